@@ -1,0 +1,23 @@
+# Generates a C++ file with one string constant per Lua script in DIR.
+# Files whose name starts with '_' are shared helpers prepended to every script
+# (Redis scripts cannot call one another).
+file(GLOB scripts ${DIR}/*.lua)
+list(SORT scripts)
+set(prelude "")
+foreach(script ${scripts})
+  get_filename_component(name ${script} NAME_WE)
+  if(name MATCHES "^_")
+    file(READ ${script} body)
+    string(APPEND prelude "${body}\n")
+  endif()
+endforeach()
+set(content "// Generated from broker/store/lua by cmake/embed_lua.cmake. Do not edit.\n#include \"broker/store/lua_scripts.hpp\"\nnamespace ojs::broker {\nconst std::vector<LuaScriptSource>& lua_script_sources() {\n  static const std::vector<LuaScriptSource> scripts = {\n")
+foreach(script ${scripts})
+  get_filename_component(name ${script} NAME_WE)
+  if(NOT name MATCHES "^_")
+    file(READ ${script} body)
+    string(APPEND content "    {\"${name}\", R\"__lua__(${prelude}${body})__lua__\"},\n")
+  endif()
+endforeach()
+string(APPEND content "  };\n  return scripts;\n}\n}  // namespace ojs::broker\n")
+file(WRITE ${OUT} "${content}")

@@ -1,0 +1,47 @@
+// A small blocking HTTP/1.1 client over libcurl with connection reuse
+// (keep-alive). Used by the worker agent, ojsctl, the conformance runner,
+// the load generator and the integration tests. One instance per thread.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ojs {
+
+struct HttpResponse {
+  long status = 0;               // 0 when the request never reached a server
+  std::string body;
+  std::map<std::string, std::string> headers;  // lower-cased names
+  std::string transport_error;   // curl's message when status == 0
+};
+
+struct HttpClientOptions {
+  std::string base_url;          // e.g. "http://127.0.0.1:8080"
+  std::string bearer_token;      // sent as Authorization when not empty
+  long timeout_ms = 30000;
+  std::string ca_file;           // TLS: trust this CA bundle
+  bool insecure_skip_verify = false;
+};
+
+class HttpClient {
+ public:
+  explicit HttpClient(HttpClientOptions options);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // path is appended to base_url. extra_headers are "Name: value" lines.
+  HttpResponse request(const std::string& method, const std::string& path, const std::string& body = {},
+                       const std::vector<std::string>& extra_headers = {});
+  HttpResponse get(const std::string& path) { return request("GET", path); }
+  HttpResponse post(const std::string& path, const std::string& body) { return request("POST", path, body); }
+
+  const HttpClientOptions& options() const { return options_; }
+
+ private:
+  HttpClientOptions options_;
+  void* curl_;  // CURL*, kept for connection reuse
+};
+
+}  // namespace ojs

@@ -1,0 +1,55 @@
+// The one error type that crosses module boundaries: it carries everything the
+// HTTP edge needs to render an OJS error body (code, message, status, details).
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace ojs {
+
+enum class ErrorCode {
+  invalid_request,   // 400: malformed request or envelope rule broken
+  invalid_payload,   // 400: body is not JSON at all
+  validation_error,  // 422: well-formed but refused by a queue rule (limits)
+  unauthorized,      // 401
+  forbidden,         // 403
+  not_found,         // 404
+  conflict,          // 409: state conflict
+  duplicate,         // 409: job id already exists
+  queue_paused,      // 409
+  payload_too_large, // 413
+  rate_limited,      // 429
+  internal_error,    // 500
+  unavailable,       // 503: backend (Redis) unreachable
+  unsupported,       // 422
+};
+
+const char* to_string(ErrorCode code);
+int http_status(ErrorCode code);
+bool is_retryable(ErrorCode code);
+
+class OjsError : public std::runtime_error {
+ public:
+  OjsError(ErrorCode code, std::string message);
+  OjsError(ErrorCode code, std::string message, const nlohmann::json& details);
+  ~OjsError() override;
+  OjsError(const OjsError&);
+  OjsError& operator=(const OjsError&);
+
+  ErrorCode code() const { return code_; }
+  const nlohmann::json& details() const;
+  // {"error": {"code", "type", "message", "retryable", "details"?, "hint", "docs_url"}}
+  nlohmann::json to_json() const;
+
+ private:
+  ErrorCode code_;
+  struct Details;
+  Details* details_;
+};
+
+// Shorthand for the most common case: a field broke a rule.
+// details = {"field": field, "rule": rule}; message names both.
+OjsError invalid_field(const std::string& field, const std::string& rule);
+
+}  // namespace ojs

@@ -1,0 +1,110 @@
+#include "ojs/core/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace ojs {
+
+struct OjsError::Details {
+  nlohmann::json value;
+};
+
+const char* to_string(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::invalid_request: return "invalid_request";
+    case ErrorCode::invalid_payload: return "invalid_payload";
+    case ErrorCode::validation_error: return "validation_error";
+    case ErrorCode::unauthorized: return "unauthorized";
+    case ErrorCode::forbidden: return "forbidden";
+    case ErrorCode::not_found: return "not_found";
+    case ErrorCode::conflict: return "conflict";
+    case ErrorCode::duplicate: return "duplicate";
+    case ErrorCode::queue_paused: return "queue_paused";
+    case ErrorCode::payload_too_large: return "payload_too_large";
+    case ErrorCode::rate_limited: return "rate_limited";
+    case ErrorCode::internal_error: return "internal_error";
+    case ErrorCode::unavailable: return "backend_unavailable";
+    case ErrorCode::unsupported: return "unsupported";
+  }
+  return "internal_error";
+}
+
+int http_status(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::invalid_request:
+    case ErrorCode::invalid_payload: return 400;
+    case ErrorCode::unauthorized: return 401;
+    case ErrorCode::forbidden: return 403;
+    case ErrorCode::not_found: return 404;
+    case ErrorCode::conflict:
+    case ErrorCode::duplicate:
+    case ErrorCode::queue_paused: return 409;
+    case ErrorCode::payload_too_large: return 413;
+    case ErrorCode::validation_error:
+    case ErrorCode::unsupported: return 422;
+    case ErrorCode::rate_limited: return 429;
+    case ErrorCode::internal_error: return 500;
+    case ErrorCode::unavailable: return 503;
+  }
+  return 500;
+}
+
+bool is_retryable(ErrorCode code) {
+  return code == ErrorCode::unavailable || code == ErrorCode::rate_limited ||
+         code == ErrorCode::internal_error;
+}
+
+namespace {
+const char* hint_for(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::not_found: return "Check the id; jobs are addressed by the UUIDv7 returned from PUSH.";
+    case ErrorCode::conflict: return "The job is not in a state that allows this operation; GET it to see its state.";
+    case ErrorCode::duplicate: return "A job with this id exists; omit the id to let the server generate one.";
+    case ErrorCode::invalid_request:
+    case ErrorCode::invalid_payload: return "Fix the field named in details and resend.";
+    case ErrorCode::validation_error: return "The queue's ml_limits refuse this job; see details.limit.";
+    case ErrorCode::unavailable: return "The backend store is unreachable; retry with backoff.";
+    case ErrorCode::unauthorized: return "Send 'Authorization: Bearer <token>'.";
+    case ErrorCode::forbidden: return "Your token's role does not allow this operation.";
+    case ErrorCode::rate_limited: return "Slow down and retry after the Retry-After interval.";
+    default: return "See the broker's docs/http-api.md.";
+  }
+}
+}  // namespace
+
+OjsError::OjsError(ErrorCode code, std::string message)
+    : std::runtime_error(std::move(message)), code_(code), details_(new Details{nlohmann::json::object()}) {}
+
+OjsError::OjsError(ErrorCode code, std::string message, const nlohmann::json& details)
+    : std::runtime_error(std::move(message)), code_(code), details_(new Details{details}) {}
+
+OjsError::~OjsError() { delete details_; }
+OjsError::OjsError(const OjsError& o) : std::runtime_error(o), code_(o.code_), details_(new Details{*o.details_}) {}
+OjsError& OjsError::operator=(const OjsError& o) {
+  if (this != &o) {
+    std::runtime_error::operator=(o);
+    code_ = o.code_;
+    *details_ = *o.details_;
+  }
+  return *this;
+}
+
+const nlohmann::json& OjsError::details() const { return details_->value; }
+
+nlohmann::json OjsError::to_json() const {
+  nlohmann::json err = {
+      {"code", to_string(code_)},
+      {"type", to_string(code_)},
+      {"message", what()},
+      {"retryable", is_retryable(code_)},
+      {"hint", hint_for(code_)},
+      {"docs_url", std::string("https://openjobspec.org/errors#") + to_string(code_)},
+  };
+  if (details_->value.is_object() && !details_->value.empty()) err["details"] = details_->value;
+  return {{"error", err}};
+}
+
+OjsError invalid_field(const std::string& field, const std::string& rule) {
+  return OjsError(ErrorCode::invalid_request, field + ": " + rule, {{"field", field}, {"rule", rule}});
+}
+
+}  // namespace ojs
