@@ -1,0 +1,27 @@
+// Each API module registers its routes on the router. Dependencies are passed in
+// explicitly so that a module can be tested with the real store on its own.
+#pragma once
+#include <chrono>
+
+#include "broker/config.hpp"
+#include "broker/http/router.hpp"
+#include "broker/jobs/job_service.hpp"
+#include "broker/workers/worker_registry.hpp"
+
+namespace ojs::broker {
+
+struct ApiContext {
+  const BrokerConfig& config;
+  JobService& jobs;
+  JobStore& store;
+  WorkerRegistry& workers;
+  std::chrono::steady_clock::time_point started_at;
+};
+
+void register_system_api(Router& router, ApiContext& ctx);
+void register_jobs_api(Router& router, ApiContext& ctx);
+void register_workers_api(Router& router, ApiContext& ctx);
+void register_queues_api(Router& router, ApiContext& ctx);
+void register_events_api(Router& router, ApiContext& ctx);
+
+}  // namespace ojs::broker

@@ -1,0 +1,33 @@
+// PUSH, INFO and CANCEL: POST /ojs/v1/jobs, GET and DELETE /ojs/v1/jobs/{id}.
+#include "broker/api/api.hpp"
+#include "broker/api/json_io.hpp"
+#include "ojs/core/error.hpp"
+#include "ojs/core/uuid.hpp"
+
+namespace ojs::broker {
+
+namespace {
+const std::string& job_id_param(const HttpRequest& r) {
+  const auto& id = r.params.at("id");
+  if (!is_uuidv7(id)) throw invalid_field("id", "must be a lowercase UUIDv7 job id");
+  return id;
+}
+}  // namespace
+
+void register_jobs_api(Router& router, ApiContext& ctx) {
+  router.add("POST", "/ojs/v1/jobs", [&ctx](const HttpRequest& r) {
+    auto job = ctx.jobs.push(parse_json_body(r));
+    auto reply = json_reply(201, {{"job", job}});
+    reply.headers.emplace_back("Location", "/ojs/v1/jobs/" + job["id"].get<std::string>());
+    return reply;
+  });
+  router.add("GET", "/ojs/v1/jobs/{id}", [&ctx](const HttpRequest& r) {
+    const auto& id = r.params.at("id");
+    return json_reply(200, {{"job", ctx.jobs.info(id)}});
+  });
+  router.add("DELETE", "/ojs/v1/jobs/{id}", [&ctx](const HttpRequest& r) {
+    return json_reply(200, {{"job", ctx.jobs.cancel(job_id_param(r))}});
+  });
+}
+
+}  // namespace ojs::broker

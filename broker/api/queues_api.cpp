@@ -1,0 +1,40 @@
+// GET /ojs/v1/queues, GET /ojs/v1/queues/{name}/stats, POST .../pause and .../resume.
+#include "broker/api/api.hpp"
+#include "broker/api/json_io.hpp"
+#include "ojs/core/envelope.hpp"
+#include "ojs/core/error.hpp"
+
+namespace ojs::broker {
+
+namespace {
+std::string queue_param(const HttpRequest& r, JobStore& store) {
+  const auto& name = r.params.at("name");
+  if (!is_valid_queue_name(name)) throw invalid_field("name", "must match ^[a-z0-9][a-z0-9.-]*$");
+  if (!store.queue_exists(name)) throw OjsError(ErrorCode::not_found, "queue " + name + " not found", {{"queue", name}});
+  return name;
+}
+}  // namespace
+
+void register_queues_api(Router& router, ApiContext& ctx) {
+  router.add("GET", "/ojs/v1/queues", [&ctx](const HttpRequest&) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& q : ctx.store.queues())
+      list.push_back({{"name", q}, {"status", ctx.store.is_paused(q) ? "paused" : "active"}});
+    return json_reply(200, {{"queues", list}, {"pagination", {{"total", list.size()}, {"limit", list.size()}, {"offset", 0}}}});
+  });
+  router.add("GET", "/ojs/v1/queues/{name}/stats", [&ctx](const HttpRequest& r) {
+    const auto name = queue_param(r, ctx.store);
+    nlohmann::json q = {{"name", name}, {"paused", ctx.store.is_paused(name)}};
+    for (const auto& [k, v] : ctx.store.queue_counts(name)) q[k] = v;
+    return json_reply(200, {{"queue", q}});
+  });
+  for (const bool pause : {true, false}) {
+    router.add("POST", std::string("/ojs/v1/queues/{name}/") + (pause ? "pause" : "resume"), [&ctx, pause](const HttpRequest& r) {
+      const auto name = queue_param(r, ctx.store);
+      ctx.store.set_paused(name, pause);
+      return json_reply(200, {{"queue", {{"name", name}, {"paused", pause}}}});
+    });
+  }
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,41 @@
+// GET /ojs/manifest and GET /ojs/v1/health.
+#include <chrono>
+
+#include "broker/api/api.hpp"
+#include "broker/api/json_io.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker {
+
+void register_system_api(Router& router, ApiContext& ctx) {
+  router.add("GET", "/ojs/manifest", [](const HttpRequest&) {
+    return json_reply(200, {
+        {"specversion", "1.0"},
+        {"implementation", {{"name", "ojs-gpu-broker"}, {"version", "0.1.0"}, {"language", "cpp"}, {"backend", "redis"}}},
+        {"conformance_level", 1},
+        {"protocols", {"http"}},
+        {"backend", "redis"},
+        {"capabilities", {{"batch_enqueue", false}, {"dead_letter", true}, {"events", true}, {"pause_resume", true},
+                          {"heartbeat", true}, {"visibility_timeout", true}, {"scheduled_jobs", true}}},
+        {"extensions", {{"official", {{{"name", "ml-resources"},
+                                        {"uri", "https://openjobspec.org/spec/extensions/ml-resources"},
+                                        {"version", "1.0"}}}}}},
+    });
+  });
+
+  router.add("GET", "/ojs/v1/health", [&ctx](const HttpRequest&) {
+    const auto begin = std::chrono::steady_clock::now();
+    const bool up = ctx.store.redis().ping();
+    const auto latency = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begin).count();
+    const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.started_at).count();
+    nlohmann::json backend = {{"type", "redis"}, {"status", up ? "connected" : "disconnected"}, {"latency_ms", latency}};
+    if (!up) backend["error"] = "cannot reach Redis at " + ctx.store.redis().endpoint().describe();
+    return json_reply(up ? 200 : 503, {{"status", up ? "ok" : "error"},
+                                       {"version", "1.0"},
+                                       {"uptime_seconds", uptime},
+                                       {"server_time", format_rfc3339(now_ms())},
+                                       {"backend", backend}});
+  });
+}
+
+}  // namespace ojs::broker

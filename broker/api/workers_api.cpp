@@ -1,0 +1,117 @@
+// Worker-side operations: FETCH, ACK, FAIL (nack), BEAT (heartbeat), and the
+// admin endpoints that set a worker's lifecycle directive.
+#include "broker/api/api.hpp"
+#include "broker/api/json_io.hpp"
+#include "ojs/core/error.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker {
+
+namespace {
+
+std::string required_string(const nlohmann::json& body, const char* field) {
+  if (!body.contains(field)) throw invalid_field(field, "is required");
+  if (!body[field].is_string() || body[field].get<std::string>().empty()) throw invalid_field(field, "must be a non-empty string");
+  return body[field].get<std::string>();
+}
+
+// ACK and FAIL answer with the job's top-level attributes (id, state, attempt,
+// timestamps) plus `job_id` and the full `job`, as the OJS response schemas allow.
+nlohmann::json transition_reply(const nlohmann::json& job) {
+  nlohmann::json out = job;
+  out["job_id"] = job["id"];
+  out["job"] = job;
+  return out;
+}
+
+std::string directive_for(const std::string& state) { return state == "running" ? "" : state; }
+
+}  // namespace
+
+void register_workers_api(Router& router, ApiContext& ctx) {
+  router.add("POST", "/ojs/v1/workers/fetch", [&ctx](const HttpRequest& r) {
+    const auto request = FetchRequest::parse(parse_json_body(r), ctx.config.max_fetch_count);
+    const auto state = ctx.workers.touch(request.worker_id, request.capabilities ? &*request.capabilities : nullptr, request.queues);
+    nlohmann::json jobs = nlohmann::json::array();
+    // A worker told to be quiet or to terminate gets no new work.
+    if (state == "running")
+      for (auto& j : ctx.jobs.fetch(request)) jobs.push_back(std::move(j));
+    nlohmann::json out = {{"jobs", jobs}, {"state", state}, {"directive", directive_for(state)}};
+    if (!jobs.empty()) out["job"] = jobs[0];
+    return json_reply(200, out);
+  });
+
+  router.add("POST", "/ojs/v1/workers/ack", [&ctx](const HttpRequest& r) {
+    const auto body = parse_json_body(r);
+    const auto id = required_string(body, "job_id");
+    const nlohmann::json* result = body.contains("result") ? &body["result"] : nullptr;
+    auto out = transition_reply(ctx.jobs.ack(id, result));
+    out["acknowledged"] = true;
+    return json_reply(200, out);
+  });
+
+  router.add("POST", "/ojs/v1/workers/nack", [&ctx](const HttpRequest& r) {
+    const auto body = parse_json_body(r);
+    const auto id = required_string(body, "job_id");
+    bool requeue = false;
+    if (body.contains("requeue")) {
+      if (!body["requeue"].is_boolean()) throw invalid_field("requeue", "must be a boolean");
+      requeue = body["requeue"].get<bool>();
+    }
+    const nlohmann::json error = body.contains("error") ? body["error"] : nlohmann::json(nullptr);
+    return json_reply(200, transition_reply(ctx.jobs.fail(id, error, requeue)));
+  });
+
+  router.add("POST", "/ojs/v1/workers/heartbeat", [&ctx](const HttpRequest& r) {
+    const auto body = parse_json_body(r);
+    const auto worker_id = required_string(body, "worker_id");
+    std::vector<std::string> ids;
+    if (body.contains("active_jobs")) {
+      if (!body["active_jobs"].is_array()) throw invalid_field("active_jobs", "must be an array of job ids");
+      for (const auto& id : body["active_jobs"]) {
+        if (!id.is_string()) throw invalid_field("active_jobs", "must be an array of job ids");
+        ids.push_back(id.get<std::string>());
+      }
+    }
+    if (body.contains("job_id")) ids.push_back(required_string(body, "job_id"));
+    std::optional<std::int64_t> visibility;
+    if (body.contains("visibility_timeout_ms")) {
+      if (!body["visibility_timeout_ms"].is_number_integer() || body["visibility_timeout_ms"].get<long long>() < 0)
+        throw invalid_field("visibility_timeout_ms", "must be an integer >= 0");
+      visibility = body["visibility_timeout_ms"].get<long long>();
+    }
+    const nlohmann::json* caps = body.contains("capabilities") && body["capabilities"].is_object() ? &body["capabilities"] : nullptr;
+    const auto state = ctx.workers.touch(worker_id, caps, {});
+    // Group ids by queue: one extend script per queue (one slot each).
+    std::map<std::string, std::vector<std::string>> by_queue;
+    for (const auto& id : ids)
+      if (auto q = ctx.store.queue_of(id)) by_queue[*q].push_back(id);
+    nlohmann::json extended = nlohmann::json::array();
+    for (const auto& [queue, qids] : by_queue)
+      for (auto& id : ctx.store.extend(queue, worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), qids))
+        extended.push_back(id);
+    return json_reply(200, {{"state", state},
+                            {"directive", directive_for(state)},
+                            {"jobs_extended", extended},
+                            {"job_directives", nlohmann::json::array()},
+                            {"server_time", format_rfc3339(now_ms())}});
+  });
+
+  router.add("GET", "/ojs/v1/admin/workers", [&ctx](const HttpRequest&) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& w : ctx.workers.list())
+      list.push_back({{"id", w.id}, {"state", w.state}, {"last_seen", format_rfc3339(w.last_seen_ms)},
+                      {"queues", w.queues}, {"capabilities", w.capabilities}});
+    return json_reply(200, {{"workers", list}});
+  });
+  for (const std::string state : {"quiet", "terminate", "running"}) {
+    const std::string path = "/ojs/v1/admin/workers/{id}/" + std::string(state == "running" ? "resume" : state);
+    router.add("POST", path, [&ctx, state](const HttpRequest& r) {
+      const auto& id = r.params.at("id");
+      ctx.workers.set_state(id, state);
+      return json_reply(200, {{"worker", {{"id", id}, {"state", state}, {"directive", directive_for(state)}}}});
+    });
+  }
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,72 @@
+#include "broker/app.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "broker/api/api.hpp"
+#include "broker/background/maintenance.hpp"
+#include "broker/http/server.hpp"
+#include "broker/store/embedded_redis.hpp"
+
+namespace ojs::broker {
+
+struct BrokerApp::Impl {
+  BrokerConfig config;
+  std::unique_ptr<EmbeddedRedis> embedded;
+  std::unique_ptr<RedisPool> redis;
+  std::unique_ptr<JobStore> store;
+  Scheduler scheduler;
+  std::unique_ptr<JobService> jobs;
+  std::unique_ptr<WorkerRegistry> workers;
+  std::unique_ptr<ApiContext> api;
+  Router router;
+  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<Maintenance> maintenance;
+};
+
+BrokerApp::BrokerApp(BrokerConfig config) : impl_(std::make_unique<Impl>()) { impl_->config = std::move(config); }
+
+BrokerApp::~BrokerApp() { stop(); }
+
+void BrokerApp::start() {
+  auto& i = *impl_;
+  std::string url = i.config.redis_url;
+  if (url.empty()) {
+    i.embedded = std::make_unique<EmbeddedRedis>(i.config.redis_server_binary, i.config.data_dir);
+    i.embedded->start();
+    url = i.embedded->url();
+  }
+  i.redis = std::make_unique<RedisPool>(parse_redis_url(url), static_cast<std::size_t>(i.config.http_threads) + 2);
+  if (!i.redis->ping()) spdlog::warn("Redis at {} is not reachable yet; requests get 503 until it is", i.redis->endpoint().describe());
+  i.store = std::make_unique<JobStore>(*i.redis);
+  i.jobs = std::make_unique<JobService>(*i.store, i.scheduler, i.config);
+  i.workers = std::make_unique<WorkerRegistry>(*i.redis);
+  i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.store, *i.workers, std::chrono::steady_clock::now()});
+  register_system_api(i.router, *i.api);
+  register_jobs_api(i.router, *i.api);
+  register_workers_api(i.router, *i.api);
+  register_queues_api(i.router, *i.api);
+  register_events_api(i.router, *i.api);
+
+  HttpServerOptions http;
+  http.address = i.config.listen_address;
+  http.port = i.config.port;
+  http.threads = i.config.http_threads;
+  http.max_body_bytes = i.config.max_body_bytes;
+  i.server = std::make_unique<HttpServer>(http, i.router);
+  i.server->start();
+  i.maintenance = std::make_unique<Maintenance>(*i.jobs, i.config);
+  i.maintenance->start();
+  spdlog::info("broker listening on http://{}:{} (Redis {})", i.config.listen_address, i.server->port(),
+               i.redis->endpoint().describe());
+}
+
+void BrokerApp::stop() {
+  auto& i = *impl_;
+  if (i.server) i.server->stop();
+  if (i.maintenance) i.maintenance->stop();
+  if (i.embedded) i.embedded->stop();
+}
+
+std::uint16_t BrokerApp::port() const { return impl_->server ? impl_->server->port() : 0; }
+
+}  // namespace ojs::broker

@@ -1,0 +1,23 @@
+// Wires the broker together: store, services, API routes, HTTP server and the
+// background loop. main() only parses flags and waits for a signal.
+#pragma once
+#include <memory>
+
+#include "broker/config.hpp"
+
+namespace ojs::broker {
+
+class BrokerApp {
+ public:
+  explicit BrokerApp(BrokerConfig config);
+  ~BrokerApp();
+  void start();  // throws on failure to start Redis or bind the port
+  void stop();
+  std::uint16_t port() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ojs::broker

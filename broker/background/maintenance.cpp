@@ -1,0 +1,49 @@
+#include "broker/background/maintenance.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "broker/store/store_error.hpp"
+
+namespace ojs::broker {
+
+void Maintenance::run_once() {
+  auto& store = jobs_.store();
+  for (const auto& queue : store.queues()) {
+    store.promote(queue);
+    if (int n = jobs_.reclaim_expired(queue); n > 0)
+      spdlog::info("queue {}: reclaimed {} job(s) whose visibility timeout expired", queue, n);
+  }
+}
+
+void Maintenance::start() {
+  thread_ = std::thread([this] {
+    bool was_down = false;
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      lock.unlock();
+      try {
+        run_once();
+        if (was_down) spdlog::info("maintenance: Redis is reachable again");
+        was_down = false;
+      } catch (const StoreUnavailable& e) {
+        if (!was_down) spdlog::warn("maintenance: Redis unavailable: {}", e.what());
+        was_down = true;
+      } catch (const std::exception& e) {
+        spdlog::error("maintenance pass failed: {}", e.what());
+      }
+      lock.lock();
+      wake_.wait_for(lock, std::chrono::milliseconds(config_.maintenance_interval_ms), [this] { return stopping_; });
+    }
+  });
+}
+
+void Maintenance::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,27 @@
+// Broker settings, filled from the command line (broker/main.cpp) and passed by
+// reference to the services that need them. Defaults are the documented ones
+// (docs/operations.md).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace ojs::broker {
+
+struct BrokerConfig {
+  std::string listen_address = "127.0.0.1";
+  std::uint16_t port = 8080;
+  int http_threads = 4;
+  std::size_t max_body_bytes = 4 * 1024 * 1024;
+
+  std::string redis_url;          // empty: start an embedded redis-server
+  std::string data_dir = "ojs-data";
+  std::string redis_server_binary = "redis-server";
+
+  std::int64_t default_visibility_timeout_ms = 30000;
+  std::int64_t maintenance_interval_ms = 200;     // promoter + reaper cadence
+  std::int64_t worker_dead_after_ms = 60000;      // no heartbeat or fetch for this long
+  std::int64_t locality_delay_ms = 5000;          // delay scheduling for model locality
+  int max_fetch_count = 100;
+};
+
+}  // namespace ojs::broker

@@ -1,0 +1,83 @@
+#include "broker/http/router.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "broker/store/store_error.hpp"
+#include "ojs/core/error.hpp"
+
+namespace ojs::broker {
+
+namespace {
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const auto slash = path.find('/', start);
+    const auto end = slash == std::string::npos ? path.size() : slash;
+    if (end > start) out.push_back(path.substr(start, end - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return out;
+}
+
+HttpResponse error_response(const OjsError& e) {
+  HttpResponse r = json_response(http_status(e.code()), e.to_json().dump());
+  if (e.code() == ErrorCode::unavailable || e.code() == ErrorCode::rate_limited)
+    r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+}  // namespace
+
+HttpResponse json_response(int status, const std::string& json_body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = json_body;
+  return r;
+}
+
+void Router::add(const std::string& method, const std::string& pattern, Handler handler) {
+  routes_.push_back(Route{method, pattern, split_path(pattern), std::move(handler)});
+}
+
+HttpResponse Router::dispatch(HttpRequest request) const {
+  const auto segments = split_path(request.path);
+  bool path_matched = false;
+  for (const auto& route : routes_) {
+    if (route.segments.size() != segments.size()) continue;
+    std::map<std::string, std::string> params;
+    bool match = true;
+    for (std::size_t i = 0; i < segments.size() && match; ++i) {
+      const auto& want = route.segments[i];
+      if (want.size() > 2 && want.front() == '{' && want.back() == '}') params[want.substr(1, want.size() - 2)] = segments[i];
+      else match = want == segments[i];
+    }
+    if (!match) continue;
+    path_matched = true;
+    if (route.method != request.method) continue;
+    request.params = std::move(params);
+    try {
+      for (const auto& m : middlewares_) m(request, route.method + " " + route.pattern);
+      return route.handler(request);
+    } catch (const OjsError& e) {
+      return error_response(e);
+    } catch (const StoreUnavailable& e) {
+      spdlog::warn("{} {}: backend unavailable: {}", request.method, request.path, e.what());
+      return error_response(OjsError(ErrorCode::unavailable, std::string("backend unavailable: ") + e.what()));
+    } catch (const nlohmann::json::exception& e) {
+      return error_response(OjsError(ErrorCode::invalid_request, std::string("malformed request: ") + e.what()));
+    } catch (const std::exception& e) {
+      spdlog::error("{} {}: internal error: {}", request.method, request.path, e.what());
+      return error_response(OjsError(ErrorCode::internal_error, std::string("internal error: ") + e.what()));
+    }
+  }
+  if (path_matched)
+    return error_response(OjsError(ErrorCode::invalid_request, "method " + request.method + " is not allowed on " + request.path,
+                                   {{"field", "method"}, {"rule", "not allowed on this path"}}));
+  return error_response(OjsError(ErrorCode::not_found, "no such endpoint: " + request.method + " " + request.path));
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,35 @@
+// Maps "METHOD /path/{param}" patterns to handlers. Errors thrown by handlers
+// (OjsError, store outages) are rendered here as OJS error bodies, in one place.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "broker/http/message.hpp"
+
+namespace ojs::broker {
+
+using Handler = std::function<HttpResponse(const HttpRequest&)>;
+// Runs before the handler (authentication, rate limits); may throw OjsError.
+using Middleware = std::function<void(const HttpRequest&, const std::string& route)>;
+
+class Router {
+ public:
+  void add(const std::string& method, const std::string& pattern, Handler handler);
+  void use(Middleware middleware) { middlewares_.push_back(std::move(middleware)); }
+  HttpResponse dispatch(HttpRequest request) const;
+
+ private:
+  struct Route {
+    std::string method;
+    std::string pattern;
+    std::vector<std::string> segments;
+    Handler handler;
+  };
+  std::vector<Route> routes_;
+  std::vector<Middleware> middlewares_;
+};
+
+HttpResponse json_response(int status, const std::string& json_body);
+
+}  // namespace ojs::broker

@@ -1,0 +1,182 @@
+#include "broker/http/server.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <thread>
+#include <vector>
+
+#include "ojs/core/error.hpp"
+
+namespace ojs::broker {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+std::string percent_decode(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '%' && i + 2 < in.size() && std::isxdigit(static_cast<unsigned char>(in[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(in[i + 2]))) {
+      out.push_back(static_cast<char>(std::stoi(std::string(in.substr(i + 1, 2)), nullptr, 16)));
+      i += 2;
+    } else if (in[i] == '+') {
+      out.push_back(' ');
+    } else {
+      out.push_back(in[i]);
+    }
+  }
+  return out;
+}
+
+HttpRequest to_request(const http::request<http::string_body>& req) {
+  HttpRequest out;
+  out.method = std::string(req.method_string());
+  const std::string_view target = req.target();
+  const auto q = target.find('?');
+  out.path = percent_decode(target.substr(0, q));
+  if (q != std::string_view::npos) {
+    std::string_view rest = target.substr(q + 1);
+    while (!rest.empty()) {
+      const auto amp = rest.find('&');
+      const auto pair = rest.substr(0, amp);
+      const auto eq = pair.find('=');
+      out.query[percent_decode(pair.substr(0, eq))] = eq == std::string_view::npos ? "" : percent_decode(pair.substr(eq + 1));
+      if (amp == std::string_view::npos) break;
+      rest = rest.substr(amp + 1);
+    }
+  }
+  for (const auto& field : req) {
+    std::string name(field.name_string());
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.headers[name] = std::string(field.value());
+  }
+  out.body = req.body();
+  return out;
+}
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const Router& router, std::size_t max_body)
+      : stream_(std::move(socket)), router_(router), max_body_(max_body) {}
+
+  void run() { asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); }); }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->body_limit(max_body_);
+    stream_.expires_after(std::chrono::seconds(120));  // idle keep-alive connections are closed
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::connection_reset) return close();
+    if (ec == http::error::body_limit) {
+      HttpResponse r = json_response(413, OjsError(ErrorCode::payload_too_large,
+                                                   "request body exceeds " + std::to_string(max_body_) + " bytes",
+                                                   {{"field", "body"}, {"rule", "max " + std::to_string(max_body_) + " bytes"}})
+                                              .to_json()
+                                              .dump());
+      return write(std::move(r), false, 11);
+    }
+    if (ec) return close();
+    auto& req = parser_->get();
+    const bool keep_alive = req.keep_alive();
+    const unsigned version = req.version();
+    HttpResponse response = router_.dispatch(to_request(req));
+    write(std::move(response), keep_alive, version);
+  }
+
+  void write(HttpResponse response, bool keep_alive, unsigned version) {
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(response.status), version);
+    res->set(http::field::server, "ojs-gpu-broker");
+    res->set(http::field::content_type, response.content_type);
+    res->set("OJS-Version", "1.0");
+    for (const auto& [name, value] : response.headers) res->set(name, value);
+    res->body() = std::move(response.body);
+    res->keep_alive(keep_alive);
+    res->prepare_payload();
+    http::async_write(stream_, *res, [self = shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
+      if (ec || !keep_alive) return self->close();
+      self->read();
+    });
+  }
+
+  void close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  const Router& router_;
+  std::size_t max_body_;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  const Router& router;
+  asio::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::vector<std::thread> threads;
+  std::uint16_t bound_port = 0;
+
+  Impl(HttpServerOptions o, const Router& r) : options(std::move(o)), router(r), ioc(o.threads) {}
+
+  void accept() {
+    acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) {
+        socket.set_option(tcp::no_delay(true), ec);
+        std::make_shared<Session>(std::move(socket), router, options.max_body_bytes)->run();
+      }
+      accept();
+    });
+  }
+};
+
+HttpServer::HttpServer(HttpServerOptions options, const Router& router)
+    : impl_(std::make_unique<Impl>(std::move(options), router)) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::start() {
+  auto& i = *impl_;
+  const tcp::endpoint endpoint(asio::ip::make_address(i.options.address), i.options.port);
+  i.acceptor.open(endpoint.protocol());
+  i.acceptor.set_option(asio::socket_base::reuse_address(true));
+  i.acceptor.bind(endpoint);
+  i.acceptor.listen(asio::socket_base::max_listen_connections);
+  i.bound_port = i.acceptor.local_endpoint().port();
+  i.accept();
+  for (int t = 0; t < std::max(1, i.options.threads); ++t) i.threads.emplace_back([&i] { i.ioc.run(); });
+}
+
+void HttpServer::stop() {
+  auto& i = *impl_;
+  if (i.threads.empty()) return;
+  asio::post(i.ioc, [&i] {
+    beast::error_code ec;
+    i.acceptor.close(ec);
+  });
+  i.ioc.stop();
+  for (auto& t : i.threads) t.join();
+  i.threads.clear();
+}
+
+std::uint16_t HttpServer::port() const { return impl_->bound_port; }
+
+}  // namespace ojs::broker

@@ -1,0 +1,32 @@
+// The HTTP/1.1 listener (Boost.Beast over Asio). Beast stays inside server.cpp;
+// everything else speaks HttpRequest/HttpResponse.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "broker/http/router.hpp"
+
+namespace ojs::broker {
+
+struct HttpServerOptions {
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 8080;     // 0 picks a free port (see HttpServer::port())
+  int threads = 4;               // I/O threads; handlers run on them
+  std::size_t max_body_bytes = 4 * 1024 * 1024;
+};
+
+class HttpServer {
+ public:
+  HttpServer(HttpServerOptions options, const Router& router);
+  ~HttpServer();
+  void start();              // binds and starts the I/O threads; throws on bind failure
+  void stop();               // stops accepting and joins the threads
+  std::uint16_t port() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ojs::broker

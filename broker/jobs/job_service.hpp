@@ -1,0 +1,51 @@
+// The OJS operations (PUSH, FETCH, ACK, FAIL, CANCEL, INFO, BEAT) as the broker
+// implements them: validation and decisions here, atomic transitions in the store.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/config.hpp"
+#include "broker/scheduling/scheduler.hpp"
+#include "broker/store/job_store.hpp"
+
+namespace ojs::broker {
+
+struct FetchRequest {
+  std::vector<std::string> queues;
+  int count = 1;
+  std::string worker_id;
+  std::optional<std::int64_t> visibility_timeout_ms;
+  std::optional<nlohmann::json> capabilities;
+
+  static FetchRequest parse(const nlohmann::json& body, int max_count);
+};
+
+class JobService {
+ public:
+  JobService(JobStore& store, Scheduler& scheduler, const BrokerConfig& config)
+      : store_(store), scheduler_(scheduler), config_(config) {}
+
+  nlohmann::json push(const nlohmann::json& body);          // -> envelope
+  nlohmann::json info(const std::string& id);               // -> envelope
+  nlohmann::json cancel(const std::string& id);             // -> envelope
+  std::vector<nlohmann::json> fetch(const FetchRequest& request);
+  nlohmann::json ack(const std::string& id, const nlohmann::json* result);  // -> envelope
+  nlohmann::json fail(const std::string& id, const nlohmann::json& error, bool requeue);  // -> envelope
+  // Reaper: jobs whose visibility deadline passed go back through the failure path.
+  int reclaim_expired(const std::string& queue);
+
+  JobStore& store() { return store_; }
+
+ private:
+  std::string queue_of_or_404(const std::string& id);
+  JobRecord checked(const Transition& t, const std::string& id, const char* operation);
+
+  JobStore& store_;
+  Scheduler& scheduler_;
+  const BrokerConfig& config_;
+};
+
+}  // namespace ojs::broker

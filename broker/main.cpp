@@ -1,0 +1,50 @@
+// broker: the OJS backend. Flags map one to one onto BrokerConfig.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+
+#include "broker/app.hpp"
+
+int main(int argc, char** argv) {
+  ojs::broker::BrokerConfig config;
+  CLI::App cli{"OJS broker with capability-aware FETCH for GPU job queues"};
+  cli.add_option("--listen", config.listen_address, "Address to bind")->capture_default_str();
+  cli.add_option("--port", config.port, "HTTP port (0 picks a free one; it is printed)")->capture_default_str();
+  cli.add_option("--threads", config.http_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 256));
+  cli.add_option("--redis", config.redis_url,
+                 "Redis URL (redis://host:port/db or unix:///path). Empty: start an embedded redis-server");
+  cli.add_option("--data-dir", config.data_dir, "Data directory of the embedded redis-server")->capture_default_str();
+  cli.add_option("--redis-server", config.redis_server_binary, "redis-server binary for the embedded mode")->capture_default_str();
+  cli.add_option("--visibility-timeout-ms", config.default_visibility_timeout_ms, "Default visibility timeout")->capture_default_str();
+  cli.add_option("--maintenance-interval-ms", config.maintenance_interval_ms, "Promoter/reaper cadence")->capture_default_str();
+  cli.add_option("--locality-delay-ms", config.locality_delay_ms, "Delay scheduling bound for model locality")->capture_default_str();
+  cli.add_option("--max-body-bytes", config.max_body_bytes, "Largest accepted request body")->capture_default_str();
+  std::string log_level = "info";
+  cli.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  CLI11_PARSE(cli, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // threads inherit the mask; we sigwait below
+  std::signal(SIGPIPE, SIG_IGN);
+
+  ojs::broker::BrokerApp app(config);
+  try {
+    app.start();
+  } catch (const std::exception& e) {
+    spdlog::critical("broker failed to start: {}", e.what());
+    return 1;
+  }
+  std::printf("OJS_BROKER_READY port=%u\n", static_cast<unsigned>(app.port()));
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {} received, shutting down", sig);
+  app.stop();
+  return 0;
+}

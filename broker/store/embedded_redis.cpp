@@ -1,0 +1,91 @@
+#include "broker/store/embedded_redis.hpp"
+
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace ojs::broker {
+
+namespace fs = std::filesystem;
+
+EmbeddedRedis::EmbeddedRedis(std::string binary, std::string data_dir)
+    : binary_(std::move(binary)), data_dir_(std::move(data_dir)) {}
+
+EmbeddedRedis::~EmbeddedRedis() { stop(); }
+
+void EmbeddedRedis::start() {
+  fs::create_directories(data_dir_);
+  const fs::path dir = fs::absolute(data_dir_);
+  socket_path_ = (dir / "redis.sock").string();
+  if (socket_path_.size() > 100) throw std::runtime_error("data dir path too long for a unix socket: " + socket_path_);
+  std::error_code ec;
+  fs::remove(socket_path_, ec);
+  const std::string log = (dir / "redis.log").string();
+  std::vector<std::string> args{binary_, "--port", "0", "--unixsocket", socket_path_, "--unixsocketperm", "700",
+                                "--dir", dir.string(), "--appendonly", "yes", "--appendfsync", "everysec",
+                                "--save", "", "--daemonize", "no", "--logfile", log, "--protected-mode", "yes"};
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed while starting redis-server");
+  if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the broker
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  // Ready when the socket answers PING.
+  for (int i = 0; i < 200; ++i) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("redis-server exited during start-up (status " + std::to_string(status) +
+                               "); is '" + binary_ + "' installed? see " + log);
+    }
+    if (redisContext* c = redisConnectUnix(socket_path_.c_str()); c) {
+      const bool ok = !c->err;
+      if (ok) {
+        auto* reply = static_cast<redisReply*>(redisCommand(c, "PING"));
+        const bool pong = reply && reply->type == REDIS_REPLY_STATUS;
+        if (reply) freeReplyObject(reply);
+        redisFree(c);
+        if (pong) {
+          spdlog::info("embedded redis-server (pid {}) ready on {}", pid_, socket_path_);
+          return;
+        }
+      } else {
+        redisFree(c);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  stop();
+  throw std::runtime_error("redis-server did not become ready within 10 s; see " + log);
+}
+
+void EmbeddedRedis::stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);  // redis flushes the AOF on SIGTERM
+  int status = 0;
+  for (int i = 0; i < 100; ++i) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,61 @@
+#include "broker/store/job_record.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker {
+
+namespace {
+const std::string kEmpty;
+
+// Hash fields holding epoch milliseconds, rendered as RFC 3339.
+constexpr const char* kTimestampFields[] = {"created_at",   "enqueued_at",  "started_at",      "completed_at",
+                                            "cancelled_at", "discarded_at", "next_attempt_at", "scheduled_at",
+                                            "preempt_deadline"};
+// Hash fields holding JSON text written by the broker.
+constexpr const char* kJsonFields[] = {"result", "error", "errors", "last_checkpoint", "checkpoints",
+                                       "ext_ml_assigned_devices", "preemption"};
+}  // namespace
+
+const std::string& JobRecord::get(const std::string& name) const {
+  auto it = fields.find(name);
+  return it == fields.end() ? kEmpty : it->second;
+}
+
+std::optional<std::int64_t> JobRecord::get_int(const std::string& name) const {
+  auto it = fields.find(name);
+  if (it == fields.end() || it->second.empty()) return std::nullopt;
+  try {
+    return std::stoll(it->second);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+int JobRecord::attempt() const { return static_cast<int>(get_int("attempt").value_or(0)); }
+
+nlohmann::json JobRecord::envelope() const {
+  nlohmann::json doc = nlohmann::json::parse(get("doc"), nullptr, false);
+  if (!doc.is_object()) doc = nlohmann::json::object();
+  doc["id"] = id();
+  doc["state"] = state();
+  doc["attempt"] = attempt();
+  for (const char* f : kTimestampFields)
+    if (auto ms = get_int(f)) doc[f] = format_rfc3339(*ms);
+  for (const char* f : kJsonFields) {
+    auto it = fields.find(f);
+    if (it != fields.end() && !it->second.empty()) doc[f] = nlohmann::json::parse(it->second, nullptr, false);
+  }
+  if (has("worker_id")) doc["worker_id"] = get("worker_id");
+  if (auto n = get_int("preemption_count")) doc["preemption_count"] = *n;
+  return doc;
+}
+
+JobRecord JobRecord::from_flat_array(const RedisValue& v) {
+  JobRecord r;
+  for (std::size_t i = 0; i + 1 < v.elements.size(); i += 2) r.fields[v.elements[i].str] = v.elements[i + 1].str;
+  return r;
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,31 @@
+// A job as stored in its Redis hash, and its rendering as the OJS envelope.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "broker/store/redis_client.hpp"
+
+namespace ojs::broker {
+
+struct JobRecord {
+  std::unordered_map<std::string, std::string> fields;
+
+  const std::string& get(const std::string& name) const;  // "" when absent
+  bool has(const std::string& name) const { return fields.count(name) != 0; }
+  std::optional<std::int64_t> get_int(const std::string& name) const;
+  const std::string& id() const { return get("id"); }
+  const std::string& state() const { return get("state"); }
+  const std::string& queue() const { return get("queue"); }
+  int attempt() const;
+
+  // The OJS job envelope: the producer's document with system fields overlaid.
+  nlohmann::json envelope() const;
+
+  static JobRecord from_flat_array(const RedisValue& hgetall);
+};
+
+}  // namespace ojs::broker

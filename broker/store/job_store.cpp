@@ -1,0 +1,199 @@
+#include "broker/store/job_store.hpp"
+
+#include <cstdio>
+
+#include "broker/store/keys.hpp"
+
+namespace ojs::broker {
+
+namespace {
+
+TransitionStatus status_of(const std::string& word) {
+  if (word == "ok") return TransitionStatus::ok;
+  if (word == "not_found") return TransitionStatus::not_found;
+  if (word == "conflict") return TransitionStatus::conflict;
+  if (word == "stale") return TransitionStatus::stale;
+  if (word == "extended") return TransitionStatus::extended;
+  if (word == "duplicate") return TransitionStatus::duplicate;
+  if (word == "paused") return TransitionStatus::paused;
+  throw std::runtime_error("unexpected script status: " + word);
+}
+
+std::string rank_text(double rank) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", rank);
+  return buf;
+}
+
+}  // namespace
+
+Transition JobStore::transition_from(const RedisValue& reply) {
+  Transition t;
+  if (reply.type != RedisValue::Type::array || reply.elements.empty()) throw std::runtime_error("malformed script reply");
+  t.status = status_of(reply.elements[0].str);
+  if (reply.elements.size() > 1) {
+    const auto& second = reply.elements[1];
+    if (second.type == RedisValue::Type::array) t.job = JobRecord::from_flat_array(second);
+    else t.detail = second.str.empty() ? std::to_string(second.integer) : second.str;
+  }
+  return t;
+}
+
+bool JobStore::reserve_id(const std::string& id, const std::string& queue) {
+  auto replies = redis_.pipeline({{"HSETNX", keys::job_directory, id, queue},
+                                  {"HSETNX", keys::queue_directory, queue, std::to_string(time(nullptr) * 1000LL)}});
+  if (replies[0].integer == 1) return true;
+  // The id is registered; it is only a duplicate if that job really exists
+  // (a PUSH interrupted between the two writes leaves a dangling entry).
+  auto existing = queue_of(id);
+  if (existing && redis_.command({"EXISTS", keys::job(*existing, id)}).integer == 1) return false;
+  redis_.command({"HSET", keys::job_directory, id, queue});
+  return true;
+}
+
+Transition JobStore::push(const std::string& queue, const std::string& id, const std::string& class_id,
+                          const std::string& class_json, double rank_base, std::optional<std::int64_t> scheduled_at_ms,
+                          const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::vector<std::string> args{keys::queue_prefix(queue), id, class_id, class_json, rank_text(rank_base),
+                                scheduled_at_ms ? std::to_string(*scheduled_at_ms) : std::string()};
+  for (const auto& [k, v] : fields) {
+    args.push_back(k);
+    args.push_back(v);
+  }
+  return transition_from(redis_.eval("push", {keys::classes(queue), keys::classes_version(queue)}, args));
+}
+
+std::optional<std::string> JobStore::queue_of(const std::string& id) {
+  auto v = redis_.command({"HGET", keys::job_directory, id});
+  if (v.is_nil()) return std::nullopt;
+  return v.str;
+}
+
+std::optional<JobRecord> JobStore::get(const std::string& queue, const std::string& id) {
+  auto v = redis_.command({"HGETALL", keys::job(queue, id)});
+  if (v.elements.empty()) return std::nullopt;
+  return JobRecord::from_flat_array(v);
+}
+
+std::optional<JobRecord> JobStore::get(const std::string& id) {
+  auto queue = queue_of(id);
+  if (!queue) return std::nullopt;
+  return get(*queue, id);
+}
+
+ClassSet JobStore::load_classes(const std::string& queue) {
+  auto replies = redis_.pipeline({{"GET", keys::classes_version(queue)}, {"HGETALL", keys::classes(queue)}});
+  ClassSet set;
+  set.version = replies[0].is_nil() ? "0" : replies[0].str;
+  const auto& arr = replies[1].elements;
+  for (std::size_t i = 0; i + 1 < arr.size(); i += 2) set.classes[arr[i].str] = arr[i + 1].str;
+  return set;
+}
+
+ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker_id,
+                             std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
+                             int count, const std::string& classes_version, const std::vector<EligibleClass>& eligible) {
+  std::vector<std::string> args{keys::queue_prefix(queue),
+                                worker_id,
+                                request_visibility_ms ? std::to_string(*request_visibility_ms) : std::string(),
+                                std::to_string(default_visibility_ms),
+                                std::to_string(count),
+                                classes_version};
+  for (const auto& c : eligible) {
+    args.push_back(c.id);
+    args.push_back(std::to_string(c.bonus));
+    args.push_back(std::to_string(c.hold_enqueued_after_ms));
+  }
+  auto reply = redis_.eval("claim", {keys::classes_version(queue), keys::paused(queue)}, args);
+  ClaimOutcome out;
+  out.status = status_of(reply.elements.at(0).str);
+  if (out.status == TransitionStatus::stale) out.current_version = reply.elements.at(1).str;
+  if (out.status == TransitionStatus::ok)
+    for (const auto& j : reply.elements.at(1).elements) out.jobs.push_back(JobRecord::from_flat_array(j));
+  return out;
+}
+
+Transition JobStore::ack(const std::string& queue, const std::string& id, const std::string& result_json) {
+  return transition_from(redis_.eval("ack", {}, {keys::queue_prefix(queue), id, result_json}));
+}
+
+Transition JobStore::fail(const std::string& queue, const std::string& id, int expected_attempt, const std::string& outcome,
+                          std::int64_t due_ms, const std::string& error_json, const std::string& errors_json,
+                          bool require_expired) {
+  return transition_from(redis_.eval("fail", {},
+                                     {keys::queue_prefix(queue), id, std::to_string(expected_attempt), outcome,
+                                      std::to_string(due_ms), error_json, errors_json, require_expired ? "1" : "0"}));
+}
+
+Transition JobStore::cancel(const std::string& queue, const std::string& id) {
+  return transition_from(redis_.eval("cancel", {}, {keys::queue_prefix(queue), id}));
+}
+
+std::vector<std::string> JobStore::extend(const std::string& queue, const std::string& worker_id,
+                                          std::int64_t visibility_ms, const std::vector<std::string>& ids) {
+  std::vector<std::string> args{keys::queue_prefix(queue), worker_id, std::to_string(visibility_ms)};
+  args.insert(args.end(), ids.begin(), ids.end());
+  auto reply = redis_.eval("extend", {}, args);
+  std::vector<std::string> out;
+  for (const auto& e : reply.elements) out.push_back(e.str);
+  return out;
+}
+
+long long JobStore::promote(const std::string& queue) {
+  return redis_.eval("promote", {}, {keys::queue_prefix(queue)}).integer;
+}
+
+std::vector<std::string> JobStore::expired_active(const std::string& queue, std::int64_t now_ms, int limit) {
+  auto v = redis_.command({"ZRANGEBYSCORE", keys::active(queue), "-inf", std::to_string(now_ms), "LIMIT", "0",
+                           std::to_string(limit)});
+  std::vector<std::string> out;
+  for (const auto& e : v.elements) out.push_back(e.str);
+  return out;
+}
+
+std::vector<std::string> JobStore::queues() {
+  auto v = redis_.command({"HKEYS", keys::queue_directory});
+  std::vector<std::string> out;
+  for (const auto& e : v.elements) out.push_back(e.str);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool JobStore::queue_exists(const std::string& queue) {
+  return redis_.command({"HEXISTS", keys::queue_directory, queue}).integer == 1;
+}
+
+std::map<std::string, long long> JobStore::queue_counts(const std::string& queue) {
+  const auto classes = load_classes(queue);
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& [id, _] : classes.classes) cmds.push_back({"ZCARD", keys::ready(queue, id)});
+  cmds.push_back({"ZCARD", keys::active(queue)});
+  cmds.push_back({"ZCARD", keys::delayed(queue)});
+  cmds.push_back({"ZCARD", keys::dead(queue)});
+  cmds.push_back({"HGETALL", keys::stats(queue)});
+  auto replies = redis_.pipeline(cmds);
+  std::map<std::string, long long> counts;
+  long long available = 0;
+  std::size_t i = 0;
+  for (; i < classes.classes.size(); ++i) available += replies[i].integer;
+  counts["available"] = available;
+  counts["active"] = replies[i++].integer;
+  counts["delayed"] = replies[i++].integer;
+  counts["dead_letter"] = replies[i++].integer;
+  const auto& stats = replies[i].elements;
+  for (const char* k : {"completed", "discarded", "cancelled"}) counts[k] = 0;
+  for (std::size_t s = 0; s + 1 < stats.size(); s += 2) counts[stats[s].str] = std::stoll(stats[s + 1].str);
+  return counts;
+}
+
+bool JobStore::set_paused(const std::string& queue, bool paused) {
+  if (paused) redis_.command({"SET", keys::paused(queue), "1"});
+  else redis_.command({"DEL", keys::paused(queue)});
+  return paused;
+}
+
+bool JobStore::is_paused(const std::string& queue) {
+  return redis_.command({"EXISTS", keys::paused(queue)}).integer == 1;
+}
+
+}  // namespace ojs::broker

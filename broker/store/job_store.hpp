@@ -1,0 +1,85 @@
+// The job store: every state transition is one Lua script (see store/lua/);
+// this class only marshals arguments and replies. Decisions (retry or discard,
+// which classes a worker may take) are made by the caller.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broker/store/job_record.hpp"
+#include "broker/store/redis_client.hpp"
+
+namespace ojs::broker {
+
+struct EligibleClass {
+  std::string id;
+  double bonus = 0;                        // soft score: higher is preferred within a priority band
+  std::int64_t hold_enqueued_after_ms = 0; // delay scheduling: skip heads enqueued after this (0 = none)
+};
+
+struct ClassSet {
+  std::string version = "0";
+  std::map<std::string, std::string> classes;  // class id -> canonical JSON
+};
+
+enum class TransitionStatus { ok, not_found, conflict, stale, extended, duplicate, paused };
+
+struct Transition {
+  TransitionStatus status = TransitionStatus::ok;
+  std::string detail;  // current state on conflict, current attempt on stale
+  JobRecord job;
+};
+
+struct ClaimOutcome {
+  TransitionStatus status = TransitionStatus::ok;  // ok, paused or stale
+  std::string current_version;
+  std::vector<JobRecord> jobs;
+};
+
+class JobStore {
+ public:
+  explicit JobStore(RedisPool& redis) : redis_(redis) {}
+
+  // Registers id -> queue; false if the id is taken by a job that exists.
+  bool reserve_id(const std::string& id, const std::string& queue);
+  Transition push(const std::string& queue, const std::string& id, const std::string& class_id,
+                  const std::string& class_json, double rank_base, std::optional<std::int64_t> scheduled_at_ms,
+                  const std::vector<std::pair<std::string, std::string>>& fields);
+
+  std::optional<std::string> queue_of(const std::string& id);
+  std::optional<JobRecord> get(const std::string& id);
+  std::optional<JobRecord> get(const std::string& queue, const std::string& id);
+
+  ClassSet load_classes(const std::string& queue);
+  ClaimOutcome claim(const std::string& queue, const std::string& worker_id, std::optional<std::int64_t> request_visibility_ms,
+                     std::int64_t default_visibility_ms, int count, const std::string& classes_version,
+                     const std::vector<EligibleClass>& eligible);
+
+  Transition ack(const std::string& queue, const std::string& id, const std::string& result_json);
+  // outcome: retry | discard | dead_letter | requeue
+  Transition fail(const std::string& queue, const std::string& id, int expected_attempt, const std::string& outcome,
+                  std::int64_t due_ms, const std::string& error_json, const std::string& errors_json, bool require_expired);
+  Transition cancel(const std::string& queue, const std::string& id);
+  std::vector<std::string> extend(const std::string& queue, const std::string& worker_id, std::int64_t visibility_ms,
+                                  const std::vector<std::string>& ids);
+  long long promote(const std::string& queue);
+  // Active jobs whose visibility deadline passed (the reaper's work list).
+  std::vector<std::string> expired_active(const std::string& queue, std::int64_t now_ms, int limit);
+
+  std::vector<std::string> queues();
+  std::map<std::string, long long> queue_counts(const std::string& queue);
+  bool set_paused(const std::string& queue, bool paused);
+  bool is_paused(const std::string& queue);
+  bool queue_exists(const std::string& queue);
+
+  RedisPool& redis() { return redis_; }
+
+ private:
+  Transition transition_from(const RedisValue& reply);
+  RedisPool& redis_;
+};
+
+}  // namespace ojs::broker

@@ -1,0 +1,25 @@
+// Redis key layout (documented in docs/architecture.md). Every key of one queue
+// carries the hash tag {queue}, so a queue is one scheduling pool that lives in
+// one Redis Cluster slot and every Lua script touches a single slot.
+#pragma once
+#include <string>
+
+namespace ojs::broker::keys {
+
+inline std::string queue_prefix(const std::string& queue) { return "ojs:{" + queue + "}:"; }
+inline std::string job(const std::string& queue, const std::string& id) { return queue_prefix(queue) + "job:" + id; }
+inline std::string ready(const std::string& queue, const std::string& cls) { return queue_prefix(queue) + "ready:" + cls; }
+inline std::string classes(const std::string& queue) { return queue_prefix(queue) + "classes"; }
+inline std::string classes_version(const std::string& queue) { return queue_prefix(queue) + "classes:ver"; }
+inline std::string delayed(const std::string& queue) { return queue_prefix(queue) + "delayed"; }
+inline std::string active(const std::string& queue) { return queue_prefix(queue) + "active"; }
+inline std::string dead(const std::string& queue) { return queue_prefix(queue) + "dead"; }
+inline std::string stats(const std::string& queue) { return queue_prefix(queue) + "stats"; }
+inline std::string paused(const std::string& queue) { return queue_prefix(queue) + "paused"; }
+inline std::string events(const std::string& queue) { return queue_prefix(queue) + "events"; }
+
+// Global (unslotted) keys: small directories, never part of a transition script.
+inline const std::string queue_directory = "ojs:queues";   // hash queue -> first seen (ms)
+inline const std::string job_directory = "ojs:job-queue";  // hash job id -> queue
+
+}  // namespace ojs::broker::keys

@@ -1,0 +1,56 @@
+-- Shared helpers, prepended to every script by cmake/embed_lua.cmake.
+-- Keys of one queue share the hash tag {queue}; job keys are derived from the
+-- queue prefix (ARGV[1], e.g. "ojs:{default}:") so they live in the same slot.
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function job_key(prefix, id) return prefix .. 'job:' .. id end
+local function ready_key(prefix, class) return prefix .. 'ready:' .. class end
+
+local function emit(prefix, event_type, id, extra)
+  local fields = {'type', event_type, 'job_id', id}
+  local jk = job_key(prefix, id)
+  local meta = redis.call('HMGET', jk, 'type', 'queue', 'attempt')
+  table.insert(fields, 'job_type'); table.insert(fields, meta[1] or '')
+  table.insert(fields, 'queue'); table.insert(fields, meta[2] or '')
+  table.insert(fields, 'attempt'); table.insert(fields, meta[3] or '0')
+  if extra then
+    for i = 1, #extra do table.insert(fields, extra[i]) end
+  end
+  redis.call('XADD', prefix .. 'events', 'MAXLEN', '~', '10000', '*', unpack(fields))
+end
+
+-- Makes a job fetchable: next sequence number, rank = rank base + seq.
+local function make_available(prefix, id, now)
+  local jk = job_key(prefix, id)
+  local seq = redis.call('INCR', prefix .. 'seq')
+  local f = redis.call('HMGET', jk, 'rank_base', 'class')
+  redis.call('HSET', jk, 'state', 'available', 'enqueued_at', now)
+  redis.call('HDEL', jk, 'next_attempt_at')
+  redis.call('ZADD', ready_key(prefix, f[2]), tonumber(f[1]) + seq, id)
+end
+
+-- Scheduled jobs and due retries become available.
+local function promote_due(prefix, now, limit)
+  local due = redis.call('ZRANGEBYSCORE', prefix .. 'delayed', '-inf', now, 'LIMIT', 0, limit)
+  for _, id in ipairs(due) do
+    redis.call('ZREM', prefix .. 'delayed', id)
+    local state = redis.call('HGET', job_key(prefix, id), 'state')
+    if state == 'scheduled' or state == 'retryable' then
+      make_available(prefix, id, now)
+      emit(prefix, 'job.available', id, nil)
+    end
+  end
+  return #due
+end
+
+local function is_terminal(state)
+  return state == 'completed' or state == 'cancelled' or state == 'discarded'
+end
+
+local function job_snapshot(prefix, id)
+  return redis.call('HGETALL', job_key(prefix, id))
+end

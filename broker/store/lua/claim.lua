@@ -1,0 +1,47 @@
+-- FETCH: atomically claim up to `count` jobs of the eligible requirement classes.
+-- KEYS[1] classes version, KEYS[2] paused flag
+-- ARGV: prefix, worker_id, request_visibility_ms ('' = none), default_visibility_ms,
+--       count, classes_version, then per eligible class: class id, bonus (soft score), hold_until_enqueued_before_ms (0 = none)
+local prefix, worker, request_vis, default_vis, count, version =
+  ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+if redis.call('EXISTS', KEYS[2]) == 1 then return {'paused'} end
+local current = redis.call('GET', KEYS[1]) or '0'
+if current ~= version then return {'stale', current} end
+local now = now_ms()
+promote_due(prefix, now, 1000)
+
+local BAND = 1099511627776 -- 2^40: rank = band * 2^40 + seq; band = class rank and priority
+local claimed = {}
+for _ = 1, count do
+  local best_id, best_class, best_key = nil, nil, nil
+  for i = 7, #ARGV, 3 do
+    local class, bonus, hold = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+    local head = redis.call('ZRANGE', ready_key(prefix, class), 0, 0, 'WITHSCORES')
+    if head[1] then
+      local id, score = head[1], tonumber(head[2])
+      local held = false
+      if hold > 0 then
+        local enq = tonumber(redis.call('HGET', job_key(prefix, id), 'enqueued_at') or '0')
+        held = enq > hold -- enqueued too recently: keep it for a warm worker a little longer
+      end
+      if not held then
+        local band = math.floor(score / BAND)
+        local key = {band, -bonus, score}
+        if best_key == nil or key[1] < best_key[1] or (key[1] == best_key[1] and (key[2] < best_key[2] or (key[2] == best_key[2] and key[3] < best_key[3]))) then
+          best_id, best_class, best_key = id, class, key
+        end
+      end
+    end
+  end
+  if not best_id then break end
+  redis.call('ZREM', ready_key(prefix, best_class), best_id)
+  local jk = job_key(prefix, best_id)
+  -- Visibility timeout: the fetch request's, then the job's, then the broker default.
+  local vis = request_vis or tonumber(redis.call('HGET', jk, 'visibility_timeout_ms') or '') or default_vis
+  redis.call('HINCRBY', jk, 'attempt', 1)
+  redis.call('HSET', jk, 'state', 'active', 'started_at', now, 'worker_id', worker, 'visibility_deadline', now + vis)
+  redis.call('ZADD', prefix .. 'active', now + vis, best_id)
+  emit(prefix, 'job.started', best_id, {'worker_id', worker})
+  table.insert(claimed, job_snapshot(prefix, best_id))
+end
+return {'ok', claimed}

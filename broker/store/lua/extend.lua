@@ -1,0 +1,17 @@
+-- BEAT: extend the visibility deadline of jobs this worker still holds.
+-- ARGV: prefix, worker_id, visibility_ms, ids...
+local prefix, worker, vis = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local now = now_ms()
+local extended = {}
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  local jk = job_key(prefix, id)
+  local f = redis.call('HMGET', jk, 'state', 'worker_id', 'visibility_timeout_ms')
+  if f[1] == 'active' and f[2] == worker then
+    local v = tonumber(f[3] or '') or vis
+    redis.call('HSET', jk, 'visibility_deadline', now + v)
+    redis.call('ZADD', prefix .. 'active', now + v, id)
+    table.insert(extended, id)
+  end
+end
+return extended

@@ -1,0 +1,34 @@
+-- NACK / reclaim: the broker decided the outcome from a snapshot; apply it if the
+-- job is still the attempt that snapshot saw (compare-and-set on attempt).
+-- ARGV: prefix, id, expected_attempt, outcome (retry|discard|dead_letter|requeue),
+--       due_ms (retry), error_json, errors_json, require_expired ('1' = only if the
+--       visibility deadline has passed: used by the reaper)
+local prefix, id, expected, outcome, due, err, errors, require_expired =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local jk = job_key(prefix, id)
+local f = redis.call('HMGET', jk, 'state', 'attempt', 'visibility_deadline')
+if not f[1] then return {'not_found'} end
+if f[1] ~= 'active' then return {'conflict', f[1]} end
+if f[2] ~= expected then return {'stale', f[2]} end
+local now = now_ms()
+if require_expired == '1' and tonumber(f[3] or '0') > now then return {'extended'} end
+redis.call('ZREM', prefix .. 'active', id)
+redis.call('HDEL', jk, 'visibility_deadline', 'worker_id')
+if err ~= '' then redis.call('HSET', jk, 'error', err) end
+if errors ~= '' then redis.call('HSET', jk, 'errors', errors) end
+if outcome == 'retry' then
+  redis.call('HSET', jk, 'state', 'retryable', 'next_attempt_at', due)
+  redis.call('ZADD', prefix .. 'delayed', due, id)
+  emit(prefix, 'job.retrying', id, {'next_attempt_at', due})
+elseif outcome == 'requeue' then
+  -- Released without consuming an attempt (preemption, graceful shutdown).
+  redis.call('HINCRBY', jk, 'attempt', -1)
+  make_available(prefix, id, now)
+  emit(prefix, 'job.requeued', id, nil)
+else
+  redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at', now)
+  redis.call('HINCRBY', prefix .. 'stats', 'discarded', 1)
+  if outcome == 'dead_letter' then redis.call('ZADD', prefix .. 'dead', now, id) end
+  emit(prefix, 'job.discarded', id, {'dead_letter', outcome == 'dead_letter' and '1' or '0'})
+end
+return {'ok', job_snapshot(prefix, id)}

@@ -1,0 +1,221 @@
+#include "broker/store/redis_client.hpp"
+
+#include <hiredis/hiredis.h>
+#include <openssl/sha.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <stdexcept>
+
+#include "broker/store/lua_scripts.hpp"
+
+namespace ojs::broker {
+
+namespace {
+
+RedisValue convert(const redisReply* r) {
+  RedisValue v;
+  switch (r->type) {
+    case REDIS_REPLY_NIL: v.type = RedisValue::Type::nil; break;
+    case REDIS_REPLY_INTEGER: v.type = RedisValue::Type::integer; v.integer = r->integer; break;
+    case REDIS_REPLY_STRING: v.type = RedisValue::Type::string; v.str.assign(r->str, r->len); break;
+    case REDIS_REPLY_STATUS: v.type = RedisValue::Type::status; v.str.assign(r->str, r->len); break;
+    case REDIS_REPLY_ERROR: v.type = RedisValue::Type::error; v.str.assign(r->str, r->len); break;
+    case REDIS_REPLY_ARRAY:
+      v.type = RedisValue::Type::array;
+      v.elements.reserve(r->elements);
+      for (size_t i = 0; i < r->elements; ++i) v.elements.push_back(convert(r->element[i]));
+      break;
+    default: break;
+  }
+  return v;
+}
+
+std::string sha1_hex(const std::string& body) {
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(body.data()), body.size(), digest);
+  char hex[SHA_DIGEST_LENGTH * 2 + 1];
+  for (int i = 0; i < SHA_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+  return hex;
+}
+
+void append_command(redisContext* ctx, const std::vector<std::string>& argv) {
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  ptrs.reserve(argv.size());
+  lens.reserve(argv.size());
+  for (const auto& a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  redisAppendCommandArgv(ctx, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+}
+
+}  // namespace
+
+std::string RedisEndpoint::describe() const {
+  return unix_socket.empty() ? host + ":" + std::to_string(port) : "unix:" + unix_socket;
+}
+
+RedisEndpoint parse_redis_url(const std::string& url) {
+  RedisEndpoint ep;
+  auto take_db = [&](const std::string& s) {
+    if (s.empty()) return;
+    try { ep.db = std::stoi(s); } catch (...) { throw std::invalid_argument("bad database number in Redis URL: " + url); }
+  };
+  if (url.rfind("unix://", 0) == 0) {
+    std::string rest = url.substr(7);
+    const auto q = rest.find("?db=");
+    if (q != std::string::npos) { take_db(rest.substr(q + 4)); rest = rest.substr(0, q); }
+    ep.unix_socket = rest;
+    if (ep.unix_socket.empty()) throw std::invalid_argument("Redis unix URL needs a socket path: " + url);
+    return ep;
+  }
+  if (url.rfind("redis://", 0) != 0) throw std::invalid_argument("Redis URL must start with redis:// or unix://: " + url);
+  std::string rest = url.substr(8);
+  const auto at = rest.rfind('@');
+  if (at != std::string::npos) {
+    std::string auth = rest.substr(0, at);
+    const auto colon = auth.find(':');
+    ep.password = colon == std::string::npos ? auth : auth.substr(colon + 1);
+    rest = rest.substr(at + 1);
+  }
+  const auto slash = rest.find('/');
+  if (slash != std::string::npos) { take_db(rest.substr(slash + 1)); rest = rest.substr(0, slash); }
+  const auto colon = rest.rfind(':');
+  if (colon != std::string::npos) {
+    ep.host = rest.substr(0, colon);
+    try { ep.port = std::stoi(rest.substr(colon + 1)); } catch (...) { throw std::invalid_argument("bad port in Redis URL: " + url); }
+  } else if (!rest.empty()) {
+    ep.host = rest;
+  }
+  return ep;
+}
+
+RedisPool::RedisPool(RedisEndpoint endpoint, std::size_t size) : endpoint_(std::move(endpoint)), size_(size) {
+  for (const auto& s : lua_script_sources()) script_shas_.emplace_back(s.name, sha1_hex(s.body));
+}
+
+RedisPool::~RedisPool() {
+  for (auto* c : idle_) redisFree(c);
+}
+
+redisContext* RedisPool::connect() {
+  const timeval connect_timeout{1, 0};
+  redisContext* ctx = endpoint_.unix_socket.empty()
+                          ? redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, connect_timeout)
+                          : redisConnectUnixWithTimeout(endpoint_.unix_socket.c_str(), connect_timeout);
+  if (!ctx) throw StoreUnavailable("cannot allocate Redis context");
+  if (ctx->err) {
+    std::string msg = std::string("cannot connect to Redis at ") + endpoint_.describe() + ": " + ctx->errstr;
+    redisFree(ctx);
+    throw StoreUnavailable(msg);
+  }
+  const timeval command_timeout{5, 0};
+  redisSetTimeout(ctx, command_timeout);
+  auto init = [&](const std::vector<std::string>& argv) {
+    append_command(ctx, argv);
+    void* reply = nullptr;
+    if (redisGetReply(ctx, &reply) != REDIS_OK || !reply) {
+      std::string msg = std::string("Redis handshake failed: ") + ctx->errstr;
+      redisFree(ctx);
+      throw StoreUnavailable(msg);
+    }
+    const bool err = static_cast<redisReply*>(reply)->type == REDIS_REPLY_ERROR;
+    std::string text = err ? static_cast<redisReply*>(reply)->str : "";
+    freeReplyObject(reply);
+    if (err) {
+      redisFree(ctx);
+      throw StoreUnavailable("Redis refused " + argv[0] + ": " + text);
+    }
+  };
+  if (!endpoint_.password.empty()) init({"AUTH", endpoint_.password});
+  if (endpoint_.db != 0) init({"SELECT", std::to_string(endpoint_.db)});
+  return ctx;
+}
+
+redisContext* RedisPool::acquire() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!idle_.empty()) {
+      auto* c = idle_.back();
+      idle_.pop_back();
+      return c;
+    }
+    ++open_;
+  }
+  try {
+    return connect();
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    --open_;
+    throw;
+  }
+}
+
+void RedisPool::release(redisContext* ctx, bool broken) {
+  std::lock_guard lock(mutex_);
+  if (broken || idle_.size() >= size_) {
+    redisFree(ctx);
+    --open_;
+    return;
+  }
+  idle_.push_back(ctx);
+}
+
+std::vector<RedisValue> RedisPool::pipeline(const std::vector<std::vector<std::string>>& commands) {
+  redisContext* ctx = acquire();
+  for (const auto& argv : commands) append_command(ctx, argv);
+  std::vector<RedisValue> out;
+  out.reserve(commands.size());
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    void* reply = nullptr;
+    if (redisGetReply(ctx, &reply) != REDIS_OK || !reply) {
+      std::string msg = ctx->errstr[0] ? ctx->errstr : "connection lost";
+      release(ctx, true);
+      throw StoreUnavailable("Redis at " + endpoint_.describe() + ": " + msg);
+    }
+    out.push_back(convert(static_cast<redisReply*>(reply)));
+    freeReplyObject(reply);
+  }
+  release(ctx, false);
+  for (const auto& v : out) {
+    // Redis refusing writes (persistence failure, OOM, loading) is an outage too.
+    if (v.is_error() && (v.str.rfind("LOADING", 0) == 0 || v.str.rfind("MISCONF", 0) == 0 ||
+                         v.str.rfind("OOM", 0) == 0 || v.str.rfind("BUSY", 0) == 0 || v.str.rfind("READONLY", 0) == 0))
+      throw StoreUnavailable("Redis at " + endpoint_.describe() + ": " + v.str);
+  }
+  return out;
+}
+
+RedisValue RedisPool::command(const std::vector<std::string>& argv) { return pipeline({argv}).front(); }
+
+RedisValue RedisPool::eval(const std::string& script, const std::vector<std::string>& keys,
+                           const std::vector<std::string>& args) {
+  const std::string* sha = nullptr;
+  for (const auto& [name, s] : script_shas_)
+    if (name == script) sha = &s;
+  if (!sha) throw std::logic_error("unknown Lua script: " + script);
+  std::vector<std::string> argv{"EVALSHA", *sha, std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  RedisValue v = command(argv);
+  if (v.is_error() && v.str.rfind("NOSCRIPT", 0) == 0) {
+    for (const auto& s : lua_script_sources())
+      if (s.name == script) command({"SCRIPT", "LOAD", s.body});
+    v = command(argv);
+  }
+  if (v.is_error()) throw std::runtime_error("Lua script " + script + " failed: " + v.str);
+  return v;
+}
+
+bool RedisPool::ping() {
+  try {
+    auto v = command({"PING"});
+    return v.type == RedisValue::Type::status && v.str == "PONG";
+  } catch (const StoreUnavailable&) {
+    return false;
+  }
+}
+
+}  // namespace ojs::broker

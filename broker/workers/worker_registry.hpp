@@ -1,0 +1,37 @@
+// Workers the broker has seen: last contact, advertised capabilities, and the
+// lifecycle directive an admin set for them (running, quiet, terminate).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/store/redis_client.hpp"
+
+namespace ojs::broker {
+
+struct WorkerInfo {
+  std::string id;
+  std::string state = "running";  // running | quiet | terminate
+  std::int64_t last_seen_ms = 0;
+  nlohmann::json capabilities;     // null when the worker never sent any
+  std::vector<std::string> queues;
+};
+
+class WorkerRegistry {
+ public:
+  explicit WorkerRegistry(RedisPool& redis) : redis_(redis) {}
+  // Records contact; returns the directive state the worker must follow.
+  std::string touch(const std::string& worker_id, const nlohmann::json* capabilities,
+                    const std::vector<std::string>& queues);
+  void set_state(const std::string& worker_id, const std::string& state);
+  std::optional<WorkerInfo> get(const std::string& worker_id);
+  std::vector<WorkerInfo> list();
+  std::vector<std::string> stale(std::int64_t older_than_ms);
+
+ private:
+  RedisPool& redis_;
+};
+
+}  // namespace ojs::broker
