@@ -1,0 +1,212 @@
+#include "support/processes.hpp"
+
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+namespace ojs::test {
+
+namespace fs = std::filesystem;
+
+std::uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string make_temp_dir(const std::string& tag) {
+  std::string pattern = (fs::temp_directory_path() / ("ojs-" + tag + "-XXXXXX")).string();
+  if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+  return pattern;
+}
+
+namespace {
+
+pid_t spawn(const std::vector<std::string>& args, int stdout_fd) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // a crashed test never leaves servers behind
+    if (stdout_fd >= 0) {
+      dup2(stdout_fd, STDOUT_FILENO);
+    }
+    std::vector<char*> argv;
+    for (auto s : args) argv.push_back(strdup(s.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+void terminate(pid_t& pid, int sig) {
+  if (pid <= 0) return;
+  ::kill(pid, sig);
+  int status = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ::kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  pid = -1;
+}
+
+bool redis_ready(std::uint16_t port) {
+  redisContext* c = redisConnect("127.0.0.1", port);
+  if (!c) return false;
+  bool ok = false;
+  if (!c->err) {
+    auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
+    ok = r && r->type == REDIS_REPLY_STATUS;
+    if (r) freeReplyObject(r);
+  }
+  redisFree(c);
+  return ok;
+}
+
+}  // namespace
+
+std::string binary_path(const std::string& relative) { return std::string(OJS_BINARY_DIR) + "/" + relative; }
+
+RedisServer::RedisServer() : port_(free_port()), dir_(make_temp_dir("redis")) { start(); }
+RedisServer::~RedisServer() {
+  stop();
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+void RedisServer::start() {
+  pid_ = spawn({"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                "no", "--dir", dir_, "--logfile", dir_ + "/redis.log"},
+               -1);
+  for (int i = 0; i < 200 && !redis_ready(port_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  if (!redis_ready(port_)) throw std::runtime_error("redis-server did not start on port " + std::to_string(port_));
+}
+
+void RedisServer::stop() { terminate(pid_, SIGTERM); }
+void RedisServer::kill9() { terminate(pid_, SIGKILL); }
+
+BrokerProcess::BrokerProcess(const std::string& redis_url, std::vector<std::string> extra_args) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  std::vector<std::string> args{binary_path("broker/broker"), "--redis", redis_url, "--port", "0",
+                                "--maintenance-interval-ms", "50", "--log-level", "warn"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  pid_ = spawn(args, fds[1]);
+  close(fds[1]);
+  // The broker prints "OJS_BROKER_READY port=N" once it listens.
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      char buf[256];
+      const ssize_t n = read(fds[0], buf, sizeof buf);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+      const auto at = out.find("OJS_BROKER_READY port=");
+      if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
+        port_ = static_cast<std::uint16_t>(std::stoi(out.substr(at + 22)));
+        break;
+      }
+    }
+  }
+  close(fds[0]);
+  if (port_ == 0) {
+    terminate(pid_, SIGKILL);
+    throw std::runtime_error("broker did not become ready: " + out);
+  }
+}
+
+BrokerProcess::~BrokerProcess() { stop(); }
+void BrokerProcess::stop() { terminate(pid_, SIGTERM); }
+void BrokerProcess::kill9() { terminate(pid_, SIGKILL); }
+
+RunResult run_process(const std::vector<std::string>& argv, int timeout_s) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    std::vector<char*> args;
+    for (const auto& s : argv) args.push_back(strdup(s.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  RunResult result;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (true) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, 200) > 0) {
+      char buf[4096];
+      const ssize_t n = read(fds[0], buf, sizeof buf);
+      if (n <= 0) break;
+      result.output.append(buf, static_cast<size_t>(n));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      result.output += "\n[killed after timeout]";
+      break;
+    }
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+Api::Api(const std::string& base_url) : client_(HttpClientOptions{base_url, "", 30000, "", false}) {}
+
+Api::Reply Api::call(const std::string& method, const std::string& path, const nlohmann::json& body) {
+  auto r = client_.request(method, path, body.is_null() ? std::string() : body.dump());
+  Reply reply{r.status, nlohmann::json::parse(r.body, nullptr, false)};
+  return reply;
+}
+
+std::string Api::push(const nlohmann::json& job) {
+  auto r = post("/ojs/v1/jobs", job);
+  EXPECT_EQ(r.status, 201) << r.body.dump();
+  if (r.status != 201) return {};
+  return r.body["job"]["id"].get<std::string>();
+}
+
+nlohmann::json Api::fetch(const std::vector<std::string>& queues, const std::string& worker_id, int count,
+                          const nlohmann::json& extra) {
+  nlohmann::json body = extra;
+  body["queues"] = queues;
+  body["worker_id"] = worker_id;
+  body["count"] = count;
+  auto r = post("/ojs/v1/workers/fetch", body);
+  EXPECT_EQ(r.status, 200) << r.body.dump();
+  return r.body.is_object() && r.body.contains("jobs") ? r.body["jobs"] : nlohmann::json::array();
+}
+
+}  // namespace ojs::test

@@ -1,0 +1,80 @@
+// Real processes for integration tests: a redis-server on a free loopback port
+// and broker processes started from the build tree. Each is stopped by its
+// destructor, so a failing test never leaks a server.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ojs/client/http_client.hpp"
+
+namespace ojs::test {
+
+std::uint16_t free_port();
+std::string make_temp_dir(const std::string& tag);
+
+class RedisServer {
+ public:
+  RedisServer();  // starts on a free port with a private dir
+  ~RedisServer();
+  void start();
+  void stop();   // SIGTERM and wait
+  void kill9();  // crash it
+  std::uint16_t port() const { return port_; }
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::uint16_t port_;
+  std::string dir_;
+  pid_t pid_ = -1;
+};
+
+class BrokerProcess {
+ public:
+  BrokerProcess(const std::string& redis_url, std::vector<std::string> extra_args = {});
+  ~BrokerProcess();
+  void stop();
+  void kill9();
+  std::uint16_t port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+// Starts any binary, waits for it; returns exit status and captured output.
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+};
+RunResult run_process(const std::vector<std::string>& argv, int timeout_s = 600);
+
+// HTTP client with JSON convenience for tests.
+class Api {
+ public:
+  explicit Api(const std::string& base_url);
+  struct Reply {
+    long status;
+    nlohmann::json body;
+  };
+  Reply call(const std::string& method, const std::string& path, const nlohmann::json& body = nullptr);
+  Reply post(const std::string& path, const nlohmann::json& body) { return call("POST", path, body); }
+  Reply get(const std::string& path) { return call("GET", path); }
+
+  // Shorthands: PUSH returns the job id (asserts 201).
+  std::string push(const nlohmann::json& job);
+  nlohmann::json fetch(const std::vector<std::string>& queues, const std::string& worker_id, int count = 1,
+                       const nlohmann::json& extra = nlohmann::json::object());
+
+ private:
+  HttpClient client_;
+};
+
+std::string binary_path(const std::string& relative);  // under OJS_BINARY_DIR
+
+}  // namespace ojs::test
