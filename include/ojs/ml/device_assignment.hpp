@@ -1,0 +1,37 @@
+// Choosing which GPUs of a worker a job gets: all or none, never an unhealthy or
+// busy device, an NVLink clique when the job asks for nvlink, one NUMA node when
+// possible, packed onto partly used NUMA nodes (or spread) as configured.
+#pragma once
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ojs/ml/capabilities.hpp"
+#include "ojs/ml/requirements.hpp"
+
+namespace ojs::ml {
+
+enum class PlacementPolicy {
+  pack,   // fill the NUMA node with the fewest free GPUs that still fits: keeps big holes
+  spread  // use the NUMA node with the most free GPUs: spreads heat and memory traffic
+};
+
+struct AssignmentOptions {
+  PlacementPolicy policy = PlacementPolicy::pack;
+};
+
+struct DeviceAssignment {
+  std::vector<int> indices;  // ascending; empty on refusal
+  std::string refusal;       // "insufficient free GPUs: 4 free, job needs 8"
+  int free_matching = 0;     // free healthy devices that meet type/memory/cc
+  bool ok() const { return refusal.empty(); }
+};
+
+DeviceAssignment assign_devices(const std::vector<GpuDevice>& devices, const std::set<int>& busy,
+                                const GpuRequirement& need, const AssignmentOptions& options = {});
+
+// Does this device meet the per-device parts of the requirement (type, memory, cc)?
+// (parse_capabilities fills a device's missing type / cc from the worker's gpu{}.)
+bool device_meets(const GpuDevice& d, const GpuRequirement& need);
+
+}  // namespace ojs::ml

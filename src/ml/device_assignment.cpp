@@ -1,0 +1,105 @@
+#include "ojs/ml/device_assignment.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace ojs::ml {
+namespace {
+
+
+bool peers(const GpuDevice& a, const GpuDevice& b) {
+  // NVML reports links both ways; accept either direction so a one-sided list still works.
+  return std::binary_search(a.nvlink_peers.begin(), a.nvlink_peers.end(), b.index) ||
+         std::binary_search(b.nvlink_peers.begin(), b.nvlink_peers.end(), a.index);
+}
+
+// Depth-first search for `want` pairwise-peered devices, taking candidates in the
+// given (preference) order so the first clique found is the preferred one. The
+// step budget bounds the worst case on very large, sparse inventories.
+bool find_clique(const std::vector<const GpuDevice*>& order, std::size_t want, std::size_t from,
+                 std::vector<const GpuDevice*>& chosen, long& budget) {
+  if (chosen.size() == want) return true;
+  for (std::size_t i = from; i < order.size() && order.size() - i >= want - chosen.size(); ++i) {
+    if (--budget < 0) return false;
+    const GpuDevice* d = order[i];
+    if (!std::all_of(chosen.begin(), chosen.end(), [&](const GpuDevice* c) { return peers(*c, *d); })) continue;
+    chosen.push_back(d);
+    if (find_clique(order, want, i + 1, chosen, budget)) return true;
+    chosen.pop_back();
+  }
+  return false;
+}
+
+// Picks `want` devices from `order` (already in preference order): the first
+// `want` ones, or the first NVLink clique when the job needs NVLink.
+std::vector<const GpuDevice*> pick(const std::vector<const GpuDevice*>& order, std::size_t want, bool nvlink) {
+  if (order.size() < want) return {};
+  if (!nvlink) return {order.begin(), order.begin() + static_cast<long>(want)};
+  std::vector<const GpuDevice*> chosen;
+  long budget = 200'000;
+  if (find_clique(order, want, 0, chosen, budget)) return chosen;
+  return {};
+}
+
+}  // namespace
+
+bool device_meets(const GpuDevice& d, const GpuRequirement& need) {
+  if (!gpu_type_matches(need.type, d.type)) return false;
+  if (need.memory_gb && d.memory_gb < *need.memory_gb) return false;
+  if (need.min_compute_capability && (!d.compute_capability || *d.compute_capability < *need.min_compute_capability))
+    return false;
+  return true;
+}
+
+DeviceAssignment assign_devices(const std::vector<GpuDevice>& devices, const std::set<int>& busy,
+                                const GpuRequirement& need, const AssignmentOptions& options) {
+  DeviceAssignment out;
+  if (need.count <= 0) return out;
+  const auto want = static_cast<std::size_t>(need.count);
+
+  int free_count = 0;
+  std::map<int, std::vector<const GpuDevice*>> by_numa;  // numa node -> matching free devices
+  for (const auto& d : devices) {
+    if (!d.healthy || busy.count(d.index)) continue;
+    ++free_count;
+    if (!device_meets(d, need)) continue;
+    by_numa[d.numa_node].push_back(&d);
+    ++out.free_matching;
+  }
+  const std::string needs = "job needs " + std::to_string(need.count);
+  if (static_cast<std::size_t>(out.free_matching) < want) {
+    out.refusal = "insufficient free GPUs: " + std::to_string(free_count) + " free";
+    if (out.free_matching != free_count)
+      out.refusal += " (" + std::to_string(out.free_matching) + " meet type/memory/compute capability)";
+    out.refusal += ", " + needs;
+    return out;
+  }
+
+  // NUMA nodes in policy order: pack fills the node with the fewest free GPUs
+  // first (keeping whole nodes free for big jobs); spread the one with the most.
+  std::vector<std::vector<const GpuDevice*>*> nodes;
+  for (auto& [numa, devs] : by_numa) nodes.push_back(&devs);
+  std::stable_sort(nodes.begin(), nodes.end(), [&](auto* a, auto* b) {
+    return options.policy == PlacementPolicy::pack ? a->size() < b->size() : a->size() > b->size();
+  });
+  const bool nvlink = need.interconnect == Interconnect::nvlink && want > 1;
+
+  std::vector<const GpuDevice*> chosen;
+  for (auto* node : nodes)  // one NUMA node if any can hold the whole job
+    if (chosen = pick(*node, want, nvlink); !chosen.empty()) break;
+  if (chosen.empty()) {  // else across nodes, still in policy order
+    std::vector<const GpuDevice*> all;
+    for (auto* node : nodes) all.insert(all.end(), node->begin(), node->end());
+    chosen = pick(all, want, nvlink);
+  }
+  if (chosen.empty()) {
+    out.refusal = "no NVLink clique of " + std::to_string(need.count) + " among " + std::to_string(out.free_matching) +
+                  " free GPUs";
+    return out;
+  }
+  for (const auto* d : chosen) out.indices.push_back(d->index);
+  std::sort(out.indices.begin(), out.indices.end());
+  return out;
+}
+
+}  // namespace ojs::ml

@@ -1,0 +1,347 @@
+#include "ojs/ml/predicates.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+
+#include "ojs/ml/affinity.hpp"
+
+namespace ojs::ml {
+namespace {
+
+using Result = std::optional<Refusal>;
+
+Refusal refuse(std::string_view name, std::string reason, std::string summary, Facts facts = {}) {
+  return Refusal{std::string(name), std::move(reason), std::move(summary), std::move(facts)};
+}
+
+// Shared shape of every "worker must have at least N of something" predicate.
+// what: "GB per GPU"; unit: "GB" -> "has 40 GB per GPU, job needs >= 80 GB".
+Result at_least(std::string_view name, std::optional<double> have, std::optional<double> need, std::string_view what,
+                std::string_view unit) {
+  if (!need || (have && *have >= *need)) return std::nullopt;
+  const std::string n = format_number(*need);
+  std::string tail = ", job needs >= " + n + " " + std::string(unit);
+  if (!have)
+    return refuse(name, "does not advertise " + std::string(what) + tail, "have < " + n + " " + std::string(what),
+                  {{"need", *need}});
+  return refuse(name, "has " + format_number(*have) + " " + std::string(what) + tail,
+                "have < " + n + " " + std::string(what), {{"have", *have}, {"need", *need}});
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep = ", ") {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : std::string(sep)) + p;
+  return out;
+}
+
+bool needs_gpu(const MatchContext& c) { return c.req.hard.gpu.count > 0; }
+
+// ---- static predicates ----
+
+Result accelerator(const MatchContext& c) {
+  auto need = c.req.hard.accelerator;
+  if (!need || *need == Accelerator::cpu || c.caps.accelerator == *need) return std::nullopt;
+  const std::string n(to_string(*need)), h(to_string(c.caps.accelerator));
+  return refuse("accelerator", "is a " + h + " worker, job needs " + n, "are not " + n + " workers",
+                {{"have", h}, {"need", n}});
+}
+
+Result gpu_type(const MatchContext& c) {
+  const auto& need = c.req.hard.gpu.type;
+  if (!needs_gpu(c) || need.empty() || (c.caps.gpu.count > 0 && gpu_type_matches(need, c.caps.gpu.type)))
+    return std::nullopt;
+  const std::string have = c.caps.gpu.count == 0 ? "no GPU" : c.caps.gpu.type.empty() ? "an unnamed GPU type" : c.caps.gpu.type;
+  return refuse("gpu_type", "has " + have + ", job needs " + need, "lack GPU type " + need, {{"have", have}, {"need", need}});
+}
+
+Result gpu_count(const MatchContext& c) {
+  if (!needs_gpu(c)) return std::nullopt;
+  return at_least("gpu_count", c.caps.gpu.count, c.req.hard.gpu.count, "GPUs", "GPUs");
+}
+
+Result gpu_memory(const MatchContext& c) {
+  if (!needs_gpu(c)) return std::nullopt;
+  std::optional<double> have;
+  if (c.caps.gpu.count > 0) have = c.caps.gpu.memory_gb;
+  return at_least("gpu_memory", have, c.req.hard.gpu.memory_gb, "GB per GPU", "GB");
+}
+
+Result gpu_compute_capability(const MatchContext& c) {
+  const auto& need = c.req.hard.gpu.min_compute_capability;
+  const auto& have = c.caps.gpu.compute_capability;
+  if (!needs_gpu(c) || !need || (c.caps.gpu.count > 0 && have && *have >= *need)) return std::nullopt;
+  const std::string n = need->str();
+  if (!have || c.caps.gpu.count == 0)
+    return refuse("gpu_compute_capability", "does not advertise a GPU compute capability, job needs >= " + n,
+                  "have compute capability < " + n, {{"need", n}});
+  return refuse("gpu_compute_capability", "has compute capability " + have->str() + ", job needs >= " + n,
+                "have compute capability < " + n, {{"have", have->str()}, {"need", n}});
+}
+
+Result gpu_interconnect(const MatchContext& c) {
+  // pcie is satisfied by any multi-GPU host (NVLink hosts have PCIe too); only nvlink constrains.
+  if (c.req.hard.gpu.interconnect != Interconnect::nvlink || c.caps.gpu.interconnect == "nvlink") return std::nullopt;
+  const std::string have = c.caps.gpu.interconnect.empty() ? "unknown" : c.caps.gpu.interconnect;
+  return refuse("gpu_interconnect", "has " + have + " GPU interconnect, job needs nvlink", "lack NVLink",
+                {{"have", have}, {"need", "nvlink"}});
+}
+
+// "4x4" fits in "4x8": same rank, every dimension no larger.
+bool topology_fits(const std::string& need, const std::string& have) {
+  auto dims = [](const std::string& t) {
+    std::vector<long> out;
+    std::size_t pos = 0;
+    while (pos <= t.size()) {
+      auto x = t.find('x', pos);
+      out.push_back(std::strtol(t.substr(pos, x - pos).c_str(), nullptr, 10));
+      if (x == std::string::npos) break;
+      pos = x + 1;
+    }
+    return out;
+  };
+  auto n = dims(need), h = dims(have);
+  if (n.size() != h.size()) return false;
+  for (std::size_t i = 0; i < n.size(); ++i)
+    if (n[i] > h[i]) return false;
+  return true;
+}
+
+Result tpu(const MatchContext& c) {
+  const auto& need = c.req.hard.tpu;
+  const auto& have = c.caps.tpu;
+  std::vector<std::string> why;
+  std::string summary;
+  if (!need.type.empty() && need.type != have.type) {
+    why.push_back("has TPU type " + (have.type.empty() ? std::string("none") : have.type) + ", job needs " + need.type);
+    summary = "lack TPU " + need.type;
+  }
+  if (need.chip_count > have.chip_count) {
+    why.push_back("has " + std::to_string(have.chip_count) + " TPU chips, job needs >= " + std::to_string(need.chip_count));
+    if (summary.empty()) summary = "have < " + std::to_string(need.chip_count) + " TPU chips";
+  }
+  if (!need.topology.empty() && !topology_fits(need.topology, have.topology)) {
+    why.push_back("has TPU slice " + (have.topology.empty() ? std::string("none") : have.topology) + ", job needs " +
+                  need.topology);
+    if (summary.empty()) summary = "lack TPU slice " + need.topology;
+  }
+  if (why.empty()) return std::nullopt;
+  return refuse("tpu", join(why, "; "), summary,
+                {{"have_chips", double(have.chip_count)}, {"need_chips", double(need.chip_count)}});
+}
+
+Result host_memory(const MatchContext& c) {
+  return at_least("host_memory", c.caps.memory_gb, c.req.hard.memory_gb, "GB host memory", "GB");
+}
+Result cpu_cores(const MatchContext& c) {
+  auto to_d = [](std::optional<int> v) { return v ? std::optional<double>(*v) : std::nullopt; };
+  return at_least("cpu_cores", to_d(c.caps.cpu_cores), to_d(c.req.hard.cpu_cores), "CPU cores", "cores");
+}
+Result storage(const MatchContext& c) {
+  return at_least("storage", c.caps.storage_gb, c.req.hard.storage_gb, "GB scratch storage", "GB");
+}
+Result shm(const MatchContext& c) {
+  return at_least("shm", c.caps.shm_size_gb, c.req.hard.shm_size_gb, "GB /dev/shm", "GB");
+}
+
+Result node_selector(const MatchContext& c) {
+  std::vector<std::string> why;
+  std::string summary;
+  Facts facts;
+  for (const auto& [key, value] : c.req.hard.node_selector) {
+    auto it = c.caps.labels.find(key);
+    if (it != c.caps.labels.end() && it->second == value) continue;
+    why.push_back(it == c.caps.labels.end() ? "lacks label " + key + "=" + value
+                                            : "has label " + key + "=" + it->second + ", job needs " + key + "=" + value);
+    if (summary.empty()) {
+      summary = "lack label " + key + "=" + value;
+      facts = {{"key", key}, {"need", value}};
+      if (it != c.caps.labels.end()) facts.emplace_back("have", it->second);
+    }
+  }
+  if (why.empty()) return std::nullopt;
+  return refuse("node_selector", join(why, "; "), summary, std::move(facts));
+}
+
+// Shared by required_affinity: all rules must hold on the worker's labels.
+Result required_affinity(const MatchContext& c) {
+  std::vector<std::string> why;
+  std::string summary;
+  for (const auto& rule : c.req.hard.required_affinity) {
+    auto mismatch = rule_mismatch(rule, c.caps.labels);
+    if (!mismatch) continue;
+    why.push_back(*mismatch);
+    if (summary.empty()) summary = "fail affinity " + describe(rule);
+  }
+  if (why.empty()) return std::nullopt;
+  return refuse("required_affinity", join(why, "; "), summary, {{"failed_rules", double(why.size())}});
+}
+
+std::string model_ref(std::string_view id, std::string_view version) {
+  return std::string(id) + (version.empty() ? "" : "@" + std::string(version));
+}
+
+Result model_pin(const MatchContext& c) {
+  const auto& h = c.req.hard;
+  if (h.pinned_model_id.empty() || c.caps.has_model(h.pinned_model_id, h.pinned_model_version)) return std::nullopt;
+  std::vector<std::string> loaded;
+  for (const auto& m : c.caps.models_loaded) loaded.push_back(model_ref(m.model_id, m.model_version));
+  const std::string want = model_ref(h.pinned_model_id, h.pinned_model_version);
+  return refuse("model_pin", "lacks model " + want + " (loaded: " + (loaded.empty() ? "none" : join(loaded)) + ")",
+                "lack model " + want, {{"need", want}});
+}
+
+Result runtime(const MatchContext& c) {
+  const auto& need = c.req.hard.runtime;
+  const auto& have = c.caps.runtimes;
+  if (need.empty() || std::binary_search(have.begin(), have.end(), need)) return std::nullopt;
+  return refuse("runtime", "lacks runtime " + need + " (has " + (have.empty() ? "none" : join(have)) + ")",
+                "lack runtime " + need, {{"need", need}});
+}
+
+Result model_format(const MatchContext& c) {
+  const auto& need = c.req.hard.model_format;
+  if (need.empty()) return std::nullopt;
+  const auto& formats = c.caps.model_formats;
+  if (std::binary_search(formats.begin(), formats.end(), need)) return std::nullopt;
+  for (const auto& m : c.caps.models_loaded)
+    if (m.model_format == need) return std::nullopt;
+  return refuse("model_format", "cannot load model format " + need + " (formats: " + (formats.empty() ? "none" : join(formats)) + ")",
+                "lack model format " + need, {{"need", need}});
+}
+
+// ---- dynamic predicates ----
+
+Result anti_affinity(const MatchContext& c) {
+  if (c.req.hard.anti_affinity.empty() || !c.load) return std::nullopt;
+  for (const auto& rule : c.req.hard.anti_affinity)
+    for (const auto& job : c.load->active)
+      if (rule_matches(rule, job.labels))
+        return refuse("anti_affinity", "runs job " + job.job_id + " matching anti-affinity " + describe(rule),
+                      "run a job matching anti-affinity " + describe(rule), {{"job_id", job.job_id}});
+  return std::nullopt;
+}
+
+Result free_gpus(const MatchContext& c) {
+  const int need = c.req.hard.gpu.count;
+  if (need <= 0 || !c.load) return std::nullopt;
+  const std::string summary = "have < " + std::to_string(need) + " free GPUs";
+  if (!c.caps.devices.empty()) {
+    auto a = assign_devices(c.caps.devices, c.load->busy_devices, c.req.hard.gpu, c.assignment);
+    if (a.ok()) {
+      if (c.devices_out) *c.devices_out = std::move(a.indices);
+      return std::nullopt;
+    }
+    return refuse("free_gpus", a.refusal, summary, {{"free", double(a.free_matching)}, {"need", double(need)}});
+  }
+  const int free = std::max(0, c.caps.gpu.count - c.load->gpus_in_use());
+  if (free >= need) return std::nullopt;
+  return refuse("free_gpus", "insufficient free GPUs: " + std::to_string(free) + " free, job needs " + std::to_string(need),
+                summary, {{"free", double(free)}, {"need", double(need)}});
+}
+
+constexpr std::array<Predicate, 18> kPredicates{{
+    {"accelerator", Phase::static_, accelerator},
+    {"gpu_type", Phase::static_, gpu_type},
+    {"gpu_count", Phase::static_, gpu_count},
+    {"gpu_memory", Phase::static_, gpu_memory},
+    {"gpu_compute_capability", Phase::static_, gpu_compute_capability},
+    {"gpu_interconnect", Phase::static_, gpu_interconnect},
+    {"tpu", Phase::static_, tpu},
+    {"host_memory", Phase::static_, host_memory},
+    {"cpu_cores", Phase::static_, cpu_cores},
+    {"storage", Phase::static_, storage},
+    {"shm", Phase::static_, shm},
+    {"node_selector", Phase::static_, node_selector},
+    {"required_affinity", Phase::static_, required_affinity},
+    {"model_pin", Phase::static_, model_pin},
+    {"runtime", Phase::static_, runtime},
+    {"model_format", Phase::static_, model_format},
+    {"anti_affinity", Phase::dynamic, anti_affinity},
+    {"free_gpus", Phase::dynamic, free_gpus},
+}};
+
+Refusal no_capabilities() {
+  return refuse("capabilities", "sent no capabilities, job has hard ML constraints", "sent no capabilities");
+}
+
+// Runs the predicates of one phase; stop_at_first is the fast path.
+bool run_phase(Phase phase, const MatchContext& ctx, Judgement* out, bool stop_at_first) {
+  bool ok = true;
+  for (const auto& p : kPredicates) {
+    if (p.phase != phase) continue;
+    if (auto r = p.check(ctx)) {
+      ok = false;
+      if (out) out->refusals.push_back(std::move(*r));
+      if (stop_at_first) return false;
+    }
+  }
+  return ok;
+}
+
+const AssignmentOptions kDefaultAssignment{};
+
+}  // namespace
+
+std::span<const Predicate> predicates() { return kPredicates; }
+
+Judgement judge_static(const Requirements& req, const Capabilities* caps) {
+  Judgement j;
+  if (!caps) {
+    if (req.has_hard_constraints()) j.refusals.push_back(no_capabilities());
+    return j;
+  }
+  run_phase(Phase::static_, {req, *caps, nullptr, kDefaultAssignment, nullptr}, &j, false);
+  return j;
+}
+
+Judgement judge_dynamic(const Requirements& req, const Capabilities* caps, const WorkerLoad& load,
+                        const AssignmentOptions& assignment) {
+  Judgement j;
+  if (!caps) return j;  // without capabilities only unconstrained jobs pass, and they need nothing
+  run_phase(Phase::dynamic, {req, *caps, &load, assignment, &j.devices}, &j, false);
+  if (!j.eligible()) j.devices.clear();
+  return j;
+}
+
+Judgement judge(const Requirements& req, const Capabilities* caps, const WorkerLoad& load,
+                const AssignmentOptions& assignment) {
+  Judgement j = judge_static(req, caps);
+  Judgement d = judge_dynamic(req, caps, load, assignment);
+  j.refusals.insert(j.refusals.end(), std::make_move_iterator(d.refusals.begin()), std::make_move_iterator(d.refusals.end()));
+  if (j.eligible()) j.devices = std::move(d.devices);
+  return j;
+}
+
+bool fits_static(const Requirements& req, const Capabilities* caps) {
+  if (!caps) return !req.has_hard_constraints();
+  return run_phase(Phase::static_, {req, *caps, nullptr, kDefaultAssignment, nullptr}, nullptr, true);
+}
+
+bool fits(const Requirements& req, const Capabilities* caps, const WorkerLoad& load, const AssignmentOptions& assignment) {
+  if (!fits_static(req, caps)) return false;
+  if (!caps) return true;
+  return run_phase(Phase::dynamic, {req, *caps, &load, assignment, nullptr}, nullptr, true);
+}
+
+nlohmann::json to_json(const Refusal& r) {
+  nlohmann::json facts = nlohmann::json::object();
+  for (const auto& [k, v] : r.facts) {
+    if (const double* d = std::get_if<double>(&v)) {
+      if (*d == static_cast<double>(static_cast<long long>(*d))) facts[k] = static_cast<long long>(*d);
+      else facts[k] = *d;
+    } else {
+      facts[k] = std::get<std::string>(v);
+    }
+  }
+  return {{"predicate", r.predicate}, {"reason", r.reason}, {"summary", r.summary}, {"facts", facts}};
+}
+
+nlohmann::json to_json(const Judgement& j) {
+  nlohmann::json refusals = nlohmann::json::array();
+  for (const auto& r : j.refusals) refusals.push_back(to_json(r));
+  return {{"eligible", j.eligible()}, {"refusals", refusals}, {"devices", j.devices}};
+}
+
+}  // namespace ojs::ml
