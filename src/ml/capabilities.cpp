@@ -116,11 +116,6 @@ void derive_labels(Capabilities& c) {
   if (c.memory_gb) put("memory_gb", format_number(*c.memory_gb));
 }
 
-json number_json(double v) {
-  if (v == static_cast<double>(static_cast<long long>(v))) return static_cast<long long>(v);
-  return v;
-}
-
 }  // namespace
 
 bool Capabilities::has_model(std::string_view id, std::string_view version) const {
@@ -195,7 +190,7 @@ Capabilities parse_capabilities(const nlohmann::json& body) {
 nlohmann::json capabilities_to_json(const Capabilities& c) {
   json out = {{"accelerator", to_string(c.accelerator)}, {"labels", c.labels}};
   if (c.gpu.count > 0 || !c.gpu.type.empty()) {
-    json g = {{"type", c.gpu.type}, {"count", c.gpu.count}, {"memory_gb", number_json(c.gpu.memory_gb)}};
+    json g = {{"type", c.gpu.type}, {"count", c.gpu.count}, {"memory_gb", canonical_number(c.gpu.memory_gb)}};
     if (c.gpu.compute_capability) g["compute_capability"] = c.gpu.compute_capability->str();
     if (!c.gpu.interconnect.empty()) g["interconnect"] = c.gpu.interconnect;
     out["gpu"] = std::move(g);
@@ -203,9 +198,9 @@ nlohmann::json capabilities_to_json(const Capabilities& c) {
   if (c.tpu.chip_count > 0 || !c.tpu.type.empty())
     out["tpu"] = {{"type", c.tpu.type}, {"topology", c.tpu.topology}, {"chip_count", c.tpu.chip_count}};
   if (c.cpu_cores) out["cpu_cores"] = *c.cpu_cores;
-  if (c.memory_gb) out["memory_gb"] = number_json(*c.memory_gb);
-  if (c.storage_gb) out["storage_gb"] = number_json(*c.storage_gb);
-  if (c.shm_size_gb) out["shm_size_gb"] = number_json(*c.shm_size_gb);
+  if (c.memory_gb) out["memory_gb"] = canonical_number(*c.memory_gb);
+  if (c.storage_gb) out["storage_gb"] = canonical_number(*c.storage_gb);
+  if (c.shm_size_gb) out["shm_size_gb"] = canonical_number(*c.shm_size_gb);
   if (!c.models_loaded.empty()) {
     json models = json::array();
     for (const auto& m : c.models_loaded)
@@ -218,7 +213,7 @@ nlohmann::json capabilities_to_json(const Capabilities& c) {
     json devs = json::array();
     for (const auto& d : c.devices) {
       json j = {{"index", d.index},         {"uuid", d.uuid},           {"type", d.type},
-                {"memory_gb", number_json(d.memory_gb)}, {"numa_node", d.numa_node}, {"nvlink_peers", d.nvlink_peers},
+                {"memory_gb", canonical_number(d.memory_gb)}, {"numa_node", d.numa_node}, {"nvlink_peers", d.nvlink_peers},
                 {"healthy", d.healthy}};
       if (d.compute_capability) j["compute_capability"] = d.compute_capability->str();
       devs.push_back(std::move(j));

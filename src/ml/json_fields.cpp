@@ -95,3 +95,10 @@ bool parse_double(const std::string& s, double& out) {
 }
 
 }  // namespace ojs::ml
+
+namespace ojs::ml {
+nlohmann::json canonical_number(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return static_cast<long long>(v);
+  return v;
+}
+}  // namespace ojs::ml

@@ -36,3 +36,8 @@ Field member(const Field& f, std::string_view name);
 bool parse_double(const std::string& s, double& out);
 
 }  // namespace ojs::ml
+
+namespace ojs::ml {
+// Integral values as JSON integers (80, not 80.0) so canonical dumps are stable.
+nlohmann::json canonical_number(double v);
+}  // namespace ojs::ml

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "json_fields.hpp"
 #include "ojs/ml/affinity.hpp"
 
 namespace ojs::ml {
@@ -328,12 +329,8 @@ bool fits(const Requirements& req, const Capabilities* caps, const WorkerLoad& l
 nlohmann::json to_json(const Refusal& r) {
   nlohmann::json facts = nlohmann::json::object();
   for (const auto& [k, v] : r.facts) {
-    if (const double* d = std::get_if<double>(&v)) {
-      if (*d == static_cast<double>(static_cast<long long>(*d))) facts[k] = static_cast<long long>(*d);
-      else facts[k] = *d;
-    } else {
-      facts[k] = std::get<std::string>(v);
-    }
+    if (const double* d = std::get_if<double>(&v)) facts[k] = canonical_number(*d);
+    else facts[k] = std::get<std::string>(v);
   }
   return {{"predicate", r.predicate}, {"reason", r.reason}, {"summary", r.summary}, {"facts", facts}};
 }
