@@ -46,6 +46,7 @@ void BrokerApp::start() {
   register_workers_api(i.router, *i.api);
   register_queues_api(i.router, *i.api);
   register_events_api(i.router, *i.api);
+  register_dead_letter_api(i.router, *i.api);
 
   HttpServerOptions http;
   http.address = i.config.listen_address;
@@ -54,7 +55,7 @@ void BrokerApp::start() {
   http.max_body_bytes = i.config.max_body_bytes;
   i.server = std::make_unique<HttpServer>(http, i.router);
   i.server->start();
-  i.maintenance = std::make_unique<Maintenance>(*i.jobs, i.config);
+  i.maintenance = std::make_unique<Maintenance>(*i.jobs, *i.workers, i.config);
   i.maintenance->start();
   spdlog::info("broker listening on http://{}:{} (Redis {})", i.config.listen_address, i.server->port(),
                i.redis->endpoint().describe());

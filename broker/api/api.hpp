@@ -23,5 +23,6 @@ void register_jobs_api(Router& router, ApiContext& ctx);
 void register_workers_api(Router& router, ApiContext& ctx);
 void register_queues_api(Router& router, ApiContext& ctx);
 void register_events_api(Router& router, ApiContext& ctx);
+void register_dead_letter_api(Router& router, ApiContext& ctx);
 
 }  // namespace ojs::broker

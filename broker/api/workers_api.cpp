@@ -24,6 +24,11 @@ nlohmann::json transition_reply(const nlohmann::json& job) {
   return out;
 }
 
+// ACK and FAIL may name the worker (our workers do); then only the holder may finish the job.
+std::string optional_worker(const nlohmann::json& body) {
+  return body.contains("worker_id") ? required_string(body, "worker_id") : std::string();
+}
+
 std::string directive_for(const std::string& state) { return state == "running" ? "" : state; }
 
 }  // namespace
@@ -45,7 +50,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     const auto body = parse_json_body(r);
     const auto id = required_string(body, "job_id");
     const nlohmann::json* result = body.contains("result") ? &body["result"] : nullptr;
-    auto out = transition_reply(ctx.jobs.ack(id, result));
+    auto out = transition_reply(ctx.jobs.ack(id, result, optional_worker(body)));
     out["acknowledged"] = true;
     return json_reply(200, out);
   });
@@ -59,7 +64,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
       requeue = body["requeue"].get<bool>();
     }
     const nlohmann::json error = body.contains("error") ? body["error"] : nlohmann::json(nullptr);
-    return json_reply(200, transition_reply(ctx.jobs.fail(id, error, requeue)));
+    return json_reply(200, transition_reply(ctx.jobs.fail(id, error, requeue, optional_worker(body))));
   });
 
   router.add("POST", "/ojs/v1/workers/heartbeat", [&ctx](const HttpRequest& r) {

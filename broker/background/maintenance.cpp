@@ -3,12 +3,18 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/store/store_error.hpp"
+#include "ojs/core/time.hpp"
 
 namespace ojs::broker {
 
 void Maintenance::run_once() {
   auto& store = jobs_.store();
+  const auto lost = workers_.stale(now_ms() - config_.worker_dead_after_ms);
+  const std::set<std::string> lost_workers(lost.begin(), lost.end());
   for (const auto& queue : store.queues()) {
+    if (!lost_workers.empty())
+      if (int n = jobs_.reclaim_from_lost_workers(queue, lost_workers); n > 0)
+        spdlog::warn("queue {}: reclaimed {} job(s) from workers that stopped heartbeating", queue, n);
     store.promote(queue);
     if (int n = jobs_.reclaim_expired(queue); n > 0)
       spdlog::info("queue {}: reclaimed {} job(s) whose visibility timeout expired", queue, n);

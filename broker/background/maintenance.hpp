@@ -9,12 +9,14 @@
 
 #include "broker/config.hpp"
 #include "broker/jobs/job_service.hpp"
+#include "broker/workers/worker_registry.hpp"
 
 namespace ojs::broker {
 
 class Maintenance {
  public:
-  Maintenance(JobService& jobs, const BrokerConfig& config) : jobs_(jobs), config_(config) {}
+  Maintenance(JobService& jobs, WorkerRegistry& workers, const BrokerConfig& config)
+      : jobs_(jobs), workers_(workers), config_(config) {}
   ~Maintenance() { stop(); }
   void start();
   void stop();
@@ -22,6 +24,7 @@ class Maintenance {
 
  private:
   JobService& jobs_;
+  WorkerRegistry& workers_;
   const BrokerConfig& config_;
   std::thread thread_;
   std::mutex mutex_;

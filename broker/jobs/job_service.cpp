@@ -1,6 +1,7 @@
 #include "broker/jobs/job_service.hpp"
 
 #include <random>
+#include <set>
 
 #include "ojs/core/envelope.hpp"
 #include "ojs/core/error.hpp"
@@ -91,6 +92,11 @@ json JobService::push(const json& body) {
   };
   if (job.visibility_timeout_ms) fields.emplace_back("visibility_timeout_ms", std::to_string(*job.visibility_timeout_ms));
   if (job.expires_at_ms) fields.emplace_back("expires_at", std::to_string(*job.expires_at_ms));
+  // Execution deadline: ext_ml_timeout_seconds overrides the OJS timeout_ms.
+  std::optional<std::int64_t> timeout_ms = job.timeout_ms;
+  if (job.document.contains("ext_ml_timeout_seconds") && job.document["ext_ml_timeout_seconds"].is_number_integer())
+    timeout_ms = job.document["ext_ml_timeout_seconds"].get<std::int64_t>() * 1000;
+  if (timeout_ms && *timeout_ms > 0) fields.emplace_back("timeout_ms", std::to_string(*timeout_ms));
   const Transition t = store_.push(job.queue, job.id, cls.class_id, cls.class_json, cls.rank_base, job.scheduled_at_ms, fields);
   if (t.status == TransitionStatus::duplicate)
     throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
@@ -150,11 +156,11 @@ std::vector<json> JobService::fetch(const FetchRequest& request) {
   return jobs;
 }
 
-json JobService::ack(const std::string& id, const json* result) {
+json JobService::ack(const std::string& id, const json* result, const std::string& worker_id) {
   require_job_id(id, "job_id");
   const auto queue = queue_of_or_404(id);
-  return checked(store_.ack(queue, id, result && !result->is_null() ? result->dump() : std::string()), id, "acknowledge")
-      .envelope();
+  const auto result_json = result && !result->is_null() ? result->dump() : std::string();
+  return checked(store_.ack(queue, id, result_json, worker_id), id, "acknowledge").envelope();
 }
 
 // Decides what a failure does to a job: retry after backoff, discard, dead
@@ -191,7 +197,7 @@ static FailurePlan plan_failure(const JobRecord& snapshot, const json& reported_
   return plan;
 }
 
-json JobService::fail(const std::string& id, const json& error, bool requeue) {
+json JobService::fail(const std::string& id, const json& error, bool requeue, const std::string& worker_id) {
   require_job_id(id, "job_id");
   if (!error.is_null() && !error.is_object()) throw invalid_field("error", "must be an object with at least a message");
   const auto queue = queue_of_or_404(id);
@@ -201,7 +207,7 @@ json JobService::fail(const std::string& id, const json& error, bool requeue) {
     if (snapshot->state() != "active") checked(Transition{TransitionStatus::conflict, snapshot->state(), {}}, id, "fail");
     const FailurePlan plan = plan_failure(*snapshot, error, requeue);
     const Transition t = store_.fail(queue, id, snapshot->attempt(), plan.outcome, plan.due_ms,
-                                     requeue ? std::string() : plan.error.dump(), plan.errors.dump(), false);
+                                     requeue ? std::string() : plan.error.dump(), plan.errors.dump(), false, worker_id);
     if (t.status == TransitionStatus::stale) continue;
     return checked(t, id, "fail").envelope();
   }
@@ -209,17 +215,35 @@ json JobService::fail(const std::string& id, const json& error, bool requeue) {
 }
 
 int JobService::reclaim_expired(const std::string& queue) {
+  return reclaim(queue, store_.expired_active(queue, now_ms(), 100), true);
+}
+
+int JobService::reclaim_from_lost_workers(const std::string& queue, const std::set<std::string>& lost_workers) {
+  std::vector<std::string> ids;
+  for (const auto& [id, worker] : store_.active_jobs(queue))
+    if (lost_workers.count(worker)) ids.push_back(id);
+  return reclaim(queue, ids, false);
+}
+
+int JobService::reclaim(const std::string& queue, const std::vector<std::string>& ids, bool require_expired) {
   int reclaimed = 0;
-  for (const auto& id : store_.expired_active(queue, now_ms(), 100)) {
+  for (const auto& id : ids) {
     auto snapshot = store_.get(queue, id);
     if (!snapshot || snapshot->state() != "active") continue;
-    const json error = {{"code", "visibility_timeout"},
-                        {"message", "worker " + snapshot->get("worker_id") +
-                                        " did not finish or heartbeat before its visibility timeout"},
-                        {"retryable", true}};
+    const auto worker = snapshot->get("worker_id");
+    const auto exec_deadline = snapshot->get_int("execution_deadline");
+    json error;
+    if (!require_expired)
+      error = {{"code", "worker_lost"}, {"message", "worker " + worker + " stopped sending heartbeats"}};
+    else if (exec_deadline && *exec_deadline <= now_ms())
+      error = {{"code", "timeout"}, {"message", "job exceeded its execution timeout on worker " + worker}};
+    else
+      error = {{"code", "visibility_timeout"},
+               {"message", "worker " + worker + " did not finish or heartbeat before its visibility timeout"}};
+    error["retryable"] = true;
     const FailurePlan plan = plan_failure(*snapshot, error, false);
     const Transition t = store_.fail(queue, id, snapshot->attempt(), plan.outcome, plan.due_ms, plan.error.dump(),
-                                     plan.errors.dump(), true);
+                                     plan.errors.dump(), require_expired);
     if (t.status == TransitionStatus::ok) ++reclaimed;
   }
   return reclaimed;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,15 +33,21 @@ class JobService {
   nlohmann::json info(const std::string& id);               // -> envelope
   nlohmann::json cancel(const std::string& id);             // -> envelope
   std::vector<nlohmann::json> fetch(const FetchRequest& request);
-  nlohmann::json ack(const std::string& id, const nlohmann::json* result);  // -> envelope
-  nlohmann::json fail(const std::string& id, const nlohmann::json& error, bool requeue);  // -> envelope
-  // Reaper: jobs whose visibility deadline passed go back through the failure path.
+  // worker_id (optional, may be empty) makes the transition conditional on that
+  // worker still holding the job.
+  nlohmann::json ack(const std::string& id, const nlohmann::json* result, const std::string& worker_id = {});
+  nlohmann::json fail(const std::string& id, const nlohmann::json& error, bool requeue, const std::string& worker_id = {});
+  // Reaper: jobs whose visibility deadline (or execution timeout) passed, and
+  // jobs held by workers that stopped heartbeating, go back through the
+  // failure path (retry with backoff, or discard / dead letter when exhausted).
   int reclaim_expired(const std::string& queue);
+  int reclaim_from_lost_workers(const std::string& queue, const std::set<std::string>& lost_workers);
 
   JobStore& store() { return store_; }
 
  private:
   std::string queue_of_or_404(const std::string& id);
+  int reclaim(const std::string& queue, const std::vector<std::string>& ids, bool require_expired);
   JobRecord checked(const Transition& t, const std::string& id, const char* operation);
 
   JobStore& store_;

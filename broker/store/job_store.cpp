@@ -1,6 +1,8 @@
 #include "broker/store/job_store.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
 
 #include "broker/store/keys.hpp"
 
@@ -113,16 +115,18 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
   return out;
 }
 
-Transition JobStore::ack(const std::string& queue, const std::string& id, const std::string& result_json) {
-  return transition_from(redis_.eval("ack", {}, {keys::queue_prefix(queue), id, result_json}));
+Transition JobStore::ack(const std::string& queue, const std::string& id, const std::string& result_json,
+                         const std::string& worker_id) {
+  return transition_from(redis_.eval("ack", {}, {keys::queue_prefix(queue), id, result_json, worker_id}));
 }
 
 Transition JobStore::fail(const std::string& queue, const std::string& id, int expected_attempt, const std::string& outcome,
                           std::int64_t due_ms, const std::string& error_json, const std::string& errors_json,
-                          bool require_expired) {
+                          bool require_expired, const std::string& worker_id) {
   return transition_from(redis_.eval("fail", {},
                                      {keys::queue_prefix(queue), id, std::to_string(expected_attempt), outcome,
-                                      std::to_string(due_ms), error_json, errors_json, require_expired ? "1" : "0"}));
+                                      std::to_string(due_ms), error_json, errors_json, require_expired ? "1" : "0",
+                                      worker_id}));
 }
 
 Transition JobStore::cancel(const std::string& queue, const std::string& id) {
@@ -141,6 +145,38 @@ std::vector<std::string> JobStore::extend(const std::string& queue, const std::s
 
 long long JobStore::promote(const std::string& queue) {
   return redis_.eval("promote", {}, {keys::queue_prefix(queue)}).integer;
+}
+
+std::vector<JobRecord> JobStore::dead_letter(const std::string& queue, int offset, int limit) {
+  auto ids = redis_.command({"ZREVRANGE", keys::dead(queue), std::to_string(offset), std::to_string(offset + limit - 1)});
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& id : ids.elements) cmds.push_back({"HGETALL", keys::job(queue, id.str)});
+  std::vector<JobRecord> out;
+  if (cmds.empty()) return out;
+  for (const auto& reply : redis_.pipeline(cmds))
+    if (!reply.elements.empty()) out.push_back(JobRecord::from_flat_array(reply));
+  return out;
+}
+
+long long JobStore::dead_letter_size(const std::string& queue) {
+  return redis_.command({"ZCARD", keys::dead(queue)}).integer;
+}
+
+Transition JobStore::dead_letter_action(const std::string& queue, const std::string& id, const std::string& action) {
+  return transition_from(redis_.eval("dead_letter", {}, {keys::queue_prefix(queue), id, action}));
+}
+
+void JobStore::forget(const std::string& id) { redis_.command({"HDEL", keys::job_directory, id}); }
+
+std::vector<std::pair<std::string, std::string>> JobStore::active_jobs(const std::string& queue) {
+  auto ids = redis_.command({"ZRANGE", keys::active(queue), "0", "-1"});
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& id : ids.elements) cmds.push_back({"HGET", keys::job(queue, id.str), "worker_id"});
+  std::vector<std::pair<std::string, std::string>> out;
+  if (cmds.empty()) return out;
+  auto replies = redis_.pipeline(cmds);
+  for (std::size_t i = 0; i < replies.size(); ++i) out.emplace_back(ids.elements[i].str, replies[i].str);
+  return out;
 }
 
 std::vector<std::string> JobStore::expired_active(const std::string& queue, std::int64_t now_ms, int limit) {

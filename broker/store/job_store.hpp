@@ -58,14 +58,23 @@ class JobStore {
                      std::int64_t default_visibility_ms, int count, const std::string& classes_version,
                      const std::vector<EligibleClass>& eligible);
 
-  Transition ack(const std::string& queue, const std::string& id, const std::string& result_json);
+  Transition ack(const std::string& queue, const std::string& id, const std::string& result_json,
+                 const std::string& worker_id = {});
   // outcome: retry | discard | dead_letter | requeue
   Transition fail(const std::string& queue, const std::string& id, int expected_attempt, const std::string& outcome,
-                  std::int64_t due_ms, const std::string& error_json, const std::string& errors_json, bool require_expired);
+                  std::int64_t due_ms, const std::string& error_json, const std::string& errors_json, bool require_expired,
+                  const std::string& worker_id = {});
+  void forget(const std::string& id);  // drops the id -> queue directory entry
   Transition cancel(const std::string& queue, const std::string& id);
   std::vector<std::string> extend(const std::string& queue, const std::string& worker_id, std::int64_t visibility_ms,
                                   const std::vector<std::string>& ids);
   long long promote(const std::string& queue);
+  // Dead letter: list (newest first), retry (attempt reset, available again), discard (deleted).
+  std::vector<JobRecord> dead_letter(const std::string& queue, int offset, int limit);
+  long long dead_letter_size(const std::string& queue);
+  Transition dead_letter_action(const std::string& queue, const std::string& id, const std::string& action);
+  // Active job ids with the worker holding each (dead-worker detection).
+  std::vector<std::pair<std::string, std::string>> active_jobs(const std::string& queue);
   // Active jobs whose visibility deadline passed (the reaper's work list).
   std::vector<std::string> expired_active(const std::string& queue, std::int64_t now_ms, int limit);
 

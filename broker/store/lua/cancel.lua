@@ -10,7 +10,7 @@ redis.call('ZREM', ready_key(prefix, f[2]), id)
 redis.call('ZREM', prefix .. 'delayed', id)
 redis.call('ZREM', prefix .. 'active', id)
 redis.call('HSET', jk, 'state', 'cancelled', 'cancelled_at', now)
-redis.call('HDEL', jk, 'visibility_deadline', 'next_attempt_at')
+redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline', 'next_attempt_at')
 redis.call('HINCRBY', prefix .. 'stats', 'cancelled', 1)
 emit(prefix, 'job.cancelled', id, nil)
 return {'ok', job_snapshot(prefix, id)}

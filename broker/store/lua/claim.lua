@@ -39,8 +39,18 @@ for _ = 1, count do
   -- Visibility timeout: the fetch request's, then the job's, then the broker default.
   local vis = request_vis or tonumber(redis.call('HGET', jk, 'visibility_timeout_ms') or '') or default_vis
   redis.call('HINCRBY', jk, 'attempt', 1)
-  redis.call('HSET', jk, 'state', 'active', 'started_at', now, 'worker_id', worker, 'visibility_deadline', now + vis)
-  redis.call('ZADD', prefix .. 'active', now + vis, best_id)
+  -- The execution timeout (timeout_ms / ext_ml_timeout_seconds) caps the
+  -- reservation: heartbeats extend visibility but never past it.
+  local deadline = now + vis
+  local timeout = tonumber(redis.call('HGET', jk, 'timeout_ms') or '')
+  if timeout and timeout > 0 then
+    redis.call('HSET', jk, 'execution_deadline', now + timeout)
+    if now + timeout < deadline then deadline = now + timeout end
+  else
+    redis.call('HDEL', jk, 'execution_deadline')
+  end
+  redis.call('HSET', jk, 'state', 'active', 'started_at', now, 'worker_id', worker, 'visibility_deadline', deadline)
+  redis.call('ZADD', prefix .. 'active', deadline, best_id)
   emit(prefix, 'job.started', best_id, {'worker_id', worker})
   table.insert(claimed, job_snapshot(prefix, best_id))
 end

@@ -6,11 +6,13 @@ local extended = {}
 for i = 4, #ARGV do
   local id = ARGV[i]
   local jk = job_key(prefix, id)
-  local f = redis.call('HMGET', jk, 'state', 'worker_id', 'visibility_timeout_ms')
+  local f = redis.call('HMGET', jk, 'state', 'worker_id', 'visibility_timeout_ms', 'execution_deadline')
   if f[1] == 'active' and f[2] == worker then
-    local v = tonumber(f[3] or '') or vis
-    redis.call('HSET', jk, 'visibility_deadline', now + v)
-    redis.call('ZADD', prefix .. 'active', now + v, id)
+    local deadline = now + (tonumber(f[3] or '') or vis)
+    local cap = tonumber(f[4] or '')
+    if cap and cap < deadline then deadline = cap end
+    redis.call('HSET', jk, 'visibility_deadline', deadline)
+    redis.call('ZADD', prefix .. 'active', deadline, id)
     table.insert(extended, id)
   end
 end

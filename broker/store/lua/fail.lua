@@ -2,18 +2,19 @@
 -- job is still the attempt that snapshot saw (compare-and-set on attempt).
 -- ARGV: prefix, id, expected_attempt, outcome (retry|discard|dead_letter|requeue),
 --       due_ms (retry), error_json, errors_json, require_expired ('1' = only if the
---       visibility deadline has passed: used by the reaper)
-local prefix, id, expected, outcome, due, err, errors, require_expired =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+--       visibility deadline has passed: used by the reaper), worker_id ('' = any)
+local prefix, id, expected, outcome, due, err, errors, require_expired, worker =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 local jk = job_key(prefix, id)
-local f = redis.call('HMGET', jk, 'state', 'attempt', 'visibility_deadline')
+local f = redis.call('HMGET', jk, 'state', 'attempt', 'visibility_deadline', 'worker_id')
 if not f[1] then return {'not_found'} end
 if f[1] ~= 'active' then return {'conflict', f[1]} end
+if worker ~= '' and f[4] ~= worker then return {'conflict', 'active (held by another worker)'} end
 if f[2] ~= expected then return {'stale', f[2]} end
 local now = now_ms()
 if require_expired == '1' and tonumber(f[3] or '0') > now then return {'extended'} end
 redis.call('ZREM', prefix .. 'active', id)
-redis.call('HDEL', jk, 'visibility_deadline', 'worker_id')
+redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline', 'worker_id')
 if err ~= '' then redis.call('HSET', jk, 'error', err) end
 if errors ~= '' then redis.call('HSET', jk, 'errors', errors) end
 if outcome == 'retry' then
