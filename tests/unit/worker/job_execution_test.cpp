@@ -1,0 +1,178 @@
+#include "worker/config/json_file.hpp"
+#include "worker/execution/job_execution.hpp"
+#include "test_helpers.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <thread>
+
+namespace ojs::worker {
+namespace {
+
+using namespace std::chrono_literals;
+
+nlohmann::json make_job(nlohmann::json extra = nlohmann::json::object()) {
+  nlohmann::json job = {{"id", "019414d4-8b2e-7c3a-b5d1-f0e2a3b4c5d6"},
+                        {"type", "ml.test"},
+                        {"queue", "default"},
+                        {"attempt", 2},
+                        {"args", {1, 2}}};
+  job.update(extra);
+  return job;
+}
+
+class JobExecutionTest : public ::testing::Test {
+ protected:
+  testing::ScratchDir dir_{"exec"};
+  ExecutionSettings settings_{dir_.path(), 0, 1.0};
+
+  std::unique_ptr<JobExecution> start(const std::string& shell, const nlohmann::json& job = make_job()) {
+    return JobExecution::start(job, read_job(job), shell_command(shell), settings_);
+  }
+
+  // Polls like the agent loop does, giving up after `limit`.
+  static JobOutcome run_to_end(JobExecution& execution, std::chrono::milliseconds limit = 10s) {
+    const auto give_up = SteadyClock::now() + limit;
+    while (SteadyClock::now() < give_up) {
+      if (auto outcome = execution.poll()) return *outcome;
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "job did not finish";
+    return {};
+  }
+};
+
+TEST_F(JobExecutionTest, NonZeroExitIsExitCodeError) {
+  auto execution = start("echo boom >&2; exit 3");
+  const auto outcome = run_to_end(*execution);
+  EXPECT_EQ(outcome.kind, JobOutcome::Kind::failed);
+  EXPECT_EQ(outcome.error["code"], "exit_3");
+  EXPECT_EQ(outcome.error["details"]["exit_code"], 3);
+  EXPECT_EQ(outcome.error["details"]["stderr_tail"], "boom\n");
+  EXPECT_FALSE(outcome.requeue);
+}
+
+TEST_F(JobExecutionTest, JsonStdoutBecomesTheResult) {
+  auto execution = start(R"(echo '{"accuracy": 0.93}')");
+  const auto outcome = run_to_end(*execution);
+  EXPECT_EQ(outcome.kind, JobOutcome::Kind::succeeded);
+  EXPECT_EQ(outcome.result, nlohmann::json({{"accuracy", 0.93}}));
+}
+
+TEST_F(JobExecutionTest, PlainStdoutIsWrapped) {
+  auto execution = start("echo hello");
+  EXPECT_EQ(run_to_end(*execution).result, nlohmann::json({{"stdout", "hello\n"}}));
+}
+
+TEST_F(JobExecutionTest, JobSeesItsEnvironmentStdinAndFile) {
+  const auto job = make_job({{"ext_ml_assigned_devices", {0, 3}},
+                             {"last_checkpoint", {{"epoch", 4}}}});
+  auto execution = start(
+      R"sh(printf '{"cuda":"%s","id":"%s","attempt":"%s","last":%s,"file_same":%s,"cwd_ok":%s}' )sh"
+      R"sh("$CUDA_VISIBLE_DEVICES" "$OJS_JOB_ID" "$OJS_ATTEMPT" "$OJS_LAST_CHECKPOINT" )sh"
+      R"sh("$(cat | cmp -s - "$OJS_JOB_FILE" && echo true || echo false)" )sh"
+      R"sh("$( [ "$PWD" = "$OJS_WORK_DIR" ] && echo true || echo false)")sh",
+      job);
+  const auto outcome = run_to_end(*execution);
+  ASSERT_EQ(outcome.kind, JobOutcome::Kind::succeeded) << outcome.error.dump();
+  EXPECT_EQ(outcome.result["cuda"], "0,3");
+  EXPECT_EQ(outcome.result["id"], job["id"]);
+  EXPECT_EQ(outcome.result["attempt"], "2");
+  EXPECT_EQ(outcome.result["last"], nlohmann::json({{"epoch", 4}}));
+  EXPECT_EQ(outcome.result["file_same"], true);
+  EXPECT_EQ(outcome.result["cwd_ok"], true);
+}
+
+TEST_F(JobExecutionTest, NoAssignedDevicesHidesAllGpus) {
+  auto execution = start(R"(printf '{"set":%s,"value":"%s"}' "${CUDA_VISIBLE_DEVICES+true}" "$CUDA_VISIBLE_DEVICES")");
+  const auto outcome = run_to_end(*execution);
+  EXPECT_EQ(outcome.result, nlohmann::json({{"set", true}, {"value", ""}}));
+}
+
+TEST_F(JobExecutionTest, TimeoutTerminatesTheProcess) {
+  const auto job = make_job({{"ext_ml_timeout_seconds", 1}, {"timeout_ms", 60000}});
+  const auto started = SteadyClock::now();
+  auto execution = start("sleep 5", job);
+  const auto outcome = run_to_end(*execution);
+  const auto elapsed = SteadyClock::now() - started;
+  EXPECT_EQ(outcome.kind, JobOutcome::Kind::failed);
+  EXPECT_EQ(outcome.error["code"], "timeout");
+  EXPECT_LT(elapsed, 4s);  // killed, not waited for
+  EXPECT_GE(elapsed, 900ms);
+}
+
+TEST_F(JobExecutionTest, TimeoutEscalatesToSigkillWhenTermIsIgnored) {
+  const auto job = make_job({{"timeout_ms", 300}});
+  auto execution = start("trap '' TERM; sleep 5 & wait; sleep 5", job);
+  const auto outcome = run_to_end(*execution, 5s);
+  EXPECT_EQ(outcome.error["code"], "timeout");
+  EXPECT_EQ(outcome.error["details"]["signal"], SIGKILL);
+}
+
+TEST_F(JobExecutionTest, KilledBySignalIsSignalError) {
+  auto execution = start("kill -KILL $$");
+  EXPECT_EQ(run_to_end(*execution).error["code"], "signal_9");
+}
+
+TEST_F(JobExecutionTest, MissingProgramCannotStart) {
+  const auto job = make_job();
+  EXPECT_THROW(JobExecution::start(job, read_job(job), CommandSpec{{"/nonexistent/program"}}, settings_),
+               std::system_error);
+}
+
+// A training-style job: on SIGTERM it writes checkpoint metadata and exits 0.
+TEST_F(JobExecutionTest, PreemptionSignalsTheJobWhichCheckpoints) {
+  auto execution = start(
+      R"sh(trap 'printf "{\"epoch\":3,\"step\":1200,\"loss\":0.25,\"storage_key\":\"ck/3\",\"grace\":%s}" )sh"
+      R"sh("$(cat "$OJS_PREEMPT_FILE")" > "$OJS_CHECKPOINT_FILE.tmp" && mv "$OJS_CHECKPOINT_FILE.tmp" "$OJS_CHECKPOINT_FILE"; exit 0' TERM; )sh"
+      R"sh(echo ready > ready; while :; do sleep 0.05; done)sh");
+  const auto ready = execution->workspace().dir / "ready";
+  for (int i = 0; i < 200 && !std::filesystem::exists(ready); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(execution->checkpoint().take_if_changed().has_value());
+  execution->preempt(7);
+  const auto outcome = run_to_end(*execution);
+  EXPECT_EQ(outcome.kind, JobOutcome::Kind::preempted);
+  EXPECT_TRUE(outcome.requeue);
+  EXPECT_EQ(outcome.error["code"], "preempted");
+  const auto checkpoint = execution->checkpoint().take_if_changed();
+  ASSERT_TRUE(checkpoint.has_value());
+  EXPECT_EQ((*checkpoint)["epoch"], 3);
+  EXPECT_EQ((*checkpoint)["storage_key"], "ck/3");
+  EXPECT_EQ((*checkpoint)["grace"], 7);
+  EXPECT_FALSE(execution->checkpoint().take_if_changed().has_value());  // committed once
+}
+
+TEST_F(JobExecutionTest, PreemptionKillsAJobThatOverstaysItsGrace) {
+  auto execution = start("trap '' TERM; while :; do sleep 0.05; done");
+  std::this_thread::sleep_for(100ms);
+  const auto started = SteadyClock::now();
+  execution->preempt(0.3);
+  const auto outcome = run_to_end(*execution, 5s);
+  EXPECT_EQ(outcome.kind, JobOutcome::Kind::preempted);
+  EXPECT_EQ(outcome.error["details"]["signal"], SIGKILL);
+  EXPECT_LT(SteadyClock::now() - started, 3s);
+}
+
+TEST_F(JobExecutionTest, ReleaseRequeuesWithShutdownCode) {
+  auto execution = start("sleep 5");
+  execution->release();
+  const auto outcome = run_to_end(*execution);
+  EXPECT_EQ(outcome.kind, JobOutcome::Kind::released);
+  EXPECT_TRUE(outcome.requeue);
+  EXPECT_EQ(outcome.error["code"], "worker_shutdown");
+}
+
+TEST(JobView, ReadsSpecAndSdkEncodings) {
+  const auto spec = read_job(make_job({{"ext_ml_timeout_seconds", 30}, {"ext_ml_model_id", "m"}}));
+  EXPECT_EQ(spec.timeout_s, 30.0);
+  EXPECT_EQ(spec.model_id, "m");
+  const auto sdk = read_job(make_job({{"timeout", 12}, {"meta", {{"model", {{"id", "m2"}, {"checksum", "sha256:ab"}}}}}}));
+  EXPECT_EQ(sdk.timeout_s, 12.0);
+  EXPECT_EQ(sdk.model_id, "m2");
+  EXPECT_EQ(sdk.model_checksum, "sha256:ab");
+  EXPECT_THROW(read_job(nlohmann::json::object()), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace ojs::worker

@@ -1,0 +1,70 @@
+#include "worker/config/worker_config.hpp"
+
+#include "worker/config/json_file.hpp"
+
+#include <stdexcept>
+
+namespace ojs::worker {
+
+namespace {
+
+template <typename T>
+void read_if_present(const nlohmann::json& document, const char* key, T& target) {
+  if (auto it = document.find(key); it != document.end() && !it->is_null()) it->get_to(target);
+}
+
+ConfiguredModel parse_model(const nlohmann::json& entry) {
+  if (entry.is_string()) return ConfiguredModel{entry.get<std::string>(), "", "", ""};
+  ConfiguredModel model;
+  model.model_id = entry.at("model_id").get<std::string>();
+  read_if_present(entry, "model_version", model.model_version);
+  read_if_present(entry, "model_format", model.model_format);
+  read_if_present(entry, "path", model.path);
+  return model;
+}
+
+}  // namespace
+
+WorkerConfig parse_worker_config(const nlohmann::json& document) {
+  if (!document.is_object()) throw std::invalid_argument("worker config must be a JSON object");
+  WorkerConfig config;
+  if (auto it = document.find("commands"); it != document.end())
+    for (const auto& [type, command] : it->items()) config.commands[type] = command_from_json(command);
+  read_if_present(document, "labels", config.labels);
+  if (auto it = document.find("models"); it != document.end())
+    for (const auto& entry : *it) config.models.push_back(parse_model(entry));
+  read_if_present(document, "runtimes", config.runtimes);
+  read_if_present(document, "models_dir", config.models_dir);
+  read_if_present(document, "work_dir", config.work_dir);
+  read_if_present(document, "scratch_dir", config.scratch_dir);
+  read_if_present(document, "nvml_library", config.nvml_library);
+  read_if_present(document, "concurrency", config.concurrency);
+  read_if_present(document, "default_timeout_s", config.default_timeout_s);
+  read_if_present(document, "kill_grace_s", config.kill_grace_s);
+  read_if_present(document, "drain_timeout_s", config.drain_timeout_s);
+  read_if_present(document, "checkpoint_poll_s", config.checkpoint_poll_s);
+  read_if_present(document, "keep_work_dirs", config.keep_work_dirs);
+  if (!config.labels.is_object()) throw std::invalid_argument("labels must be an object of strings");
+  return config;
+}
+
+WorkerConfig load_worker_config(const std::string& path) {
+  try {
+    return parse_worker_config(read_json_file(path));
+  } catch (const std::exception& e) {
+    throw std::runtime_error("config " + path + ": " + e.what());
+  }
+}
+
+nlohmann::json models_loaded_json(const std::vector<ConfiguredModel>& models) {
+  auto out = nlohmann::json::array();
+  for (const auto& model : models) {
+    nlohmann::json entry = {{"model_id", model.model_id}};
+    if (!model.model_version.empty()) entry["model_version"] = model.model_version;
+    if (!model.model_format.empty()) entry["model_format"] = model.model_format;
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+}  // namespace ojs::worker

@@ -1,0 +1,45 @@
+// The worker's configuration file (--config): commands per job type, what the
+// node advertises beyond its hardware (models, runtimes, labels) and execution
+// tunables. Command-line flags override these values.
+#pragma once
+#include "worker/config/command_table.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace ojs::worker {
+
+struct ConfiguredModel {
+  std::string model_id;
+  std::string model_version;
+  std::string model_format;
+  std::string path;  // local weights; default <models_dir>/<model_id>
+};
+
+struct WorkerConfig {
+  CommandTable commands;
+  nlohmann::json labels = nlohmann::json::object();
+  std::vector<ConfiguredModel> models;
+  std::vector<std::string> runtimes;
+  std::string models_dir;
+  std::string work_dir = "/tmp/ojs-worker";
+  std::string scratch_dir;      // storage_gb is measured here; default work_dir
+  std::string nvml_library = "libnvidia-ml.so.1";
+  unsigned concurrency = 1;
+  double default_timeout_s = 0;  // 0: no limit unless the job sets one
+  double kill_grace_s = 10;      // SIGTERM -> SIGKILL on timeout and release
+  double drain_timeout_s = 60;   // graceful shutdown: wait this long for jobs
+  double checkpoint_poll_s = 5;
+  bool keep_work_dirs = false;
+};
+
+WorkerConfig parse_worker_config(const nlohmann::json& document);
+// Throws std::runtime_error naming the file when it cannot be read or parsed.
+WorkerConfig load_worker_config(const std::string& path);
+
+// models_loaded[] entries of the capabilities body.
+nlohmann::json models_loaded_json(const std::vector<ConfiguredModel>& models);
+
+}  // namespace ojs::worker

@@ -1,0 +1,47 @@
+#include "worker/execution/job_environment.hpp"
+
+#include <map>
+
+extern char** environ;
+
+namespace ojs::worker {
+
+std::string cuda_visible_devices(const std::vector<int>& devices) {
+  std::string out;
+  for (const int index : devices) out += (out.empty() ? "" : ",") + std::to_string(index);
+  return out;
+}
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> out;
+  for (char** entry = environ; entry && *entry; ++entry) out.emplace_back(*entry);
+  return out;
+}
+
+std::vector<std::string> job_environment(const JobView& job, const JobWorkspace& workspace,
+                                         const std::vector<std::string>& inherited) {
+  std::map<std::string, std::string> vars;
+  for (const auto& entry : inherited) {
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) vars[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  vars["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices(job.assigned_devices);
+  vars["OJS_JOB_ID"] = job.id;
+  vars["OJS_JOB_TYPE"] = job.type;
+  vars["OJS_QUEUE"] = job.queue;
+  vars["OJS_ATTEMPT"] = std::to_string(job.attempt);
+  vars["OJS_JOB_FILE"] = workspace.job_file.string();
+  vars["OJS_WORK_DIR"] = workspace.dir.string();
+  vars["OJS_CHECKPOINT_FILE"] = workspace.checkpoint_file.string();
+  vars["OJS_LAST_CHECKPOINT"] = job.last_checkpoint.is_null() ? "" : job.last_checkpoint.dump();
+  // Known up front so a SIGTERM handler can plan; the file holds the value the
+  // broker actually granted once a preemption arrives.
+  vars["OJS_PREEMPT_GRACE_S"] = std::to_string(job.preemption_grace_period_s);
+  vars["OJS_PREEMPT_FILE"] = workspace.preempt_file.string();
+  std::vector<std::string> out;
+  out.reserve(vars.size());
+  for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
+  return out;
+}
+
+}  // namespace ojs::worker

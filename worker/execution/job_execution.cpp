@@ -1,0 +1,81 @@
+#include "worker/execution/job_execution.hpp"
+
+#include "worker/config/json_file.hpp"
+#include "worker/execution/job_environment.hpp"
+
+#include <signal.h>
+
+namespace ojs::worker {
+
+namespace {
+
+SteadyClock::duration seconds(double s) {
+  return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
+std::unique_ptr<JobExecution> JobExecution::start(const nlohmann::json& job, const JobView& view,
+                                                  const CommandSpec& command, const ExecutionSettings& settings,
+                                                  SteadyClock::time_point now) {
+  JobWorkspace workspace = JobWorkspace::create(settings.work_dir, view, job);
+  SpawnRequest request;
+  request.argv = command.argv;
+  request.env = job_environment(view, workspace, current_environment());
+  request.cwd = workspace.dir.string();
+  request.stdin_path = workspace.job_file.string();
+  request.stdout_path = workspace.stdout_file.string();
+  request.stderr_path = workspace.stderr_file.string();
+  ChildProcess process = ChildProcess::spawn(request);
+  std::optional<double> timeout_s = view.timeout_s;
+  if (!timeout_s && settings.default_timeout_s > 0) timeout_s = settings.default_timeout_s;
+  return std::unique_ptr<JobExecution>(
+      new JobExecution(view, std::move(workspace), std::move(process), settings, timeout_s, now));
+}
+
+JobExecution::JobExecution(JobView view, JobWorkspace workspace, ChildProcess process, ExecutionSettings settings,
+                           std::optional<double> timeout_s, SteadyClock::time_point now)
+    : view_(std::move(view)),
+      workspace_(std::move(workspace)),
+      process_(std::move(process)),
+      settings_(std::move(settings)),
+      checkpoint_(workspace_.checkpoint_file),
+      timeout_s_(timeout_s),
+      started_(now) {}
+
+double JobExecution::elapsed_s(SteadyClock::time_point now) const {
+  return std::chrono::duration<double>(now - started_).count();
+}
+
+void JobExecution::stop(StopReason reason, double grace_s, SteadyClock::time_point now) {
+  if (reason_ != StopReason::none || !process_.running()) return;  // the first reason to stop wins
+  reason_ = reason;
+  kill_at_ = now + seconds(grace_s);
+  process_.signal_group(SIGTERM);
+}
+
+void JobExecution::preempt(double grace_s, SteadyClock::time_point now) {
+  try {
+    write_text_file_atomically(workspace_.preempt_file.string(), std::to_string(static_cast<long>(grace_s)) + "\n");
+  } catch (const std::exception&) {
+    // The signal is the contract; the file is a courtesy.
+  }
+  stop(StopReason::preempted, grace_s, now);
+}
+
+void JobExecution::release(SteadyClock::time_point now) { stop(StopReason::released, settings_.kill_grace_s, now); }
+
+std::optional<JobOutcome> JobExecution::poll(SteadyClock::time_point now) {
+  if (const auto status = process_.try_wait())
+    return job_outcome(*status, reason_, workspace_.stdout_file.string(), workspace_.stderr_file.string(),
+                       timeout_s_.value_or(0));
+  if (timeout_s_ && reason_ == StopReason::none && now - started_ >= seconds(*timeout_s_))
+    stop(StopReason::timeout, settings_.kill_grace_s, now);
+  if (kill_at_ && !killed_ && now >= *kill_at_) {
+    process_.signal_group(SIGKILL);
+    killed_ = true;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ojs::worker

@@ -1,0 +1,67 @@
+// One running job: its process, workspace, deadlines and checkpoint file. It
+// never blocks: the agent calls poll() on every loop turn, which enforces the
+// timeout (SIGTERM, then SIGKILL after a grace) and the preemption deadline,
+// and returns the outcome once the process has exited.
+#pragma once
+#include "worker/config/command_table.hpp"
+#include "worker/execution/checkpoint_watcher.hpp"
+#include "worker/execution/child_process.hpp"
+#include "worker/execution/job_outcome.hpp"
+#include "worker/execution/job_view.hpp"
+#include "worker/execution/job_workspace.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+namespace ojs::worker {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct ExecutionSettings {
+  std::filesystem::path work_dir = "/tmp/ojs-worker";
+  double default_timeout_s = 0;  // used when the job sets none; 0: unlimited
+  double kill_grace_s = 10;      // SIGTERM -> SIGKILL on timeout and release
+};
+
+class JobExecution {
+ public:
+  // Creates the workspace and starts the process. Throws std::system_error
+  // (cannot start) or std::filesystem_error (workspace).
+  static std::unique_ptr<JobExecution> start(const nlohmann::json& job, const JobView& view,
+                                             const CommandSpec& command, const ExecutionSettings& settings,
+                                             SteadyClock::time_point now = SteadyClock::now());
+
+  // The outcome once the process is gone; signals it when a deadline passed.
+  std::optional<JobOutcome> poll(SteadyClock::time_point now = SteadyClock::now());
+
+  // Preemption: write the grace to $OJS_PREEMPT_FILE, SIGTERM now, SIGKILL after grace_s.
+  void preempt(double grace_s, SteadyClock::time_point now = SteadyClock::now());
+  // Shutdown: same protocol with the configured kill grace.
+  void release(SteadyClock::time_point now = SteadyClock::now());
+
+  const JobView& job() const { return view_; }
+  const JobWorkspace& workspace() const { return workspace_; }
+  pid_t pid() const { return process_.pid(); }
+  StopReason stop_reason() const { return reason_; }
+  CheckpointWatcher& checkpoint() { return checkpoint_; }
+  double elapsed_s(SteadyClock::time_point now = SteadyClock::now()) const;
+
+ private:
+  JobExecution(JobView view, JobWorkspace workspace, ChildProcess process, ExecutionSettings settings,
+               std::optional<double> timeout_s, SteadyClock::time_point now);
+  void stop(StopReason reason, double grace_s, SteadyClock::time_point now);
+
+  JobView view_;
+  JobWorkspace workspace_;
+  ChildProcess process_;
+  ExecutionSettings settings_;
+  CheckpointWatcher checkpoint_;
+  std::optional<double> timeout_s_;
+  SteadyClock::time_point started_;
+  StopReason reason_ = StopReason::none;
+  std::optional<SteadyClock::time_point> kill_at_;
+  bool killed_ = false;
+};
+
+}  // namespace ojs::worker

@@ -1,0 +1,29 @@
+// The fields of a fetched OJS job that the worker acts on, read once.
+// Accepts the spec's top-level ext_ml_* attributes and the SDKs' meta.* form.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ojs::worker {
+
+struct JobView {
+  std::string id;
+  std::string type;
+  std::string queue;
+  int attempt = 1;
+  std::vector<int> assigned_devices;       // ext_ml_assigned_devices, set by the broker
+  std::optional<double> timeout_s;         // ext_ml_timeout_seconds, else timeout_ms, else timeout (s)
+  std::string model_id;
+  std::string model_checksum;              // "sha256:<hex>"
+  std::string model_registry_uri;
+  nlohmann::json last_checkpoint;          // null when the job starts fresh
+  int preemption_grace_period_s = 30;
+};
+
+// Throws std::invalid_argument when the job has no id or type.
+JobView read_job(const nlohmann::json& job);
+
+}  // namespace ojs::worker
