@@ -1,6 +1,7 @@
 #include "case_file.hpp"
 
 #include "matchers.hpp"
+#include "text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -12,11 +13,6 @@ namespace ojs::conformance {
 using nlohmann::json;
 
 namespace {
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
 
 int non_negative_ms(const json& value, const char* what) {
   if (!value.is_number() || value.get<double>() < 0) throw std::invalid_argument(std::string(what) + " must be >= 0");

@@ -3,9 +3,11 @@
 #include "json_path.hpp"
 #include "matchers.hpp"
 #include "templates.hpp"
+#include "text.hpp"
 
 #include "ojs/client/http_client.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <latch>
 #include <ostream>
@@ -31,10 +33,6 @@ struct StepFailure : std::runtime_error {
 
 void require(const MatchResult& result) {
   if (!result) throw StepFailure(result.message());
-}
-
-std::string clip(const std::string& text, std::size_t limit = 300) {
-  return text.size() > limit ? text.substr(0, limit - 3) + "..." : text;
 }
 
 struct Response {
@@ -64,7 +62,10 @@ class CaseRun {
 
   CaseReport run() {
     const auto start = Clock::now();
-    CaseReport report{case_.file, case_.test_id, case_.name};
+    CaseReport report;
+    report.file = case_.file;
+    report.test_id = case_.test_id;
+    report.name = case_.name;
     std::set<std::string> done;
     for (std::size_t i = 0; i < case_.steps.size() && report.failure.empty(); ++i) {
       if (done.contains(case_.steps[i].id)) continue;
@@ -112,7 +113,9 @@ class CaseRun {
     std::vector<Prepared> prepared;
     std::vector<StepReport> reports;
     for (const Step* step : group) {
-      reports.push_back({step->id, step->action});
+      reports.emplace_back();
+      reports.back().id = step->id;
+      reports.back().action = step->action;
       try {
         prepared.push_back(prepare(*step));
         if (prepared.back().call) reports.back().call = prepared.back().call->describe();
@@ -193,11 +196,11 @@ class CaseRun {
 
   void evaluate(const Prepared& p, const Response& r) {
     const Step& step = *p.step;
-    if (step.kind == StepKind::Wait) return;
+    if (step.kind == StepKind::Wait) return log("[" + step.id + "] waited " + std::to_string(step.wait_ms) + " ms");
     if (step.kind == StepKind::Assert) return evaluate_assert(step);
     const HttpCall& call = *p.call;
-    log("[" + step.id + "] " + call.describe() + (call.body ? " " + clip(*call.body) : ""));
-    log("[" + step.id + "] <- " + std::to_string(r.status) + " (" + std::to_string(int(r.ms)) + " ms) " + clip(r.raw));
+    log("[" + step.id + "] " + call.describe() + (call.body ? " " + clip(*call.body, 300) : ""));
+    log("[" + step.id + "] <- " + std::to_string(r.status) + " (" + std::to_string(int(r.ms)) + " ms) " + clip(r.raw, 300));
     scope_.record_response(step.id, r.status, r.headers, r.body);
     track_jobs(call, r);
     if (r.status == 0) throw StepFailure(call.describe() + " failed: " + r.transport_error);

@@ -1,6 +1,7 @@
 #include "matchers.hpp"
 
 #include "json_path.hpp"
+#include "text.hpp"
 #include "ojs/core/time.hpp"
 
 #include <algorithm>
@@ -17,25 +18,8 @@ using nlohmann::json;
 
 namespace {
 
-std::string clip(std::string text, std::size_t limit = 200) {
-  if (text.size() > limit) text = text.substr(0, limit - 3) + "...";
-  return text;
-}
-
 MatchResult mismatch(const std::string& expected, const json* actual) {
   return MatchResult::fail("expected " + expected + ", got " + show(actual));
-}
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
-std::string trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(first, last - first + 1));
 }
 
 // ---- matcher tree -----------------------------------------------------------
@@ -433,10 +417,10 @@ MatchResult check_headers(const json& expected, const std::map<std::string, std:
     const json* present = it == headers.end() ? nullptr : &actual;
     MatchResult result;
     if (want.is_string() && !is_matcher_string(want.get_ref<const std::string&>())) {
-      // Literal: exact (trimmed); for Content-Type the media type alone, case-insensitively.
+      // Literal: the value before any ';' parameters, trimmed, case-insensitively
+      // ("application/openjobspec+json" matches "application/openjobspec+json; charset=utf-8").
       const auto media = [](const std::string& v) { return lower(trim(v.substr(0, v.find(';')))); };
-      const std::string& w = want.get_ref<const std::string&>();
-      const bool same = present && (trim(it->second) == trim(w) || (key == "content-type" && media(it->second) == media(w)));
+      const bool same = present && media(it->second) == media(want.get<std::string>());
       if (!same) result = mismatch(want.dump(), present);
     } else {
       result = compile(want)->match(present);

@@ -65,7 +65,8 @@ MatchResult check_status(const nlohmann::json& expected, long status);
 
 // Header assertions {"Name": expected}. Names compare case-insensitively
 // (`headers` must have lower-case names, as ojs::HttpResponse has). A literal
-// Content-Type compares the media type only, ignoring parameters like charset.
+// compares the part before any ';' parameters (the media type of a
+// Content-Type, charset ignored), trimmed and case-insensitively.
 MatchResult check_headers(const nlohmann::json& expected, const std::map<std::string, std::string>& headers);
 
 // Dialect A body assertions: {"$.path": expected, ..., "$or": [{...}, ...],

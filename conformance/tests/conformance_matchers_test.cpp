@@ -241,6 +241,7 @@ TEST(Headers, CaseInsensitiveNamesAndMediaTypes) {
   EXPECT_FALSE(check_headers({{"Content-Type", "application/json"}}, headers));
   EXPECT_TRUE(check_headers({{"OJS-Version", "1.0"}}, headers));
   EXPECT_FALSE(check_headers({{"OJS-Version", "1.1"}}, headers));
+  EXPECT_TRUE(check_headers({{"OJS-Version", " 1.0 "}}, headers));
   EXPECT_FALSE(check_headers({{"X-Missing", "1"}}, headers));
   EXPECT_TRUE(check_headers({{"X-Missing", "absent"}}, headers));
   EXPECT_TRUE(check_headers({{"Content-Type", {{"$match", "application/(openjobspec\\+)?json"}}}}, headers));
