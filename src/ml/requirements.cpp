@@ -83,7 +83,13 @@ void collect_meta(const json& job, FieldMap& fields) {
     std::string path = "meta";
     for (std::string_view part : alias.path) {
       if (part.empty()) break;
-      if (!node->is_object()) throw invalid_field(path, "must be an object");
+      if (!node->is_object()) {
+        if (node->is_number() && path == "meta.resources.gpu") {  // count shorthand, read below
+          node = nullptr;
+          break;
+        }
+        throw invalid_field(path, "must be an object");
+      }
       auto it = node->find(std::string(part));
       path += "." + std::string(part);
       node = it == node->end() ? nullptr : &*it;
