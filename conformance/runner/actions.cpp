@@ -50,7 +50,7 @@ const std::vector<ActionDef> kActions = {
     {"cancel", "DELETE /ojs/v1/jobs/{request.id}",
      [](const json& r) { return HttpCall{"DELETE", job_path(id_of(r, "cancel")), std::nullopt, {}}; }},
     {"fetch", "POST /ojs/v1/workers/fetch with the request (queues, worker_id, capabilities, ...)",
-     [](const json& r) { return post("/ojs/v1/workers/fetch", r); }},
+     [](const json& r) { return post("/ojs/v1/workers/fetch", r); }, R"({"jobs":[]})"},
     {"ack", "POST /ojs/v1/workers/ack with the request", [](const json& r) { return post("/ojs/v1/workers/ack", r); }},
     {"nack", "POST /ojs/v1/workers/nack with the request", [](const json& r) { return post("/ojs/v1/workers/nack", r); }},
     {"heartbeat", "POST /ojs/v1/workers/heartbeat with the request",

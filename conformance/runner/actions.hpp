@@ -28,6 +28,10 @@ struct ActionDef {
   // Builds the call from the step's (template-resolved) `request`. Throws
   // std::invalid_argument when the request lacks something it needs.
   HttpCall (*build)(const nlohmann::json& request);
+  // What an empty response body means for this action (JSON text), so that
+  // expectations hold for servers that answer 204: a fetch with no job is
+  // {"jobs": []}. Empty: an empty body stays empty.
+  std::string_view empty_body_means = {};
 };
 
 const std::vector<ActionDef>& action_table();

@@ -186,7 +186,9 @@ class CaseRun {
       r.raw = std::move(http.body);
       r.headers = std::move(http.headers);
       r.transport_error = std::move(http.transport_error);
-      json parsed = json::parse(r.raw, nullptr, false);
+      const bool blank = r.raw.find_first_not_of(" \t\r\n") == std::string::npos;
+      const bool substitute = blank && r.status != 0 && step.def && !step.def->empty_body_means.empty();
+      json parsed = json::parse(substitute ? std::string(step.def->empty_body_means) : r.raw, nullptr, false);
       r.has_body = !parsed.is_discarded();
       if (r.has_body) r.body = std::move(parsed);
     }

@@ -409,6 +409,9 @@ TEST(Actions, TableBuildsCalls) {
   EXPECT_EQ(fetch.describe(), "POST /ojs/v1/workers/fetch");
   EXPECT_EQ(json::parse(*fetch.body), fetch_request);
   EXPECT_EQ(find_action("heartbeat")->build({{"worker_id", "w"}}).path, "/ojs/v1/workers/heartbeat");
+  // A fetch answered with an empty body (204) is read as "no jobs".
+  EXPECT_EQ(json::parse(find_action("fetch")->empty_body_means), json::parse(R"j({"jobs":[]})j"));
+  EXPECT_TRUE(find_action("push")->empty_body_means.empty());
   const auto admin = find_action("admin")->build(
       {{"method", "PUT"}, {"path", "/ojs/v1/admin/queues/q/config"}, {"body", {{"ml_limits", json::object()}}}});
   EXPECT_EQ(admin.describe(), "PUT /ojs/v1/admin/queues/q/config");
