@@ -180,7 +180,9 @@ Result required_affinity(const MatchContext& c) {
 }
 
 std::string model_ref(std::string_view id, std::string_view version) {
-  return std::string(id) + (version.empty() ? "" : "@" + std::string(version));
+  std::string ref(id);
+  if (!version.empty()) ref.append("@").append(version);
+  return ref;
 }
 
 Result model_pin(const MatchContext& c) {

@@ -91,7 +91,7 @@ void collect_meta(const json& job, FieldMap& fields) {
         throw invalid_field(path, "must be an object");
       }
       auto it = node->find(std::string(part));
-      path += "." + std::string(part);
+      path.append(".").append(part);
       node = it == node->end() ? nullptr : &*it;
       if (!node) break;
     }
