@@ -11,7 +11,7 @@ struct FilesystemCapacity {
   std::uint64_t available_bytes = 0;  // what an unprivileged job can still write
 };
 
-// Empty when the path does not exist or is not readable.
+// Of the filesystem holding path (or its nearest existing ancestor); empty when unreadable.
 std::optional<FilesystemCapacity> filesystem_capacity(const std::string& path);
 
 }  // namespace ojs::worker

@@ -146,7 +146,10 @@ GpuCapabilities map_gpu_inventory(const RecordedGpuInventory& inventory) {
                            {"nvlink_peers", peers[i]},
                            {"healthy", ok}});
   }
-  if (healthy.empty()) return out;  // GPUs present but none usable: advertise none
+  // With no healthy card the aggregates describe all of them; the broker still
+  // assigns none, since it never hands out a device marked unhealthy.
+  if (healthy.empty())
+    for (const auto& gpu : inventory.gpus) healthy.push_back(&gpu);
 
   // Mixed boxes are rare; the first healthy card names the type, devices[] tells the rest.
   const RecordedGpu* smallest = *std::min_element(healthy.begin(), healthy.end(), [](auto* a, auto* b) {
@@ -161,7 +164,7 @@ GpuCapabilities map_gpu_inventory(const RecordedGpuInventory& inventory) {
       if (!a_peers.count(b->index)) all_nvlinked = false;
     }
   out.gpu = {{"type", gpu_type_id(healthy.front()->name)},
-             {"count", healthy.size()},
+             {"count", inventory.gpus.size()},  // the broker requires count == devices.size()
              {"memory_gb", bytes_to_gb(smallest->memory_total_bytes)},
              {"compute_capability", compute_capability_string(*oldest)},
              {"interconnect", all_nvlinked ? "nvlink" : "pcie"}};

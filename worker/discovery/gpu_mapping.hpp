@@ -35,8 +35,9 @@ struct GpuCapabilities {
   nlohmann::json labels = nlohmann::json::object();   // nvidia.com/driver-version, nvidia.com/cuda-version, ...
 };
 
-// gpu.count, memory_gb and compute_capability describe the healthy devices only
-// (the smallest of each), so a job never lands on a card that cannot serve it.
+// gpu.count is every device (the broker checks it against devices[]); type,
+// memory_gb (smallest) and compute_capability (lowest) come from the healthy
+// devices. Health is per device: the broker never assigns one marked unhealthy.
 GpuCapabilities map_gpu_inventory(const RecordedGpuInventory& inventory);
 
 }  // namespace ojs::worker

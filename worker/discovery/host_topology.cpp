@@ -3,7 +3,9 @@
 #include "worker/discovery/gpu_mapping.hpp"
 
 #include <hwloc.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -58,7 +60,10 @@ HostTopology discover_host_topology() {
   host.physical_cores = count_of(topology.get(), HWLOC_OBJ_CORE);
   host.logical_cpus = count_of(topology.get(), HWLOC_OBJ_PU);
   host.numa_nodes = count_of(topology.get(), HWLOC_OBJ_NUMANODE);
-  host.memory_bytes = hwloc_get_root_obj(topology.get())->total_memory;
+  // hwloc sums the NUMA nodes' memory, which some VMs under-report (memory
+  // hot-plugged outside any node); the kernel's page count is the floor.
+  const auto kernel_bytes = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  host.memory_bytes = std::max<std::uint64_t>(hwloc_get_root_obj(topology.get())->total_memory, kernel_bytes);
   host.numa_node_by_pci_bus = gpu_numa_locality(topology.get());
   return host;
 }

@@ -72,8 +72,8 @@ TEST(GpuMapping, DgxH100IsEightNvlinkedHealthyH100s) {
 TEST(GpuMapping, A100PcieWithBridgedPairsIsPcieAndDropsTheSickGpu) {
   const auto caps = map_gpu_inventory(load_fixture("a100-pcie-4x.json"));
   EXPECT_EQ(caps.gpu["type"], "nvidia-a100");
-  EXPECT_EQ(caps.gpu["count"], 3);  // GPU 3 has uncorrected ECC errors
-  EXPECT_EQ(caps.gpu["interconnect"], "pcie");  // 0-1 bridged, 2 alone
+  EXPECT_EQ(caps.gpu["count"], 4);  // all devices; GPU 3 is marked unhealthy below
+  EXPECT_EQ(caps.gpu["interconnect"], "pcie");  // 0-1 bridged, 2-3 bridged, but GPU 3 is sick
   EXPECT_EQ(caps.gpu["compute_capability"], "8.0");
   EXPECT_EQ(caps.labels["nvidia.com/cuda-version"], "12.2");
   ASSERT_EQ(caps.devices.size(), 4u);
@@ -99,12 +99,21 @@ TEST(GpuMapping, HealthSignals) {
   EXPECT_FALSE(is_gpu_healthy(gpu));
 }
 
-TEST(GpuMapping, NoHealthyGpuAdvertisesNoGpu) {
+TEST(GpuMapping, SickGpuDoesNotLowerTheAggregates) {
+  auto inventory = load_fixture("a100-pcie-4x.json");
+  inventory.gpus[3].memory_total_bytes = 42949672960ULL;  // the sick card is also the small one
+  inventory.gpus[3].cc_major = 7;
+  const auto caps = map_gpu_inventory(inventory);
+  EXPECT_DOUBLE_EQ(caps.gpu["memory_gb"].get<double>(), 85.8);
+  EXPECT_EQ(caps.gpu["compute_capability"], "8.0");
+}
+
+TEST(GpuMapping, AllSickGpusAreStillListedButUnhealthy) {
   auto inventory = load_fixture("a100-pcie-4x.json");
   for (auto& gpu : inventory.gpus) gpu.query_failed = true;
   const auto caps = map_gpu_inventory(inventory);
-  EXPECT_TRUE(caps.gpu.is_null());
-  EXPECT_EQ(caps.devices.size(), 4u);
+  EXPECT_EQ(caps.gpu["count"], 4);
+  for (const auto& device : caps.devices) EXPECT_FALSE(device["healthy"].get<bool>());
 }
 
 }  // namespace

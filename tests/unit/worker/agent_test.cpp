@@ -1,0 +1,314 @@
+#include "worker/agent/agent.hpp"
+#include "test_helpers.hpp"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <fstream>
+#include <thread>
+
+namespace ojs::worker {
+namespace {
+
+using namespace std::chrono_literals;
+
+// In-process broker: scripted FETCH and heartbeat replies, every call recorded.
+class FakeBroker : public BrokerApi {
+ public:
+  struct Call {
+    std::string what;
+    std::string job_id;
+    nlohmann::json body;
+  };
+  std::deque<BrokerReply> fetch_replies;      // then: no jobs
+  std::deque<BrokerReply> heartbeat_replies;  // then: {"state":"running"}
+  std::vector<Call> calls;
+
+  BrokerReply fetch(const nlohmann::json& body) override {
+    calls.push_back({"fetch", "", body});
+    return next(fetch_replies, {{"jobs", nlohmann::json::array()}, {"state", "running"}});
+  }
+  BrokerReply ack(const nlohmann::json& body) override { return record("ack", body); }
+  BrokerReply nack(const nlohmann::json& body) override { return record("nack", body); }
+  BrokerReply heartbeat(const nlohmann::json& body) override {
+    calls.push_back({"heartbeat", "", body});
+    return next(heartbeat_replies, {{"state", "running"}, {"directive", ""}});
+  }
+  BrokerReply commit_checkpoint(const std::string& job_id, const nlohmann::json& body) override {
+    calls.push_back({"checkpoint", job_id, body});
+    return {200, nlohmann::json::object(), ""};
+  }
+
+  std::vector<Call> reports() const {
+    std::vector<Call> out;
+    for (const auto& c : calls)
+      if (c.what == "ack" || c.what == "nack" || c.what == "checkpoint") out.push_back(c);
+    return out;
+  }
+  std::size_t count(const std::string& what) const {
+    return static_cast<std::size_t>(std::count_if(calls.begin(), calls.end(), [&](const Call& c) { return c.what == what; }));
+  }
+
+ private:
+  BrokerReply record(const char* what, const nlohmann::json& body) {
+    calls.push_back({what, body.value("job_id", ""), body});
+    return {200, nlohmann::json::object(), ""};
+  }
+  static BrokerReply next(std::deque<BrokerReply>& replies, nlohmann::json fallback) {
+    if (replies.empty()) return {200, std::move(fallback), ""};
+    BrokerReply reply = replies.front();
+    replies.pop_front();
+    return reply;
+  }
+};
+
+BrokerReply jobs_reply(nlohmann::json jobs, nlohmann::json extra = nlohmann::json::object()) {
+  nlohmann::json body = {{"jobs", std::move(jobs)}, {"state", "running"}};
+  body.update(extra);
+  return {200, body, ""};
+}
+
+nlohmann::json job(const std::string& id, const std::string& type, nlohmann::json extra = nlohmann::json::object()) {
+  nlohmann::json j = {{"id", id}, {"type", type}, {"queue", "default"}, {"attempt", 1}};
+  j.update(extra);
+  return j;
+}
+
+class AgentTest : public ::testing::Test {
+ protected:
+  testing::ScratchDir dir_{"agent"};
+  FakeBroker broker_;
+  WorkerConfig config_;
+  AgentOptions options_;
+  bool stop_ = false;
+
+  void SetUp() override {
+    config_.work_dir = dir_.path().string();
+    config_.concurrency = 2;
+    config_.kill_grace_s = 1;
+    config_.checkpoint_poll_s = 0.1;
+    config_.commands["ok"] = shell_command(R"(echo '{"done": true}')");
+    config_.commands["fail.*"] = shell_command("echo oops >&2; exit 3");
+    config_.commands["sleep"] = shell_command("sleep 30");
+    options_.worker_id = "w-test";
+    options_.queues = {"default", "gpu"};
+    options_.poll_interval = 20ms;
+    options_.once = true;
+  }
+
+  Agent make_agent(nlohmann::json capabilities = {{"accelerator", "cpu"}}) {
+    return Agent(broker_, config_, options_, std::move(capabilities), [this] { return stop_; });
+  }
+
+  // Turns the loop like Agent::run, with an optional hook per turn; false on timeout.
+  static bool run(Agent& agent, std::chrono::milliseconds limit = 10s, const std::function<void()>& each_turn = {}) {
+    const auto give_up = SteadyClock::now() + limit;
+    while (SteadyClock::now() < give_up) {
+      if (!agent.turn(SteadyClock::now())) return true;
+      if (each_turn) each_turn();
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+};
+
+TEST_F(AgentTest, OnceModeRunsJobsReportsThemAndExitsWhenTheQueueIsEmpty) {
+  broker_.fetch_replies.push_back(jobs_reply({job("j-ok", "ok"), job("j-fail", "fail.hard")}));
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+  const auto& first_fetch = broker_.calls.at(1);  // heartbeat goes first
+  ASSERT_EQ(first_fetch.what, "fetch");
+  EXPECT_EQ(first_fetch.body["worker_id"], "w-test");
+  EXPECT_EQ(first_fetch.body["queues"], nlohmann::json({"default", "gpu"}));
+  EXPECT_EQ(first_fetch.body["count"], 2);
+  EXPECT_EQ(first_fetch.body["capabilities"]["accelerator"], "cpu");
+  EXPECT_EQ(first_fetch.body["visibility_timeout_ms"], 60000);
+
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 2u);
+  for (const auto& r : reports) {
+    if (r.job_id == "j-ok") {
+      EXPECT_EQ(r.what, "ack");
+      EXPECT_EQ(r.body["result"], nlohmann::json({{"done", true}}));
+      EXPECT_EQ(r.body["worker_id"], "w-test");
+    } else {
+      EXPECT_EQ(r.what, "nack");
+      EXPECT_EQ(r.body["error"]["code"], "exit_3");
+      EXPECT_EQ(r.body["error"]["details"]["stderr_tail"], "oops\n");
+      EXPECT_FALSE(r.body.contains("requeue"));
+    }
+  }
+  EXPECT_EQ(agent.active_jobs(), 0u);
+}
+
+TEST_F(AgentTest, JobsWithoutACommandAreRefused) {
+  broker_.fetch_replies.push_back(jobs_reply({job("j-x", "email.send")}));
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].what, "nack");
+  EXPECT_EQ(reports[0].body["error"]["code"], "unsupported");
+}
+
+TEST_F(AgentTest, ModelChecksumMismatchIsRefusedForGood) {
+  config_.models_dir = dir_.path().string();
+  std::ofstream(dir_.path() / "tiny") << "weights";
+  broker_.fetch_replies.push_back(jobs_reply(
+      {job("j-m", "ok", {{"ext_ml_model_id", "tiny"}, {"ext_ml_model_checksum", "sha256:" + std::string(64, 'a')}})}));
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].body["error"]["code"], "model_checksum_mismatch");
+  EXPECT_EQ(reports[0].body["error"]["retryable"], false);
+}
+
+TEST_F(AgentTest, BusyDevicesAreNotSharedAndAreAdvertisedInUse) {
+  config_.drain_timeout_s = 0;
+  broker_.fetch_replies.push_back(jobs_reply({job("j-1", "sleep", {{"ext_ml_assigned_devices", {0, 1}}}),
+                                              job("j-2", "ok", {{"ext_ml_assigned_devices", {1}}})}));
+  auto agent = make_agent({{"accelerator", "gpu"}, {"devices", {{{"index", 0}}, {{"index", 1}}, {{"index", 2}}}}});
+  // Once the queue is empty (second FETCH), stop: j-1 is released at once.
+  ASSERT_TRUE(run(agent, 10s, [&] { stop_ = broker_.count("fetch") >= 2; }));
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].job_id, "j-2");
+  EXPECT_EQ(reports[0].body["error"]["code"], "devices_busy");
+  EXPECT_EQ(reports[0].body["requeue"], true);
+  EXPECT_EQ(reports[1].job_id, "j-1");
+  EXPECT_EQ(reports[1].body["error"]["code"], "worker_shutdown");
+  std::vector<nlohmann::json> fetches;
+  for (const auto& c : broker_.calls)
+    if (c.what == "fetch") fetches.push_back(c.body);
+  ASSERT_GE(fetches.size(), 2u);
+  EXPECT_EQ(fetches[0]["capabilities"]["devices"][0]["in_use"], false);
+  EXPECT_EQ(fetches[1]["capabilities"]["devices"][0]["in_use"], true);
+  EXPECT_EQ(fetches[1]["capabilities"]["devices"][1]["in_use"], true);
+  EXPECT_EQ(fetches[1]["capabilities"]["devices"][2]["in_use"], false);
+  EXPECT_EQ(fetches[1]["count"], 1);
+}
+
+TEST_F(AgentTest, PreemptDirectiveCheckpointsThenReleasesWithRequeue) {
+  config_.commands["train"] = shell_command(
+      R"sh(trap 'echo "{\"epoch\":2,\"step\":50,\"loss\":0.5,\"storage_key\":\"s3://b/ck/2\"}" > "$OJS_CHECKPOINT_FILE"; exit 0' TERM; )sh"
+      R"sh(while :; do sleep 0.05; done)sh");
+  options_.heartbeat_interval_s = 0.2;
+  broker_.fetch_replies.push_back(jobs_reply({job("j-train", "train")}));
+  broker_.heartbeat_replies.push_back({200, {{"state", "running"}}, ""});  // the first beat, before the job
+  broker_.heartbeat_replies.push_back(
+      {200,
+       {{"state", "running"},
+        {"directive", ""},
+        {"job_directives",
+         {{{"job_id", "j-train"}, {"action", "preempt"}, {"grace_period_s", 5}, {"checkpoint", true},
+           {"deadline", "2030-01-01T00:00:00Z"}}}}},
+       ""});
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].what, "checkpoint");
+  EXPECT_EQ(reports[0].job_id, "j-train");
+  EXPECT_EQ(reports[0].body["epoch"], 2);
+  EXPECT_EQ(reports[0].body["storage_key"], "s3://b/ck/2");
+  EXPECT_EQ(reports[1].what, "nack");
+  EXPECT_EQ(reports[1].body["requeue"], true);
+  EXPECT_EQ(reports[1].body["error"]["code"], "preempted");
+}
+
+TEST_F(AgentTest, CheckpointsWrittenWhileRunningAreCommitted) {
+  config_.commands["train"] = shell_command(
+      R"sh(echo '{"epoch":1,"step":10}' > c.tmp && mv c.tmp "$OJS_CHECKPOINT_FILE"; sleep 0.4; )sh"
+      R"sh(echo '{"epoch":2,"step":20}' > c.tmp && mv c.tmp "$OJS_CHECKPOINT_FILE"; sleep 0.4; echo '{"final":true}')sh");
+  broker_.fetch_replies.push_back(jobs_reply({job("j-train", "train")}));
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_EQ(reports[0].body["epoch"], 1);
+  EXPECT_EQ(reports[1].body["epoch"], 2);
+  EXPECT_EQ(reports[2].what, "ack");
+}
+
+TEST_F(AgentTest, ShutdownDrainsThenReleasesRunningJobs) {
+  config_.drain_timeout_s = 0.3;
+  options_.once = false;
+  broker_.fetch_replies.push_back(jobs_reply({job("j-long", "sleep")}));
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent, 10s, [&] {
+    if (agent.active_jobs() == 1) stop_ = true;
+  }));
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].body["requeue"], true);
+  EXPECT_EQ(reports[0].body["error"]["code"], "worker_shutdown");
+  const auto fetches_at_stop = broker_.count("fetch");
+  EXPECT_EQ(fetches_at_stop, 1u);  // draining never fetches
+}
+
+TEST_F(AgentTest, TerminateDirectiveDrainsLikeShutdown) {
+  options_.once = false;
+  broker_.fetch_replies.push_back(jobs_reply({job("j-ok", "ok")}, {{"directive", "terminate"}, {"state", "terminate"}}));
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+  ASSERT_EQ(broker_.reports().size(), 1u);
+  EXPECT_EQ(broker_.reports()[0].what, "ack");  // the running job was allowed to finish
+  EXPECT_EQ(broker_.count("fetch"), 1u);
+}
+
+TEST_F(AgentTest, QuietDirectiveStopsFetchingOnly) {
+  options_.once = false;
+  options_.heartbeat_interval_s = 0.05;
+  for (int i = 0; i < 100; ++i)  // the broker keeps saying quiet until an admin resumes the worker
+    broker_.heartbeat_replies.push_back({200, {{"state", "quiet"}, {"directive", "quiet"}}, ""});
+  auto agent = make_agent();
+  const auto deadline = SteadyClock::now() + 300ms;
+  while (SteadyClock::now() < deadline) {
+    agent.turn(SteadyClock::now());
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(broker_.count("fetch"), 0u);  // the first beat, before any fetch, said quiet
+  EXPECT_GT(broker_.count("heartbeat"), 1u);
+}
+
+TEST_F(AgentTest, UnreachableBrokerIsRetriedWithBackoff) {
+  broker_.fetch_replies.push_back({0, nullptr, "connection refused"});
+  broker_.fetch_replies.push_back({503, nullptr, ""});
+  broker_.fetch_replies.push_back(jobs_reply({job("j-ok", "ok")}));
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+  EXPECT_GE(broker_.count("fetch"), 4u);  // two failures, the job, then the empty queue
+  ASSERT_EQ(broker_.reports().size(), 1u);
+  EXPECT_EQ(broker_.reports()[0].what, "ack");
+}
+
+TEST(Backoff, GrowsWithJitterUpToTheCap) {
+  ExponentialBackoff backoff(std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
+  const auto first = backoff.next_delay();
+  EXPECT_GE(first.count(), 50);
+  EXPECT_LE(first.count(), 100);
+  const auto second = backoff.next_delay();
+  EXPECT_GE(second.count(), 100);
+  EXPECT_LE(second.count(), 200);
+  for (int i = 0; i < 30; ++i) EXPECT_LE(backoff.next_delay().count(), 1000);
+  backoff.reset();
+  EXPECT_LE(backoff.next_delay().count(), 100);
+}
+
+TEST(Directives, ReadsWorkerStateAndPreemptions) {
+  const auto d = read_directives(nlohmann::json::parse(R"({"state": "running", "directive": "", "job_directives": [
+      {"job_id": "a", "action": "preempt", "grace_period_s": 12, "checkpoint": true, "deadline": "2030-01-01T00:00:00Z"},
+      {"job_id": "b", "action": "something-new"}]})"));
+  ASSERT_TRUE(d.worker.has_value());
+  EXPECT_EQ(*d.worker, WorkerDirective::running);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].job_id, "a");
+  EXPECT_DOUBLE_EQ(d.preemptions[0].grace_period_s, 12);
+  EXPECT_TRUE(d.preemptions[0].checkpoint);
+  EXPECT_EQ(*read_directives({{"state", "running"}, {"directive", "quiet"}}).worker, WorkerDirective::quiet);
+  EXPECT_FALSE(read_directives(nlohmann::json::object()).worker.has_value());
+}
+
+}  // namespace
+}  // namespace ojs::worker

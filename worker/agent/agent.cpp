@@ -1,0 +1,232 @@
+#include "worker/agent/agent.hpp"
+
+#include "worker/config/command_table.hpp"
+#include "worker/execution/job_environment.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace ojs::worker {
+
+namespace {
+
+SteadyClock::duration seconds(double s) {
+  return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
+}
+
+nlohmann::json error_body(const std::string& code, const std::string& message, bool retryable) {
+  return {{"code", code}, {"message", message}, {"retryable", retryable}};
+}
+
+std::string job_id_of(const nlohmann::json& job) {
+  return job.is_object() && job.contains("id") && job["id"].is_string() ? job["id"].get<std::string>() : "";
+}
+
+}  // namespace
+
+Agent::Agent(BrokerApi& api, WorkerConfig config, AgentOptions options, nlohmann::json capabilities,
+             std::function<bool()> stop_requested)
+    : api_(api),
+      config_(std::move(config)),
+      options_(std::move(options)),
+      execution_settings_{config_.work_dir, config_.default_timeout_s, config_.kill_grace_s},
+      capabilities_(std::move(capabilities)),
+      stop_requested_(std::move(stop_requested)) {}
+
+int Agent::run() {
+  spdlog::info("worker {} starting queues={} concurrency={} accelerator={}", options_.worker_id,
+               fmt::join(options_.queues, ","), config_.concurrency, capabilities_.value("accelerator", "cpu"));
+  while (turn(SteadyClock::now())) std::this_thread::sleep_for(options_.tick);
+  spdlog::info("worker {} stopped", options_.worker_id);
+  return 0;
+}
+
+bool Agent::turn(SteadyClock::time_point now) {
+  if (!draining_ && stop_requested_ && stop_requested_()) begin_drain("shutdown signal", now);
+  reap(now);
+  poll_checkpoints(now);
+  outbox_.flush(api_, now);
+  if (now >= next_heartbeat_) heartbeat(now);
+
+  if (draining_) {
+    if (!released_ && now >= drain_deadline_) {
+      released_ = true;
+      spdlog::info("drain timeout: releasing {} running job(s)", running_.size());
+      for (auto& [id, job] : running_) job.execution->release(now);
+    }
+    const bool reports_done = outbox_.empty() || (released_ && now >= drain_deadline_ + seconds(config_.kill_grace_s + 30));
+    return !(running_.empty() && reports_done);
+  }
+  if (options_.once && queue_drained_once_) return !(running_.empty() && outbox_.empty());
+  if (!quiet_ && now >= next_fetch_ && running_.size() < config_.concurrency) fetch(now);
+  return true;
+}
+
+nlohmann::json Agent::current_capabilities() const {
+  nlohmann::json caps = capabilities_;
+  if (auto devices = caps.find("devices"); devices != caps.end() && devices->is_array())
+    for (auto& device : *devices) device["in_use"] = devices_.in_use(device.value("index", -1));
+  return caps;
+}
+
+void Agent::fetch(SteadyClock::time_point now) {
+  const nlohmann::json body = {{"queues", options_.queues},
+                               {"count", config_.concurrency - running_.size()},
+                               {"worker_id", options_.worker_id},
+                               {"capabilities", current_capabilities()},
+                               {"visibility_timeout_ms", options_.visibility_timeout_ms}};
+  const BrokerReply reply = api_.fetch(body);
+  if (!reply.ok()) {
+    const auto delay = reply.retryable() ? fetch_backoff_.next_delay() : std::chrono::milliseconds(5000);
+    next_fetch_ = now + delay;
+    spdlog::warn("fetch failed ({}); next try in {} ms", reply.describe(), delay.count());
+    return;
+  }
+  fetch_backoff_.reset();
+  apply(read_directives(reply.body), now);
+  const auto jobs = reply.body.is_object() ? reply.body.value("jobs", nlohmann::json::array()) : nlohmann::json::array();
+  for (const auto& job : jobs) accept(job, now);
+  if (jobs.empty()) {
+    next_fetch_ = now + options_.poll_interval;
+    if (options_.once && !queue_drained_once_) {
+      queue_drained_once_ = true;
+      spdlog::info("queue empty: --once finishing {} running job(s)", running_.size());
+    }
+  }
+}
+
+void Agent::refuse(const std::string& job_id, nlohmann::json error, bool requeue) {
+  spdlog::info("job {} failed code={} before start: {}", job_id, error.value("code", ""), error.value("message", ""));
+  nlohmann::json body = {{"job_id", job_id}, {"worker_id", options_.worker_id}, {"error", std::move(error)}};
+  if (requeue) body["requeue"] = true;
+  outbox_.push({Report::Kind::nack, job_id, std::move(body)});
+}
+
+void Agent::accept(const nlohmann::json& job, SteadyClock::time_point now) {
+  const std::string id = job_id_of(job);
+  if (id.empty()) {
+    spdlog::error("fetch returned a job without an id; ignored");
+    return;
+  }
+  JobView view;
+  try {
+    view = read_job(job);
+  } catch (const std::exception& e) {
+    refuse(id, error_body("invalid_request", e.what(), false), false);
+    return;
+  }
+  spdlog::info("job {} fetched type={} queue={} attempt={}", id, view.type, view.queue, view.attempt);
+  const CommandSpec* command = resolve_command(config_.commands, view.type);
+  if (!command) {
+    refuse(id, error_body("unsupported", "no command configured on worker " + options_.worker_id + " for type " + view.type, true),
+           false);
+    return;
+  }
+  if (auto mismatch = model_verifier_.check(view, config_)) {
+    refuse(id, std::move(*mismatch), false);
+    return;
+  }
+  if (!devices_.try_claim(view.assigned_devices)) {
+    refuse(id, error_body("devices_busy", "assigned devices " + cuda_visible_devices(view.assigned_devices) + " are in use", true),
+           true);
+    return;
+  }
+  try {
+    auto execution = JobExecution::start(job, view, *command, execution_settings_, now);
+    spdlog::info("job {} started pid={} devices=[{}]", id, execution->pid(), cuda_visible_devices(view.assigned_devices));
+    running_[id] = Running{std::move(execution), now};
+  } catch (const std::exception& e) {
+    devices_.release(view.assigned_devices);
+    refuse(id, error_body("spawn_failed", e.what(), true), false);
+  }
+}
+
+void Agent::reap(SteadyClock::time_point now) {
+  for (auto it = running_.begin(); it != running_.end();) {
+    JobExecution& execution = *it->second.execution;
+    const auto outcome = execution.poll(now);
+    if (!outcome) {
+      ++it;
+      continue;
+    }
+    const std::string& id = execution.job().id;
+    // Work saved before stopping must reach the broker before the job is released.
+    if (outcome->kind != JobOutcome::Kind::succeeded) commit_checkpoint_if_changed(execution);
+    nlohmann::json body = {{"job_id", id}, {"worker_id", options_.worker_id}};
+    if (outcome->kind == JobOutcome::Kind::succeeded) {
+      body["result"] = outcome->result;
+      spdlog::info("job {} succeeded in {:.1f}s", id, execution.elapsed_s(now));
+      outbox_.push({Report::Kind::ack, id, std::move(body)});
+    } else {
+      body["error"] = outcome->error;
+      if (outcome->requeue) body["requeue"] = true;
+      spdlog::info("job {} {} code={} in {:.1f}s", id, to_string(outcome->kind), outcome->error.value("code", ""),
+                   execution.elapsed_s(now));
+      outbox_.push({Report::Kind::nack, id, std::move(body)});
+    }
+    devices_.release(execution.job().assigned_devices);
+    if (!config_.keep_work_dirs) execution.workspace().remove();
+    it = running_.erase(it);
+  }
+}
+
+void Agent::commit_checkpoint_if_changed(JobExecution& execution) {
+  auto metadata = execution.checkpoint().take_if_changed();
+  if (!metadata) return;
+  const std::string& id = execution.job().id;
+  spdlog::info("job {} checkpoint epoch={} step={}", id, metadata->value("epoch", nlohmann::json()).dump(),
+               metadata->value("step", nlohmann::json()).dump());
+  outbox_.push({Report::Kind::checkpoint, id, std::move(*metadata)});
+}
+
+void Agent::poll_checkpoints(SteadyClock::time_point now) {
+  for (auto& [id, job] : running_) {
+    if (now - job.last_checkpoint_poll < seconds(config_.checkpoint_poll_s)) continue;
+    job.last_checkpoint_poll = now;
+    commit_checkpoint_if_changed(*job.execution);
+  }
+}
+
+void Agent::heartbeat(SteadyClock::time_point now) {
+  nlohmann::json active = nlohmann::json::array();
+  for (const auto& [id, job] : running_) active.push_back(id);
+  const BrokerReply reply = api_.heartbeat({{"worker_id", options_.worker_id},
+                                            {"active_jobs", active},
+                                            {"capabilities", current_capabilities()},
+                                            {"visibility_timeout_ms", options_.visibility_timeout_ms}});
+  if (!reply.ok()) {
+    const auto retry = std::min(seconds(options_.heartbeat_interval_s),
+                                std::chrono::duration_cast<SteadyClock::duration>(heartbeat_backoff_.next_delay()));
+    next_heartbeat_ = now + retry;
+    spdlog::warn("heartbeat failed ({})", reply.describe());
+    return;
+  }
+  heartbeat_backoff_.reset();
+  next_heartbeat_ = now + seconds(options_.heartbeat_interval_s);
+  apply(read_directives(reply.body), now);
+}
+
+void Agent::apply(const BrokerDirectives& directives, SteadyClock::time_point now) {
+  if (directives.worker) {
+    const bool quiet = *directives.worker == WorkerDirective::quiet;
+    if (quiet != quiet_) spdlog::info("worker directive {}: {}", to_string(*directives.worker), quiet ? "fetching stops" : "fetching resumes");
+    quiet_ = quiet;
+    if (*directives.worker == WorkerDirective::terminate && !draining_) begin_drain("terminate directive", now);
+  }
+  for (const auto& preempt : directives.preemptions) {
+    const auto it = running_.find(preempt.job_id);
+    if (it == running_.end() || it->second.execution->stop_reason() != StopReason::none) continue;
+    spdlog::info("job {} preempting grace={}s checkpoint={}", preempt.job_id, preempt.grace_period_s, preempt.checkpoint);
+    it->second.execution->preempt(preempt.grace_period_s, now);
+  }
+}
+
+void Agent::begin_drain(const char* why, SteadyClock::time_point now) {
+  draining_ = true;
+  drain_deadline_ = now + seconds(config_.drain_timeout_s);
+  spdlog::info("draining ({}): {} running job(s), up to {}s", why, running_.size(), config_.drain_timeout_s);
+}
+
+}  // namespace ojs::worker

@@ -1,0 +1,87 @@
+// The worker agent loop, one thread: FETCH jobs while there is room, run them
+// as processes, report outcomes, heartbeat, follow broker directives (quiet,
+// terminate, preempt) and drain on shutdown. Every call it makes is
+// non-blocking except the HTTP requests themselves, so one loop turn is cheap
+// and the order of log lines follows the order of events.
+#pragma once
+#include "worker/agent/backoff.hpp"
+#include "worker/agent/broker_api.hpp"
+#include "worker/agent/device_pool.hpp"
+#include "worker/agent/directives.hpp"
+#include "worker/agent/report_outbox.hpp"
+#include "worker/config/worker_config.hpp"
+#include "worker/execution/job_execution.hpp"
+#include "worker/execution/model_integrity.hpp"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ojs::worker {
+
+struct AgentOptions {
+  std::string worker_id;
+  std::vector<std::string> queues{"default"};
+  std::chrono::milliseconds poll_interval{1000};  // between FETCHes that found nothing
+  std::chrono::milliseconds tick{50};             // how often running jobs are checked
+  double heartbeat_interval_s = 10;
+  long visibility_timeout_ms = 60000;
+  bool once = false;  // exit once a FETCH comes back empty and running jobs are done
+};
+
+class Agent {
+ public:
+  Agent(BrokerApi& api, WorkerConfig config, AgentOptions options, nlohmann::json capabilities,
+        std::function<bool()> stop_requested);
+
+  // Runs until drained (shutdown signal, terminate directive, or --once done). Returns the exit code.
+  int run();
+
+  // One loop turn; false when the agent is done. Public for tests.
+  bool turn(SteadyClock::time_point now);
+
+  std::size_t active_jobs() const { return running_.size(); }
+
+ private:
+  struct Running {
+    std::unique_ptr<JobExecution> execution;
+    SteadyClock::time_point last_checkpoint_poll;
+  };
+
+  nlohmann::json current_capabilities() const;
+  void fetch(SteadyClock::time_point now);
+  void accept(const nlohmann::json& job, SteadyClock::time_point now);
+  void refuse(const std::string& job_id, nlohmann::json error, bool requeue);
+  void reap(SteadyClock::time_point now);
+  void poll_checkpoints(SteadyClock::time_point now);
+  void commit_checkpoint_if_changed(JobExecution& execution);
+  void heartbeat(SteadyClock::time_point now);
+  void apply(const BrokerDirectives& directives, SteadyClock::time_point now);
+  void begin_drain(const char* why, SteadyClock::time_point now);
+
+  BrokerApi& api_;
+  WorkerConfig config_;
+  AgentOptions options_;
+  ExecutionSettings execution_settings_;
+  nlohmann::json capabilities_;
+  std::function<bool()> stop_requested_;
+
+  std::map<std::string, Running> running_;  // by job id
+  DevicePool devices_;
+  ModelVerifier model_verifier_;
+  ReportOutbox outbox_;
+  ExponentialBackoff fetch_backoff_;
+  ExponentialBackoff heartbeat_backoff_;
+  SteadyClock::time_point next_fetch_{};
+  SteadyClock::time_point next_heartbeat_{};
+  bool quiet_ = false;
+  bool queue_drained_once_ = false;
+  bool draining_ = false;
+  bool released_ = false;
+  SteadyClock::time_point drain_deadline_{};
+};
+
+}  // namespace ojs::worker

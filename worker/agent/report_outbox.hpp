@@ -1,0 +1,38 @@
+// Reports the broker must hear about (ACK, NACK, checkpoint commits), kept in
+// order and retried with backoff while the broker is unreachable, so a job's
+// checkpoint is always committed before the NACK that releases it.
+#pragma once
+#include "worker/agent/backoff.hpp"
+#include "worker/agent/broker_api.hpp"
+
+#include <chrono>
+#include <deque>
+#include <string>
+
+namespace ojs::worker {
+
+struct Report {
+  enum class Kind { ack, nack, checkpoint };
+  Kind kind;
+  std::string job_id;
+  nlohmann::json body;
+};
+
+class ReportOutbox {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  void push(Report report) { pending_.push_back(std::move(report)); }
+  // Sends in order; stops at the first retryable failure and waits out the
+  // backoff. A report the broker refuses for good (4xx) is logged and dropped.
+  void flush(BrokerApi& api, Clock::time_point now = Clock::now());
+  bool empty() const { return pending_.empty(); }
+  std::size_t size() const { return pending_.size(); }
+
+ private:
+  std::deque<Report> pending_;
+  ExponentialBackoff backoff_;
+  Clock::time_point next_try_{};
+};
+
+}  // namespace ojs::worker

@@ -1,0 +1,102 @@
+// `worker`: the OJS agent that runs on each GPU node. See docs/worker.md.
+#include "worker/agent/agent.hpp"
+#include "worker/agent/http_broker_api.hpp"
+#include "worker/agent/shutdown_signal.hpp"
+#include "worker/discovery/capabilities.hpp"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <iostream>
+
+namespace {
+
+std::string default_worker_id() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return std::string(host) + "-" + std::to_string(getpid());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ojs::worker;
+  CLI::App app{"OJS worker agent: discovers GPUs, fetches matching jobs from an OJS broker, runs them"};
+  std::string broker = "http://127.0.0.1:8080";
+  std::string token;
+  std::string ca_file;
+  bool insecure = false;
+  std::vector<std::string> queues{"default"};
+  std::string worker_id = default_worker_id();
+  std::string capabilities_file;
+  std::string config_file;
+  std::vector<std::string> command_assignments;
+  unsigned concurrency = 0;
+  long poll_interval_ms = 1000;
+  double heartbeat_interval_s = 10;
+  long visibility_timeout_ms = 60000;
+  std::string work_dir;
+  bool print_capabilities = false;
+  bool once = false;
+  std::string log_level = "info";
+
+  app.add_option("--broker", broker, "broker base URL")->capture_default_str();
+  app.add_option("--token", token, "bearer token (or env OJS_TOKEN)")->envname("OJS_TOKEN");
+  app.add_option("--ca-file", ca_file, "CA bundle to trust for https");
+  app.add_flag("--insecure", insecure, "skip TLS verification (testing only)");
+  app.add_option("--queues", queues, "queues to fetch from, in priority order")->delimiter(',')->capture_default_str();
+  app.add_option("--worker-id", worker_id, "worker id (default hostname-pid)");
+  app.add_option("--capabilities-file", capabilities_file, "JSON merged over discovered capabilities; \"simulate\": true replaces them");
+  app.add_option("--config", config_file, "worker config JSON (commands, labels, models, runtimes, models_dir, ...)");
+  app.add_option("--command", command_assignments, "TYPE=CMD, shell command for a job type (exact, prefix.* or *); repeatable");
+  app.add_option("--concurrency", concurrency, "max jobs at once (default: config, else 1)");
+  app.add_option("--poll-interval-ms", poll_interval_ms, "wait between FETCHes that found nothing")->capture_default_str();
+  app.add_option("--heartbeat-interval-s", heartbeat_interval_s, "heartbeat period")->capture_default_str();
+  app.add_option("--visibility-timeout-ms", visibility_timeout_ms, "job reservation asked for at FETCH and BEAT")->capture_default_str();
+  app.add_option("--work-dir", work_dir, "root of per-job working directories (default: config, else /tmp/ojs-worker)");
+  app.add_flag("--print-capabilities", print_capabilities, "print the capabilities advertisement as JSON and exit");
+  app.add_flag("--once", once, "exit when a FETCH finds the queues empty and running jobs are done");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  // stdout is the capabilities document for --print-capabilities: logs go to stderr.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("worker"));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  try {
+    WorkerConfig config = config_file.empty() ? WorkerConfig{} : load_worker_config(config_file);
+    for (const auto& assignment : command_assignments) {
+      auto [type, command] = parse_command_assignment(assignment);
+      config.commands[type] = std::move(command);
+    }
+    if (concurrency > 0) config.concurrency = concurrency;
+    if (!work_dir.empty()) config.work_dir = work_dir;
+
+    const nlohmann::json capabilities = build_capabilities(config, capabilities_file);
+    if (print_capabilities) {
+      std::cout << capabilities.dump(2) << std::endl;
+      return 0;
+    }
+    if (config.commands.empty()) {
+      spdlog::error("no commands configured: use --command TYPE=CMD or \"commands\" in --config");
+      return 2;
+    }
+    install_shutdown_handlers();
+    HttpBrokerApi api(ojs::HttpClientOptions{broker, token, 30000, ca_file, insecure});
+    AgentOptions options;
+    options.worker_id = worker_id;
+    options.queues = queues;
+    options.poll_interval = std::chrono::milliseconds(poll_interval_ms);
+    options.heartbeat_interval_s = heartbeat_interval_s;
+    options.visibility_timeout_ms = visibility_timeout_ms;
+    options.once = once;
+    Agent agent(api, std::move(config), std::move(options), capabilities, shutdown_requested);
+    return agent.run();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+}
