@@ -14,7 +14,8 @@ struct BrokerApp::Impl {
   std::unique_ptr<EmbeddedRedis> embedded;
   std::unique_ptr<RedisPool> redis;
   std::unique_ptr<JobStore> store;
-  Scheduler scheduler;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<DiagnosisLog> diagnosis;
   std::unique_ptr<JobService> jobs;
   std::unique_ptr<WorkerRegistry> workers;
   std::unique_ptr<ApiContext> api;
@@ -38,8 +39,13 @@ void BrokerApp::start() {
   i.redis = std::make_unique<RedisPool>(parse_redis_url(url), static_cast<std::size_t>(i.config.http_threads) + 2);
   if (!i.redis->ping()) spdlog::warn("Redis at {} is not reachable yet; requests get 503 until it is", i.redis->endpoint().describe());
   i.store = std::make_unique<JobStore>(*i.redis);
-  i.jobs = std::make_unique<JobService>(*i.store, i.scheduler, i.config);
+  SchedulerOptions scheduling;
+  scheduling.locality_delay_ms = i.config.locality_delay_ms;
+  scheduling.assignment.policy = i.config.placement == "spread" ? ml::PlacementPolicy::spread : ml::PlacementPolicy::pack;
+  i.scheduler = std::make_unique<Scheduler>(scheduling);
+  i.diagnosis = std::make_unique<DiagnosisLog>(*i.redis);
   i.workers = std::make_unique<WorkerRegistry>(*i.redis);
+  i.jobs = std::make_unique<JobService>(*i.store, *i.scheduler, *i.workers, *i.diagnosis, i.config);
   i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.store, *i.workers, std::chrono::steady_clock::now()});
   register_system_api(i.router, *i.api);
   register_jobs_api(i.router, *i.api);

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   cli.add_option("--maintenance-interval-ms", config.maintenance_interval_ms, "Promoter/reaper cadence")->capture_default_str();
   cli.add_option("--worker-dead-after-ms", config.worker_dead_after_ms, "Reclaim jobs of workers silent this long")->capture_default_str();
   cli.add_option("--locality-delay-ms", config.locality_delay_ms, "Delay scheduling bound for model locality")->capture_default_str();
+  cli.add_option("--placement", config.placement, "GPU device placement: pack or spread")->capture_default_str()->check(CLI::IsMember({"pack", "spread"}));
   cli.add_option("--max-body-bytes", config.max_body_bytes, "Largest accepted request body")->capture_default_str();
   std::string log_level = "info";
   cli.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();

@@ -25,6 +25,9 @@ void register_jobs_api(Router& router, ApiContext& ctx) {
     const auto& id = r.params.at("id");
     return json_reply(200, {{"job", ctx.jobs.info(id)}});
   });
+  router.add("GET", "/ojs/v1/jobs/{id}/diagnosis", [&ctx](const HttpRequest& r) {
+    return json_reply(200, {{"diagnosis", ctx.jobs.diagnosis(job_id_param(r))}});
+  });
   router.add("DELETE", "/ojs/v1/jobs/{id}", [&ctx](const HttpRequest& r) {
     return json_reply(200, {{"job", ctx.jobs.cancel(job_id_param(r))}});
   });

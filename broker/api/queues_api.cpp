@@ -28,6 +28,9 @@ void register_queues_api(Router& router, ApiContext& ctx) {
     for (const auto& [k, v] : ctx.store.queue_counts(name)) q[k] = v;
     return json_reply(200, {{"queue", q}});
   });
+  router.add("GET", "/ojs/v1/queues/{name}/diagnosis", [&ctx](const HttpRequest& r) {
+    return json_reply(200, ctx.jobs.queue_diagnosis(queue_param(r, ctx.store)));
+  });
   for (const bool pause : {true, false}) {
     router.add("POST", std::string("/ojs/v1/queues/{name}/") + (pause ? "pause" : "resume"), [&ctx, pause](const HttpRequest& r) {
       const auto name = queue_param(r, ctx.store);

@@ -4,6 +4,8 @@
 #include <set>
 
 #include "ojs/core/envelope.hpp"
+#include "ojs/ml/capabilities.hpp"
+#include "ojs/ml/requirement_class.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/core/uuid.hpp"
@@ -79,7 +81,7 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
 
 json JobService::push(const json& body) {
   NewJob job = parse_enqueue_request(body, now_ms());
-  const JobClassification cls = scheduler_.classify(job.document, job.priority);
+  const JobClassification cls = scheduler_.classify(job.document, job.priority);  // validates ext_ml_*
   if (!store_.reserve_id(job.id, job.queue))
     throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
 
@@ -89,13 +91,13 @@ json JobService::push(const json& body) {
       {"type", job.type},
       {"priority", std::to_string(job.priority)},
       {"max_attempts", std::to_string(job.retry.max_attempts)},
+      {"gpus", std::to_string(cls.requirements.gpu_count())},
   };
   if (job.visibility_timeout_ms) fields.emplace_back("visibility_timeout_ms", std::to_string(*job.visibility_timeout_ms));
   if (job.expires_at_ms) fields.emplace_back("expires_at", std::to_string(*job.expires_at_ms));
   // Execution deadline: ext_ml_timeout_seconds overrides the OJS timeout_ms.
   std::optional<std::int64_t> timeout_ms = job.timeout_ms;
-  if (job.document.contains("ext_ml_timeout_seconds") && job.document["ext_ml_timeout_seconds"].is_number_integer())
-    timeout_ms = job.document["ext_ml_timeout_seconds"].get<std::int64_t>() * 1000;
+  if (cls.requirements.scheduling.timeout_seconds) timeout_ms = *cls.requirements.scheduling.timeout_seconds * 1000LL;
   if (timeout_ms && *timeout_ms > 0) fields.emplace_back("timeout_ms", std::to_string(*timeout_ms));
   const Transition t = store_.push(job.queue, job.id, cls.class_id, cls.class_json, cls.rank_base, job.scheduled_at_ms, fields);
   if (t.status == TransitionStatus::duplicate)
@@ -112,7 +114,35 @@ std::string JobService::queue_of_or_404(const std::string& id) {
 json JobService::info(const std::string& id) {
   auto record = store_.get(id);
   if (!record) throw not_found(id);
-  return record->envelope();
+  json envelope = record->envelope();
+  const auto& state = record->state();
+  const bool waiting = state == "available" || state == "retryable" || state == "scheduled";
+  if (waiting && record->get("class") != ml::kDefaultClassId) envelope["diagnosis"] = diagnosis_.summary(record->queue(), record->get("class"));
+  return envelope;
+}
+
+json JobService::diagnosis(const std::string& id) {
+  auto record = store_.get(id);
+  if (!record) throw not_found(id);
+  json out = diagnosis_.summary(record->queue(), record->get("class"));
+  out["job_id"] = id;
+  out["state"] = record->state();
+  out["queue"] = record->queue();
+  out["requirements"] = json::parse(store_.load_classes(record->queue()).classes[record->get("class")], nullptr, false);
+  return out;
+}
+
+json JobService::queue_diagnosis(const std::string& queue) {
+  const auto classes = store_.load_classes(queue);
+  const auto waiting = store_.ready_counts(queue, classes);
+  json list = json::array();
+  for (const auto& [id, canonical] : classes.classes) {
+    json entry = diagnosis_.summary(queue, id);
+    entry["waiting"] = waiting.count(id) ? waiting.at(id) : 0;
+    entry["requirements"] = json::parse(canonical, nullptr, false);
+    list.push_back(std::move(entry));
+  }
+  return {{"queue", queue}, {"classes", list}};
 }
 
 JobRecord JobService::checked(const Transition& t, const std::string& id, const char* operation) {
@@ -133,27 +163,74 @@ json JobService::cancel(const std::string& id) {
   return checked(store_.cancel(queue, id), id, "cancel").envelope();
 }
 
+ClassSet JobService::classes_of(const std::string& queue, bool refresh) {
+  if (!refresh) {
+    std::lock_guard lock(classes_mutex_);
+    auto it = classes_cache_.find(queue);
+    if (it != classes_cache_.end()) return it->second;
+  }
+  ClassSet fresh = store_.load_classes(queue);
+  std::lock_guard lock(classes_mutex_);
+  return classes_cache_[queue] = std::move(fresh);
+}
+
 std::vector<json> JobService::fetch(const FetchRequest& request) {
   std::vector<json> jobs;
-  const WorkerView worker{request.worker_id, request.capabilities ? &*request.capabilities : nullptr};
-  for (const auto& queue : request.queues) {
-    const int want = request.count - static_cast<int>(jobs.size());
-    if (want <= 0) break;
-    ClassSet classes = store_.load_classes(queue);
-    for (int tries = 0; tries < 3; ++tries) {
-      const auto eligible = scheduler_.eligible(queue, classes, worker);
-      if (eligible.empty()) break;
-      auto outcome = store_.claim(queue, request.worker_id, request.visibility_timeout_ms,
-                                  config_.default_visibility_timeout_ms, want, classes.version, eligible);
-      if (outcome.status == TransitionStatus::stale) {  // a new class appeared since we looked
-        classes = store_.load_classes(queue);
-        continue;
-      }
-      for (const auto& record : outcome.jobs) jobs.push_back(record.envelope());
-      break;
-    }
+  WorkerView worker;
+  worker.worker_id = request.worker_id;
+  if (request.capabilities) {
+    worker.capabilities = ml::parse_capabilities(*request.capabilities);
+    worker.fingerprint = ml::fingerprint(*worker.capabilities);
+    worker.load = workers_.load(request.worker_id);
   }
+  for (const auto& queue : request.queues) {
+    if (static_cast<int>(jobs.size()) >= request.count) break;
+    fetch_from_queue(queue, request, worker, jobs);
+  }
+  diagnosis_.flush();
   return jobs;
+}
+
+void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
+                                  std::vector<json>& jobs) {
+  ClassSet classes = classes_of(queue, false);
+  // A worker with capabilities claims one job at a time so that the GPUs and
+  // devices of each claim are taken into account for the next.
+  const bool one_by_one = worker.capabilities.has_value();
+  for (int round = 0; round < 2 * request.count + 3 && static_cast<int>(jobs.size()) < request.count; ++round) {
+    const int want = one_by_one ? 1 : request.count - static_cast<int>(jobs.size());
+    std::vector<EligibleClass> eligible;
+    std::map<std::string, const ClassVerdict*> verdict_of;
+    const auto verdicts = scheduler_.judge(classes, worker);
+    for (const auto& v : verdicts) {
+      verdict_of[v.class_id] = &v;
+      if (v.judgement.eligible()) eligible.push_back(v.claim);
+      diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);
+    }
+    if (eligible.empty()) return;
+    auto outcome = store_.claim(queue, worker.worker_id, request.visibility_timeout_ms,
+                                config_.default_visibility_timeout_ms, want, classes.version, eligible);
+    if (outcome.status == TransitionStatus::stale) {  // a class appeared since we looked
+      classes = classes_of(queue, true);
+      continue;
+    }
+    for (const auto& block : outcome.budget_blocked) diagnosis_.note_budget(queue, block, worker.worker_id);
+    if (outcome.jobs.empty()) return;
+    for (const auto& record : outcome.jobs) {
+      json envelope = record.envelope();
+      if (worker.capabilities) {
+        const auto* v = verdict_of[record.get("class")];
+        const int gpus = static_cast<int>(record.get_int("charged_gpus").value_or(record.get_int("gpus").value_or(0)));
+        ml::ActiveJob active = ml::active_job_from(envelope, gpus);
+        const std::vector<int> devices = v ? v->judgement.devices : std::vector<int>{};
+        workers_.record_claim(worker.worker_id, record.id(), queue, active, devices);
+        worker.load.active.push_back(active);
+        worker.load.busy_devices.insert(devices.begin(), devices.end());
+      }
+      jobs.push_back(std::move(envelope));
+    }
+    if (!one_by_one) return;
+  }
 }
 
 json JobService::ack(const std::string& id, const json* result, const std::string& worker_id) {

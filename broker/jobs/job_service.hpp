@@ -3,14 +3,18 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "broker/config.hpp"
+#include "broker/scheduling/diagnosis_log.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/job_store.hpp"
+#include "broker/workers/worker_registry.hpp"
 
 namespace ojs::broker {
 
@@ -26,11 +30,14 @@ struct FetchRequest {
 
 class JobService {
  public:
-  JobService(JobStore& store, Scheduler& scheduler, const BrokerConfig& config)
-      : store_(store), scheduler_(scheduler), config_(config) {}
+  JobService(JobStore& store, Scheduler& scheduler, WorkerRegistry& workers, DiagnosisLog& diagnosis,
+             const BrokerConfig& config)
+      : store_(store), scheduler_(scheduler), workers_(workers), diagnosis_(diagnosis), config_(config) {}
 
   nlohmann::json push(const nlohmann::json& body);          // -> envelope
-  nlohmann::json info(const std::string& id);               // -> envelope
+  nlohmann::json info(const std::string& id);               // -> envelope (+ diagnosis while waiting)
+  nlohmann::json diagnosis(const std::string& id);          // why a job waits
+  nlohmann::json queue_diagnosis(const std::string& queue); // per class: waiting jobs and why
   nlohmann::json cancel(const std::string& id);             // -> envelope
   std::vector<nlohmann::json> fetch(const FetchRequest& request);
   // worker_id (optional, may be empty) makes the transition conditional on that
@@ -50,8 +57,17 @@ class JobService {
   int reclaim(const std::string& queue, const std::vector<std::string>& ids, bool require_expired);
   JobRecord checked(const Transition& t, const std::string& id, const char* operation);
 
+  // Claims from one queue for a worker; appends envelopes to `jobs`.
+  void fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
+                        std::vector<nlohmann::json>& jobs);
+  ClassSet classes_of(const std::string& queue, bool refresh);
+
   JobStore& store_;
   Scheduler& scheduler_;
+  WorkerRegistry& workers_;
+  DiagnosisLog& diagnosis_;
+  std::mutex classes_mutex_;
+  std::map<std::string, ClassSet> classes_cache_;  // per queue; validated by the claim script's version check
   const BrokerConfig& config_;
 };
 

@@ -2,11 +2,28 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "ojs/core/time.hpp"
+#include "ojs/ml/requirement_class.hpp"
+#include "ojs/ml/scoring.hpp"
+
 namespace ojs::broker {
 
-struct Scheduler::Impl {};
+namespace {
+constexpr std::size_t kMemoLimit = 200000;  // judgements kept before the memo is reset
+}
 
-Scheduler::Scheduler() : impl_(std::make_unique<Impl>()) {}
+struct Scheduler::Impl {
+  SchedulerOptions options;
+  mutable std::shared_mutex mutex;
+  mutable std::unordered_map<std::string, ml::Requirements> classes;        // class id -> requirements
+  mutable std::unordered_map<std::string, ml::Judgement> static_memo;        // class id + fingerprint -> verdict
+};
+
+Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_unique<Impl>()) { impl_->options = options; }
 Scheduler::~Scheduler() = default;
 
 double rank_base(int priority_class_rank, int priority) {
@@ -15,13 +32,80 @@ double rank_base(int priority_class_rank, int priority) {
   return band * kBand;
 }
 
-JobClassification Scheduler::classify(const nlohmann::json&, int priority) const {
-  return {"default", "{}", rank_base(1, priority)};
+int priority_class_rank(const ml::Requirements& r) {
+  if (!r.scheduling.priority_class) return 1;
+  switch (*r.scheduling.priority_class) {
+    case ml::PriorityClass::spot: return 0;
+    case ml::PriorityClass::reserved: return 2;
+    default: return 1;
+  }
 }
 
-std::vector<EligibleClass> Scheduler::eligible(const std::string&, const ClassSet& classes, const WorkerView&) const {
-  std::vector<EligibleClass> out;
-  for (const auto& [id, _] : classes.classes) out.push_back({id, 0, 0});
+JobClassification Scheduler::classify(const nlohmann::json& job_document, int priority) const {
+  JobClassification c;
+  c.requirements = ml::parse_requirements(job_document);
+  const auto cls = ml::requirement_class(c.requirements);
+  c.class_id = cls.id;
+  c.class_json = cls.canonical;
+  c.rank_base = rank_base(priority_class_rank(c.requirements), priority);
+  return c;
+}
+
+const ml::Requirements& Scheduler::requirements(const std::string& class_id, const std::string& class_json) const {
+  {
+    std::shared_lock lock(impl_->mutex);
+    auto it = impl_->classes.find(class_id);
+    if (it != impl_->classes.end()) return it->second;
+  }
+  ml::Requirements req = ml::requirements_from_class_json(nlohmann::json::parse(class_json));
+  std::unique_lock lock(impl_->mutex);
+  return impl_->classes.emplace(class_id, std::move(req)).first->second;
+}
+
+std::vector<ClassVerdict> Scheduler::judge(const ClassSet& classes, const WorkerView& worker) const {
+  std::vector<ClassVerdict> out;
+  out.reserve(classes.classes.size());
+  const ml::Capabilities* caps = worker.capabilities ? &*worker.capabilities : nullptr;
+  const std::int64_t now = now_ms();
+  for (const auto& [class_id, class_json] : classes.classes) {
+    const ml::Requirements& req = requirements(class_id, class_json);
+    ClassVerdict v;
+    v.class_id = class_id;
+    // Static phase, memoised: depends only on the class and the capability fingerprint.
+    const std::string memo_key = class_id + '|' + worker.fingerprint;
+    std::optional<ml::Judgement> memo;
+    {
+      std::shared_lock lock(impl_->mutex);
+      auto it = impl_->static_memo.find(memo_key);
+      if (it != impl_->static_memo.end()) memo = it->second;
+    }
+    if (!memo) {
+      memo = ml::judge_static(req, caps);
+      std::unique_lock lock(impl_->mutex);
+      if (impl_->static_memo.size() > kMemoLimit) impl_->static_memo.clear();
+      impl_->static_memo.emplace(memo_key, *memo);
+    }
+    if (!memo->eligible()) {
+      v.judgement = std::move(*memo);
+      out.push_back(std::move(v));
+      continue;
+    }
+    // Dynamic phase: free GPUs / devices and anti-affinity against what runs there now.
+    v.judgement = ml::judge_dynamic(req, caps, worker.load, impl_->options.assignment);
+    if (v.judgement.eligible()) {
+      v.claim.id = class_id;
+      v.claim.gpus = req.gpu_count();
+      if (!v.judgement.devices.empty()) v.claim.devices_json = nlohmann::json(v.judgement.devices).dump();
+      ml::ScoringOptions scoring;
+      scoring.locality_delay_ms = impl_->options.locality_delay_ms;
+      if (caps) v.claim.bonus = ml::score(req, *caps, &worker.load, scoring).total;
+      // Delay scheduling: a class that prefers a model this worker lacks only gives
+      // up jobs that already waited the locality delay.
+      if (!req.soft.locality_model_id.empty() && ml::locality_hold(req, caps, 0, scoring))
+        v.claim.hold_enqueued_after_ms = now - impl_->options.locality_delay_ms;
+    }
+    out.push_back(std::move(v));
+  }
   return out;
 }
 

@@ -1,15 +1,22 @@
 // The bridge between the store and the matching library (ojs::ml): it files each
-// pushed job into a requirement class and tells, for a fetching worker, which of
-// a queue's classes it may take and how much it prefers each.
+// pushed job into a requirement class and judges, for a fetching worker, which of
+// a queue's classes it may take, how much it prefers each, and why it refuses
+// the others. Static judgements are memoised per (class, capability fingerprint):
+// FETCH cost grows with the number of live classes, never with queue depth.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "broker/store/job_store.hpp"
+#include "ojs/ml/capabilities.hpp"
+#include "ojs/ml/predicates.hpp"
+#include "ojs/ml/requirements.hpp"
+#include "ojs/ml/worker_load.hpp"
 
 namespace ojs::broker {
 
@@ -17,21 +24,38 @@ struct JobClassification {
   std::string class_id;
   std::string class_json;
   double rank_base = 0;  // priority band; the store adds a sequence number
+  ml::Requirements requirements;
 };
 
-// What a worker told us in FETCH (capabilities may be absent: a plain OJS worker).
+// A fetching worker as the scheduler sees it.
 struct WorkerView {
   std::string worker_id;
-  const nlohmann::json* capabilities = nullptr;
+  std::optional<ml::Capabilities> capabilities;  // empty: a plain OJS worker
+  std::string fingerprint;
+  ml::WorkerLoad load;
+};
+
+struct ClassVerdict {
+  std::string class_id;
+  ml::Judgement judgement;   // refusals, or the devices to assign
+  EligibleClass claim;       // meaningful when judgement.eligible()
+};
+
+struct SchedulerOptions {
+  std::int64_t locality_delay_ms = 5000;
+  ml::AssignmentOptions assignment;
 };
 
 class Scheduler {
  public:
-  Scheduler();
+  explicit Scheduler(SchedulerOptions options = {});
   ~Scheduler();
-  // Validates the ext_ml_* attributes (throws OjsError) and files the job.
+  // Validates the ext_ml_* attributes (throws OjsError naming the field) and files the job.
   JobClassification classify(const nlohmann::json& job_document, int priority) const;
-  std::vector<EligibleClass> eligible(const std::string& queue, const ClassSet& classes, const WorkerView& worker) const;
+  // One verdict per class of the queue (eligible or not, with reasons).
+  std::vector<ClassVerdict> judge(const ClassSet& classes, const WorkerView& worker) const;
+  // The requirements of a class id (parsed once from its canonical JSON).
+  const ml::Requirements& requirements(const std::string& class_id, const std::string& class_json) const;
 
  private:
   struct Impl;
@@ -40,5 +64,6 @@ class Scheduler {
 
 // rank = band * 2^40 + seq: higher priority class, then higher OJS priority, first.
 double rank_base(int priority_class_rank, int priority);
+int priority_class_rank(const ml::Requirements& requirements);  // spot 0, on-demand 1 (default), reserved 2
 
 }  // namespace ojs::broker

@@ -105,13 +105,19 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
     args.push_back(c.id);
     args.push_back(std::to_string(c.bonus));
     args.push_back(std::to_string(c.hold_enqueued_after_ms));
+    args.push_back(std::to_string(c.gpus));
+    args.push_back(c.devices_json);
   }
   auto reply = redis_.eval("claim", {keys::classes_version(queue), keys::paused(queue)}, args);
   ClaimOutcome out;
   out.status = status_of(reply.elements.at(0).str);
   if (out.status == TransitionStatus::stale) out.current_version = reply.elements.at(1).str;
-  if (out.status == TransitionStatus::ok)
+  if (out.status == TransitionStatus::ok) {
     for (const auto& j : reply.elements.at(1).elements) out.jobs.push_back(JobRecord::from_flat_array(j));
+    const auto& blocked = reply.elements.at(2).elements;
+    for (std::size_t i = 0; i + 3 < blocked.size(); i += 4)
+      out.budget_blocked.push_back({blocked[i].str, blocked[i + 1].integer, blocked[i + 2].integer, blocked[i + 3].str});
+  }
   return out;
 }
 
@@ -220,6 +226,17 @@ std::map<std::string, long long> JobStore::queue_counts(const std::string& queue
   for (const char* k : {"completed", "discarded", "cancelled"}) counts[k] = 0;
   for (std::size_t s = 0; s + 1 < stats.size(); s += 2) counts[stats[s].str] = std::stoll(stats[s + 1].str);
   return counts;
+}
+
+std::map<std::string, long long> JobStore::ready_counts(const std::string& queue, const ClassSet& classes) {
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& [id, _] : classes.classes) cmds.push_back({"ZCARD", keys::ready(queue, id)});
+  std::map<std::string, long long> out;
+  if (cmds.empty()) return out;
+  auto replies = redis_.pipeline(cmds);
+  std::size_t i = 0;
+  for (const auto& [id, _] : classes.classes) out[id] = replies[i++].integer;
+  return out;
 }
 
 bool JobStore::set_paused(const std::string& queue, bool paused) {

@@ -18,6 +18,16 @@ struct EligibleClass {
   std::string id;
   double bonus = 0;                        // soft score: higher is preferred within a priority band
   std::int64_t hold_enqueued_after_ms = 0; // delay scheduling: skip heads enqueued after this (0 = none)
+  int gpus = 0;                            // charged to the queue's GPU budget on claim
+  std::string devices_json;                // device indices assigned on claim ("" = none)
+};
+
+// A class the budget kept from being claimed: its jobs stay available.
+struct BudgetBlock {
+  std::string class_id;
+  long long in_use = 0;
+  long long limit = 0;
+  std::string kind;  // max_total_gpus | max_concurrent_gpu_jobs
 };
 
 struct ClassSet {
@@ -37,6 +47,7 @@ struct ClaimOutcome {
   TransitionStatus status = TransitionStatus::ok;  // ok, paused or stale
   std::string current_version;
   std::vector<JobRecord> jobs;
+  std::vector<BudgetBlock> budget_blocked;
 };
 
 class JobStore {
@@ -80,6 +91,7 @@ class JobStore {
 
   std::vector<std::string> queues();
   std::map<std::string, long long> queue_counts(const std::string& queue);
+  std::map<std::string, long long> ready_counts(const std::string& queue, const ClassSet& classes);  // per class
   bool set_paused(const std::string& queue, bool paused);
   bool is_paused(const std::string& queue);
   bool queue_exists(const std::string& queue);

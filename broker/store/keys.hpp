@@ -17,6 +17,9 @@ inline std::string dead(const std::string& queue) { return queue_prefix(queue) +
 inline std::string stats(const std::string& queue) { return queue_prefix(queue) + "stats"; }
 inline std::string paused(const std::string& queue) { return queue_prefix(queue) + "paused"; }
 inline std::string events(const std::string& queue) { return queue_prefix(queue) + "events"; }
+inline std::string config(const std::string& queue) { return queue_prefix(queue) + "config"; }  // budgets, limits
+inline std::string ledger(const std::string& queue) { return queue_prefix(queue) + "ledger"; }  // GPUs in use
+inline std::string diagnosis(const std::string& queue, const std::string& cls) { return queue_prefix(queue) + "diag:" + cls; }
 
 // Global (unslotted) keys: small directories, never part of a transition script.
 inline const std::string queue_directory = "ojs:queues";   // hash queue -> first seen (ms)

@@ -1,5 +1,6 @@
 #include "broker/workers/worker_registry.hpp"
 
+#include "broker/store/keys.hpp"
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker {
@@ -7,6 +8,7 @@ namespace ojs::broker {
 namespace {
 const std::string kWorkers = "ojs:workers";  // zset worker id -> last seen (ms)
 std::string worker_key(const std::string& id) { return "ojs:worker:" + id; }
+std::string worker_jobs_key(const std::string& id) { return "ojs:worker:" + id + ":jobs"; }  // job id -> load JSON
 
 WorkerInfo from_hash(const std::string& id, const RedisValue& v) {
   WorkerInfo w;
@@ -69,6 +71,50 @@ std::vector<std::string> WorkerRegistry::stale(std::int64_t older_than_ms) {
   std::vector<std::string> out;
   for (const auto& e : v.elements) out.push_back(e.str);
   return out;
+}
+
+void WorkerRegistry::record_claim(const std::string& worker_id, const std::string& job_id, const std::string& queue,
+                                  const ml::ActiveJob& job, const std::vector<int>& devices) {
+  nlohmann::json entry = {{"queue", queue}, {"gpus", job.gpus}, {"devices", devices}, {"labels", job.labels}};
+  redis_.command({"HSET", worker_jobs_key(worker_id), job_id, entry.dump()});
+}
+
+ml::WorkerLoad WorkerRegistry::load(const std::string& worker_id) {
+  ml::WorkerLoad load;
+  auto entries = redis_.command({"HGETALL", worker_jobs_key(worker_id)});
+  if (entries.elements.empty()) return load;
+  std::vector<std::pair<std::string, nlohmann::json>> listed;
+  std::vector<std::vector<std::string>> checks;
+  for (std::size_t i = 0; i + 1 < entries.elements.size(); i += 2) {
+    auto entry = nlohmann::json::parse(entries.elements[i + 1].str, nullptr, false);
+    if (!entry.is_object()) continue;
+    const auto& id = entries.elements[i].str;
+    checks.push_back({"HMGET", keys::job(entry.value("queue", ""), id), "state", "worker_id"});
+    listed.emplace_back(id, std::move(entry));
+  }
+  if (checks.empty()) return load;
+  auto states = redis_.pipeline(checks);
+  std::vector<std::string> gone{"HDEL", worker_jobs_key(worker_id)};
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    const auto& f = states[i].elements;
+    const bool held = f.size() == 2 && f[0].str == "active" && f[1].str == worker_id;
+    const auto& [id, entry] = listed[i];
+    if (!held) {
+      gone.push_back(id);
+      continue;
+    }
+    ml::ActiveJob job;
+    job.job_id = id;
+    job.gpus = entry.value("gpus", 0);
+    if (entry.contains("labels") && entry["labels"].is_object())
+      for (auto it = entry["labels"].begin(); it != entry["labels"].end(); ++it)
+        if (it.value().is_string()) job.labels[it.key()] = it.value().get<std::string>();
+    if (entry.contains("devices"))
+      for (const auto& d : entry["devices"]) load.busy_devices.insert(d.get<int>());
+    load.active.push_back(std::move(job));
+  }
+  if (gone.size() > 2) redis_.command(gone);
+  return load;
 }
 
 }  // namespace ojs::broker

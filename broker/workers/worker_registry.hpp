@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "broker/store/redis_client.hpp"
+#include "ojs/ml/worker_load.hpp"
 
 namespace ojs::broker {
 
@@ -29,6 +30,13 @@ class WorkerRegistry {
   std::optional<WorkerInfo> get(const std::string& worker_id);
   std::vector<WorkerInfo> list();
   std::vector<std::string> stale(std::int64_t older_than_ms);
+
+  // What runs on a worker, for the dynamic half of matching: recorded at claim,
+  // verified against the jobs themselves at read (entries of jobs that finished
+  // or moved to another worker are dropped), so it heals after any crash.
+  void record_claim(const std::string& worker_id, const std::string& job_id, const std::string& queue,
+                    const ml::ActiveJob& job, const std::vector<int>& devices);
+  ml::WorkerLoad load(const std::string& worker_id);
 
  private:
   RedisPool& redis_;

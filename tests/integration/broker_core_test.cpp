@@ -16,7 +16,9 @@ class BrokerCore : public ::testing::Test {
 TEST_F(BrokerCore, PushFetchAckRoundTripKeepsUnknownAttributes) {
   const auto id = api.push({{"type", "ml.train"}, {"args", {1, "two"}}, {"ext_ml_gpu_count", 2}, {"x_custom", {{"a", 1}}},
                             {"options", {{"queue", "core-rt"}}}});
-  auto jobs = api.fetch({"core-rt"}, "w1");
+  // A plain OJS worker (no capabilities) never gets a job with hard GPU constraints.
+  EXPECT_EQ(api.fetch({"core-rt"}, "plain").size(), 0u);
+  auto jobs = api.fetch({"core-rt"}, "w1", 1, {{"capabilities", {{"gpu", {{"type", "nvidia-a100"}, {"count", 2}, {"memory_gb", 80}}}}}});
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0]["id"], id);
   EXPECT_EQ(jobs[0]["state"], "active");

@@ -54,3 +54,26 @@ end
 local function job_snapshot(prefix, id)
   return redis.call('HGETALL', job_key(prefix, id))
 end
+
+-- GPU budget ledger of a queue: charged at claim, released by every transition
+-- that ends an attempt (ack, fail, cancel, requeue), inside the same script.
+local function release_budget(prefix, jk)
+  local charged = tonumber(redis.call('HGET', jk, 'charged_gpus') or '0')
+  if charged > 0 then
+    redis.call('HINCRBY', prefix .. 'ledger', 'gpus', -charged)
+    redis.call('HINCRBY', prefix .. 'ledger', 'gpu_jobs', -1)
+  end
+  redis.call('HDEL', jk, 'charged_gpus')
+end
+
+-- nil when the budget allows `gpus` more; else {in_use, limit, kind}.
+local function budget_block(prefix, gpus)
+  if gpus <= 0 then return nil end
+  local cfg = redis.call('HMGET', prefix .. 'config', 'max_total_gpus', 'max_concurrent_gpu_jobs')
+  local led = redis.call('HMGET', prefix .. 'ledger', 'gpus', 'gpu_jobs')
+  local used, jobs = tonumber(led[1] or '0'), tonumber(led[2] or '0')
+  local max_gpus, max_jobs = tonumber(cfg[1] or ''), tonumber(cfg[2] or '')
+  if max_gpus and used + gpus > max_gpus then return {used, max_gpus, 'max_total_gpus'} end
+  if max_jobs and jobs + 1 > max_jobs then return {jobs, max_jobs, 'max_concurrent_gpu_jobs'} end
+  return nil
+end

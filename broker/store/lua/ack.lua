@@ -8,6 +8,7 @@ if f[1] ~= 'active' then return {'conflict', f[1]} end
 -- A worker whose reservation expired must not complete the job another worker now holds.
 if worker ~= '' and f[3] ~= worker then return {'conflict', 'active (held by another worker)'} end
 local now = now_ms()
+release_budget(prefix, jk)
 redis.call('HSET', jk, 'state', 'completed', 'completed_at', now)
 if result ~= '' then redis.call('HSET', jk, 'result', result) end
 redis.call('HDEL', jk, 'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at')

@@ -6,6 +6,7 @@ local f = redis.call('HMGET', jk, 'state', 'class')
 if not f[1] then return {'not_found'} end
 if is_terminal(f[1]) then return {'conflict', f[1]} end
 local now = now_ms()
+release_budget(prefix, jk)
 redis.call('ZREM', ready_key(prefix, f[2]), id)
 redis.call('ZREM', prefix .. 'delayed', id)
 redis.call('ZREM', prefix .. 'active', id)

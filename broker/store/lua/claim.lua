@@ -1,7 +1,10 @@
 -- FETCH: atomically claim up to `count` jobs of the eligible requirement classes.
 -- KEYS[1] classes version, KEYS[2] paused flag
 -- ARGV: prefix, worker_id, request_visibility_ms ('' = none), default_visibility_ms,
---       count, classes_version, then per eligible class: class id, bonus (soft score), hold_until_enqueued_before_ms (0 = none)
+--       count, classes_version, then per eligible class 5 values: class id, bonus (soft
+--       score), hold cutoff (skip a head enqueued after this ms; 0 = none), gpus the
+--       class needs (charged to the queue budget), assigned devices JSON ('' = none)
+-- Reply: {'ok', {job snapshots...}, {budget-blocked: class, in_use, limit, kind, ...}}
 local prefix, worker, request_vis, default_vis, count, version =
   ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'paused'} end
@@ -11,13 +14,18 @@ local now = now_ms()
 promote_due(prefix, now, 1000)
 
 local BAND = 1099511627776 -- 2^40: rank = band * 2^40 + seq; band = class rank and priority
-local claimed = {}
+local claimed, blocked = {}, {}
 for _ = 1, count do
-  local best_id, best_class, best_key = nil, nil, nil
-  for i = 7, #ARGV, 3 do
-    local class, bonus, hold = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local best_id, best_class, best_key, best_gpus, best_devices = nil, nil, nil, 0, ''
+  for i = 7, #ARGV, 5 do
+    local class, bonus, hold, gpus, devices = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
     local head = redis.call('ZRANGE', ready_key(prefix, class), 0, 0, 'WITHSCORES')
-    if head[1] then
+    local over = nil
+    if head[1] then over = budget_block(prefix, gpus) end
+    if over then
+      -- Over budget: the job stays available (never rejected) and the reason is reported.
+      table.insert(blocked, class); table.insert(blocked, over[1]); table.insert(blocked, over[2]); table.insert(blocked, over[3])
+    elseif head[1] then
       local id, score = head[1], tonumber(head[2])
       local held = false
       if hold > 0 then
@@ -28,7 +36,7 @@ for _ = 1, count do
         local band = math.floor(score / BAND)
         local key = {band, -bonus, score}
         if best_key == nil or key[1] < best_key[1] or (key[1] == best_key[1] and (key[2] < best_key[2] or (key[2] == best_key[2] and key[3] < best_key[3]))) then
-          best_id, best_class, best_key = id, class, key
+          best_id, best_class, best_key, best_gpus, best_devices = id, class, key, gpus, devices
         end
       end
     end
@@ -50,8 +58,18 @@ for _ = 1, count do
     redis.call('HDEL', jk, 'execution_deadline')
   end
   redis.call('HSET', jk, 'state', 'active', 'started_at', now, 'worker_id', worker, 'visibility_deadline', deadline)
+  if best_gpus > 0 then
+    redis.call('HSET', jk, 'charged_gpus', best_gpus)
+    redis.call('HINCRBY', prefix .. 'ledger', 'gpus', best_gpus)
+    redis.call('HINCRBY', prefix .. 'ledger', 'gpu_jobs', 1)
+  end
+  if best_devices ~= '' then
+    redis.call('HSET', jk, 'ext_ml_assigned_devices', best_devices)
+  else
+    redis.call('HDEL', jk, 'ext_ml_assigned_devices')
+  end
   redis.call('ZADD', prefix .. 'active', deadline, best_id)
   emit(prefix, 'job.started', best_id, {'worker_id', worker})
   table.insert(claimed, job_snapshot(prefix, best_id))
 end
-return {'ok', claimed}
+return {'ok', claimed, blocked}

@@ -14,7 +14,8 @@ if f[2] ~= expected then return {'stale', f[2]} end
 local now = now_ms()
 if require_expired == '1' and tonumber(f[3] or '0') > now then return {'extended'} end
 redis.call('ZREM', prefix .. 'active', id)
-redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline', 'worker_id')
+release_budget(prefix, jk)
+redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline')
 if err ~= '' then redis.call('HSET', jk, 'error', err) end
 if errors ~= '' then redis.call('HSET', jk, 'errors', errors) end
 if outcome == 'retry' then

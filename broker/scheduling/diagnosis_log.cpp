@@ -1,0 +1,97 @@
+#include "broker/scheduling/diagnosis_log.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "broker/store/keys.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker {
+
+thread_local std::vector<DiagnosisLog::Pending> DiagnosisLog::pending_;
+
+namespace {
+
+constexpr std::int64_t kRewriteAfterMs = 5000;  // an unchanged judgement is refreshed this often
+
+ml::Judgement judgement_from_json(const nlohmann::json& j) {
+  ml::Judgement out;
+  if (!j.contains("refusals")) return out;
+  for (const auto& r : j["refusals"]) {
+    ml::Refusal refusal;
+    refusal.predicate = r.value("predicate", "");
+    refusal.reason = r.value("reason", "");
+    refusal.summary = r.value("summary", "");
+    if (r.contains("facts") && r["facts"].is_object())
+      for (auto it = r["facts"].begin(); it != r["facts"].end(); ++it) {
+        if (it.value().is_number()) refusal.facts.emplace_back(it.key(), it.value().get<double>());
+        else if (it.value().is_string()) refusal.facts.emplace_back(it.key(), it.value().get<std::string>());
+      }
+    out.refusals.push_back(std::move(refusal));
+  }
+  return out;
+}
+
+}  // namespace
+
+void DiagnosisLog::note(const std::string& queue, const std::string& class_id, const std::string& worker_id,
+                        const ml::Judgement& judgement) {
+  nlohmann::json j = ml::to_json(judgement);
+  const std::string verdict = j.dump();
+  const std::string key = keys::diagnosis(queue, class_id);
+  const std::string memo = key + '|' + worker_id;
+  const auto now = now_ms();
+  {
+    std::lock_guard lock(mutex_);
+    auto it = last_written_.find(memo);
+    if (it != last_written_.end() && it->second.second == verdict && now - it->second.first < kRewriteAfterMs) return;
+    if (last_written_.size() > 100000) last_written_.clear();
+    last_written_[memo] = {now, verdict};
+  }
+  j["at"] = now;
+  pending_.push_back({key, worker_id, j.dump()});
+}
+
+void DiagnosisLog::note_budget(const std::string& queue, const BudgetBlock& block, const std::string& worker_id) {
+  ml::Judgement j;
+  ml::Refusal r;
+  r.predicate = "budget";
+  const std::string what = block.kind == "max_total_gpus" ? " GPUs in use" : " GPU jobs running";
+  r.summary = "queue budget " + std::to_string(block.in_use) + "/" + std::to_string(block.limit) + what;
+  r.reason = r.summary + " (" + block.kind + ")";
+  r.facts = {{"in_use", static_cast<double>(block.in_use)}, {"limit", static_cast<double>(block.limit)}, {"limit_name", block.kind}};
+  j.refusals.push_back(std::move(r));
+  note(queue, block.class_id, worker_id, j);
+}
+
+void DiagnosisLog::flush() {
+  if (pending_.empty()) return;
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& p : pending_) {
+    cmds.push_back({"HSET", p.key, p.worker, p.value});
+    cmds.push_back({"PEXPIRE", p.key, std::to_string(window_ms_ * 2)});
+  }
+  pending_.clear();
+  redis_.pipeline(cmds);
+}
+
+std::vector<ml::WorkerJudgement> DiagnosisLog::recent(const std::string& queue, const std::string& class_id) {
+  auto v = redis_.command({"HGETALL", keys::diagnosis(queue, class_id)});
+  std::vector<ml::WorkerJudgement> out;
+  const auto oldest = now_ms() - window_ms_;
+  for (std::size_t i = 0; i + 1 < v.elements.size(); i += 2) {
+    auto j = nlohmann::json::parse(v.elements[i + 1].str, nullptr, false);
+    if (!j.is_object() || j.value("at", std::int64_t{0}) < oldest) continue;
+    out.push_back({v.elements[i].str, judgement_from_json(j)});
+  }
+  return out;
+}
+
+nlohmann::json DiagnosisLog::summary(const std::string& queue, const std::string& class_id) {
+  const auto records = recent(queue, class_id);
+  nlohmann::json s = ml::diagnose(records);
+  s["class"] = class_id;
+  if (records.empty()) s["message"] = "no worker has polled this queue in the last " + std::to_string(window_ms_ / 1000) + " s";
+  return s;
+}
+
+}  // namespace ojs::broker

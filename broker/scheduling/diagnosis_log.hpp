@@ -1,0 +1,46 @@
+// Why jobs wait. Each FETCH records, per requirement class the worker could not
+// take, that worker's judgement (by predicate, with numbers); INFO of a waiting
+// job and the queue diagnosis endpoint fold the recent records into a summary
+// ("0/12 workers: 8 have < 80 GB per GPU, 4 lack label region=us-east-1").
+// Writes are throttled per (queue, class, worker) so FETCH stays cheap.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "broker/store/job_store.hpp"
+#include "ojs/ml/diagnosis.hpp"
+
+namespace ojs::broker {
+
+class DiagnosisLog {
+ public:
+  DiagnosisLog(RedisPool& redis, std::int64_t window_ms = 120000) : redis_(redis), window_ms_(window_ms) {}
+
+  // Queue the record of one worker's judgement of one class; flush() writes them.
+  void note(const std::string& queue, const std::string& class_id, const std::string& worker_id,
+            const ml::Judgement& judgement);
+  void note_budget(const std::string& queue, const BudgetBlock& block, const std::string& worker_id);
+  void flush();  // one pipelined write of what changed (called at the end of a FETCH)
+
+  // Recent judgements of a class (younger than the window).
+  std::vector<ml::WorkerJudgement> recent(const std::string& queue, const std::string& class_id);
+  // ml::diagnose() of the recent judgements plus the class id.
+  nlohmann::json summary(const std::string& queue, const std::string& class_id);
+
+ private:
+  struct Pending {
+    std::string key, worker, value;
+  };
+  RedisPool& redis_;
+  std::int64_t window_ms_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::pair<std::int64_t, std::string>> last_written_;  // key -> (ms, value)
+  static thread_local std::vector<Pending> pending_;
+};
+
+}  // namespace ojs::broker
