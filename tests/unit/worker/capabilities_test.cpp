@@ -84,6 +84,13 @@ TEST(Capabilities, SimulatedFileIgnoresRealHardware) {
   EXPECT_EQ(caps["labels"]["pool"], "demo");
 }
 
+TEST(Capabilities, SimulatedFixtureForDemosAndIntegrationTests) {
+  const auto caps = build_capabilities(WorkerConfig{}, testing::fixture_path("worker/simulated-4xa100.json").string());
+  EXPECT_EQ(caps["gpu"]["count"], 4);
+  EXPECT_EQ(caps["devices"].size(), 4u);
+  EXPECT_EQ(caps["models_loaded"][0]["model_id"], "llama-3.1-8b");
+}
+
 TEST(Capabilities, RealDiscoveryOnThisMachineFindsCpusAndMemory) {
   WorkerConfig config;
   config.nvml_library = "libnvidia-ml-that-does-not-exist.so";
