@@ -21,6 +21,28 @@ struct Scheduler::Impl {
   mutable std::shared_mutex mutex;
   mutable std::unordered_map<std::string, ml::Requirements> classes;        // class id -> requirements
   mutable std::unordered_map<std::string, ml::Judgement> static_memo;        // class id + fingerprint -> verdict
+  // Per class, the best preference score (affinity + locality) a worker showed
+  // recently: a worker that scores lower is held off for the delay window, so a
+  // job that prefers nvlink goes to the nvlink worker when both poll.
+  struct BestRecent {
+    double preference = 0;
+    std::string worker_id;
+    std::int64_t at_ms = 0;
+  };
+  mutable std::mutex best_mutex;
+  mutable std::unordered_map<std::string, BestRecent> best_recent;
+
+  // True when this worker should leave the class's jobs to a better one seen recently.
+  bool outscored(const std::string& class_id, const std::string& worker_id, double preference, std::int64_t now) const {
+    std::lock_guard lock(best_mutex);
+    auto& best = best_recent[class_id];
+    const bool expired = now - best.at_ms > 2 * options.locality_delay_ms;
+    if (expired || best.worker_id == worker_id || preference >= best.preference) {
+      best = {preference, worker_id, now};
+      return false;
+    }
+    return true;
+  }
 };
 
 Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_unique<Impl>()) { impl_->options = options; }
@@ -98,11 +120,18 @@ std::vector<ClassVerdict> Scheduler::judge(const ClassSet& classes, const Worker
       if (!v.judgement.devices.empty()) v.claim.devices_json = nlohmann::json(v.judgement.devices).dump();
       ml::ScoringOptions scoring;
       scoring.locality_delay_ms = impl_->options.locality_delay_ms;
-      if (caps) v.claim.bonus = ml::score(req, *caps, &worker.load, scoring).total;
-      // Delay scheduling: a class that prefers a model this worker lacks only gives
-      // up jobs that already waited the locality delay.
-      if (!req.soft.locality_model_id.empty() && ml::locality_hold(req, caps, 0, scoring))
-        v.claim.hold_enqueued_after_ms = now - impl_->options.locality_delay_ms;
+      double preference = 0;
+      if (caps) {
+        const auto s = ml::score(req, *caps, &worker.load, scoring);
+        v.claim.bonus = s.total;
+        preference = s.affinity + s.locality;
+      }
+      // Delay scheduling (bounded, never forever): a class that prefers a model this
+      // worker lacks, or that a recently seen worker suits better, only gives this
+      // worker jobs that already waited the locality delay.
+      const bool cold = !req.soft.locality_model_id.empty() && ml::locality_hold(req, caps, 0, scoring);
+      const bool better_elsewhere = !req.soft.empty() && impl_->outscored(class_id, worker.worker_id, preference, now);
+      if (cold || better_elsewhere) v.claim.hold_enqueued_after_ms = now - impl_->options.locality_delay_ms;
     }
     out.push_back(std::move(v));
   }
