@@ -12,10 +12,6 @@ namespace ojs::worker {
 
 namespace {
 
-SteadyClock::duration seconds(double s) {
-  return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
-}
-
 nlohmann::json error_body(const std::string& code, const std::string& message, bool retryable) {
   return {{"code", code}, {"message", message}, {"retryable", retryable}};
 }
@@ -56,7 +52,7 @@ bool Agent::turn(SteadyClock::time_point now) {
       spdlog::info("drain timeout: releasing {} running job(s)", running_.size());
       for (auto& [id, job] : running_) job.execution->release(now);
     }
-    const bool reports_done = outbox_.empty() || (released_ && now >= drain_deadline_ + seconds(config_.kill_grace_s + 30));
+    const bool reports_done = outbox_.empty() || (released_ && now >= drain_deadline_ + seconds_to_duration(config_.kill_grace_s + 30));
     return !(running_.empty() && reports_done);
   }
   if (options_.once && queue_drained_once_) return !(running_.empty() && outbox_.empty());
@@ -183,7 +179,7 @@ void Agent::commit_checkpoint_if_changed(JobExecution& execution) {
 
 void Agent::poll_checkpoints(SteadyClock::time_point now) {
   for (auto& [id, job] : running_) {
-    if (now - job.last_checkpoint_poll < seconds(config_.checkpoint_poll_s)) continue;
+    if (now - job.last_checkpoint_poll < seconds_to_duration(config_.checkpoint_poll_s)) continue;
     job.last_checkpoint_poll = now;
     commit_checkpoint_if_changed(*job.execution);
   }
@@ -197,14 +193,14 @@ void Agent::heartbeat(SteadyClock::time_point now) {
                                             {"capabilities", current_capabilities()},
                                             {"visibility_timeout_ms", options_.visibility_timeout_ms}});
   if (!reply.ok()) {
-    const auto retry = std::min(seconds(options_.heartbeat_interval_s),
+    const auto retry = std::min(seconds_to_duration(options_.heartbeat_interval_s),
                                 std::chrono::duration_cast<SteadyClock::duration>(heartbeat_backoff_.next_delay()));
     next_heartbeat_ = now + retry;
     spdlog::warn("heartbeat failed ({})", reply.describe());
     return;
   }
   heartbeat_backoff_.reset();
-  next_heartbeat_ = now + seconds(options_.heartbeat_interval_s);
+  next_heartbeat_ = now + seconds_to_duration(options_.heartbeat_interval_s);
   apply(read_directives(reply.body), now);
 }
 
@@ -225,7 +221,7 @@ void Agent::apply(const BrokerDirectives& directives, SteadyClock::time_point no
 
 void Agent::begin_drain(const char* why, SteadyClock::time_point now) {
   draining_ = true;
-  drain_deadline_ = now + seconds(config_.drain_timeout_s);
+  drain_deadline_ = now + seconds_to_duration(config_.drain_timeout_s);
   spdlog::info("draining ({}): {} running job(s), up to {}s", why, running_.size(), config_.drain_timeout_s);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,8 +23,7 @@ struct RecordedGpu {
   std::string name;                 // nvmlDeviceGetName, e.g. "NVIDIA H100 80GB HBM3"
   std::string uuid;
   std::uint64_t memory_total_bytes = 0;
-  int cc_major = 0;
-  int cc_minor = 0;
+  std::array<int, 2> cuda_compute_capability{0, 0};  // {major, minor}
   std::string pci_bus_id;
   int numa_node = -1;               // joined in from hwloc; -1 when unknown
   std::vector<RecordedNvLink> nvlinks;
@@ -38,11 +38,12 @@ struct RecordedGpuInventory {
   std::vector<RecordedGpu> gpus;
 };
 
-void to_json(nlohmann::json& out, const RecordedNvLink& link);
-void from_json(const nlohmann::json& in, RecordedNvLink& link);
-void to_json(nlohmann::json& out, const RecordedGpu& gpu);
-void from_json(const nlohmann::json& in, RecordedGpu& gpu);
-void to_json(nlohmann::json& out, const RecordedGpuInventory& inventory);
-void from_json(const nlohmann::json& in, RecordedGpuInventory& inventory);
+// JSON keys are the field names; missing keys keep their defaults, so
+// hand-trimmed fixtures stay valid.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RecordedNvLink, link, active, remote_pci_bus_id, remote_device_type)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RecordedGpu, index, name, uuid, memory_total_bytes, cuda_compute_capability,
+                                                pci_bus_id, numa_node, nvlinks, ecc_uncorrected_volatile,
+                                                retired_pages_pending, query_failed)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RecordedGpuInventory, driver_version, cuda_driver_version, gpus)
 
 }  // namespace ojs::worker

@@ -53,7 +53,7 @@ bool is_vendor_word(const std::string& token) {
 }
 
 std::string compute_capability_string(const RecordedGpu& gpu) {
-  return std::to_string(gpu.cc_major) + "." + std::to_string(gpu.cc_minor);
+  return std::to_string(gpu.cuda_compute_capability[0]) + "." + std::to_string(gpu.cuda_compute_capability[1]);
 }
 
 // Peers reachable over NVLink: direct GPU-to-GPU links, plus every other GPU
@@ -81,7 +81,7 @@ std::vector<std::set<unsigned>> nvlink_peers(const RecordedGpuInventory& invento
 }
 
 bool cc_less(const RecordedGpu& a, const RecordedGpu& b) {
-  return std::pair(a.cc_major, a.cc_minor) < std::pair(b.cc_major, b.cc_minor);
+  return a.cuda_compute_capability < b.cuda_compute_capability;  // lexicographic: (major, minor)
 }
 
 }  // namespace

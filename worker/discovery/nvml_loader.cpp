@@ -149,7 +149,7 @@ RecordedGpu read_gpu(const NvmlApi& api, unsigned index) {
     gpu.memory_total_bytes = memory.total;
   else
     gpu.query_failed = true;
-  if (api.get_compute_capability(device, &gpu.cc_major, &gpu.cc_minor) != NVML_SUCCESS) gpu.query_failed = true;
+  if (api.get_compute_capability(device, &gpu.cuda_compute_capability[0], &gpu.cuda_compute_capability[1]) != NVML_SUCCESS) gpu.query_failed = true;
   nvmlPciInfo_t pci{};
   if (api.get_pci_info(device, &pci) == NVML_SUCCESS) gpu.pci_bus_id = pci.busId;
   gpu.nvlinks = read_nvlinks(api, device);

@@ -7,14 +7,6 @@
 
 namespace ojs::worker {
 
-namespace {
-
-SteadyClock::duration seconds(double s) {
-  return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
-}
-
-}  // namespace
-
 std::unique_ptr<JobExecution> JobExecution::start(const nlohmann::json& job, const JobView& view,
                                                   const CommandSpec& command, const ExecutionSettings& settings,
                                                   SteadyClock::time_point now) {
@@ -50,7 +42,7 @@ double JobExecution::elapsed_s(SteadyClock::time_point now) const {
 void JobExecution::stop(StopReason reason, double grace_s, SteadyClock::time_point now) {
   if (reason_ != StopReason::none || !process_.running()) return;  // the first reason to stop wins
   reason_ = reason;
-  kill_at_ = now + seconds(grace_s);
+  kill_at_ = now + seconds_to_duration(grace_s);
   process_.signal_group(SIGTERM);
 }
 
@@ -69,7 +61,7 @@ std::optional<JobOutcome> JobExecution::poll(SteadyClock::time_point now) {
   if (const auto status = process_.try_wait())
     return job_outcome(*status, reason_, workspace_.stdout_file.string(), workspace_.stderr_file.string(),
                        timeout_s_.value_or(0));
-  if (timeout_s_ && reason_ == StopReason::none && now - started_ >= seconds(*timeout_s_))
+  if (timeout_s_ && reason_ == StopReason::none && now - started_ >= seconds_to_duration(*timeout_s_))
     stop(StopReason::timeout, settings_.kill_grace_s, now);
   if (kill_at_ && !killed_ && now >= *kill_at_) {
     process_.signal_group(SIGKILL);

@@ -18,6 +18,11 @@ namespace ojs::worker {
 
 using SteadyClock = std::chrono::steady_clock;
 
+// Config values are fractional seconds; deadlines are steady-clock points.
+inline SteadyClock::duration seconds_to_duration(double seconds) {
+  return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+}
+
 struct ExecutionSettings {
   std::filesystem::path work_dir = "/tmp/ojs-worker";
   double default_timeout_s = 0;  // used when the job sets none; 0: unlimited

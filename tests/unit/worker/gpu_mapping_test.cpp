@@ -102,7 +102,7 @@ TEST(GpuMapping, HealthSignals) {
 TEST(GpuMapping, SickGpuDoesNotLowerTheAggregates) {
   auto inventory = load_fixture("a100-pcie-4x.json");
   inventory.gpus[3].memory_total_bytes = 42949672960ULL;  // the sick card is also the small one
-  inventory.gpus[3].cc_major = 7;
+  inventory.gpus[3].cuda_compute_capability = {7, 5};
   const auto caps = map_gpu_inventory(inventory);
   EXPECT_DOUBLE_EQ(caps.gpu["memory_gb"].get<double>(), 85.8);
   EXPECT_EQ(caps.gpu["compute_capability"], "8.0");
