@@ -53,6 +53,7 @@ void BrokerApp::start() {
   register_queues_api(i.router, *i.api);
   register_events_api(i.router, *i.api);
   register_dead_letter_api(i.router, *i.api);
+  register_observability_api(i.router, *i.api);
 
   HttpServerOptions http;
   http.address = i.config.listen_address;

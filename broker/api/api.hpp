@@ -24,5 +24,6 @@ void register_workers_api(Router& router, ApiContext& ctx);
 void register_queues_api(Router& router, ApiContext& ctx);
 void register_events_api(Router& router, ApiContext& ctx);
 void register_dead_letter_api(Router& router, ApiContext& ctx);
+void register_observability_api(Router& router, ApiContext& ctx);  // /metrics, /ojs/status, admin overview
 
 }  // namespace ojs::broker

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include "broker/store/store_error.hpp"
 #include "ojs/core/error.hpp"
 
@@ -44,6 +46,20 @@ void Router::add(const std::string& method, const std::string& pattern, Handler 
 }
 
 HttpResponse Router::dispatch(HttpRequest request) const {
+  if (observers_.empty()) {
+    std::string matched;
+    return resolve(std::move(request), matched);
+  }
+  const auto begin = std::chrono::steady_clock::now();
+  const std::string method = request.method;
+  std::string matched = "unmatched";
+  HttpResponse response = resolve(std::move(request), matched);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  for (const auto& o : observers_) o(method, matched, response.status, seconds);
+  return response;
+}
+
+HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
   const auto segments = split_path(request.path);
   bool path_matched = false;
   for (const auto& route : routes_) {
@@ -58,6 +74,7 @@ HttpResponse Router::dispatch(HttpRequest request) const {
     if (!match) continue;
     path_matched = true;
     if (route.method != request.method) continue;
+    matched = route.pattern;
     request.params = std::move(params);
     try {
       for (const auto& m : middlewares_) m(request, route.method + " " + route.pattern);

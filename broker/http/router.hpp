@@ -12,11 +12,15 @@ namespace ojs::broker {
 using Handler = std::function<HttpResponse(const HttpRequest&)>;
 // Runs before the handler (authentication, rate limits); may throw OjsError.
 using Middleware = std::function<void(const HttpRequest&, const std::string& route)>;
+// Runs after every request (metrics): method, matched route pattern ("unmatched"
+// when none), response status and the seconds dispatch took.
+using Observer = std::function<void(const std::string& method, const std::string& route, int status, double seconds)>;
 
 class Router {
  public:
   void add(const std::string& method, const std::string& pattern, Handler handler);
   void use(Middleware middleware) { middlewares_.push_back(std::move(middleware)); }
+  void observe(Observer observer) { observers_.push_back(std::move(observer)); }
   HttpResponse dispatch(HttpRequest request) const;
 
  private:
@@ -28,6 +32,9 @@ class Router {
   };
   std::vector<Route> routes_;
   std::vector<Middleware> middlewares_;
+  std::vector<Observer> observers_;
+
+  HttpResponse resolve(HttpRequest request, std::string& matched) const;
 };
 
 HttpResponse json_response(int status, const std::string& json_body);

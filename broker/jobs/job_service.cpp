@@ -179,8 +179,9 @@ std::vector<json> JobService::fetch(const FetchRequest& request) {
   WorkerView worker;
   worker.worker_id = request.worker_id;
   if (request.capabilities) {
-    worker.capabilities = ml::parse_capabilities(*request.capabilities);
-    worker.fingerprint = ml::fingerprint(*worker.capabilities);
+    auto [caps, fingerprint] = scheduler_.capabilities(*request.capabilities);
+    worker.capabilities = std::move(caps);
+    worker.fingerprint = std::move(fingerprint);
     worker.load = workers_.load(request.worker_id);
   }
   for (const auto& queue : request.queues) {

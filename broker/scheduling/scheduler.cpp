@@ -29,6 +29,8 @@ struct Scheduler::Impl {
     std::string worker_id;
     std::int64_t at_ms = 0;
   };
+  mutable std::mutex caps_mutex;
+  mutable std::unordered_map<std::string, std::pair<ml::Capabilities, std::string>> caps_memo;  // body -> parsed, fingerprint
   mutable std::mutex best_mutex;
   mutable std::unordered_map<std::string, BestRecent> best_recent;
 
@@ -71,6 +73,20 @@ JobClassification Scheduler::classify(const nlohmann::json& job_document, int pr
   c.class_json = cls.canonical;
   c.rank_base = rank_base(priority_class_rank(c.requirements), priority);
   return c;
+}
+
+std::pair<ml::Capabilities, std::string> Scheduler::capabilities(const nlohmann::json& body) const {
+  std::string raw = body.dump();
+  {
+    std::lock_guard lock(impl_->caps_mutex);
+    auto it = impl_->caps_memo.find(raw);
+    if (it != impl_->caps_memo.end()) return it->second;
+  }
+  ml::Capabilities caps = ml::parse_capabilities(body);
+  std::string fp = ml::fingerprint(caps);
+  std::lock_guard lock(impl_->caps_mutex);
+  if (impl_->caps_memo.size() > 10000) impl_->caps_memo.clear();
+  return impl_->caps_memo.emplace(std::move(raw), std::make_pair(std::move(caps), std::move(fp))).first->second;
 }
 
 const ml::Requirements& Scheduler::requirements(const std::string& class_id, const std::string& class_json) const {

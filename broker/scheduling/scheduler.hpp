@@ -54,6 +54,9 @@ class Scheduler {
   JobClassification classify(const nlohmann::json& job_document, int priority) const;
   // One verdict per class of the queue (eligible or not, with reasons).
   std::vector<ClassVerdict> judge(const ClassSet& classes, const WorkerView& worker) const;
+  // Parses a worker's advertisement (throws OjsError naming the field), memoised
+  // on the raw body: a worker re-sends the same capabilities on every FETCH.
+  std::pair<ml::Capabilities, std::string> capabilities(const nlohmann::json& body) const;
   // The requirements of a class id (parsed once from its canonical JSON).
   const ml::Requirements& requirements(const std::string& class_id, const std::string& class_json) const;
 

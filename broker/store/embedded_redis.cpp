@@ -37,6 +37,12 @@ void EmbeddedRedis::start() {
   if (pid_ < 0) throw std::runtime_error("fork failed while starting redis-server");
   if (pid_ == 0) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the broker
+    // The broker blocks SIGTERM/SIGINT to sigwait for them; exec keeps the mask,
+    // so unblock here or redis-server would ignore our SIGTERM (and skip its
+    // orderly AOF flush).
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -1,0 +1,162 @@
+#include "broker/observability/overview.hpp"
+
+#include "broker/store/keys.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker::obs {
+
+using nlohmann::json;
+
+namespace {
+
+// GPUs a worker advertises: gpu.count, else the length of its device list.
+int advertised_gpus(const json& caps) {
+  if (!caps.is_object()) return 0;
+  if (caps.contains("gpu") && caps["gpu"].is_object() && caps["gpu"].contains("count") && caps["gpu"]["count"].is_number_integer())
+    return caps["gpu"]["count"].get<int>();
+  if (caps.contains("devices") && caps["devices"].is_array()) return static_cast<int>(caps["devices"].size());
+  return 0;
+}
+
+std::string gpu_type(const json& caps) {
+  if (caps.is_object() && caps.contains("gpu") && caps["gpu"].is_object() && caps["gpu"].contains("type") &&
+      caps["gpu"]["type"].is_string())
+    return caps["gpu"]["type"].get<std::string>();
+  if (caps.is_object() && caps.contains("accelerator") && caps["accelerator"].is_string()) return caps["accelerator"].get<std::string>();
+  return "";
+}
+
+long long integer_or(const RedisValue& v, long long fallback) {
+  if (v.is_nil() || v.str.empty()) return v.type == RedisValue::Type::integer ? v.integer : fallback;
+  try {
+    return std::stoll(v.str);
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
+json workers_overview(ApiContext& ctx, json& totals) {
+  const auto now = now_ms();
+  json list = json::array();
+  long long live = 0, advertised = 0, in_use = 0;
+  for (const auto& w : ctx.workers.list()) {
+    const bool is_live = now - w.last_seen_ms <= ctx.config.worker_dead_after_ms;
+    const int total = advertised_gpus(w.capabilities);
+    int busy = 0;
+    for (const auto& job : ctx.workers.load(w.id).active) busy += job.gpus;
+    list.push_back({{"id", w.id},
+                    {"state", w.state},
+                    {"live", is_live},
+                    {"last_seen", w.last_seen_ms > 0 ? json(format_rfc3339(w.last_seen_ms)) : json(nullptr)},
+                    {"last_seen_age_s", w.last_seen_ms > 0 ? (now - w.last_seen_ms) / 1000.0 : -1.0},
+                    {"gpu_type", gpu_type(w.capabilities)},
+                    {"gpus_total", total},
+                    {"gpus_in_use", busy},
+                    {"gpus_free", std::max(0, total - busy)},
+                    {"queues", w.queues}});
+    if (!is_live) continue;
+    ++live;
+    advertised += total;
+    in_use += busy;
+  }
+  totals["workers"] = list.size();
+  totals["workers_live"] = live;
+  totals["gpus_advertised"] = advertised;
+  totals["gpus_in_use"] = in_use;
+  return list;
+}
+
+json queue_overview(ApiContext& ctx, const std::string& name) {
+  json q = {{"name", name}, {"paused", ctx.store.is_paused(name)}};
+  json counts = json::object();
+  for (const auto& [k, v] : ctx.store.queue_counts(name)) counts[k] = v;
+  q["counts"] = counts;
+  // Budget use: the ledger the claim script charges, the limits it enforces, and
+  // the preemption counter the preemption controller keeps in the stats hash.
+  auto replies = ctx.store.redis().pipeline({{"HMGET", keys::ledger(name), "gpus", "gpu_jobs"},
+                                             {"HMGET", keys::config(name), "max_total_gpus", "max_concurrent_gpu_jobs"},
+                                             {"HGET", keys::stats(name), "preempted"}});
+  const auto& ledger = replies[0].elements;
+  q["gpus_in_use"] = ledger.size() == 2 ? integer_or(ledger[0], 0) : 0;
+  q["gpu_jobs_running"] = ledger.size() == 2 ? integer_or(ledger[1], 0) : 0;
+  json budget = json::object();
+  const auto& config = replies[1].elements;
+  const char* names[] = {"max_total_gpus", "max_concurrent_gpu_jobs"};
+  for (std::size_t i = 0; i < config.size() && i < 2; ++i)
+    if (const auto limit = integer_or(config[i], -1); limit >= 0) budget[names[i]] = limit;
+  q["budget"] = budget;
+  q["preemptions"] = integer_or(replies[2], 0);
+  json classes = json::array();
+  for (auto& c : ctx.jobs.queue_diagnosis(name)["classes"]) {
+    json entry = {{"class", c.value("class", "")},
+                  {"waiting", c.value("waiting", 0)},
+                  {"requirements", c.contains("requirements") ? c["requirements"] : json::object()},
+                  {"workers_seen", c.value("workers_seen", 0)},
+                  {"eligible", c.value("eligible", 0)},
+                  {"message", c.value("message", "")}};
+    classes.push_back(std::move(entry));
+  }
+  q["classes"] = classes;
+  return q;
+}
+
+}  // namespace
+
+json build_overview(ApiContext& ctx) {
+  json totals = json::object();
+  json workers = workers_overview(ctx, totals);
+  json queues = json::array();
+  for (const auto& name : ctx.store.queues()) queues.push_back(queue_overview(ctx, name));
+  return {{"generated_at", format_rfc3339(now_ms())}, {"totals", totals}, {"workers", workers}, {"queues", queues}};
+}
+
+void render_cluster_metrics(const json& overview, Exposition& out) {
+  const auto& queues = overview["queues"];
+  auto per_queue = [&](const char* name, const char* type, const char* help, auto&& each) {
+    out.family(name, type, help);
+    for (const auto& q : queues) each(q, q["name"].get<std::string>());
+  };
+  per_queue("ojs_queue_jobs", "gauge", "Jobs in a queue now, by state (available, active, delayed, dead_letter)",
+            [&](const json& q, const std::string& name) {
+              for (const char* state : {"available", "active", "delayed", "dead_letter"})
+                out.sample("ojs_queue_jobs", {{"queue", name}, {"state", state}}, q["counts"].value(state, 0.0));
+            });
+  per_queue("ojs_queue_finished_total", "counter", "Jobs that reached a terminal state, by state (completed, discarded, cancelled)",
+            [&](const json& q, const std::string& name) {
+              for (const char* state : {"completed", "discarded", "cancelled"})
+                out.sample("ojs_queue_finished_total", {{"queue", name}, {"state", state}}, q["counts"].value(state, 0.0));
+            });
+  per_queue("ojs_queue_paused", "gauge", "1 while the queue is paused", [&](const json& q, const std::string& name) {
+    out.sample("ojs_queue_paused", {{"queue", name}}, q["paused"].get<bool>() ? 1 : 0);
+  });
+  per_queue("ojs_class_waiting", "gauge", "Available jobs per requirement class (jobs with identical hard constraints)",
+            [&](const json& q, const std::string& name) {
+              for (const auto& c : q["classes"])
+                out.sample("ojs_class_waiting", {{"queue", name}, {"class", c["class"].get<std::string>()}}, c["waiting"].get<double>());
+            });
+  per_queue("ojs_queue_gpus_in_use", "gauge", "GPUs charged to the queue's budget ledger by running jobs",
+            [&](const json& q, const std::string& name) { out.sample("ojs_queue_gpus_in_use", {{"queue", name}}, q["gpus_in_use"].get<double>()); });
+  per_queue("ojs_queue_gpu_jobs_running", "gauge", "Running GPU jobs charged to the queue's budget ledger",
+            [&](const json& q, const std::string& name) {
+              out.sample("ojs_queue_gpu_jobs_running", {{"queue", name}}, q["gpu_jobs_running"].get<double>());
+            });
+  per_queue("ojs_queue_gpu_budget", "gauge", "Configured GPU budget of the queue, by limit (max_total_gpus, max_concurrent_gpu_jobs)",
+            [&](const json& q, const std::string& name) {
+              for (const auto& [limit, value] : q["budget"].items())
+                out.sample("ojs_queue_gpu_budget", {{"queue", name}, {"limit", limit}}, value.get<double>());
+            });
+  per_queue("ojs_preemptions_total", "counter", "Jobs preempted in the queue (stats hash field 'preempted')",
+            [&](const json& q, const std::string& name) { out.sample("ojs_preemptions_total", {{"queue", name}}, q["preemptions"].get<double>()); });
+
+  std::map<std::string, long long> by_state = {{"running", 0}, {"quiet", 0}, {"terminate", 0}, {"lost", 0}};
+  for (const auto& w : overview["workers"]) ++by_state[w["live"].get<bool>() ? w["state"].get<std::string>() : std::string("lost")];
+  out.family("ojs_workers", "gauge", "Workers seen, by state (running, quiet, terminate; lost = silent past --worker-dead-after-ms)");
+  for (const auto& [state, n] : by_state) out.sample("ojs_workers", {{"state", state}}, static_cast<double>(n));
+  const auto& totals = overview["totals"];
+  out.family("ojs_gpus_advertised", "gauge", "GPUs advertised by live workers");
+  out.sample("ojs_gpus_advertised", {}, totals["gpus_advertised"].get<double>());
+  out.family("ojs_gpus_in_use", "gauge", "GPUs of live workers held by running jobs");
+  out.sample("ojs_gpus_in_use", {}, totals["gpus_in_use"].get<double>());
+}
+
+}  // namespace ojs::broker::obs

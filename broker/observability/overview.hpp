@@ -1,0 +1,29 @@
+// What the cluster looks like now, read from Redis at request time (so it is
+// exact across any number of brokers sharing one Redis): workers with their
+// GPUs, queues with depth by state, GPU budgets and why each class waits.
+// GET /ojs/v1/admin/overview returns it, /ojs/status renders it as HTML and
+// /metrics turns it into gauges.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "broker/api/api.hpp"
+#include "broker/observability/metrics.hpp"
+
+namespace ojs::broker::obs {
+
+// {generated_at, totals{workers, workers_live, gpus_advertised, gpus_in_use},
+//  workers[{id, state, live, last_seen, last_seen_age_s, gpu_type, gpus_total, gpus_in_use, gpus_free, queues}],
+//  queues[{name, paused, counts{available, active, delayed, dead_letter, completed, discarded, cancelled},
+//          gpus_in_use, gpu_jobs_running, budget{max_total_gpus?, max_concurrent_gpu_jobs?}, preemptions,
+//          classes[{class, waiting, requirements, workers_seen, eligible, message}]}]}
+nlohmann::json build_overview(ApiContext& ctx);
+
+// The cluster gauges of an overview in Prometheus text format.
+void render_cluster_metrics(const nlohmann::json& overview, Exposition& out);
+
+// The read-only HTML status page (inline CSS, no scripts, refreshes itself).
+std::string render_status_page(const nlohmann::json& overview);
+
+}  // namespace ojs::broker::obs

@@ -1,0 +1,165 @@
+// GET /ojs/status: the overview rendered as one self-contained HTML page
+// (inline CSS, no scripts, no external assets; a meta refresh reloads it).
+#include "broker/observability/overview.hpp"
+
+namespace ojs::broker::obs {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kRefreshSeconds = 5;
+
+std::string escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+std::string age(double seconds) {
+  if (seconds < 0) return "never";
+  if (seconds < 1) return "just now";
+  if (seconds < 120) return std::to_string(static_cast<long long>(seconds)) + " s ago";
+  if (seconds < 7200) return std::to_string(static_cast<long long>(seconds / 60)) + " min ago";
+  return std::to_string(static_cast<long long>(seconds / 3600)) + " h ago";
+}
+
+// "gpu_count=8, gpu_type=nvidia-h100" from a class's canonical ext_ml_* document.
+std::string requirements_text(const json& req) {
+  if (!req.is_object() || req.empty()) return "no constraints";
+  std::string out;
+  for (const auto& [key, value] : req.items()) {
+    if (!out.empty()) out += ", ";
+    out += key.rfind("ext_ml_", 0) == 0 ? key.substr(7) : key;
+    out += '=';
+    out += text_of(value);
+  }
+  if (out.size() > 140) out = out.substr(0, 137) + "...";
+  return out;
+}
+
+std::string cell(const std::string& html, const char* cls = nullptr) {
+  return cls ? "<td class=\"" + std::string(cls) + "\">" + html + "</td>" : "<td>" + html + "</td>";
+}
+
+std::string num(const json& v) { return cell(v.is_number() ? v.dump() : "0", "n"); }
+
+// A small bar: filled part = in use.
+std::string gpu_bar(long long used, long long total) {
+  if (total <= 0) return cell("<span class=\"muted\">no GPUs</span>");
+  const long long pct = used * 100 / total;
+  return cell("<div class=\"bar\"><i style=\"width:" + std::to_string(pct) + "%\"></i></div> " + std::to_string(total - used) +
+              " free / " + std::to_string(total));
+}
+
+const char* kStyle = R"(
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f5f6f8}
+header{background:#1d2330;color:#fff;padding:14px 24px;display:flex;align-items:baseline;gap:16px}
+header h1{font-size:18px;margin:0}header span{color:#aab2c0;font-size:12px}
+main{padding:8px 24px 24px}
+.cards{display:flex;gap:12px;margin:12px 0}
+.card{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:10px 16px;min-width:130px}
+.card b{display:block;font-size:22px}.card span{color:#5b6475;font-size:12px}
+h2{font-size:15px;margin:18px 0 6px}
+table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #dde1e7}
+th,td{text-align:left;padding:6px 10px;border-bottom:1px solid #edf0f3;vertical-align:top}
+th{background:#f0f2f5;font-weight:600;font-size:12px;color:#5b6475}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+td.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
+.pill{border-radius:9px;padding:1px 8px;font-size:12px;background:#e3f5e8;color:#17663a}
+.pill.quiet,.pill.paused{background:#fff4d6;color:#8a5a00}.pill.terminate,.pill.lost{background:#fde4e4;color:#9b1c1c}
+.bar{display:inline-block;width:80px;height:8px;background:#e3e7ed;border-radius:4px;vertical-align:middle;overflow:hidden}
+.bar i{display:block;height:100%;background:#3b82f6}
+.muted{color:#8b93a3}.why{color:#9b1c1c}
+)";
+
+std::string workers_table(const json& workers) {
+  std::string html = "<h2>Workers</h2><table id=\"workers\"><tr><th>worker</th><th>state</th><th>GPU</th><th>GPUs</th>"
+                     "<th>queues</th><th>last seen</th></tr>";
+  if (workers.empty()) html += "<tr><td colspan=\"6\" class=\"muted\">no worker has polled yet</td></tr>";
+  for (const auto& w : workers) {
+    const std::string state = w["live"].get<bool>() ? w["state"].get<std::string>() : "lost";
+    std::string queues;
+    for (const auto& q : w["queues"]) queues += (queues.empty() ? "" : ", ") + escape(text_of(q));
+    html += "<tr data-worker=\"" + escape(w["id"].get<std::string>()) + "\">" + cell(escape(w["id"].get<std::string>()), "mono") +
+            cell("<span class=\"pill " + state + "\">" + state + "</span>") + cell(escape(w["gpu_type"].get<std::string>())) +
+            gpu_bar(w["gpus_in_use"].get<long long>(), w["gpus_total"].get<long long>()) + cell(queues) +
+            cell(age(w["last_seen_age_s"].get<double>())) + "</tr>";
+  }
+  return html + "</table>";
+}
+
+std::string queues_table(const json& queues) {
+  std::string html = "<h2>Queues</h2><table id=\"queues\"><tr><th>queue</th><th>status</th><th>available</th><th>active</th>"
+                     "<th>delayed</th><th>dead letter</th><th>completed</th><th>GPUs in use / budget</th><th>preemptions</th></tr>";
+  if (queues.empty()) html += "<tr><td colspan=\"9\" class=\"muted\">no queues yet</td></tr>";
+  for (const auto& q : queues) {
+    const auto& c = q["counts"];
+    const bool paused = q["paused"].get<bool>();
+    std::string budget = q["gpus_in_use"].dump() + " / " +
+                         (q["budget"].contains("max_total_gpus") ? q["budget"]["max_total_gpus"].dump() : std::string("&infin;"));
+    if (q["budget"].contains("max_concurrent_gpu_jobs"))
+      budget += " <span class=\"muted\">(" + q["gpu_jobs_running"].dump() + " / " + q["budget"]["max_concurrent_gpu_jobs"].dump() + " jobs)</span>";
+    html += "<tr>" + cell(escape(q["name"].get<std::string>()), "mono") +
+            cell(std::string("<span class=\"pill") + (paused ? " paused\">paused" : "\">active") + "</span>") +
+            num(c.value("available", json(0))) + num(c.value("active", json(0))) + num(c.value("delayed", json(0))) +
+            num(c.value("dead_letter", json(0))) + num(c.value("completed", json(0))) + cell(budget, "n") + num(q["preemptions"]) + "</tr>";
+  }
+  return html + "</table>";
+}
+
+std::string waiting_table(const json& queues) {
+  std::string rows;
+  for (const auto& q : queues)
+    for (const auto& c : q["classes"]) {
+      if (c["waiting"].get<long long>() <= 0) continue;
+      rows += "<tr>" + cell(escape(q["name"].get<std::string>()), "mono") + cell(escape(c["class"].get<std::string>()), "mono") +
+              num(c["waiting"]) + cell(escape(requirements_text(c["requirements"]))) +
+              cell(escape(c["message"].get<std::string>()), "why") + "</tr>";
+    }
+  if (rows.empty()) rows = "<tr><td colspan=\"5\" class=\"muted\">nothing is waiting</td></tr>";
+  return "<h2>Waiting jobs, by requirement class</h2><table id=\"waiting\"><tr><th>queue</th><th>class</th><th>waiting</th>"
+         "<th>needs</th><th>why it waits</th></tr>" +
+         rows + "</table>";
+}
+
+std::string card(const std::string& value, const char* label) {
+  return "<div class=\"card\"><b>" + value + "</b><span>" + label + "</span></div>";
+}
+
+}  // namespace
+
+std::string render_status_page(const json& overview) {
+  const auto& t = overview["totals"];
+  long long available = 0, active = 0;
+  for (const auto& q : overview["queues"]) {
+    available += q["counts"].value("available", 0LL);
+    active += q["counts"].value("active", 0LL);
+  }
+  std::string html = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+                     "<meta http-equiv=\"refresh\" content=\"" + std::to_string(kRefreshSeconds) + "\">"
+                     "<title>OJS broker status</title><style>" + std::string(kStyle) + "</style></head><body>";
+  html += "<header><h1>OJS broker status</h1><span>read-only &middot; " + escape(overview["generated_at"].get<std::string>()) +
+          " &middot; refreshes every " + std::to_string(kRefreshSeconds) +
+          " s &middot; <a style=\"color:#aab2c0\" href=\"/ojs/v1/admin/overview\">JSON</a> &middot; "
+          "<a style=\"color:#aab2c0\" href=\"/metrics\">metrics</a></span></header><main>";
+  html += "<div class=\"cards\">" + card(t["workers_live"].dump() + " / " + t["workers"].dump(), "workers live") +
+          card(t["gpus_in_use"].dump() + " / " + t["gpus_advertised"].dump(), "GPUs in use") +
+          card(std::to_string(available), "jobs available") + card(std::to_string(active), "jobs active") + "</div>";
+  html += workers_table(overview["workers"]) + queues_table(overview["queues"]) + waiting_table(overview["queues"]);
+  return html + "</main></body></html>";
+}
+
+}  // namespace ojs::broker::obs
