@@ -3,10 +3,12 @@
 namespace ojs::worker {
 
 std::string BrokerReply::describe() const {
-  if (status == 0) return "unreachable: " + transport_error;
-  std::string text = "HTTP " + std::to_string(status);
+  // Built by append: GCC 12 warns falsely (-Wstringop-overflow) on operator+ chains here.
+  std::string text;
+  if (status == 0) return text.append("unreachable: ").append(transport_error);
+  text.append("HTTP ").append(std::to_string(status));
   if (body.is_object() && body.contains("error") && body["error"].is_object())
-    text += " " + body["error"].value("code", "") + ": " + body["error"].value("message", "");
+    text.append(" ").append(body["error"].value("code", "")).append(": ").append(body["error"].value("message", ""));
   return text;
 }
 

@@ -8,7 +8,10 @@ namespace ojs::worker {
 
 std::string cuda_visible_devices(const std::vector<int>& devices) {
   std::string out;
-  for (const int index : devices) out += (out.empty() ? "" : ",") + std::to_string(index);
+  for (const int index : devices) {
+    if (!out.empty()) out.push_back(',');
+    out.append(std::to_string(index));
+  }
   return out;
 }
 
