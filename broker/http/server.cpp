@@ -1,8 +1,10 @@
 #include "broker/http/server.hpp"
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -63,24 +65,50 @@ HttpRequest to_request(const http::request<http::string_body>& req) {
   return out;
 }
 
-class Session : public std::enable_shared_from_this<Session> {
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One connection: plain HTTP, or HTTPS when Stream is TlsStream (handshake first,
+// TLS close_notify last). Requests are dispatched synchronously on the I/O thread.
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
  public:
   Session(tcp::socket socket, const Router& router, std::size_t max_body)
+    requires(!kTls)
       : stream_(std::move(socket)), router_(router), max_body_(max_body) {}
+  Session(tcp::socket socket, asio::ssl::context& tls, const Router& router, std::size_t max_body)
+    requires kTls
+      : stream_(std::move(socket), tls), router_(router), max_body_(max_body) {}
 
-  void run() { asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); }); }
+  void run() {
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if constexpr (kTls) {
+        beast::get_lowest_layer(self->stream_).expires_after(std::chrono::seconds(30));
+        self->stream_.async_handshake(asio::ssl::stream_base::server, [self](beast::error_code ec) {
+          if (ec) return self->close();
+          self->read();
+        });
+      } else {
+        self->read();
+      }
+    });
+  }
 
  private:
   void read() {
     parser_.emplace();
     parser_->body_limit(max_body_);
-    stream_.expires_after(std::chrono::seconds(120));  // idle keep-alive connections are closed
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(120));  // idle keep-alive connections are closed
     http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+                     [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
   void on_read(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::connection_reset) return close();
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::connection_reset ||
+        ec == asio::ssl::error::stream_truncated)
+      return close();
     if (ec == http::error::body_limit) {
       HttpResponse r = json_response(413, OjsError(ErrorCode::payload_too_large,
                                                    "request body exceeds " + std::to_string(max_body_) + " bytes",
@@ -106,18 +134,26 @@ class Session : public std::enable_shared_from_this<Session> {
     res->body() = std::move(response.body);
     res->keep_alive(keep_alive);
     res->prepare_payload();
-    http::async_write(stream_, *res, [self = shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
+    http::async_write(stream_, *res, [self = this->shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
       if (ec || !keep_alive) return self->close();
       self->read();
     });
   }
 
   void close() {
-    beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if constexpr (kTls) {
+      beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(5));
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+        beast::error_code ec;
+        beast::get_lowest_layer(self->stream_).socket().close(ec);
+      });
+    } else {
+      beast::error_code ec;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    }
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   const Router& router_;
@@ -133,6 +169,7 @@ struct HttpServer::Impl {
   tcp::acceptor acceptor{ioc};
   std::vector<std::thread> threads;
   std::uint16_t bound_port = 0;
+  std::optional<asio::ssl::context> tls;  // set when a certificate and key are configured
 
   Impl(HttpServerOptions o, const Router& r) : options(std::move(o)), router(r), ioc(o.threads) {}
 
@@ -141,7 +178,8 @@ struct HttpServer::Impl {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
         socket.set_option(tcp::no_delay(true), ec);
-        std::make_shared<Session>(std::move(socket), router, options.max_body_bytes)->run();
+        if (tls) std::make_shared<Session<TlsStream>>(std::move(socket), *tls, router, options.max_body_bytes)->run();
+        else std::make_shared<Session<PlainStream>>(std::move(socket), router, options.max_body_bytes)->run();
       }
       accept();
     });
@@ -155,6 +193,15 @@ HttpServer::~HttpServer() { stop(); }
 
 void HttpServer::start() {
   auto& i = *impl_;
+  if (i.options.tls_cert.empty() != i.options.tls_key.empty())
+    throw std::runtime_error("TLS needs both a certificate (--tls-cert) and a key (--tls-key)");
+  if (!i.options.tls_cert.empty()) {
+    i.tls.emplace(asio::ssl::context::tls_server);
+    i.tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
+                       asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+    i.tls->use_certificate_chain_file(i.options.tls_cert);  // throws boost::system::system_error on a bad file
+    i.tls->use_private_key_file(i.options.tls_key, asio::ssl::context::pem);
+  }
   const tcp::endpoint endpoint(asio::ip::make_address(i.options.address), i.options.port);
   i.acceptor.open(endpoint.protocol());
   i.acceptor.set_option(asio::socket_base::reuse_address(true));

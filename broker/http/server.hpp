@@ -1,4 +1,4 @@
-// The HTTP/1.1 listener (Boost.Beast over Asio). Beast stays inside server.cpp;
+// The HTTP/1.1 listener (Boost.Beast over Asio), plain or TLS. Beast stays inside server.cpp;
 // everything else speaks HttpRequest/HttpResponse.
 #pragma once
 #include <cstdint>
@@ -14,6 +14,7 @@ struct HttpServerOptions {
   std::uint16_t port = 8080;     // 0 picks a free port (see HttpServer::port())
   int threads = 4;               // I/O threads; handlers run on them
   std::size_t max_body_bytes = 4 * 1024 * 1024;
+  std::string tls_cert, tls_key;  // PEM files; both set: HTTPS (TLS 1.2+) instead of HTTP
 };
 
 class HttpServer {

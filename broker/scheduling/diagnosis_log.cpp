@@ -55,8 +55,10 @@ void DiagnosisLog::note_budget(const std::string& queue, const BudgetBlock& bloc
   ml::Judgement j;
   ml::Refusal r;
   r.predicate = "budget";
-  const std::string what = block.kind == "max_total_gpus" ? " GPUs in use" : " GPU jobs running";
-  r.summary = "queue budget " + std::to_string(block.in_use) + "/" + std::to_string(block.limit) + what;
+  const bool tenant = block.kind.rfind("tenant_quota:", 0) == 0;  // per-tenant quota (tenant_quota:<name>)
+  const std::string what = block.kind == "max_total_gpus" || tenant ? " GPUs in use" : " GPU jobs running";
+  r.summary = (tenant ? "tenant " + block.kind.substr(13) + " quota " : std::string("queue budget ")) +
+              std::to_string(block.in_use) + "/" + std::to_string(block.limit) + what;
   r.reason = r.summary + " (" + block.kind + ")";
   r.facts = {{"in_use", static_cast<double>(block.in_use)}, {"limit", static_cast<double>(block.limit)}, {"limit_name", block.kind}};
   j.refusals.push_back(std::move(r));

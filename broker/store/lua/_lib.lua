@@ -62,6 +62,8 @@ local function release_budget(prefix, jk)
   if charged > 0 then
     redis.call('HINCRBY', prefix .. 'ledger', 'gpus', -charged)
     redis.call('HINCRBY', prefix .. 'ledger', 'gpu_jobs', -1)
+    local tenant = redis.call('HGET', jk, 'tenant')
+    if tenant and tenant ~= '' then redis.call('HINCRBY', prefix .. 'tenant-ledger', tenant, -charged) end
   end
   redis.call('HDEL', jk, 'charged_gpus')
 end
@@ -76,4 +78,41 @@ local function budget_block(prefix, gpus)
   if max_gpus and used + gpus > max_gpus then return {used, max_gpus, 'max_total_gpus'} end
   if max_jobs and jobs + 1 > max_jobs then return {jobs, max_jobs, 'max_concurrent_gpu_jobs'} end
   return nil
+end
+
+-- Per-tenant GPU quotas of a queue: `tenant-quotas` maps tenant -> max GPUs ('*' =
+-- any tenant without an entry), `tenant-ledger` tenant -> GPUs charged. A job's
+-- tenant is its `tenant` field (written at PUSH); release_budget gives them back.
+local function tenant_block(prefix, tenant, gpus)
+  if gpus <= 0 or not tenant or tenant == '' then return nil end
+  local q = redis.call('HMGET', prefix .. 'tenant-quotas', tenant, '*')
+  local limit = tonumber(q[1] or q[2] or '')
+  if not limit then return nil end
+  local used = tonumber(redis.call('HGET', prefix .. 'tenant-ledger', tenant) or '0')
+  if used + gpus > limit then return {used, limit, 'tenant_quota:' .. tenant} end
+  return nil
+end
+
+-- The first ready job of a class (at most 32 from the head) whose tenant is within
+-- quota, as {id, score}; an over-quota tenant never blocks the others behind it.
+-- nil and the first block when every scanned job is over its tenant's quota.
+local function within_tenant_quota(prefix, class, head, gpus)
+  if gpus <= 0 or redis.call('EXISTS', prefix .. 'tenant-quotas') == 0 then return head, nil end
+  local range = redis.call('ZRANGE', ready_key(prefix, class), 0, 31, 'WITHSCORES')
+  local seen, first_block = {}, nil
+  for i = 1, #range, 2 do
+    local tenant = redis.call('HGET', job_key(prefix, range[i]), 'tenant') or ''
+    if not seen[tenant] then
+      local over = tenant_block(prefix, tenant, gpus)
+      if not over then return {range[i], range[i + 1]}, nil end
+      seen[tenant] = true
+      first_block = first_block or over
+    end
+  end
+  return nil, first_block
+end
+
+local function charge_tenant(prefix, jk, gpus)
+  local tenant = redis.call('HGET', jk, 'tenant')
+  if tenant and tenant ~= '' then redis.call('HINCRBY', prefix .. 'tenant-ledger', tenant, gpus) end
 end

@@ -22,6 +22,7 @@ for _ = 1, count do
     local head = redis.call('ZRANGE', ready_key(prefix, class), 0, 0, 'WITHSCORES')
     local over = nil
     if head[1] then over = budget_block(prefix, gpus) end
+    if head[1] and not over then head, over = within_tenant_quota(prefix, class, head, gpus) end
     if over then
       -- Over budget: the job stays available (never rejected) and the reason is reported.
       table.insert(blocked, class); table.insert(blocked, over[1]); table.insert(blocked, over[2]); table.insert(blocked, over[3])
@@ -62,6 +63,7 @@ for _ = 1, count do
     redis.call('HSET', jk, 'charged_gpus', best_gpus)
     redis.call('HINCRBY', prefix .. 'ledger', 'gpus', best_gpus)
     redis.call('HINCRBY', prefix .. 'ledger', 'gpu_jobs', 1)
+    charge_tenant(prefix, jk, best_gpus)
   end
   if best_devices ~= '' then
     redis.call('HSET', jk, 'ext_ml_assigned_devices', best_devices)

@@ -1,0 +1,89 @@
+// Queue governance for admins: configuration (defaults, limits, budgets, tenant
+// quotas), the GPU ledger, its reconciliation, and the jobs of a queue by state.
+#include "broker/admin/job_listing.hpp"
+#include "broker/api/api.hpp"
+#include "broker/api/json_io.hpp"
+#include "broker/governance/queue_config_store.hpp"
+#include "ojs/core/envelope.hpp"
+#include "ojs/core/error.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+namespace {
+
+std::string queue_name(const HttpRequest& r) {
+  const auto& name = r.params.at("name");
+  if (!is_valid_queue_name(name)) throw invalid_field("name", "must match ^[a-z0-9][a-z0-9.-]*$");
+  return name;
+}
+
+// The version the writer read: body "expected_version", else an If-Match header ("3" or 3).
+std::optional<long long> expected_version(const json& body, const HttpRequest& r) {
+  if (body.contains("expected_version")) {
+    if (!body["expected_version"].is_number_integer() || body["expected_version"].get<long long>() < 0)
+      throw invalid_field("expected_version", "must be an integer >= 0");
+    return body["expected_version"].get<long long>();
+  }
+  std::string tag = r.header("if-match");
+  if (tag.empty() || tag == "*") return std::nullopt;
+  if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') tag = tag.substr(1, tag.size() - 2);
+  try {
+    std::size_t used = 0;
+    const long long v = std::stoll(tag, &used);
+    if (used == tag.size() && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw invalid_field("If-Match", "must be the configuration version, e.g. \"3\"");
+}
+
+HttpResponse config_reply(const json& config) {
+  HttpResponse response = json_reply(200, {{"config", config}});
+  response.headers.emplace_back("ETag", "\"" + std::to_string(config["version"].get<long long>()) + "\"");
+  return response;
+}
+
+int limit_param(const HttpRequest& r) {
+  const auto text = r.query_or("limit", "50");
+  try {
+    const int limit = std::stoi(text);
+    if (limit >= 1 && limit <= 1000) return limit;
+  } catch (const std::exception&) {
+  }
+  throw invalid_field("limit", "must be an integer between 1 and 1000");
+}
+
+}  // namespace
+
+void register_governance_api(Router& router, ApiContext& ctx, governance::QueueConfigStore& configs) {
+  const std::string base = "/ojs/v1/admin/queues/{name}/";
+  router.add("GET", base + "config", [&configs](const HttpRequest& r) {
+    const auto queue = queue_name(r);
+    return config_reply(governance::to_json(configs.load(queue), queue));
+  });
+  router.add("PUT", base + "config", [&configs](const HttpRequest& r) {
+    const auto queue = queue_name(r);
+    const json body = parse_json_body(r);
+    const auto config = governance::parse_queue_config(body);
+    configs.save(queue, config, expected_version(body, r));
+    return config_reply(governance::to_json(configs.load(queue), queue));
+  });
+  router.add("GET", base + "budget", [&configs](const HttpRequest& r) {
+    return json_reply(200, {{"budget", configs.budget(queue_name(r))}});
+  });
+  for (const bool repair : {false, true}) {
+    router.add(repair ? "POST" : "GET", base + "reconcile", [&configs, repair](const HttpRequest& r) {
+      const auto queue = queue_name(r);
+      return json_reply(200, {{"reconciliation", configs.reconcile(queue, repair).to_json(queue)}});
+    });
+  }
+  router.add("GET", base + "jobs", [&ctx](const HttpRequest& r) {
+    const auto queue = queue_name(r);
+    const auto state = r.query_or("state", "available");
+    if (!admin::is_listable_state(state)) throw invalid_field("state", "must be one of available, active, scheduled, retryable, dead");
+    return json_reply(200, admin::list_jobs(ctx.store, queue, state, limit_param(r)));
+  });
+}
+
+}  // namespace ojs::broker

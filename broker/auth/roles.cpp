@@ -1,0 +1,62 @@
+#include "broker/auth/roles.hpp"
+
+#include <array>
+
+namespace ojs::broker::auth {
+
+namespace {
+
+// A rule matches a route exactly, or as a prefix when it ends with '*'.
+bool matches(std::string_view rule, std::string_view route) {
+  if (!rule.empty() && rule.back() == '*') return route.substr(0, rule.size() - 1) == rule.substr(0, rule.size() - 1);
+  return rule == route;
+}
+
+template <std::size_t N>
+bool any_matches(const std::array<std::string_view, N>& rules, std::string_view route) {
+  for (auto rule : rules)
+    if (matches(rule, route)) return true;
+  return false;
+}
+
+constexpr std::array<std::string_view, 2> kPublic = {"GET /ojs/manifest", "GET /ojs/v1/health"};
+
+// Producers submit, inspect and cancel their jobs and read why they wait.
+constexpr std::array<std::string_view, 8> kProducer = {
+    "POST /ojs/v1/jobs",          "GET /ojs/v1/jobs/{id}",         "DELETE /ojs/v1/jobs/{id}",
+    "GET /ojs/v1/jobs/{id}/*",    "GET /ojs/v1/events",            "GET /ojs/v1/queues",
+    "GET /ojs/v1/queues/{name}/stats", "GET /ojs/v1/queues/{name}/diagnosis"};
+
+// Workers run jobs: every worker-side operation (fetch, ack, nack, heartbeat and
+// whatever else lives under /workers/, e.g. checkpoints), job checkpoints, and INFO.
+constexpr std::array<std::string_view, 4> kWorker = {"POST /ojs/v1/workers/*", "GET /ojs/v1/jobs/{id}",
+                                                     "POST /ojs/v1/jobs/{id}/checkpoint*", "GET /ojs/v1/jobs/{id}/checkpoint*"};
+
+}  // namespace
+
+std::optional<Role> parse_role(std::string_view name) {
+  if (name == "producer") return Role::producer;
+  if (name == "worker") return Role::worker;
+  if (name == "admin") return Role::admin;
+  return std::nullopt;
+}
+
+std::string_view to_string(Role role) {
+  switch (role) {
+    case Role::producer: return "producer";
+    case Role::worker: return "worker";
+    case Role::admin: return "admin";
+  }
+  return "unknown";
+}
+
+bool is_public_route(std::string_view route) { return any_matches(kPublic, route); }
+
+bool roles_allow(const std::set<Role>& roles, std::string_view route) {
+  if (is_public_route(route) || roles.count(Role::admin)) return true;
+  if (roles.count(Role::producer) && any_matches(kProducer, route)) return true;
+  if (roles.count(Role::worker) && any_matches(kWorker, route)) return true;
+  return false;
+}
+
+}  // namespace ojs::broker::auth

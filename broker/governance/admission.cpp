@@ -1,0 +1,81 @@
+#include "broker/governance/admission.hpp"
+
+#include "broker/governance/defaults.hpp"
+#include "broker/governance/limits.hpp"
+#include "ojs/core/error.hpp"
+
+namespace ojs::broker::governance {
+
+using nlohmann::json;
+
+namespace {
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+void refuse_label(const std::string& attribute, const std::string& key, const std::string& prefix) {
+  throw OjsError(ErrorCode::forbidden, attribute + " uses label key '" + key + "', reserved to admins (prefix " + prefix + ")",
+                 {{"field", attribute}, {"key", key}, {"reserved_prefix", prefix}});
+}
+
+void check_key(const std::string& attribute, const std::string& key, const std::vector<std::string>& prefixes) {
+  for (const auto& p : prefixes)
+    if (starts_with(key, p)) refuse_label(attribute, key, p);
+}
+
+bool model_allowed(const std::string& id, const std::vector<std::string>& allowed) {
+  for (const auto& a : allowed) {
+    if (!a.empty() && a.back() == '*' ? starts_with(id, a.substr(0, a.size() - 1)) : id == a) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string resolve_tenant(const json& document, const auth::Identity* caller) {
+  std::string from_meta;
+  if (document.contains("meta") && document["meta"].is_object() && document["meta"].contains("tenant_id")) {
+    const auto& t = document["meta"]["tenant_id"];
+    if (!t.is_string() || !is_valid_tenant(t.get<std::string>()))
+      throw invalid_field("meta.tenant_id", "must be 1-64 of [A-Za-z0-9._-]");
+    from_meta = t.get<std::string>();
+  }
+  if (caller && !caller->tenant.empty()) {  // a token pinned to a tenant pushes for that tenant only
+    if (!from_meta.empty() && from_meta != caller->tenant)
+      throw OjsError(ErrorCode::forbidden, "token '" + caller->name + "' may only push for tenant " + caller->tenant,
+                     {{"field", "meta.tenant_id"}, {"value", from_meta}, {"tenant", caller->tenant}});
+    return caller->tenant;
+  }
+  if (!from_meta.empty()) return from_meta;
+  if (caller && !caller->anonymous && is_valid_tenant(caller->name)) return caller->name;
+  return {};
+}
+
+void check_label_keys(const ml::Requirements& r, const std::vector<std::string>& prefixes) {
+  if (prefixes.empty()) return;
+  for (const auto& [key, _] : r.hard.node_selector) check_key("ext_ml_node_selector", key, prefixes);
+  for (const auto& rule : r.hard.required_affinity) check_key("ext_ml_affinity", rule.key, prefixes);
+  for (const auto& rule : r.soft.preferred_affinity) check_key("ext_ml_affinity", rule.key, prefixes);
+  for (const auto& rule : r.hard.anti_affinity) check_key("ext_ml_anti_affinity", rule.key, prefixes);
+}
+
+void check_model_allowed(const ml::Requirements& r, const std::vector<std::string>& allowed_models) {
+  if (allowed_models.empty()) return;
+  for (const auto* id : {&r.model.id, &r.hard.pinned_model_id, &r.soft.locality_model_id})
+    if (!id->empty() && !model_allowed(*id, allowed_models))
+      throw OjsError(ErrorCode::validation_error, "broker allow-list allowed_models: model '" + *id + "' is not allowed",
+                     {{"limit", "allowed_models"}, {"scope", "broker"}, {"field", "ext_ml_model_id"}, {"value", *id},
+                      {"allowed", allowed_models}});
+}
+
+std::string Admission::admit(NewJob& job, const auth::Identity* caller) {
+  const QueueConfig config = configs_.load(job.queue);
+  apply_defaults(job.document, config.ml_defaults);
+  const ml::Requirements r = ml::parse_requirements(job.document);  // 400 naming the attribute
+  enforce_limits(r, job.timeout_ms, policy_.global_bounds, "broker");
+  enforce_limits(r, job.timeout_ms, config.ml_limits, "queue");
+  if (!caller || !caller->has(auth::Role::admin)) check_label_keys(r, policy_.admin_label_prefixes);
+  check_model_allowed(r, policy_.allowed_models);
+  return resolve_tenant(job.document, caller);
+}
+
+}  // namespace ojs::broker::governance

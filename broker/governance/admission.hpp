@@ -1,0 +1,44 @@
+// Governance at PUSH, in the order a job meets it: the queue's ml_defaults are
+// written into the document; then the broker's global bounds and the queue's
+// ml_limits (422), admin-only label keys (403 for non-admins), the allow-list of
+// model ids (422; checkpoint storage prefixes are checked by broker/preemption,
+// --checkpoint-prefix); finally the job's tenant
+// is resolved (meta.tenant_id, else the caller's token). JobService::push calls
+// admit() through its admission hook before classifying the job.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "broker/auth/identity.hpp"
+#include "broker/governance/queue_config_store.hpp"
+#include "ojs/core/envelope.hpp"
+#include "ojs/ml/requirements.hpp"
+
+namespace ojs::broker::governance {
+
+struct AdmissionPolicy {
+  MlLimits global_bounds;                        // scope "broker"; protect unconfigured queues
+  std::vector<std::string> admin_label_prefixes; // e.g. "node.ojs.io/": only admins may select on them
+  std::vector<std::string> allowed_models;       // allowed model ids ("llama-*" = prefix); empty: any
+};
+
+class Admission {
+ public:
+  Admission(QueueConfigStore& configs, AdmissionPolicy policy) : configs_(configs), policy_(std::move(policy)) {}
+
+  // May edit job.document (defaults); throws OjsError to refuse; returns the tenant ("" = none).
+  std::string admit(NewJob& job, const auth::Identity* caller);
+
+  const AdmissionPolicy& policy() const { return policy_; }
+
+ private:
+  QueueConfigStore& configs_;
+  AdmissionPolicy policy_;
+};
+
+// The pieces, exposed for unit tests.
+std::string resolve_tenant(const nlohmann::json& document, const auth::Identity* caller);
+void check_label_keys(const ml::Requirements& requirements, const std::vector<std::string>& admin_prefixes);
+void check_model_allowed(const ml::Requirements& requirements, const std::vector<std::string>& allowed_models);
+
+}  // namespace ojs::broker::governance

@@ -1,0 +1,20 @@
+-- Queue configuration write (admin PUT): a compare-and-set on the version, then the
+-- governance fields of the config hash and the tenant quota hash are replaced together.
+-- KEYS[1] config hash, KEYS[2] tenant quotas hash
+-- ARGV: expected version ('' = any), updated_at (ms), n, then n field/value pairs of the
+--       config hash (budget fields absent from them are removed), then tenant/max GPU pairs
+-- Reply: {'ok', new version} or {'conflict', current version}
+local current = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if ARGV[1] ~= '' and tonumber(ARGV[1]) ~= current then return {'conflict', current} end
+redis.call('HDEL', KEYS[1], 'max_total_gpus', 'max_concurrent_gpu_jobs', 'ml_defaults', 'ml_limits', 'tenant_quotas')
+local n = tonumber(ARGV[3])
+local fields = {}
+for i = 4, 3 + 2 * n do table.insert(fields, ARGV[i]) end
+if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
+redis.call('DEL', KEYS[2])
+local quotas = {}
+for i = 4 + 2 * n, #ARGV do table.insert(quotas, ARGV[i]) end
+if #quotas > 0 then redis.call('HSET', KEYS[2], unpack(quotas)) end
+local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
+return {'ok', version}
