@@ -5,6 +5,7 @@
 #include "broker/api/api.hpp"
 #include "broker/background/maintenance.hpp"
 #include "broker/http/server.hpp"
+#include "broker/preemption/preemption.hpp"
 #include "broker/store/embedded_redis.hpp"
 
 namespace ojs::broker {
@@ -22,6 +23,7 @@ struct BrokerApp::Impl {
   Router router;
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<Maintenance> maintenance;
+  std::unique_ptr<PreemptionController> preemption;
 };
 
 BrokerApp::BrokerApp(BrokerConfig config) : impl_(std::make_unique<Impl>()) { impl_->config = std::move(config); }
@@ -53,6 +55,7 @@ void BrokerApp::start() {
   register_queues_api(i.router, *i.api);
   register_events_api(i.router, *i.api);
   register_dead_letter_api(i.router, *i.api);
+  register_preemption_api(i.router, *i.api);
   register_observability_api(i.router, *i.api);
 
   HttpServerOptions http;
@@ -63,6 +66,8 @@ void BrokerApp::start() {
   i.server = std::make_unique<HttpServer>(http, i.router);
   i.server->start();
   i.maintenance = std::make_unique<Maintenance>(*i.jobs, *i.workers, i.config);
+  i.preemption = std::make_unique<PreemptionController>(*i.jobs, *i.scheduler, *i.diagnosis, *i.workers, i.config);
+  i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
   i.maintenance->start();
   spdlog::info("broker listening on http://{}:{} (Redis {})", i.config.listen_address, i.server->port(),
                i.redis->endpoint().describe());

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ojs::broker {
 
@@ -23,6 +24,14 @@ struct BrokerConfig {
   std::int64_t locality_delay_ms = 5000;          // delay scheduling for model locality
   std::string placement = "pack";                 // device placement: pack | spread
   int max_fetch_count = 100;
+
+  // Preemption (docs/operations.md "Preemption"): controller cadence (the leader
+  // lease lasts max(3 x this, 2 s)), how long GPUs freed by preemption stay held
+  // for the preemptor after the victims' deadline, and the allowed prefixes of
+  // checkpoint storage URIs (empty: any s3/gs/az/file URI).
+  std::int64_t preemption_interval_ms = 1000;
+  std::int64_t capacity_hold_ms = 10000;
+  std::vector<std::string> checkpoint_prefixes;
 };
 
 }  // namespace ojs::broker

@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   cli.add_option("--locality-delay-ms", config.locality_delay_ms, "Delay scheduling bound for model locality")->capture_default_str();
   cli.add_option("--placement", config.placement, "GPU device placement: pack or spread")->capture_default_str()->check(CLI::IsMember({"pack", "spread"}));
   cli.add_option("--max-body-bytes", config.max_body_bytes, "Largest accepted request body")->capture_default_str();
+  cli.add_option("--preemption-interval-ms", config.preemption_interval_ms, "Preemption controller cadence (leader lease: 3x, at least 2 s)")->capture_default_str()->check(CLI::Range(10, 600000));
+  cli.add_option("--capacity-hold-ms", config.capacity_hold_ms, "GPUs freed by preemption stay held for the preemptor this long after the victims' deadline")->capture_default_str();
+  cli.add_option("--checkpoint-prefix", config.checkpoint_prefixes, "Allowed checkpoint storage URI prefix (repeatable; none: any s3/gs/az/file URI)");
   std::string log_level = "info";
   cli.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(cli, argc, argv);

@@ -2,6 +2,7 @@
 // admin endpoints that set a worker's lifecycle directive.
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
+#include "broker/preemption/preemption.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 
@@ -42,6 +43,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     if (state == "running")
       for (auto& j : ctx.jobs.fetch(request)) jobs.push_back(std::move(j));
     nlohmann::json out = {{"jobs", jobs}, {"state", state}, {"directive", directive_for(state)}};
+    out["job_directives"] = preemption_directives(ctx.store.redis(), ctx.workers, request.worker_id);
     if (!jobs.empty()) out["job"] = jobs[0];
     return json_reply(200, out);
   });
@@ -98,7 +100,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     return json_reply(200, {{"state", state},
                             {"directive", directive_for(state)},
                             {"jobs_extended", extended},
-                            {"job_directives", nlohmann::json::array()},
+                            {"job_directives", preemption_directives(ctx.store.redis(), ctx.workers, worker_id)},
                             {"server_time", format_rfc3339(now_ms())}});
   });
 

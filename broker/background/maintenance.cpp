@@ -19,6 +19,7 @@ void Maintenance::run_once() {
     if (int n = jobs_.reclaim_expired(queue); n > 0)
       spdlog::info("queue {}: reclaimed {} job(s) whose visibility timeout expired", queue, n);
   }
+  for (const auto& step : steps_) step();
 }
 
 void Maintenance::start() {

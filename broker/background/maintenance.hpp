@@ -4,6 +4,8 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <functional>
+#include <vector>
 #include <mutex>
 #include <thread>
 
@@ -21,6 +23,8 @@ class Maintenance {
   void start();
   void stop();
   void run_once();  // one pass over every queue (tests call it directly)
+  // Extra work run at the end of every pass (the preemption controller); add before start().
+  void add_step(std::function<void()> step) { steps_.push_back(std::move(step)); }
 
  private:
   JobService& jobs_;
@@ -30,6 +34,7 @@ class Maintenance {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  std::vector<std::function<void()>> steps_;
 };
 
 }  // namespace ojs::broker

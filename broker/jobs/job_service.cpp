@@ -9,6 +9,7 @@
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/core/uuid.hpp"
+#include "broker/preemption/preemption.hpp"
 
 namespace ojs::broker {
 
@@ -81,7 +82,9 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
 
 json JobService::push(const json& body) {
   NewJob job = parse_enqueue_request(body, now_ms());
-  const JobClassification cls = scheduler_.classify(job.document, job.priority);  // validates ext_ml_*
+  JobClassification cls = scheduler_.classify(job.document, job.priority);  // validates ext_ml_*
+  check_checkpoint_prefix(cls.requirements, config_.checkpoint_prefixes);
+  bind_reservation(cls);  // a job naming a reservation runs only inside it: its own class
   if (!store_.reserve_id(job.id, job.queue))
     throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
 
@@ -102,6 +105,7 @@ json JobService::push(const json& body) {
   const Transition t = store_.push(job.queue, job.id, cls.class_id, cls.class_json, cls.rank_base, job.scheduled_at_ms, fields);
   if (t.status == TransitionStatus::duplicate)
     throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
+  index_scheduling(store_.redis(), job.queue, job.id, cls.requirements);  // escalation, reservation timeout
   return t.job.envelope();
 }
 
@@ -202,13 +206,21 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
     const int want = one_by_one ? 1 : request.count - static_cast<int>(jobs.size());
     std::vector<EligibleClass> eligible;
     std::map<std::string, const ClassVerdict*> verdict_of;
-    const auto verdicts = scheduler_.judge(classes, worker);
+    auto verdicts = scheduler_.judge(classes, worker);
+    apply_capacity_guards(store_.redis(), scheduler_, queue, classes, worker, verdicts, assignment_options(config_));
     for (const auto& v : verdicts) {
       verdict_of[v.class_id] = &v;
       if (v.judgement.eligible()) eligible.push_back(v.claim);
       diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);
     }
-    if (eligible.empty()) return;
+    if (eligible.empty()) {
+      // The cached class set may predate a class this worker could take (claim's
+      // version check never runs when nothing is eligible): look once more.
+      const auto current = store_.redis().command({"GET", keys::classes_version(queue)});
+      if (round > 0 || (current.is_nil() ? std::string("0") : current.str) == classes.version) return;
+      classes = classes_of(queue, true);
+      continue;
+    }
     auto outcome = store_.claim(queue, worker.worker_id, request.visibility_timeout_ms,
                                 config_.default_visibility_timeout_ms, want, classes.version, eligible);
     if (outcome.status == TransitionStatus::stale) {  // a class appeared since we looked
@@ -268,6 +280,8 @@ static FailurePlan plan_failure(const JobRecord& snapshot, const json& reported_
     plan.due_ms = now_ms() + retry_delay_ms(policy, attempt, unit_random());
   } else {
     plan.outcome = policy.on_exhaustion == "dead_letter" ? "dead_letter" : "discard";
+    // A job with committed checkpoints holds progress worth resuming: dead letter, never discard.
+    if (!snapshot.get("last_checkpoint").empty()) plan.outcome = "dead_letter";
   }
   plan.errors = json::parse(snapshot.get("errors").empty() ? "[]" : snapshot.get("errors"), nullptr, false);
   if (!plan.errors.is_array()) plan.errors = json::array();

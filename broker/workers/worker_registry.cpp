@@ -79,6 +79,25 @@ void WorkerRegistry::record_claim(const std::string& worker_id, const std::strin
   redis_.command({"HSET", worker_jobs_key(worker_id), job_id, entry.dump()});
 }
 
+std::vector<WorkerRegistry::HeldJob> WorkerRegistry::held_jobs(const std::string& worker_id) {
+  std::vector<HeldJob> out;
+  auto entries = redis_.command({"HGETALL", worker_jobs_key(worker_id)});
+  for (std::size_t i = 0; i + 1 < entries.elements.size(); i += 2) {
+    auto entry = nlohmann::json::parse(entries.elements[i + 1].str, nullptr, false);
+    if (!entry.is_object()) continue;
+    HeldJob job;
+    job.job_id = entries.elements[i].str;
+    job.queue = entry.value("queue", "");
+    job.gpus = entry.value("gpus", 0);
+    if (entry.contains("devices") && entry["devices"].is_array()) job.devices = entry["devices"].get<std::vector<int>>();
+    if (entry.contains("labels") && entry["labels"].is_object())
+      for (auto it = entry["labels"].begin(); it != entry["labels"].end(); ++it)
+        if (it.value().is_string()) job.labels[it.key()] = it.value().get<std::string>();
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
 ml::WorkerLoad WorkerRegistry::load(const std::string& worker_id) {
   ml::WorkerLoad load;
   auto entries = redis_.command({"HGETALL", worker_jobs_key(worker_id)});

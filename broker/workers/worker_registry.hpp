@@ -37,6 +37,15 @@ class WorkerRegistry {
   void record_claim(const std::string& worker_id, const std::string& job_id, const std::string& queue,
                     const ml::ActiveJob& job, const std::vector<int>& devices);
   ml::WorkerLoad load(const std::string& worker_id);
+  // The claim records of a worker, per job (not verified against the jobs): the
+  // preemption controller reads the jobs themselves.
+  struct HeldJob {
+    std::string job_id, queue;
+    int gpus = 0;
+    std::vector<int> devices;
+    ml::Labels labels;
+  };
+  std::vector<HeldJob> held_jobs(const std::string& worker_id);
 
  private:
   RedisPool& redis_;

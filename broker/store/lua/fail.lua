@@ -16,6 +16,13 @@ if require_expired == '1' and tonumber(f[3] or '0') > now then return {'extended
 redis.call('ZREM', prefix .. 'active', id)
 release_budget(prefix, jk)
 redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline')
+-- A job marked preempting (preempt.lua) leaves that state; released by requeue it
+-- counts one preemption (the attempt is given back below, so never against max_attempts).
+if redis.call('HEXISTS', jk, 'preempt_deadline') == 1 then
+  redis.call('ZREM', prefix .. 'preempting', id)
+  redis.call('HDEL', jk, 'preempt_deadline', 'preempted_for', 'preempt_grace_s', 'preempt_checkpoint')
+  if outcome == 'requeue' then redis.call('HINCRBY', jk, 'preemption_count', 1) end
+end
 if err ~= '' then redis.call('HSET', jk, 'error', err) end
 if errors ~= '' then redis.call('HSET', jk, 'errors', errors) end
 if outcome == 'retry' then

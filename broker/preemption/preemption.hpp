@@ -1,0 +1,137 @@
+// Preemption, checkpoints, capacity holds, priority escalation and reservations
+// (docs/operations.md "Preemption"). The pieces other modules call:
+//   PUSH : bind_reservation, check_checkpoint_prefix, index_scheduling
+//   FETCH: apply_capacity_guards (holds and reservations as named refusals)
+//   BEAT/FETCH replies: preemption_directives
+//   background: PreemptionController (leader-only decisions, every-broker reclaim)
+//   HTTP: register_preemption_api (checkpoint commit, reservations)
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "broker/config.hpp"
+#include "broker/http/router.hpp"
+#include "broker/jobs/job_service.hpp"
+#include "broker/preemption/victims.hpp"
+#include "broker/scheduling/diagnosis_log.hpp"
+#include "broker/scheduling/scheduler.hpp"
+#include "broker/store/keys.hpp"
+#include "broker/workers/worker_registry.hpp"
+
+namespace ojs::broker {
+
+namespace preemption_keys {
+inline std::string preempting(const std::string& q) { return keys::queue_prefix(q) + "preempting"; }    // zset id -> deadline
+inline std::string escalations(const std::string& q) { return keys::queue_prefix(q) + "escalations"; }  // zset id -> due
+inline std::string reservation_waits(const std::string& q) { return keys::queue_prefix(q) + "reservation-waits"; }  // zset id -> due
+inline const std::string holds = "ojs:holds";                 // hash worker id -> capacity hold JSON
+inline const std::string reservations = "ojs:reservations";   // hash reservation id -> JSON
+inline const std::string leader = "ojs:preemption:leader";    // lease: owner id, PX
+}  // namespace preemption_keys
+
+// Device placement policy from --placement.
+inline ml::AssignmentOptions assignment_options(const BrokerConfig& config) {
+  ml::AssignmentOptions o;
+  o.policy = config.placement == "spread" ? ml::PlacementPolicy::spread : ml::PlacementPolicy::pack;
+  return o;
+}
+
+// class rank (spot 0, on-demand 1, reserved 2) from a ready-set score or rank_base.
+int class_rank_of_score(double score);
+
+// ---- reservations ----
+struct Reservation {
+  std::string id;
+  std::vector<std::string> worker_ids;
+  ml::Labels labels;       // a worker whose labels include all of these is inside
+  int gpus = 0;            // GPUs held per member worker; 0 = all of its GPUs
+  std::int64_t expires_at_ms = 0;
+  std::int64_t created_at_ms = 0;
+
+  bool active(std::int64_t now) const { return expires_at_ms > now; }
+  bool contains(const std::string& worker_id, const ml::Capabilities* caps) const;
+  nlohmann::json to_json() const;
+  static Reservation parse(const nlohmann::json& body, std::int64_t now);  // 400 naming the field
+};
+std::map<std::string, Reservation> load_reservations(RedisPool& redis);
+
+// ---- capacity hold: freed GPUs kept for the preemptor ----
+struct CapacityHold {
+  std::string worker_id, for_job, queue, class_id;
+  int class_rank = 0;
+  std::vector<RunningJob> victims;  // id, gpus, devices
+  std::int64_t until_ms = 0;
+  nlohmann::json to_json() const;
+  static std::optional<CapacityHold> parse(const std::string& worker_id, const std::string& text);
+};
+
+// ---- PUSH ----
+// A job naming a reservation gets its own requirement class (the reservation id
+// joins the canonical JSON), so FETCH can apply the reservation predicate per class.
+void bind_reservation(JobClassification& cls);
+// ext_ml_checkpoint_storage_uri must start with one of the allowed prefixes (when any are configured).
+void check_checkpoint_prefix(const ml::Requirements& req, const std::vector<std::string>& prefixes);
+// Escalation and reservation-timeout indexes of a pushed job.
+void index_scheduling(RedisPool& redis, const std::string& queue, const std::string& id, const ml::Requirements& req);
+
+// ---- FETCH ----
+// Refuses, with named reasons, classes a worker may not take because of a
+// capacity hold (GPUs freed by preemption, kept for the preemptor: predicate
+// `capacity_hold`) or a reservation (predicate `reservation`: a job naming one
+// runs only inside it, and others may not use the GPUs it holds). Eligible
+// verdicts whose device assignment changes get the new devices.
+void apply_capacity_guards(RedisPool& redis, const Scheduler& scheduler, const std::string& queue, const ClassSet& classes,
+                           const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
+                           const ml::AssignmentOptions& assignment);
+
+// ---- directives ----
+// [{job_id, action: "preempt", grace_period_s (remaining), checkpoint, deadline, preempted_for}]
+nlohmann::json preemption_directives(RedisPool& redis, WorkerRegistry& workers, const std::string& worker_id);
+
+// ---- checkpoints ----
+// Validates the body and commits it atomically (checkpoint.lua); 409 when the job
+// is not active or (worker_id given) held by another worker.
+nlohmann::json commit_checkpoint(JobStore& store, const std::string& id, const nlohmann::json& body,
+                                 const std::vector<std::string>& prefixes);
+
+// ---- background ----
+class PreemptionController {
+ public:
+  PreemptionController(JobService& jobs, Scheduler& scheduler, DiagnosisLog& diagnosis, WorkerRegistry& workers,
+                       const BrokerConfig& config);
+  // Called by the maintenance loop on every pass of every broker: reclaims jobs
+  // whose preemption deadline passed (idempotent); at --preemption-interval-ms
+  // renews the leader lease and, when leading, escalates, expires reservation
+  // waits and preempts.
+  void run_once();
+  bool leading() const { return leading_; }
+
+  int reclaim_overdue(const std::string& queue);
+  int escalate(const std::string& queue);
+  int expire_reservation_waits(const std::string& queue);
+  int preempt();  // one pass over every queue's waiting heads; returns preemptions started
+
+ private:
+  bool renew_lease();
+  std::vector<RunningJob> running_on(const std::string& worker_id);
+
+  JobService& jobs_;
+  Scheduler& scheduler_;
+  DiagnosisLog& diagnosis_;
+  WorkerRegistry& workers_;
+  const BrokerConfig& config_;
+  std::string owner_;
+  std::int64_t next_tick_ms_ = 0;
+  bool leading_ = false;
+};
+
+struct ApiContext;
+void register_preemption_api(Router& router, ApiContext& ctx);
+
+}  // namespace ojs::broker

@@ -1,0 +1,57 @@
+// Victim selection for preemption: pure code (no Redis), unit-tested in
+// tests/unit/broker/victims_test.cpp. The controller (controller.cpp) feeds it
+// what runs on one worker and asks whether, and at what cost, a waiting
+// higher-class job could run there.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ojs/ml/capabilities.hpp"
+#include "ojs/ml/predicates.hpp"
+#include "ojs/ml/requirements.hpp"
+#include "ojs/ml/worker_load.hpp"
+
+namespace ojs::broker {
+
+// One job active on the worker, as preemption sees it.
+struct RunningJob {
+  std::string job_id;
+  std::string queue;
+  int class_rank = 1;        // spot 0, on-demand 1, reserved 2
+  bool preemptible = false;  // ext_ml_preemptible (defaults from the class)
+  bool preempting = false;   // already marked: it is on its way out
+  int gpus = 0;
+  std::vector<int> devices;
+  ml::Labels labels;          // anti-affinity labels
+  std::int64_t lost_ms = 0;   // progress lost if preempted now: since its last checkpoint (or start)
+  int grace_period_s = 30;     // ext_ml_preemption_grace_period_s
+  bool checkpoint_on_preempt = false;
+};
+
+struct VictimChoice {
+  std::vector<RunningJob> victims;  // minimal set, least progress lost first
+  std::int64_t lost_ms = 0;         // sum over victims
+  ml::Judgement fit;                // the preemptor's judgement once they are gone (devices)
+};
+
+// The worker's load without the jobs in `removed` (ids).
+ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::set<std::string>& removed);
+
+// Victims (lower class than `preemptor_rank`, preemptible, not already
+// preempting) whose removal makes the preemptor fit on this worker, checked with
+// ml::judge on the hypothetical load. Candidates are taken least-progress-lost
+// first until the job fits, then any that turn out unnecessary are dropped.
+// nullopt when the job already fits (nothing to preempt: it only has to be
+// fetched, or jobs already preempting free enough), or when it would not fit
+// even without every candidate (never preempt for nothing).
+std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, int preemptor_rank,
+                                           const ml::Capabilities& caps, const std::vector<RunningJob>& running,
+                                           const ml::AssignmentOptions& assignment = {});
+
+// Of several workers' choices, the one losing the least progress (then fewest victims).
+bool cheaper(const VictimChoice& a, const VictimChoice& b);
+
+}  // namespace ojs::broker

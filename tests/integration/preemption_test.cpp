@@ -1,0 +1,281 @@
+// Preemption, checkpoints, escalation and reservations end to end: a real
+// redis-server and broker; workers simulated by HTTP calls with capabilities.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "support/processes.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+json caps_body(const std::string& name) {
+  std::ifstream in(std::string(OJS_SOURCE_DIR) + "/examples/workers/" + name + ".json");
+  return {{"capabilities", json::parse(in)}};
+}
+json job(const std::string& queue, json attrs) {
+  json j = {{"type", "ml.train"}, {"args", json::array()}, {"options", {{"queue", queue}}}};
+  for (auto it = attrs.begin(); it != attrs.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+json spot_job(const std::string& queue, int grace_s) {
+  return job(queue, {{"ext_ml_gpu_count", 1},
+                     {"ext_ml_priority_class", "spot"},
+                     {"ext_ml_preemption_grace_period_s", grace_s},
+                     {"ext_ml_checkpoint_on_preempt", true},
+                     {"ext_ml_checkpoint_enabled", true},
+                     {"ext_ml_checkpoint_storage_uri", "s3://ckpt/run-1/"}});
+}
+json reserved_job(const std::string& queue) {
+  return job(queue, {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", "reserved"}});
+}
+
+}  // namespace
+
+class Preemption : public ::testing::Test {
+ protected:
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--preemption-interval-ms", "100", "--capacity-hold-ms", "3000"}};
+  Api api{broker.url()};
+
+  json heartbeat(const std::string& worker, const std::vector<std::string>& active) {
+    auto r = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", worker}, {"active_jobs", active}});
+    EXPECT_EQ(r.status, 200) << r.body.dump();
+    return r.body;
+  }
+  // Heartbeats until a directive arrives (the controller runs every 100 ms).
+  json wait_for_directive(const std::string& worker, const std::string& job_id) {
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < until) {
+      auto beat = heartbeat(worker, {job_id});
+      if (!beat["job_directives"].empty()) return beat["job_directives"];
+      std::this_thread::sleep_for(100ms);
+    }
+    return json::array();
+  }
+  json info(const std::string& id) { return api.get("/ojs/v1/jobs/" + id).body["job"]; }
+};
+
+TEST_F(Preemption, SpotJobGivesWayToReservedJobAndResumesFromItsCheckpoint) {
+  const auto l4 = caps_body("l4-inference");  // the only capable worker: 1 GPU
+  const auto spot = api.push(spot_job("pre-spot", 30));
+  auto got = api.fetch({"pre-res", "pre-spot"}, "l4", 1, l4);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], spot);
+  EXPECT_EQ(got[0]["attempt"], 1);
+  EXPECT_FALSE(got[0].contains("last_checkpoint"));
+
+  const auto reserved = api.push(reserved_job("pre-res"));
+  const auto directives = wait_for_directive("l4", spot);
+  ASSERT_EQ(directives.size(), 1u) << "no preempt directive arrived";
+  const auto& d = directives[0];
+  EXPECT_EQ(d["job_id"], spot);
+  EXPECT_EQ(d["action"], "preempt");
+  EXPECT_GE(d["grace_period_s"].get<int>(), 28);
+  EXPECT_LE(d["grace_period_s"].get<int>(), 30);
+  EXPECT_EQ(d["checkpoint"], true);
+  EXPECT_TRUE(d["deadline"].is_string());
+  EXPECT_EQ(d["preempted_for"], reserved);
+  // The FETCH reply carries it too, and the job is still active meanwhile.
+  auto fetch_reply = api.post("/ojs/v1/workers/fetch", {{"queues", {"pre-spot"}}, {"worker_id", "l4"}, {"capabilities", l4["capabilities"]}});
+  EXPECT_EQ(fetch_reply.body["job_directives"].size(), 1u) << fetch_reply.body.dump();
+  EXPECT_EQ(info(spot)["state"], "active");
+
+  // The worker commits a checkpoint, then releases the job.
+  auto commit = api.post("/ojs/v1/jobs/" + spot + "/checkpoint",
+                         {{"epoch", 2}, {"step", 1200}, {"loss", 0.25}, {"metrics", {{"accuracy", 0.91}}},
+                          {"storage_key", "s3://ckpt/run-1/step-1200/"}, {"worker_id", "l4"}});
+  ASSERT_EQ(commit.status, 200) << commit.body.dump();
+  EXPECT_EQ(commit.body["last_checkpoint"]["step"], 1200);
+  EXPECT_EQ(commit.body["last_checkpoint"]["job_id"], spot);
+  auto nack = api.post("/ojs/v1/workers/nack", {{"job_id", spot}, {"worker_id", "l4"}, {"requeue", true},
+                                                {"error", {{"code", "preempted"}, {"message", "preempted"}}}});
+  ASSERT_EQ(nack.status, 200) << nack.body.dump();
+
+  auto requeued = info(spot);
+  EXPECT_EQ(requeued["state"], "available");
+  EXPECT_EQ(requeued["attempt"], 0);  // the attempt was given back
+  EXPECT_EQ(requeued["preemption_count"], 1);
+  EXPECT_EQ(requeued["last_checkpoint"]["step"], 1200);
+  EXPECT_FALSE(requeued.contains("preempt_deadline"));
+  EXPECT_TRUE(heartbeat("l4", {})["job_directives"].empty());
+
+  // The freed GPU is held for the reserved job: the spot job cannot take it back.
+  EXPECT_EQ(api.fetch({"pre-spot"}, "l4", 1, l4).size(), 0u);
+  auto why = api.get("/ojs/v1/jobs/" + spot + "/diagnosis").body["diagnosis"];
+  EXPECT_TRUE(why["by_predicate"].contains("capacity_hold")) << why.dump();
+
+  got = api.fetch({"pre-res", "pre-spot"}, "l4", 1, l4);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], reserved);
+  EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", reserved}, {"worker_id", "l4"}}).status, 200);
+
+  // The spot job resumes with its checkpoint (step + 1 = 1201 onwards).
+  got = api.fetch({"pre-res", "pre-spot"}, "l4", 1, l4);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], spot);
+  EXPECT_EQ(got[0]["attempt"], 1);
+  EXPECT_EQ(got[0]["preemption_count"], 1);
+  EXPECT_EQ(got[0]["last_checkpoint"]["step"], 1200);
+  EXPECT_EQ(got[0]["last_checkpoint"]["storage_key"], "s3://ckpt/run-1/step-1200/");
+}
+
+TEST_F(Preemption, WorkerThatIgnoresTheDirectiveLosesTheJobAtTheDeadline) {
+  const auto l4 = caps_body("l4-inference");
+  const auto spot = api.push(spot_job("pre-ign-spot", 1));
+  ASSERT_EQ(api.fetch({"pre-ign-res", "pre-ign-spot"}, "l4", 1, l4).size(), 1u);
+  const auto reserved = api.push(reserved_job("pre-ign-res"));
+  const auto directives = wait_for_directive("l4", spot);
+  ASSERT_EQ(directives.size(), 1u);
+  EXPECT_LE(directives[0]["grace_period_s"].get<int>(), 1);
+
+  // Keep heartbeating, never release: the broker takes the job back at the deadline.
+  json state;
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until) {
+    heartbeat("l4", {spot});
+    state = info(spot);
+    if (state["state"] != "active") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(state["state"], "available");
+  EXPECT_EQ(state["attempt"], 0);
+  EXPECT_EQ(state["preemption_count"], 1);
+  // The late worker can no longer finish it.
+  EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", spot}, {"worker_id", "l4"}}).status, 409);
+  auto got = api.fetch({"pre-ign-res", "pre-ign-spot"}, "l4", 1, l4);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], reserved);
+}
+
+TEST_F(Preemption, NoPreemptionForSameClassOrWhenTheJobWouldNotFit) {
+  const auto l4 = caps_body("l4-inference");
+  const auto spot = api.push(spot_job("pre-none", 30));
+  ASSERT_EQ(api.fetch({"pre-none"}, "l4", 1, l4).size(), 1u);
+  api.push(job("pre-none", {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", "spot"}}));                 // same class
+  api.push(job("pre-none", {{"ext_ml_gpu_count", 2}, {"ext_ml_priority_class", "reserved"}}));             // 2 GPUs: never fits an L4 box
+  api.push(job("pre-none", {{"ext_ml_gpu_memory_gb", 80}, {"ext_ml_priority_class", "reserved"}}));        // static refusal
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_TRUE(heartbeat("l4", {spot})["job_directives"].empty());
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(info(spot)["state"], "active");
+}
+
+TEST_F(Preemption, CheckpointHistoryIsFifoAndOnlyTheHolderCommits) {
+  const auto id = api.push(job("ckpt", {{"ext_ml_checkpoint_max_count", 2}, {"retry", {{"max_attempts", 1}}}}));
+  ASSERT_EQ(api.fetch({"ckpt"}, "w1").size(), 1u);
+  for (int step = 1; step <= 3; ++step) {
+    auto r = api.post("/ojs/v1/jobs/" + id + "/checkpoint",
+                      {{"epoch", 0}, {"step", step * 100}, {"loss", 1.0 / step}, {"storage_key", "s3://b/" + std::to_string(step) + "/"}, {"worker_id", "w1"}});
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+  }
+  // The conformance runner's alias, job id in the body.
+  auto alias = api.post("/ojs/v1/workers/checkpoint", {{"job_id", id}, {"step", 400}, {"storage_key", "s3://b/4/"}});
+  ASSERT_EQ(alias.status, 200) << alias.body.dump();
+  ASSERT_EQ(alias.body["checkpoints"].size(), 2u);
+  EXPECT_EQ(alias.body["checkpoints"][0]["step"], 300);
+  EXPECT_EQ(alias.body["checkpoints"][1]["step"], 400);
+  EXPECT_EQ(alias.body["last_checkpoint"]["step"], 400);
+  EXPECT_TRUE(alias.body["last_checkpoint"]["created_at"].is_string());
+
+  auto other = api.post("/ojs/v1/jobs/" + id + "/checkpoint", {{"step", 500}, {"storage_key", "k"}, {"worker_id", "w2"}});
+  EXPECT_EQ(other.status, 409) << other.body.dump();
+  const std::vector<std::pair<json, std::string>> bad = {
+      {{{"step", -1}, {"storage_key", "k"}}, "step"},
+      {{{"step", 1.5}, {"storage_key", "k"}}, "step"},
+      {{{"storage_key", "k"}}, "step"},
+      {{{"step", 1}, {"epoch", "one"}, {"storage_key", "k"}}, "epoch"},
+      {{{"step", 1}, {"loss", "low"}, {"storage_key", "k"}}, "loss"},
+      {{{"step", 1}, {"metrics", json::array()}, {"storage_key", "k"}}, "metrics"},
+      {{{"step", 1}}, "storage_key"},
+      {{{"step", 1}, {"storage_key", 7}}, "storage_key"},
+  };
+  for (const auto& [body, field] : bad) {
+    auto r = api.post("/ojs/v1/jobs/" + id + "/checkpoint", body);
+    EXPECT_EQ(r.status, 400) << body.dump();
+    EXPECT_EQ(r.body["error"]["details"]["field"], field) << r.body.dump();
+  }
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + id + "/checkpoint").body["last_checkpoint"]["step"], 400);
+
+  // Attempts exhausted with checkpoints: dead letter, not discard.
+  auto nack = api.post("/ojs/v1/workers/nack", {{"job_id", id}, {"error", {{"message", "oom"}}}});
+  ASSERT_EQ(nack.status, 200);
+  auto dead = api.get("/ojs/v1/dead-letter?queue=ckpt").body["jobs"];
+  ASSERT_EQ(dead.size(), 1u) << dead.dump();
+  EXPECT_EQ(dead[0]["id"], id);
+  EXPECT_EQ(api.post("/ojs/v1/jobs/" + id + "/checkpoint", {{"step", 1}, {"storage_key", "k"}}).status, 409);  // not active
+}
+
+TEST_F(Preemption, CheckpointPrefixAllowList) {
+  RedisServer r2;
+  BrokerProcess strict{r2.url(), {"--checkpoint-prefix", "s3://allowed/"}};
+  Api a{strict.url()};
+  auto bad = a.post("/ojs/v1/jobs", job("pfx", {{"ext_ml_checkpoint_storage_uri", "s3://other/x/"}}));
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["error"]["details"]["field"], "ext_ml_checkpoint_storage_uri") << bad.body.dump();
+  EXPECT_EQ(a.post("/ojs/v1/jobs", job("pfx", {{"ext_ml_checkpoint_storage_uri", "s3://allowed/x/"}})).status, 201);
+  EXPECT_EQ(a.post("/ojs/v1/jobs", job("pfx", {{"ext_ml_checkpoint_storage_uri", "s3://allowed/x"}})).status, 400);  // trailing slash
+}
+
+TEST_F(Preemption, WaitingJobEscalatesToItsTargetClass) {
+  const auto low = api.push(job("esc", {{"ext_ml_priority_class", "spot"}, {"ext_ml_priority_escalation", true},
+                                        {"ext_ml_escalation_after_s", 1}, {"ext_ml_escalation_target_class", "reserved"}}));
+  const auto first = api.push(job("esc", {{"ext_ml_priority_class", "on-demand"}}));
+  const auto second = api.push(job("esc", {{"ext_ml_priority_class", "on-demand"}}));
+  auto got = api.fetch({"esc"}, "w");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], first);  // on-demand before spot
+  std::this_thread::sleep_for(1600ms);
+  got = api.fetch({"esc"}, "w");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], low);  // escalated to reserved: ahead of the waiting on-demand job
+  got = api.fetch({"esc"}, "w");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], second);
+}
+
+TEST_F(Preemption, ReservationsHoldCapacityAndConfineTheirJobs) {
+  const auto a100 = caps_body("4xa100-pcie");
+  EXPECT_EQ(api.post("/ojs/v1/admin/reservations", {{"id", "r1"}, {"gpus", 2}}).status, 400);  // selects no worker
+  auto created = api.post("/ojs/v1/admin/reservations", {{"id", "r1"}, {"worker_ids", {"inside"}}, {"gpus", 2}, {"ttl_s", 600}});
+  ASSERT_EQ(created.status, 201) << created.body.dump();
+  EXPECT_EQ(api.get("/ojs/v1/admin/reservations").body["reservations"].size(), 1u);
+
+  const auto confined = api.push(job("resv", {{"ext_ml_gpu_count", 1}, {"ext_ml_reservation_id", "r1"}}));
+  EXPECT_EQ(api.fetch({"resv"}, "outside", 1, a100).size(), 0u);
+  auto why = api.get("/ojs/v1/jobs/" + confined + "/diagnosis").body["diagnosis"];
+  EXPECT_TRUE(why["by_predicate"].contains("reservation")) << why.dump();
+
+  // Outside jobs may use only the GPUs the reservation does not hold (4 - 2).
+  const auto big = api.push(job("resv-other", {{"ext_ml_gpu_count", 3}}));
+  EXPECT_EQ(api.fetch({"resv-other"}, "inside", 1, a100).size(), 0u);
+  why = api.get("/ojs/v1/jobs/" + big + "/diagnosis").body["diagnosis"];
+  EXPECT_TRUE(why["by_predicate"].contains("reservation")) << why.dump();
+  api.push(job("resv-other", {{"ext_ml_gpu_count", 2}}));
+  auto got = api.fetch({"resv-other"}, "inside", 1, a100);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_NE(got[0]["id"], big);
+  got = api.fetch({"resv"}, "inside", 1, a100);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], confined);
+
+  // A job naming a reservation that does not exist fails after its timeout.
+  const auto orphan = api.push(job("resv", {{"ext_ml_reservation_id", "nope"}, {"ext_ml_reservation_timeout_s", 1}}));
+  json state;
+  for (int i = 0; i < 50; ++i) {
+    state = info(orphan);
+    if (state["state"] != "available") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(state["state"], "discarded");
+  EXPECT_EQ(state["error"]["code"], "reservation_unavailable") << state.dump();
+
+  EXPECT_EQ(api.call("DELETE", "/ojs/v1/admin/reservations/r1").status, 200);
+  EXPECT_EQ(api.call("DELETE", "/ojs/v1/admin/reservations/r1").status, 404);
+}

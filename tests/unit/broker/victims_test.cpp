@@ -1,0 +1,102 @@
+// Victim selection (broker/preemption/victims.*): pure, no Redis.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "broker/preemption/victims.hpp"
+#include "ojs/ml/capabilities.hpp"
+#include "ojs/ml/requirements.hpp"
+
+using namespace ojs::broker;
+using nlohmann::json;
+
+namespace {
+
+ojs::ml::Capabilities gpus(int count) {
+  return ojs::ml::parse_capabilities({{"accelerator", "gpu"}, {"gpu", {{"type", "nvidia-a100"}, {"count", count}, {"memory_gb", 80}}}});
+}
+
+ojs::ml::Requirements needs(int count, json extra = json::object()) {
+  json job = {{"type", "t"}, {"ext_ml_gpu_count", count}};
+  for (auto it = extra.begin(); it != extra.end(); ++it) job[it.key()] = it.value();
+  return ojs::ml::parse_requirements(job);
+}
+
+RunningJob running(const std::string& id, int rank, int gpus_held, std::int64_t lost_ms, bool preemptible = true) {
+  RunningJob r;
+  r.job_id = id;
+  r.class_rank = rank;
+  r.gpus = gpus_held;
+  r.lost_ms = lost_ms;
+  r.preemptible = preemptible;
+  return r;
+}
+
+std::vector<std::string> ids(const VictimChoice& c) {
+  std::vector<std::string> out;
+  for (const auto& v : c.victims) out.push_back(v.job_id);
+  return out;
+}
+
+}  // namespace
+
+TEST(Victims, LeastProgressLostFirstAndOnlyAsManyAsNeeded) {
+  // 4 GPUs all busy: three spot jobs; a reserved job needs 2.
+  const std::vector<RunningJob> jobs = {running("old", 0, 2, 600000), running("fresh", 0, 1, 1000), running("mid", 0, 1, 60000)};
+  auto choice = choose_victims(needs(2), 2, gpus(4), jobs);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"fresh", "mid"}));
+  EXPECT_EQ(choice->lost_ms, 61000);
+  EXPECT_TRUE(choice->fit.eligible());
+}
+
+TEST(Victims, UnnecessaryVictimsAreDropped) {
+  // Cheapest first would take "small" (1 GPU) then "big" (2 GPUs); "big" alone suffices.
+  const std::vector<RunningJob> jobs = {running("small", 0, 1, 10), running("big", 0, 2, 500), running("other", 1, 1, 0, false)};
+  auto choice = choose_victims(needs(2), 2, gpus(4), jobs);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"big"}));
+}
+
+TEST(Victims, NeverSameOrHigherClassNorNonPreemptible) {
+  const std::vector<RunningJob> jobs = {running("od", 1, 1, 0), running("pinned", 0, 1, 0, false)};
+  EXPECT_FALSE(choose_victims(needs(1), 1, gpus(2), jobs));  // on-demand cannot preempt on-demand; spot not preemptible
+  auto choice = choose_victims(needs(1), 2, gpus(2), jobs);  // reserved may preempt the on-demand one
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"od"}));
+}
+
+TEST(Victims, NoPreemptionWhenItWouldStillNotFit) {
+  const std::vector<RunningJob> jobs = {running("spot", 0, 1, 0), running("res", 2, 3, 0)};
+  EXPECT_FALSE(choose_victims(needs(2), 2, gpus(4), jobs));   // only 1 GPU could be freed
+  EXPECT_FALSE(choose_victims(needs(1, {{"ext_ml_gpu_memory_gb", 160}}), 2, gpus(4), jobs));  // static refusal
+}
+
+TEST(Victims, NoPreemptionWhenItAlreadyFitsOrJobsAreAlreadyLeaving) {
+  std::vector<RunningJob> jobs = {running("a", 0, 1, 0), running("b", 0, 1, 0)};
+  EXPECT_FALSE(choose_victims(needs(1), 2, gpus(3), jobs));  // one GPU is free
+  jobs[0].preempting = true;
+  EXPECT_FALSE(choose_victims(needs(1), 2, gpus(2), jobs));  // "a" is on its way out already
+  auto choice = choose_victims(needs(2), 2, gpus(2), jobs);  // needs both: only "b" is added
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"b"}));
+}
+
+TEST(Victims, AntiAffinityConflictsCanBeResolvedByPreemption) {
+  auto job = running("llama", 0, 0, 0);
+  job.labels = {{"model_id", "llama"}};
+  auto req = needs(1, {{"ext_ml_anti_affinity", {{"required", {{{"key", "model_id"}, {"operator", "In"}, {"values", {"llama"}}}}}}}});
+  auto choice = choose_victims(req, 2, gpus(2), {job});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"llama"}));
+}
+
+TEST(Victims, CheaperPrefersLessLostProgressThenFewerVictims) {
+  VictimChoice a, b;
+  a.lost_ms = 10;
+  b.lost_ms = 20;
+  EXPECT_TRUE(cheaper(a, b));
+  b.lost_ms = 10;
+  a.victims.resize(2);
+  b.victims.resize(1);
+  EXPECT_TRUE(cheaper(b, a));
+}
