@@ -21,7 +21,10 @@ redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline')
 if redis.call('HEXISTS', jk, 'preempt_deadline') == 1 then
   redis.call('ZREM', prefix .. 'preempting', id)
   redis.call('HDEL', jk, 'preempt_deadline', 'preempted_for', 'preempt_grace_s', 'preempt_checkpoint')
-  if outcome == 'requeue' then redis.call('HINCRBY', jk, 'preemption_count', 1) end
+  if outcome == 'requeue' then
+    redis.call('HINCRBY', jk, 'preemption_count', 1)
+    redis.call('HINCRBY', prefix .. 'stats', 'preempted', 1)  -- per-queue counter (/metrics, status page)
+  end
 end
 if err ~= '' then redis.call('HSET', jk, 'error', err) end
 if errors ~= '' then redis.call('HSET', jk, 'errors', errors) end
