@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing, builds, starts the broker on its
+# embedded Redis, pushes the example jobs and shows them placed on simulated
+# workers (examples/workers/*.json) that run them as real subprocesses, then
+# asks the broker why the one job nobody can run is still waiting.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+./scripts/build.sh --target broker worker >/dev/null
+
+work=$(mktemp -d /tmp/ojs-demo-XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+build/broker/broker --port 0 --data-dir "$work/data" --locality-delay-ms 2000 --log-level warn >"$work/broker.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q OJS_BROKER_READY "$work/broker.out" && break; sleep 0.1; done
+port=$(sed -n 's/.*OJS_BROKER_READY port=\([0-9]*\).*/\1/p' "$work/broker.out")
+[ -n "$port" ] || { cat "$work/broker.out"; exit 1; }
+url="http://127.0.0.1:$port"
+echo "== broker on $url (embedded redis-server in $work/data)"
+
+json_field() { /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+echo "== pushing examples/jobs/*.json"
+declare -A ids
+for f in examples/jobs/*.json; do
+  name=$(basename "$f" .json)
+  ids[$name]=$(curl -sf "$url/ojs/v1/jobs" -H 'Content-Type: application/openjobspec+json' --data @"$f" | json_field "d['job']['id']")
+  printf '   %-20s %s\n' "$name" "${ids[$name]}"
+done
+
+echo "== starting simulated workers: dgx-h100 (8x H100 NVLink), 4xa100-pcie, l4-inference, cpu-node"
+for w in dgx-h100 4xa100-pcie l4-inference cpu-node; do
+  build/worker/worker --broker "$url" --worker-id "$w" --queues training,inference \
+    --capabilities-file "examples/workers/$w.json" \
+    --command 'ml.*=echo "{\"node\": \"'"$w"'\", \"devices\": \"$CUDA_VISIBLE_DEVICES\"}"; sleep 1' \
+    --work-dir "$work/jobs-$w" --poll-interval-ms 200 --heartbeat-interval-s 1 --log-level warn \
+    >"$work/worker-$w.log" 2>&1 &
+  pids+=($!)
+done
+
+echo "== waiting for placement"
+sleep 6
+printf '   %-20s %-10s %-14s %s\n' JOB STATE WORKER DEVICES
+for name in "${!ids[@]}"; do
+  curl -sf "$url/ojs/v1/jobs/${ids[$name]}" |
+    json_field "'   %-20s %-10s %-14s %s' % ('$name', d['job']['state'], d['job'].get('worker_id', '-'), d['job'].get('ext_ml_assigned_devices', '-'))"
+done
+
+echo "== why is the TPU job still waiting? (GET /ojs/v1/jobs/{id}/diagnosis)"
+curl -sf "$url/ojs/v1/jobs/${ids[tpu-training]}/diagnosis" | json_field "'   ' + d['diagnosis']['message'] + '\n' + '\n'.join('   - %s: %d worker(s), e.g. %s' % (k, v['count'], v['sample_reason']) for k, v in d['diagnosis']['by_predicate'].items())"
+echo "== queue stats"
+for q in training inference; do
+  curl -sf "$url/ojs/v1/queues/$q/stats" | json_field "'   %s: %s' % (d['queue']['name'], {k: v for k, v in d['queue'].items() if k not in ('name',)})"
+done
