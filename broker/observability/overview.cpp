@@ -87,7 +87,8 @@ json queue_overview(ApiContext& ctx, const std::string& name) {
   q["budget"] = budget;
   q["preemptions"] = integer_or(replies[2], 0);
   json classes = json::array();
-  for (auto& c : ctx.jobs.queue_diagnosis(name)["classes"]) {
+  const json diagnosis = ctx.jobs.queue_diagnosis(name);
+  for (const auto& c : diagnosis["classes"]) {
     json entry = {{"class", c.value("class", "")},
                   {"waiting", c.value("waiting", 0)},
                   {"requirements", c.contains("requirements") ? c["requirements"] : json::object()},

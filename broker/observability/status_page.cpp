@@ -75,7 +75,7 @@ main{padding:8px 24px 24px}
 h2{font-size:15px;margin:18px 0 6px}
 table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #dde1e7}
 th,td{text-align:left;padding:6px 10px;border-bottom:1px solid #edf0f3;vertical-align:top}
-th{background:#f0f2f5;font-weight:600;font-size:12px;color:#5b6475}
+th{background:#f0f2f5;font-weight:600;font-size:12px;color:#5b6475}th.n{text-align:right}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 td.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
 .pill{border-radius:9px;padding:1px 8px;font-size:12px;background:#e3f5e8;color:#17663a}
@@ -102,8 +102,10 @@ std::string workers_table(const json& workers) {
 }
 
 std::string queues_table(const json& queues) {
-  std::string html = "<h2>Queues</h2><table id=\"queues\"><tr><th>queue</th><th>status</th><th>available</th><th>active</th>"
-                     "<th>delayed</th><th>dead letter</th><th>completed</th><th>GPUs in use / budget</th><th>preemptions</th></tr>";
+  std::string html = "<h2>Queues</h2><table id=\"queues\"><tr><th>queue</th><th>status</th>";
+  for (const char* h : {"available", "active", "delayed", "dead letter", "completed", "GPUs in use / budget", "preemptions"})
+    html += std::string("<th class=\"n\">") + h + "</th>";
+  html += "</tr>";
   if (queues.empty()) html += "<tr><td colspan=\"9\" class=\"muted\">no queues yet</td></tr>";
   for (const auto& q : queues) {
     const auto& c = q["counts"];
@@ -130,7 +132,7 @@ std::string waiting_table(const json& queues) {
               cell(escape(c["message"].get<std::string>()), "why") + "</tr>";
     }
   if (rows.empty()) rows = "<tr><td colspan=\"5\" class=\"muted\">nothing is waiting</td></tr>";
-  return "<h2>Waiting jobs, by requirement class</h2><table id=\"waiting\"><tr><th>queue</th><th>class</th><th>waiting</th>"
+  return "<h2>Waiting jobs, by requirement class</h2><table id=\"waiting\"><tr><th>queue</th><th>class</th><th class=\"n\">waiting</th>"
          "<th>needs</th><th>why it waits</th></tr>" +
          rows + "</table>";
 }
