@@ -57,6 +57,21 @@ const std::vector<ActionDef> kActions = {
      [](const json& r) { return post("/ojs/v1/workers/heartbeat", r); }},
     {"checkpoint", "POST /ojs/v1/workers/checkpoint with the request",
      [](const json& r) { return post("/ojs/v1/workers/checkpoint", r); }},
+    {"job_checkpoint", "POST /ojs/v1/jobs/{request.job_id}/checkpoint with the request (epoch, step, loss, storage_key, ...)",
+     [](const json& r) {
+       const json& id = require(r, "job_id", "job_checkpoint");
+       if (!id.is_string()) throw std::invalid_argument("job_checkpoint: request.job_id must be a string");
+       return post(job_path(id.get<std::string>()) + "/checkpoint", r);
+     }},
+    {"diagnosis", "GET /ojs/v1/jobs/{request.id}/diagnosis",
+     [](const json& r) { return HttpCall{"GET", job_path(id_of(r, "diagnosis")) + "/diagnosis", std::nullopt, {}}; }},
+    {"queue_config", "PUT /ojs/v1/admin/queues/{request.queue}/config with request.config",
+     [](const json& r) {
+       const json& queue = require(r, "queue", "queue_config");
+       if (!queue.is_string()) throw std::invalid_argument("queue_config: request.queue must be a string");
+       return HttpCall{"PUT", "/ojs/v1/admin/queues/" + queue.get<std::string>() + "/config",
+                       require(r, "config", "queue_config").dump(), {}};
+     }},
     {"health", "GET /ojs/v1/health", [](const json&) { return HttpCall{"GET", "/ojs/v1/health", std::nullopt, {}}; }},
     {"manifest", "GET /ojs/manifest", [](const json&) { return HttpCall{"GET", "/ojs/manifest", std::nullopt, {}}; }},
     {"request", "any call: {method (default GET), path, body | raw_body, headers}", free_request},
