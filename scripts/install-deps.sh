@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jsonschema         # schema checks of our published JSON Schemas and examples
   curl
+  chromium                           # headless screenshot test of the status page (skipped when absent)
 )
 missing=()
 for p in "${packages[@]}"; do

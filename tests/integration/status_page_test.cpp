@@ -1,0 +1,99 @@
+// The read-only status page (GET /ojs/status) rendered by a real headless
+// Chromium: a screenshot that is not blank, and a DOM that shows the worker and
+// why a job waits. Skipped when no Chromium is installed
+// (scripts/install-deps.sh installs the Debian `chromium` package).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "ojs/client/http_client.hpp"
+#include "support/processes.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string find_chromium() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}) {
+    std::size_t start = 0;
+    while (start <= dirs.size()) {
+      const auto end = std::min(dirs.find(':', start), dirs.size());
+      const fs::path candidate = fs::path(dirs.substr(start, end - start)) / name;
+      if (!candidate.parent_path().empty() && fs::exists(candidate)) return candidate.string();
+      start = end + 1;
+    }
+  }
+  return {};
+}
+
+std::vector<std::string> chromium_args(const std::string& chromium, const std::string& profile) {
+  return {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+          "--hide-scrollbars", "--user-data-dir=" + profile};
+}
+
+json worker_caps(const std::string& name) {
+  std::ifstream in(std::string(OJS_SOURCE_DIR) + "/examples/workers/" + name + ".json");
+  return json::parse(in);
+}
+
+json job(const std::string& queue, json attrs) {
+  json j = {{"type", "ml.task"}, {"args", json::array()}, {"options", {{"queue", queue}}}};
+  for (auto it = attrs.begin(); it != attrs.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+
+}  // namespace
+
+TEST(StatusPage, ServedAsHtmlWithoutExternalAssets) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  ojs::HttpClientOptions options;
+  options.base_url = broker.url();
+  ojs::HttpClient http(options);
+  const auto r = http.get("/ojs/status");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers.at("content-type").rfind("text/html", 0), 0u);
+  EXPECT_NE(r.body.find("<table id=\"workers\""), std::string::npos);
+  EXPECT_EQ(r.body.find("<script"), std::string::npos);
+  EXPECT_EQ(r.body.find("http://"), std::string::npos);
+  EXPECT_EQ(r.body.find("https://"), std::string::npos);
+}
+
+TEST(StatusPage, HeadlessChromiumRendersWorkersQueuesAndWaitingReasons) {
+  const auto chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium not found on PATH; install the Debian package `chromium` (scripts/install-deps.sh)";
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  api.push(job("training", {{"ext_ml_gpu_count", 2}, {"ext_ml_gpu_type", "nvidia-a100"}}));
+  api.push(job("training", {{"ext_ml_gpu_count", 8}, {"ext_ml_gpu_memory_gb", 80}, {"ext_ml_gpu_interconnect", "nvlink"}}));
+  api.push(job("inference", {{"ext_ml_gpu_type", "nvidia-l4"}}));
+  ASSERT_EQ(api.fetch({"training", "inference"}, "a100-node-7", 1, {{"capabilities", worker_caps("4xa100-pcie")}}).size(), 1u);
+  ASSERT_EQ(api.fetch({"training", "inference"}, "a100-node-7", 1, {{"capabilities", worker_caps("4xa100-pcie")}}).size(), 0u);
+
+  const auto dir = make_temp_dir("status-page");
+  const auto url = broker.url() + "/ojs/status";
+  const auto png = dir + "/s.png";
+  auto args = chromium_args(chromium, dir + "/profile-shot");
+  args.insert(args.end(), {"--screenshot=" + png, "--window-size=1200,900", url});
+  const auto shot = run_process(args, 120);
+  ASSERT_TRUE(fs::exists(png)) << shot.output;
+  EXPECT_GT(fs::file_size(png), 8000u) << "screenshot looks blank: " << png;
+  std::cout << "status page screenshot: " << png << std::endl;
+
+  args = chromium_args(chromium, dir + "/profile-dom");
+  args.insert(args.end(), {"--dump-dom", url});
+  const auto dom = run_process(args, 120);
+  EXPECT_NE(dom.output.find("a100-node-7"), std::string::npos) << dom.output;
+  EXPECT_NE(dom.output.find("0/1 workers"), std::string::npos) << dom.output;  // a waiting reason
+  EXPECT_NE(dom.output.find("GB per GPU"), std::string::npos) << dom.output;
+  EXPECT_NE(dom.output.find("training"), std::string::npos);
+  EXPECT_NE(dom.output.find("inference"), std::string::npos);
+}
