@@ -1,0 +1,118 @@
+// Two real worker agents with simulated capability files run real shell-command
+// jobs end to end against a real broker and redis-server.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "support/processes.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+
+namespace {
+
+// A worker agent process, stopped (SIGTERM, drain) by its destructor.
+class WorkerAgent {
+ public:
+  WorkerAgent(const std::string& broker_url, const std::string& id, const std::string& caps_file,
+              const std::vector<std::string>& extra) {
+    std::vector<std::string> args{binary_path("worker/worker"), "--broker", broker_url, "--worker-id", id, "--queues", "agents",
+                                  "--capabilities-file", std::string(OJS_SOURCE_DIR) + "/examples/workers/" + caps_file,
+                                  "--poll-interval-ms", "100", "--heartbeat-interval-s", "1", "--log-level", "warn",
+                                  "--work-dir", make_temp_dir("agent-" + id)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(strdup(a.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~WorkerAgent() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+json wait_for_state(Api& api, const std::string& id, const std::string& state, int ms = 15000) {
+  json job;
+  for (int waited = 0; waited < ms; waited += 100) {
+    job = api.get("/ojs/v1/jobs/" + id).body["job"];
+    if (job["state"] == state) return job;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return job;
+}
+
+json job(json attrs, json args = json::array()) {
+  json j = {{"type", "ml.task"}, {"args", args}, {"options", {{"queue", "agents"}}}};
+  for (auto it = attrs.begin(); it != attrs.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+
+}  // namespace
+
+TEST(WorkerAgents, TwoAgentsRunRealCommandsOnTheWorkersThatFit) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  // The job reports where it ran and which devices it was given.
+  const std::string command = "ml.*=echo \"{\\\"node\\\": \\\"$OJS_WORKER_NODE\\\", \\\"cuda\\\": \\\"$CUDA_VISIBLE_DEVICES\\\"}\"";
+  setenv("OJS_WORKER_NODE", "dgx", 1);
+  WorkerAgent dgx{broker.url(), "dgx", "dgx-h100.json", {"--command", command, "--concurrency", "4"}};
+  setenv("OJS_WORKER_NODE", "l4", 1);
+  WorkerAgent l4{broker.url(), "l4", "l4-inference.json", {"--command", command + "; exit ${OJS_EXIT:-0}"}};
+
+  const auto train = api.push(job({{"ext_ml_gpu_type", "nvidia-h100"}, {"ext_ml_gpu_count", 4}, {"ext_ml_gpu_interconnect", "nvlink"}}));
+  const auto infer = api.push(job({{"ext_ml_gpu_type", "nvidia-l4"}, {"ext_ml_gpu_memory_gb", 16}}));
+  const auto plain = api.push(job(json::object()));
+
+  auto t = wait_for_state(api, train, "completed");
+  ASSERT_EQ(t["state"], "completed") << t.dump();
+  EXPECT_EQ(t["worker_id"], "dgx");
+  EXPECT_EQ(t["result"]["node"], "dgx");
+  EXPECT_EQ(t["ext_ml_assigned_devices"].size(), 4u);
+  // CUDA_VISIBLE_DEVICES is the assignment, comma separated.
+  std::string expected;
+  for (const auto& d : t["ext_ml_assigned_devices"]) expected += (expected.empty() ? "" : ",") + std::to_string(d.get<int>());
+  EXPECT_EQ(t["result"]["cuda"], expected);
+
+  auto i = wait_for_state(api, infer, "completed");
+  ASSERT_EQ(i["state"], "completed") << i.dump();
+  EXPECT_EQ(i["worker_id"], "l4");
+  EXPECT_EQ(wait_for_state(api, plain, "completed")["state"], "completed");
+}
+
+TEST(WorkerAgents, FailingCommandIsRetriedAndTimeoutEnforced) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  WorkerAgent cpu{broker.url(), "cpu", "cpu-node.json",
+                  {"--command", "ml.fail=echo boom >&2; exit 3", "--command", "ml.slow=sleep 30"}};
+  json failing = {{"type", "ml.fail"}, {"args", json::array()},
+                  {"options", {{"queue", "agents"}, {"retry", {{"max_attempts", 2}, {"initial_interval", "PT0.1S"}, {"jitter", false}}}}}};
+  const auto f = api.push(failing);
+  auto fj = wait_for_state(api, f, "discarded");
+  ASSERT_EQ(fj["state"], "discarded") << fj.dump();
+  EXPECT_EQ(fj["attempt"], 2);
+  ASSERT_EQ(fj["errors"].size(), 2u);
+  EXPECT_EQ(fj["errors"][0]["code"], "exit_3");
+  EXPECT_NE(fj["errors"][0].dump().find("boom"), std::string::npos) << "stderr tail belongs in the error";
+
+  json slow = {{"type", "ml.slow"}, {"args", json::array()}, {"ext_ml_timeout_seconds", 1},
+               {"options", {{"queue", "agents"}, {"retry", {{"max_attempts", 1}}}}}};
+  const auto s = api.push(slow);
+  auto sj = wait_for_state(api, s, "discarded");
+  ASSERT_EQ(sj["state"], "discarded") << sj.dump();
+  EXPECT_EQ(sj["error"]["code"], "timeout");
+}
