@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "support/processes.hpp"
@@ -115,4 +116,45 @@ TEST(WorkerAgents, FailingCommandIsRetriedAndTimeoutEnforced) {
   auto sj = wait_for_state(api, s, "discarded");
   ASSERT_EQ(sj["state"], "discarded") << sj.dump();
   EXPECT_EQ(sj["error"]["code"], "timeout");
+}
+
+TEST(WorkerAgents, PreemptedJobCheckpointsReleasesAndResumes) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--preemption-interval-ms", "100", "--capacity-hold-ms", "5000"}};
+  Api api{broker.url()};
+  // A training script: resumes from $OJS_LAST_CHECKPOINT, checkpoints and exits on SIGTERM.
+  const std::string dir = make_temp_dir("preempt-script");
+  const std::string script = dir + "/train.sh";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\n"
+           "if [ -n \"$OJS_LAST_CHECKPOINT\" ]; then echo \"{\\\"resumed_from\\\": $OJS_LAST_CHECKPOINT}\"; exit 0; fi\n"
+           "trap 'echo \"{\\\"epoch\\\": 2, \\\"step\\\": 1200, \\\"loss\\\": 0.42, \\\"storage_key\\\": \\\"ckpt/step-1200\\\"}\" > \"$OJS_CHECKPOINT_FILE\"; exit 0' TERM\n"
+           "while true; do sleep 0.1; done\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  WorkerAgent l4{broker.url(), "l4", "l4-inference.json",
+                 {"--command", "ml.spot=" + script, "--command", "ml.reserved=echo '{\"done\": true}'"}};
+
+  const json gpu = {{"ext_ml_gpu_type", "nvidia-l4"}, {"ext_ml_gpu_count", 1}};
+  json spot = {{"type", "ml.spot"}, {"args", json::array()}, {"options", {{"queue", "agents"}}},
+               {"ext_ml_priority_class", "spot"}, {"ext_ml_preemption_grace_period_s", 10}, {"ext_ml_checkpoint_on_preempt", true},
+               {"ext_ml_checkpoint_enabled", true}, {"ext_ml_checkpoint_storage_uri", "file:///tmp/ckpt/"}};
+  spot.update(gpu);
+  const auto spot_id = api.push(spot);
+  ASSERT_EQ(wait_for_state(api, spot_id, "active")["state"], "active");
+
+  json reserved = {{"type", "ml.reserved"}, {"args", json::array()}, {"options", {{"queue", "agents"}}}, {"ext_ml_priority_class", "reserved"}};
+  reserved.update(gpu);
+  const auto reserved_id = api.push(reserved);
+  auto r = wait_for_state(api, reserved_id, "completed", 30000);
+  ASSERT_EQ(r["state"], "completed") << r.dump();
+  EXPECT_EQ(r["worker_id"], "l4");
+
+  auto s = wait_for_state(api, spot_id, "completed", 30000);
+  ASSERT_EQ(s["state"], "completed") << s.dump();
+  EXPECT_EQ(s["preemption_count"], 1);
+  EXPECT_EQ(s["attempt"], 1) << "preemption must not consume an attempt";
+  EXPECT_EQ(s["last_checkpoint"]["step"], 1200);
+  EXPECT_EQ(s["result"]["resumed_from"]["step"], 1200) << "the resumed run received its checkpoint";
 }
