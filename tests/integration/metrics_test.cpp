@@ -3,11 +3,11 @@
 // request counts and the FETCH latency histogram.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <regex>
 #include <sstream>
 
 #include "ojs/client/http_client.hpp"
+#include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
@@ -15,16 +15,8 @@ using namespace ojs::test;
 
 namespace {
 
-json a100_caps() {
-  std::ifstream in(std::string(OJS_SOURCE_DIR) + "/examples/workers/4xa100-pcie.json");
-  return json::parse(in);
-}
-
-json gpu_job(const std::string& queue, json attrs) {
-  json j = {{"type", "ml.task"}, {"args", json::array()}, {"options", {{"queue", queue}}}};
-  for (auto it = attrs.begin(); it != attrs.end(); ++it) j[it.key()] = it.value();
-  return j;
-}
+json a100_caps() { return example_worker("4xa100-pcie"); }
+json gpu_job(const std::string& queue, const json& attrs) { return ml_job(queue, attrs); }
 
 bool has_line(const std::string& text, const std::string& line) {
   std::istringstream in(text);

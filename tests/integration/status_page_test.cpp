@@ -6,9 +6,9 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "ojs/client/http_client.hpp"
+#include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
@@ -38,17 +38,6 @@ std::vector<std::string> chromium_args(const std::string& chromium, const std::s
           "--hide-scrollbars", "--user-data-dir=" + profile};
 }
 
-json worker_caps(const std::string& name) {
-  std::ifstream in(std::string(OJS_SOURCE_DIR) + "/examples/workers/" + name + ".json");
-  return json::parse(in);
-}
-
-json job(const std::string& queue, json attrs) {
-  json j = {{"type", "ml.task"}, {"args", json::array()}, {"options", {{"queue", queue}}}};
-  for (auto it = attrs.begin(); it != attrs.end(); ++it) j[it.key()] = it.value();
-  return j;
-}
-
 }  // namespace
 
 TEST(StatusPage, ServedAsHtmlWithoutExternalAssets) {
@@ -72,11 +61,11 @@ TEST(StatusPage, HeadlessChromiumRendersWorkersQueuesAndWaitingReasons) {
   RedisServer redis;
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};
-  api.push(job("training", {{"ext_ml_gpu_count", 2}, {"ext_ml_gpu_type", "nvidia-a100"}}));
-  api.push(job("training", {{"ext_ml_gpu_count", 8}, {"ext_ml_gpu_memory_gb", 80}, {"ext_ml_gpu_interconnect", "nvlink"}}));
-  api.push(job("inference", {{"ext_ml_gpu_type", "nvidia-l4"}}));
-  ASSERT_EQ(api.fetch({"training", "inference"}, "a100-node-7", 1, {{"capabilities", worker_caps("4xa100-pcie")}}).size(), 1u);
-  ASSERT_EQ(api.fetch({"training", "inference"}, "a100-node-7", 1, {{"capabilities", worker_caps("4xa100-pcie")}}).size(), 0u);
+  api.push(ml_job("training", {{"ext_ml_gpu_count", 2}, {"ext_ml_gpu_type", "nvidia-a100"}}));
+  api.push(ml_job("training", {{"ext_ml_gpu_count", 8}, {"ext_ml_gpu_memory_gb", 80}, {"ext_ml_gpu_interconnect", "nvlink"}}));
+  api.push(ml_job("inference", {{"ext_ml_gpu_type", "nvidia-l4"}}));
+  ASSERT_EQ(api.fetch({"training", "inference"}, "a100-node-7", 1, {{"capabilities", example_worker("4xa100-pcie")}}).size(), 1u);
+  ASSERT_EQ(api.fetch({"training", "inference"}, "a100-node-7", 1, {{"capabilities", example_worker("4xa100-pcie")}}).size(), 0u);
 
   const auto dir = make_temp_dir("status-page");
   const auto url = broker.url() + "/ojs/status";
