@@ -1,0 +1,42 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "ojs/core/time.hpp"
+#include "ojs/core/uuid.hpp"
+
+using namespace ojs;
+
+TEST(Time, Rfc3339RoundTripsAndHonoursOffsets) {
+  EXPECT_EQ(parse_rfc3339("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(parse_rfc3339("2026-11-22T10:00:00.123Z"), 1795341600123LL);
+  EXPECT_EQ(parse_rfc3339("2026-11-22T12:00:00+02:00"), parse_rfc3339("2026-11-22T10:00:00Z"));
+  EXPECT_EQ(format_rfc3339(1795341600123LL), "2026-11-22T10:00:00.123Z");
+  EXPECT_EQ(parse_rfc3339(format_rfc3339(1234567890123LL)), 1234567890123LL);
+  EXPECT_FALSE(parse_rfc3339("2026-11-22T10:00:00"));   // no zone
+  EXPECT_FALSE(parse_rfc3339("2026-13-01T00:00:00Z"));  // month 13
+  EXPECT_FALSE(parse_rfc3339("yesterday"));
+}
+
+TEST(Time, Iso8601Durations) {
+  EXPECT_EQ(parse_iso8601_duration("PT1S"), 1000);
+  EXPECT_EQ(parse_iso8601_duration("PT5M"), 300000);
+  EXPECT_EQ(parse_iso8601_duration("PT0.25S"), 250);
+  EXPECT_EQ(parse_iso8601_duration("P1DT2H"), (24 + 2) * 3600000LL);
+  EXPECT_FALSE(parse_iso8601_duration("P1M"));  // months have no fixed length
+  EXPECT_FALSE(parse_iso8601_duration("1S"));
+  EXPECT_FALSE(parse_iso8601_duration("PT"));
+}
+
+TEST(Uuid, V7IsLowercaseVersionSevenAndUnique) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const auto id = make_uuidv7();
+    EXPECT_TRUE(is_uuidv7(id)) << id;
+    seen.insert(id);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+  EXPECT_FALSE(is_uuidv7("550e8400-e29b-41d4-a716-446655440000"));  // v4
+  EXPECT_FALSE(is_uuidv7("019461A8-1A2B-7C3D-8E4F-5A6B7C8D9E0F"));  // uppercase
+  EXPECT_FALSE(is_uuidv7("019461a8-1a2b-7c3d-ce4f-5a6b7c8d9e0f"));  // wrong variant
+}
