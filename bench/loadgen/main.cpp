@@ -1,0 +1,321 @@
+// HTTP load generator for a running broker (loopback only): producer threads PUSH,
+// worker threads FETCH+ACK (with and without capabilities), each thread over its
+// own keep-alive connection. Every phase is bounded in count and in time. The same
+// run measures the Redis ceiling (a minimal claim script over hiredis) and prints
+// the broker's FETCH+ACK rate as a fraction of it.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/stats.hpp"
+#include "loadgen/redis_ceiling.hpp"
+#include "ojs/client/http_client.hpp"
+
+using nlohmann::json;
+using ojs::bench::Percentiles;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  std::string url = "http://127.0.0.1:8080";
+  std::string redis;
+  std::string queue = "bench";
+  int producers = 4;
+  int workers = 4;
+  long long jobs = 20000;
+  double duration_s = 30;
+  long long pending = 0;
+  int prefill_connections = 16;
+  double prefill_max_s = 300;
+  int classes = 1;
+  int ceiling_pipeline = 32;
+  long long ceiling_ops = 200000;
+  bool skip_plain = false;
+  bool json_output = false;
+};
+
+// One operation's figures over a phase.
+struct OpStats {
+  std::string name;
+  long long ok = 0;
+  long long errors = 0;
+  double seconds = 0;
+  Percentiles latency_us;
+  double per_s() const { return seconds > 0 ? static_cast<double>(ok) / seconds : 0; }
+};
+
+json to_json(const OpStats& s) {
+  return {{"op", s.name}, {"ok", s.ok}, {"errors", s.errors}, {"seconds", s.seconds}, {"per_s", s.per_s()},
+          {"p50_us", s.latency_us.p50}, {"p99_us", s.latency_us.p99}, {"p999_us", s.latency_us.p999},
+          {"max_us", s.latency_us.max}};
+}
+
+// Per-thread samples, merged at the end of a phase.
+struct Recorder {
+  std::vector<std::vector<std::int64_t>> samples;
+  std::vector<long long> errors;
+  explicit Recorder(int threads) : samples(threads), errors(threads, 0) {}
+  OpStats finish(std::string name, double seconds) {
+    OpStats s;
+    s.name = std::move(name);
+    std::vector<std::int64_t> all;
+    for (auto& v : samples) all.insert(all.end(), v.begin(), v.end());
+    for (auto e : errors) s.errors += e;
+    s.ok = static_cast<long long>(all.size());
+    s.seconds = seconds;
+    s.latency_us = ojs::bench::percentiles(all, 1e-3);
+    return s;
+  }
+};
+
+std::int64_t since_ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count();
+}
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+ojs::HttpClient client(const Options& o) { return ojs::HttpClient(ojs::HttpClientOptions{o.url, {}, 30000, {}, false}); }
+
+bool ok_status(long s) { return s >= 200 && s < 300; }
+
+// Job bodies: class c (of K) asks for one GPU with at least c+1 GB: K distinct
+// requirement classes that one worker (memory_gb >= K) satisfies. Plain jobs carry
+// no ext_ml_* attribute at all.
+std::string job_body(const std::string& queue, long long seq, int classes, bool plain) {
+  std::string body = R"({"type":"bench.noop","args":[)" + std::to_string(seq) + R"(],"options":{"queue":")" + queue + "\"}";
+  if (!plain) body += R"(,"ext_ml_gpu_count":1,"ext_ml_gpu_memory_gb":)" + std::to_string(1 + seq % classes);
+  return body + "}";
+}
+
+json worker_capabilities(int classes) {
+  return {{"accelerator", "gpu"},
+          {"gpu", {{"type", "nvidia-h100"}, {"count", 8}, {"memory_gb", std::max(80, classes)},
+                   {"compute_capability", "9.0"}, {"interconnect", "nvlink"}}},
+          {"cpu_cores", 112}, {"memory_gb", 2048}, {"labels", {{"region", "us-east-1"}, {"pool", "bench"}}}};
+}
+
+// PUSH `count` jobs from `threads` connections, stopping at `deadline`.
+OpStats push_phase(const Options& o, const std::string& queue, long long count, int threads, double max_s, bool plain,
+                   const std::string& name) {
+  Recorder rec(threads);
+  std::atomic<long long> next{0};
+  std::atomic<bool> broken{false};
+  const auto start = Clock::now();
+  const auto deadline = after(max_s);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      auto http = client(o);
+      rec.samples[t].reserve(static_cast<std::size_t>(count / threads + 1));
+      for (long long i; !broken && (i = next.fetch_add(1)) < count && Clock::now() < deadline;) {
+        const auto body = job_body(queue, i, o.classes, plain);
+        const auto t0 = Clock::now();
+        const auto r = http.post("/ojs/v1/jobs", body);
+        if (ok_status(r.status)) {
+          rec.samples[t].push_back(since_ns(t0));
+        } else {
+          if (++rec.errors[t] == 1) std::cerr << "loadgen: PUSH " << r.status << " " << r.transport_error << r.body.substr(0, 300) << "\n";
+          if (r.status == 0) broken = true;
+        }
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  return rec.finish(name, seconds_since(start));
+}
+
+struct CycleStats {
+  OpStats fetch, ack, cycle;
+  long long empty_fetches = 0;
+};
+
+// Workers FETCH one job and ACK it until `count` jobs are done, the deadline
+// passes, or the queue stays empty for 2 s.
+CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long count, bool with_caps,
+                           const std::string& label) {
+  const int threads = o.workers;
+  Recorder fetch(threads), ack(threads), cycle(threads);
+  std::atomic<long long> tickets{0};
+  std::atomic<long long> empties{0};
+  std::atomic<bool> stop{false};
+  const json caps = worker_capabilities(o.classes);
+  const auto start = Clock::now();
+  const auto deadline = after(o.duration_s);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      auto http = client(o);
+      const std::string worker_id = "loadgen-" + label + "-" + std::to_string(t);
+      json fetch_req = {{"queues", {queue}}, {"count", 1}, {"worker_id", worker_id}};
+      if (with_caps) fetch_req["capabilities"] = caps;
+      const std::string fetch_body = fetch_req.dump();
+      auto empty_since = Clock::time_point{};
+      while (!stop && Clock::now() < deadline && tickets.fetch_add(1) < count) {
+        const auto t0 = Clock::now();
+        const auto r = http.post("/ojs/v1/workers/fetch", fetch_body);
+        const auto fetch_ns = since_ns(t0);
+        std::string id;
+        if (r.status == 200) {
+          const auto body = json::parse(r.body, nullptr, false);
+          if (body.is_object() && body.contains("jobs") && body["jobs"].is_array() && !body["jobs"].empty())
+            id = body["jobs"][0].value("id", "");
+        } else if (r.status != 204) {
+          if (++fetch.errors[t] == 1) std::cerr << "loadgen: FETCH " << r.status << " " << r.transport_error << r.body.substr(0, 300) << "\n";
+          if (r.status == 0) stop = true;
+        }
+        if (id.empty()) {  // nothing to do: give the ticket back, give up after 2 s of empty queue
+          --tickets;
+          ++empties;
+          if (empty_since == Clock::time_point{}) empty_since = Clock::now();
+          if (Clock::now() - empty_since > std::chrono::seconds(2)) stop = true;
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          continue;
+        }
+        empty_since = {};
+        fetch.samples[t].push_back(fetch_ns);
+        const auto t1 = Clock::now();
+        const auto a = http.post("/ojs/v1/workers/ack", json{{"job_id", id}, {"worker_id", worker_id}}.dump());
+        if (ok_status(a.status)) {
+          ack.samples[t].push_back(since_ns(t1));
+          cycle.samples[t].push_back(since_ns(t0));
+        } else if (++ack.errors[t] == 1) {
+          std::cerr << "loadgen: ACK " << a.status << " " << a.body.substr(0, 300) << "\n";
+        }
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  const double secs = seconds_since(start);
+  const std::string suffix = with_caps ? " (caps)" : " (plain)";
+  CycleStats s{fetch.finish("FETCH" + suffix, secs), ack.finish("ACK" + suffix, secs), cycle.finish("FETCH+ACK" + suffix, secs),
+               empties.load()};
+  return s;
+}
+
+long long available(const Options& o, const std::string& queue) {
+  auto http = client(o);
+  const auto r = http.get("/ojs/v1/queues/" + queue + "/stats");
+  const auto body = json::parse(r.body, nullptr, false);
+  if (!body.is_object() || !body.contains("queue")) return -1;
+  return body["queue"].value("available", -1LL);
+}
+
+void print_table(const std::vector<OpStats>& ops) {
+  std::printf("%-22s %9s %7s %8s %10s %10s %10s %10s\n", "operation", "ok", "errors", "secs", "per_s", "p50_us", "p99_us", "p999_us");
+  for (const auto& s : ops)
+    std::printf("%-22s %9lld %7lld %8.2f %10.0f %10.0f %10.0f %10.0f\n", s.name.c_str(), s.ok, s.errors, s.seconds, s.per_s(),
+                s.latency_us.p50, s.latency_us.p99, s.latency_us.p999);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"OJS broker load generator: PUSH and FETCH+ACK throughput and latency, and the Redis claim ceiling"};
+  app.add_option("--url", o.url, "broker base URL (loopback)");
+  app.add_option("--redis", o.redis, "the broker's Redis (unix socket path, unix:///path or redis://host:port/db); empty: skip the ceiling");
+  app.add_option("--queue", o.queue, "queue name (the plain-worker phase uses <queue>-plain)");
+  app.add_option("--producers", o.producers, "producer threads (one connection each)")->check(CLI::Range(1, 256));
+  app.add_option("--workers", o.workers, "worker threads (one connection each); also the ceiling's connections")->check(CLI::Range(1, 256));
+  app.add_option("--jobs", o.jobs, "jobs pushed, then fetched and acked, per phase")->check(CLI::Range(1LL, 10000000LL));
+  app.add_option("--duration-s", o.duration_s, "time limit of each measured phase")->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--pending", o.pending, "top the queue up to N available jobs (via PUSH) before measuring")->check(CLI::Range(0LL, 10000000LL));
+  app.add_option("--prefill-connections", o.prefill_connections, "connections used to pre-fill")->check(CLI::Range(1, 256));
+  app.add_option("--prefill-max-s", o.prefill_max_s, "time limit of the pre-fill")->check(CLI::Range(1.0, 3600.0));
+  app.add_option("--classes", o.classes, "distinct requirement classes the jobs spread over")->check(CLI::Range(1, 640));
+  app.add_option("--ceiling-pipeline", o.ceiling_pipeline, "claim scripts in flight per ceiling connection (1 = none)")->check(CLI::Range(1, 1024));
+  app.add_option("--ceiling-ops", o.ceiling_ops, "claims seeded for the ceiling measurement")->check(CLI::Range(1000LL, 10000000LL));
+  app.add_flag("--skip-plain", o.skip_plain, "skip the PUSH/FETCH+ACK phase of workers without capabilities");
+  app.add_flag("--json", o.json_output, "print one JSON object instead of tables");
+  CLI11_PARSE(app, argc, argv);
+
+  json report = {{"config", {{"url", o.url}, {"queue", o.queue}, {"producers", o.producers}, {"workers", o.workers},
+                             {"jobs", o.jobs}, {"duration_s", o.duration_s}, {"pending", o.pending}, {"classes", o.classes}}}};
+  std::vector<OpStats> ops;
+  auto log = [&](const std::string& line) {
+    if (!o.json_output) std::cout << line << std::endl;
+  };
+
+  const long long before = available(o, o.queue);
+  if (before < 0) {
+    std::cerr << "loadgen: cannot read /ojs/v1/queues/" << o.queue << "/stats at " << o.url << "\n";
+    return 2;
+  }
+  // Pre-fill through PUSH (the honest path), many connections, bounded in time.
+  if (o.pending > before) {
+    log("pre-filling " + std::to_string(o.pending - before) + " jobs over " + std::to_string(o.prefill_connections) + " connections...");
+    auto fill = push_phase(o, o.queue, o.pending - before, o.prefill_connections, o.prefill_max_s, false, "PUSH (pre-fill)");
+    report["prefill"] = to_json(fill);
+    ops.push_back(fill);
+  }
+  const long long depth = available(o, o.queue);
+  report["pending_before_measure"] = depth;
+  log("queue " + o.queue + ": " + std::to_string(depth) + " available before measuring, " + std::to_string(o.classes) + " classes");
+
+  const auto push = push_phase(o, o.queue, o.jobs, o.producers, o.duration_s, false, "PUSH (ml)");
+  ops.push_back(push);
+  auto caps = fetch_ack_phase(o, o.queue, push.ok, true, "caps");
+  ops.insert(ops.end(), {caps.fetch, caps.ack, caps.cycle});
+  report["pending_after_measure"] = available(o, o.queue);
+  std::optional<CycleStats> plain;
+  if (!o.skip_plain) {
+    const std::string plain_queue = o.queue + "-plain";
+    ops.push_back(push_phase(o, plain_queue, o.jobs, o.producers, o.duration_s, true, "PUSH (plain)"));
+    plain = fetch_ack_phase(o, plain_queue, ops.back().ok, false, "plain");
+    ops.insert(ops.end(), {plain->fetch, plain->ack, plain->cycle});
+  }
+  report["ops"] = json::array();
+  for (const auto& s : ops) report["ops"].push_back(to_json(s));
+
+  if (!o.redis.empty()) {
+    const auto target = ojs::bench::parse_redis_target(o.redis);
+    json ceilings = json::array();
+    for (int pipeline : {1, o.ceiling_pipeline}) {
+      ojs::bench::CeilingOptions co;
+      co.connections = o.workers;
+      co.pipeline = pipeline;
+      co.ops = o.ceiling_ops;
+      co.max_seconds = o.duration_s;
+      const auto c = ojs::bench::measure_claim_ceiling(target, co);
+      if (!c.error.empty()) std::cerr << "loadgen: ceiling: " << c.error << "\n";
+      json cj = {{"connections", co.connections}, {"pipeline", pipeline}, {"claims", c.claims}, {"seconds", c.seconds},
+                 {"per_s", c.per_s}, {"rtt_p50_us", c.rtt_us.p50}, {"rtt_p99_us", c.rtt_us.p99},
+                 {"fetch_ack_caps_ratio", c.per_s > 0 ? caps.cycle.per_s() / c.per_s : 0.0}};
+      if (plain) cj["fetch_ack_plain_ratio"] = c.per_s > 0 ? plain->cycle.per_s() / c.per_s : 0.0;
+      if (!c.error.empty()) cj["error"] = c.error;
+      ceilings.push_back(cj);
+      if (pipeline == 1 && o.ceiling_pipeline == 1) break;
+    }
+    report["redis_ceiling"] = ceilings;
+  }
+
+  if (o.json_output) {
+    std::cout << report.dump(2) << std::endl;
+  } else {
+    print_table(ops);
+    if (report.contains("redis_ceiling")) {
+      std::printf("\nRedis ceiling: minimal claim script (ZPOPMIN + HSET) over %d hiredis connections\n", o.workers);
+      for (const auto& c : report["redis_ceiling"]) {
+        std::printf("  pipeline %3d: %10.0f claims/s (rtt p50 %.0f us, p99 %.0f us); FETCH+ACK (caps) = %.3f of it",
+                    c["pipeline"].get<int>(), c["per_s"].get<double>(), c["rtt_p50_us"].get<double>(),
+                    c["rtt_p99_us"].get<double>(), c["fetch_ack_caps_ratio"].get<double>());
+        if (c.contains("fetch_ack_plain_ratio")) std::printf(", (plain) = %.3f", c["fetch_ack_plain_ratio"].get<double>());
+        std::printf("\n");
+      }
+    }
+  }
+  long long errors = 0;
+  for (const auto& s : ops) errors += s.errors;
+  return errors > 0 ? 1 : 0;
+}

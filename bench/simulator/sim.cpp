@@ -1,0 +1,465 @@
+#include "simulator/sim.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <queue>
+#include <set>
+#include <tuple>
+
+#include "broker/scheduling/scheduler.hpp"
+#include "ojs/ml/predicates.hpp"
+#include "ojs/ml/scoring.hpp"
+
+namespace ojs::bench {
+
+namespace {
+
+constexpr double kBand = 1099511627776.0;  // 2^40, as in the broker's rank = band * 2^40 + seq
+
+enum class EventType { arrival, finish, grace_end, wake };
+
+struct Event {
+  double t;
+  long long seq;  // ties broken by insertion order: deterministic
+  EventType type;
+  int job;
+  int worker;
+  int epoch;
+  bool operator>(const Event& o) const { return std::tie(t, seq) > std::tie(o.t, o.seq); }
+};
+
+struct Running {
+  double start = 0;
+  double work_start = 0;  // after model loading
+  int gpus = 0;
+  std::vector<int> devices;
+  bool preempting = false;
+};
+
+struct WorkerState {
+  const WorkerSpec* spec = nullptr;
+  int type = 0;                  // index of spec->type, for the static memo
+  ml::Capabilities caps;         // models_loaded changes as models are loaded
+  ml::WorkerLoad load;
+  int cores_used = 0;
+  std::map<int, Running> running;  // job -> run
+  std::deque<std::string> lru;     // loaded models, least recently used first
+
+  int gpus_free() const { return caps.gpu.count - load.gpus_in_use(); }
+  int cores_free() const { return caps.cpu_cores.value_or(1 << 20) - cores_used; }
+};
+
+struct JobState {
+  double remaining = 0;
+  double queued_since = 0;
+  double waited = 0;
+  double rank = 0;
+  long long seq = 0;
+  int cls = 0;
+  int epoch = 0;
+  int worker = -1;
+  bool done = false;
+  bool preemption_pending = false;
+  bool wake_scheduled = false;
+};
+
+class Simulation {
+ public:
+  Simulation(const std::vector<SimJob>& trace, const std::vector<WorkerSpec>& workers, const SimOptions& options)
+      : trace_(trace), options_(options), jobs_(trace.size()) {
+    std::map<std::string, int> types;
+    for (const auto& spec : workers) {
+      WorkerState w;
+      w.spec = &spec;
+      w.type = types.emplace(spec.type, static_cast<int>(types.size())).first->second;
+      w.caps = spec.caps;
+      for (const auto& m : w.caps.models_loaded) w.lru.push_back(m.model_id);
+      workers_.push_back(std::move(w));
+      total_gpus_ += spec.caps.gpu.count;
+    }
+    std::map<std::string, int> class_index;
+    for (std::size_t i = 0; i < trace.size(); ++i) {
+      const auto& j = trace[i];
+      auto [it, added] = class_index.emplace(j.class_id, static_cast<int>(classes_.size()));
+      if (added) classes_.push_back({&j.req, {}});
+      jobs_[i].cls = it->second;
+      jobs_[i].remaining = j.work_s;
+      jobs_[i].seq = static_cast<long long>(i);
+      jobs_[i].rank = broker::rank_base(broker::priority_class_rank(j.req), j.priority);
+      push({j.arrival_s, 0, EventType::arrival, static_cast<int>(i), -1, 0});
+    }
+    static_memo_.assign(classes_.size() * types.size(), -1);
+    types_ = static_cast<int>(types.size());
+    scoring_.locality_delay_ms = static_cast<std::int64_t>(options.locality_delay_s * 1000);
+  }
+
+  SimResult run() {
+    const auto wall_start = std::chrono::steady_clock::now();
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      now_ = e.t;
+      handle(e);
+      // Everything due at the same instant first, then one dispatch.
+      if (!events_.empty() && events_.top().t <= now_) continue;
+      dispatch();
+    }
+    result_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return finish();
+  }
+
+ private:
+  struct ClassInfo {
+    const ml::Requirements* req;
+    std::set<std::tuple<double, long long, int>> pending;  // (rank, seq, job): the broker's ready zset
+  };
+
+  const std::vector<SimJob>& trace_;
+  SimOptions options_;
+  std::vector<JobState> jobs_;
+  std::vector<WorkerState> workers_;
+  std::vector<ClassInfo> classes_;
+  std::vector<signed char> static_memo_;  // class x worker type: -1 unknown, 0 refused, 1 fits
+  int types_ = 0;
+  int total_gpus_ = 0;
+  ml::ScoringOptions scoring_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  long long event_seq_ = 0;
+  double now_ = 0;
+  double allocated_gpu_s_ = 0, useful_gpu_s_ = 0;
+  std::size_t rotation_ = 0;
+  SimResult result_;
+
+  void push(Event e) {
+    e.seq = event_seq_++;
+    events_.push(e);
+  }
+
+  const SimJob& job(int j) const { return trace_[static_cast<std::size_t>(j)]; }
+
+  void enqueue(int j) {
+    auto& s = jobs_[static_cast<std::size_t>(j)];
+    s.queued_since = now_;
+    s.worker = -1;
+    classes_[static_cast<std::size_t>(s.cls)].pending.emplace(s.rank, s.seq, j);
+  }
+
+  void handle(const Event& e) {
+    auto& s = jobs_[static_cast<std::size_t>(e.job)];
+    switch (e.type) {
+      case EventType::arrival: enqueue(e.job); break;
+      case EventType::wake: s.wake_scheduled = false; break;
+      case EventType::finish:
+        if (s.epoch != e.epoch || s.worker < 0) break;  // preempted meanwhile
+        stop(e.job, /*completed=*/true);
+        break;
+      case EventType::grace_end:
+        if (s.epoch != e.epoch || s.worker < 0) break;  // finished within its grace period
+        stop(e.job, /*completed=*/false);
+        break;
+    }
+  }
+
+  // ----- matching, through the real code -----
+
+  bool fits_static(int cls, const WorkerState& w) {
+    auto& memo = static_memo_[static_cast<std::size_t>(cls * types_ + w.type)];
+    if (memo < 0) {
+      ++result_.judgements;
+      memo = ml::fits_static(*classes_[static_cast<std::size_t>(cls)].req, &w.caps) ? 1 : 0;
+    }
+    return memo == 1;
+  }
+
+  // Static (memoised per worker type, as the broker memoises per fingerprint) and
+  // dynamic phases; the devices to assign when eligible.
+  std::optional<std::vector<int>> eligible(int cls, const WorkerState& w, const ml::WorkerLoad& load, int cores_free) {
+    const auto& req = *classes_[static_cast<std::size_t>(cls)].req;
+    if (req.gpu_count() > w.caps.gpu.count - load.gpus_in_use()) return std::nullopt;  // cheap pre-check
+    if (req.hard.cpu_cores.value_or(0) > cores_free && req.gpu_count() == 0) return std::nullopt;
+    if (!fits_static(cls, w)) return std::nullopt;
+    ++result_.judgements;
+    auto judgement = ml::judge_dynamic(req, &w.caps, load);
+    if (!judgement.eligible()) return std::nullopt;
+    return std::move(judgement.devices);
+  }
+
+  // ----- dispatch -----
+
+  void dispatch() {
+    if (options_.policy == Policy::ours) {
+      // Every worker polls (in rotating order) and takes jobs until none is eligible.
+      for (std::size_t k = 0; k < workers_.size(); ++k) {
+        const auto wi = (rotation_ + k) % workers_.size();
+        while (fetch(static_cast<int>(wi))) {
+        }
+      }
+      ++rotation_;
+      if (options_.preemption) preempt_for_waiting_reserved();
+    } else {
+      first_fit_fifo();
+    }
+  }
+
+  // One FETCH by worker wi: the broker's choice among the heads of eligible classes.
+  bool fetch(int wi) {
+    auto& w = workers_[static_cast<std::size_t>(wi)];
+    if (w.gpus_free() <= 0 && w.cores_free() <= 0) return false;
+    using Key = std::tuple<double, double, double>;  // band, -bonus, rank (FIFO)
+    std::optional<Key> best_key;
+    int best_job = -1;
+    std::vector<int> best_devices;
+    for (std::size_t c = 0; c < classes_.size(); ++c) {
+      auto& cls = classes_[c];
+      if (cls.pending.empty()) continue;
+      const auto [rank, seq, j] = *cls.pending.begin();
+      auto devices = eligible(static_cast<int>(c), w, w.load, w.cores_free());
+      if (!devices) continue;
+      const auto& req = *cls.req;
+      auto& s = jobs_[static_cast<std::size_t>(j)];
+      const auto waited_ms = static_cast<std::int64_t>(std::llround((now_ - s.queued_since) * 1000));
+      if (ml::locality_hold(req, &w.caps, waited_ms, scoring_)) {  // delay scheduling: keep it for a warm worker
+        if (!s.wake_scheduled) {
+          s.wake_scheduled = true;
+          push({s.queued_since + options_.locality_delay_s + 0.001, 0, EventType::wake, j, -1, 0});
+        }
+        continue;
+      }
+      const double bonus = ml::score(req, w.caps, &w.load, scoring_).total;
+      const Key key{std::floor(rank / kBand), -bonus, rank + static_cast<double>(seq)};
+      if (!best_key || key < *best_key) {
+        best_key = key;
+        best_job = j;
+        best_devices = std::move(*devices);
+      }
+    }
+    if (best_job < 0) return false;
+    place(best_job, wi, std::move(best_devices));
+    return true;
+  }
+
+  void first_fit_fifo() {
+    std::set<std::pair<long long, int>> fifo;  // arrival order, across classes
+    for (const auto& cls : classes_)
+      for (const auto& [rank, seq, j] : cls.pending) fifo.emplace(seq, j);
+    std::vector<char> failed(classes_.size(), 0);  // a class that fit nowhere cannot fit after more placements
+    for (const auto& [seq, j] : fifo) {
+      const int c = jobs_[static_cast<std::size_t>(j)].cls;
+      if (failed[static_cast<std::size_t>(c)]) continue;
+      bool placed = false;
+      for (std::size_t wi = 0; wi < workers_.size() && !placed; ++wi) {
+        auto& w = workers_[wi];
+        if (auto devices = eligible(c, w, w.load, w.cores_free())) {
+          place(j, static_cast<int>(wi), std::move(*devices));
+          placed = true;
+        }
+      }
+      if (!placed) failed[static_cast<std::size_t>(c)] = 1;
+    }
+  }
+
+  // ----- running jobs -----
+
+  void place(int j, int wi, std::vector<int> devices) {
+    auto& s = jobs_[static_cast<std::size_t>(j)];
+    auto& w = workers_[static_cast<std::size_t>(wi)];
+    const auto& sj = job(j);
+    classes_[static_cast<std::size_t>(s.cls)].pending.erase({s.rank, s.seq, j});
+    s.waited += now_ - s.queued_since;
+    s.worker = wi;
+    s.preemption_pending = false;
+    ++s.epoch;
+
+    Running r;
+    r.start = now_;
+    r.gpus = sj.req.gpu_count();
+    r.devices = std::move(devices);
+    double load_s = 0;
+    const std::string& model = sj.req.soft.locality_model_id;
+    if (!model.empty()) {
+      ++result_.locality_jobs;
+      if (w.caps.has_model(model)) {
+        ++result_.locality_hits;
+        w.lru.erase(std::find(w.lru.begin(), w.lru.end(), model));
+      } else {
+        ++result_.model_loads;
+        load_s = model_load_seconds(model);
+        if (static_cast<int>(w.lru.size()) >= options_.models_per_worker) w.lru.pop_front();
+      }
+      w.lru.push_back(model);
+      w.caps.models_loaded.clear();
+      for (const auto& m : w.lru) w.caps.models_loaded.push_back({m, "", "safetensors"});
+    }
+    r.work_start = now_ + load_s;
+    w.load.active.push_back({std::to_string(j), r.gpus, {}});
+    w.load.busy_devices.insert(r.devices.begin(), r.devices.end());
+    w.cores_used += sj.req.gpu_count() == 0 ? sj.cpu_cores : 0;
+    w.running[j] = r;
+    push({r.work_start + s.remaining, 0, EventType::finish, j, wi, s.epoch});
+
+    if (!fits_static(s.cls, w)) ++result_.constraint_violations;
+    check_capacity(w);
+  }
+
+  // Independent of the matcher: held GPUs, devices and cores never exceed the worker's.
+  void check_capacity(const WorkerState& w) {
+    int gpus = 0, cores = 0;
+    std::set<int> devices;
+    std::size_t device_claims = 0;
+    for (const auto& [j, r] : w.running) {
+      gpus += r.gpus;
+      cores += job(j).req.gpu_count() == 0 ? job(j).cpu_cores : 0;
+      devices.insert(r.devices.begin(), r.devices.end());
+      device_claims += r.devices.size();
+      for (int d : r.devices) {
+        const bool known = std::any_of(w.caps.devices.begin(), w.caps.devices.end(),
+                                       [d](const ml::GpuDevice& g) { return g.index == d && g.healthy; });
+        if (!known) ++result_.oversubscriptions;
+      }
+      if (!w.caps.devices.empty() && static_cast<int>(r.devices.size()) != r.gpus) ++result_.oversubscriptions;
+    }
+    if (gpus > w.caps.gpu.count) ++result_.oversubscriptions;
+    if (devices.size() != device_claims) ++result_.oversubscriptions;  // a device given twice
+    if (cores > w.caps.cpu_cores.value_or(1 << 20)) ++result_.oversubscriptions;
+  }
+
+  void stop(int j, bool completed) {
+    auto& s = jobs_[static_cast<std::size_t>(j)];
+    auto& w = workers_[static_cast<std::size_t>(s.worker)];
+    const Running r = w.running.at(j);
+    const auto& sj = job(j);
+    const double progress = std::max(0.0, now_ - r.work_start);
+    allocated_gpu_s_ += r.gpus * (now_ - r.start);
+    w.running.erase(j);
+    const auto id = std::to_string(j);
+    std::erase_if(w.load.active, [&](const ml::ActiveJob& a) { return a.job_id == id; });
+    for (int d : r.devices) w.load.busy_devices.erase(d);
+    w.cores_used -= sj.req.gpu_count() == 0 ? sj.cpu_cores : 0;
+    s.worker = -1;
+    if (completed) {
+      useful_gpu_s_ += r.gpus * progress;
+      s.done = true;
+      result_.makespan_s = std::max(result_.makespan_s, now_);
+      return;
+    }
+    // Preempted: work since the last checkpoint is lost (none with checkpoint_on_preempt).
+    const auto& ck = sj.req.scheduling.checkpoint;
+    double saved = 0;
+    if (ck.enabled) saved = ck.on_preempt ? progress : std::floor(progress / ck.interval_s) * ck.interval_s;
+    useful_gpu_s_ += r.gpus * saved;
+    result_.lost_gpu_hours += r.gpus * (progress - saved) / 3600.0;
+    s.remaining = std::max(0.0, s.remaining - saved);
+    enqueue(j);
+  }
+
+  // ----- preemption (ours) -----
+
+  // A reserved job at the head of its class that fits nowhere (every worker just
+  // polled) preempts spot work: the victims get their grace period, then stop.
+  void preempt_for_waiting_reserved() {
+    for (std::size_t c = 0; c < classes_.size(); ++c) {
+      auto& cls = classes_[c];
+      if (cls.pending.empty() || broker::priority_class_rank(*cls.req) != 2) continue;
+      const int j = std::get<2>(*cls.pending.begin());
+      auto& s = jobs_[static_cast<std::size_t>(j)];
+      if (s.preemption_pending) continue;
+      if (!cls.req->soft.locality_model_id.empty() && now_ - s.queued_since < options_.locality_delay_s) continue;
+      preempt_for(static_cast<int>(c), j);
+    }
+  }
+
+  ml::WorkerLoad load_without(const WorkerState& w, const std::set<int>& gone) const {
+    ml::WorkerLoad load;
+    for (const auto& [id, r] : w.running) {
+      if (gone.count(id)) continue;
+      load.active.push_back({std::to_string(id), r.gpus, {}});
+      load.busy_devices.insert(r.devices.begin(), r.devices.end());
+    }
+    return load;
+  }
+
+  void preempt_for(int cls, int j) {
+    struct Plan {
+      int worker = -1;
+      std::vector<int> victims;
+      double lost = std::numeric_limits<double>::infinity();
+    } best;
+    for (std::size_t wi = 0; wi < workers_.size(); ++wi) {
+      auto& w = workers_[wi];
+      if (!fits_static(cls, w)) continue;
+      std::set<int> gone;
+      for (const auto& [id, r] : w.running)
+        if (r.preempting) gone.insert(id);  // already leaving: capacity that is coming anyway
+      int cores_free = w.cores_free();
+      if (!gone.empty() && eligible(cls, w, load_without(w, gone), cores_free)) return;  // wait for it
+      // Candidates: preemptible jobs, cheapest (least work since checkpoint) first.
+      std::vector<std::pair<double, int>> candidates;
+      for (const auto& [id, r] : w.running) {
+        const auto& vreq = job(id).req;
+        if (r.preempting || !vreq.scheduling.preemptible) continue;
+        const double progress = std::max(0.0, now_ - r.work_start);
+        const auto& ck = vreq.scheduling.checkpoint;
+        const double at_risk = !ck.enabled ? progress : ck.on_preempt ? 0 : std::fmod(progress, ck.interval_s);
+        candidates.emplace_back(at_risk * std::max(1, r.gpus), id);
+      }
+      std::sort(candidates.begin(), candidates.end());
+      std::vector<int> victims;
+      double lost = 0;
+      for (const auto& [cost, id] : candidates) {
+        gone.insert(id);
+        victims.push_back(id);
+        lost += cost;
+        cores_free += job(id).req.gpu_count() == 0 ? job(id).cpu_cores : 0;
+        if (eligible(cls, w, load_without(w, gone), cores_free)) {
+          if (lost < best.lost) best = {static_cast<int>(wi), victims, lost};
+          break;
+        }
+      }
+    }
+    if (best.worker < 0) return;
+    auto& w = workers_[static_cast<std::size_t>(best.worker)];
+    for (int v : best.victims) {
+      w.running[v].preempting = true;
+      ++result_.preemptions;
+      const auto& vs = jobs_[static_cast<std::size_t>(v)];
+      push({now_ + job(v).req.scheduling.grace_period_s, 0, EventType::grace_end, v, best.worker, vs.epoch});
+    }
+    jobs_[static_cast<std::size_t>(j)].preemption_pending = true;
+  }
+
+  SimResult finish() {
+    auto& r = result_;
+    r.policy = options_.policy == Policy::ours ? "ours" : "fifo-first-fit";
+    r.jobs = static_cast<int>(jobs_.size());
+    std::map<std::string, std::vector<double>> waits;
+    for (std::size_t i = 0; i < jobs_.size(); ++i) {
+      if (!jobs_[i].done) {
+        ++r.unfinished;
+        continue;
+      }
+      ++r.finished;
+      const auto& pc = trace_[i].req.scheduling.priority_class;
+      const std::string name = !pc ? "on-demand" : *pc == ml::PriorityClass::spot ? "spot"
+                                                 : *pc == ml::PriorityClass::reserved ? "reserved" : "on-demand";
+      waits[name].push_back(jobs_[i].waited);
+    }
+    for (auto& [name, v] : waits) r.wait_s[name] = percentiles(v);
+    if (r.makespan_s > 0 && total_gpus_ > 0) {
+      r.gpu_utilization = allocated_gpu_s_ / (total_gpus_ * r.makespan_s);
+      r.useful_utilization = useful_gpu_s_ / (total_gpus_ * r.makespan_s);
+    }
+    return r;
+  }
+};
+
+}  // namespace
+
+SimResult simulate(const std::vector<SimJob>& trace, const std::vector<WorkerSpec>& workers, const SimOptions& options) {
+  return Simulation(trace, workers, options).run();
+}
+
+}  // namespace ojs::bench

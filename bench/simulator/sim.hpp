@@ -1,0 +1,48 @@
+// Discrete-event replay of a trace on a simulated cluster (simulated time: no
+// sleeping, no Redis). Eligibility, device choice and soft scores come from the
+// real matching code (ojs::ml: fits_static, judge_dynamic, score, locality_hold,
+// assign_devices through judge_dynamic); the order jobs are taken in is the
+// broker's (ojs::broker::rank_base: priority class, then priority, then FIFO).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/stats.hpp"
+#include "simulator/trace.hpp"
+
+namespace ojs::bench {
+
+enum class Policy {
+  ours,           // pull per worker: best (band, -score, FIFO) among eligible classes, delay scheduling, preemption
+  fifo_first_fit  // global FIFO, each job on the first worker that fits; no classes order, locality or preemption
+};
+
+struct SimOptions {
+  Policy policy = Policy::ours;
+  double locality_delay_s = 120;  // delay scheduling bound (ours)
+  int models_per_worker = 3;      // loaded models kept per worker (LRU)
+  bool preemption = true;         // reserved preempts spot when nothing fits (ours)
+};
+
+struct SimResult {
+  std::string policy;
+  int jobs = 0, finished = 0, unfinished = 0;
+  double makespan_s = 0;
+  double gpu_utilization = 0;     // GPU-seconds allocated / (GPUs x makespan)
+  double useful_utilization = 0;  // excluding model loading and work lost to preemption
+  std::map<std::string, Percentiles> wait_s;  // per priority class: total time queued
+  long long locality_jobs = 0, locality_hits = 0;  // starts of jobs preferring a model; on a warm worker
+  long long model_loads = 0;
+  long long preemptions = 0;
+  double lost_gpu_hours = 0;
+  long long oversubscriptions = 0;       // capacity checks failed after a placement (must be 0)
+  long long constraint_violations = 0;   // placements fits_static refuses (must be 0)
+  long long judgements = 0;              // calls into the matcher
+  double wall_s = 0;
+  double locality_hit_rate() const { return locality_jobs ? static_cast<double>(locality_hits) / locality_jobs : 0; }
+};
+
+SimResult simulate(const std::vector<SimJob>& trace, const std::vector<WorkerSpec>& workers, const SimOptions& options);
+
+}  // namespace ojs::bench

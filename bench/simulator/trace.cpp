@@ -1,0 +1,140 @@
+#include "simulator/trace.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "ojs/ml/requirement_class.hpp"
+
+namespace ojs::bench {
+
+double Rng::normal() {  // Box-Muller
+  const double u1 = 1.0 - uniform(), u2 = uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+std::size_t Rng::pick(const std::vector<double>& weights) {
+  double total = 0;
+  for (double w : weights) total += w;
+  double x = uniform() * total;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    if (x < weights[i]) return i;
+    x -= weights[i];
+  }
+  return weights.size() - 1;
+}
+
+const std::vector<ModelSpec>& model_catalog() {
+  static const std::vector<ModelSpec> models = {
+      {"llama-3.1-8b", 120, 8},       {"llama-3.1-70b", 420, 3},  {"mistral-7b", 120, 4},
+      {"whisper-large-v3", 60, 3},    {"sdxl-1.0", 90, 2},       {"customer-intent-classifier", 20, 2}};
+  return models;
+}
+
+double model_load_seconds(const std::string& model_id) {
+  for (const auto& m : model_catalog())
+    if (m.id == model_id) return m.load_s;
+  return 60;
+}
+
+std::vector<WorkerSpec> load_workers(const std::string& mix, const std::string& dir) {
+  std::vector<WorkerSpec> workers;
+  std::stringstream in(mix);
+  for (std::string item; std::getline(in, item, ',');) {
+    const auto colon = item.find(':');
+    const std::string type = item.substr(0, colon);
+    const int count = colon == std::string::npos ? 1 : std::stoi(item.substr(colon + 1));
+    std::ifstream file(dir + "/" + type + ".json");
+    if (!file) throw std::runtime_error("unknown worker type '" + type + "': no " + dir + "/" + type + ".json");
+    const auto caps = ml::parse_capabilities(nlohmann::json::parse(file));
+    for (int i = 0; i < count; ++i) workers.push_back({type + "-" + std::to_string(i), type, caps});
+  }
+  return workers;
+}
+
+namespace {
+
+const char* priority_class_name(std::size_t i) {
+  static const char* names[] = {"spot", "on-demand", "reserved"};
+  return names[i];
+}
+
+// Sizes 1-8, power-law-ish, with the powers of two most common.
+int draw_gpu_count(Rng& rng) {
+  static const std::vector<double> w = {0.40, 0.22, 0.03, 0.17, 0.02, 0.03, 0.01, 0.12};
+  return static_cast<int>(rng.pick(w)) + 1;
+}
+
+nlohmann::json make_document(Rng& rng, SimJob& job) {
+  nlohmann::json d = {{"type", "sim." + job.kind}, {"args", nlohmann::json::array({job.id})}};
+  auto set_class = [&](const std::vector<double>& weights) {
+    d["ext_ml_priority_class"] = priority_class_name(rng.pick(weights));
+  };
+  if (job.kind == "inference") {  // one GPU, prefers its model (soft: locality)
+    std::vector<double> pop;
+    for (const auto& m : model_catalog()) pop.push_back(m.popularity);
+    d["ext_ml_gpu_count"] = 1;
+    d["ext_ml_gpu_memory_gb"] = rng.uniform() < 0.6 ? 16 : 24;
+    d["ext_ml_model_id"] = model_catalog()[rng.pick(pop)].id;
+    set_class({0.15, 0.70, 0.15});
+    job.work_s = std::min(rng.lognormal(300, 1.0), 4 * 3600.0);
+  } else if (job.kind == "training") {
+    const int n = draw_gpu_count(rng);
+    d["ext_ml_gpu_count"] = n;
+    d["ext_ml_gpu_memory_gb"] = rng.uniform() < 0.35 ? 80 : 40;
+    if (n >= 4 && rng.uniform() < 0.5) d["ext_ml_gpu_interconnect"] = "nvlink";
+    d["ext_ml_precision"] = "bf16";
+    d["ext_ml_checkpoint_enabled"] = true;
+    d["ext_ml_checkpoint_interval_s"] = rng.uniform() < 0.5 ? 600 : 1800;
+    d["ext_ml_checkpoint_storage_uri"] = "s3://ckpt/sim/";
+    set_class({0.45, 0.35, 0.20});
+    job.work_s = std::min(rng.lognormal(3600, 1.2), 48 * 3600.0);
+  } else if (job.kind == "sweep") {  // hyper-parameter sweep on spot capacity
+    d["ext_ml_gpu_count"] = 1;
+    d["ext_ml_priority_class"] = "spot";
+    d["ext_ml_checkpoint_enabled"] = true;
+    d["ext_ml_checkpoint_interval_s"] = 300;
+    d["ext_ml_checkpoint_storage_uri"] = "s3://ckpt/sweep/";
+    if (rng.uniform() < 0.5) d["ext_ml_checkpoint_on_preempt"] = true;
+    job.work_s = std::min(rng.lognormal(1200, 1.0), 12 * 3600.0);
+  } else {  // cpu
+    job.cpu_cores = rng.uniform() < 0.5 ? 8 : 16;
+    d["ext_ml_accelerator"] = "cpu";
+    d["ext_ml_cpu_cores"] = job.cpu_cores;
+    set_class({0.3, 0.6, 0.1});
+    job.work_s = std::min(rng.lognormal(600, 1.0), 6 * 3600.0);
+  }
+  return d;
+}
+
+}  // namespace
+
+std::vector<SimJob> generate_trace(int count, std::uint64_t seed, double load, const std::vector<WorkerSpec>& workers) {
+  Rng rng(seed);
+  static const std::vector<std::string> kinds = {"inference", "training", "sweep", "cpu"};
+  static const std::vector<double> kind_weights = {0.35, 0.30, 0.25, 0.10};
+  std::vector<SimJob> jobs(static_cast<std::size_t>(count));
+  double gpu_seconds = 0;
+  for (int i = 0; i < count; ++i) {
+    SimJob& j = jobs[static_cast<std::size_t>(i)];
+    j.id = i;
+    j.kind = kinds[rng.pick(kind_weights)];
+    j.document = make_document(rng, j);
+    j.req = ml::parse_requirements(j.document);
+    j.class_id = ml::requirement_class(j.req).id;
+    gpu_seconds += j.work_s * j.req.gpu_count();
+  }
+  int total_gpus = 0;
+  for (const auto& w : workers) total_gpus += w.caps.gpu.count;
+  // Offered load = arrival rate x mean GPU-seconds per job / GPUs.
+  const double mean_gap = total_gpus > 0 && gpu_seconds > 0 ? gpu_seconds / count / (load * total_gpus) : 60;
+  double t = 0;
+  for (auto& j : jobs) {
+    t += rng.exponential(mean_gap);
+    j.arrival_s = t;
+  }
+  return jobs;
+}
+
+}  // namespace ojs::bench
