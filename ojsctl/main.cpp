@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   why->add_option("JOB_ID", job_id, "Job id")->required();
   why->callback([&] {
     action = [&](Broker& b) {
-      const auto d = b.call("GET", "/ojs/v1/jobs/" + job_id + "/diagnosis");
+      const auto d = b.call("GET", "/ojs/v1/jobs/" + job_id + "/diagnosis")["diagnosis"];
       if (raw_json) {
         std::cout << d.dump(2) << "\n";
         return;

@@ -1,0 +1,164 @@
+// Pure parts of queue governance and access control: config validation, limits,
+// defaults, tenant resolution, token hashing, role policy, rate limiter.
+#include <gtest/gtest.h>
+
+#include "broker/auth/rate_limiter.hpp"
+#include "broker/auth/roles.hpp"
+#include "broker/auth/token_file.hpp"
+#include "broker/auth/token_hash.hpp"
+#include "broker/governance/admission.hpp"
+#include "broker/governance/defaults.hpp"
+#include "broker/governance/limits.hpp"
+#include "broker/governance/queue_config.hpp"
+#include "ojs/core/error.hpp"
+
+using nlohmann::json;
+using namespace ojs::broker;
+
+namespace {
+// The details of the OjsError `f` throws (null when it throws nothing).
+template <class F>
+json error_details(F f, ojs::ErrorCode* code = nullptr) {
+  try {
+    f();
+  } catch (const ojs::OjsError& e) {
+    if (code) *code = e.code();
+    return e.details();
+  }
+  return nullptr;
+}
+}  // namespace
+
+TEST(QueueConfig, ValidBodyRoundTrips) {
+  const json body = {{"ml_defaults", {{"ext_ml_gpu_type", "nvidia-a100"}}},
+                     {"ml_limits", {{"max_gpu_count", 8}, {"allowed_priority_classes", {"spot", "on-demand"}}}},
+                     {"budgets", {{"max_total_gpus", 16}}},
+                     {"tenant_quotas", {{"default_max_gpus", 4}, {"tenants", {{"team-a", {{"max_gpus", 8}}}}}}}};
+  const auto c = governance::parse_queue_config(body);
+  EXPECT_EQ(c.ml_limits.max_gpu_count, 8);
+  EXPECT_EQ(c.budgets.max_total_gpus, 16);
+  EXPECT_FALSE(c.budgets.max_concurrent_gpu_jobs);
+  EXPECT_EQ(c.tenant_quotas.max_gpus.at("team-a"), 8);
+  const auto out = governance::to_json(c, "q");
+  EXPECT_EQ(out["ml_limits"], body["ml_limits"]);
+  EXPECT_EQ(out["tenant_quotas"], body["tenant_quotas"]);
+}
+
+TEST(QueueConfig, ErrorsNameTheField) {
+  const std::vector<std::pair<json, std::string>> cases = {
+      {{{"ml_limits", {{"max_gpu_count", -1}}}}, "ml_limits.max_gpu_count"},
+      {{{"ml_limits", {{"max_gpus", 1}}}}, "ml_limits.max_gpus"},
+      {{{"ml_limits", {{"allowed_priority_classes", {"gold"}}}}}, "ml_limits.allowed_priority_classes"},
+      {{{"budgets", {{"max_total_gpus", "8"}}}}, "budgets.max_total_gpus"},
+      {{{"ml_defaults", {{"gpu_type", "x"}}}}, "ml_defaults.gpu_type"},
+      {{{"ml_defaults", {{"ext_ml_gpu_count", 0}, {"ext_ml_gpu_type", "nvidia-a100"}}}}, "ml_defaults.ext_ml_gpu_count"},
+      {{{"tenant_quotas", {{"tenants", {{"bad name", {{"max_gpus", 1}}}}}}}}, "tenant_quotas.tenants.bad name"},
+      {{{"budget", {}}}, "budget"},
+  };
+  for (const auto& [body, field] : cases) {
+    ojs::ErrorCode code{};
+    const auto d = error_details([&] { governance::parse_queue_config(body); }, &code);
+    ASSERT_TRUE(d.is_object()) << body.dump();
+    EXPECT_EQ(code, ojs::ErrorCode::invalid_request);
+    EXPECT_EQ(d["field"], field) << body.dump();
+  }
+}
+
+TEST(Limits, RefuseWith422NamingTheLimit) {
+  governance::MlLimits limits;
+  limits.max_gpu_count = 8;
+  limits.max_timeout_seconds = 3600;
+  limits.allowed_gpu_types = {"nvidia-a100"};
+  auto req = [](json doc) { return ojs::ml::parse_requirements(doc); };
+  ojs::ErrorCode code{};
+  auto d = error_details([&] { governance::enforce_limits(req({{"ext_ml_gpu_count", 16}, {"ext_ml_gpu_type", "nvidia-a100"}}), {}, limits, "queue"); }, &code);
+  EXPECT_EQ(code, ojs::ErrorCode::validation_error);
+  EXPECT_EQ(d, json({{"limit", "max_gpu_count"}, {"value", 16}, {"max", 8}, {"scope", "queue"}}));
+  d = error_details([&] { governance::enforce_limits(req({{"ext_ml_gpu_type", "nvidia-h100"}}), {}, limits, "queue"); });
+  EXPECT_EQ(d["limit"], "allowed_gpu_types");
+  d = error_details([&] { governance::enforce_limits(req({{"ext_ml_gpu_count", 1}}), {}, limits, "queue"); });
+  EXPECT_EQ(d["limit"], "allowed_gpu_types");  // untyped GPU job on a typed queue
+  d = error_details([&] { governance::enforce_limits(req(json::object()), 7200000, limits, "queue"); });
+  EXPECT_EQ(d["limit"], "max_timeout_seconds");
+  EXPECT_TRUE(error_details([&] { governance::enforce_limits(req({{"ext_ml_gpu_type", "nvidia-a100"}}), 1000, limits, "queue"); }).is_null());
+  EXPECT_TRUE(error_details([&] { governance::enforce_limits(req(json::object()), {}, limits, "queue"); }).is_null());  // CPU job
+}
+
+TEST(Defaults, FillOnlyWhatTheProducerDidNotSay) {
+  const json defaults = {{"ext_ml_gpu_type", "nvidia-a100"}, {"ext_ml_priority_class", "spot"}, {"ext_ml_checkpoint_enabled", true}};
+  json doc = {{"type", "t"}, {"ext_ml_priority_class", "reserved"}, {"meta", {{"checkpoint", {{"enabled", false}}}}}};
+  const auto filled = governance::apply_defaults(doc, defaults);
+  EXPECT_EQ(filled, std::vector<std::string>{"ext_ml_gpu_type"});
+  EXPECT_EQ(doc["ext_ml_priority_class"], "reserved");
+  EXPECT_FALSE(doc.contains("ext_ml_checkpoint_enabled"));
+  EXPECT_EQ(governance::meta_group_of("ext_ml_gpu_memory_gb"), "resources");
+  EXPECT_EQ(governance::meta_group_of("ext_ml_model_version"), "model");
+  EXPECT_EQ(governance::meta_group_of("ext_ml_preemption_grace_period_s"), "preemption");
+}
+
+TEST(Admission, TenantFromMetaOrToken) {
+  auth::Identity token;
+  token.name = "team-b";
+  EXPECT_EQ(governance::resolve_tenant({{"meta", {{"tenant_id", "team-a"}}}}, &token), "team-a");
+  EXPECT_EQ(governance::resolve_tenant(json::object(), &token), "team-b");
+  EXPECT_EQ(governance::resolve_tenant(json::object(), nullptr), "");
+  token.tenant = "team-c";  // pinned
+  EXPECT_EQ(governance::resolve_tenant(json::object(), &token), "team-c");
+  ojs::ErrorCode code{};
+  error_details([&] { governance::resolve_tenant({{"meta", {{"tenant_id", "team-a"}}}}, &token); }, &code);
+  EXPECT_EQ(code, ojs::ErrorCode::forbidden);
+}
+
+TEST(Admission, AdminLabelKeysAndModelAllowList) {
+  const auto r = ojs::ml::parse_requirements({{"ext_ml_node_selector", {{"node.ojs.io/pool", "reserved"}}}});
+  const auto d = error_details([&] { governance::check_label_keys(r, {"node.ojs.io/"}); });
+  EXPECT_EQ(d["key"], "node.ojs.io/pool");
+  const auto m = ojs::ml::parse_requirements({{"ext_ml_model_id", "gpt-x"}});
+  EXPECT_EQ(error_details([&] { governance::check_model_allowed(m, {"llama-*"}); })["limit"], "allowed_models");
+  EXPECT_TRUE(error_details([&] { governance::check_model_allowed(m, {"gpt-*"}); }).is_null());
+}
+
+TEST(Tokens, HashMatchesSha256sumAndComparesInConstantTime) {
+  // printf %s secret | sha256sum
+  EXPECT_EQ(auth::sha256_hex("secret"), "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b");
+  EXPECT_TRUE(auth::constant_time_equal("abc", "abc"));
+  EXPECT_FALSE(auth::constant_time_equal("abc", "abd"));
+  EXPECT_FALSE(auth::constant_time_equal("abc", "abcd"));
+}
+
+TEST(Tokens, FileEntriesAreValidated) {
+  const auto ok = auth::parse_token_file(json::parse(R"([{"name":"ops","roles":["admin","worker"],"sha256":")" +
+                                                    auth::sha256_hex("t") + R"("}])"));
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_TRUE(ok[0].identity.has(auth::Role::admin));
+  EXPECT_THROW(auth::parse_token_file(json::parse(R"([{"name":"x","roles":["root"],"sha256":"00"}])")), std::runtime_error);
+  EXPECT_THROW(auth::parse_token_file(json::parse(R"([{"name":"x","role":"admin","sha256":"ABC"}])")), std::runtime_error);
+}
+
+TEST(Roles, EachRoleOnlyWhereItBelongs) {
+  using auth::Role;
+  const std::set<Role> producer{Role::producer}, worker{Role::worker}, admin{Role::admin};
+  EXPECT_TRUE(auth::roles_allow(producer, "POST /ojs/v1/jobs"));
+  EXPECT_TRUE(auth::roles_allow(producer, "GET /ojs/v1/jobs/{id}/diagnosis"));
+  EXPECT_FALSE(auth::roles_allow(producer, "POST /ojs/v1/workers/fetch"));
+  EXPECT_FALSE(auth::roles_allow(producer, "PUT /ojs/v1/admin/queues/{name}/config"));
+  EXPECT_TRUE(auth::roles_allow(worker, "POST /ojs/v1/workers/ack"));
+  EXPECT_TRUE(auth::roles_allow(worker, "GET /ojs/v1/jobs/{id}"));
+  EXPECT_FALSE(auth::roles_allow(worker, "POST /ojs/v1/jobs"));
+  EXPECT_FALSE(auth::roles_allow(worker, "GET /ojs/v1/admin/workers"));
+  EXPECT_TRUE(auth::roles_allow(admin, "PUT /ojs/v1/admin/queues/{name}/config"));
+  EXPECT_TRUE(auth::roles_allow({}, "GET /ojs/v1/health"));
+  EXPECT_FALSE(auth::roles_allow({}, "GET /ojs/v1/queues"));
+}
+
+TEST(RateLimiter, TokenBucketRefillsAtTheRate) {
+  auth::RateLimiter limiter(2.0, 3);  // 2/s, burst 3
+  const auto t0 = auth::RateLimiter::Clock::now();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(limiter.acquire("a", t0), 0);
+  const double wait = limiter.acquire("a", t0);
+  EXPECT_NEAR(wait, 0.5, 1e-9);
+  EXPECT_EQ(limiter.acquire("b", t0), 0);  // per key
+  EXPECT_EQ(limiter.acquire("a", t0 + std::chrono::milliseconds(500)), 0);
+  EXPECT_GT(limiter.acquire("a", t0 + std::chrono::milliseconds(500)), 0);
+  EXPECT_EQ(auth::RateLimiter(0, 1).acquire("x"), 0);  // disabled
+}
