@@ -4,6 +4,7 @@
 
 #include "broker/api/api.hpp"
 #include "broker/background/maintenance.hpp"
+#include "broker/governance/install.hpp"
 #include "broker/http/server.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/store/embedded_redis.hpp"
@@ -24,6 +25,7 @@ struct BrokerApp::Impl {
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<Maintenance> maintenance;
   std::unique_ptr<PreemptionController> preemption;
+  std::unique_ptr<governance::Installed> governance;  // access control, admission, admin queue routes
 };
 
 BrokerApp::BrokerApp(BrokerConfig config) : impl_(std::make_unique<Impl>()) { impl_->config = std::move(config); }
@@ -55,6 +57,7 @@ void BrokerApp::start() {
   register_queues_api(i.router, *i.api);
   register_events_api(i.router, *i.api);
   register_dead_letter_api(i.router, *i.api);
+  i.governance = governance::install(i.config, *i.redis, *i.jobs, i.router, *i.api);
   register_preemption_api(i.router, *i.api);
   register_observability_api(i.router, *i.api);
 
@@ -63,13 +66,15 @@ void BrokerApp::start() {
   http.port = i.config.port;
   http.threads = i.config.http_threads;
   http.max_body_bytes = i.config.max_body_bytes;
+  http.tls_cert = i.config.tls_cert;
+  http.tls_key = i.config.tls_key;
   i.server = std::make_unique<HttpServer>(http, i.router);
   i.server->start();
   i.maintenance = std::make_unique<Maintenance>(*i.jobs, *i.workers, i.config);
   i.preemption = std::make_unique<PreemptionController>(*i.jobs, *i.scheduler, *i.diagnosis, *i.workers, i.config);
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
   i.maintenance->start();
-  spdlog::info("broker listening on http://{}:{} (Redis {})", i.config.listen_address, i.server->port(),
+  spdlog::info("broker listening on {}://{}:{} (Redis {})", i.config.tls_cert.empty() ? "http" : "https", i.config.listen_address, i.server->port(),
                i.redis->endpoint().describe());
 }
 

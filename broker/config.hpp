@@ -25,6 +25,21 @@ struct BrokerConfig {
   std::string placement = "pack";                 // device placement: pack | spread
   int max_fetch_count = 100;
 
+  // Access control, governance bounds and TLS (docs/operations.md). Without an
+  // auth file every caller is an anonymous admin, allowed on loopback only unless
+  // allow_anonymous. Global bounds (0 = none) apply to every queue.
+  std::string auth_file;
+  bool allow_anonymous = false;
+  double push_rate_per_second = 0;  // per identity; 0: unlimited
+  double push_burst = 20;
+  std::vector<std::string> admin_label_prefixes;  // label keys only admins may select on
+  std::vector<std::string> allowed_models;        // model ids ("prefix*"); empty: any
+  long long max_job_gpus = 64;
+  double max_job_gpu_memory_gb = 0;
+  double max_job_memory_gb = 0;
+  long long max_job_timeout_seconds = 0;
+  std::string tls_cert, tls_key;                  // PEM files; both set: HTTPS on the port
+
   // Preemption (docs/operations.md "Preemption"): controller cadence (the leader
   // lease lasts max(3 x this, 2 s)), how long GPUs freed by preemption stay held
   // for the preemptor after the victims' deadline, and the allowed prefixes of

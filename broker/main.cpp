@@ -23,6 +23,19 @@ int main(int argc, char** argv) {
   cli.add_option("--locality-delay-ms", config.locality_delay_ms, "Delay scheduling bound for model locality")->capture_default_str();
   cli.add_option("--placement", config.placement, "GPU device placement: pack or spread")->capture_default_str()->check(CLI::IsMember({"pack", "spread"}));
   cli.add_option("--max-body-bytes", config.max_body_bytes, "Largest accepted request body")->capture_default_str();
+  // Access control, governance bounds, TLS (docs/operations.md).
+  cli.add_option("--auth-file", config.auth_file, "Token file: JSON [{name, roles[], sha256[, tenant]}]. Absent: anonymous admin mode, loopback only");
+  cli.add_flag("--allow-anonymous", config.allow_anonymous, "Serve anonymous callers (no --auth-file) on a non-loopback address");
+  cli.add_option("--push-rate", config.push_rate_per_second, "PUSH rate limit per identity, per second (0: none)")->capture_default_str();
+  cli.add_option("--push-burst", config.push_burst, "PUSH burst per identity")->capture_default_str();
+  cli.add_option("--admin-label-prefix", config.admin_label_prefixes, "Label key prefix only admins may use in selectors/affinity (repeatable)");
+  cli.add_option("--allowed-model", config.allowed_models, "Allowed model id, 'prefix*' for a prefix (repeatable; none: any)");
+  cli.add_option("--max-job-gpus", config.max_job_gpus, "No job may ask more GPUs (0: no bound)")->capture_default_str();
+  cli.add_option("--max-job-gpu-memory-gb", config.max_job_gpu_memory_gb, "No job may ask more GB per GPU (0: no bound)")->capture_default_str();
+  cli.add_option("--max-job-memory-gb", config.max_job_memory_gb, "No job may ask more host memory (0: no bound)")->capture_default_str();
+  cli.add_option("--max-job-timeout-seconds", config.max_job_timeout_seconds, "No job may ask a longer timeout (0: no bound)")->capture_default_str();
+  cli.add_option("--tls-cert", config.tls_cert, "PEM certificate (chain): serve HTTPS (with --tls-key)");
+  cli.add_option("--tls-key", config.tls_key, "PEM private key of --tls-cert");
   cli.add_option("--preemption-interval-ms", config.preemption_interval_ms, "Preemption controller cadence (leader lease: 3x, at least 2 s)")->capture_default_str()->check(CLI::Range(10, 600000));
   cli.add_option("--capacity-hold-ms", config.capacity_hold_ms, "GPUs freed by preemption stay held for the preemptor this long after the victims' deadline")->capture_default_str();
   cli.add_option("--checkpoint-prefix", config.checkpoint_prefixes, "Allowed checkpoint storage URI prefix (repeatable; none: any s3/gs/az/file URI)");

@@ -24,6 +24,9 @@ void register_workers_api(Router& router, ApiContext& ctx);
 void register_queues_api(Router& router, ApiContext& ctx);
 void register_events_api(Router& router, ApiContext& ctx);
 void register_dead_letter_api(Router& router, ApiContext& ctx);
+namespace governance { class QueueConfigStore; }
+// Admin: queue config, budget/ledger, reconciliation, jobs by state.
+void register_governance_api(Router& router, ApiContext& ctx, governance::QueueConfigStore& configs);
 void register_observability_api(Router& router, ApiContext& ctx);  // /metrics, /ojs/status, admin overview
 
 }  // namespace ojs::broker

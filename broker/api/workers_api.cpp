@@ -106,9 +106,16 @@ void register_workers_api(Router& router, ApiContext& ctx) {
 
   router.add("GET", "/ojs/v1/admin/workers", [&ctx](const HttpRequest&) {
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& w : ctx.workers.list())
+    for (const auto& w : ctx.workers.list()) {
+      // GPUs free = advertised count minus what the worker's active jobs hold.
+      const auto load = ctx.workers.load(w.id);
+      const long long total = w.capabilities.is_object() && w.capabilities.contains("gpu") && w.capabilities["gpu"].is_object()
+                                  ? w.capabilities["gpu"].value("count", 0LL) : 0LL;
       list.push_back({{"id", w.id}, {"state", w.state}, {"last_seen", format_rfc3339(w.last_seen_ms)},
-                      {"queues", w.queues}, {"capabilities", w.capabilities}});
+                      {"queues", w.queues}, {"capabilities", w.capabilities}, {"active_jobs", load.active.size()},
+                      {"gpus_total", total}, {"gpus_in_use", load.gpus_in_use()},
+                      {"gpus_free", std::max(0LL, total - load.gpus_in_use())}});
+    }
     return json_reply(200, {{"workers", list}});
   });
   for (const std::string state : {"quiet", "terminate", "running"}) {

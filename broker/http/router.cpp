@@ -27,8 +27,11 @@ std::vector<std::string> split_path(const std::string& path) {
 
 HttpResponse error_response(const OjsError& e) {
   HttpResponse r = json_response(http_status(e.code()), e.to_json().dump());
-  if (e.code() == ErrorCode::unavailable || e.code() == ErrorCode::rate_limited)
-    r.headers.emplace_back("Retry-After", "1");
+  if (e.code() == ErrorCode::unavailable || e.code() == ErrorCode::rate_limited) {
+    const auto& d = e.details();  // a rate limiter knows how long to wait
+    const bool known = d.is_object() && d.contains("retry_after_s") && d["retry_after_s"].is_number_integer();
+    r.headers.emplace_back("Retry-After", known ? std::to_string(d["retry_after_s"].get<long long>()) : "1");
+  }
   return r;
 }
 

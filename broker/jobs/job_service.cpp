@@ -82,6 +82,7 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
 
 json JobService::push(const json& body) {
   NewJob job = parse_enqueue_request(body, now_ms());
+  const std::string tenant = admission_ ? admission_(job) : std::string();  // defaults, limits, tenant
   JobClassification cls = scheduler_.classify(job.document, job.priority);  // validates ext_ml_*
   check_checkpoint_prefix(cls.requirements, config_.checkpoint_prefixes);
   bind_reservation(cls);  // a job naming a reservation runs only inside it: its own class
@@ -96,6 +97,7 @@ json JobService::push(const json& body) {
       {"max_attempts", std::to_string(job.retry.max_attempts)},
       {"gpus", std::to_string(cls.requirements.gpu_count())},
   };
+  if (!tenant.empty()) fields.emplace_back("tenant", tenant);
   if (job.visibility_timeout_ms) fields.emplace_back("visibility_timeout_ms", std::to_string(*job.visibility_timeout_ms));
   if (job.expires_at_ms) fields.emplace_back("expires_at", std::to_string(*job.expires_at_ms));
   // Execution deadline: ext_ml_timeout_seconds overrides the OJS timeout_ms.

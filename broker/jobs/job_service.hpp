@@ -3,6 +3,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/workers/worker_registry.hpp"
+#include "ojs/core/envelope.hpp"
 
 namespace ojs::broker {
 
@@ -51,6 +53,10 @@ class JobService {
   int reclaim_from_lost_workers(const std::string& queue, const std::set<std::string>& lost_workers);
 
   JobStore& store() { return store_; }
+  // Queue governance at PUSH (broker/governance): may fill the document (defaults),
+  // throws OjsError to refuse (limits), returns the job's tenant ("" = none).
+  using PushAdmission = std::function<std::string(NewJob&)>;
+  void set_admission(PushAdmission admission) { admission_ = std::move(admission); }
 
  private:
   std::string queue_of_or_404(const std::string& id);
@@ -69,6 +75,7 @@ class JobService {
   std::mutex classes_mutex_;
   std::map<std::string, ClassSet> classes_cache_;  // per queue; validated by the claim script's version check
   const BrokerConfig& config_;
+  PushAdmission admission_;
 };
 
 }  // namespace ojs::broker

@@ -183,7 +183,8 @@ RunResult run_process(const std::vector<std::string>& argv, int timeout_s) {
   return result;
 }
 
-Api::Api(const std::string& base_url) : client_(HttpClientOptions{base_url, "", 30000, "", false}) {}
+Api::Api(const std::string& base_url, const std::string& token)
+    : client_(HttpClientOptions{base_url, token, 30000, "", false}) {}
 
 Api::Reply Api::call(const std::string& method, const std::string& path, const nlohmann::json& body) {
   auto r = client_.request(method, path, body.is_null() ? std::string() : body.dump());

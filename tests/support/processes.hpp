@@ -57,7 +57,7 @@ RunResult run_process(const std::vector<std::string>& argv, int timeout_s = 600)
 // HTTP client with JSON convenience for tests.
 class Api {
  public:
-  explicit Api(const std::string& base_url);
+  explicit Api(const std::string& base_url, const std::string& token = "");  // token: sent as Bearer
   struct Reply {
     long status;
     nlohmann::json body;
