@@ -4,6 +4,8 @@
 // least parse and validate.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "support/processes.hpp"
 
 using namespace ojs::test;
@@ -23,6 +25,7 @@ TEST(MlSemanticsSuite, AllCasesPass) {
 }
 
 TEST(MlSemanticsSuite, PendingCasesAreValidCaseFiles) {
+  if (!std::filesystem::exists(suites_dir() + "/pending")) GTEST_SKIP() << "no pending cases";
   auto run = run_process({binary_path("conformance/ojs-conformance"), "--list", suites_dir() + "/pending"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
 }
