@@ -206,6 +206,7 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
 long long available(const Options& o, const std::string& queue) {
   auto http = client(o);
   const auto r = http.get("/ojs/v1/queues/" + queue + "/stats");
+  if (r.status == 404) return 0;  // a queue exists once a job was pushed to it
   const auto body = json::parse(r.body, nullptr, false);
   if (!body.is_object() || !body.contains("queue")) return -1;
   return body["queue"].value("available", -1LL);

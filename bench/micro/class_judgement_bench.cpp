@@ -16,12 +16,14 @@ using nlohmann::json;
 
 namespace {
 
-// K classes as the load generator makes them: one GPU with at least c+1 GB.
+// K classes as the load generator makes them (one GPU with at least c+1 GB; the
+// schema caps VRAM at 640 GB, so beyond that the CPU core count varies too).
 ojs::broker::ClassSet classes(int k) {
   ojs::broker::ClassSet set;
   for (int c = 0; c < k; ++c) {
     const auto req = ojs::ml::parse_requirements(json{{"type", "bench"}, {"args", json::array()},
-                                                      {"ext_ml_gpu_count", 1}, {"ext_ml_gpu_memory_gb", 1 + c}});
+                                                      {"ext_ml_gpu_count", 1}, {"ext_ml_gpu_memory_gb", 1 + c % 640},
+                                                      {"ext_ml_cpu_cores", 1 + c / 640}});
     const auto cls = ojs::ml::requirement_class(req);
     set.classes[cls.id] = cls.canonical;
   }
