@@ -3,25 +3,16 @@
 // preferences and locality honoured, GPUs not oversubscribed.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <thread>
 
+#include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
 using namespace ojs::test;
 
 namespace {
-json worker_caps(const std::string& name) {
-  std::ifstream in(std::string(OJS_SOURCE_DIR) + "/examples/workers/" + name + ".json");
-  return json::parse(in);
-}
-json caps_body(const std::string& name) { return {{"capabilities", worker_caps(name)}}; }
-json job(const std::string& queue, json attrs) {
-  json j = {{"type", "ml.task"}, {"args", json::array()}, {"options", {{"queue", queue}}}};
-  for (auto it = attrs.begin(); it != attrs.end(); ++it) j[it.key()] = it.value();
-  return j;
-}
+json caps_body(const std::string& name) { return {{"capabilities", example_worker(name)}}; }
 }  // namespace
 
 class Placement : public ::testing::Test {
@@ -32,7 +23,7 @@ class Placement : public ::testing::Test {
 };
 
 TEST_F(Placement, HardConstraintsAreRespectedAndRefusalsExplained) {
-  const auto big = api.push(job("pl-hard", {{"ext_ml_gpu_type", "nvidia-h100"}, {"ext_ml_gpu_count", 8}, {"ext_ml_gpu_memory_gb", 80},
+  const auto big = api.push(ml_job("pl-hard", {{"ext_ml_gpu_type", "nvidia-h100"}, {"ext_ml_gpu_count", 8}, {"ext_ml_gpu_memory_gb", 80},
                                             {"ext_ml_gpu_interconnect", "nvlink"}}));
   // Workers that cannot run it get nothing, whatever order they poll in.
   EXPECT_EQ(api.fetch({"pl-hard"}, "a100-box", 1, caps_body("4xa100-pcie")).size(), 0u);
@@ -77,7 +68,7 @@ TEST_F(Placement, EachPredicateRefusesAWorkerThatLacksIt) {
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const std::string queue = "pl-pred-" + std::to_string(i);
-    const auto id = api.push(job(queue, cases[i].first));
+    const auto id = api.push(ml_job(queue, cases[i].first));
     EXPECT_EQ(api.fetch({queue}, "a100-box", 1, caps_body("4xa100-pcie")).size(), 0u) << cases[i].first.dump();
     auto d = api.get("/ojs/v1/jobs/" + id + "/diagnosis").body["diagnosis"];
     EXPECT_TRUE(d["by_predicate"].contains(cases[i].second)) << cases[i].first.dump() << " -> " << d.dump();
@@ -89,9 +80,9 @@ TEST_F(Placement, JobPreferringNvlinkGoesToTheNvlinkWorkerWhenBothPoll) {
   const json prefers_nvlink = {{"ext_ml_gpu_count", 2},
                                {"ext_ml_affinity", {{"preferred", {{{"key", "gpu_interconnect"}, {"operator", "In"}, {"values", {"nvlink"}}, {"weight", 90}}}}}}};
   // Both workers poll; the PCIe one first. Warm up the class so both have been seen.
-  api.push(job("pl-pref", prefers_nvlink));
+  api.push(ml_job("pl-pref", prefers_nvlink));
   api.fetch({"pl-pref"}, "dgx", 1, caps_body("dgx-h100"));  // takes the warm-up job
-  const auto id = api.push(job("pl-pref", prefers_nvlink));
+  const auto id = api.push(ml_job("pl-pref", prefers_nvlink));
   EXPECT_EQ(api.fetch({"pl-pref"}, "pcie", 1, caps_body("4xa100-pcie")).size(), 0u);
   auto jobs = api.fetch({"pl-pref"}, "dgx", 1, caps_body("dgx-h100"));
   ASSERT_EQ(jobs.size(), 1u);
@@ -100,7 +91,7 @@ TEST_F(Placement, JobPreferringNvlinkGoesToTheNvlinkWorkerWhenBothPoll) {
 
 TEST_F(Placement, ModelJobWaitsItsLocalityDelayThenRunsCold) {
   // A model no example worker has loaded.
-  const auto id = api.push(job("pl-local", {{"ext_ml_model_id", "rare-model"}, {"ext_ml_gpu_count", 1}}));
+  const auto id = api.push(ml_job("pl-local", {{"ext_ml_model_id", "rare-model"}, {"ext_ml_gpu_count", 1}}));
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(api.fetch({"pl-local"}, "cold", 1, caps_body("4xa100-pcie")).size(), 0u);  // held for a warm worker
   json got;
@@ -118,9 +109,9 @@ TEST_F(Placement, ModelJobWaitsItsLocalityDelayThenRunsCold) {
   EXPECT_GE(waited, 1200);  // held for (about) the 1.5 s locality delay
 
   // A warm worker gets it at once.
-  json warm = worker_caps("4xa100-pcie");
+  json warm = example_worker("4xa100-pcie");
   warm["models_loaded"] = {{{"model_id", "rare-model"}, {"model_version", "1"}}};
-  const auto id2 = api.push(job("pl-local", {{"ext_ml_model_id", "rare-model"}, {"ext_ml_gpu_count", 1}}));
+  const auto id2 = api.push(ml_job("pl-local", {{"ext_ml_model_id", "rare-model"}, {"ext_ml_gpu_count", 1}}));
   auto jobs = api.fetch({"pl-local"}, "warm", 1, {{"capabilities", warm}});
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0]["id"], id2);
@@ -128,9 +119,9 @@ TEST_F(Placement, ModelJobWaitsItsLocalityDelayThenRunsCold) {
 
 TEST_F(Placement, TwoFourGpuJobsShareAnEightGpuWorkerAndAThirdWaits) {
   const json four = {{"ext_ml_gpu_count", 4}, {"ext_ml_gpu_type", "nvidia-h100"}};
-  const auto a = api.push(job("pl-pack", four));
-  const auto b = api.push(job("pl-pack", four));
-  const auto c = api.push(job("pl-pack", four));
+  const auto a = api.push(ml_job("pl-pack", four));
+  const auto b = api.push(ml_job("pl-pack", four));
+  const auto c = api.push(ml_job("pl-pack", four));
   auto first = api.fetch({"pl-pack"}, "dgx", 1, caps_body("dgx-h100"));
   auto second = api.fetch({"pl-pack"}, "dgx", 1, caps_body("dgx-h100"));
   ASSERT_EQ(first.size(), 1u);
@@ -155,12 +146,12 @@ TEST_F(Placement, TwoFourGpuJobsShareAnEightGpuWorkerAndAThirdWaits) {
 }
 
 TEST_F(Placement, BadRequirementsAreRejectedNamingTheAttribute) {
-  auto r = api.post("/ojs/v1/jobs", job("pl-bad", {{"ext_ml_gpu_count", 0}, {"ext_ml_gpu_type", "nvidia-h100"}}));
+  auto r = api.post("/ojs/v1/jobs", ml_job("pl-bad", {{"ext_ml_gpu_count", 0}, {"ext_ml_gpu_type", "nvidia-h100"}}));
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.body["error"]["details"]["field"], "ext_ml_gpu_count");
-  r = api.post("/ojs/v1/jobs", job("pl-bad", {{"ext_ml_gpu_compute_capability", "8"}}));
+  r = api.post("/ojs/v1/jobs", ml_job("pl-bad", {{"ext_ml_gpu_compute_capability", "8"}}));
   EXPECT_EQ(r.body["error"]["details"]["field"], "ext_ml_gpu_compute_capability");
-  r = api.post("/ojs/v1/jobs", job("pl-bad", {{"ext_ml_tpu_topology", "2by4"}}));
+  r = api.post("/ojs/v1/jobs", ml_job("pl-bad", {{"ext_ml_tpu_topology", "2by4"}}));
   EXPECT_EQ(r.body["error"]["details"]["field"], "ext_ml_tpu_topology");
   r = api.post("/ojs/v1/workers/fetch", {{"queues", {"pl-bad"}}, {"capabilities", {{"gpu", {{"count", -1}}}}}});
   EXPECT_EQ(r.status, 400);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
@@ -55,12 +56,6 @@ json wait_for_state(Api& api, const std::string& id, const std::string& state, i
   return job;
 }
 
-json job(json attrs, json args = json::array()) {
-  json j = {{"type", "ml.task"}, {"args", args}, {"options", {{"queue", "agents"}}}};
-  for (auto it = attrs.begin(); it != attrs.end(); ++it) j[it.key()] = it.value();
-  return j;
-}
-
 }  // namespace
 
 TEST(WorkerAgents, TwoAgentsRunRealCommandsOnTheWorkersThatFit) {
@@ -74,9 +69,9 @@ TEST(WorkerAgents, TwoAgentsRunRealCommandsOnTheWorkersThatFit) {
   setenv("OJS_WORKER_NODE", "l4", 1);
   WorkerAgent l4{broker.url(), "l4", "l4-inference.json", {"--command", command + "; exit ${OJS_EXIT:-0}"}};
 
-  const auto train = api.push(job({{"ext_ml_gpu_type", "nvidia-h100"}, {"ext_ml_gpu_count", 4}, {"ext_ml_gpu_interconnect", "nvlink"}}));
-  const auto infer = api.push(job({{"ext_ml_gpu_type", "nvidia-l4"}, {"ext_ml_gpu_memory_gb", 16}}));
-  const auto plain = api.push(job(json::object()));
+  const auto train = api.push(ml_job("agents", {{"ext_ml_gpu_type", "nvidia-h100"}, {"ext_ml_gpu_count", 4}, {"ext_ml_gpu_interconnect", "nvlink"}}));
+  const auto infer = api.push(ml_job("agents", {{"ext_ml_gpu_type", "nvidia-l4"}, {"ext_ml_gpu_memory_gb", 16}}));
+  const auto plain = api.push(ml_job("agents", json::object()));
 
   auto t = wait_for_state(api, train, "completed");
   ASSERT_EQ(t["state"], "completed") << t.dump();
