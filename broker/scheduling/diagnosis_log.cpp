@@ -35,8 +35,10 @@ ml::Judgement judgement_from_json(const nlohmann::json& j) {
 
 void DiagnosisLog::note(const std::string& queue, const std::string& class_id, const std::string& worker_id,
                         const ml::Judgement& judgement) {
-  nlohmann::json j = ml::to_json(judgement);
-  const std::string verdict = j.dump();
+  // The throttle compares a cheap signature (the refusal reasons); the JSON is
+  // only built when the record is actually written.
+  std::string verdict;
+  for (const auto& r : judgement.refusals) verdict.append(r.predicate).append(":").append(r.reason).append(";");
   const std::string key = keys::diagnosis(queue, class_id);
   const std::string memo = key + '|' + worker_id;
   const auto now = now_ms();
@@ -47,6 +49,7 @@ void DiagnosisLog::note(const std::string& queue, const std::string& class_id, c
     if (last_written_.size() > 100000) last_written_.clear();
     last_written_[memo] = {now, verdict};
   }
+  nlohmann::json j = ml::to_json(judgement);
   j["at"] = now;
   pending_.push_back({key, worker_id, j.dump()});
 }

@@ -69,15 +69,30 @@ local function release_budget(prefix, jk)
 end
 
 -- nil when the budget allows `gpus` more; else {in_use, limit, kind}.
+-- Read once per script run (a claim may test many classes), then kept current
+-- by budget_charge as the same script charges jobs.
+local budget_state = nil
 local function budget_block(prefix, gpus)
   if gpus <= 0 then return nil end
-  local cfg = redis.call('HMGET', prefix .. 'config', 'max_total_gpus', 'max_concurrent_gpu_jobs')
-  local led = redis.call('HMGET', prefix .. 'ledger', 'gpus', 'gpu_jobs')
-  local used, jobs = tonumber(led[1] or '0'), tonumber(led[2] or '0')
-  local max_gpus, max_jobs = tonumber(cfg[1] or ''), tonumber(cfg[2] or '')
-  if max_gpus and used + gpus > max_gpus then return {used, max_gpus, 'max_total_gpus'} end
-  if max_jobs and jobs + 1 > max_jobs then return {jobs, max_jobs, 'max_concurrent_gpu_jobs'} end
+  if not budget_state then
+    local cfg = redis.call('HMGET', prefix .. 'config', 'max_total_gpus', 'max_concurrent_gpu_jobs')
+    local led = redis.call('HMGET', prefix .. 'ledger', 'gpus', 'gpu_jobs')
+    budget_state = {used = tonumber(led[1] or '0'), jobs = tonumber(led[2] or '0'),
+                    max_gpus = tonumber(cfg[1] or ''), max_jobs = tonumber(cfg[2] or '')}
+  end
+  local b = budget_state
+  if b.max_gpus and b.used + gpus > b.max_gpus then return {b.used, b.max_gpus, 'max_total_gpus'} end
+  if b.max_jobs and b.jobs + 1 > b.max_jobs then return {b.jobs, b.max_jobs, 'max_concurrent_gpu_jobs'} end
   return nil
+end
+
+local function budget_charge(prefix, gpus)
+  redis.call('HINCRBY', prefix .. 'ledger', 'gpus', gpus)
+  redis.call('HINCRBY', prefix .. 'ledger', 'gpu_jobs', 1)
+  if budget_state then
+    budget_state.used = budget_state.used + gpus
+    budget_state.jobs = budget_state.jobs + 1
+  end
 end
 
 -- Per-tenant GPU quotas of a queue: `tenant-quotas` maps tenant -> max GPUs ('*' =
@@ -96,8 +111,16 @@ end
 -- The first ready job of a class (at most 32 from the head) whose tenant is within
 -- quota, as {id, score}; an over-quota tenant never blocks the others behind it.
 -- nil and the first block when every scanned job is over its tenant's quota.
+local tenant_quotas_present = nil  -- read once per script run
+local function has_tenant_quotas(prefix)
+  if tenant_quotas_present == nil then
+    tenant_quotas_present = redis.call('EXISTS', prefix .. 'tenant-quotas') == 1
+  end
+  return tenant_quotas_present
+end
+
 local function within_tenant_quota(prefix, class, head, gpus)
-  if gpus <= 0 or redis.call('EXISTS', prefix .. 'tenant-quotas') == 0 then return head, nil end
+  if gpus <= 0 or not has_tenant_quotas(prefix) then return head, nil end
   local range = redis.call('ZRANGE', ready_key(prefix, class), 0, 31, 'WITHSCORES')
   local seen, first_block = {}, nil
   for i = 1, #range, 2 do

@@ -61,8 +61,7 @@ for _ = 1, count do
   redis.call('HSET', jk, 'state', 'active', 'started_at', now, 'worker_id', worker, 'visibility_deadline', deadline)
   if best_gpus > 0 then
     redis.call('HSET', jk, 'charged_gpus', best_gpus)
-    redis.call('HINCRBY', prefix .. 'ledger', 'gpus', best_gpus)
-    redis.call('HINCRBY', prefix .. 'ledger', 'gpu_jobs', 1)
+    budget_charge(prefix, best_gpus)
     charge_tenant(prefix, jk, best_gpus)
   end
   if best_devices ~= '' then
