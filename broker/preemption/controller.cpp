@@ -45,6 +45,25 @@ std::optional<ml::Requirements> requirements_of(const JobRecord& job) {
   }
 }
 
+// What preemption needs to know of an active job (gpus/devices/labels are filled
+// by the caller from where it found the job).
+RunningJob running_job_from(const JobRecord& job, const std::string& queue, std::int64_t now) {
+  RunningJob r;
+  r.job_id = job.id();
+  r.queue = queue;
+  r.worker_id = job.get("worker_id");
+  r.class_rank = class_rank_of_score(static_cast<double>(job.get_int("rank_base").value_or(0)));
+  r.preempting = job.has("preempt_deadline");
+  if (auto req = requirements_of(job)) {
+    r.preemptible = req->scheduling.preemptible;
+    r.grace_period_s = req->scheduling.grace_period_s;
+    r.checkpoint_on_preempt = req->scheduling.checkpoint.on_preempt;
+  }
+  const auto since = std::max(job.get_int("started_at").value_or(now), job.get_int("last_checkpoint_at").value_or(0));
+  r.lost_ms = std::max<std::int64_t>(0, now - since);
+  return r;
+}
+
 std::vector<std::string> due(RedisPool& redis, const std::string& key, std::int64_t now) {
   auto v = redis.command({"ZRANGEBYSCORE", key, "-inf", std::to_string(now), "LIMIT", "0", "100"});
   std::vector<std::string> out;
@@ -165,21 +184,10 @@ std::vector<RunningJob> PreemptionController::running_on(const std::string& work
   for (std::size_t i = 0; i < held.size(); ++i) {
     const JobRecord job = JobRecord::from_flat_array(replies[i]);
     if (job.state() != "active" || job.get("worker_id") != worker_id) continue;
-    RunningJob r;
-    r.job_id = held[i].job_id;
-    r.queue = held[i].queue;
+    RunningJob r = running_job_from(job, held[i].queue, now);
     r.gpus = held[i].gpus;
     r.devices = held[i].devices;
     r.labels = held[i].labels;
-    r.class_rank = class_rank_of_score(static_cast<double>(job.get_int("rank_base").value_or(0)));
-    r.preempting = job.has("preempt_deadline");
-    if (auto req = requirements_of(job)) {
-      r.preemptible = req->scheduling.preemptible;
-      r.grace_period_s = req->scheduling.grace_period_s;
-      r.checkpoint_on_preempt = req->scheduling.checkpoint.on_preempt;
-    }
-    const auto since = std::max(job.get_int("started_at").value_or(now), job.get_int("last_checkpoint_at").value_or(0));
-    r.lost_ms = std::max<std::int64_t>(0, now - since);
     out.push_back(std::move(r));
   }
   return out;
@@ -252,28 +260,21 @@ int PreemptionController::preempt() {
         auto choice = choose_victims(req, rank, c.caps, running, assignment);
         if (choice && (!best || cheaper(*choice, best->second))) best.emplace(&c, std::move(*choice));
       }
-      if (fits_somewhere || !best) continue;
-
-      // Mark the victims (one script per victim queue, all or none within it), then hold the capacity.
-      const auto& [worker, choice] = *best;
-      std::map<std::string, std::vector<std::string>> by_queue;
-      for (const auto& v : choice.victims) {
-        auto& args = by_queue[v.queue];
-        if (args.empty()) args = {keys::queue_prefix(v.queue), preemptor, worker->info.id};
-        args.insert(args.end(), {v.job_id, std::to_string(v.grace_period_s), v.checkpoint_on_preempt ? "1" : "0"});
-      }
-      bool marked = true;
-      std::int64_t last_deadline = now;
-      for (const auto& [victim_queue, args] : by_queue) {
-        auto reply = redis.eval("preempt", {}, args);
-        if (reply.elements.at(0).str != "ok") {
-          marked = false;
-          break;
+      if (fits_somewhere) {
+        // Capacity exists; if the queue's budget is what keeps the job waiting,
+        // free budget held by lower-class work.
+        if (preempt_for_budget(queue, preemptor, rank, req.gpu_count())) {
+          pending_preemptors.insert(preemptor);
+          ++started;
         }
-        const auto& m = reply.elements.at(1).elements;
-        for (std::size_t i = 1; i < m.size(); i += 2) last_deadline = std::max<std::int64_t>(last_deadline, std::stoll(m[i].str));
+        continue;
       }
-      if (!marked) continue;
+      if (!best) continue;
+
+      // Mark the victims, then hold the capacity.
+      const auto& [worker, choice] = *best;
+      const auto last_deadline = mark(preemptor, choice.victims);
+      if (!last_deadline) continue;
       CapacityHold hold;
       hold.worker_id = worker->info.id;
       hold.for_job = preemptor;
@@ -281,7 +282,7 @@ int PreemptionController::preempt() {
       hold.class_id = class_id;
       hold.class_rank = rank;
       hold.victims = choice.victims;
-      hold.until_ms = last_deadline + config_.capacity_hold_ms;
+      hold.until_ms = *last_deadline + config_.capacity_hold_ms;
       redis.command({"HSET", preemption_keys::holds, hold.worker_id, hold.to_json().dump()});
       held_workers.insert(hold.worker_id);
       pending_preemptors.insert(preemptor);
@@ -292,6 +293,73 @@ int PreemptionController::preempt() {
     }
   }
   return started;
+}
+
+std::optional<std::int64_t> PreemptionController::mark(const std::string& preemptor, const std::vector<RunningJob>& victims) {
+  auto& redis = jobs_.store().redis();
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_queue_and_worker;
+  for (const auto& v : victims) {
+    auto& args = by_queue_and_worker[{v.queue, v.worker_id}];
+    if (args.empty()) args = {keys::queue_prefix(v.queue), preemptor, v.worker_id};
+    args.insert(args.end(), {v.job_id, std::to_string(v.grace_period_s), v.checkpoint_on_preempt ? "1" : "0"});
+  }
+  std::int64_t last_deadline = now_ms();
+  for (const auto& [_, args] : by_queue_and_worker) {
+    auto reply = redis.eval("preempt", {}, args);
+    if (reply.elements.at(0).str != "ok") return std::nullopt;
+    const auto& m = reply.elements.at(1).elements;
+    for (std::size_t i = 1; i < m.size(); i += 2) last_deadline = std::max<std::int64_t>(last_deadline, std::stoll(m[i].str));
+  }
+  return last_deadline;
+}
+
+QueueBudget PreemptionController::budget_of(const std::string& queue) {
+  auto replies = jobs_.store().redis().pipeline({{"HMGET", keys::config(queue), "max_total_gpus", "max_concurrent_gpu_jobs"},
+                                                 {"HMGET", keys::ledger(queue), "gpus", "gpu_jobs"}});
+  auto number = [](const RedisValue& v) -> std::optional<long long> {
+    if (v.is_nil() || v.str.empty()) return std::nullopt;
+    try {
+      return std::stoll(v.str);
+    } catch (...) {
+      return std::nullopt;
+    }
+  };
+  QueueBudget b;
+  b.max_gpus = number(replies[0].elements.at(0));
+  b.max_jobs = number(replies[0].elements.at(1));
+  b.gpus_in_use = number(replies[1].elements.at(0)).value_or(0);
+  b.gpu_jobs = number(replies[1].elements.at(1)).value_or(0);
+  return b;
+}
+
+std::vector<RunningJob> PreemptionController::charged_in(const std::string& queue) {
+  auto& store = jobs_.store();
+  const auto active = store.active_jobs(queue);
+  std::vector<RunningJob> out;
+  if (active.empty()) return out;
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& [id, _] : active) cmds.push_back({"HGETALL", keys::job(queue, id)});
+  auto replies = store.redis().pipeline(cmds);
+  const auto now = now_ms();
+  for (const auto& reply : replies) {
+    const JobRecord job = JobRecord::from_flat_array(reply);
+    if (job.state() != "active") continue;
+    RunningJob r = running_job_from(job, queue, now);
+    r.gpus = static_cast<int>(job.get_int("charged_gpus").value_or(0));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+bool PreemptionController::preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus) {
+  const QueueBudget budget = budget_of(queue);
+  if (budget.allows(gpus)) return false;
+  const auto choice = choose_budget_victims(gpus, rank, budget, charged_in(queue));
+  if (!choice || !mark(preemptor, choice->victims)) return false;
+  std::string ids;
+  for (const auto& v : choice->victims) ids += (ids.empty() ? "" : ", ") + v.job_id;
+  spdlog::info("queue {}: preempting {} to free GPU budget for job {} (class rank {})", queue, ids, preemptor, rank);
+  return true;
 }
 
 }  // namespace ojs::broker

@@ -120,6 +120,15 @@ class PreemptionController {
  private:
   bool renew_lease();
   std::vector<RunningJob> running_on(const std::string& worker_id);
+  // The queue's active jobs charged to its GPU budget (on any worker).
+  std::vector<RunningJob> charged_in(const std::string& queue);
+  QueueBudget budget_of(const std::string& queue);
+  // Marks victims (one preempt.lua per queue and worker, all or none within it);
+  // the latest deadline, or nullopt when a victim changed meanwhile.
+  std::optional<std::int64_t> mark(const std::string& preemptor, const std::vector<RunningJob>& victims);
+  // Budget-driven preemption: the job would fit a worker but its queue's budget
+  // is held by lower-class preemptible jobs.
+  bool preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus);
 
   JobService& jobs_;
   Scheduler& scheduler_;

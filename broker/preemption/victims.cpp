@@ -1,6 +1,7 @@
 #include "broker/preemption/victims.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace ojs::broker {
 
@@ -14,18 +15,10 @@ ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::s
   return load;
 }
 
-std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, int preemptor_rank,
-                                           const ml::Capabilities& caps, const std::vector<RunningJob>& running,
-                                           const ml::AssignmentOptions& assignment) {
-  if (!ml::fits_static(preemptor, &caps)) return std::nullopt;  // static refusals: preemption cannot help
-  std::set<std::string> removed;  // jobs already preempting count as gone
-  for (const auto& job : running)
-    if (job.preempting) removed.insert(job.job_id);
-  auto fits = [&](const std::set<std::string>& without) {
-    return ml::judge(preemptor, &caps, load_without(running, without), assignment);
-  };
-  if (fits(removed).eligible()) return std::nullopt;
+namespace {
 
+// Lower-class, preemptible jobs not already leaving, least progress lost first.
+std::vector<const RunningJob*> candidates_for(int preemptor_rank, const std::vector<RunningJob>& running) {
   std::vector<const RunningJob*> candidates;
   for (const auto& job : running)
     if (!job.preempting && job.preemptible && job.class_rank < preemptor_rank) candidates.push_back(&job);
@@ -34,35 +27,95 @@ std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, in
     if (a->class_rank != b->class_rank) return a->class_rank < b->class_rank;
     return a->job_id < b->job_id;
   });
+  return candidates;
+}
 
+// Takes candidates in order until `fits(removed)`, then drops those that turn
+// out unnecessary (most progress lost first). nullopt when even all do not do.
+std::optional<std::vector<const RunningJob*>> minimal_victims(const std::vector<const RunningJob*>& candidates,
+                                                              std::set<std::string>& removed,
+                                                              const std::function<bool(const std::set<std::string>&)>& fits) {
   std::vector<const RunningJob*> chosen;
   bool fit = false;
   for (const auto* c : candidates) {
     chosen.push_back(c);
     removed.insert(c->job_id);
-    if (fits(removed).eligible()) {
+    if (fits(removed)) {
       fit = true;
       break;
     }
   }
   if (!fit) return std::nullopt;
-  // Drop victims that turned out unnecessary (most progress lost first).
   for (auto it = chosen.rbegin(); it != chosen.rend();) {
     removed.erase((*it)->job_id);
-    if (fits(removed).eligible()) {
+    if (fits(removed)) {
       it = decltype(it)(chosen.erase(std::next(it).base()));
     } else {
       removed.insert((*it)->job_id);
       ++it;
     }
   }
+  return chosen;
+}
+
+VictimChoice to_choice(const std::vector<const RunningJob*>& chosen) {
   VictimChoice choice;
   for (const auto* c : chosen) {
     choice.victims.push_back(*c);
     choice.lost_ms += c->lost_ms;
   }
-  choice.fit = fits(removed);
   return choice;
+}
+
+}  // namespace
+
+std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, int preemptor_rank,
+                                           const ml::Capabilities& caps, const std::vector<RunningJob>& running,
+                                           const ml::AssignmentOptions& assignment) {
+  if (!ml::fits_static(preemptor, &caps)) return std::nullopt;  // static refusals: preemption cannot help
+  std::set<std::string> removed;  // jobs already preempting count as gone
+  for (const auto& job : running)
+    if (job.preempting) removed.insert(job.job_id);
+  auto judge = [&](const std::set<std::string>& without) {
+    return ml::judge(preemptor, &caps, load_without(running, without), assignment);
+  };
+  if (judge(removed).eligible()) return std::nullopt;
+  auto chosen = minimal_victims(candidates_for(preemptor_rank, running), removed,
+                                [&](const std::set<std::string>& without) { return judge(without).eligible(); });
+  if (!chosen) return std::nullopt;
+  VictimChoice choice = to_choice(*chosen);
+  choice.fit = judge(removed);
+  return choice;
+}
+
+bool QueueBudget::allows(int gpus, long long freed_gpus, long long freed_jobs) const {
+  if (max_gpus && gpus_in_use - freed_gpus + gpus > *max_gpus) return false;
+  if (max_jobs && gpu_jobs - freed_jobs + 1 > *max_jobs) return false;
+  return true;
+}
+
+std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemptor_rank, const QueueBudget& budget,
+                                                  const std::vector<RunningJob>& running) {
+  if (preemptor_gpus <= 0) return std::nullopt;
+  auto allows = [&](const std::set<std::string>& without) {
+    long long gpus = 0, jobs = 0;
+    for (const auto& job : running)
+      if (without.count(job.job_id) && job.gpus > 0) {
+        gpus += job.gpus;
+        ++jobs;
+      }
+    return budget.allows(preemptor_gpus, gpus, jobs);
+  };
+  std::set<std::string> removed;  // jobs already preempting are on their way out
+  for (const auto& job : running)
+    if (job.preempting) removed.insert(job.job_id);
+  if (allows(removed)) return std::nullopt;  // the budget is not (or soon not) the obstacle
+  std::vector<const RunningJob*> candidates;
+  for (const auto* c : candidates_for(preemptor_rank, running))
+    if (c->gpus > 0) candidates.push_back(c);  // only jobs charged to the budget free any of it
+  auto chosen = minimal_victims(candidates, removed, allows);
+  if (!chosen) return std::nullopt;
+  return to_choice(*chosen);
 }
 
 bool cheaper(const VictimChoice& a, const VictimChoice& b) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ namespace ojs::broker {
 struct RunningJob {
   std::string job_id;
   std::string queue;
+  std::string worker_id;
   int class_rank = 1;        // spot 0, on-demand 1, reserved 2
   bool preemptible = false;  // ext_ml_preemptible (defaults from the class)
   bool preempting = false;   // already marked: it is on its way out
@@ -50,6 +52,25 @@ ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::s
 std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, int preemptor_rank,
                                            const ml::Capabilities& caps, const std::vector<RunningJob>& running,
                                            const ml::AssignmentOptions& assignment = {});
+
+// A queue's GPU budget (limits from `ojs:{q}:config`, use from `ojs:{q}:ledger`).
+struct QueueBudget {
+  std::optional<long long> max_gpus;  // max_total_gpus
+  std::optional<long long> max_jobs;  // max_concurrent_gpu_jobs
+  long long gpus_in_use = 0;
+  long long gpu_jobs = 0;
+  // Would a job of `gpus` GPUs fit once jobs holding freed_gpus / freed_jobs leave?
+  bool allows(int gpus, long long freed_gpus = 0, long long freed_jobs = 0) const;
+};
+
+// Victims among the jobs charged to a queue's budget (`running`: the queue's
+// active jobs, any worker; gpus = GPUs charged) whose release lets a waiting
+// higher-class job of `preemptor_gpus` GPUs fit the budget. Same rules as
+// choose_victims: lower class, preemptible, not already preempting, least
+// progress lost first, minimal. nullopt when the budget already allows the job
+// or no choice of victims makes it fit.
+std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemptor_rank, const QueueBudget& budget,
+                                                  const std::vector<RunningJob>& running);
 
 // Of several workers' choices, the one losing the least progress (then fewest victims).
 bool cheaper(const VictimChoice& a, const VictimChoice& b);

@@ -279,3 +279,30 @@ TEST_F(Preemption, ReservationsHoldCapacityAndConfineTheirJobs) {
   EXPECT_EQ(api.call("DELETE", "/ojs/v1/admin/reservations/r1").status, 200);
   EXPECT_EQ(api.call("DELETE", "/ojs/v1/admin/reservations/r1").status, 404);
 }
+
+TEST_F(Preemption, ReservedJobPreemptsSpotWorkHoldingTheQueueBudget) {
+  // Capacity is plentiful (an 8-GPU worker) but the queue's budget is 2 GPUs,
+  // all held by a spot job: preemption frees budget, not devices.
+  ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/queues/pre-budget/config", {{"budgets", {{"max_total_gpus", 2}}}}).status, 200);
+  const auto dgx = caps_body("dgx-h100");
+  json spot = spot_job("pre-budget", 20);
+  spot["ext_ml_gpu_count"] = 2;
+  const auto spot_id = api.push(spot);
+  ASSERT_EQ(api.fetch({"pre-budget"}, "dgx", 1, dgx).size(), 1u);
+  json reserved = reserved_job("pre-budget");
+  reserved["ext_ml_gpu_count"] = 2;
+  const auto reserved_id = api.push(reserved);
+  EXPECT_EQ(api.fetch({"pre-budget"}, "dgx", 1, dgx).size(), 0u) << "over budget: the reserved job waits";
+  EXPECT_NE(info(reserved_id)["diagnosis"]["message"].get<std::string>().find("budget"), std::string::npos);
+
+  const auto directives = wait_for_directive("dgx", spot_id);
+  ASSERT_EQ(directives.size(), 1u) << "no preempt directive for the budget holder";
+  EXPECT_EQ(directives[0]["preempted_for"], reserved_id);
+  ASSERT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", spot_id}, {"worker_id", "dgx"}, {"requeue", true},
+                                               {"error", {{"code", "preempted"}, {"message", "preempted"}}}}).status, 200);
+  auto next = api.fetch({"pre-budget"}, "dgx", 1, dgx);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0]["id"], reserved_id) << "the freed budget goes to the higher class first";
+  EXPECT_EQ(info(spot_id)["state"], "available");
+  EXPECT_EQ(info(spot_id)["attempt"], 0);
+}

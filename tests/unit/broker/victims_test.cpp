@@ -100,3 +100,45 @@ TEST(Victims, CheaperPrefersLessLostProgressThenFewerVictims) {
   b.victims.resize(1);
   EXPECT_TRUE(cheaper(b, a));
 }
+
+TEST(BudgetVictims, FreeJustEnoughBudgetLeastProgressLostFirst) {
+  QueueBudget budget;
+  budget.max_gpus = 12;
+  budget.gpus_in_use = 12;
+  budget.gpu_jobs = 4;
+  const std::vector<RunningJob> jobs = {running("old", 0, 4, 600000), running("fresh", 0, 2, 1000), running("mid", 0, 2, 60000),
+                                        running("ondemand", 1, 4, 0, /*preemptible=*/false)};
+  // A reserved 4-GPU job: the two cheapest spot jobs (2 + 2 GPUs) free enough.
+  auto choice = choose_budget_victims(4, 2, budget, jobs);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"fresh", "mid"}));
+  // 12 GPUs cannot be freed: the spot jobs hold 8 and the on-demand job is not preemptible.
+  choice = choose_budget_victims(12, 2, budget, jobs);
+  EXPECT_FALSE(choice);
+  // A preemptible on-demand holder is a victim for a reserved job, and the cheapest one.
+  auto with_od = jobs;
+  with_od[3].preemptible = true;
+  choice = choose_budget_victims(4, 2, budget, with_od);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"ondemand"}));
+  // ...but never for an on-demand job (same class).
+  choice = choose_budget_victims(4, 1, budget, with_od);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"fresh", "mid"}));
+}
+
+TEST(BudgetVictims, NothingWhenTheBudgetAllowsOrJobLimitIsTheObstacle) {
+  QueueBudget budget;
+  budget.max_gpus = 8;
+  budget.gpus_in_use = 4;
+  EXPECT_FALSE(choose_budget_victims(4, 2, budget, {running("a", 0, 4, 0)})) << "the budget already allows it";
+  budget.max_gpus.reset();
+  budget.max_jobs = 2;
+  budget.gpu_jobs = 2;
+  auto choice = choose_budget_victims(1, 2, budget, {running("a", 0, 1, 50), running("b", 0, 1, 10)});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"b"}));  // one job slot is enough
+  std::vector<RunningJob> leaving = {running("a", 0, 1, 50), running("b", 0, 1, 10)};
+  leaving[1].preempting = true;
+  EXPECT_FALSE(choose_budget_victims(1, 2, budget, leaving)) << "a job already leaving frees the slot";
+}
