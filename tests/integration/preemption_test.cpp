@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <thread>
 
+#include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
@@ -14,17 +14,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-json caps_body(const std::string& name) {
-  std::ifstream in(std::string(OJS_SOURCE_DIR) + "/examples/workers/" + name + ".json");
-  return {{"capabilities", json::parse(in)}};
-}
-json job(const std::string& queue, json attrs) {
-  json j = {{"type", "ml.train"}, {"args", json::array()}, {"options", {{"queue", queue}}}};
-  for (auto it = attrs.begin(); it != attrs.end(); ++it) j[it.key()] = it.value();
-  return j;
-}
+json caps_body(const std::string& name) { return {{"capabilities", example_worker(name)}}; }
 json spot_job(const std::string& queue, int grace_s) {
-  return job(queue, {{"ext_ml_gpu_count", 1},
+  return ml_job(queue, {{"ext_ml_gpu_count", 1},
                      {"ext_ml_priority_class", "spot"},
                      {"ext_ml_preemption_grace_period_s", grace_s},
                      {"ext_ml_checkpoint_on_preempt", true},
@@ -32,7 +24,7 @@ json spot_job(const std::string& queue, int grace_s) {
                      {"ext_ml_checkpoint_storage_uri", "s3://ckpt/run-1/"}});
 }
 json reserved_job(const std::string& queue) {
-  return job(queue, {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", "reserved"}});
+  return ml_job(queue, {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", "reserved"}});
 }
 
 }  // namespace
@@ -157,9 +149,9 @@ TEST_F(Preemption, NoPreemptionForSameClassOrWhenTheJobWouldNotFit) {
   const auto l4 = caps_body("l4-inference");
   const auto spot = api.push(spot_job("pre-none", 30));
   ASSERT_EQ(api.fetch({"pre-none"}, "l4", 1, l4).size(), 1u);
-  api.push(job("pre-none", {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", "spot"}}));                 // same class
-  api.push(job("pre-none", {{"ext_ml_gpu_count", 2}, {"ext_ml_priority_class", "reserved"}}));             // 2 GPUs: never fits an L4 box
-  api.push(job("pre-none", {{"ext_ml_gpu_memory_gb", 80}, {"ext_ml_priority_class", "reserved"}}));        // static refusal
+  api.push(ml_job("pre-none", {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", "spot"}}));                 // same class
+  api.push(ml_job("pre-none", {{"ext_ml_gpu_count", 2}, {"ext_ml_priority_class", "reserved"}}));             // 2 GPUs: never fits an L4 box
+  api.push(ml_job("pre-none", {{"ext_ml_gpu_memory_gb", 80}, {"ext_ml_priority_class", "reserved"}}));        // static refusal
   for (int i = 0; i < 10; ++i) {
     EXPECT_TRUE(heartbeat("l4", {spot})["job_directives"].empty());
     std::this_thread::sleep_for(100ms);
@@ -168,7 +160,7 @@ TEST_F(Preemption, NoPreemptionForSameClassOrWhenTheJobWouldNotFit) {
 }
 
 TEST_F(Preemption, CheckpointHistoryIsFifoAndOnlyTheHolderCommits) {
-  const auto id = api.push(job("ckpt", {{"ext_ml_checkpoint_max_count", 2}, {"retry", {{"max_attempts", 1}}}}));
+  const auto id = api.push(ml_job("ckpt", {{"ext_ml_checkpoint_max_count", 2}, {"retry", {{"max_attempts", 1}}}}));
   ASSERT_EQ(api.fetch({"ckpt"}, "w1").size(), 1u);
   for (int step = 1; step <= 3; ++step) {
     auto r = api.post("/ojs/v1/jobs/" + id + "/checkpoint",
@@ -216,18 +208,18 @@ TEST_F(Preemption, CheckpointPrefixAllowList) {
   RedisServer r2;
   BrokerProcess strict{r2.url(), {"--checkpoint-prefix", "s3://allowed/"}};
   Api a{strict.url()};
-  auto bad = a.post("/ojs/v1/jobs", job("pfx", {{"ext_ml_checkpoint_storage_uri", "s3://other/x/"}}));
+  auto bad = a.post("/ojs/v1/jobs", ml_job("pfx", {{"ext_ml_checkpoint_storage_uri", "s3://other/x/"}}));
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.body["error"]["details"]["field"], "ext_ml_checkpoint_storage_uri") << bad.body.dump();
-  EXPECT_EQ(a.post("/ojs/v1/jobs", job("pfx", {{"ext_ml_checkpoint_storage_uri", "s3://allowed/x/"}})).status, 201);
-  EXPECT_EQ(a.post("/ojs/v1/jobs", job("pfx", {{"ext_ml_checkpoint_storage_uri", "s3://allowed/x"}})).status, 400);  // trailing slash
+  EXPECT_EQ(a.post("/ojs/v1/jobs", ml_job("pfx", {{"ext_ml_checkpoint_storage_uri", "s3://allowed/x/"}})).status, 201);
+  EXPECT_EQ(a.post("/ojs/v1/jobs", ml_job("pfx", {{"ext_ml_checkpoint_storage_uri", "s3://allowed/x"}})).status, 400);  // trailing slash
 }
 
 TEST_F(Preemption, WaitingJobEscalatesToItsTargetClass) {
-  const auto low = api.push(job("esc", {{"ext_ml_priority_class", "spot"}, {"ext_ml_priority_escalation", true},
+  const auto low = api.push(ml_job("esc", {{"ext_ml_priority_class", "spot"}, {"ext_ml_priority_escalation", true},
                                         {"ext_ml_escalation_after_s", 1}, {"ext_ml_escalation_target_class", "reserved"}}));
-  const auto first = api.push(job("esc", {{"ext_ml_priority_class", "on-demand"}}));
-  const auto second = api.push(job("esc", {{"ext_ml_priority_class", "on-demand"}}));
+  const auto first = api.push(ml_job("esc", {{"ext_ml_priority_class", "on-demand"}}));
+  const auto second = api.push(ml_job("esc", {{"ext_ml_priority_class", "on-demand"}}));
   auto got = api.fetch({"esc"}, "w");
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0]["id"], first);  // on-demand before spot
@@ -247,17 +239,17 @@ TEST_F(Preemption, ReservationsHoldCapacityAndConfineTheirJobs) {
   ASSERT_EQ(created.status, 201) << created.body.dump();
   EXPECT_EQ(api.get("/ojs/v1/admin/reservations").body["reservations"].size(), 1u);
 
-  const auto confined = api.push(job("resv", {{"ext_ml_gpu_count", 1}, {"ext_ml_reservation_id", "r1"}}));
+  const auto confined = api.push(ml_job("resv", {{"ext_ml_gpu_count", 1}, {"ext_ml_reservation_id", "r1"}}));
   EXPECT_EQ(api.fetch({"resv"}, "outside", 1, a100).size(), 0u);
   auto why = api.get("/ojs/v1/jobs/" + confined + "/diagnosis").body["diagnosis"];
   EXPECT_TRUE(why["by_predicate"].contains("reservation")) << why.dump();
 
   // Outside jobs may use only the GPUs the reservation does not hold (4 - 2).
-  const auto big = api.push(job("resv-other", {{"ext_ml_gpu_count", 3}}));
+  const auto big = api.push(ml_job("resv-other", {{"ext_ml_gpu_count", 3}}));
   EXPECT_EQ(api.fetch({"resv-other"}, "inside", 1, a100).size(), 0u);
   why = api.get("/ojs/v1/jobs/" + big + "/diagnosis").body["diagnosis"];
   EXPECT_TRUE(why["by_predicate"].contains("reservation")) << why.dump();
-  api.push(job("resv-other", {{"ext_ml_gpu_count", 2}}));
+  api.push(ml_job("resv-other", {{"ext_ml_gpu_count", 2}}));
   auto got = api.fetch({"resv-other"}, "inside", 1, a100);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_NE(got[0]["id"], big);
@@ -266,7 +258,7 @@ TEST_F(Preemption, ReservationsHoldCapacityAndConfineTheirJobs) {
   EXPECT_EQ(got[0]["id"], confined);
 
   // A job naming a reservation that does not exist fails after its timeout.
-  const auto orphan = api.push(job("resv", {{"ext_ml_reservation_id", "nope"}, {"ext_ml_reservation_timeout_s", 1}}));
+  const auto orphan = api.push(ml_job("resv", {{"ext_ml_reservation_id", "nope"}, {"ext_ml_reservation_timeout_s", 1}}));
   json state;
   for (int i = 0; i < 50; ++i) {
     state = info(orphan);
