@@ -218,8 +218,7 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
     if (eligible.empty()) {
       // The cached class set may predate a class this worker could take (claim's
       // version check never runs when nothing is eligible): look once more.
-      const auto current = store_.redis().command({"GET", keys::classes_version(queue)});
-      if (round > 0 || (current.is_nil() ? std::string("0") : current.str) == classes.version) return;
+      if (round > 0 || store_.classes_version(queue) == classes.version) return;
       classes = classes_of(queue, true);
       continue;
     }

@@ -83,6 +83,11 @@ std::optional<JobRecord> JobStore::get(const std::string& id) {
   return get(*queue, id);
 }
 
+std::string JobStore::classes_version(const std::string& queue) {
+  auto v = redis_.command({"GET", keys::classes_version(queue)});
+  return v.is_nil() ? "0" : v.str;
+}
+
 ClassSet JobStore::load_classes(const std::string& queue) {
   auto replies = redis_.pipeline({{"GET", keys::classes_version(queue)}, {"HGETALL", keys::classes(queue)}});
   ClassSet set;

@@ -65,6 +65,7 @@ class JobStore {
   std::optional<JobRecord> get(const std::string& queue, const std::string& id);
 
   ClassSet load_classes(const std::string& queue);
+  std::string classes_version(const std::string& queue);  // "0" before the first class
   ClaimOutcome claim(const std::string& queue, const std::string& worker_id, std::optional<std::int64_t> request_visibility_ms,
                      std::int64_t default_visibility_ms, int count, const std::string& classes_version,
                      const std::vector<EligibleClass>& eligible);
