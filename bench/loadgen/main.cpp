@@ -2,11 +2,13 @@
 // worker threads FETCH+ACK (with and without capabilities), each thread over its
 // own keep-alive connection. Every phase is bounded in count and in time. The same
 // run measures the Redis ceiling (a minimal claim script over hiredis) and prints
-// the broker's FETCH+ACK rate as a fraction of it.
+// the broker's FETCH+ACK rate as a fraction of it, and (with --redis) the Redis
+// work per job: INFO commandstats and INFO cpu deltas over PUSH + FETCH + ACK.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -212,6 +214,63 @@ long long available(const Options& o, const std::string& queue) {
   return body["queue"].value("available", -1LL);
 }
 
+// Redis work per job completed between two snapshots. `command_us` sums the usec of
+// every commandstats entry: commands run inside a script are counted both in their
+// own entry and in the EVALSHA that ran them (Redis 7 does so), so it is an upper
+// bound, taken the same way before and after a change. `cpu_us` is the CPU time of
+// Redis's command thread (including socket I/O): what the one core actually spent.
+json redis_per_job(const ojs::bench::RedisUsage& before, const ojs::bench::RedisUsage& after, long long jobs,
+                   const std::string& phase) {
+  json out = {{"phase", phase}, {"jobs", jobs}};
+  if (!before.error.empty() || !after.error.empty()) {
+    out["error"] = before.error.empty() ? after.error : before.error;
+    return out;
+  }
+  const double n = jobs > 0 ? static_cast<double>(jobs) : 1.0;
+  long long usec = 0, calls = 0, script_usec = 0, script_calls = 0;
+  json per_command = json::object();
+  for (const auto& [name, a] : after.commands) {
+    const auto it = before.commands.find(name);
+    const long long du = a.usec - (it == before.commands.end() ? 0 : it->second.usec);
+    const long long dc = a.calls - (it == before.commands.end() ? 0 : it->second.calls);
+    if (dc <= 0 || name.rfind("config", 0) == 0 || name == "info") continue;  // our own probes
+    usec += du;
+    calls += dc;
+    if (name == "evalsha" || name == "eval") {
+      script_usec += du;
+      script_calls += dc;
+    }
+    per_command[name] = {{"calls_per_job", dc / n}, {"us_per_job", du / n}};
+  }
+  out["command_us_per_job"] = usec / n;
+  out["script_us_per_job"] = script_usec / n;
+  out["scripts_per_job"] = script_calls / n;
+  out["calls_per_job"] = calls / n;
+  out["cpu_us_per_job"] = (after.cpu_main_s - before.cpu_main_s) * 1e6 / n;
+  out["commands"] = per_command;
+  return out;
+}
+
+void print_redis_per_job(const json& r) {
+  if (r.contains("error")) {
+    std::printf("Redis work (%s): %s\n", r["phase"].get<std::string>().c_str(), r["error"].get<std::string>().c_str());
+    return;
+  }
+  std::printf("Redis work per job, %s (%lld jobs): commandstats %.1f us (scripts %.1f us in %.2f EVALSHA), "
+              "%.1f calls; Redis main-thread CPU %.1f us\n",
+              r["phase"].get<std::string>().c_str(), r["jobs"].get<long long>(), r["command_us_per_job"].get<double>(),
+              r["script_us_per_job"].get<double>(), r["scripts_per_job"].get<double>(), r["calls_per_job"].get<double>(),
+              r["cpu_us_per_job"].get<double>());
+  std::vector<std::pair<double, std::string>> top;
+  for (auto it = r["commands"].begin(); it != r["commands"].end(); ++it)
+    top.emplace_back(it.value()["us_per_job"].get<double>(), it.key());
+  std::sort(top.rbegin(), top.rend());
+  std::printf("  ");
+  for (std::size_t i = 0; i < top.size() && i < 10; ++i)
+    std::printf("%s %.2fx %.1fus  ", top[i].second.c_str(), r["commands"][top[i].second]["calls_per_job"].get<double>(), top[i].first);
+  std::printf("\n");
+}
+
 void print_table(const std::vector<OpStats>& ops) {
   std::printf("%-22s %9s %7s %8s %10s %10s %10s %10s\n", "operation", "ok", "errors", "secs", "per_s", "p50_us", "p99_us", "p999_us");
   for (const auto& s : ops)
@@ -264,23 +323,32 @@ int main(int argc, char** argv) {
   report["pending_before_measure"] = depth;
   log("queue " + o.queue + ": " + std::to_string(depth) + " available before measuring, " + std::to_string(o.classes) + " classes");
 
+  std::optional<ojs::bench::RedisTarget> redis;
+  if (!o.redis.empty()) redis = ojs::bench::parse_redis_target(o.redis);
+  auto usage = [&] { return redis ? ojs::bench::read_redis_usage(*redis) : ojs::bench::RedisUsage{}; };
+  report["redis_per_job"] = json::array();
+
+  auto usage_before = usage();
   const auto push = push_phase(o, o.queue, o.jobs, o.producers, o.duration_s, false, "PUSH (ml)");
   ops.push_back(push);
   auto caps = fetch_ack_phase(o, o.queue, push.ok, true, "caps");
   ops.insert(ops.end(), {caps.fetch, caps.ack, caps.cycle});
+  if (redis) report["redis_per_job"].push_back(redis_per_job(usage_before, usage(), caps.cycle.ok, "PUSH+FETCH+ACK (caps)"));
   report["pending_after_measure"] = available(o, o.queue);
   std::optional<CycleStats> plain;
   if (!o.skip_plain) {
     const std::string plain_queue = o.queue + "-plain";
+    usage_before = usage();
     ops.push_back(push_phase(o, plain_queue, o.jobs, o.producers, o.duration_s, true, "PUSH (plain)"));
     plain = fetch_ack_phase(o, plain_queue, ops.back().ok, false, "plain");
     ops.insert(ops.end(), {plain->fetch, plain->ack, plain->cycle});
+    if (redis) report["redis_per_job"].push_back(redis_per_job(usage_before, usage(), plain->cycle.ok, "PUSH+FETCH+ACK (plain)"));
   }
   report["ops"] = json::array();
   for (const auto& s : ops) report["ops"].push_back(to_json(s));
 
-  if (!o.redis.empty()) {
-    const auto target = ojs::bench::parse_redis_target(o.redis);
+  if (redis) {
+    const auto& target = *redis;
     json ceilings = json::array();
     for (int pipeline : {1, o.ceiling_pipeline}) {
       ojs::bench::CeilingOptions co;
@@ -305,6 +373,10 @@ int main(int argc, char** argv) {
     std::cout << report.dump(2) << std::endl;
   } else {
     print_table(ops);
+    if (redis) {
+      std::printf("\n");
+      for (const auto& r : report["redis_per_job"]) print_redis_per_job(r);
+    }
     if (report.contains("redis_ceiling")) {
       std::printf("\nRedis ceiling: minimal claim script (ZPOPMIN + HSET) over %d hiredis connections\n", o.workers);
       for (const auto& c : report["redis_ceiling"]) {

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -86,6 +88,35 @@ RedisTarget parse_redis_target(const std::string& url) {
   }
   if (!rest.empty()) t.host = rest;
   return t;
+}
+
+RedisUsage read_redis_usage(const RedisTarget& target) {
+  RedisUsage usage;
+  try {
+    Context c = connect(target);
+    for (const char* section : {"commandstats", "cpu"}) {
+      Reply r(static_cast<redisReply*>(redisCommand(c.get(), "INFO %s", section)));
+      if (!r || r->type != REDIS_REPLY_STRING) throw std::runtime_error(std::string("redis: INFO ") + section + " failed");
+      std::istringstream in(std::string(r->str, r->len));
+      // cmdstat_hget:calls=3,usec=12,usec_per_call=4.00,...   used_cpu_sys_main_thread:0.01
+      for (std::string line; std::getline(in, line);) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        const auto colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        const std::string name = line.substr(0, colon), value = line.substr(colon + 1);
+        if (name.rfind("cmdstat_", 0) == 0) {
+          RedisUsage::Command cmd;
+          std::sscanf(value.c_str(), "calls=%lld,usec=%lld", &cmd.calls, &cmd.usec);
+          usage.commands[name.substr(8)] = cmd;
+        } else if (name == "used_cpu_sys_main_thread" || name == "used_cpu_user_main_thread") {
+          usage.cpu_main_s += std::stod(value);
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    usage.error = e.what();
+  }
+  return usage;
 }
 
 CeilingResult measure_claim_ceiling(const RedisTarget& target, const CeilingOptions& options) {

@@ -5,6 +5,7 @@
 // a fraction of it.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "common/stats.hpp"
@@ -40,5 +41,18 @@ struct CeilingResult {
 // Seeds `ops` members into a private zset (keys "ojs-bench:{ceiling}:*", never the
 // broker's), claims them with the script, and deletes everything it created.
 CeilingResult measure_claim_ceiling(const RedisTarget& target, const CeilingOptions& options);
+
+// Redis work counters (INFO commandstats and INFO cpu) at one moment; the loadgen
+// takes two snapshots around a phase and divides the difference by the jobs done.
+struct RedisUsage {
+  struct Command {
+    long long calls = 0;
+    long long usec = 0;
+  };
+  std::map<std::string, Command> commands;  // "evalsha", "hget", ... (INFO commandstats)
+  double cpu_main_s = 0;                    // used_cpu_{user,sys}_main_thread: Redis's one command thread
+  std::string error;                        // non-empty: could not read
+};
+RedisUsage read_redis_usage(const RedisTarget& target);
 
 }  // namespace ojs::bench
