@@ -40,7 +40,8 @@ void BrokerApp::start() {
     i.embedded->start();
     url = i.embedded->url();
   }
-  i.redis = std::make_unique<RedisPool>(parse_redis_url(url), static_cast<std::size_t>(i.config.http_threads) + 2);
+  // One idle connection per handler thread, plus the background loop's.
+  i.redis = std::make_unique<RedisPool>(parse_redis_url(url), static_cast<std::size_t>(i.config.handler_threads) + 2);
   if (!i.redis->ping()) spdlog::warn("Redis at {} is not reachable yet; requests get 503 until it is", i.redis->endpoint().describe());
   i.store = std::make_unique<JobStore>(*i.redis);
   SchedulerOptions scheduling;
@@ -65,6 +66,7 @@ void BrokerApp::start() {
   http.address = i.config.listen_address;
   http.port = i.config.port;
   http.threads = i.config.http_threads;
+  http.handler_threads = i.config.handler_threads;
   http.max_body_bytes = i.config.max_body_bytes;
   http.tls_cert = i.config.tls_cert;
   http.tls_key = i.config.tls_key;

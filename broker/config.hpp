@@ -12,6 +12,7 @@ struct BrokerConfig {
   std::string listen_address = "127.0.0.1";
   std::uint16_t port = 8080;
   int http_threads = 4;
+  int handler_threads = 16;  // request handlers (blocking Redis calls), a pool apart from the I/O threads
   std::size_t max_body_bytes = 4 * 1024 * 1024;
 
   std::string redis_url;          // empty: start an embedded redis-server

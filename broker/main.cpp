@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   cli.add_option("--listen", config.listen_address, "Address to bind")->capture_default_str();
   cli.add_option("--port", config.port, "HTTP port (0 picks a free one; it is printed)")->capture_default_str();
   cli.add_option("--threads", config.http_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 256));
+  cli.add_option("--handler-threads", config.handler_threads, "Request handler threads (they wait on Redis; apart from the I/O threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   cli.add_option("--redis", config.redis_url,
                  "Redis URL (redis://host:port/db or unix:///path). Empty: start an embedded redis-server");
   cli.add_option("--data-dir", config.data_dir, "Data directory of the embedded redis-server")->capture_default_str();

@@ -18,7 +18,6 @@ namespace ojs::bench {
 
 namespace {
 
-constexpr double kBand = 1099511627776.0;  // 2^40, as in the broker's rank = band * 2^40 + seq
 
 enum class EventType { arrival, finish, grace_end, wake };
 
@@ -230,7 +229,7 @@ class Simulation {
         continue;
       }
       const double bonus = ml::score(req, w.caps, &w.load, scoring_).total;
-      const Key key{std::floor(rank / kBand), -bonus, rank + static_cast<double>(seq)};
+      const Key key{std::floor(rank / broker::kScoreBand), -bonus, rank + static_cast<double>(seq)};
       if (!best_key || key < *best_key) {
         best_key = key;
         best_job = j;

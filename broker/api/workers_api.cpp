@@ -37,13 +37,15 @@ std::string directive_for(const std::string& state) { return state == "running" 
 void register_workers_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/workers/fetch", [&ctx](const HttpRequest& r) {
     const auto request = FetchRequest::parse(parse_json_body(r), ctx.config.max_fetch_count);
-    const auto state = ctx.workers.touch(request.worker_id, request.capabilities ? &*request.capabilities : nullptr, request.queues);
+    // One pipeline records contact and reads what the worker holds (its load and preemption marks).
+    const auto contact = ctx.workers.contact(request.worker_id, request.capabilities ? &*request.capabilities : nullptr, request.queues);
+    const auto& state = contact.state;
     nlohmann::json jobs = nlohmann::json::array();
     // A worker told to be quiet or to terminate gets no new work.
     if (state == "running")
-      for (auto& j : ctx.jobs.fetch(request)) jobs.push_back(std::move(j));
+      for (auto& j : ctx.jobs.fetch(request, &contact.held.load)) jobs.push_back(std::move(j));
     nlohmann::json out = {{"jobs", jobs}, {"state", state}, {"directive", directive_for(state)}};
-    out["job_directives"] = preemption_directives(ctx.store.redis(), ctx.workers, request.worker_id);
+    out["job_directives"] = preemption_directives(contact.held.preempting);
     if (!jobs.empty()) out["job"] = jobs[0];
     return json_reply(200, out);
   });
@@ -88,19 +90,15 @@ void register_workers_api(Router& router, ApiContext& ctx) {
       visibility = body["visibility_timeout_ms"].get<long long>();
     }
     const nlohmann::json* caps = body.contains("capabilities") && body["capabilities"].is_object() ? &body["capabilities"] : nullptr;
-    const auto state = ctx.workers.touch(worker_id, caps, {});
-    // Group ids by queue: one extend script per queue (one slot each).
-    std::map<std::string, std::vector<std::string>> by_queue;
-    for (const auto& id : ids)
-      if (auto q = ctx.store.queue_of(id)) by_queue[*q].push_back(id);
+    const auto contact = ctx.workers.contact(worker_id, caps, {});
+    const auto& state = contact.state;
     nlohmann::json extended = nlohmann::json::array();
-    for (const auto& [queue, qids] : by_queue)
-      for (auto& id : ctx.store.extend(queue, worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), qids))
-        extended.push_back(id);
+    for (auto& id : ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids))
+      extended.push_back(std::move(id));
     return json_reply(200, {{"state", state},
                             {"directive", directive_for(state)},
                             {"jobs_extended", extended},
-                            {"job_directives", preemption_directives(ctx.store.redis(), ctx.workers, worker_id)},
+                            {"job_directives", preemption_directives(contact.held.preempting)},
                             {"server_time", format_rfc3339(now_ms())}});
   });
 

@@ -69,18 +69,20 @@ using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 // One connection: plain HTTP, or HTTPS when Stream is TlsStream (handshake first,
-// TLS close_notify last). Requests are dispatched synchronously on the I/O thread.
+// TLS close_notify last). The I/O thread reads and writes; the handler runs on the
+// handler pool (its Redis calls block), and the reply is written back on the
+// connection's strand. A slow request holds one pool thread, never an I/O thread.
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
  public:
-  Session(tcp::socket socket, const Router& router, std::size_t max_body)
+  Session(tcp::socket socket, const Router& router, asio::thread_pool& handlers, std::size_t max_body)
     requires(!kTls)
-      : stream_(std::move(socket)), router_(router), max_body_(max_body) {}
-  Session(tcp::socket socket, asio::ssl::context& tls, const Router& router, std::size_t max_body)
+      : stream_(std::move(socket)), router_(router), handlers_(handlers), max_body_(max_body) {}
+  Session(tcp::socket socket, asio::ssl::context& tls, const Router& router, asio::thread_pool& handlers, std::size_t max_body)
     requires kTls
-      : stream_(std::move(socket), tls), router_(router), max_body_(max_body) {}
+      : stream_(std::move(socket), tls), router_(router), handlers_(handlers), max_body_(max_body) {}
 
   void run() {
     asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
@@ -121,8 +123,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     auto& req = parser_->get();
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
-    HttpResponse response = router_.dispatch(to_request(req));
-    write(std::move(response), keep_alive, version);
+    asio::post(handlers_, [self = this->shared_from_this(), request = to_request(req), keep_alive, version]() mutable {
+      auto response = std::make_shared<HttpResponse>(self->router_.dispatch(std::move(request)));
+      asio::post(self->stream_.get_executor(), [self, response, keep_alive, version] {
+        self->write(std::move(*response), keep_alive, version);
+      });
+    });
   }
 
   void write(HttpResponse response, bool keep_alive, unsigned version) {
@@ -157,6 +163,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   const Router& router_;
+  asio::thread_pool& handlers_;
   std::size_t max_body_;
 };
 
@@ -168,6 +175,7 @@ struct HttpServer::Impl {
   asio::io_context ioc;
   tcp::acceptor acceptor{ioc};
   std::vector<std::thread> threads;
+  std::unique_ptr<asio::thread_pool> handlers;  // runs the request handlers (blocking store calls)
   std::uint16_t bound_port = 0;
   std::optional<asio::ssl::context> tls;  // set when a certificate and key are configured
 
@@ -178,8 +186,8 @@ struct HttpServer::Impl {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
         socket.set_option(tcp::no_delay(true), ec);
-        if (tls) std::make_shared<Session<TlsStream>>(std::move(socket), *tls, router, options.max_body_bytes)->run();
-        else std::make_shared<Session<PlainStream>>(std::move(socket), router, options.max_body_bytes)->run();
+        if (tls) std::make_shared<Session<TlsStream>>(std::move(socket), *tls, router, *handlers, options.max_body_bytes)->run();
+        else std::make_shared<Session<PlainStream>>(std::move(socket), router, *handlers, options.max_body_bytes)->run();
       }
       accept();
     });
@@ -208,6 +216,7 @@ void HttpServer::start() {
   i.acceptor.bind(endpoint);
   i.acceptor.listen(asio::socket_base::max_listen_connections);
   i.bound_port = i.acceptor.local_endpoint().port();
+  i.handlers = std::make_unique<asio::thread_pool>(static_cast<std::size_t>(std::max(1, i.options.handler_threads)));
   i.accept();
   for (int t = 0; t < std::max(1, i.options.threads); ++t) i.threads.emplace_back([&i] { i.ioc.run(); });
 }
@@ -222,6 +231,8 @@ void HttpServer::stop() {
   i.ioc.stop();
   for (auto& t : i.threads) t.join();
   i.threads.clear();
+  i.handlers->stop();
+  i.handlers->join();
 }
 
 std::uint16_t HttpServer::port() const { return impl_->bound_port; }

@@ -12,7 +12,8 @@ namespace ojs::broker {
 struct HttpServerOptions {
   std::string address = "127.0.0.1";
   std::uint16_t port = 8080;     // 0 picks a free port (see HttpServer::port())
-  int threads = 4;               // I/O threads; handlers run on them
+  int threads = 4;               // I/O threads: accept, read, write
+  int handler_threads = 16;      // request handlers (they block on Redis), apart from the I/O threads
   std::size_t max_body_bytes = 4 * 1024 * 1024;
   std::string tls_cert, tls_key;  // PEM files; both set: HTTPS (TLS 1.2+) instead of HTTP
 };

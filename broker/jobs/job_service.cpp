@@ -89,7 +89,8 @@ json JobService::push(const json& body) {
   if (!store_.reserve_id(job.id, job.queue))
     throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
 
-  std::vector<std::pair<std::string, std::string>> fields{
+  NewJobRecord record{job.queue, job.id, cls.class_id, cls.class_json, cls.rank_base, job.scheduled_at_ms, {}, {}, {}};
+  record.fields = {
       {"doc", job.document.dump()},
       {"queue", job.queue},
       {"type", job.type},
@@ -97,6 +98,7 @@ json JobService::push(const json& body) {
       {"max_attempts", std::to_string(job.retry.max_attempts)},
       {"gpus", std::to_string(cls.requirements.gpu_count())},
   };
+  auto& fields = record.fields;
   if (!tenant.empty()) fields.emplace_back("tenant", tenant);
   if (job.visibility_timeout_ms) fields.emplace_back("visibility_timeout_ms", std::to_string(*job.visibility_timeout_ms));
   if (job.expires_at_ms) fields.emplace_back("expires_at", std::to_string(*job.expires_at_ms));
@@ -104,10 +106,13 @@ json JobService::push(const json& body) {
   std::optional<std::int64_t> timeout_ms = job.timeout_ms;
   if (cls.requirements.scheduling.timeout_seconds) timeout_ms = *cls.requirements.scheduling.timeout_seconds * 1000LL;
   if (timeout_ms && *timeout_ms > 0) fields.emplace_back("timeout_ms", std::to_string(*timeout_ms));
-  const Transition t = store_.push(job.queue, job.id, cls.class_id, cls.class_json, cls.rank_base, job.scheduled_at_ms, fields);
+  // Escalation and reservation-timeout indexes are written by the same script.
+  const auto& s = cls.requirements.scheduling;
+  if (s.priority_escalation && s.escalation_after_s) record.escalate_after_ms = *s.escalation_after_s * 1000LL;
+  if (!s.reservation_id.empty() && s.reservation_timeout_s) record.reservation_timeout_ms = *s.reservation_timeout_s * 1000LL;
+  const Transition t = store_.push(record);
   if (t.status == TransitionStatus::duplicate)
     throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
-  index_scheduling(store_.redis(), job.queue, job.id, cls.requirements);  // escalation, reservation timeout
   return t.job.envelope();
 }
 
@@ -180,7 +185,7 @@ ClassSet JobService::classes_of(const std::string& queue, bool refresh) {
   return classes_cache_[queue] = std::move(fresh);
 }
 
-std::vector<json> JobService::fetch(const FetchRequest& request) {
+std::vector<json> JobService::fetch(const FetchRequest& request, const ml::WorkerLoad* known_load) {
   std::vector<json> jobs;
   WorkerView worker;
   worker.worker_id = request.worker_id;
@@ -188,7 +193,7 @@ std::vector<json> JobService::fetch(const FetchRequest& request) {
     auto [caps, fingerprint] = scheduler_.capabilities(*request.capabilities);
     worker.capabilities = std::move(caps);
     worker.fingerprint = std::move(fingerprint);
-    worker.load = workers_.load(request.worker_id);
+    worker.load = known_load ? *known_load : workers_.load(request.worker_id);
   }
   for (const auto& queue : request.queues) {
     if (static_cast<int>(jobs.size()) >= request.count) break;
@@ -209,7 +214,7 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
     std::vector<EligibleClass> eligible;
     std::map<std::string, const ClassVerdict*> verdict_of;
     auto verdicts = scheduler_.judge(classes, worker);
-    apply_capacity_guards(store_.redis(), scheduler_, queue, classes, worker, verdicts, assignment_options(config_));
+    apply_capacity_guards(store_, scheduler_, queue, classes, worker, verdicts, assignment_options(config_));
     for (const auto& v : verdicts) {
       verdict_of[v.class_id] = &v;
       if (v.judgement.eligible()) eligible.push_back(v.claim);
@@ -245,6 +250,15 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
     }
     if (!one_by_one) return;
   }
+}
+
+std::vector<std::string> JobService::extend(const std::string& worker_id, std::int64_t visibility_ms,
+                                            const std::vector<std::string>& ids) {
+  std::vector<std::string> extended;
+  // One extend script per queue (one slot each), in slices: a huge heartbeat never holds Redis long.
+  for (const auto& [queue, qids] : store_.group_by_queue(ids))
+    for (auto& id : store_.extend(queue, worker_id, visibility_ms, qids)) extended.push_back(std::move(id));
+  return extended;
 }
 
 json JobService::ack(const std::string& id, const json* result, const std::string& worker_id) {
@@ -299,8 +313,8 @@ json JobService::fail(const std::string& id, const json& error, bool requeue, co
     if (!snapshot) throw not_found(id);
     if (snapshot->state() != "active") checked(Transition{TransitionStatus::conflict, snapshot->state(), {}}, id, "fail");
     const FailurePlan plan = plan_failure(*snapshot, error, requeue);
-    const Transition t = store_.fail(queue, id, snapshot->attempt(), plan.outcome, plan.due_ms,
-                                     requeue ? std::string() : plan.error.dump(), plan.errors.dump(), false, worker_id);
+    const Transition t = store_.fail(*snapshot, plan.outcome, plan.due_ms, requeue ? std::string() : plan.error.dump(),
+                                     plan.errors.dump(), false, worker_id);
     if (t.status == TransitionStatus::stale) continue;
     return checked(t, id, "fail").envelope();
   }
@@ -335,8 +349,8 @@ int JobService::reclaim(const std::string& queue, const std::vector<std::string>
                {"message", "worker " + worker + " did not finish or heartbeat before its visibility timeout"}};
     error["retryable"] = true;
     const FailurePlan plan = plan_failure(*snapshot, error, false);
-    const Transition t = store_.fail(queue, id, snapshot->attempt(), plan.outcome, plan.due_ms, plan.error.dump(),
-                                     plan.errors.dump(), require_expired);
+    const Transition t =
+        store_.fail(*snapshot, plan.outcome, plan.due_ms, plan.error.dump(), plan.errors.dump(), require_expired);
     if (t.status == TransitionStatus::ok) ++reclaimed;
   }
   return reclaimed;

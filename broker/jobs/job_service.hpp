@@ -41,10 +41,13 @@ class JobService {
   nlohmann::json diagnosis(const std::string& id);          // why a job waits
   nlohmann::json queue_diagnosis(const std::string& queue); // per class: waiting jobs and why
   nlohmann::json cancel(const std::string& id);             // -> envelope
-  std::vector<nlohmann::json> fetch(const FetchRequest& request);
+  // known_load: the worker's load when the caller already read it (WorkerRegistry::contact).
+  std::vector<nlohmann::json> fetch(const FetchRequest& request, const ml::WorkerLoad* known_load = nullptr);
   // worker_id (optional, may be empty) makes the transition conditional on that
   // worker still holding the job.
   nlohmann::json ack(const std::string& id, const nlohmann::json* result, const std::string& worker_id = {});
+  // BEAT: extends the visibility of the listed jobs this worker holds; the ids extended.
+  std::vector<std::string> extend(const std::string& worker_id, std::int64_t visibility_ms, const std::vector<std::string>& ids);
   nlohmann::json fail(const std::string& id, const nlohmann::json& error, bool requeue, const std::string& worker_id = {});
   // Reaper: jobs whose visibility deadline (or execution timeout) passed, and
   // jobs held by workers that stopped heartbeating, go back through the

@@ -78,17 +78,12 @@ json commit_checkpoint(JobStore& store, const std::string& id, const json& body,
     } catch (const std::exception&) {
     }
   }
-  auto reply = store.redis().eval("checkpoint", {},
-                                  {keys::queue_prefix(record->queue()), id, worker, checkpoint.dump(), std::to_string(max_count)});
-  const auto status = reply.elements.at(0).str;
-  if (status == "not_found") throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
-  if (status != "ok") {
-    const auto state = reply.elements.size() > 1 ? reply.elements[1].str : std::string();
-    throw OjsError(ErrorCode::conflict, "cannot commit a checkpoint for job " + id + " in state '" + state + "'",
-                   {{"job_id", id}, {"state", state}});
-  }
-  const JobRecord job = JobRecord::from_flat_array(reply.elements.at(1));
-  const json envelope = job.envelope();
+  const Transition t = store.checkpoint(record->queue(), id, worker, checkpoint.dump(), max_count);
+  if (t.status == TransitionStatus::not_found) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
+  if (t.status != TransitionStatus::ok)
+    throw OjsError(ErrorCode::conflict, "cannot commit a checkpoint for job " + id + " in state '" + t.detail + "'",
+                   {{"job_id", id}, {"state", t.detail}});
+  const json envelope = t.job.envelope();
   return {{"job_id", id},
           {"last_checkpoint", envelope.value("last_checkpoint", json(nullptr))},
           {"checkpoints", envelope.value("checkpoints", json::array())},

@@ -64,13 +64,6 @@ RunningJob running_job_from(const JobRecord& job, const std::string& queue, std:
   return r;
 }
 
-std::vector<std::string> due(RedisPool& redis, const std::string& key, std::int64_t now) {
-  auto v = redis.command({"ZRANGEBYSCORE", key, "-inf", std::to_string(now), "LIMIT", "0", "100"});
-  std::vector<std::string> out;
-  for (const auto& e : v.elements) out.push_back(e.str);
-  return out;
-}
-
 }  // namespace
 
 PreemptionController::PreemptionController(JobService& jobs, Scheduler& scheduler, DiagnosisLog& diagnosis,
@@ -79,8 +72,7 @@ PreemptionController::PreemptionController(JobService& jobs, Scheduler& schedule
 
 bool PreemptionController::renew_lease() {
   const auto ttl = std::max<std::int64_t>(3 * config_.preemption_interval_ms, 2000);
-  auto reply = jobs_.store().redis().eval("lease", {preemption_keys::leader}, {owner_, std::to_string(ttl)});
-  const bool leading = reply.integer == 1;
+  const bool leading = jobs_.store().preemption().hold_lease(owner_, ttl);
   if (leading != leading_) spdlog::info("preemption controller: {} the leader lease", leading ? "took" : "lost");
   leading_ = leading;
   return leading;
@@ -104,12 +96,12 @@ void PreemptionController::run_once() {
 }
 
 int PreemptionController::reclaim_overdue(const std::string& queue) {
-  auto& redis = jobs_.store().redis();
+  auto marks = jobs_.store().preemption();
   int moved = 0;
-  for (const auto& id : due(redis, preemption_keys::preempting(queue), now_ms())) {
+  for (const auto& id : marks.due(queue, PreemptionStore::Index::preempting, now_ms())) {
     auto job = jobs_.store().get(queue, id);
     if (!job || job->state() != "active" || !job->has("preempt_deadline")) {
-      redis.command({"ZREM", preemption_keys::preempting(queue), id});
+      marks.drop(queue, PreemptionStore::Index::preempting, id);
       continue;
     }
     const json error = {{"code", "preempted"},
@@ -127,18 +119,20 @@ int PreemptionController::reclaim_overdue(const std::string& queue) {
 
 int PreemptionController::escalate(const std::string& queue) {
   auto& store = jobs_.store();
+  auto indexes = store.preemption();
   int n = 0;
-  for (const auto& id : due(store.redis(), preemption_keys::escalations(queue), now_ms())) {
+  for (const auto& id : indexes.due(queue, PreemptionStore::Index::escalations, now_ms())) {
     auto job = store.get(queue, id);
     auto req = job ? requirements_of(*job) : std::nullopt;
     const bool waiting = job && (job->state() == "available" || job->state() == "scheduled" || job->state() == "retryable");
-    if (!req || !waiting) {
-      store.redis().command({"ZREM", preemption_keys::escalations(queue), id});
+    const int from = job ? class_rank_of_score(static_cast<double>(job->get_int("rank_base").value_or(0))) : 0;
+    const int to = req ? target_rank(req->scheduling, from) : 0;
+    if (!req || !waiting || from >= to) {
+      indexes.drop(queue, PreemptionStore::Index::escalations, id);
       continue;
     }
-    const int from = class_rank_of_score(static_cast<double>(job->get_int("rank_base").value_or(0)));
-    auto reply = store.redis().eval("escalate", {}, {keys::queue_prefix(queue), id, std::to_string(target_rank(req->scheduling, from))});
-    if (reply.elements.at(0).str == "ok") {
+    const auto priority = static_cast<int>(job->get_int("priority").value_or(0));
+    if (indexes.escalate(*job, rank_base(to, priority), from, to)) {
       ++n;
       spdlog::info("queue {}: job {} escalated after waiting {} s", queue, id, req->scheduling.escalation_after_s.value_or(0));
     }
@@ -148,27 +142,32 @@ int PreemptionController::escalate(const std::string& queue) {
 
 int PreemptionController::expire_reservation_waits(const std::string& queue) {
   auto& store = jobs_.store();
+  auto indexes = store.preemption();
   const auto now = now_ms();
-  auto ids = due(store.redis(), preemption_keys::reservation_waits(queue), now);
+  auto ids = indexes.due(queue, PreemptionStore::Index::reservation_waits, now);
   if (ids.empty()) return 0;
-  const auto reservations = load_reservations(store.redis());
+  const auto reservations = load_reservations(indexes);
   int n = 0;
   for (const auto& id : ids) {
-    store.redis().command({"ZREM", preemption_keys::reservation_waits(queue), id});
     auto job = store.get(queue, id);
     auto req = job ? requirements_of(*job) : std::nullopt;
-    if (!req) continue;
+    if (!req) {
+      indexes.drop(queue, PreemptionStore::Index::reservation_waits, id);
+      continue;
+    }
     const auto& name = req->scheduling.reservation_id;
     auto it = reservations.find(name);
-    if (it != reservations.end() && it->second.active(now)) continue;  // the reservation exists: keep waiting inside it
+    if (it != reservations.end() && it->second.active(now)) {  // the reservation exists: keep waiting inside it
+      indexes.drop(queue, PreemptionStore::Index::reservation_waits, id);
+      continue;
+    }
     const json error = {{"code", "reservation_unavailable"},
                         {"type", "reservation_unavailable"},
                         {"message", "reservation " + name + " does not exist or has expired; the job waited its ext_ml_reservation_timeout_s (" +
                                         std::to_string(req->scheduling.reservation_timeout_s.value_or(0)) + " s)"},
                         {"retryable", false},
                         {"occurred_at", format_rfc3339(now)}};
-    auto reply = store.redis().eval("discard_waiting", {}, {keys::queue_prefix(queue), id, error.dump()});
-    if (reply.elements.at(0).str == "ok") ++n;
+    if (indexes.discard_waiting(*job, error.dump()).status == TransitionStatus::ok) ++n;
   }
   return n;
 }
@@ -177,12 +176,13 @@ std::vector<RunningJob> PreemptionController::running_on(const std::string& work
   std::vector<RunningJob> out;
   const auto held = workers_.held_jobs(worker_id);
   if (held.empty()) return out;
-  std::vector<std::vector<std::string>> cmds;
-  for (const auto& h : held) cmds.push_back({"HGETALL", keys::job(h.queue, h.job_id)});
-  auto replies = jobs_.store().redis().pipeline(cmds);
+  std::vector<std::pair<std::string, std::string>> wanted;
+  for (const auto& h : held) wanted.emplace_back(h.queue, h.job_id);
+  const auto jobs = jobs_.store().get_many(wanted);
   const auto now = now_ms();
   for (std::size_t i = 0; i < held.size(); ++i) {
-    const JobRecord job = JobRecord::from_flat_array(replies[i]);
+    if (!jobs[i]) continue;
+    const JobRecord& job = *jobs[i];
     if (job.state() != "active" || job.get("worker_id") != worker_id) continue;
     RunningJob r = running_job_from(job, held[i].queue, now);
     r.gpus = held[i].gpus;
@@ -195,7 +195,7 @@ std::vector<RunningJob> PreemptionController::running_on(const std::string& work
 
 int PreemptionController::preempt() {
   auto& store = jobs_.store();
-  auto& redis = store.redis();
+  auto marks = store.preemption();
   const auto now = now_ms();
 
   // Live workers with capabilities, and the holds in force.
@@ -212,11 +212,10 @@ int PreemptionController::preempt() {
     }
   }
   std::set<std::string> held_workers, pending_preemptors;
-  auto holds = redis.command({"HGETALL", preemption_keys::holds});
-  for (std::size_t i = 0; i + 1 < holds.elements.size(); i += 2) {
-    auto h = CapacityHold::parse(holds.elements[i].str, holds.elements[i + 1].str);
+  for (const auto& [holder, text] : marks.holds()) {
+    auto h = CapacityHold::parse(holder, text);
     if (!h || h->until_ms <= now) {
-      redis.command({"HDEL", preemption_keys::holds, holds.elements[i].str});
+      marks.drop_hold(holder);
       continue;
     }
     held_workers.insert(h->worker_id);
@@ -230,10 +229,10 @@ int PreemptionController::preempt() {
     if (store.is_paused(queue)) continue;
     const auto classes = store.load_classes(queue);
     for (const auto& [class_id, class_json] : classes.classes) {
-      auto head = redis.command({"ZRANGE", keys::ready(queue, class_id), "0", "0", "WITHSCORES"});
-      if (head.elements.size() < 2) continue;
-      const std::string preemptor = head.elements[0].str;
-      const int rank = class_rank_of_score(std::stod(head.elements[1].str));
+      const auto head = marks.ready_head(queue, class_id);
+      if (!head) continue;
+      const std::string preemptor = head->first;
+      const int rank = class_rank_of_score(head->second);
       if (rank == 0 || pending_preemptors.count(preemptor)) continue;
       const ml::Requirements& req = scheduler_.requirements(class_id, class_json);
       if (!req.scheduling.reservation_id.empty()) continue;  // reservations hold their own capacity
@@ -283,7 +282,7 @@ int PreemptionController::preempt() {
       hold.class_rank = rank;
       hold.victims = choice.victims;
       hold.until_ms = *last_deadline + config_.capacity_hold_ms;
-      redis.command({"HSET", preemption_keys::holds, hold.worker_id, hold.to_json().dump()});
+      marks.put_hold(hold.worker_id, hold.to_json().dump());
       held_workers.insert(hold.worker_id);
       pending_preemptors.insert(preemptor);
       ++started;
@@ -296,39 +295,26 @@ int PreemptionController::preempt() {
 }
 
 std::optional<std::int64_t> PreemptionController::mark(const std::string& preemptor, const std::vector<RunningJob>& victims) {
-  auto& redis = jobs_.store().redis();
-  std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_queue_and_worker;
-  for (const auto& v : victims) {
-    auto& args = by_queue_and_worker[{v.queue, v.worker_id}];
-    if (args.empty()) args = {keys::queue_prefix(v.queue), preemptor, v.worker_id};
-    args.insert(args.end(), {v.job_id, std::to_string(v.grace_period_s), v.checkpoint_on_preempt ? "1" : "0"});
-  }
+  auto marks = jobs_.store().preemption();
+  std::map<std::pair<std::string, std::string>, std::vector<PreemptionMark>> by_queue_and_worker;
+  for (const auto& v : victims)
+    by_queue_and_worker[{v.queue, v.worker_id}].push_back({v.job_id, v.grace_period_s, v.checkpoint_on_preempt});
   std::int64_t last_deadline = now_ms();
-  for (const auto& [_, args] : by_queue_and_worker) {
-    auto reply = redis.eval("preempt", {}, args);
-    if (reply.elements.at(0).str != "ok") return std::nullopt;
-    const auto& m = reply.elements.at(1).elements;
-    for (std::size_t i = 1; i < m.size(); i += 2) last_deadline = std::max<std::int64_t>(last_deadline, std::stoll(m[i].str));
+  for (const auto& [where, list] : by_queue_and_worker) {
+    const auto marked = marks.mark(where.first, preemptor, where.second, list);
+    if (!marked) return std::nullopt;
+    for (const auto& [_, deadline] : *marked) last_deadline = std::max(last_deadline, deadline);
   }
   return last_deadline;
 }
 
 QueueBudget PreemptionController::budget_of(const std::string& queue) {
-  auto replies = jobs_.store().redis().pipeline({{"HMGET", keys::config(queue), "max_total_gpus", "max_concurrent_gpu_jobs"},
-                                                 {"HMGET", keys::ledger(queue), "gpus", "gpu_jobs"}});
-  auto number = [](const RedisValue& v) -> std::optional<long long> {
-    if (v.is_nil() || v.str.empty()) return std::nullopt;
-    try {
-      return std::stoll(v.str);
-    } catch (...) {
-      return std::nullopt;
-    }
-  };
+  const BudgetUse use = jobs_.store().budget(queue);
   QueueBudget b;
-  b.max_gpus = number(replies[0].elements.at(0));
-  b.max_jobs = number(replies[0].elements.at(1));
-  b.gpus_in_use = number(replies[1].elements.at(0)).value_or(0);
-  b.gpu_jobs = number(replies[1].elements.at(1)).value_or(0);
+  b.max_gpus = use.max_gpus;
+  b.max_jobs = use.max_jobs;
+  b.gpus_in_use = use.gpus_in_use;
+  b.gpu_jobs = use.gpu_jobs;
   return b;
 }
 
@@ -337,13 +323,12 @@ std::vector<RunningJob> PreemptionController::charged_in(const std::string& queu
   const auto active = store.active_jobs(queue);
   std::vector<RunningJob> out;
   if (active.empty()) return out;
-  std::vector<std::vector<std::string>> cmds;
-  for (const auto& [id, _] : active) cmds.push_back({"HGETALL", keys::job(queue, id)});
-  auto replies = store.redis().pipeline(cmds);
+  std::vector<std::pair<std::string, std::string>> wanted;
+  for (const auto& [id, _] : active) wanted.emplace_back(queue, id);
   const auto now = now_ms();
-  for (const auto& reply : replies) {
-    const JobRecord job = JobRecord::from_flat_array(reply);
-    if (job.state() != "active") continue;
+  for (const auto& found : store.get_many(wanted)) {
+    if (!found || found->state() != "active") continue;
+    const JobRecord& job = *found;
     RunningJob r = running_job_from(job, queue, now);
     r.gpus = static_cast<int>(job.get_int("charged_gpus").value_or(0));
     out.push_back(std::move(r));

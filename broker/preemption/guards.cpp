@@ -15,8 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double kBand = 1099511627776.0;  // 2^40, as in rank_base()
-
 std::string sha256_hex16(const std::string& text) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
@@ -56,11 +54,6 @@ bool has_active(const ml::WorkerLoad& load, const std::string& id) {
 }
 
 }  // namespace
-
-int class_rank_of_score(double score) {
-  const auto band = static_cast<long long>(std::floor(score / kBand));
-  return 2 - static_cast<int>(band / 201);
-}
 
 // ---- reservations ----
 
@@ -122,14 +115,13 @@ Reservation Reservation::parse(const json& body, std::int64_t now) {
   return r;
 }
 
-std::map<std::string, Reservation> load_reservations(RedisPool& redis) {
+std::map<std::string, Reservation> load_reservations(PreemptionStore& store) {
   std::map<std::string, Reservation> out;
-  auto v = redis.command({"HGETALL", preemption_keys::reservations});
-  for (std::size_t i = 0; i + 1 < v.elements.size(); i += 2) {
-    auto j = json::parse(v.elements[i + 1].str, nullptr, false);
+  for (const auto& [id, text] : store.reservations()) {
+    auto j = json::parse(text, nullptr, false);
     if (!j.is_object()) continue;
     Reservation r;
-    r.id = v.elements[i].str;
+    r.id = id;
     r.worker_ids = j.value("worker_ids", std::vector<std::string>{});
     r.labels = j.value("labels", ml::Labels{});
     r.gpus = j.value("gpus", 0);
@@ -189,33 +181,23 @@ void check_checkpoint_prefix(const ml::Requirements& req, const std::vector<std:
   throw invalid_field("ext_ml_checkpoint_storage_uri", "must start with an allowed checkpoint prefix (" + list + ")");
 }
 
-void index_scheduling(RedisPool& redis, const std::string& queue, const std::string& id, const ml::Requirements& req) {
-  const auto& s = req.scheduling;
-  std::vector<std::vector<std::string>> cmds;
-  const auto now = now_ms();
-  if (s.priority_escalation && s.escalation_after_s)
-    cmds.push_back({"ZADD", preemption_keys::escalations(queue), std::to_string(now + *s.escalation_after_s * 1000LL), id});
-  if (!s.reservation_id.empty() && s.reservation_timeout_s)
-    cmds.push_back({"ZADD", preemption_keys::reservation_waits(queue), std::to_string(now + *s.reservation_timeout_s * 1000LL), id});
-  if (!cmds.empty()) redis.pipeline(cmds);
-}
-
 // ---- FETCH ----
 
-void apply_capacity_guards(RedisPool& redis, const Scheduler& scheduler, const std::string& queue, const ClassSet& classes,
+void apply_capacity_guards(JobStore& store, const Scheduler& scheduler, const std::string& queue, const ClassSet& classes,
                            const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
                            const ml::AssignmentOptions& assignment) {
-  auto replies = redis.pipeline({{"HGET", preemption_keys::holds, worker.worker_id}, {"EXISTS", preemption_keys::reservations}});
+  auto marks = store.preemption();
   const auto now = now_ms();
+  const auto guards = marks.guards_for(worker.worker_id);  // one round trip
   std::optional<CapacityHold> hold;
-  if (!replies[0].is_nil()) hold = CapacityHold::parse(worker.worker_id, replies[0].str);
+  if (guards.hold) hold = CapacityHold::parse(worker.worker_id, *guards.hold);
   if (hold && hold->until_ms <= now) hold.reset();
   if (hold) {  // void once the preemptor is no longer waiting (claimed, cancelled)
-    auto state = redis.command({"HGET", keys::job(hold->queue, hold->for_job), "state"});
-    if (state.is_nil() || state.str != "available") hold.reset();
+    auto preemptor = store.get(hold->queue, hold->for_job);
+    if (!preemptor || preemptor->state() != "available") hold.reset();
   }
   std::map<std::string, Reservation> reservations;
-  if (replies[1].integer == 1) reservations = load_reservations(redis);
+  if (guards.reservations) reservations = load_reservations(marks);
   if (!hold && reservations.empty()) return;
   const ml::Capabilities* caps = worker.capabilities ? &*worker.capabilities : nullptr;
 
@@ -274,27 +256,17 @@ void apply_capacity_guards(RedisPool& redis, const Scheduler& scheduler, const s
 
 // ---- directives ----
 
-json preemption_directives(RedisPool& redis, WorkerRegistry& workers, const std::string& worker_id) {
+json preemption_directives(const std::vector<PreemptionMarkView>& marks) {
   json out = json::array();
-  const auto held = workers.held_jobs(worker_id);
-  if (held.empty()) return out;
-  std::vector<std::vector<std::string>> cmds;
-  for (const auto& h : held)
-    cmds.push_back({"HMGET", keys::job(h.queue, h.job_id), "state", "worker_id", "preempt_deadline", "preempt_checkpoint",
-                    "preempted_for"});
-  auto replies = redis.pipeline(cmds);
   const auto now = now_ms();
-  for (std::size_t i = 0; i < held.size(); ++i) {
-    const auto& f = replies[i].elements;
-    if (f.size() != 5 || f[0].str != "active" || f[1].str != worker_id || f[2].is_nil()) continue;
-    const auto deadline = std::stoll(f[2].str);
-    const auto remaining_s = std::max<std::int64_t>(0, (deadline - now + 999) / 1000);
-    out.push_back({{"job_id", held[i].job_id},
+  for (const auto& m : marks) {
+    const auto remaining_s = std::max<std::int64_t>(0, (m.deadline_ms - now + 999) / 1000);
+    out.push_back({{"job_id", m.job_id},
                    {"action", "preempt"},
                    {"grace_period_s", remaining_s},
-                   {"checkpoint", f[3].str == "1"},
-                   {"deadline", format_rfc3339(deadline)},
-                   {"preempted_for", f[4].str}});
+                   {"checkpoint", m.checkpoint},
+                   {"deadline", format_rfc3339(m.deadline_ms)},
+                   {"preempted_for", m.preempted_for}});
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // Preemption, checkpoints, capacity holds, priority escalation and reservations
 // (docs/operations.md "Preemption"). The pieces other modules call:
-//   PUSH : bind_reservation, check_checkpoint_prefix, index_scheduling
+//   PUSH : bind_reservation, check_checkpoint_prefix (push.lua writes the escalation and reservation-wait indexes)
 //   FETCH: apply_capacity_guards (holds and reservations as named refusals)
 //   BEAT/FETCH replies: preemption_directives
 //   background: PreemptionController (leader-only decisions, every-broker reclaim)
@@ -21,19 +21,11 @@
 #include "broker/preemption/victims.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
 #include "broker/scheduling/scheduler.hpp"
-#include "broker/store/keys.hpp"
+#include "broker/store/preemption_store.hpp"
+#include "broker/store/priority_score.hpp"
 #include "broker/workers/worker_registry.hpp"
 
 namespace ojs::broker {
-
-namespace preemption_keys {
-inline std::string preempting(const std::string& q) { return keys::queue_prefix(q) + "preempting"; }    // zset id -> deadline
-inline std::string escalations(const std::string& q) { return keys::queue_prefix(q) + "escalations"; }  // zset id -> due
-inline std::string reservation_waits(const std::string& q) { return keys::queue_prefix(q) + "reservation-waits"; }  // zset id -> due
-inline const std::string holds = "ojs:holds";                 // hash worker id -> capacity hold JSON
-inline const std::string reservations = "ojs:reservations";   // hash reservation id -> JSON
-inline const std::string leader = "ojs:preemption:leader";    // lease: owner id, PX
-}  // namespace preemption_keys
 
 // Device placement policy from --placement.
 inline ml::AssignmentOptions assignment_options(const BrokerConfig& config) {
@@ -41,9 +33,6 @@ inline ml::AssignmentOptions assignment_options(const BrokerConfig& config) {
   o.policy = config.placement == "spread" ? ml::PlacementPolicy::spread : ml::PlacementPolicy::pack;
   return o;
 }
-
-// class rank (spot 0, on-demand 1, reserved 2) from a ready-set score or rank_base.
-int class_rank_of_score(double score);
 
 // ---- reservations ----
 struct Reservation {
@@ -59,7 +48,7 @@ struct Reservation {
   nlohmann::json to_json() const;
   static Reservation parse(const nlohmann::json& body, std::int64_t now);  // 400 naming the field
 };
-std::map<std::string, Reservation> load_reservations(RedisPool& redis);
+std::map<std::string, Reservation> load_reservations(PreemptionStore& store);
 
 // ---- capacity hold: freed GPUs kept for the preemptor ----
 struct CapacityHold {
@@ -77,8 +66,6 @@ struct CapacityHold {
 void bind_reservation(JobClassification& cls);
 // ext_ml_checkpoint_storage_uri must start with one of the allowed prefixes (when any are configured).
 void check_checkpoint_prefix(const ml::Requirements& req, const std::vector<std::string>& prefixes);
-// Escalation and reservation-timeout indexes of a pushed job.
-void index_scheduling(RedisPool& redis, const std::string& queue, const std::string& id, const ml::Requirements& req);
 
 // ---- FETCH ----
 // Refuses, with named reasons, classes a worker may not take because of a
@@ -86,13 +73,14 @@ void index_scheduling(RedisPool& redis, const std::string& queue, const std::str
 // `capacity_hold`) or a reservation (predicate `reservation`: a job naming one
 // runs only inside it, and others may not use the GPUs it holds). Eligible
 // verdicts whose device assignment changes get the new devices.
-void apply_capacity_guards(RedisPool& redis, const Scheduler& scheduler, const std::string& queue, const ClassSet& classes,
+void apply_capacity_guards(JobStore& store, const Scheduler& scheduler, const std::string& queue, const ClassSet& classes,
                            const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
                            const ml::AssignmentOptions& assignment);
 
 // ---- directives ----
 // [{job_id, action: "preempt", grace_period_s (remaining), checkpoint, deadline, preempted_for}]
-nlohmann::json preemption_directives(RedisPool& redis, WorkerRegistry& workers, const std::string& worker_id);
+// Built from the marks WorkerRegistry::contact read with the worker's load (no Redis call).
+nlohmann::json preemption_directives(const std::vector<PreemptionMarkView>& marks);
 
 // ---- checkpoints ----
 // Validates the body and commits it atomically (checkpoint.lua); 409 when the job

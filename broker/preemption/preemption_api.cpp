@@ -30,13 +30,14 @@ void register_preemption_api(Router& router, ApiContext& ctx) {
 
   router.add("POST", "/ojs/v1/admin/reservations", [&ctx](const HttpRequest& r) {
     const auto reservation = Reservation::parse(parse_json_body(r), now_ms());
-    ctx.store.redis().command({"HSET", preemption_keys::reservations, reservation.id, reservation.to_json().dump()});
+    ctx.store.preemption().put_reservation(reservation.id, reservation.to_json().dump());
     return json_reply(201, {{"reservation", reservation.to_json()}});
   });
   router.add("GET", "/ojs/v1/admin/reservations", [&ctx](const HttpRequest&) {
     nlohmann::json list = nlohmann::json::array();
     const auto now = now_ms();
-    for (const auto& [id, res] : load_reservations(ctx.store.redis())) {
+    auto marks = ctx.store.preemption();
+    for (const auto& [id, res] : load_reservations(marks)) {
       auto j = res.to_json();
       j["active"] = res.active(now);
       list.push_back(std::move(j));
@@ -45,7 +46,7 @@ void register_preemption_api(Router& router, ApiContext& ctx) {
   });
   router.add("DELETE", "/ojs/v1/admin/reservations/{id}", [&ctx](const HttpRequest& r) {
     const auto& id = r.params.at("id");
-    if (ctx.store.redis().command({"HDEL", preemption_keys::reservations, id}).integer == 0)
+    if (!ctx.store.preemption().delete_reservation(id))
       throw OjsError(ErrorCode::not_found, "reservation " + id + " not found", {{"reservation_id", id}});
     return json_reply(200, {{"deleted", true}, {"id", id}});
   });

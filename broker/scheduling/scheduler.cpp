@@ -50,12 +50,6 @@ struct Scheduler::Impl {
 Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_unique<Impl>()) { impl_->options = options; }
 Scheduler::~Scheduler() = default;
 
-double rank_base(int priority_class_rank, int priority) {
-  constexpr double kBand = 1099511627776.0;  // 2^40
-  const int band = (2 - priority_class_rank) * 201 + (100 - priority);
-  return band * kBand;
-}
-
 int priority_class_rank(const ml::Requirements& r) {
   if (!r.scheduling.priority_class) return 1;
   switch (*r.scheduling.priority_class) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "broker/store/job_store.hpp"
+#include "broker/store/priority_score.hpp"
 #include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/predicates.hpp"
 #include "ojs/ml/requirements.hpp"
@@ -65,8 +66,7 @@ class Scheduler {
   std::unique_ptr<Impl> impl_;
 };
 
-// rank = band * 2^40 + seq: higher priority class, then higher OJS priority, first.
-double rank_base(int priority_class_rank, int priority);
+// rank_base (the band of the priority score) lives in broker/store/priority_score.hpp.
 int priority_class_rank(const ml::Requirements& requirements);  // spot 0, on-demand 1 (default), reserved 2
 
 }  // namespace ojs::broker

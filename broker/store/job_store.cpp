@@ -5,6 +5,8 @@
 #include <ctime>
 
 #include "broker/store/keys.hpp"
+#include "broker/store/preemption_store.hpp"
+#include "broker/store/priority_score.hpp"
 
 namespace ojs::broker {
 
@@ -27,7 +29,24 @@ std::string rank_text(double rank) {
   return buf;
 }
 
+std::string optional_text(std::optional<std::int64_t> v) { return v ? std::to_string(*v) : std::string(); }
+
+// A worker that finishes or gives up a job no longer holds it: its claim record
+// (ojs:worker:<id>:jobs, a global key, so not in the queue script) is dropped in
+// the same round trip, sparing the next FETCH a verification read.
+std::vector<std::vector<std::string>> forget_held(const std::string& worker_id, const std::string& job_id) {
+  if (worker_id.empty()) return {};
+  return {{"HDEL", keys::worker_jobs(worker_id), job_id}};
+}
+
+// The ids a single script call extends or a single HMGET resolves: one call holds
+// Redis's one thread, so a 100k-id heartbeat is cut into slices that other
+// clients' commands interleave with.
+constexpr std::size_t kSlice = 500;
+
 }  // namespace
+
+PreemptionStore JobStore::preemption() { return PreemptionStore(redis_); }
 
 Transition JobStore::transition_from(const RedisValue& reply) {
   Transition t;
@@ -53,16 +72,20 @@ bool JobStore::reserve_id(const std::string& id, const std::string& queue) {
   return true;
 }
 
-Transition JobStore::push(const std::string& queue, const std::string& id, const std::string& class_id,
-                          const std::string& class_json, double rank_base, std::optional<std::int64_t> scheduled_at_ms,
-                          const std::vector<std::pair<std::string, std::string>>& fields) {
-  std::vector<std::string> args{keys::queue_prefix(queue), id, class_id, class_json, rank_text(rank_base),
-                                scheduled_at_ms ? std::to_string(*scheduled_at_ms) : std::string()};
-  for (const auto& [k, v] : fields) {
+Transition JobStore::push(const NewJobRecord& job) {
+  const auto& q = job.queue;
+  std::vector<std::string> args{job.id, job.class_id, job.class_json, rank_text(job.rank_base),
+                                optional_text(job.scheduled_at_ms), optional_text(job.escalate_after_ms),
+                                optional_text(job.reservation_timeout_ms)};
+  for (const auto& [k, v] : job.fields) {
     args.push_back(k);
     args.push_back(v);
   }
-  return transition_from(redis_.eval("push", {keys::classes(queue), keys::classes_version(queue)}, args));
+  return transition_from(redis_.eval("push",
+                                     {keys::job(q, job.id), keys::classes(q), keys::classes_version(q),
+                                      keys::ready(q, job.class_id), keys::delayed(q), keys::seq(q), keys::events(q),
+                                      keys::escalations(q), keys::reservation_waits(q)},
+                                     args));
 }
 
 std::optional<std::string> JobStore::queue_of(const std::string& id) {
@@ -83,6 +106,18 @@ std::optional<JobRecord> JobStore::get(const std::string& id) {
   return get(*queue, id);
 }
 
+std::vector<std::optional<JobRecord>> JobStore::get_many(const std::vector<std::pair<std::string, std::string>>& jobs) {
+  std::vector<std::optional<JobRecord>> out;
+  if (jobs.empty()) return out;
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& [queue, id] : jobs) cmds.push_back({"HGETALL", keys::job(queue, id)});
+  for (const auto& reply : redis_.pipeline(cmds)) {
+    if (reply.elements.empty()) out.emplace_back();
+    else out.emplace_back(JobRecord::from_flat_array(reply));
+  }
+  return out;
+}
+
 std::string JobStore::classes_version(const std::string& queue) {
   auto v = redis_.command({"GET", keys::classes_version(queue)});
   return v.is_nil() ? "0" : v.str;
@@ -100,20 +135,25 @@ ClassSet JobStore::load_classes(const std::string& queue) {
 ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker_id,
                              std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
                              int count, const std::string& classes_version, const std::vector<EligibleClass>& eligible) {
-  std::vector<std::string> args{keys::queue_prefix(queue),
-                                worker_id,
-                                request_visibility_ms ? std::to_string(*request_visibility_ms) : std::string(),
+  std::vector<std::string> args{worker_id,
+                                optional_text(request_visibility_ms),
                                 std::to_string(default_visibility_ms),
                                 std::to_string(count),
-                                classes_version};
+                                classes_version,
+                                score_band_arg()};
+  std::vector<std::string> claim_keys{keys::classes_version(queue), keys::paused(queue), keys::delayed(queue),
+                                      keys::active(queue),          keys::seq(queue),    keys::events(queue),
+                                      keys::config(queue),          keys::ledger(queue), keys::tenant_quotas(queue),
+                                      keys::tenant_ledger(queue),   keys::job_prefix(queue), keys::ready_prefix(queue)};
   for (const auto& c : eligible) {
+    claim_keys.push_back(keys::ready(queue, c.id));
     args.push_back(c.id);
     args.push_back(std::to_string(c.bonus));
     args.push_back(std::to_string(c.hold_enqueued_after_ms));
     args.push_back(std::to_string(c.gpus));
     args.push_back(c.devices_json);
   }
-  auto reply = redis_.eval("claim", {keys::classes_version(queue), keys::paused(queue)}, args);
+  auto reply = redis_.eval("claim", claim_keys, args);
   ClaimOutcome out;
   out.status = status_of(reply.elements.at(0).str);
   if (out.status == TransitionStatus::stale) out.current_version = reply.elements.at(1).str;
@@ -128,34 +168,94 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
 
 Transition JobStore::ack(const std::string& queue, const std::string& id, const std::string& result_json,
                          const std::string& worker_id) {
-  return transition_from(redis_.eval("ack", {}, {keys::queue_prefix(queue), id, result_json, worker_id}));
+  return transition_from(redis_.eval("ack",
+                                     {keys::job(queue, id), keys::active(queue), keys::stats(queue), keys::events(queue),
+                                      keys::ledger(queue), keys::tenant_ledger(queue)},
+                                     {result_json, worker_id}, forget_held(worker_id, id)));
 }
 
-Transition JobStore::fail(const std::string& queue, const std::string& id, int expected_attempt, const std::string& outcome,
-                          std::int64_t due_ms, const std::string& error_json, const std::string& errors_json,
-                          bool require_expired, const std::string& worker_id) {
-  return transition_from(redis_.eval("fail", {},
-                                     {keys::queue_prefix(queue), id, std::to_string(expected_attempt), outcome,
-                                      std::to_string(due_ms), error_json, errors_json, require_expired ? "1" : "0",
-                                      worker_id}));
+Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome, std::int64_t due_ms,
+                          const std::string& error_json, const std::string& errors_json, bool require_expired,
+                          const std::string& worker_id) {
+  const auto& queue = snapshot.queue();
+  return transition_from(redis_.eval("fail",
+                                     {keys::job(queue, snapshot.id()), keys::active(queue), keys::delayed(queue),
+                                      keys::dead(queue), keys::stats(queue), keys::events(queue), keys::ledger(queue),
+                                      keys::tenant_ledger(queue), keys::preempting(queue),
+                                      keys::ready(queue, snapshot.get("class")), keys::seq(queue)},
+                                     {std::to_string(snapshot.attempt()), outcome, std::to_string(due_ms), error_json,
+                                      errors_json, require_expired ? "1" : "0", worker_id},
+                                     forget_held(worker_id, snapshot.id())));
 }
 
 Transition JobStore::cancel(const std::string& queue, const std::string& id) {
-  return transition_from(redis_.eval("cancel", {}, {keys::queue_prefix(queue), id}));
+  return transition_from(redis_.eval("cancel",
+                                     {keys::job(queue, id), keys::ready_prefix(queue), keys::delayed(queue),
+                                      keys::active(queue), keys::stats(queue), keys::events(queue), keys::ledger(queue),
+                                      keys::tenant_ledger(queue)},
+                                     {}));
 }
 
 std::vector<std::string> JobStore::extend(const std::string& queue, const std::string& worker_id,
                                           std::int64_t visibility_ms, const std::vector<std::string>& ids) {
-  std::vector<std::string> args{keys::queue_prefix(queue), worker_id, std::to_string(visibility_ms)};
-  args.insert(args.end(), ids.begin(), ids.end());
-  auto reply = redis_.eval("extend", {}, args);
   std::vector<std::string> out;
-  for (const auto& e : reply.elements) out.push_back(e.str);
+  for (std::size_t from = 0; from < ids.size(); from += kSlice) {
+    const auto to = std::min(ids.size(), from + kSlice);
+    std::vector<std::string> script_keys{keys::active(queue)};
+    std::vector<std::string> args{worker_id, std::to_string(visibility_ms)};
+    for (std::size_t i = from; i < to; ++i) {
+      script_keys.push_back(keys::job(queue, ids[i]));
+      args.push_back(ids[i]);
+    }
+    for (const auto& e : redis_.eval("extend", script_keys, args).elements) out.push_back(e.str);
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<std::string>> JobStore::group_by_queue(const std::vector<std::string>& ids) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (std::size_t from = 0; from < ids.size(); from += kSlice) {
+    const auto to = std::min(ids.size(), from + kSlice);
+    std::vector<std::string> hmget{"HMGET", keys::job_directory};
+    hmget.insert(hmget.end(), ids.begin() + static_cast<std::ptrdiff_t>(from), ids.begin() + static_cast<std::ptrdiff_t>(to));
+    const auto reply = redis_.command(hmget);
+    for (std::size_t i = 0; i < reply.elements.size(); ++i)
+      if (!reply.elements[i].is_nil()) out[reply.elements[i].str].push_back(ids[from + i]);
+  }
   return out;
 }
 
 long long JobStore::promote(const std::string& queue) {
-  return redis_.eval("promote", {}, {keys::queue_prefix(queue)}).integer;
+  return redis_.eval("promote",
+                     {keys::delayed(queue), keys::seq(queue), keys::events(queue), keys::job_prefix(queue),
+                      keys::ready_prefix(queue)},
+                     {})
+      .integer;
+}
+
+Transition JobStore::checkpoint(const std::string& queue, const std::string& id, const std::string& worker_id,
+                               const std::string& checkpoint_json, int max_count) {
+  return transition_from(redis_.eval("checkpoint", {keys::job(queue, id), keys::events(queue)},
+                                     {worker_id, checkpoint_json, std::to_string(max_count)}));
+}
+
+BudgetUse JobStore::budget(const std::string& queue) {
+  auto replies = redis_.pipeline({{"HMGET", keys::config(queue), "max_total_gpus", "max_concurrent_gpu_jobs"},
+                                  {"HMGET", keys::ledger(queue), "gpus", "gpu_jobs"}});
+  auto number = [](const RedisValue& v) -> std::optional<long long> {
+    if (v.is_nil() || v.str.empty()) return std::nullopt;
+    try {
+      return std::stoll(v.str);
+    } catch (...) {
+      return std::nullopt;
+    }
+  };
+  BudgetUse b;
+  b.max_gpus = number(replies[0].elements.at(0));
+  b.max_jobs = number(replies[0].elements.at(1));
+  b.gpus_in_use = number(replies[1].elements.at(0)).value_or(0);
+  b.gpu_jobs = number(replies[1].elements.at(1)).value_or(0);
+  return b;
 }
 
 std::vector<JobRecord> JobStore::dead_letter(const std::string& queue, int offset, int limit) {
@@ -174,7 +274,10 @@ long long JobStore::dead_letter_size(const std::string& queue) {
 }
 
 Transition JobStore::dead_letter_action(const std::string& queue, const std::string& id, const std::string& action) {
-  return transition_from(redis_.eval("dead_letter", {}, {keys::queue_prefix(queue), id, action}));
+  return transition_from(redis_.eval("dead_letter",
+                                     {keys::job(queue, id), keys::dead(queue), keys::ready_prefix(queue), keys::seq(queue),
+                                      keys::events(queue)},
+                                     {id, action}));
 }
 
 void JobStore::forget(const std::string& id) { redis_.command({"HDEL", keys::job_directory, id}); }

@@ -14,6 +14,8 @@
 
 namespace ojs::broker {
 
+class PreemptionStore;
+
 struct EligibleClass {
   std::string id;
   double bonus = 0;                        // soft score: higher is preferred within a priority band
@@ -35,12 +37,32 @@ struct ClassSet {
   std::map<std::string, std::string> classes;  // class id -> canonical JSON
 };
 
+// A job as PUSH stores it: one script writes the hash, its ready or delayed
+// index and its scheduling indexes together.
+struct NewJobRecord {
+  std::string queue, id, class_id, class_json;
+  double rank_base = 0;                                 // priority_score.hpp
+  std::optional<std::int64_t> scheduled_at_ms;          // delayed until then
+  std::optional<std::int64_t> escalate_after_ms;        // escalation index (ext_ml_escalation_after_s)
+  std::optional<std::int64_t> reservation_timeout_ms;   // reservation-wait index (ext_ml_reservation_timeout_s)
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+
 enum class TransitionStatus { ok, not_found, conflict, stale, extended, duplicate, paused };
 
 struct Transition {
   TransitionStatus status = TransitionStatus::ok;
   std::string detail;  // current state on conflict, current attempt on stale
   JobRecord job;
+};
+
+// A queue's GPU budget (config) and what is charged against it (ledger): the one
+// C++ read of it (claim.lua's budget_block is the one Lua read).
+struct BudgetUse {
+  std::optional<long long> max_gpus;  // max_total_gpus
+  std::optional<long long> max_jobs;  // max_concurrent_gpu_jobs
+  long long gpus_in_use = 0;
+  long long gpu_jobs = 0;
 };
 
 struct ClaimOutcome {
@@ -56,13 +78,13 @@ class JobStore {
 
   // Registers id -> queue; false if the id is taken by a job that exists.
   bool reserve_id(const std::string& id, const std::string& queue);
-  Transition push(const std::string& queue, const std::string& id, const std::string& class_id,
-                  const std::string& class_json, double rank_base, std::optional<std::int64_t> scheduled_at_ms,
-                  const std::vector<std::pair<std::string, std::string>>& fields);
+  Transition push(const NewJobRecord& job);
 
   std::optional<std::string> queue_of(const std::string& id);
   std::optional<JobRecord> get(const std::string& id);
   std::optional<JobRecord> get(const std::string& queue, const std::string& id);
+  // Several jobs in one round trip ({queue, id} each); nullopt where absent.
+  std::vector<std::optional<JobRecord>> get_many(const std::vector<std::pair<std::string, std::string>>& jobs);
 
   ClassSet load_classes(const std::string& queue);
   std::string classes_version(const std::string& queue);  // "0" before the first class
@@ -72,15 +94,22 @@ class JobStore {
 
   Transition ack(const std::string& queue, const std::string& id, const std::string& result_json,
                  const std::string& worker_id = {});
-  // outcome: retry | discard | dead_letter | requeue
-  Transition fail(const std::string& queue, const std::string& id, int expected_attempt, const std::string& outcome,
-                  std::int64_t due_ms, const std::string& error_json, const std::string& errors_json, bool require_expired,
-                  const std::string& worker_id = {});
+  // outcome: retry | discard | dead_letter | requeue; applied only while the job is
+  // still the attempt of `snapshot` (compare-and-set).
+  Transition fail(const JobRecord& snapshot, const std::string& outcome, std::int64_t due_ms, const std::string& error_json,
+                  const std::string& errors_json, bool require_expired, const std::string& worker_id = {});
   void forget(const std::string& id);  // drops the id -> queue directory entry
   Transition cancel(const std::string& queue, const std::string& id);
+  // Extends the jobs this worker holds, in slices (one script call per 500 ids).
   std::vector<std::string> extend(const std::string& queue, const std::string& worker_id, std::int64_t visibility_ms,
                                   const std::vector<std::string>& ids);
+  // queue -> ids (unknown ids dropped), resolved in slices of one HMGET each.
+  std::map<std::string, std::vector<std::string>> group_by_queue(const std::vector<std::string>& ids);
   long long promote(const std::string& queue);
+  // checkpoint.lua: the holder (worker_id '' = any) commits checkpoint metadata; the newest max_count are kept.
+  Transition checkpoint(const std::string& queue, const std::string& id, const std::string& worker_id,
+                        const std::string& checkpoint_json, int max_count);
+  BudgetUse budget(const std::string& queue);
   // Dead letter: list (newest first), retry (attempt reset, available again), discard (deleted).
   std::vector<JobRecord> dead_letter(const std::string& queue, int offset, int limit);
   long long dead_letter_size(const std::string& queue);
@@ -98,9 +127,13 @@ class JobStore {
   bool queue_exists(const std::string& queue);
 
   RedisPool& redis() { return redis_; }
+  // Preemption marks, escalation, reservations, holds, the controller lease.
+  PreemptionStore preemption();
+
+  // A transition script's reply: {status, job fields | detail}.
+  static Transition transition_from(const RedisValue& reply);
 
  private:
-  Transition transition_from(const RedisValue& reply);
   RedisPool& redis_;
 };
 

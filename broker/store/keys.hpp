@@ -1,30 +1,53 @@
-// Redis key layout (documented in docs/architecture.md). Every key of one queue
-// carries the hash tag {queue}, so a queue is one scheduling pool that lives in
-// one Redis Cluster slot and every Lua script touches a single slot.
+// Redis key layout: every key the broker uses, defined once (the table in
+// docs/architecture.md and the KEYS blocks of the Lua headers match this file).
+//
+// Slots. Every key of one queue carries the hash tag {queue}: a queue is one
+// scheduling pool that lives in one Redis Cluster slot, and every transition
+// script touches that slot only. Global keys (directories, worker registry,
+// reservations, holds, the controller lease) are never touched by a queue
+// script; each is read or written by plain commands or by its own script.
+//
+// Prefix keys. A script that discovers ids while it runs (claim picks the head
+// of a ready set, promote the due jobs) is passed the declared prefix keys
+// job_prefix / ready_prefix (they carry the queue's hash tag) and appends the
+// id it read; every other key is passed whole.
 #pragma once
 #include <string>
 
 namespace ojs::broker::keys {
 
+// ---- one queue: "ojs:{q}:*" ----
 inline std::string queue_prefix(const std::string& queue) { return "ojs:{" + queue + "}:"; }
-inline std::string job(const std::string& queue, const std::string& id) { return queue_prefix(queue) + "job:" + id; }
-inline std::string ready(const std::string& queue, const std::string& cls) { return queue_prefix(queue) + "ready:" + cls; }
-inline std::string classes(const std::string& queue) { return queue_prefix(queue) + "classes"; }
-inline std::string classes_version(const std::string& queue) { return queue_prefix(queue) + "classes:ver"; }
-inline std::string delayed(const std::string& queue) { return queue_prefix(queue) + "delayed"; }
-inline std::string active(const std::string& queue) { return queue_prefix(queue) + "active"; }
-inline std::string dead(const std::string& queue) { return queue_prefix(queue) + "dead"; }
-inline std::string stats(const std::string& queue) { return queue_prefix(queue) + "stats"; }
-inline std::string paused(const std::string& queue) { return queue_prefix(queue) + "paused"; }
-inline std::string events(const std::string& queue) { return queue_prefix(queue) + "events"; }
-inline std::string config(const std::string& queue) { return queue_prefix(queue) + "config"; }  // budgets, limits
-inline std::string ledger(const std::string& queue) { return queue_prefix(queue) + "ledger"; }  // GPUs in use
+inline std::string job_prefix(const std::string& queue) { return queue_prefix(queue) + "job:"; }      // + id
+inline std::string job(const std::string& queue, const std::string& id) { return job_prefix(queue) + id; }  // hash: the job
+inline std::string ready_prefix(const std::string& queue) { return queue_prefix(queue) + "ready:"; }  // + class id
+inline std::string ready(const std::string& queue, const std::string& cls) { return ready_prefix(queue) + cls; }  // zset id -> priority score
+inline std::string classes(const std::string& queue) { return queue_prefix(queue) + "classes"; }  // hash class id -> canonical JSON
+inline std::string classes_version(const std::string& queue) { return queue_prefix(queue) + "classes:ver"; }  // string, bumped per new class
+inline std::string delayed(const std::string& queue) { return queue_prefix(queue) + "delayed"; }  // zset id -> due ms
+inline std::string active(const std::string& queue) { return queue_prefix(queue) + "active"; }    // zset id -> visibility deadline ms
+inline std::string dead(const std::string& queue) { return queue_prefix(queue) + "dead"; }        // zset id -> dead-lettered at ms
+inline std::string stats(const std::string& queue) { return queue_prefix(queue) + "stats"; }      // hash counters
+inline std::string paused(const std::string& queue) { return queue_prefix(queue) + "paused"; }    // string, present while paused
+inline std::string seq(const std::string& queue) { return queue_prefix(queue) + "seq"; }          // string, FIFO sequence
+inline std::string events(const std::string& queue) { return queue_prefix(queue) + "events"; }    // stream (capped)
+inline std::string config(const std::string& queue) { return queue_prefix(queue) + "config"; }    // hash: budgets, limits
+inline std::string ledger(const std::string& queue) { return queue_prefix(queue) + "ledger"; }    // hash: GPUs in use
 inline std::string tenant_quotas(const std::string& queue) { return queue_prefix(queue) + "tenant-quotas"; }  // tenant -> max GPUs
 inline std::string tenant_ledger(const std::string& queue) { return queue_prefix(queue) + "tenant-ledger"; }  // tenant -> GPUs in use
 inline std::string diagnosis(const std::string& queue, const std::string& cls) { return queue_prefix(queue) + "diag:" + cls; }
+inline std::string preempting(const std::string& queue) { return queue_prefix(queue) + "preempting"; }    // zset id -> deadline
+inline std::string escalations(const std::string& queue) { return queue_prefix(queue) + "escalations"; }  // zset id -> due
+inline std::string reservation_waits(const std::string& queue) { return queue_prefix(queue) + "reservation-waits"; }  // zset id -> due
 
-// Global (unslotted) keys: small directories, never part of a transition script.
+// ---- global: each its own slot, never inside a queue script ----
 inline const std::string queue_directory = "ojs:queues";   // hash queue -> first seen (ms)
 inline const std::string job_directory = "ojs:job-queue";  // hash job id -> queue
+inline const std::string workers = "ojs:workers";          // zset worker id -> last contact (ms)
+inline std::string worker(const std::string& id) { return "ojs:worker:" + id; }  // hash: last_seen, capabilities, queues, state
+inline std::string worker_jobs(const std::string& id) { return "ojs:worker:" + id + ":jobs"; }  // hash job id -> load JSON
+inline const std::string holds = "ojs:holds";                 // hash worker id -> capacity hold JSON
+inline const std::string reservations = "ojs:reservations";   // hash reservation id -> JSON
+inline const std::string preemption_leader = "ojs:preemption:leader";  // string: lease owner, PX
 
 }  // namespace ojs::broker::keys

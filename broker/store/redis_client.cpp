@@ -192,6 +192,11 @@ RedisValue RedisPool::command(const std::vector<std::string>& argv) { return pip
 
 RedisValue RedisPool::eval(const std::string& script, const std::vector<std::string>& keys,
                            const std::vector<std::string>& args) {
+  return eval(script, keys, args, {});
+}
+
+RedisValue RedisPool::eval(const std::string& script, const std::vector<std::string>& keys,
+                           const std::vector<std::string>& args, const std::vector<std::vector<std::string>>& then) {
   const std::string* sha = nullptr;
   for (const auto& [name, s] : script_shas_)
     if (name == script) sha = &s;
@@ -199,7 +204,9 @@ RedisValue RedisPool::eval(const std::string& script, const std::vector<std::str
   std::vector<std::string> argv{"EVALSHA", *sha, std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
-  RedisValue v = command(argv);
+  std::vector<std::vector<std::string>> batch{argv};
+  batch.insert(batch.end(), then.begin(), then.end());
+  RedisValue v = std::move(pipeline(batch).front());
   if (v.is_error() && v.str.rfind("NOSCRIPT", 0) == 0) {
     for (const auto& s : lua_script_sources())
       if (s.name == script) command({"SCRIPT", "LOAD", s.body});

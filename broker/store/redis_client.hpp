@@ -49,6 +49,10 @@ class RedisPool {
   std::vector<RedisValue> pipeline(const std::vector<std::vector<std::string>>& commands);
   // EVALSHA of an embedded script (see lua_scripts.hpp), loading it on NOSCRIPT.
   RedisValue eval(const std::string& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
+  // The same, with plain commands sent behind it in the same round trip (their
+  // replies are dropped; on NOSCRIPT they have run before the script does).
+  RedisValue eval(const std::string& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
+                  const std::vector<std::vector<std::string>>& then);
   bool ping();
 
   const RedisEndpoint& endpoint() const { return endpoint_; }

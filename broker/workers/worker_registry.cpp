@@ -6,9 +6,9 @@
 namespace ojs::broker {
 
 namespace {
-const std::string kWorkers = "ojs:workers";  // zset worker id -> last seen (ms)
-std::string worker_key(const std::string& id) { return "ojs:worker:" + id; }
-std::string worker_jobs_key(const std::string& id) { return "ojs:worker:" + id + ":jobs"; }  // job id -> load JSON
+const std::string& kWorkers = keys::workers;
+std::string worker_key(const std::string& id) { return keys::worker(id); }
+std::string worker_jobs_key(const std::string& id) { return keys::worker_jobs(id); }
 
 WorkerInfo from_hash(const std::string& id, const RedisValue& v) {
   WorkerInfo w;
@@ -29,9 +29,8 @@ WorkerInfo from_hash(const std::string& id, const RedisValue& v) {
 }
 }  // namespace
 
-std::string WorkerRegistry::touch(const std::string& worker_id, const nlohmann::json* capabilities,
-                                  const std::vector<std::string>& queues) {
-  const auto now = std::to_string(now_ms());
+std::vector<std::string> WorkerRegistry::touch_command(const std::string& worker_id, const nlohmann::json* capabilities,
+                                                      const std::vector<std::string>& queues, const std::string& now) {
   std::vector<std::string> hset{"HSET", worker_key(worker_id), "last_seen", now};
   if (capabilities) {
     hset.push_back("capabilities");
@@ -41,8 +40,26 @@ std::string WorkerRegistry::touch(const std::string& worker_id, const nlohmann::
     hset.push_back("queues");
     hset.push_back(nlohmann::json(queues).dump());
   }
-  auto replies = redis_.pipeline({hset, {"ZADD", kWorkers, now, worker_id}, {"HGET", worker_key(worker_id), "state"}});
+  return hset;
+}
+
+std::string WorkerRegistry::touch(const std::string& worker_id, const nlohmann::json* capabilities,
+                                  const std::vector<std::string>& queues) {
+  const auto now = std::to_string(now_ms());
+  auto replies = redis_.pipeline({touch_command(worker_id, capabilities, queues, now), {"ZADD", kWorkers, now, worker_id},
+                                  {"HGET", worker_key(worker_id), "state"}});
   return replies[2].is_nil() ? "running" : replies[2].str;
+}
+
+WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, const nlohmann::json* capabilities,
+                                                const std::vector<std::string>& queues) {
+  const auto now = std::to_string(now_ms());
+  auto replies = redis_.pipeline({touch_command(worker_id, capabilities, queues, now), {"ZADD", kWorkers, now, worker_id},
+                                  {"HGET", worker_key(worker_id), "state"}, {"HGETALL", worker_jobs_key(worker_id)}});
+  Contact c;
+  c.state = replies[2].is_nil() ? "running" : replies[2].str;
+  c.held = verify(worker_id, replies[3]);
+  return c;
 }
 
 void WorkerRegistry::set_state(const std::string& worker_id, const std::string& state) {
@@ -98,25 +115,31 @@ std::vector<WorkerRegistry::HeldJob> WorkerRegistry::held_jobs(const std::string
   return out;
 }
 
-ml::WorkerLoad WorkerRegistry::load(const std::string& worker_id) {
-  ml::WorkerLoad load;
-  auto entries = redis_.command({"HGETALL", worker_jobs_key(worker_id)});
-  if (entries.elements.empty()) return load;
+HeldState WorkerRegistry::held_state(const std::string& worker_id) {
+  return verify(worker_id, redis_.command({"HGETALL", worker_jobs_key(worker_id)}));
+}
+
+HeldState WorkerRegistry::verify(const std::string& worker_id, const RedisValue& entries) {
+  HeldState out;
+  ml::WorkerLoad& load = out.load;
+  if (entries.elements.empty()) return out;
   std::vector<std::pair<std::string, nlohmann::json>> listed;
   std::vector<std::vector<std::string>> checks;
   for (std::size_t i = 0; i + 1 < entries.elements.size(); i += 2) {
     auto entry = nlohmann::json::parse(entries.elements[i + 1].str, nullptr, false);
     if (!entry.is_object()) continue;
     const auto& id = entries.elements[i].str;
-    checks.push_back({"HMGET", keys::job(entry.value("queue", ""), id), "state", "worker_id"});
+    // One read per job serves the load (state, holder) and the preemption directive.
+    checks.push_back({"HMGET", keys::job(entry.value("queue", ""), id), "state", "worker_id", "preempt_deadline",
+                      "preempt_checkpoint", "preempted_for"});
     listed.emplace_back(id, std::move(entry));
   }
-  if (checks.empty()) return load;
+  if (checks.empty()) return out;
   auto states = redis_.pipeline(checks);
   std::vector<std::string> gone{"HDEL", worker_jobs_key(worker_id)};
   for (std::size_t i = 0; i < listed.size(); ++i) {
     const auto& f = states[i].elements;
-    const bool held = f.size() == 2 && f[0].str == "active" && f[1].str == worker_id;
+    const bool held = f.size() == 5 && f[0].str == "active" && f[1].str == worker_id;
     const auto& [id, entry] = listed[i];
     if (!held) {
       gone.push_back(id);
@@ -131,9 +154,15 @@ ml::WorkerLoad WorkerRegistry::load(const std::string& worker_id) {
     if (entry.contains("devices"))
       for (const auto& d : entry["devices"]) load.busy_devices.insert(d.get<int>());
     load.active.push_back(std::move(job));
+    if (!f[2].is_nil()) {
+      try {
+        out.preempting.push_back({id, std::stoll(f[2].str), f[3].str == "1", f[4].str});
+      } catch (const std::exception&) {
+      }
+    }
   }
   if (gone.size() > 2) redis_.command(gone);
-  return load;
+  return out;
 }
 
 }  // namespace ojs::broker

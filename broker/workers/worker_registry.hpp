@@ -20,12 +20,33 @@ struct WorkerInfo {
   std::vector<std::string> queues;
 };
 
+// A job on the worker that the preemption controller marked (preempt.lua).
+struct PreemptionMarkView {
+  std::string job_id;
+  std::int64_t deadline_ms = 0;
+  bool checkpoint = false;
+  std::string preempted_for;
+};
+
+// What a worker holds, verified against the jobs: its load for matching and the
+// jobs it must give up.
+struct HeldState {
+  ml::WorkerLoad load;
+  std::vector<PreemptionMarkView> preempting;
+};
+
 class WorkerRegistry {
  public:
   explicit WorkerRegistry(RedisPool& redis) : redis_(redis) {}
   // Records contact; returns the directive state the worker must follow.
   std::string touch(const std::string& worker_id, const nlohmann::json* capabilities,
                     const std::vector<std::string>& queues);
+  // FETCH and BEAT: touch() and held_state() in two round trips (one pipeline each).
+  struct Contact {
+    std::string state;
+    HeldState held;
+  };
+  Contact contact(const std::string& worker_id, const nlohmann::json* capabilities, const std::vector<std::string>& queues);
   void set_state(const std::string& worker_id, const std::string& state);
   std::optional<WorkerInfo> get(const std::string& worker_id);
   std::vector<WorkerInfo> list();
@@ -36,7 +57,8 @@ class WorkerRegistry {
   // or moved to another worker are dropped), so it heals after any crash.
   void record_claim(const std::string& worker_id, const std::string& job_id, const std::string& queue,
                     const ml::ActiveJob& job, const std::vector<int>& devices);
-  ml::WorkerLoad load(const std::string& worker_id);
+  ml::WorkerLoad load(const std::string& worker_id) { return held_state(worker_id).load; }
+  HeldState held_state(const std::string& worker_id);
   // The claim records of a worker, per job (not verified against the jobs): the
   // preemption controller reads the jobs themselves.
   struct HeldJob {
@@ -48,6 +70,10 @@ class WorkerRegistry {
   std::vector<HeldJob> held_jobs(const std::string& worker_id);
 
  private:
+  // Verifies the claim records (HGETALL of the worker's jobs hash) against the job hashes.
+  HeldState verify(const std::string& worker_id, const RedisValue& entries);
+  std::vector<std::string> touch_command(const std::string& worker_id, const nlohmann::json* capabilities,
+                                         const std::vector<std::string>& queues, const std::string& now);
   RedisPool& redis_;
 };
 

@@ -1,94 +1,115 @@
 -- Shared helpers, prepended to every script by cmake/embed_lua.cmake.
--- Keys of one queue share the hash tag {queue}; job keys are derived from the
--- queue prefix (ARGV[1], e.g. "ojs:{default}:") so they live in the same slot.
+-- Every key a helper touches is passed to it, and every such key was declared in
+-- the calling script's KEYS. The only keys formed inside a script are a declared
+-- prefix key (job prefix ojs:{q}:job:, ready prefix ojs:{q}:ready:) plus an
+-- id read from a declared key: same hash tag, so the same slot.
+-- Each script reads a job hash once (read_job) and works on that table.
 
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function job_key(prefix, id) return prefix .. 'job:' .. id end
-local function ready_key(prefix, class) return prefix .. 'ready:' .. class end
+-- The job hash as a table (nil when the job does not exist): one HGETALL.
+local function read_job(jk)
+  local flat = redis.call('HGETALL', jk)
+  if #flat == 0 then return nil end
+  local job = {}
+  for i = 1, #flat, 2 do job[flat[i]] = flat[i + 1] end
+  return job
+end
 
-local function emit(prefix, event_type, id, extra)
-  local fields = {'type', event_type, 'job_id', id}
-  local jk = job_key(prefix, id)
-  local meta = redis.call('HMGET', jk, 'type', 'queue', 'attempt')
-  table.insert(fields, 'job_type'); table.insert(fields, meta[1] or '')
-  table.insert(fields, 'queue'); table.insert(fields, meta[2] or '')
-  table.insert(fields, 'attempt'); table.insert(fields, meta[3] or '0')
+-- A job table as field/value pairs (the reply format the C++ side parses).
+local function flat_job(job)
+  local out = {}
+  for k, v in pairs(job) do
+    out[#out + 1] = k
+    out[#out + 1] = tostring(v)
+  end
+  return out
+end
+
+-- One XADD to the queue's capped event stream, from values the script holds.
+local function emit(events_key, event_type, job, extra)
+  local fields = {'type', event_type, 'job_id', job.id or '', 'job_type', job.type or '',
+                  'queue', job.queue or '', 'attempt', tostring(job.attempt or '0')}
   if extra then
-    for i = 1, #extra do table.insert(fields, extra[i]) end
+    for i = 1, #extra do fields[#fields + 1] = extra[i] end
   end
-  redis.call('XADD', prefix .. 'events', 'MAXLEN', '~', '10000', '*', unpack(fields))
-end
-
--- Makes a job fetchable: next sequence number, rank = rank base + seq.
-local function make_available(prefix, id, now)
-  local jk = job_key(prefix, id)
-  local seq = redis.call('INCR', prefix .. 'seq')
-  local f = redis.call('HMGET', jk, 'rank_base', 'class')
-  redis.call('HSET', jk, 'state', 'available', 'enqueued_at', now)
-  redis.call('HDEL', jk, 'next_attempt_at')
-  redis.call('ZADD', ready_key(prefix, f[2]), tonumber(f[1]) + seq, id)
-end
-
--- Scheduled jobs and due retries become available.
-local function promote_due(prefix, now, limit)
-  local due = redis.call('ZRANGEBYSCORE', prefix .. 'delayed', '-inf', now, 'LIMIT', 0, limit)
-  for _, id in ipairs(due) do
-    redis.call('ZREM', prefix .. 'delayed', id)
-    local state = redis.call('HGET', job_key(prefix, id), 'state')
-    if state == 'scheduled' or state == 'retryable' then
-      make_available(prefix, id, now)
-      emit(prefix, 'job.available', id, nil)
-    end
-  end
-  return #due
+  redis.call('XADD', events_key, 'MAXLEN', '~', '10000', '*', unpack(fields))
 end
 
 local function is_terminal(state)
   return state == 'completed' or state == 'cancelled' or state == 'discarded'
 end
 
-local function job_snapshot(prefix, id)
-  return redis.call('HGETALL', job_key(prefix, id))
+-- Makes a job fetchable: next FIFO sequence, score = rank_base + seq.
+local function make_available(seq_key, ready_key, jk, job, now)
+  local seq = redis.call('INCR', seq_key)
+  job.state, job.enqueued_at = 'available', now
+  redis.call('HSET', jk, 'state', 'available', 'enqueued_at', now)
+  if job.next_attempt_at then
+    job.next_attempt_at = nil
+    redis.call('HDEL', jk, 'next_attempt_at')
+  end
+  redis.call('ZADD', ready_key, tonumber(job.rank_base) + seq, job.id)
+end
+
+-- Scheduled jobs and due retries become available.
+-- q: {delayed, seq, events, job_prefix, ready_prefix}
+local function promote_due(q, now, limit)
+  local due = redis.call('ZRANGEBYSCORE', q.delayed, '-inf', now, 'LIMIT', 0, limit)
+  for _, id in ipairs(due) do
+    redis.call('ZREM', q.delayed, id)
+    local jk = q.job_prefix .. id
+    local f = redis.call('HMGET', jk, 'state', 'rank_base', 'class', 'type', 'queue', 'attempt', 'next_attempt_at')
+    if f[1] == 'scheduled' or f[1] == 'retryable' then
+      local job = {id = id, state = f[1], rank_base = f[2], class = f[3], type = f[4], queue = f[5], attempt = f[6],
+                   next_attempt_at = f[7] or nil}
+      make_available(q.seq, q.ready_prefix .. f[3], jk, job, now)
+      emit(q.events, 'job.available', job, nil)
+    end
+  end
+  return #due
 end
 
 -- GPU budget ledger of a queue: charged at claim, released by every transition
 -- that ends an attempt (ack, fail, cancel, requeue), inside the same script.
-local function release_budget(prefix, jk)
-  local charged = tonumber(redis.call('HGET', jk, 'charged_gpus') or '0')
+-- l: {ledger, tenant_ledger}
+local function release_budget(l, jk, job)
+  local charged = tonumber(job.charged_gpus or '0')
   if charged > 0 then
-    redis.call('HINCRBY', prefix .. 'ledger', 'gpus', -charged)
-    redis.call('HINCRBY', prefix .. 'ledger', 'gpu_jobs', -1)
-    local tenant = redis.call('HGET', jk, 'tenant')
-    if tenant and tenant ~= '' then redis.call('HINCRBY', prefix .. 'tenant-ledger', tenant, -charged) end
+    redis.call('HINCRBY', l.ledger, 'gpus', -charged)
+    redis.call('HINCRBY', l.ledger, 'gpu_jobs', -1)
+    if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', l.tenant_ledger, job.tenant, -charged) end
   end
-  redis.call('HDEL', jk, 'charged_gpus')
+  if job.charged_gpus then
+    job.charged_gpus = nil
+    redis.call('HDEL', jk, 'charged_gpus')
+  end
 end
 
--- nil when the budget allows `gpus` more; else {in_use, limit, kind}.
--- Read once per script run (a claim may test many classes), then kept current
--- by budget_charge as the same script charges jobs.
+-- The queue budget, read once per script run (a claim may test many classes) and
+-- kept current by budget_charge as the same script charges jobs.
+-- b: {config, ledger}
 local budget_state = nil
-local function budget_block(prefix, gpus)
+local function budget_block(b, gpus)
   if gpus <= 0 then return nil end
   if not budget_state then
-    local cfg = redis.call('HMGET', prefix .. 'config', 'max_total_gpus', 'max_concurrent_gpu_jobs')
-    local led = redis.call('HMGET', prefix .. 'ledger', 'gpus', 'gpu_jobs')
+    local cfg = redis.call('HMGET', b.config, 'max_total_gpus', 'max_concurrent_gpu_jobs')
+    local led = redis.call('HMGET', b.ledger, 'gpus', 'gpu_jobs')
     budget_state = {used = tonumber(led[1] or '0'), jobs = tonumber(led[2] or '0'),
                     max_gpus = tonumber(cfg[1] or ''), max_jobs = tonumber(cfg[2] or '')}
   end
-  local b = budget_state
-  if b.max_gpus and b.used + gpus > b.max_gpus then return {b.used, b.max_gpus, 'max_total_gpus'} end
-  if b.max_jobs and b.jobs + 1 > b.max_jobs then return {b.jobs, b.max_jobs, 'max_concurrent_gpu_jobs'} end
+  local s = budget_state
+  if s.max_gpus and s.used + gpus > s.max_gpus then return {s.used, s.max_gpus, 'max_total_gpus'} end
+  if s.max_jobs and s.jobs + 1 > s.max_jobs then return {s.jobs, s.max_jobs, 'max_concurrent_gpu_jobs'} end
   return nil
 end
 
-local function budget_charge(prefix, gpus)
-  redis.call('HINCRBY', prefix .. 'ledger', 'gpus', gpus)
-  redis.call('HINCRBY', prefix .. 'ledger', 'gpu_jobs', 1)
+local function budget_charge(b, gpus)
+  redis.call('HINCRBY', b.ledger, 'gpus', gpus)
+  redis.call('HINCRBY', b.ledger, 'gpu_jobs', 1)
   if budget_state then
     budget_state.used = budget_state.used + gpus
     budget_state.jobs = budget_state.jobs + 1
@@ -98,44 +119,40 @@ end
 -- Per-tenant GPU quotas of a queue: `tenant-quotas` maps tenant -> max GPUs ('*' =
 -- any tenant without an entry), `tenant-ledger` tenant -> GPUs charged. A job's
 -- tenant is its `tenant` field (written at PUSH); release_budget gives them back.
-local function tenant_block(prefix, tenant, gpus)
+-- t: {tenant_quotas, tenant_ledger, job_prefix}
+local function tenant_block(t, tenant, gpus)
   if gpus <= 0 or not tenant or tenant == '' then return nil end
-  local q = redis.call('HMGET', prefix .. 'tenant-quotas', tenant, '*')
+  local q = redis.call('HMGET', t.tenant_quotas, tenant, '*')
   local limit = tonumber(q[1] or q[2] or '')
   if not limit then return nil end
-  local used = tonumber(redis.call('HGET', prefix .. 'tenant-ledger', tenant) or '0')
+  local used = tonumber(redis.call('HGET', t.tenant_ledger, tenant) or '0')
   if used + gpus > limit then return {used, limit, 'tenant_quota:' .. tenant} end
   return nil
+end
+
+local tenant_quotas_present = nil  -- read once per script run
+local function has_tenant_quotas(t)
+  if tenant_quotas_present == nil then
+    tenant_quotas_present = redis.call('EXISTS', t.tenant_quotas) == 1
+  end
+  return tenant_quotas_present
 end
 
 -- The first ready job of a class (at most 32 from the head) whose tenant is within
 -- quota, as {id, score}; an over-quota tenant never blocks the others behind it.
 -- nil and the first block when every scanned job is over its tenant's quota.
-local tenant_quotas_present = nil  -- read once per script run
-local function has_tenant_quotas(prefix)
-  if tenant_quotas_present == nil then
-    tenant_quotas_present = redis.call('EXISTS', prefix .. 'tenant-quotas') == 1
-  end
-  return tenant_quotas_present
-end
-
-local function within_tenant_quota(prefix, class, head, gpus)
-  if gpus <= 0 or not has_tenant_quotas(prefix) then return head, nil end
-  local range = redis.call('ZRANGE', ready_key(prefix, class), 0, 31, 'WITHSCORES')
+local function within_tenant_quota(t, ready_key, head, gpus)
+  if gpus <= 0 or not has_tenant_quotas(t) then return head, nil end
+  local range = redis.call('ZRANGE', ready_key, 0, 31, 'WITHSCORES')
   local seen, first_block = {}, nil
   for i = 1, #range, 2 do
-    local tenant = redis.call('HGET', job_key(prefix, range[i]), 'tenant') or ''
+    local tenant = redis.call('HGET', t.job_prefix .. range[i], 'tenant') or ''
     if not seen[tenant] then
-      local over = tenant_block(prefix, tenant, gpus)
+      local over = tenant_block(t, tenant, gpus)
       if not over then return {range[i], range[i + 1]}, nil end
       seen[tenant] = true
       first_block = first_block or over
     end
   end
   return nil, first_block
-end
-
-local function charge_tenant(prefix, jk, gpus)
-  local tenant = redis.call('HGET', jk, 'tenant')
-  if tenant and tenant ~= '' then redis.call('HINCRBY', prefix .. 'tenant-ledger', tenant, gpus) end
 end

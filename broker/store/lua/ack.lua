@@ -1,18 +1,29 @@
 -- ACK: active -> completed.
--- ARGV: prefix, id, result_json ('' = none), worker_id ('' = any: plain OJS ACKs carry none)
-local prefix, id, result, worker = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local jk = job_key(prefix, id)
-local f = redis.call('HMGET', jk, 'state', 'started_at', 'worker_id')
-if not f[1] then return {'not_found'} end
-if f[1] ~= 'active' then return {'conflict', f[1]} end
+-- KEYS (6): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger
+-- ARGV: result_json ('' = none), worker_id ('' = any: plain OJS ACKs carry none)
+-- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
+local result, worker = ARGV[1], ARGV[2]
+local jk = KEYS[1]
+local job = read_job(jk)
+if not job then return {'not_found'} end
+if job.state ~= 'active' then return {'conflict', job.state} end
 -- A worker whose reservation expired must not complete the job another worker now holds.
-if worker ~= '' and f[3] ~= worker then return {'conflict', 'active (held by another worker)'} end
+if worker ~= '' and job.worker_id ~= worker then return {'conflict', 'active (held by another worker)'} end
 local now = now_ms()
-release_budget(prefix, jk)
-redis.call('HSET', jk, 'state', 'completed', 'completed_at', now)
-if result ~= '' then redis.call('HSET', jk, 'result', result) end
-redis.call('HDEL', jk, 'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at')
-redis.call('ZREM', prefix .. 'active', id)
-redis.call('HINCRBY', prefix .. 'stats', 'completed', 1)
-emit(prefix, 'job.completed', id, {'duration_ms', tostring(now - tonumber(f[2] or now))})
-return {'ok', job_snapshot(prefix, id)}
+release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job)
+job.state, job.completed_at = 'completed', now
+if result ~= '' then
+  job.result = result
+  redis.call('HSET', jk, 'state', 'completed', 'completed_at', now, 'result', result)
+else
+  redis.call('HSET', jk, 'state', 'completed', 'completed_at', now)
+end
+local del = {}
+for _, f in ipairs({'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at'}) do
+  if job[f] then job[f] = nil; del[#del + 1] = f end
+end
+if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
+redis.call('ZREM', KEYS[2], job.id)
+redis.call('HINCRBY', KEYS[3], 'completed', 1)
+emit(KEYS[4], 'job.completed', job, {'duration_ms', tostring(now - tonumber(job.started_at or now))})
+return {'ok', flat_job(job)}

@@ -1,76 +1,92 @@
 -- FETCH: atomically claim up to `count` jobs of the eligible requirement classes.
--- KEYS[1] classes version, KEYS[2] paused flag
--- ARGV: prefix, worker_id, request_visibility_ms ('' = none), default_visibility_ms,
---       count, classes_version, then per eligible class 5 values: class id, bonus (soft
---       score), hold cutoff (skip a head enqueued after this ms; 0 = none), gpus the
---       class needs (charged to the queue budget), assigned devices JSON ('' = none)
--- Reply: {'ok', {job snapshots...}, {budget-blocked: class, in_use, limit, kind, ...}}
-local prefix, worker, request_vis, default_vis, count, version =
-  ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+-- KEYS (12 + n): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
+--   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
+--   then the ready set of each eligible class (in ARGV order)
+-- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, count,
+--       classes_version, score band (2^40, priority_score.hpp), then per eligible class
+--       5 values: class id, bonus (soft score), hold cutoff (skip a head enqueued after
+--       this ms; 0 = none), gpus the class needs (charged to the queue budget),
+--       assigned devices JSON ('' = none)
+-- Reply: {'ok', {job fields...}, {budget-blocked: class, in_use, limit, kind, ...}}
+--        | {'paused'} | {'stale', current version}
+local worker, request_vis, default_vis, count, version, BAND =
+  ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'paused'} end
 local current = redis.call('GET', KEYS[1]) or '0'
 if current ~= version then return {'stale', current} end
+local q = {delayed = KEYS[3], seq = KEYS[5], events = KEYS[6], job_prefix = KEYS[11], ready_prefix = KEYS[12]}
+local b = {config = KEYS[7], ledger = KEYS[8]}
+local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[11]}
 local now = now_ms()
-promote_due(prefix, now, 1000)
+promote_due(q, now, 1000)
 
-local BAND = 1099511627776 -- 2^40: rank = band * 2^40 + seq; band = class rank and priority
 local claimed, blocked = {}, {}
 for _ = 1, count do
-  local best_id, best_class, best_key, best_gpus, best_devices = nil, nil, nil, 0, ''
+  local best_id, best_ready, best_key, best_gpus, best_devices = nil, nil, nil, 0, ''
   for i = 7, #ARGV, 5 do
+    local ready = KEYS[12 + (i - 2) / 5]
     local class, bonus, hold, gpus, devices = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
-    local head = redis.call('ZRANGE', ready_key(prefix, class), 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
     local over = nil
-    if head[1] then over = budget_block(prefix, gpus) end
-    if head[1] and not over then head, over = within_tenant_quota(prefix, class, head, gpus) end
+    if head[1] then over = budget_block(b, gpus) end
+    if head[1] and not over then head, over = within_tenant_quota(t, ready, head, gpus) end
     if over then
       -- Over budget: the job stays available (never rejected) and the reason is reported.
-      table.insert(blocked, class); table.insert(blocked, over[1]); table.insert(blocked, over[2]); table.insert(blocked, over[3])
+      blocked[#blocked + 1] = class; blocked[#blocked + 1] = over[1]; blocked[#blocked + 1] = over[2]; blocked[#blocked + 1] = over[3]
     elseif head[1] then
       local id, score = head[1], tonumber(head[2])
       local held = false
       if hold > 0 then
-        local enq = tonumber(redis.call('HGET', job_key(prefix, id), 'enqueued_at') or '0')
+        local enq = tonumber(redis.call('HGET', KEYS[11] .. id, 'enqueued_at') or '0')
         held = enq > hold -- enqueued too recently: keep it for a warm worker a little longer
       end
       if not held then
-        local band = math.floor(score / BAND)
-        local key = {band, -bonus, score}
+        local key = {math.floor(score / BAND), -bonus, score}
         if best_key == nil or key[1] < best_key[1] or (key[1] == best_key[1] and (key[2] < best_key[2] or (key[2] == best_key[2] and key[3] < best_key[3]))) then
-          best_id, best_class, best_key, best_gpus, best_devices = id, class, key, gpus, devices
+          best_id, best_ready, best_key, best_gpus, best_devices = id, ready, key, gpus, devices
         end
       end
     end
   end
   if not best_id then break end
-  redis.call('ZREM', ready_key(prefix, best_class), best_id)
-  local jk = job_key(prefix, best_id)
+  redis.call('ZREM', best_ready, best_id)
+  local jk = KEYS[11] .. best_id
+  local job = read_job(jk)
   -- Visibility timeout: the fetch request's, then the job's, then the broker default.
-  local vis = request_vis or tonumber(redis.call('HGET', jk, 'visibility_timeout_ms') or '') or default_vis
-  redis.call('HINCRBY', jk, 'attempt', 1)
+  local vis = request_vis or tonumber(job.visibility_timeout_ms or '') or default_vis
   -- The execution timeout (timeout_ms / ext_ml_timeout_seconds) caps the
   -- reservation: heartbeats extend visibility but never past it.
   local deadline = now + vis
-  local timeout = tonumber(redis.call('HGET', jk, 'timeout_ms') or '')
+  local timeout = tonumber(job.timeout_ms or '')
+  job.attempt = tonumber(job.attempt or '0') + 1
+  job.state, job.started_at, job.worker_id = 'active', now, worker
+  local set = {'state', 'active', 'started_at', now, 'worker_id', worker, 'attempt', job.attempt}
+  local del = {}
   if timeout and timeout > 0 then
-    redis.call('HSET', jk, 'execution_deadline', now + timeout)
-    if now + timeout < deadline then deadline = now + timeout end
-  else
-    redis.call('HDEL', jk, 'execution_deadline')
+    job.execution_deadline = now + timeout
+    set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline
+    if job.execution_deadline < deadline then deadline = job.execution_deadline end
+  elseif job.execution_deadline then
+    job.execution_deadline = nil; del[#del + 1] = 'execution_deadline'
   end
-  redis.call('HSET', jk, 'state', 'active', 'started_at', now, 'worker_id', worker, 'visibility_deadline', deadline)
+  job.visibility_deadline = deadline
+  set[#set + 1] = 'visibility_deadline'; set[#set + 1] = deadline
   if best_gpus > 0 then
-    redis.call('HSET', jk, 'charged_gpus', best_gpus)
-    budget_charge(prefix, best_gpus)
-    charge_tenant(prefix, jk, best_gpus)
+    job.charged_gpus = best_gpus
+    set[#set + 1] = 'charged_gpus'; set[#set + 1] = best_gpus
+    budget_charge(b, best_gpus)
+    if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', KEYS[10], job.tenant, best_gpus) end
   end
   if best_devices ~= '' then
-    redis.call('HSET', jk, 'ext_ml_assigned_devices', best_devices)
-  else
-    redis.call('HDEL', jk, 'ext_ml_assigned_devices')
+    job.ext_ml_assigned_devices = best_devices
+    set[#set + 1] = 'ext_ml_assigned_devices'; set[#set + 1] = best_devices
+  elseif job.ext_ml_assigned_devices then
+    job.ext_ml_assigned_devices = nil; del[#del + 1] = 'ext_ml_assigned_devices'
   end
-  redis.call('ZADD', prefix .. 'active', deadline, best_id)
-  emit(prefix, 'job.started', best_id, {'worker_id', worker})
-  table.insert(claimed, job_snapshot(prefix, best_id))
+  redis.call('HSET', jk, unpack(set))
+  if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
+  redis.call('ZADD', KEYS[4], deadline, best_id)
+  emit(KEYS[6], 'job.started', job, {'worker_id', worker})
+  claimed[#claimed + 1] = flat_job(job)
 end
 return {'ok', claimed, blocked}

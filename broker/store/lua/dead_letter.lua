@@ -1,17 +1,22 @@
--- Dead letter actions. ARGV: prefix, id, action (retry | discard)
+-- Dead letter actions.
 -- retry: the job starts over (attempt 0, error history kept) and becomes available.
 -- discard: the job is removed from the dead letter queue and deleted.
-local prefix, id, action = ARGV[1], ARGV[2], ARGV[3]
-if redis.call('ZSCORE', prefix .. 'dead', id) == false then return {'not_found'} end
-local jk = job_key(prefix, id)
-redis.call('ZREM', prefix .. 'dead', id)
+-- KEYS (5): 1 job hash, 2 dead, 3 ready prefix (+ the job's class), 4 seq, 5 events
+-- ARGV: id, action (retry | discard)
+-- Reply: {'ok', job fields ({} after discard)} | {'not_found'}
+local id, action = ARGV[1], ARGV[2]
+local jk = KEYS[1]
+if redis.call('ZREM', KEYS[2], id) == 0 then return {'not_found'} end
 if action == 'discard' then
   redis.call('DEL', jk)
   return {'ok', {}}
 end
+local job = read_job(jk)
+if not job then return {'not_found'} end
 local now = now_ms()
+job.attempt, job.completed_at, job.discarded_at, job.error = 0, nil, nil, nil
 redis.call('HSET', jk, 'attempt', 0)
 redis.call('HDEL', jk, 'completed_at', 'discarded_at', 'error')
-make_available(prefix, id, now)
-emit(prefix, 'job.enqueued', id, {'state', 'available', 'from', 'dead_letter'})
-return {'ok', job_snapshot(prefix, id)}
+make_available(KEYS[4], KEYS[3] .. job.class, jk, job, now)
+emit(KEYS[5], 'job.enqueued', job, {'state', 'available', 'from', 'dead_letter'})
+return {'ok', flat_job(job)}

@@ -1,16 +1,21 @@
 -- Discard a job that is still waiting (available, scheduled or retryable) with an
 -- error: used when its reservation is missing or expired after reservation_timeout_s.
--- ARGV: prefix, id, error_json
-local prefix, id, err = ARGV[1], ARGV[2], ARGV[3]
-local jk = job_key(prefix, id)
-local f = redis.call('HMGET', jk, 'state', 'class')
-if not f[1] then return {'not_found'} end
-if f[1] ~= 'available' and f[1] ~= 'scheduled' and f[1] ~= 'retryable' then return {'conflict', f[1]} end
+-- KEYS (6): 1 job hash, 2 ready set of the job's class, 3 delayed, 4 stats, 5 events,
+--           6 reservation waits
+-- ARGV: error_json
+-- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
+local err = ARGV[1]
+local jk = KEYS[1]
+local job = read_job(jk)
+if not job then return {'not_found'} end
+redis.call('ZREM', KEYS[6], job.id)
+if job.state ~= 'available' and job.state ~= 'scheduled' and job.state ~= 'retryable' then return {'conflict', job.state} end
 local now = now_ms()
-redis.call('ZREM', ready_key(prefix, f[2]), id)
-redis.call('ZREM', prefix .. 'delayed', id)
+redis.call('ZREM', KEYS[2], job.id)
+redis.call('ZREM', KEYS[3], job.id)
+job.state, job.completed_at, job.discarded_at, job.error, job.next_attempt_at = 'discarded', now, now, err, nil
 redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at', now, 'error', err)
 redis.call('HDEL', jk, 'next_attempt_at')
-redis.call('HINCRBY', prefix .. 'stats', 'discarded', 1)
-emit(prefix, 'job.discarded', id, {'dead_letter', '0'})
-return {'ok', job_snapshot(prefix, id)}
+redis.call('HINCRBY', KEYS[4], 'discarded', 1)
+emit(KEYS[5], 'job.discarded', job, {'dead_letter', '0'})
+return {'ok', flat_job(job)}

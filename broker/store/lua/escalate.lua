@@ -1,25 +1,23 @@
 -- Priority escalation: a job that waited escalation_after_s moves to its target
--- priority class. rank_base (band = class and OJS priority) is rewritten; a job
--- in its ready set is re-scored keeping its FIFO sequence, so it now sorts
--- among the target class. Terminal or already-high jobs only leave the index.
--- ARGV: prefix, id, target class rank (0 spot, 1 on-demand, 2 reserved)
--- Reply: {'ok', from_rank} | {'skipped'}
-local prefix, id, target = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local BAND = 1099511627776
-local jk = job_key(prefix, id)
-redis.call('ZREM', prefix .. 'escalations', id)
-local f = redis.call('HMGET', jk, 'state', 'rank_base', 'priority', 'class')
-if not f[1] or is_terminal(f[1]) then return {'skipped'} end
-local old = tonumber(f[2])
-local from = 2 - math.floor(math.floor(old / BAND) / 201)
-if from >= target then return {'skipped'} end
-local base = ((2 - target) * 201 + (100 - tonumber(f[3] or '0'))) * BAND
-redis.call('HSET', jk, 'rank_base', string.format('%.0f', base), 'escalated_at', now_ms(), 'escalated_from', from)
+-- priority class. The broker computes the new rank base (priority_score.hpp); a
+-- job in its ready set is re-scored keeping its FIFO sequence, so it now sorts
+-- among the target class. A job that is terminal or already at or above the
+-- target only leaves the index.
+-- KEYS (4): 1 job hash, 2 escalations, 3 ready set of the job's class, 4 events
+-- ARGV: id, expected rank_base (the one the decision was made on), new rank_base,
+--       from class rank, to class rank
+-- Reply: {'ok'} | {'skipped'}
+local id, expected, base, from, to = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local jk = KEYS[1]
+redis.call('ZREM', KEYS[2], id)
+local f = redis.call('HMGET', jk, 'state', 'rank_base', 'type', 'queue', 'attempt')
+if not f[1] or is_terminal(f[1]) or f[2] ~= expected then return {'skipped'} end
+redis.call('HSET', jk, 'rank_base', base, 'escalated_at', now_ms(), 'escalated_from', from)
 if f[1] == 'available' then
-  local score = redis.call('ZSCORE', ready_key(prefix, f[4]), id)
+  local score = redis.call('ZSCORE', KEYS[3], id)
   if score then
-    redis.call('ZADD', ready_key(prefix, f[4]), string.format('%.0f', base + (tonumber(score) - old)), id)
+    redis.call('ZADD', KEYS[3], string.format('%.0f', tonumber(base) + (tonumber(score) - tonumber(expected))), id)
   end
 end
-emit(prefix, 'job.escalated', id, {'from_rank', tostring(from), 'to_rank', tostring(target)})
-return {'ok', from}
+emit(KEYS[4], 'job.escalated', {id = id, type = f[3], queue = f[4], attempt = f[5]}, {'from_rank', from, 'to_rank', to})
+return {'ok'}

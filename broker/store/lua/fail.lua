@@ -1,46 +1,54 @@
 -- NACK / reclaim: the broker decided the outcome from a snapshot; apply it if the
 -- job is still the attempt that snapshot saw (compare-and-set on attempt).
--- ARGV: prefix, id, expected_attempt, outcome (retry|discard|dead_letter|requeue),
---       due_ms (retry), error_json, errors_json, require_expired ('1' = only if the
---       visibility deadline has passed: used by the reaper), worker_id ('' = any)
-local prefix, id, expected, outcome, due, err, errors, require_expired, worker =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local jk = job_key(prefix, id)
-local f = redis.call('HMGET', jk, 'state', 'attempt', 'visibility_deadline', 'worker_id')
-if not f[1] then return {'not_found'} end
-if f[1] ~= 'active' then return {'conflict', f[1]} end
-if worker ~= '' and f[4] ~= worker then return {'conflict', 'active (held by another worker)'} end
-if f[2] ~= expected then return {'stale', f[2]} end
+-- KEYS (11): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
+--            8 tenant ledger, 9 preempting, 10 ready set of the job's class, 11 seq
+-- ARGV: expected_attempt, outcome (retry|discard|dead_letter|requeue), due_ms (retry),
+--       error_json, errors_json, require_expired ('1' = only if the visibility deadline
+--       has passed: used by the reaper), worker_id ('' = any)
+-- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state} | {'stale', attempt} | {'extended'}
+local expected, outcome, due, err, errors, require_expired, worker =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local jk = KEYS[1]
+local job = read_job(jk)
+if not job then return {'not_found'} end
+if job.state ~= 'active' then return {'conflict', job.state} end
+if worker ~= '' and job.worker_id ~= worker then return {'conflict', 'active (held by another worker)'} end
+if job.attempt ~= expected then return {'stale', job.attempt} end
 local now = now_ms()
-if require_expired == '1' and tonumber(f[3] or '0') > now then return {'extended'} end
-redis.call('ZREM', prefix .. 'active', id)
-release_budget(prefix, jk)
+if require_expired == '1' and tonumber(job.visibility_deadline or '0') > now then return {'extended'} end
+redis.call('ZREM', KEYS[2], job.id)
+release_budget({ledger = KEYS[7], tenant_ledger = KEYS[8]}, jk, job)
+job.visibility_deadline, job.execution_deadline = nil, nil
 redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline')
 -- A job marked preempting (preempt.lua) leaves that state; released by requeue it
 -- counts one preemption (the attempt is given back below, so never against max_attempts).
-if redis.call('HEXISTS', jk, 'preempt_deadline') == 1 then
-  redis.call('ZREM', prefix .. 'preempting', id)
+if job.preempt_deadline then
+  redis.call('ZREM', KEYS[9], job.id)
+  job.preempt_deadline, job.preempted_for, job.preempt_grace_s, job.preempt_checkpoint = nil, nil, nil, nil
   redis.call('HDEL', jk, 'preempt_deadline', 'preempted_for', 'preempt_grace_s', 'preempt_checkpoint')
   if outcome == 'requeue' then
-    redis.call('HINCRBY', jk, 'preemption_count', 1)
-    redis.call('HINCRBY', prefix .. 'stats', 'preempted', 1)  -- per-queue counter (/metrics, status page)
+    job.preemption_count = redis.call('HINCRBY', jk, 'preemption_count', 1)
+    redis.call('HINCRBY', KEYS[5], 'preempted', 1)  -- per-queue counter (/metrics, status page)
   end
 end
-if err ~= '' then redis.call('HSET', jk, 'error', err) end
-if errors ~= '' then redis.call('HSET', jk, 'errors', errors) end
+if err ~= '' then job.error = err; redis.call('HSET', jk, 'error', err) end
+if errors ~= '' then job.errors = errors; redis.call('HSET', jk, 'errors', errors) end
 if outcome == 'retry' then
+  job.state, job.next_attempt_at = 'retryable', due
   redis.call('HSET', jk, 'state', 'retryable', 'next_attempt_at', due)
-  redis.call('ZADD', prefix .. 'delayed', due, id)
-  emit(prefix, 'job.retrying', id, {'next_attempt_at', due})
+  redis.call('ZADD', KEYS[3], due, job.id)
+  emit(KEYS[6], 'job.retrying', job, {'next_attempt_at', due})
 elseif outcome == 'requeue' then
   -- Released without consuming an attempt (preemption, graceful shutdown).
-  redis.call('HINCRBY', jk, 'attempt', -1)
-  make_available(prefix, id, now)
-  emit(prefix, 'job.requeued', id, nil)
+  job.attempt = tonumber(job.attempt) - 1
+  redis.call('HSET', jk, 'attempt', job.attempt)
+  make_available(KEYS[11], KEYS[10], jk, job, now)
+  emit(KEYS[6], 'job.requeued', job, nil)
 else
+  job.state, job.completed_at, job.discarded_at = 'discarded', now, now
   redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at', now)
-  redis.call('HINCRBY', prefix .. 'stats', 'discarded', 1)
-  if outcome == 'dead_letter' then redis.call('ZADD', prefix .. 'dead', now, id) end
-  emit(prefix, 'job.discarded', id, {'dead_letter', outcome == 'dead_letter' and '1' or '0'})
+  redis.call('HINCRBY', KEYS[5], 'discarded', 1)
+  if outcome == 'dead_letter' then redis.call('ZADD', KEYS[4], now, job.id) end
+  emit(KEYS[6], 'job.discarded', job, {'dead_letter', outcome == 'dead_letter' and '1' or '0'})
 end
-return {'ok', job_snapshot(prefix, id)}
+return {'ok', flat_job(job)}

@@ -1,5 +1,7 @@
--- Leader lease (preemption controller): take the lease when free, renew it when
--- ours. KEYS[1] lease key; ARGV: owner id, ttl_ms. Reply 1 = we lead, 0 = another does.
+-- Leader lease (preemption controller): take the lease when free, renew it when ours.
+-- KEYS (1): 1 lease (global slot)
+-- ARGV: owner id, ttl_ms
+-- Reply: 1 = we lead, 0 = another broker does
 local current = redis.call('GET', KEYS[1])
 if current == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])

@@ -1,6 +1,6 @@
 -- Queue configuration write (admin PUT): a compare-and-set on the version, then the
 -- governance fields of the config hash and the tenant quota hash are replaced together.
--- KEYS[1] config hash, KEYS[2] tenant quotas hash
+-- KEYS (2): 1 config hash, 2 tenant quotas hash
 -- ARGV: expected version ('' = any), updated_at (ms), n, then n field/value pairs of the
 --       config hash (budget fields absent from them are removed), then tenant/max GPU pairs
 -- Reply: {'ok', new version} or {'conflict', current version}

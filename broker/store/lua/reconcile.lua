@@ -1,22 +1,23 @@
 -- Ledger reconciliation: compares the queue's GPU ledger and its per-tenant ledger
 -- with the sums of charged_gpus over the active jobs, in one atomic snapshot; with
--- ARGV[2] == '1' it rewrites both ledgers to the sums (repair).
--- ARGV: prefix, repair ('1' or '0')
+-- repair it rewrites both ledgers to the sums.
+-- KEYS (4): 1 active, 2 ledger, 3 tenant ledger, 4 job prefix
+-- ARGV: repair ('1' or '0')
 -- Reply: {ledger_gpus, ledger_jobs, actual_gpus, actual_jobs, {tenant, ledger, actual, ...}, repaired (0/1)}
-local prefix, repair = ARGV[1], ARGV[2] == '1'
+local repair = ARGV[1] == '1'
 local gpus, jobs, tenants = 0, 0, {}
-for _, id in ipairs(redis.call('ZRANGE', prefix .. 'active', 0, -1)) do
-  local f = redis.call('HMGET', job_key(prefix, id), 'charged_gpus', 'tenant')
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local f = redis.call('HMGET', KEYS[4] .. id, 'charged_gpus', 'tenant')
   local charged = tonumber(f[1] or '0') or 0
   if charged > 0 then
     gpus, jobs = gpus + charged, jobs + 1
     if f[2] and f[2] ~= '' then tenants[f[2]] = (tenants[f[2]] or 0) + charged end
   end
 end
-local led = redis.call('HMGET', prefix .. 'ledger', 'gpus', 'gpu_jobs')
+local led = redis.call('HMGET', KEYS[2], 'gpus', 'gpu_jobs')
 local ledger_gpus, ledger_jobs = tonumber(led[1] or '0'), tonumber(led[2] or '0')
 local rows, ledger_tenants = {}, {}
-local flat = redis.call('HGETALL', prefix .. 'tenant-ledger')
+local flat = redis.call('HGETALL', KEYS[3])
 for i = 1, #flat, 2 do ledger_tenants[flat[i]] = tonumber(flat[i + 1]) end
 for t, v in pairs(ledger_tenants) do
   if v ~= 0 or tenants[t] then table.insert(rows, t); table.insert(rows, v); table.insert(rows, tenants[t] or 0) end
@@ -25,8 +26,8 @@ for t, v in pairs(tenants) do
   if ledger_tenants[t] == nil then table.insert(rows, t); table.insert(rows, 0); table.insert(rows, v) end
 end
 if repair then
-  redis.call('HSET', prefix .. 'ledger', 'gpus', gpus, 'gpu_jobs', jobs)
-  redis.call('DEL', prefix .. 'tenant-ledger')
-  for t, v in pairs(tenants) do redis.call('HSET', prefix .. 'tenant-ledger', t, v) end
+  redis.call('HSET', KEYS[2], 'gpus', gpus, 'gpu_jobs', jobs)
+  redis.call('DEL', KEYS[3])
+  for t, v in pairs(tenants) do redis.call('HSET', KEYS[3], t, v) end
 end
 return {ledger_gpus, ledger_jobs, gpus, jobs, rows, repair and 1 or 0}

@@ -1,0 +1,221 @@
+// The store's guarantees seen from outside: a broker killed in the middle of a
+// PUSH load leaves no job half-pushed (every job in Redis is complete and in
+// its indexes), and one huge request does not hold up /health.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "support/processes.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A direct Redis connection: the test inspects the keys the broker wrote.
+class RedisProbe {
+ public:
+  explicit RedisProbe(std::uint16_t port) : ctx_(redisConnect("127.0.0.1", port)) {
+    if (!ctx_ || ctx_->err) throw std::runtime_error("cannot connect to test Redis");
+  }
+  ~RedisProbe() { redisFree(ctx_); }
+  // Runs one command; the reply as a string (nil -> "<nil>"), or its elements.
+  std::vector<std::string> run(const std::vector<std::string>& argv) {
+    std::vector<const char*> ptrs;
+    std::vector<size_t> lens;
+    for (const auto& a : argv) {
+      ptrs.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    auto* r = static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data()));
+    if (!r) throw std::runtime_error("Redis connection lost");
+    std::vector<std::string> out;
+    auto text = [](const redisReply* e) -> std::string {
+      if (e->type == REDIS_REPLY_NIL) return "<nil>";
+      if (e->type == REDIS_REPLY_INTEGER) return std::to_string(e->integer);
+      return std::string(e->str, e->len);
+    };
+    if (r->type == REDIS_REPLY_ARRAY)
+      for (size_t i = 0; i < r->elements; ++i) out.push_back(text(r->element[i]));
+    else
+      out.push_back(text(r));
+    freeReplyObject(r);
+    return out;
+  }
+  void pipeline(const std::vector<std::vector<std::string>>& commands) {
+    for (const auto& argv : commands) {
+      std::vector<const char*> ptrs;
+      std::vector<size_t> lens;
+      for (const auto& a : argv) {
+        ptrs.push_back(a.data());
+        lens.push_back(a.size());
+      }
+      redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+    }
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+      void* reply = nullptr;
+      if (redisGetReply(ctx_, &reply) != REDIS_OK) throw std::runtime_error("Redis connection lost");
+      freeReplyObject(reply);
+    }
+  }
+
+ private:
+  redisContext* ctx_;
+};
+
+json escalating_job(int i) {
+  return {{"type", "crash.push"},
+          {"args", {i}},
+          {"options", {{"queue", "crash"}}},
+          {"ext_ml_gpu_count", 1},
+          {"ext_ml_gpu_memory_gb", 1 + i % 3},
+          {"ext_ml_priority_class", "spot"},
+          {"ext_ml_priority_escalation", true},
+          {"ext_ml_escalation_after_s", 3600}};
+}
+
+}  // namespace
+
+// PUSH is one script: the job hash, its ready index and its escalation index are
+// written together. Kill the broker while producers push, then look at Redis:
+// every accepted job, and every job hash there at all, is complete and indexed.
+TEST(Store, BrokerKilledMidPushLeavesNoHalfPushedJob) {
+  RedisServer redis;
+  auto broker = std::make_unique<BrokerProcess>(redis.url());
+  std::mutex mutex;
+  std::set<std::string> accepted;
+  std::atomic<bool> stop{false};
+  std::atomic<int> next{0};
+  std::vector<std::thread> producers;
+  for (int t = 0; t < 6; ++t) {
+    producers.emplace_back([&] {
+      ojs::HttpClient http(ojs::HttpClientOptions{broker->url(), {}, 10000, {}, false});
+      while (!stop) {
+        const auto r = http.post("/ojs/v1/jobs", escalating_job(next++).dump());
+        if (r.status == 201) {
+          std::lock_guard lock(mutex);
+          accepted.insert(json::parse(r.body)["job"]["id"].get<std::string>());
+        } else if (r.status == 0) {
+          return;  // the broker is gone
+        }
+      }
+    });
+  }
+  for (auto until = Clock::now() + std::chrono::seconds(120); Clock::now() < until;) {
+    {
+      std::lock_guard lock(mutex);
+      if (accepted.size() >= 400) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  broker->kill9();  // mid-load: several PUSHes are in flight
+  stop = true;
+  for (auto& p : producers) p.join();
+  ASSERT_GE(accepted.size(), 400u) << "the producers could not push before the deadline";
+
+  RedisProbe probe(redis.port());
+  std::set<std::string> stored;  // every job hash of the queue, accepted or not
+  // KEYS is fine on a private test Redis: the whole key space at once.
+  for (const auto& key : probe.run({"KEYS", "ojs:{crash}:job:*"})) stored.insert(key.substr(std::string("ojs:{crash}:job:").size()));
+  for (const auto& id : accepted) EXPECT_TRUE(stored.count(id)) << "accepted job " << id << " is not in Redis";
+  for (const auto& id : stored) {
+    const auto key = "ojs:{crash}:job:" + id;
+    const auto f = probe.run({"HMGET", key, "state", "class", "doc", "queue", "rank_base"});
+    ASSERT_EQ(f.size(), 5u);
+    EXPECT_EQ(f[0], "available") << id;
+    for (std::size_t i = 1; i < f.size(); ++i) EXPECT_NE(f[i], "<nil>") << id << " lacks a field";
+    EXPECT_NE(probe.run({"ZSCORE", "ojs:{crash}:ready:" + f[1], id})[0], "<nil>") << id << " is not in its ready set";
+    EXPECT_NE(probe.run({"ZSCORE", "ojs:{crash}:escalations", id})[0], "<nil>") << id << " is not in the escalation index";
+  }
+
+  // A new broker on the same Redis serves every accepted job.
+  BrokerProcess again{redis.url()};
+  Api api{again.url()};
+  for (const auto& id : accepted) {
+    const auto r = api.get("/ojs/v1/jobs/" + id);
+    ASSERT_EQ(r.status, 200) << id;
+    EXPECT_EQ(r.body["job"]["state"], "available") << id;
+  }
+}
+
+// A heartbeat listing 100k job ids that the worker holds (written straight into
+// Redis: 100k active job hashes and their directory entries) runs while /health
+// is polled. Every id is extended, and /health answers promptly throughout: the
+// heartbeat's Redis work is cut into slices (one script over all 100k ids would
+// hold Redis's one thread for about a second) and requests run on a handler
+// pool apart from the HTTP I/O threads.
+TEST(Store, HealthStaysPromptDuringAHundredThousandIdHeartbeat) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--max-body-bytes", "16777216"}};
+  Api api{broker.url()};
+  const auto held = api.push({{"type", "t"}, {"args", json::array()}, {"options", {{"queue", "beat"}}}});
+  ASSERT_EQ(api.fetch({"beat"}, "w1").size(), 1u);
+
+  constexpr int kIds = 100000;
+  std::vector<std::string> ids;
+  ids.reserve(kIds);
+  for (int i = 0; i < kIds - 1; ++i) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "0190a000-0000-7000-8000-%012d", i);
+    ids.emplace_back(buf);
+  }
+  ids.push_back(held);
+  {
+    RedisProbe probe(redis.port());
+    std::vector<std::vector<std::string>> cmds;
+    for (std::size_t i = 0; i + 1 < ids.size(); i += 1000) {
+      std::vector<std::string> hset{"HSET", "ojs:job-queue"};
+      for (std::size_t j = i; j < std::min(ids.size() - 1, i + 1000); ++j) {
+        hset.push_back(ids[j]);
+        hset.push_back("beat");
+      }
+      cmds.push_back(std::move(hset));
+    }
+    for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
+      cmds.push_back({"HSET", "ojs:{beat}:job:" + ids[i], "id", ids[i], "queue", "beat", "state", "active", "worker_id", "w1"});
+      if (cmds.size() >= 2000) {
+        probe.pipeline(cmds);
+        cmds.clear();
+      }
+    }
+    probe.pipeline(cmds);
+  }
+
+  std::atomic<bool> done{false};
+  json beat_reply;
+  long beat_status = 0;
+  std::thread beat([&] {
+    Api worker{broker.url()};
+    const auto r = worker.post("/ojs/v1/workers/heartbeat", {{"worker_id", "w1"}, {"active_jobs", ids}});
+    beat_status = r.status;
+    beat_reply = r.body;
+    done = true;
+  });
+  std::vector<double> during;  // /health latencies while the heartbeat runs (ms)
+  Api health{broker.url()};
+  while (!done) {
+    const auto t0 = Clock::now();
+    const auto r = health.get("/ojs/v1/health");
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    EXPECT_EQ(r.status, 200);
+    if (!done) during.push_back(ms);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  beat.join();
+  ASSERT_EQ(beat_status, 200) << beat_reply.dump();
+  ASSERT_EQ(beat_reply["jobs_extended"].size(), static_cast<std::size_t>(kIds));
+  ASSERT_FALSE(during.empty()) << "the heartbeat finished before /health was asked once";
+  const double worst = *std::max_element(during.begin(), during.end());
+  std::printf("[ store ] /health during a %d-id heartbeat: %zu probes, worst %.1f ms\n", kIds, during.size(), worst);
+  // Generous for a shared CPU; a heartbeat holding Redis or the request threads takes seconds.
+  EXPECT_LT(worst, 500.0);
+}
