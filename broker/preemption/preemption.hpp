@@ -5,6 +5,10 @@
 //   BEAT/FETCH replies: preemption_directives
 //   background: PreemptionController (leader-only decisions, every-broker reclaim)
 //   HTTP: register_preemption_api (checkpoint commit, reservations)
+// One file per job: push_rules, fetch_guards, directives, reservations,
+// capacity_hold, checkpoints; the controller's passes in controller (lease, order),
+// reclaim_overdue, escalation, reservation_waits, capacity_preemption,
+// budget_preemption; running_jobs (active jobs as preemption sees them).
 #pragma once
 #include <nlohmann/json.hpp>
 

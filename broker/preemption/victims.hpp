@@ -1,5 +1,5 @@
 // Victim selection for preemption: pure code (no Redis), unit-tested in
-// tests/unit/broker/victims_test.cpp. The controller (controller.cpp) feeds it
+// tests/unit/broker/victims_test.cpp. The controller (capacity_preemption.cpp, budget_preemption.cpp) feeds it
 // what runs on one worker and asks whether, and at what cost, a waiting
 // higher-class job could run there.
 #pragma once

@@ -1,0 +1,52 @@
+// Preemption for budget: capacity exists but the queue's GPU budget is held by
+// lower-class preemptible jobs (leader only).
+#include <spdlog/spdlog.h>
+
+#include "broker/preemption/preemption.hpp"
+#include "broker/preemption/running_jobs.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+QueueBudget PreemptionController::budget_of(const std::string& queue) {
+  const BudgetUse use = jobs_.store().budget(queue);
+  QueueBudget b;
+  b.max_gpus = use.max_gpus;
+  b.max_jobs = use.max_jobs;
+  b.gpus_in_use = use.gpus_in_use;
+  b.gpu_jobs = use.gpu_jobs;
+  return b;
+}
+
+std::vector<RunningJob> PreemptionController::charged_in(const std::string& queue) {
+  auto& store = jobs_.store();
+  const auto active = store.active_jobs(queue);
+  std::vector<RunningJob> out;
+  if (active.empty()) return out;
+  std::vector<std::pair<std::string, std::string>> wanted;
+  for (const auto& [id, _] : active) wanted.emplace_back(queue, id);
+  const auto now = now_ms();
+  for (const auto& found : store.get_many(wanted)) {
+    if (!found || found->state() != "active") continue;
+    const JobRecord& job = *found;
+    RunningJob r = running_job_from(job, queue, now);
+    r.gpus = static_cast<int>(job.get_int("charged_gpus").value_or(0));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+bool PreemptionController::preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus) {
+  const QueueBudget budget = budget_of(queue);
+  if (budget.allows(gpus)) return false;
+  const auto choice = choose_budget_victims(gpus, rank, budget, charged_in(queue));
+  if (!choice || !mark(preemptor, choice->victims)) return false;
+  std::string ids;
+  for (const auto& v : choice->victims) ids += (ids.empty() ? "" : ", ") + v.job_id;
+  spdlog::info("queue {}: preempting {} to free GPU budget for job {} (class rank {})", queue, ids, preemptor, rank);
+  return true;
+}
+
+}  // namespace ojs::broker

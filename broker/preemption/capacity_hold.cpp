@@ -1,0 +1,36 @@
+// Capacity holds: GPUs freed by preemption, kept for the preemptor (stored form).
+#include "broker/preemption/preemption.hpp"
+#include "ojs/core/error.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+json CapacityHold::to_json() const {
+  json v = json::array();
+  for (const auto& victim : victims) v.push_back({{"job_id", victim.job_id}, {"gpus", victim.gpus}, {"devices", victim.devices}});
+  return {{"for_job", for_job}, {"queue", queue}, {"class", class_id}, {"class_rank", class_rank}, {"victims", v}, {"until_ms", until_ms}};
+}
+
+std::optional<CapacityHold> CapacityHold::parse(const std::string& worker_id, const std::string& text) {
+  auto j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  CapacityHold h;
+  h.worker_id = worker_id;
+  h.for_job = j.value("for_job", "");
+  h.queue = j.value("queue", "");
+  h.class_id = j.value("class", "");
+  h.class_rank = j.value("class_rank", 0);
+  h.until_ms = j.value("until_ms", std::int64_t{0});
+  for (const auto& v : j.value("victims", json::array())) {
+    RunningJob r;
+    r.job_id = v.value("job_id", "");
+    r.gpus = v.value("gpus", 0);
+    r.devices = v.value("devices", std::vector<int>{});
+    h.victims.push_back(std::move(r));
+  }
+  return h;
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,163 @@
+// Preemption for capacity: a waiting higher-class job that fits no worker as
+// things stand gets the cheapest set of lower-class victims on one worker
+// marked, and the freed GPUs held for it (leader only).
+#include <spdlog/spdlog.h>
+
+#include "broker/preemption/preemption.hpp"
+#include "broker/preemption/running_jobs.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+namespace {
+
+// Refusals that preemption can cure: capacity in use by jobs on the worker.
+bool dynamic_only(const ml::Judgement& j) {
+  for (const auto& r : j.refusals)
+    if (r.predicate != "free_gpus" && r.predicate != "anti_affinity" && r.predicate != "capacity_hold" &&
+        r.predicate != "budget")
+      return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<RunningJob> PreemptionController::running_on(const std::string& worker_id) {
+  std::vector<RunningJob> out;
+  const auto held = workers_.held_jobs(worker_id);
+  if (held.empty()) return out;
+  std::vector<std::pair<std::string, std::string>> wanted;
+  for (const auto& h : held) wanted.emplace_back(h.queue, h.job_id);
+  const auto jobs = jobs_.store().get_many(wanted);
+  const auto now = now_ms();
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    if (!jobs[i]) continue;
+    const JobRecord& job = *jobs[i];
+    if (job.state() != "active" || job.get("worker_id") != worker_id) continue;
+    RunningJob r = running_job_from(job, held[i].queue, now);
+    r.gpus = held[i].gpus;
+    r.devices = held[i].devices;
+    r.labels = held[i].labels;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+int PreemptionController::preempt() {
+  auto& store = jobs_.store();
+  auto marks = store.preemption();
+  const auto now = now_ms();
+
+  // Live workers with capabilities, and the holds in force.
+  struct Candidate {
+    WorkerInfo info;
+    ml::Capabilities caps;
+  };
+  std::vector<Candidate> live;
+  for (auto& w : workers_.list()) {
+    if (w.state != "running" || w.last_seen_ms < now - config_.worker_dead_after_ms || !w.capabilities.is_object()) continue;
+    try {
+      live.push_back({w, ml::parse_capabilities(w.capabilities)});
+    } catch (const std::exception&) {
+    }
+  }
+  std::set<std::string> held_workers, pending_preemptors;
+  for (const auto& [holder, text] : marks.holds()) {
+    auto h = CapacityHold::parse(holder, text);
+    if (!h || h->until_ms <= now) {
+      marks.drop_hold(holder);
+      continue;
+    }
+    held_workers.insert(h->worker_id);
+    pending_preemptors.insert(h->for_job);
+  }
+  if (live.empty()) return 0;
+  const ml::AssignmentOptions assignment = assignment_options(config_);
+
+  int started = 0;
+  for (const auto& queue : store.queues()) {
+    if (store.is_paused(queue)) continue;
+    const auto classes = store.load_classes(queue);
+    for (const auto& [class_id, class_json] : classes.classes) {
+      const auto head = marks.ready_head(queue, class_id);
+      if (!head) continue;
+      const std::string preemptor = head->first;
+      const int rank = class_rank_of_score(head->second);
+      if (rank == 0 || pending_preemptors.count(preemptor)) continue;
+      const ml::Requirements& req = scheduler_.requirements(class_id, class_json);
+      if (!req.scheduling.reservation_id.empty()) continue;  // reservations hold their own capacity
+      // Workers whose recent judgement of this class shows a static refusal cannot
+      // be helped by preemption; skip them without reading their load.
+      std::set<std::string> static_refusers;
+      for (const auto& record : diagnosis_.recent(queue, class_id))
+        if (!dynamic_only(record.judgement)) static_refusers.insert(record.worker_id);
+
+      std::optional<std::pair<const Candidate*, VictimChoice>> best;
+      bool fits_somewhere = false;
+      for (const auto& c : live) {
+        if (held_workers.count(c.info.id) || static_refusers.count(c.info.id)) continue;
+        if (!c.info.queues.empty() && std::find(c.info.queues.begin(), c.info.queues.end(), queue) == c.info.queues.end()) continue;
+        if (!ml::fits_static(req, &c.caps)) continue;
+        const auto running = running_on(c.info.id);
+        std::set<std::string> leaving;
+        for (const auto& r : running)
+          if (r.preempting) leaving.insert(r.job_id);
+        if (ml::fits(req, &c.caps, load_without(running, leaving), assignment)) {
+          fits_somewhere = true;  // a worker can take it (or soon will): no preemption
+          break;
+        }
+        auto choice = choose_victims(req, rank, c.caps, running, assignment);
+        if (choice && (!best || cheaper(*choice, best->second))) best.emplace(&c, std::move(*choice));
+      }
+      if (fits_somewhere) {
+        // Capacity exists; if the queue's budget is what keeps the job waiting,
+        // free budget held by lower-class work.
+        if (preempt_for_budget(queue, preemptor, rank, req.gpu_count())) {
+          pending_preemptors.insert(preemptor);
+          ++started;
+        }
+        continue;
+      }
+      if (!best) continue;
+
+      // Mark the victims, then hold the capacity.
+      const auto& [worker, choice] = *best;
+      const auto last_deadline = mark(preemptor, choice.victims);
+      if (!last_deadline) continue;
+      CapacityHold hold;
+      hold.worker_id = worker->info.id;
+      hold.for_job = preemptor;
+      hold.queue = queue;
+      hold.class_id = class_id;
+      hold.class_rank = rank;
+      hold.victims = choice.victims;
+      hold.until_ms = *last_deadline + config_.capacity_hold_ms;
+      marks.put_hold(hold.worker_id, hold.to_json().dump());
+      held_workers.insert(hold.worker_id);
+      pending_preemptors.insert(preemptor);
+      ++started;
+      std::string ids;
+      for (const auto& v : choice.victims) ids += (ids.empty() ? "" : ", ") + v.job_id;
+      spdlog::info("preempting {} on worker {} for job {} (queue {}, class rank {})", ids, hold.worker_id, preemptor, queue, rank);
+    }
+  }
+  return started;
+}
+
+std::optional<std::int64_t> PreemptionController::mark(const std::string& preemptor, const std::vector<RunningJob>& victims) {
+  auto marks = jobs_.store().preemption();
+  std::map<std::pair<std::string, std::string>, std::vector<PreemptionMark>> by_queue_and_worker;
+  for (const auto& v : victims)
+    by_queue_and_worker[{v.queue, v.worker_id}].push_back({v.job_id, v.grace_period_s, v.checkpoint_on_preempt});
+  std::int64_t last_deadline = now_ms();
+  for (const auto& [where, list] : by_queue_and_worker) {
+    const auto marked = marks.mark(where.first, preemptor, where.second, list);
+    if (!marked) return std::nullopt;
+    for (const auto& [_, deadline] : *marked) last_deadline = std::max(last_deadline, deadline);
+  }
+  return last_deadline;
+}
+
+}  // namespace ojs::broker

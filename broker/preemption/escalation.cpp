@@ -1,0 +1,51 @@
+// Priority escalation: a job that waited escalation_after_s moves up to its
+// target class (leader only).
+#include <spdlog/spdlog.h>
+
+#include "broker/preemption/preemption.hpp"
+#include "broker/preemption/running_jobs.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+namespace {
+
+int target_rank(const ml::Scheduling& s, int from) {
+  if (s.escalation_target_class) {
+    switch (*s.escalation_target_class) {
+      case ml::PriorityClass::spot: return 0;
+      case ml::PriorityClass::reserved: return 2;
+      default: return 1;
+    }
+  }
+  return std::min(2, from + 1);
+}
+
+}  // namespace
+
+int PreemptionController::escalate(const std::string& queue) {
+  auto& store = jobs_.store();
+  auto indexes = store.preemption();
+  int n = 0;
+  for (const auto& id : indexes.due(queue, PreemptionStore::Index::escalations, now_ms())) {
+    auto job = store.get(queue, id);
+    auto req = job ? requirements_of(*job) : std::nullopt;
+    const bool waiting = job && (job->state() == "available" || job->state() == "scheduled" || job->state() == "retryable");
+    const int from = job ? class_rank_of_score(static_cast<double>(job->get_int("rank_base").value_or(0))) : 0;
+    const int to = req ? target_rank(req->scheduling, from) : 0;
+    if (!req || !waiting || from >= to) {
+      indexes.drop(queue, PreemptionStore::Index::escalations, id);
+      continue;
+    }
+    const auto priority = static_cast<int>(job->get_int("priority").value_or(0));
+    if (indexes.escalate(*job, rank_base(to, priority), from, to)) {
+      ++n;
+      spdlog::info("queue {}: job {} escalated after waiting {} s", queue, id, req->scheduling.escalation_after_s.value_or(0));
+    }
+  }
+  return n;
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,49 @@
+// PUSH rules of the preemption extension: a job naming a reservation gets its own
+// class; checkpoint storage URIs must use an allowed prefix.
+#include <openssl/evp.h>
+
+#include "broker/preemption/preemption.hpp"
+#include "ojs/core/error.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+namespace {
+
+std::string sha256_hex16(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < 8 && i < len; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_reservation(JobClassification& cls) {
+  const auto& id = cls.requirements.scheduling.reservation_id;
+  if (id.empty()) return;
+  json canonical = json::parse(cls.class_json);
+  canonical["ext_ml_reservation_id"] = id;
+  cls.class_json = canonical.dump();
+  cls.class_id = "r" + sha256_hex16(cls.class_json);
+}
+
+void check_checkpoint_prefix(const ml::Requirements& req, const std::vector<std::string>& prefixes) {
+  const auto& uri = req.scheduling.checkpoint.storage_uri;
+  if (uri.empty() || prefixes.empty()) return;
+  for (const auto& p : prefixes)
+    if (uri.rfind(p, 0) == 0) return;
+  std::string list;
+  for (const auto& p : prefixes) list += (list.empty() ? "" : ", ") + p;
+  throw invalid_field("ext_ml_checkpoint_storage_uri", "must start with an allowed checkpoint prefix (" + list + ")");
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,35 @@
+// Preempted jobs whose worker did not release them by the deadline go back
+// to their queue (every broker; fail.lua's compare-and-set makes it idempotent).
+#include <spdlog/spdlog.h>
+
+#include "broker/preemption/preemption.hpp"
+#include "broker/preemption/running_jobs.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+int PreemptionController::reclaim_overdue(const std::string& queue) {
+  auto marks = jobs_.store().preemption();
+  int moved = 0;
+  for (const auto& id : marks.due(queue, PreemptionStore::Index::preempting, now_ms())) {
+    auto job = jobs_.store().get(queue, id);
+    if (!job || job->state() != "active" || !job->has("preempt_deadline")) {
+      marks.drop(queue, PreemptionStore::Index::preempting, id);
+      continue;
+    }
+    const json error = {{"code", "preempted"},
+                        {"message", "worker " + job->get("worker_id") + " did not release the job within its preemption grace period"},
+                        {"retryable", true}};
+    try {
+      jobs_.fail(id, error, /*requeue=*/true);
+      ++moved;
+    } catch (const std::exception& e) {
+      spdlog::debug("preempted job {} not reclaimed: {}", id, e.what());
+    }
+  }
+  return moved;
+}
+
+}  // namespace ojs::broker
