@@ -356,13 +356,28 @@ int main(int argc, char** argv) {
       co.pipeline = pipeline;
       co.ops = o.ceiling_ops;
       co.max_seconds = o.duration_s;
+      const auto usage_ceiling = usage();
       const auto c = ojs::bench::measure_claim_ceiling(target, co);
+      // The minimal claim's own Redis cost in this run: the unit the per-job figures
+      // are divided by, which cancels most of a shared machine's noise.
+      const json minimal = redis_per_job(usage_ceiling, usage(), c.claims, "minimal claim");
       if (!c.error.empty()) std::cerr << "loadgen: ceiling: " << c.error << "\n";
       json cj = {{"connections", co.connections}, {"pipeline", pipeline}, {"claims", c.claims}, {"seconds", c.seconds},
                  {"per_s", c.per_s}, {"rtt_p50_us", c.rtt_us.p50}, {"rtt_p99_us", c.rtt_us.p99},
                  {"fetch_ack_caps_ratio", c.per_s > 0 ? caps.cycle.per_s() / c.per_s : 0.0}};
       if (plain) cj["fetch_ack_plain_ratio"] = c.per_s > 0 ? plain->cycle.per_s() / c.per_s : 0.0;
       if (!c.error.empty()) cj["error"] = c.error;
+      if (!minimal.contains("error")) {
+        cj["minimal_claim_command_us"] = minimal["command_us_per_job"];
+        cj["minimal_claim_cpu_us"] = minimal["cpu_us_per_job"];
+        for (auto& r : report["redis_per_job"]) {
+          const double cmd = minimal["command_us_per_job"].get<double>(), cpu = minimal["cpu_us_per_job"].get<double>();
+          if (pipeline == 1 && !r.contains("error") && cmd > 0 && cpu > 0) {
+            r["command_in_minimal_claims"] = r["command_us_per_job"].get<double>() / cmd;
+            r["cpu_in_minimal_claims"] = r["cpu_us_per_job"].get<double>() / cpu;
+          }
+        }
+      }
       ceilings.push_back(cj);
       if (pipeline == 1 && o.ceiling_pipeline == 1) break;
     }
@@ -385,7 +400,15 @@ int main(int argc, char** argv) {
                     c["rtt_p99_us"].get<double>(), c["fetch_ack_caps_ratio"].get<double>());
         if (c.contains("fetch_ack_plain_ratio")) std::printf(", (plain) = %.3f", c["fetch_ack_plain_ratio"].get<double>());
         std::printf("\n");
+        if (c.contains("minimal_claim_command_us"))
+          std::printf("    the minimal claim itself: commandstats %.1f us, Redis CPU %.1f us per claim\n",
+                      c["minimal_claim_command_us"].get<double>(), c["minimal_claim_cpu_us"].get<double>());
       }
+      for (const auto& r : report["redis_per_job"])
+        if (r.contains("command_in_minimal_claims"))
+          std::printf("Redis work per job, %s, in minimal claims (pipeline 1): commandstats %.1f, CPU %.1f\n",
+                      r["phase"].get<std::string>().c_str(), r["command_in_minimal_claims"].get<double>(),
+                      r["cpu_in_minimal_claims"].get<double>());
     }
   }
   long long errors = 0;
