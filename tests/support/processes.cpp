@@ -153,6 +153,7 @@ RunResult run_process(const std::vector<std::string>& argv, int timeout_s) {
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     close(fds[0]);
+    close(fds[1]);  // else daemons the child starts keep the pipe open and the reader never sees EOF
     std::vector<char*> args;
     for (const auto& s : argv) args.push_back(strdup(s.c_str()));
     args.push_back(nullptr);
