@@ -192,10 +192,16 @@ GpuCapabilities map_gpu_inventory(const RecordedGpuInventory& inventory) {
   advertised.insert(advertised.end(), slices.begin(), slices.end());
   if (advertised.empty()) return out;  // every GPU is in MIG mode without instances
 
+  std::set<unsigned> whole;  // NVLink peers are whole GPUs: a MIG-enabled GPU is no device of its own
+  for (const auto& d : advertised)
+    if (!d.mig) whole.insert(d.index);
   std::vector<const Advertised*> healthy;
   for (const auto& d : advertised) {
-    const std::size_t position = static_cast<std::size_t>(d.gpu - inventory.gpus.data());
-    out.devices.push_back(device_json(d, d.mig ? std::set<unsigned>{} : peers[position]));
+    std::set<unsigned> linked;
+    if (!d.mig)
+      for (const unsigned peer : peers[static_cast<std::size_t>(d.gpu - inventory.gpus.data())])
+        if (whole.count(peer)) linked.insert(peer);
+    out.devices.push_back(device_json(d, linked));
     if (d.healthy) healthy.push_back(&d);
   }
   // With no healthy device the aggregates describe all of them; the broker still

@@ -78,6 +78,7 @@ TEST(NvmlLoader, MigEnabledGpuYieldsItsSlices) {
   EXPECT_EQ(caps.gpu["count"], 4);
   EXPECT_EQ(caps.devices[0]["index"], 0);
   EXPECT_FALSE(caps.devices[0].contains("parent_index"));
+  EXPECT_EQ(caps.devices[0]["nvlink_peers"], nlohmann::json::array());  // GPU 1 is no device of its own now
   const auto& small = caps.devices[2];
   EXPECT_EQ(small["index"], 3);
   EXPECT_EQ(small["uuid"], "MIG-fake-1-2");
