@@ -85,16 +85,20 @@ void aggregate_devices(Capabilities& c, const Field& devices_field, bool count_g
     throw invalid_field("capabilities.gpu.count", "must equal the number of devices (" + std::to_string(devs.size()) + ")");
   c.gpu.count = static_cast<int>(devs.size());
   std::set<int> seen;
-  bool any_peers = false;
-  double min_mem = devs.front().memory_gb;
+  bool any_peers = false, any_mig = false;
+  double min_mem = devs.front().memory_gb, max_mem = devs.front().memory_gb;
   for (const auto& d : devs) {
     if (!seen.insert(d.index).second) throw invalid_field(devices_field.path, "device indices must be unique");
     min_mem = std::min(min_mem, d.memory_gb);
+    max_mem = std::max(max_mem, d.memory_gb);
+    any_mig = any_mig || d.is_mig();
     if (d.compute_capability && (!c.gpu.compute_capability || *d.compute_capability < *c.gpu.compute_capability))
       c.gpu.compute_capability = d.compute_capability;
     any_peers = any_peers || !d.nvlink_peers.empty();
   }
-  c.gpu.memory_gb = min_mem;
+  // The weakest device judges statically; beside MIG devices the largest does,
+  // or a 1g.10gb slice would hide the whole GPU next to it (assignment checks each device).
+  c.gpu.memory_gb = any_mig ? max_mem : min_mem;
   if (c.gpu.type.empty() && std::all_of(devs.begin(), devs.end(), [&](const GpuDevice& d) { return d.type == devs[0].type; }))
     c.gpu.type = devs[0].type;
   if (c.gpu.interconnect.empty() && any_peers) c.gpu.interconnect = "nvlink";

@@ -98,6 +98,7 @@ TEST(MlCapabilities, MigDevicesAndHealthReasonsParse) {
   EXPECT_EQ(caps.devices[1].parent_index, 1);
   EXPECT_DOUBLE_EQ(caps.devices[1].compute_fraction, 0.142);
   EXPECT_EQ(capabilities_to_json(caps)["devices"][1]["mig_profile"], "1g.10gb");
+  EXPECT_DOUBLE_EQ(caps.gpu.memory_gb, 85.5);  // beside MIG devices the largest judges statically
 
   json bad = body;
   bad["devices"][1]["compute_fraction"] = 1.5;
