@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace ojs::worker {
 
@@ -79,14 +80,19 @@ XidWatcher::~XidWatcher() {
 void XidWatcher::run() {
   // A short wait keeps shutdown prompt; the driver queues events meanwhile.
   constexpr unsigned kWaitMs = 500;
+  Return last_error = SUCCESS;
   while (!stop_) {
     EventData event{};
     const Return rc = session_->wait(session_->set, &event, kWaitMs);
     if (rc == ERROR_TIMEOUT) continue;
     if (rc != SUCCESS) {
-      spdlog::warn("nvmlEventSetWait_v2 failed with code {}; XID watching stops", rc);
-      return;
+      // E.g. GPU_IS_LOST after an XID 79: keep watching the other GPUs, log each new code once.
+      if (rc != last_error) spdlog::warn("nvmlEventSetWait_v2 failed with code {}; retrying", rc);
+      last_error = rc;
+      std::this_thread::sleep_for(std::chrono::milliseconds(kWaitMs));
+      continue;
     }
+    last_error = SUCCESS;
     if (event.eventType != EVENT_TYPE_XID_CRITICAL_ERROR) continue;
     const auto gpu = std::find(session_->gpus.begin(), session_->gpus.end(), event.device);
     if (gpu == session_->gpus.end()) {
