@@ -5,6 +5,7 @@
 #include "broker/preemption/preemption.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
+#include "ojs/ml/capabilities.hpp"
 
 namespace ojs::broker {
 
@@ -115,6 +116,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
                       {"queues", w.queues}, {"capabilities", w.capabilities}, {"active_jobs", load.active.size()},
                       {"gpus_total", total}, {"gpus_in_use", load.gpus_in_use()},
                       {"gpus_free", std::max(0LL, total - load.gpus_in_use())}});
+      list.back()["unhealthy_devices"] = ml::unhealthy_devices(w.capabilities);  // which device, and why
     }
     return json_reply(200, {{"workers", list}});
   });

@@ -239,7 +239,7 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
         const std::vector<int> devices = v ? v->judgement.devices : std::vector<int>{};
         workers_.record_claim(worker.worker_id, record.id(), queue, active, devices);
         worker.load.active.push_back(active);
-        worker.load.busy_devices.insert(devices.begin(), devices.end());
+        worker.load.hold(devices);
       }
       jobs.push_back(std::move(envelope));
     }

@@ -211,4 +211,14 @@ nlohmann::json Api::fetch(const std::vector<std::string>& queues, const std::str
   return r.body.is_object() && r.body.contains("jobs") ? r.body["jobs"] : nlohmann::json::array();
 }
 
+nlohmann::json wait_for_state(Api& api, const std::string& job_id, const std::string& state, int timeout_ms) {
+  nlohmann::json job;
+  for (int waited = 0; waited < timeout_ms; waited += 100) {
+    job = api.get("/ojs/v1/jobs/" + job_id).body["job"];
+    if (job["state"] == state) return job;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return job;
+}
+
 }  // namespace ojs::test
