@@ -26,6 +26,7 @@ class Mutator {
   explicit Mutator(std::uint64_t seed) : rng_(seed) {}
 
   std::string mutate(const json& seed) {
+    if (pick(40) == 0) return too_deep(seed);
     switch (pick(4)) {
       case 0: return bytes(seed.dump());
       default: {
@@ -88,6 +89,19 @@ class Mutator {
       return;
     }
     j = hostile();
+  }
+
+  // Now and then a well-formed body with an 80,000-deep array at some attribute
+  // (spliced in as text: building it as a json value would recurse here).
+  std::string too_deep(const json& seed) {
+    json j = seed;
+    const std::string placeholder = "@@deep@@";
+    auto it = j.begin();
+    if (!j.empty()) std::advance(it, pick(static_cast<int>(j.size())));
+    j[j.empty() ? std::string("x") : it.key()] = placeholder;
+    std::string text = j.dump();
+    const auto at = text.find("\"" + placeholder + "\"");
+    return text.replace(at, placeholder.size() + 2, std::string(80000, '[') + std::string(80000, ']'));
   }
 
   // Byte-level damage: flips, truncation, invalid UTF-8, stray brackets.
