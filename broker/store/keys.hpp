@@ -21,6 +21,7 @@ inline std::string config(const std::string& queue) { return queue_prefix(queue)
 inline std::string ledger(const std::string& queue) { return queue_prefix(queue) + "ledger"; }  // GPUs in use
 inline std::string tenant_quotas(const std::string& queue) { return queue_prefix(queue) + "tenant-quotas"; }  // tenant -> max GPUs
 inline std::string tenant_ledger(const std::string& queue) { return queue_prefix(queue) + "tenant-ledger"; }  // tenant -> GPUs in use
+inline std::string seq(const std::string& queue) { return queue_prefix(queue) + "seq"; }  // FIFO sequence
 inline std::string diagnosis(const std::string& queue, const std::string& cls) { return queue_prefix(queue) + "diag:" + cls; }
 
 // Global (unslotted) keys: small directories, never part of a transition script.
