@@ -31,6 +31,14 @@ void register_queues_api(Router& router, ApiContext& ctx) {
   router.add("GET", "/ojs/v1/queues/{name}/diagnosis", [&ctx](const HttpRequest& r) {
     return json_reply(200, ctx.jobs.queue_diagnosis(queue_param(r, ctx.store)));
   });
+  // Queues are created by PUSH and bounded by --max-queues; an admin deletes an empty one.
+  router.add("DELETE", "/ojs/v1/admin/queues/{name}", [&ctx](const HttpRequest& r) {
+    const auto name = queue_param(r, ctx.store);
+    if (!ctx.store.delete_queue_if_empty(name))
+      throw OjsError(ErrorCode::conflict, "queue " + name + " still holds jobs (waiting, active, scheduled or dead-lettered)",
+                     {{"queue", name}, {"rule", "only an empty queue can be deleted"}});
+    return json_reply(200, {{"queue", {{"name", name}, {"deleted", true}}}});
+  });
   for (const bool pause : {true, false}) {
     router.add("POST", std::string("/ojs/v1/queues/{name}/") + (pause ? "pause" : "resume"), [&ctx, pause](const HttpRequest& r) {
       const auto name = queue_param(r, ctx.store);

@@ -123,8 +123,15 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     auto& req = parser_->get();
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
-    asio::post(handlers_, [self = this->shared_from_this(), request = to_request(req), keep_alive, version]() mutable {
-      auto response = std::make_shared<HttpResponse>(self->router_.dispatch(std::move(request)));
+    asio::post(handlers_, [self = this->shared_from_this(), &req, keep_alive, version] {
+      // The router renders every handler error; this guard keeps a bug in it (or an
+      // allocation failure) from unwinding into the pool and killing the broker.
+      auto response = std::make_shared<HttpResponse>();
+      try {
+        *response = self->router_.dispatch(to_request(req));
+      } catch (...) {
+        *response = json_response(500, R"({"error":{"code":"internal_error","message":"internal error","retryable":false}})");
+      }
       asio::post(self->stream_.get_executor(), [self, response, keep_alive, version] {
         self->write(std::move(*response), keep_alive, version);
       });

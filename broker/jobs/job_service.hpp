@@ -41,6 +41,7 @@ class JobService {
   nlohmann::json diagnosis(const std::string& id);          // why a job waits
   nlohmann::json queue_diagnosis(const std::string& queue); // per class: waiting jobs and why
   nlohmann::json cancel(const std::string& id);             // -> envelope
+  std::optional<std::string> tenant_of(const std::string& id);  // the job's tenant ("" = none); nullopt: no such job
   // known_load: the worker's load when the caller already read it (WorkerRegistry::contact).
   std::vector<nlohmann::json> fetch(const FetchRequest& request, const ml::WorkerLoad* known_load = nullptr);
   // worker_id (optional, may be empty) makes the transition conditional on that

@@ -5,6 +5,7 @@
 #include "broker/preemption/preemption.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
+#include "ojs/ml/storage_uri.hpp"
 
 namespace ojs::broker {
 
@@ -39,8 +40,7 @@ void bind_reservation(JobClassification& cls) {
 void check_checkpoint_prefix(const ml::Requirements& req, const std::vector<std::string>& prefixes) {
   const auto& uri = req.scheduling.checkpoint.storage_uri;
   if (uri.empty() || prefixes.empty()) return;
-  for (const auto& p : prefixes)
-    if (uri.rfind(p, 0) == 0) return;
+  if (ml::storage_uri_allowed(uri, prefixes)) return;  // normalised first: no "s3:/", "..", "//" tricks
   std::string list;
   for (const auto& p : prefixes) list += (list.empty() ? "" : ", ") + p;
   throw invalid_field("ext_ml_checkpoint_storage_uri", "must start with an allowed checkpoint prefix (" + list + ")");

@@ -144,7 +144,8 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
   std::vector<std::string> claim_keys{keys::classes_version(queue), keys::paused(queue), keys::delayed(queue),
                                       keys::active(queue),          keys::seq(queue),    keys::events(queue),
                                       keys::config(queue),          keys::ledger(queue), keys::tenant_quotas(queue),
-                                      keys::tenant_ledger(queue),   keys::job_prefix(queue), keys::ready_prefix(queue)};
+                                      keys::tenant_ledger(queue),   keys::job_prefix(queue), keys::ready_prefix(queue),
+                                      keys::stats(queue)};
   for (const auto& c : eligible) {
     claim_keys.push_back(keys::ready(queue, c.id));
     args.push_back(c.id);
@@ -307,6 +308,27 @@ std::vector<std::string> JobStore::queues() {
   for (const auto& e : v.elements) out.push_back(e.str);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::size_t JobStore::queue_count() { return static_cast<std::size_t>(redis_.command({"HLEN", keys::queue_directory}).integer); }
+
+bool JobStore::delete_queue_if_empty(const std::string& queue) {
+  const auto classes = load_classes(queue);
+  std::vector<std::string> ks;
+  for (const auto& [id, _] : classes.classes) ks.push_back(keys::ready(queue, id));
+  for (const auto& k : {keys::active(queue), keys::delayed(queue), keys::dead(queue), keys::classes(queue), keys::classes_version(queue),
+                        keys::paused(queue), keys::stats(queue), keys::events(queue), keys::seq(queue), keys::config(queue),
+                        keys::ledger(queue), keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::preempting(queue),
+                        keys::escalations(queue), keys::reservation_waits(queue)})
+    ks.push_back(k);
+  for (const auto& [id, _] : classes.classes) ks.push_back(keys::diagnosis(queue, id));
+  // Out of the directory first: a PUSH racing the delete re-adds it (reserve_id) and
+  // then the script sees its job and refuses.
+  redis_.command({"HDEL", keys::queue_directory, queue});
+  const auto reply = redis_.eval("delete_queue", ks, {std::to_string(classes.classes.size())});
+  if (reply.elements.at(0).str == "ok") return true;
+  redis_.command({"HSETNX", keys::queue_directory, queue, std::to_string(time(nullptr) * 1000LL)});
+  return false;
 }
 
 bool JobStore::queue_exists(const std::string& queue) {

@@ -155,7 +155,7 @@ TEST(Store, BrokerKilledMidPushLeavesNoHalfPushedJob) {
 // pool apart from the HTTP I/O threads.
 TEST(Store, HealthStaysPromptDuringAHundredThousandIdHeartbeat) {
   RedisServer redis;
-  BrokerProcess broker{redis.url(), {"--max-body-bytes", "16777216"}};
+  BrokerProcess broker{redis.url(), {"--max-body-bytes", "16777216", "--max-heartbeat-jobs", "100000"}};
   Api api{broker.url()};
   const auto held = api.push({{"type", "t"}, {"args", json::array()}, {"options", {{"queue", "beat"}}}});
   ASSERT_EQ(api.fetch({"beat"}, "w1").size(), 1u);

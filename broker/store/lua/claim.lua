@@ -1,7 +1,9 @@
 -- FETCH: atomically claim up to `count` jobs of the eligible requirement classes.
--- KEYS (12 + n): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
+-- A job past its expires_at when it would be delivered is discarded instead
+-- (OJS core; at most 100 per call) and the next best is taken.
+-- KEYS (13 + n): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
 --   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
---   then the ready set of each eligible class (in ARGV order)
+--   13 stats, then the ready set of each eligible class (in ARGV order)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, count,
 --       classes_version, score band (2^40, priority_score.hpp), then per eligible class
 --       5 values: class id, bonus (soft score), hold cutoff (skip a head enqueued after
@@ -20,11 +22,22 @@ local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[
 local now = now_ms()
 promote_due(q, now, 1000)
 
+-- [harden, issue 12] an expired job is discarded, never delivered.
+local function discard_expired(jk, job)
+  job.state, job.completed_at, job.discarded_at = 'discarded', now, now
+  job.error = cjson.encode({code = 'expired', type = 'expired', retryable = false,
+                            message = 'job expired (expires_at passed) before it was delivered'})
+  redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at', now, 'error', job.error)
+  redis.call('HINCRBY', KEYS[13], 'discarded', 1)
+  emit(KEYS[6], 'job.discarded', job, {'reason', 'expired'})
+end
+
 local claimed, blocked = {}, {}
-for _ = 1, count do
+local expired_left = 100
+while #claimed < count do
   local best_id, best_ready, best_key, best_gpus, best_devices = nil, nil, nil, 0, ''
   for i = 7, #ARGV, 5 do
-    local ready = KEYS[12 + (i - 2) / 5]
+    local ready = KEYS[13 + (i - 2) / 5]
     local class, bonus, hold, gpus, devices = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
     local head = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
     local over = nil
@@ -51,7 +64,13 @@ for _ = 1, count do
   if not best_id then break end
   redis.call('ZREM', best_ready, best_id)
   local jk = KEYS[11] .. best_id
-  local job = read_job(jk)
+  local job = read_job(jk) or {id = best_id}
+  local expires = tonumber(job.expires_at or '')
+  if expires and expires <= now then
+    discard_expired(jk, job)
+    expired_left = expired_left - 1
+    if expired_left == 0 then break end
+  else
   -- Visibility timeout: the fetch request's, then the job's, then the broker default.
   local vis = request_vis or tonumber(job.visibility_timeout_ms or '') or default_vis
   -- The execution timeout (timeout_ms / ext_ml_timeout_seconds) caps the
@@ -88,5 +107,6 @@ for _ = 1, count do
   redis.call('ZADD', KEYS[4], deadline, best_id)
   emit(KEYS[6], 'job.started', job, {'worker_id', worker})
   claimed[#claimed + 1] = flat_job(job)
+  end
 end
 return {'ok', claimed, blocked}

@@ -1,0 +1,13 @@
+-- Admin DELETE of an empty queue (issue 12): refuses while any job waits, runs,
+-- is scheduled or sits in the dead letter; else deletes the queue's keys.
+-- KEYS (n + 3 + m): the queue's n ready sets, then active, delayed, dead, then the m
+--       keys to delete (classes, classes:ver, paused, stats, events, seq, config,
+--       ledger, tenant-quotas, tenant-ledger, diag:<class>...)
+-- ARGV: n (the number of ready sets)
+-- Reply: {'ok'} or {'not_empty', jobs}
+local ready = tonumber(ARGV[1])
+local jobs = 0
+for i = 1, ready + 3 do jobs = jobs + redis.call('ZCARD', KEYS[i]) end
+if jobs > 0 then return {'not_empty', jobs} end
+for i = ready + 4, #KEYS do redis.call('DEL', KEYS[i]) end
+return {'ok'}
