@@ -69,6 +69,18 @@ void register_governance_api(Router& router, ApiContext& ctx, governance::QueueC
     configs.save(queue, config, expected_version(body, r));
     return config_reply(governance::to_json(configs.load(queue), queue));
   });
+  // ojs-rate-limiting.md §7.2: the queue's rate limit alone (the same field as config.rate_limit).
+  router.add("GET", base + "rate-limit", [&configs](const HttpRequest& r) {
+    const auto queue = queue_name(r);
+    return json_reply(200, {{"rate_limit", governance::rate_limit_to_json(configs.load(queue).rate_limit)}, {"queue", queue}});
+  });
+  router.add("PUT", base + "rate-limit", [&configs](const HttpRequest& r) {
+    const auto queue = queue_name(r);
+    auto config = configs.load(queue);
+    config.rate_limit = governance::parse_rate_limit(parse_json_body(r), "");
+    configs.save(queue, config, config.version);  // compare-and-set: a concurrent config write answers 409
+    return json_reply(200, {{"rate_limit", governance::rate_limit_to_json(configs.load(queue).rate_limit)}, {"queue", queue}});
+  });
   router.add("GET", base + "budget", [&configs](const HttpRequest& r) {
     return json_reply(200, {{"budget", configs.budget(queue_name(r))}});
   });
