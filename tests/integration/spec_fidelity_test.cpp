@@ -283,3 +283,98 @@ TEST(WorkerRetention, WorkersGonePastRetentionAreForgottenAfterTheirJobsAreRecla
   EXPECT_TRUE(listed("gone"));
 }
 
+// 10. The admin API extension (ojs-admin-api.md): ADM-001..008 and dead-letter bulk actions.
+TEST_F(SpecFidelity, AdminApiListsQueuesJobsAndStats) {
+  const std::string q = "sf-admin";
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(api.push(job_in(q)));
+  ASSERT_EQ(api.fetch({q}, "w").size(), 1u);
+  auto queues = api.get("/ojs/v1/admin/queues");
+  ASSERT_EQ(queues.status, 200) << queues.body.dump();
+  ASSERT_EQ(queues.body["items"].size(), 1u);
+  EXPECT_EQ(queues.body["items"][0]["name"], q);
+  EXPECT_EQ(queues.body["items"][0]["state"], "active");
+  EXPECT_EQ(queues.body["items"][0]["counts"]["available"], 4);
+  EXPECT_EQ(queues.body["items"][0]["counts"]["active"], 1);
+  EXPECT_EQ(queues.body["pagination"]["total"], 1);
+  auto detail = api.get("/ojs/v1/admin/queues/" + q);
+  ASSERT_EQ(detail.status, 200);
+  EXPECT_TRUE(detail.body["configuration"].contains("rate_limit"));
+  EXPECT_EQ(api.get("/ojs/v1/admin/queues/sf-none").status, 404);
+  EXPECT_EQ(api.post("/ojs/v1/admin/queues/" + q + "/pause", json::object()).body["paused"], true);
+  EXPECT_EQ(api.get("/ojs/v1/admin/queues/" + q).body["state"], "paused");
+  // Jobs: paginated, in FETCH order.
+  auto page2 = api.get("/ojs/v1/admin/jobs?queue=" + q + "&state=available&per_page=3&page=2");
+  ASSERT_EQ(page2.status, 200) << page2.body.dump();
+  EXPECT_EQ(page2.body["pagination"]["total"], 4);
+  ASSERT_EQ(page2.body["items"].size(), 1u);
+  EXPECT_EQ(page2.body["items"][0]["id"], ids[4]);
+  EXPECT_EQ(page2.body["items"][0]["queue"], q);
+  EXPECT_EQ(api.get("/ojs/v1/admin/jobs?state=completed").status, 400);
+  EXPECT_EQ(api.get("/ojs/v1/admin/jobs?per_page=500").status, 400);
+  auto one = api.get("/ojs/v1/admin/jobs/" + ids[1]);
+  ASSERT_EQ(one.status, 200);
+  EXPECT_EQ(one.body["job"]["id"], ids[1]);
+  EXPECT_EQ(api.post("/ojs/v1/admin/jobs/" + ids[1] + "/cancel", json::object()).body["job"]["state"], "cancelled");
+  EXPECT_EQ(api.post("/ojs/v1/admin/jobs/" + ids[2] + "/retry", json::object()).status, 409);  // not dead-lettered
+  auto stats = api.get("/ojs/v1/admin/stats");
+  ASSERT_EQ(stats.status, 200);
+  EXPECT_EQ(stats.body["queues"], 1);
+  EXPECT_EQ(stats.body["workers"], 1);
+  EXPECT_EQ(stats.body["jobs"]["available"], 3);
+  EXPECT_EQ(stats.body["jobs"]["cancelled"], 1);
+  // The manifest lists exactly the extensions implemented.
+  std::set<std::string> names;
+  const json official = api.get("/ojs/manifest").body["extensions"]["official"];
+  for (const auto& e : official) names.insert(e["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"ml-resources", "admin-api"}));
+}
+
+TEST_F(SpecFidelity, AdminBulkActionsOnTheDeadLetterAndCancel) {
+  const std::string q = "sf-bulk";
+  const json once = {{"max_attempts", 1}, {"on_exhaustion", "dead_letter"}};
+  for (const std::string type : {"report.a", "report.b", "mail"}) {
+    json j = job_in(q, once);
+    j["type"] = type;
+    const auto id = api.push(j);
+    ASSERT_EQ(api.fetch({q}, "w").size(), 1u);
+    api.post("/ojs/v1/workers/nack", {{"job_id", id}, {"error", {{"message", "fatal"}}}});
+  }
+  EXPECT_EQ(api.get("/ojs/v1/admin/dead-letter?queue=" + q).body["jobs"].size(), 3u);
+  auto unconfirmed = api.post("/ojs/v1/admin/jobs/bulk/retry", {{"filter", {{"queue", q}}}});
+  EXPECT_EQ(unconfirmed.status, 400);
+  EXPECT_EQ(unconfirmed.body["error"]["details"]["field"], "confirm");
+  auto retried = api.post("/ojs/v1/admin/jobs/bulk/retry",
+                          {{"filter", {{"queue", q}, {"state", "discarded"}, {"type", "report.*"}}}, {"confirm", true}});
+  ASSERT_EQ(retried.status, 200) << retried.body.dump();
+  EXPECT_EQ(retried.body["matched"], 2);
+  EXPECT_EQ(retried.body["succeeded"], 2);
+  EXPECT_EQ(retried.body["failed"], 0);
+  EXPECT_EQ(api.get("/ojs/v1/queues/" + q + "/stats").body["queue"]["available"], 2);
+  auto dead = api.get("/ojs/v1/admin/dead-letter?queue=" + q).body["jobs"];
+  ASSERT_EQ(dead.size(), 1u);
+  const auto mail = dead[0]["id"].get<std::string>();
+  auto deleted = api.post("/ojs/v1/admin/jobs/bulk/delete", {{"filter", {{"queue", q}}}, {"confirm", true}});
+  EXPECT_EQ(deleted.body["succeeded"], 1);
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + mail).status, 404);
+  auto cancelled = api.post("/ojs/v1/admin/jobs/bulk/cancel", {{"filter", {{"queue", q}, {"state", "available"}}}, {"confirm", true}});
+  EXPECT_EQ(cancelled.body["succeeded"], 2);
+  EXPECT_EQ(api.get("/ojs/v1/queues/" + q + "/stats").body["queue"]["available"], 0);
+  EXPECT_EQ(api.post("/ojs/v1/admin/jobs/bulk/explode", {{"filter", {{"queue", q}}}, {"confirm", true}}).status, 404);
+}
+
+TEST(AdminWorkers, DeregisteringAStaleWorkerReclaimsItsJobsFirst) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--worker-dead-after-ms", "500"}};
+  Api api{broker.url()};
+  const auto id = api.push(job_in("sf-dereg"));
+  ASSERT_EQ(api.fetch({"sf-dereg"}, "old", 1, {{"visibility_timeout_ms", 600000}}).size(), 1u);
+  EXPECT_EQ(api.call("DELETE", "/ojs/v1/admin/workers/old").status, 409);  // still in contact
+  EXPECT_EQ(api.call("DELETE", "/ojs/v1/admin/workers/nobody").status, 404);
+  ojs::test::Api::Reply deleted{0, nullptr};
+  EXPECT_TRUE(eventually(10000, [&] { return (deleted = api.call("DELETE", "/ojs/v1/admin/workers/old")).status == 200; }));
+  EXPECT_EQ(deleted.body["deleted"], true);
+  const json workers = api.get("/ojs/v1/admin/workers").body["workers"];
+  for (const auto& w : workers) EXPECT_NE(w["id"], "old");
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "available");
+}
