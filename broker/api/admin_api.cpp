@@ -20,24 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string queue_name(const HttpRequest& r) {
-  const auto& name = r.params.at("name");
-  if (!is_valid_queue_name(name)) throw invalid_field("name", "must match ^[a-z0-9][a-z0-9.-]*$");
-  return name;
-}
-
-int int_param(const HttpRequest& r, const char* name, int fallback, int min, int max) {
-  const auto text = r.query_or(name, "");
-  if (text.empty()) return fallback;
-  try {
-    std::size_t used = 0;
-    const int value = std::stoi(text, &used);
-    if (used == text.size() && value >= min && value <= max) return value;
-  } catch (const std::exception&) {
-  }
-  throw invalid_field(name, "must be an integer between " + std::to_string(min) + " and " + std::to_string(max));
-}
-
 json queue_summary(JobStore& store, const std::string& name) {
   const bool paused = store.is_paused(name);
   json counts = json::object();
@@ -53,8 +35,8 @@ json page_of(const json& items, long long total, int page, int per_page) {
 
 void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigStore& configs) {
   router.add("GET", "/ojs/v1/admin/queues", [&ctx](const HttpRequest& r) {
-    const int page = int_param(r, "page", 1, 1, 1000000);
-    const int per_page = int_param(r, "per_page", 20, 1, 100);
+    const int page = int_query(r, "page", 1, 1, 1000000);
+    const int per_page = int_query(r, "per_page", 20, 1, 100);
     const auto names = ctx.store.queues();
     json items = json::array();
     for (std::size_t i = static_cast<std::size_t>(page - 1) * per_page; i < names.size() && items.size() < static_cast<std::size_t>(per_page); ++i)
@@ -62,7 +44,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     return json_reply(200, page_of(items, static_cast<long long>(names.size()), page, per_page));
   });
   router.add("GET", "/ojs/v1/admin/queues/{name}", [&ctx, &configs](const HttpRequest& r) {
-    const auto name = queue_name(r);
+    const auto name = queue_name_param(r);
     if (!ctx.store.queue_exists(name)) throw OjsError(ErrorCode::not_found, "queue " + name + " not found", {{"queue", name}});
     json out = queue_summary(ctx.store, name);
     out["configuration"] = governance::to_json(configs.load(name), name);
@@ -76,8 +58,8 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     const auto only = r.query_or("queue", "");
     if (!only.empty() && !is_valid_queue_name(only)) throw invalid_field("queue", "must match ^[a-z0-9][a-z0-9.-]*$");
     const auto type = r.query_or("type", "");
-    const int page = int_param(r, "page", 1, 1, 1000);
-    const int per_page = int_param(r, "per_page", 20, 1, 100);
+    const int page = int_query(r, "page", 1, 1, 1000);
+    const int per_page = int_query(r, "per_page", 20, 1, 100);
     const int wanted = page * per_page;
     json matched = json::array();
     for (const auto& queue : only.empty() ? ctx.store.queues() : std::vector<std::string>{only}) {

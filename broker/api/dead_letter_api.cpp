@@ -10,20 +10,6 @@ namespace ojs::broker {
 
 namespace {
 
-int int_query(const HttpRequest& r, const char* name, int fallback, int min, int max) {
-  const auto text = r.query_or(name, "");
-  if (text.empty()) return fallback;
-  int value = 0;
-  try {
-    value = std::stoi(text);
-  } catch (...) {
-    throw invalid_field(name, "must be an integer");
-  }
-  if (value < min || value > max)
-    throw invalid_field(name, "must be between " + std::to_string(min) + " and " + std::to_string(max));
-  return value;
-}
-
 Transition act(ApiContext& ctx, const std::string& id, const std::string& action) {
   auto queue = ctx.store.queue_of(id);
   if (!queue) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});

@@ -7,13 +7,8 @@
 namespace ojs::broker {
 
 namespace {
-std::string valid_queue_name(const HttpRequest& r) {
-  const auto& name = r.params.at("name");
-  if (!is_valid_queue_name(name)) throw invalid_field("name", "must match ^[a-z0-9][a-z0-9.-]*$");
-  return name;
-}
 std::string queue_param(const HttpRequest& r, JobStore& store) {
-  const auto name = valid_queue_name(r);
+  const auto name = queue_name_param(r);
   if (!store.queue_exists(name)) throw OjsError(ErrorCode::not_found, "queue " + name + " not found", {{"queue", name}});
   return name;
 }
@@ -41,7 +36,7 @@ void register_queues_api(Router& router, ApiContext& ctx) {
       router.add("POST", base + (pause ? "pause" : "resume"), [&ctx, pause](const HttpRequest& r) {
         // A queue named here exists for pause/resume even before its first job:
         // pausing ahead of a rollout must work.
-        const auto name = valid_queue_name(r);
+        const auto name = queue_name_param(r);
         ctx.store.register_queue(name);
         ctx.store.set_paused(name, pause);
         return json_reply(200, {{"queue", {{"name", name}, {"paused", pause}}}, {"name", name}, {"paused", pause}});
