@@ -103,7 +103,7 @@ HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
     return error_response(OjsError(ErrorCode::invalid_request, "the request path or query is not valid UTF-8",
                                    {{"field", "path"}, {"rule", "must be valid UTF-8 after percent-decoding"}}));
   const auto segments = split_path(request.path);
-  bool path_matched = false;
+  std::string allowed;  // methods of the routes whose path matched: the 405's Allow header
   for (const auto& route : routes_) {
     if (route.segments.size() != segments.size()) continue;
     std::map<std::string, std::string> params;
@@ -114,8 +114,11 @@ HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
       else match = want == segments[i];
     }
     if (!match) continue;
-    path_matched = true;
-    if (route.method != request.method) continue;
+    if (route.method != request.method) {
+      if ((", " + allowed + ",").find(", " + route.method + ",") == std::string::npos)
+        allowed += (allowed.empty() ? "" : ", ") + route.method;
+      continue;
+    }
     matched = route.pattern;
     request.params = std::move(params);
     try {
@@ -136,9 +139,13 @@ HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
       return error_response(OjsError(ErrorCode::internal_error, "internal error"));
     }
   }
-  if (path_matched)
-    return error_response(OjsError(ErrorCode::invalid_request, "method " + request.method + " is not allowed on " + request.path,
-                                   {{"field", "method"}, {"rule", "not allowed on this path"}}));
+  if (!allowed.empty()) {
+    HttpResponse r = error_response(OjsError(ErrorCode::method_not_allowed,
+                                             "method " + request.method + " is not allowed on " + request.path,
+                                             {{"method", request.method}, {"allowed", allowed}}));
+    r.headers.emplace_back("Allow", allowed);
+    return r;
+  }
   return error_response(OjsError(ErrorCode::not_found, "no such endpoint: " + request.method + " " + request.path));
 }
 

@@ -50,9 +50,10 @@ class JobService {
   // BEAT: extends the visibility of the listed jobs this worker holds; the ids extended.
   std::vector<std::string> extend(const std::string& worker_id, std::int64_t visibility_ms, const std::vector<std::string>& ids);
   nlohmann::json fail(const std::string& id, const nlohmann::json& error, bool requeue, const std::string& worker_id = {});
-  // Reaper: jobs whose visibility deadline (or execution timeout) passed, and
-  // jobs held by workers that stopped heartbeating, go back through the
-  // failure path (retry with backoff, or discard / dead letter when exhausted).
+  // Reaper: jobs whose visibility deadline passed and jobs held by workers that
+  // stopped heartbeating return to `available` at once; a passed execution
+  // timeout retries with backoff. Either way the attempt counts, and exhausted
+  // jobs are discarded or dead-lettered.
   int reclaim_expired(const std::string& queue);
   int reclaim_from_lost_workers(const std::string& queue, const std::set<std::string>& lost_workers);
 

@@ -145,7 +145,7 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
                                       keys::active(queue),          keys::seq(queue),    keys::events(queue),
                                       keys::config(queue),          keys::ledger(queue), keys::tenant_quotas(queue),
                                       keys::tenant_ledger(queue),   keys::job_prefix(queue), keys::ready_prefix(queue),
-                                      keys::stats(queue)};
+                                      keys::stats(queue),           keys::rate_window(queue)};
   for (const auto& c : eligible) {
     claim_keys.push_back(keys::ready(queue, c.id));
     args.push_back(c.id);
@@ -163,6 +163,7 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
     const auto& blocked = reply.elements.at(2).elements;
     for (std::size_t i = 0; i + 3 < blocked.size(); i += 4)
       out.budget_blocked.push_back({blocked[i].str, blocked[i + 1].integer, blocked[i + 2].integer, blocked[i + 3].str});
+    if (reply.elements.size() > 3) out.rate_limited = reply.elements[3].str;
   }
   return out;
 }
@@ -333,6 +334,10 @@ bool JobStore::delete_queue_if_empty(const std::string& queue) {
 
 bool JobStore::queue_exists(const std::string& queue) {
   return redis_.command({"HEXISTS", keys::queue_directory, queue}).integer == 1;
+}
+
+void JobStore::register_queue(const std::string& queue) {
+  redis_.command({"HSETNX", keys::queue_directory, queue, std::to_string(time(nullptr) * 1000LL)});
 }
 
 std::map<std::string, long long> JobStore::queue_counts(const std::string& queue) {

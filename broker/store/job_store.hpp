@@ -70,6 +70,7 @@ struct ClaimOutcome {
   std::string current_version;
   std::vector<JobRecord> jobs;
   std::vector<BudgetBlock> budget_blocked;
+  std::string rate_limited;  // the queue rate limit that cut the claim short: concurrency | rate | ""
 };
 
 class JobStore {
@@ -94,7 +95,7 @@ class JobStore {
 
   Transition ack(const std::string& queue, const std::string& id, const std::string& result_json,
                  const std::string& worker_id = {});
-  // outcome: retry | discard | dead_letter | requeue; applied only while the job is
+  // outcome: retry | discard | dead_letter | requeue | reclaim (available now, attempt kept); applied only while the job is
   // still the attempt of `snapshot` (compare-and-set).
   Transition fail(const JobRecord& snapshot, const std::string& outcome, std::int64_t due_ms, const std::string& error_json,
                   const std::string& errors_json, bool require_expired, const std::string& worker_id = {});
@@ -129,6 +130,7 @@ class JobStore {
   bool set_paused(const std::string& queue, bool paused);
   bool is_paused(const std::string& queue);
   bool queue_exists(const std::string& queue);
+  void register_queue(const std::string& queue);  // into the directory (no-op when known)
 
   RedisPool& redis() { return redis_; }
   // Preemption marks, escalation, reservations, holds, the controller lease.

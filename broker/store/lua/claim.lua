@@ -3,13 +3,15 @@
 -- (OJS core; at most 100 per call) and the next best is taken.
 -- KEYS (13 + n): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
 --   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
---   13 stats, then the ready set of each eligible class (in ARGV order)
+--   13 stats, 14 rate window (zset: claim times in the rate period), then the ready set
+--   of each eligible class (in ARGV order)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, count,
 --       classes_version, score band (2^40, priority_score.hpp), then per eligible class
 --       5 values: class id, bonus (soft score), hold cutoff (skip a head enqueued after
 --       this ms; 0 = none), gpus the class needs (charged to the queue budget),
 --       assigned devices JSON ('' = none)
--- Reply: {'ok', {job fields...}, {budget-blocked: class, in_use, limit, kind, ...}}
+-- Reply: {'ok', {job fields...}, {budget-blocked: class, in_use, limit, kind, ...},
+--         rate limit that cut this claim short ('' = none | concurrency | rate)}
 --        | {'paused'} | {'stale', current version}
 local worker, request_vis, default_vis, count, version, BAND =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
@@ -32,12 +34,28 @@ local function discard_expired(jk, job)
   emit(KEYS[6], 'job.discarded', job, {'reason', 'expired'})
 end
 
+-- [spec #17] Queue rate limit (ojs-rate-limiting.md §7.2): concurrency counts the
+-- queue's active jobs (no counter to drift); the rate is a sliding window log of
+-- claim times. Jobs over the limit stay available.
+local rate_limited = ''
+local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms')
+local rate_concurrency, rate_starts, rate_period = tonumber(rl[1] or ''), tonumber(rl[2] or ''), tonumber(rl[3] or '')
+if rate_concurrency then
+  local room = rate_concurrency - redis.call('ZCARD', KEYS[4])
+  if room < count then count = math.max(room, 0); rate_limited = 'concurrency' end
+end
+if rate_starts and rate_period then
+  redis.call('ZREMRANGEBYSCORE', KEYS[14], '-inf', now - rate_period)
+  local room = rate_starts - redis.call('ZCARD', KEYS[14])
+  if room < count then count = math.max(room, 0); rate_limited = 'rate' end
+end
+
 local claimed, blocked = {}, {}
 local expired_left = 100
 while #claimed < count do
   local best_id, best_ready, best_key, best_gpus, best_devices = nil, nil, nil, 0, ''
   for i = 7, #ARGV, 5 do
-    local ready = KEYS[13 + (i - 2) / 5]
+    local ready = KEYS[14 + (i - 2) / 5]
     local class, bonus, hold, gpus, devices = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
     local head = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
     local over = nil
@@ -107,6 +125,10 @@ while #claimed < count do
   redis.call('ZADD', KEYS[4], deadline, best_id)
   emit(KEYS[6], 'job.started', job, {'worker_id', worker})
   claimed[#claimed + 1] = flat_job(job)
+  if rate_starts and rate_period then  -- [spec #17] one start in the rate window
+    redis.call('ZADD', KEYS[14], now, best_id .. ':' .. job.attempt)
+    redis.call('PEXPIRE', KEYS[14], rate_period)
+  end
   end
 end
-return {'ok', claimed, blocked}
+return {'ok', claimed, blocked, rate_limited}

@@ -2,7 +2,7 @@
 -- job is still the attempt that snapshot saw (compare-and-set on attempt).
 -- KEYS (11): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
 --            8 tenant ledger, 9 preempting, 10 ready set of the job's class, 11 seq
--- ARGV: expected_attempt, outcome (retry|discard|dead_letter|requeue), due_ms (retry),
+-- ARGV: expected_attempt, outcome (retry|discard|dead_letter|requeue|reclaim), due_ms (retry),
 --       error_json, errors_json, require_expired ('1' = only if the visibility deadline
 --       has passed: used by the reaper), worker_id ('' = any)
 -- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state} | {'stale', attempt} | {'extended'}
@@ -33,11 +33,20 @@ if job.preempt_deadline then
 end
 if err ~= '' then job.error = err; redis.call('HSET', jk, 'error', err) end
 if errors ~= '' then job.errors = errors; redis.call('HSET', jk, 'errors', errors) end
+if outcome == 'retry' or outcome == 'requeue' or outcome == 'reclaim' then  -- ecosystem: per-attempt progress
+  progress_on_retry(jk)
+  job.progress, job.progress_data, job.progress_updated_at, job.progress_event_at = nil, nil, nil, nil
+end
 if outcome == 'retry' then
   job.state, job.next_attempt_at = 'retryable', due
   redis.call('HSET', jk, 'state', 'retryable', 'next_attempt_at', due)
   redis.call('ZADD', KEYS[3], due, job.id)
   emit(KEYS[6], 'job.retrying', job, {'next_attempt_at', due})
+elseif outcome == 'reclaim' then
+  -- [spec #17] Lost reservation (visibility timeout, dead worker): available again at
+  -- once, the attempt stays consumed (ojs-worker-protocol.md §5.5).
+  make_available(KEYS[11], KEYS[10], jk, job, now)
+  emit(KEYS[6], 'job.available', job, {'reason', 'reservation_lost'})
 elseif outcome == 'requeue' then
   -- Released without consuming an attempt (preemption, graceful shutdown).
   job.attempt = tonumber(job.attempt) - 1
