@@ -1,6 +1,7 @@
 // PUSH, INFO and CANCEL: POST /ojs/v1/jobs, GET and DELETE /ojs/v1/jobs/{id}.
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
+#include "broker/uniqueness/unique_push.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/uuid.hpp"
 
@@ -16,7 +17,10 @@ const std::string& job_id_param(const HttpRequest& r) {
 
 void register_jobs_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/jobs", [&ctx](const HttpRequest& r) {
-    auto job = ctx.jobs.push(parse_json_body(r));
+    auto pushed = push_job(ctx.jobs, parse_json_body(r));  // unique policies included
+    auto& job = pushed.job;
+    // on_conflict "ignore": 200 with the existing job (spec/ojs-unique-jobs.md 5.4)
+    if (pushed.deduplicated) return json_reply(200, {{"job", job}, {"deduplicated", true}});
     auto reply = json_reply(201, {{"job", job}});
     reply.headers.emplace_back("Location", "/ojs/v1/jobs/" + job["id"].get<std::string>());
     return reply;

@@ -1,6 +1,8 @@
 // Worker-side operations: FETCH, ACK, FAIL (nack), BEAT (heartbeat), and the
 // admin endpoints that set a worker's lifecycle directive.
 #include "broker/api/api.hpp"
+#include "broker/api/heartbeat_request.hpp"
+#include "broker/observability/overview.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "ojs/core/error.hpp"
@@ -72,15 +74,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/workers/heartbeat", [&ctx](const HttpRequest& r) {
     const auto body = parse_json_body(r);
     const auto worker_id = required_string(body, "worker_id");
-    std::vector<std::string> ids;
-    if (body.contains("active_jobs")) {
-      if (!body["active_jobs"].is_array()) throw invalid_field("active_jobs", "must be an array of job ids");
-      for (const auto& id : body["active_jobs"]) {
-        if (!id.is_string()) throw invalid_field("active_jobs", "must be an array of job ids");
-        ids.push_back(id.get<std::string>());
-      }
-    }
-    if (body.contains("job_id")) ids.push_back(required_string(body, "job_id"));
+    const auto ids = heartbeat_job_ids(body);  // both documented shapes
     std::optional<std::int64_t> visibility;
     if (body.contains("visibility_timeout_ms")) {
       if (!body["visibility_timeout_ms"].is_number_integer() || body["visibility_timeout_ms"].get<long long>() < 0)
@@ -109,8 +103,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     for (const auto& w : ctx.workers.list()) {
       // GPUs free = advertised count minus what the worker's active jobs hold.
       const auto load = ctx.workers.load(w.id);
-      const long long total = w.capabilities.is_object() && w.capabilities.contains("gpu") && w.capabilities["gpu"].is_object()
-                                  ? w.capabilities["gpu"].value("count", 0LL) : 0LL;
+      const long long total = obs::advertised_gpus(w.capabilities);  // gpu.count, else devices[] (as the overview counts)
       list.push_back({{"id", w.id}, {"state", w.state}, {"last_seen", format_rfc3339(w.last_seen_ms)},
                       {"queues", w.queues}, {"capabilities", w.capabilities}, {"active_jobs", load.active.size()},
                       {"gpus_total", total}, {"gpus_in_use", load.gpus_in_use()},

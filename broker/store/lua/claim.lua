@@ -19,6 +19,7 @@ for _ = 1, count do
   local best_id, best_class, best_key, best_gpus, best_devices = nil, nil, nil, 0, ''
   for i = 7, #ARGV, 5 do
     local class, bonus, hold, gpus, devices = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
+    drop_expired_heads(prefix, class, now)  -- ecosystem: TTL (_ttl.lua)
     local head = redis.call('ZRANGE', ready_key(prefix, class), 0, 0, 'WITHSCORES')
     local over = nil
     if head[1] then over = budget_block(prefix, gpus) end
