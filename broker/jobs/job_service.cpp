@@ -79,21 +79,23 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
   return r;
 }
 
-json JobService::push(const json& body) {
-  NewJob job = parse_enqueue_request(body, now_ms());
+// Everything PUSH decides before the store: envelope rules, governance, the
+// requirement class, and the job hash fields. Shared by PUSH and batch PUSH.
+PreparedJob JobService::prepare(const json& body) {
+  PreparedJob prepared{parse_enqueue_request(body, now_ms()), {}, {}};
+  NewJob& job = prepared.job;
   const std::string tenant = admission_ ? admission_(job) : std::string();  // defaults, limits, tenant
-  JobClassification cls = scheduler_.classify(job.document, job.priority);  // validates ext_ml_*
+  prepared.cls = scheduler_.classify(job.document, job.priority);  // validates ext_ml_*
+  JobClassification& cls = prepared.cls;
   check_checkpoint_prefix(cls.requirements, config_.checkpoint_prefixes);
   bind_reservation(cls);  // a job naming a reservation runs only inside it: its own class
   if (config_.max_queues > 0 && !store_.queue_exists(job.queue) && store_.queue_count() >= static_cast<std::size_t>(config_.max_queues))
     throw OjsError(ErrorCode::validation_error, "broker bound max_queues: " + std::to_string(config_.max_queues) + " queues exist; queue " +
                    job.queue + " would be a new one (an admin may delete empty queues)",
                    {{"field", "queue"}, {"limit", "max_queues"}, {"max", config_.max_queues}});
-  if (!store_.reserve_id(job.id, job.queue))
-    throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
 
-  NewJobRecord record{job.queue, job.id, cls.class_id, cls.class_json, cls.rank_base, job.scheduled_at_ms, {}, {}, {}};
-  record.fields = {
+  auto& fields = prepared.fields;
+  fields = {
       {"doc", job.document.dump()},
       {"queue", job.queue},
       {"type", job.type},
@@ -101,7 +103,6 @@ json JobService::push(const json& body) {
       {"max_attempts", std::to_string(job.retry.max_attempts)},
       {"gpus", std::to_string(cls.requirements.gpu_count())},
   };
-  auto& fields = record.fields;
   if (!tenant.empty()) fields.emplace_back("tenant", tenant);
   if (job.visibility_timeout_ms) fields.emplace_back("visibility_timeout_ms", std::to_string(*job.visibility_timeout_ms));
   if (job.expires_at_ms) fields.emplace_back("expires_at", std::to_string(*job.expires_at_ms));
@@ -109,11 +110,27 @@ json JobService::push(const json& body) {
   std::optional<std::int64_t> timeout_ms = job.timeout_ms;
   if (cls.requirements.scheduling.timeout_seconds) timeout_ms = *cls.requirements.scheduling.timeout_seconds * 1000LL;
   if (timeout_ms && *timeout_ms > 0) fields.emplace_back("timeout_ms", std::to_string(*timeout_ms));
-  // Escalation and reservation-timeout indexes are written by the same script.
-  const auto& s = cls.requirements.scheduling;
+  return prepared;
+}
+
+BatchJob store_record(const PreparedJob& prepared) {
+  const auto& job = prepared.job;
+  BatchJob record{job.queue, job.id, prepared.cls.class_id, prepared.cls.class_json, prepared.cls.rank_base,
+                  job.scheduled_at_ms, prepared.fields, {}, {}};
+  // Escalation and reservation-timeout indexes are written by the same script as the job.
+  const auto& s = prepared.cls.requirements.scheduling;
   if (s.priority_escalation && s.escalation_after_s) record.escalate_after_ms = *s.escalation_after_s * 1000LL;
   if (!s.reservation_id.empty() && s.reservation_timeout_s) record.reservation_timeout_ms = *s.reservation_timeout_s * 1000LL;
-  const Transition t = store_.push(record);
+  return record;
+}
+
+json JobService::push(const json& body) { return commit(prepare(body)); }
+
+json JobService::commit(const PreparedJob& prepared) {
+  const NewJob& job = prepared.job;
+  if (!store_.reserve_id(job.id, job.queue))
+    throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
+  const Transition t = store_.push(store_record(prepared));
   if (t.status == TransitionStatus::duplicate)
     throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
   return t.job.envelope();

@@ -23,11 +23,15 @@ TransitionStatus status_of(const std::string& word) {
   throw std::runtime_error("unexpected script status: " + word);
 }
 
+}  // namespace
+
 std::string rank_text(double rank) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.0f", rank);
   return buf;
 }
+
+namespace {
 
 std::string optional_text(std::optional<std::int64_t> v) { return v ? std::to_string(*v) : std::string(); }
 
@@ -72,7 +76,7 @@ bool JobStore::reserve_id(const std::string& id, const std::string& queue) {
   return true;
 }
 
-Transition JobStore::push(const NewJobRecord& job) {
+Transition JobStore::push(const BatchJob& job) {
   const auto& q = job.queue;
   std::vector<std::string> args{job.id, job.class_id, job.class_json, rank_text(job.rank_base),
                                 optional_text(job.scheduled_at_ms), optional_text(job.escalate_after_ms),

@@ -37,17 +37,6 @@ struct ClassSet {
   std::map<std::string, std::string> classes;  // class id -> canonical JSON
 };
 
-// A job as PUSH stores it: one script writes the hash, its ready or delayed
-// index and its scheduling indexes together.
-struct NewJobRecord {
-  std::string queue, id, class_id, class_json;
-  double rank_base = 0;                                 // priority_score.hpp
-  std::optional<std::int64_t> scheduled_at_ms;          // delayed until then
-  std::optional<std::int64_t> escalate_after_ms;        // escalation index (ext_ml_escalation_after_s)
-  std::optional<std::int64_t> reservation_timeout_ms;   // reservation-wait index (ext_ml_reservation_timeout_s)
-  std::vector<std::pair<std::string, std::string>> fields;
-};
-
 enum class TransitionStatus { ok, not_found, conflict, stale, extended, duplicate, paused };
 
 struct Transition {
@@ -73,13 +62,40 @@ struct ClaimOutcome {
   std::string rate_limited;  // the queue rate limit that cut the claim short: concurrency | rate | ""
 };
 
+// A job as PUSH stores it (push.lua, push_batch.lua, push_unique.lua): one script
+// writes the hash, its ready or delayed index and its scheduling indexes together.
+struct BatchJob {
+  std::string queue;
+  std::string id;
+  std::string class_id;
+  std::string class_json;
+  double rank_base = 0;
+  std::optional<std::int64_t> scheduled_at_ms;
+  std::vector<std::pair<std::string, std::string>> fields;
+  std::optional<std::int64_t> escalate_after_ms;       // escalation index, written by the same script
+  std::optional<std::int64_t> reservation_timeout_ms;  // reservation-wait index, written by the same script
+};
+
+struct BatchOutcome {
+  TransitionStatus status = TransitionStatus::ok;  // ok or duplicate (nothing stored)
+  std::string duplicate_id;
+  std::vector<JobRecord> jobs;  // request order
+};
+
+// A rank (band * 2^40 + seq) as the exact integer text the scripts expect.
+std::string rank_text(double rank);
+
 class JobStore {
  public:
   explicit JobStore(RedisPool& redis) : redis_(redis) {}
 
   // Registers id -> queue; false if the id is taken by a job that exists.
   bool reserve_id(const std::string& id, const std::string& queue);
-  Transition push(const NewJobRecord& job);
+  // push.lua: the job, its ready or delayed index and its scheduling indexes in one step.
+  Transition push(const BatchJob& job);
+
+  // All or nothing, one script (store/job_store_batch.cpp).
+  BatchOutcome push_batch(const std::vector<BatchJob>& jobs);
 
   std::optional<std::string> queue_of(const std::string& id);
   std::optional<JobRecord> get(const std::string& id);

@@ -50,6 +50,14 @@ inline std::string worker_jobs(const std::string& id) { return "ojs:worker:" + i
 inline const std::string holds = "ojs:holds";                 // hash worker id -> capacity hold JSON
 inline const std::string reservations = "ojs:reservations";   // hash reservation id -> JSON
 inline const std::string preemption_leader = "ojs:preemption:leader";  // string: lease owner, PX
+// Unique jobs: uniqueness key (SHA-256 hex of the canonical dimensions) -> "queue id"
+// of the job holding it; expires with the policy's period when it has one.
+inline std::string unique(const std::string& uniqueness_key) { return "ojs:unique:" + uniqueness_key; }
+// Cron: the registry (name -> definition JSON), each cron's state (next_run_at,
+// last_run_at, run_count, last_job "queue id") and the ticker's leader lease.
+inline const std::string cron_registry = "ojs:cron";
+inline std::string cron_state(const std::string& name) { return "ojs:cron:state:" + name; }
+inline const std::string cron_leader = "ojs:cron:leader";
 inline const std::string& worker_index = workers;  // (spec's name for the same key)
 
 }  // namespace ojs::broker::keys

@@ -497,3 +497,20 @@ TEST(CaseFile, EveryPublicCaseLoads) {
   }
   EXPECT_GE(loaded, 70u);
 }
+
+// The level-2 cases: `[*]` paths, one_of, contains / not_contains, and two spellings.
+TEST(Matchers, Level2Spellings) {
+  EXPECT_TRUE(static_cast<bool>(check_status("one_of:400,422", 422)));
+  EXPECT_FALSE(static_cast<bool>(check_status("one_of:400,422", 201)));
+  EXPECT_TRUE(matches("x", "string:non_empty"));
+  EXPECT_FALSE(matches("", "string:non_empty"));
+  EXPECT_TRUE(matches(json::array({1, 2}), "array:min:2"));
+  EXPECT_FALSE(matches(json::array({1}), "array:min:2"));
+  const json body = {{"crons", {{{"name", "alpha"}}, {{"name", "beta"}}, {{"other", 1}}}}};
+  EXPECT_TRUE(static_cast<bool>(check_body_assertions({{"$.crons[*].name", "contains:beta"}}, &body, body.dump())));
+  EXPECT_FALSE(static_cast<bool>(check_body_assertions({{"$.crons[*].name", "contains:gamma"}}, &body, body.dump())));
+  EXPECT_TRUE(static_cast<bool>(check_body_assertions({{"$.crons[*].name", "not_contains:gamma"}}, &body, body.dump())));
+  EXPECT_FALSE(static_cast<bool>(check_body_assertions({{"$.crons[*].name", "not_contains:alpha"}}, &body, body.dump())));
+  EXPECT_TRUE(static_cast<bool>(check_body_assertions({{"$.crons[*].name", json::array({"alpha", "beta"})}}, &body, body.dump())));
+  EXPECT_EQ(lookup(body, "$.crons[*].name"), nullptr);  // many values: only select() sees them
+}

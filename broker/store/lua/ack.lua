@@ -18,6 +18,10 @@ if result ~= '' then
 else
   redis.call('HSET', jk, 'state', 'completed', 'completed_at', now)
 end
+if job.progress then  -- ecosystem: progress ends at 1.0
+  job.progress = '1'
+  redis.call('HSET', jk, 'progress', '1')
+end
 local del = {}
 for _, f in ipairs({'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at'}) do
   if job[f] then job[f] = nil; del[#del + 1] = f end

@@ -7,13 +7,9 @@ local now = now_ms()
 local extended = {}
 for i = 3, #ARGV do
   local id, jk = ARGV[i], KEYS[i - 1]
-  local f = redis.call('HMGET', jk, 'state', 'worker_id', 'visibility_timeout_ms', 'execution_deadline')
+  local f = redis.call('HMGET', jk, 'state', 'worker_id')
   if f[1] == 'active' and f[2] == worker then
-    local deadline = now + (tonumber(f[3] or '') or vis)
-    local cap = tonumber(f[4] or '')
-    if cap and cap < deadline then deadline = cap end
-    redis.call('HSET', jk, 'visibility_deadline', deadline)
-    redis.call('ZADD', KEYS[1], deadline, id)
+    extend_visibility(jk, KEYS[1], id, now, vis)  -- the rule shared with progress.lua (_declared.lua)
     extended[#extended + 1] = id
   end
 end

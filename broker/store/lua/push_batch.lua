@@ -1,0 +1,36 @@
+-- Batch PUSH: stores every job of a batch, or none (all-or-nothing), each with its
+-- scheduling indexes.
+-- KEYS (2 + 9n): 1 job directory hash (job id -> queue), 2 queue directory hash
+--   (queue -> first seen ms), then 9 keys per job j (base = 2 + 9*(j-1)):
+--   base+1 job hash, base+2 ready set of the job's class, base+3 delayed zset,
+--   base+4 seq counter, base+5 events stream, base+6 classes hash, base+7 classes version,
+--   base+8 escalations, base+9 reservation waits
+-- ARGV: 1 number of jobs; then per job: id, queue, class, class_json, rank_base,
+--       scheduled_at_ms ('' = now), escalate_after_ms ('' = none), reservation_timeout_ms
+--       ('' = none), n (field/value pair count), then n pairs
+-- Reply: {'ok', {snapshot, ...}} in request order, or {'duplicate', id} (nothing written)
+local n = tonumber(ARGV[1])
+local jobs, a = {}, 2
+for j = 1, n do
+  local job = {base = 2 + 9 * (j - 1), id = ARGV[a], queue = ARGV[a + 1], class = ARGV[a + 2],
+               class_json = ARGV[a + 3], rank_base = ARGV[a + 4], scheduled_at = ARGV[a + 5],
+               escalate_after = ARGV[a + 6], reservation_timeout = ARGV[a + 7], fields = {}}
+  local pairs_n = tonumber(ARGV[a + 8])
+  for i = a + 9, a + 8 + 2 * pairs_n do table.insert(job.fields, ARGV[i]) end
+  a = a + 9 + 2 * pairs_n
+  jobs[j] = job
+end
+
+-- Check everything before writing anything.
+for _, job in ipairs(jobs) do
+  if not id_is_free(KEYS[1], KEYS[job.base + 1], job.id, job.queue) then return {'duplicate', job.id} end
+end
+
+local now = now_ms()
+local snapshots = {}
+for j, job in ipairs(jobs) do
+  local k = new_job_keys(KEYS[1], KEYS[2], job.base + 1)
+  k.escalations, k.reservation_waits = KEYS[job.base + 8], KEYS[job.base + 9]
+  snapshots[j] = store_new_job(k, job, now)
+end
+return {'ok', snapshots}
