@@ -4,6 +4,7 @@
 
 #include "broker/api/api.hpp"
 #include "broker/background/maintenance.hpp"
+#include "broker/cron/cron_service.hpp"
 #include "broker/governance/install.hpp"
 #include "broker/http/server.hpp"
 #include "broker/preemption/preemption.hpp"
@@ -25,6 +26,7 @@ struct BrokerApp::Impl {
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<Maintenance> maintenance;
   std::unique_ptr<PreemptionController> preemption;
+  std::unique_ptr<CronService> cron;  // ecosystem: cron registrations and ticker
   std::unique_ptr<governance::Installed> governance;  // access control, admission, admin queue routes
 };
 
@@ -53,6 +55,10 @@ void BrokerApp::start() {
   i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.store, *i.workers, std::chrono::steady_clock::now()});
   register_system_api(i.router, *i.api);
   register_jobs_api(i.router, *i.api);
+  register_batch_api(i.router, *i.api);
+  i.cron = std::make_unique<CronService>(*i.jobs, i.config.maintenance_interval_ms);
+  register_cron_api(i.router, *i.cron);
+  register_progress_api(i.router, *i.api);
   register_workers_api(i.router, *i.api);
   register_queues_api(i.router, *i.api);
   register_events_api(i.router, *i.api);
@@ -73,6 +79,7 @@ void BrokerApp::start() {
   i.maintenance = std::make_unique<Maintenance>(*i.jobs, *i.workers, i.config);
   i.preemption = std::make_unique<PreemptionController>(*i.jobs, *i.scheduler, *i.diagnosis, *i.workers, i.config);
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
+  i.maintenance->add_step([c = i.cron.get()] { c->run_once(); });
   i.maintenance->start();
   spdlog::info("broker listening on {}://{}:{} (Redis {})", i.config.tls_cert.empty() ? "http" : "https", i.config.listen_address, i.server->port(),
                i.redis->endpoint().describe());

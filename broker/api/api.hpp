@@ -20,6 +20,10 @@ struct ApiContext {
 
 void register_system_api(Router& router, ApiContext& ctx);
 void register_jobs_api(Router& router, ApiContext& ctx);
+void register_batch_api(Router& router, ApiContext& ctx);  // POST /ojs/v1/jobs/batch
+class CronService;
+void register_cron_api(Router& router, CronService& crons);  // /ojs/v1/cron
+void register_progress_api(Router& router, ApiContext& ctx);  // workers/progress, jobs/{id}/progress
 void register_workers_api(Router& router, ApiContext& ctx);
 void register_queues_api(Router& router, ApiContext& ctx);
 void register_events_api(Router& router, ApiContext& ctx);

@@ -2,6 +2,7 @@
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/auth/identity.hpp"
+#include "broker/uniqueness/unique_push.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/uuid.hpp"
 
@@ -26,7 +27,10 @@ void require_in_tenant_scope(ApiContext& ctx, const std::string& id) {
 
 void register_jobs_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/jobs", [&ctx](const HttpRequest& r) {
-    auto job = ctx.jobs.push(parse_json_body(r));
+    auto pushed = push_job(ctx.jobs, parse_json_body(r));  // unique policies included
+    auto& job = pushed.job;
+    // on_conflict "ignore": 200 with the existing job (spec/ojs-unique-jobs.md 5.4)
+    if (pushed.deduplicated) return json_reply(200, {{"job", job}, {"deduplicated", true}});
     auto reply = json_reply(201, {{"job", job}});
     reply.headers.emplace_back("Location", "/ojs/v1/jobs/" + job["id"].get<std::string>());
     return reply;

@@ -1,6 +1,8 @@
 // Worker-side operations: FETCH, ACK, FAIL (nack), BEAT (heartbeat), and the
 // admin endpoints that set a worker's lifecycle directive.
 #include "broker/api/api.hpp"
+#include "broker/api/heartbeat_request.hpp"
+#include "broker/observability/overview.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/auth/identity.hpp"
 #include "broker/preemption/preemption.hpp"
@@ -85,15 +87,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     if (!body.contains("worker_id")) throw invalid_field("worker_id", "is required");
     const auto worker_id = require_worker_id(body["worker_id"], "worker_id");
     auth::authorize_worker_id(worker_id);
-    std::vector<std::string> ids;
-    if (body.contains("active_jobs")) {
-      if (!body["active_jobs"].is_array()) throw invalid_field("active_jobs", "must be an array of job ids");
-      for (const auto& id : body["active_jobs"]) {
-        if (!id.is_string()) throw invalid_field("active_jobs", "must be an array of job ids");
-        ids.push_back(id.get<std::string>());
-      }
-    }
-    if (body.contains("job_id")) ids.push_back(required_string(body, "job_id"));
+    const auto ids = heartbeat_job_ids(body);  // both documented shapes
     if (ids.size() > static_cast<std::size_t>(ctx.config.max_heartbeat_jobs))  // one directory lookup per id
       throw invalid_field("active_jobs", "must name at most " + std::to_string(ctx.config.max_heartbeat_jobs) + " job ids (--max-heartbeat-jobs)");
     std::optional<std::int64_t> visibility;
@@ -125,8 +119,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     for (const auto& w : ctx.workers.list()) {
       // GPUs free = advertised count minus what the worker's active jobs hold.
       const auto load = ctx.workers.load(w.id);
-      const long long total = w.capabilities.is_object() && w.capabilities.contains("gpu") && w.capabilities["gpu"].is_object()
-                                  ? w.capabilities["gpu"].value("count", 0LL) : 0LL;
+      const long long total = obs::advertised_gpus(w.capabilities);  // gpu.count, else devices[] (as the overview counts)
       list.push_back({{"id", w.id}, {"state", w.state}, {"last_seen", format_rfc3339(w.last_seen_ms)},
                       {"queues", w.queues}, {"capabilities", w.capabilities}, {"active_jobs", load.active.size()},
                       {"gpus_total", total}, {"gpus_in_use", load.gpus_in_use()},

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string_view>
 
@@ -80,7 +81,12 @@ HttpResponse json_response(int status, const std::string& json_body) {
 }
 
 void Router::add(const std::string& method, const std::string& pattern, Handler handler) {
-  routes_.push_back(Route{method, pattern, split_path(pattern), std::move(handler)});
+  auto segments = split_path(pattern);
+  const auto params = std::count_if(segments.begin(), segments.end(), [](const std::string& s) { return s.size() > 2 && s.front() == '{'; });
+  // Literal segments win over parameters (POST /jobs/batch is not the job "batch"):
+  // routes stay sorted by parameter count, registration order within a count.
+  const auto at = std::find_if(routes_.begin(), routes_.end(), [&](const Route& r) { return r.params > static_cast<std::size_t>(params); });
+  routes_.insert(at, Route{method, pattern, std::move(segments), static_cast<std::size_t>(params), std::move(handler)});
 }
 
 HttpResponse Router::dispatch(HttpRequest request) const {
@@ -104,8 +110,10 @@ HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
                                    {{"field", "path"}, {"rule", "must be valid UTF-8 after percent-decoding"}}));
   const auto segments = split_path(request.path);
   bool path_matched = false;
+  std::size_t matched_params = 0;
   for (const auto& route : routes_) {
     if (route.segments.size() != segments.size()) continue;
+    if (path_matched && route.params > matched_params) break;  // a more literal route owns this path
     std::map<std::string, std::string> params;
     bool match = true;
     for (std::size_t i = 0; i < segments.size() && match; ++i) {
@@ -115,6 +123,7 @@ HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
     }
     if (!match) continue;
     path_matched = true;
+    matched_params = route.params;
     if (route.method != request.method) continue;
     matched = route.pattern;
     request.params = std::move(params);

@@ -28,6 +28,7 @@ class Router {
     std::string method;
     std::string pattern;
     std::vector<std::string> segments;
+    std::size_t params;  // how many segments are {parameters}
     Handler handler;
   };
   std::vector<Route> routes_;

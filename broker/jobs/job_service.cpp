@@ -79,20 +79,23 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
   return r;
 }
 
-json JobService::push(const json& body) {
-  NewJob job = parse_enqueue_request(body, now_ms());
+// Everything PUSH decides before the store: envelope rules, governance, the
+// requirement class, and the job hash fields. Shared by PUSH and batch PUSH.
+PreparedJob JobService::prepare(const json& body) {
+  PreparedJob prepared{parse_enqueue_request(body, now_ms()), {}, {}};
+  NewJob& job = prepared.job;
   const std::string tenant = admission_ ? admission_(job) : std::string();  // defaults, limits, tenant
-  JobClassification cls = scheduler_.classify(job.document, job.priority);  // validates ext_ml_*
+  prepared.cls = scheduler_.classify(job.document, job.priority);  // validates ext_ml_*
+  JobClassification& cls = prepared.cls;
   check_checkpoint_prefix(cls.requirements, config_.checkpoint_prefixes);
   bind_reservation(cls);  // a job naming a reservation runs only inside it: its own class
   if (config_.max_queues > 0 && !store_.queue_exists(job.queue) && store_.queue_count() >= static_cast<std::size_t>(config_.max_queues))
     throw OjsError(ErrorCode::validation_error, "broker bound max_queues: " + std::to_string(config_.max_queues) + " queues exist; queue " +
                    job.queue + " would be a new one (an admin may delete empty queues)",
                    {{"field", "queue"}, {"limit", "max_queues"}, {"max", config_.max_queues}});
-  if (!store_.reserve_id(job.id, job.queue))
-    throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
 
-  std::vector<std::pair<std::string, std::string>> fields{
+  auto& fields = prepared.fields;
+  fields = {
       {"doc", job.document.dump()},
       {"queue", job.queue},
       {"type", job.type},
@@ -107,6 +110,17 @@ json JobService::push(const json& body) {
   std::optional<std::int64_t> timeout_ms = job.timeout_ms;
   if (cls.requirements.scheduling.timeout_seconds) timeout_ms = *cls.requirements.scheduling.timeout_seconds * 1000LL;
   if (timeout_ms && *timeout_ms > 0) fields.emplace_back("timeout_ms", std::to_string(*timeout_ms));
+  return prepared;
+}
+
+json JobService::push(const json& body) { return commit(prepare(body)); }
+
+json JobService::commit(const PreparedJob& prepared) {
+  const NewJob& job = prepared.job;
+  const JobClassification& cls = prepared.cls;
+  const auto& fields = prepared.fields;
+  if (!store_.reserve_id(job.id, job.queue))
+    throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
   const Transition t = store_.push(job.queue, job.id, cls.class_id, cls.class_json, cls.rank_base, job.scheduled_at_ms, fields);
   if (t.status == TransitionStatus::duplicate)
     throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});

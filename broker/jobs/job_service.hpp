@@ -30,6 +30,13 @@ struct FetchRequest {
   static FetchRequest parse(const nlohmann::json& body, int max_count);
 };
 
+// A validated PUSH body, ready for the store (see JobService::prepare).
+struct PreparedJob {
+  NewJob job;
+  JobClassification cls;
+  std::vector<std::pair<std::string, std::string>> fields;  // job hash fields
+};
+
 class JobService {
  public:
   JobService(JobStore& store, Scheduler& scheduler, WorkerRegistry& workers, DiagnosisLog& diagnosis,
@@ -37,6 +44,10 @@ class JobService {
       : store_(store), scheduler_(scheduler), workers_(workers), diagnosis_(diagnosis), config_(config) {}
 
   nlohmann::json push(const nlohmann::json& body);          // -> envelope
+  // Validation and decisions of PUSH without storing anything (batch PUSH
+  // prepares every job before it stores one). Throws OjsError.
+  PreparedJob prepare(const nlohmann::json& body);
+  nlohmann::json commit(const PreparedJob& prepared);       // the storing half of PUSH -> envelope
   nlohmann::json info(const std::string& id);               // -> envelope (+ diagnosis while waiting)
   nlohmann::json diagnosis(const std::string& id);          // why a job waits
   nlohmann::json queue_diagnosis(const std::string& queue); // per class: waiting jobs and why

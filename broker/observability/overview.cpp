@@ -10,15 +10,6 @@ using nlohmann::json;
 
 namespace {
 
-// GPUs a worker advertises: gpu.count, else the length of its device list.
-int advertised_gpus(const json& caps) {
-  if (!caps.is_object()) return 0;
-  if (caps.contains("gpu") && caps["gpu"].is_object() && caps["gpu"].contains("count") && caps["gpu"]["count"].is_number_integer())
-    return caps["gpu"]["count"].get<int>();
-  if (caps.contains("devices") && caps["devices"].is_array()) return static_cast<int>(caps["devices"].size());
-  return 0;
-}
-
 std::string gpu_type(const json& caps) {
   if (caps.is_object() && caps.contains("gpu") && caps["gpu"].is_object() && caps["gpu"].contains("type") &&
       caps["gpu"]["type"].is_string())
@@ -104,6 +95,14 @@ json queue_overview(ApiContext& ctx, const std::string& name) {
 }
 
 }  // namespace
+
+int advertised_gpus(const json& caps) {
+  if (!caps.is_object()) return 0;
+  if (caps.contains("gpu") && caps["gpu"].is_object() && caps["gpu"].contains("count") && caps["gpu"]["count"].is_number_integer())
+    return caps["gpu"]["count"].get<int>();
+  if (caps.contains("devices") && caps["devices"].is_array()) return static_cast<int>(caps["devices"].size());
+  return 0;
+}
 
 json build_overview(ApiContext& ctx) {
   json totals = json::object();

@@ -21,6 +21,9 @@ namespace ojs::broker::obs {
 //          classes[{class, waiting, requirements, workers_seen, eligible, message}]}]}
 nlohmann::json build_overview(ApiContext& ctx);
 
+// GPUs a worker advertises: gpu.count, else the length of its device list.
+int advertised_gpus(const nlohmann::json& capabilities);
+
 // The cluster gauges of an overview in Prometheus text format.
 void render_cluster_metrics(const nlohmann::json& overview, Exposition& out);
 

@@ -12,10 +12,10 @@ const std::string kEmpty;
 // Hash fields holding epoch milliseconds, rendered as RFC 3339.
 constexpr const char* kTimestampFields[] = {"created_at",   "enqueued_at",  "started_at",      "completed_at",
                                             "cancelled_at", "discarded_at", "next_attempt_at", "scheduled_at",
-                                            "preempt_deadline"};
+                                            "preempt_deadline", "progress_updated_at"};
 // Hash fields holding JSON text written by the broker.
 constexpr const char* kJsonFields[] = {"result", "error", "errors", "last_checkpoint", "checkpoints",
-                                       "ext_ml_assigned_devices", "preemption"};
+                                       "ext_ml_assigned_devices", "preemption", "progress", "progress_data"};
 }  // namespace
 
 const std::string& JobRecord::get(const std::string& name) const {

@@ -21,13 +21,13 @@ TransitionStatus status_of(const std::string& word) {
   throw std::runtime_error("unexpected script status: " + word);
 }
 
+}  // namespace
+
 std::string rank_text(double rank) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.0f", rank);
   return buf;
 }
-
-}  // namespace
 
 Transition JobStore::transition_from(const RedisValue& reply) {
   Transition t;

@@ -50,6 +50,26 @@ struct ClaimOutcome {
   std::vector<BudgetBlock> budget_blocked;
 };
 
+// One job of a batch PUSH (push_batch.lua), as PUSH would store it alone.
+struct BatchJob {
+  std::string queue;
+  std::string id;
+  std::string class_id;
+  std::string class_json;
+  double rank_base = 0;
+  std::optional<std::int64_t> scheduled_at_ms;
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+
+struct BatchOutcome {
+  TransitionStatus status = TransitionStatus::ok;  // ok or duplicate (nothing stored)
+  std::string duplicate_id;
+  std::vector<JobRecord> jobs;  // request order
+};
+
+// A rank (band * 2^40 + seq) as the exact integer text the scripts expect.
+std::string rank_text(double rank);
+
 class JobStore {
  public:
   explicit JobStore(RedisPool& redis) : redis_(redis) {}
@@ -59,6 +79,9 @@ class JobStore {
   Transition push(const std::string& queue, const std::string& id, const std::string& class_id,
                   const std::string& class_json, double rank_base, std::optional<std::int64_t> scheduled_at_ms,
                   const std::vector<std::pair<std::string, std::string>>& fields);
+
+  // All or nothing, one script (store/job_store_batch.cpp).
+  BatchOutcome push_batch(const std::vector<BatchJob>& jobs);
 
   std::optional<std::string> queue_of(const std::string& id);
   std::optional<JobRecord> get(const std::string& id);

@@ -17,15 +17,23 @@ inline std::string dead(const std::string& queue) { return queue_prefix(queue) +
 inline std::string stats(const std::string& queue) { return queue_prefix(queue) + "stats"; }
 inline std::string paused(const std::string& queue) { return queue_prefix(queue) + "paused"; }
 inline std::string events(const std::string& queue) { return queue_prefix(queue) + "events"; }
+inline std::string seq(const std::string& queue) { return queue_prefix(queue) + "seq"; }  // FIFO sequence
 inline std::string config(const std::string& queue) { return queue_prefix(queue) + "config"; }  // budgets, limits
 inline std::string ledger(const std::string& queue) { return queue_prefix(queue) + "ledger"; }  // GPUs in use
 inline std::string tenant_quotas(const std::string& queue) { return queue_prefix(queue) + "tenant-quotas"; }  // tenant -> max GPUs
 inline std::string tenant_ledger(const std::string& queue) { return queue_prefix(queue) + "tenant-ledger"; }  // tenant -> GPUs in use
-inline std::string seq(const std::string& queue) { return queue_prefix(queue) + "seq"; }  // FIFO sequence
 inline std::string diagnosis(const std::string& queue, const std::string& cls) { return queue_prefix(queue) + "diag:" + cls; }
 
 // Global (unslotted) keys: small directories, never part of a transition script.
 inline const std::string queue_directory = "ojs:queues";   // hash queue -> first seen (ms)
 inline const std::string job_directory = "ojs:job-queue";  // hash job id -> queue
+// Unique jobs: uniqueness key (SHA-256 hex of the canonical dimensions) -> "queue id"
+// of the job holding it; expires with the policy's period when it has one.
+inline std::string unique(const std::string& uniqueness_key) { return "ojs:unique:" + uniqueness_key; }
+// Cron: the registry (name -> definition JSON), each cron's state (next_run_at,
+// last_run_at, run_count, last_job "queue id") and the ticker's leader lease.
+inline const std::string cron_registry = "ojs:cron";
+inline std::string cron_state(const std::string& name) { return "ojs:cron:state:" + name; }
+inline const std::string cron_leader = "ojs:cron:leader";
 
 }  // namespace ojs::broker::keys

@@ -1,5 +1,6 @@
 #include "json_path.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 
@@ -29,6 +30,8 @@ std::vector<PathToken> parse_path(std::string_view path) {
       std::string_view inner = path.substr(i + 1, close - i - 1);
       if (inner.size() >= 2 && (inner.front() == '\'' || inner.front() == '"') && inner.back() == inner.front()) {
         tokens.emplace_back(std::string(inner.substr(1, inner.size() - 2)));
+      } else if (inner == "*") {
+        tokens.emplace_back(AnyIndex{});
       } else {
         std::size_t index = 0;
         const auto [end, ec] = std::from_chars(inner.data(), inner.data() + inner.size(), index);
@@ -64,6 +67,8 @@ const nlohmann::json* lookup(const nlohmann::json& root, const std::vector<PathT
       const auto it = node->find(*name);
       if (it == node->end()) return nullptr;
       node = &*it;
+    } else if (std::holds_alternative<AnyIndex>(token)) {
+      return nullptr;  // many values: see select()
     } else {
       const auto index = std::get<std::size_t>(token);
       if (!node->is_array() || index >= node->size()) return nullptr;
@@ -75,6 +80,32 @@ const nlohmann::json* lookup(const nlohmann::json& root, const std::vector<PathT
 
 const nlohmann::json* lookup(const nlohmann::json& root, std::string_view path) {
   return lookup(root, parse_path(path));
+}
+
+bool has_wildcard(const std::vector<PathToken>& path) {
+  return std::any_of(path.begin(), path.end(), [](const PathToken& t) { return std::holds_alternative<AnyIndex>(t); });
+}
+
+std::optional<nlohmann::json> select(const nlohmann::json& root, const std::vector<PathToken>& path) {
+  const auto star = std::find_if(path.begin(), path.end(), [](const PathToken& t) { return std::holds_alternative<AnyIndex>(t); });
+  if (star == path.end()) {
+    const auto* found = lookup(root, path);
+    return found ? std::optional<nlohmann::json>(*found) : std::nullopt;
+  }
+  const auto* array = lookup(root, std::vector<PathToken>(path.begin(), star));
+  if (!array || !array->is_array()) return std::nullopt;
+  const std::vector<PathToken> rest(star + 1, path.end());
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& element : *array) {
+    auto value = select(element, rest);
+    if (!value) continue;
+    if (has_wildcard(rest) && value->is_array()) {
+      for (auto& v : *value) out.push_back(std::move(v));
+    } else {
+      out.push_back(std::move(*value));
+    }
+  }
+  return out;
 }
 
 bool is_json_path(std::string_view text) {

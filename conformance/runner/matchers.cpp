@@ -181,6 +181,7 @@ constexpr StringMatcherDef kStringMatchers[] = {
     {"present", 0, [](const json* a, const Args&) { return a != nullptr; }},
     {"string:any", 0, [](const json* a, const Args&) { return a && a->is_string(); }},
     {"string:nonempty", 0, [](const json* a, const Args&) { return a && a->is_string() && size_of(*a) > 0; }},
+    {"string:non_empty", 0, [](const json* a, const Args&) { return a && a->is_string() && size_of(*a) > 0; }},  // level-2 spelling
     {"string:uuidv7", 0, [](const json* a, const Args&) { return is_string_matching(a, uuidv7_regex()); }},
     {"string:uuid", 0, [](const json* a, const Args&) { return is_string_matching(a, uuid_regex()); }},
     {"string:datetime", 0,
@@ -198,10 +199,49 @@ constexpr StringMatcherDef kStringMatchers[] = {
     {"array:nonempty", 0, [](const json* a, const Args&) { return a && a->is_array() && !a->empty(); }},
     {"array:length", 1, [](const json* a, const Args& n) { return a && a->is_array() && double(a->size()) == n[0]; }},
     {"array:min_length", 1, [](const json* a, const Args& n) { return a && a->is_array() && double(a->size()) >= n[0]; }},
+    {"array:min", 1, [](const json* a, const Args& n) { return a && a->is_array() && double(a->size()) >= n[0]; }},  // level-2 spelling
     {"array:max_length", 1, [](const json* a, const Args& n) { return a && a->is_array() && double(a->size()) <= n[0]; }},
 };
 
 constexpr std::string_view kMatcherPrefixes[] = {"string:", "number:", "boolean:", "object:", "array:"};
+// Matchers whose argument is free text, as the level-2 cases write them:
+// "one_of:400,422" (the value equals one of the listed numbers or strings),
+// "contains:x" / "not_contains:x" (an array holding x, or a string holding x).
+constexpr std::string_view kTextMatcherPrefixes[] = {"one_of:", "contains:", "not_contains:"};
+
+bool holds(const json& haystack, const std::string& needle) {
+  if (haystack.is_string()) return haystack.get_ref<const std::string&>().find(needle) != std::string::npos;
+  if (!haystack.is_array()) return false;
+  return std::any_of(haystack.begin(), haystack.end(), [&](const json& item) {
+    return (item.is_string() && item.get_ref<const std::string&>() == needle) || (!item.is_string() && item.dump() == needle);
+  });
+}
+
+MatcherPtr compile_text_matcher(const std::string& text) {
+  const auto colon = text.find(':');
+  const std::string name = text.substr(0, colon), arg = text.substr(colon + 1);
+  if (name == "one_of") {
+    std::vector<json> options;
+    std::size_t start = 0;
+    while (start <= arg.size()) {
+      const auto comma = std::min(arg.find(',', start), arg.size());
+      const std::string piece = trim(arg.substr(start, comma - start));
+      if (piece.empty()) throw std::invalid_argument("matcher '" + text + "': empty option");
+      char* end = nullptr;
+      const double number = std::strtod(piece.c_str(), &end);
+      options.push_back(end == piece.c_str() + piece.size() ? json(number) : json(piece));
+      start = comma + 1;
+    }
+    return predicate(text, [options](const json* a) {
+      return a && std::any_of(options.begin(), options.end(), [a](const json& o) {
+        return o.is_number() ? a->is_number() && a->get<double>() == o.get<double>() : *a == o;
+      });
+    });
+  }
+  if (arg.empty()) throw std::invalid_argument("matcher '" + text + "' needs a value after ':'");
+  const bool want = name == "contains";
+  return predicate(text, [arg, want](const json* a) { return a && holds(*a, arg) == want; });
+}
 
 Args parse_args(std::string_view text, std::string_view whole) {
   Args args;
@@ -221,6 +261,8 @@ Args parse_args(std::string_view text, std::string_view whole) {
 }
 
 MatcherPtr compile_matcher_string(const std::string& text) {
+  for (auto prefix : kTextMatcherPrefixes)
+    if (std::string_view(text).starts_with(prefix)) return compile_text_matcher(text);
   // Forms: "name", "name(a,b)", "name:n" (e.g. "array:min_length:1").
   std::string_view name = text;
   Args args;
@@ -377,8 +419,9 @@ std::string show(const json* value) { return value ? clip(value->dump()) : "<abs
 
 bool is_matcher_string(std::string_view text) {
   if (text == "absent" || text == "present") return true;
-  return std::any_of(std::begin(kMatcherPrefixes), std::end(kMatcherPrefixes),
-                     [text](std::string_view prefix) { return text.starts_with(prefix); });
+  const auto starts = [text](std::string_view prefix) { return text.starts_with(prefix); };
+  return std::any_of(std::begin(kMatcherPrefixes), std::end(kMatcherPrefixes), starts) ||
+         std::any_of(std::begin(kTextMatcherPrefixes), std::end(kTextMatcherPrefixes), starts);
 }
 
 MatcherPtr compile(const json& expected, ObjectMode mode) {
@@ -466,6 +509,12 @@ MatchResult body_assertions(const json& assertions, const json* body, std::strin
       const auto matcher = compile(expected);
       if (dry) continue;
       if (!body && !raw_empty) return MatchResult::fail("response body is not JSON: " + clip(std::string(raw))).at(key);
+      if (has_wildcard(path)) {  // "$.crons[*].name": match the array of every value reached
+        const auto values = body ? select(*body, path) : std::nullopt;
+        auto result = matcher->match(values ? &*values : nullptr);
+        if (!result) return result.at(key);
+        continue;
+      }
       auto result = matcher->match(body ? lookup(*body, path) : nullptr);
       if (!result) return result.at(key);
     } else {

@@ -244,7 +244,12 @@ NewJob parse_enqueue_request(const json& body, std::int64_t now) {
   if (job.visibility_timeout_ms) doc["visibility_timeout_ms"] = *job.visibility_timeout_ms;
   doc.erase("visibility_timeout");
   if (job.scheduled_at_ms) doc["scheduled_at"] = format_rfc3339(*job.scheduled_at_ms);
-  if (job.expires_at_ms) doc["expires_at"] = format_rfc3339(*job.expires_at_ms);
+  // expires_at is returned as the producer wrote it; a relative "+PT2S" becomes a time.
+  if (job.expires_at_ms) {
+    const json* e = option("expires_at");
+    const bool absolute = e && e->is_string() && !e->get_ref<const std::string&>().starts_with("+");
+    doc["expires_at"] = absolute ? *e : json(format_rfc3339(*job.expires_at_ms));
+  }
   if (!doc.contains("meta")) doc["meta"] = json::object();
   job.document = std::move(doc);
   return job;

@@ -69,6 +69,15 @@ const char* hint_for(ErrorCode code) {
     default: return "See the broker's docs/http-api.md.";
   }
 }
+// A 404 hints at what was not found: the job-id hint only when a job was looked up.
+const char* not_found_hint(const nlohmann::json& details) {
+  if (details.is_object() && details.contains("job_id")) return hint_for(ErrorCode::not_found);
+  if (details.is_object() && details.contains("queue")) return "Check the queue name; GET /ojs/v1/queues lists the queues.";
+  if (details.is_object() && details.contains("cron_name")) return "Check the cron name; GET /ojs/v1/cron lists the registrations.";
+  if (details.is_object() && !details.empty()) return "Check the name or id in the path.";
+  return "Check the method and path; docs/http-api.md lists the endpoints.";
+}
+
 }  // namespace
 
 OjsError::OjsError(ErrorCode code, std::string message)
@@ -96,7 +105,10 @@ nlohmann::json OjsError::to_json() const {
       {"type", to_string(code_)},
       {"message", what()},
       {"retryable", is_retryable(code_)},
-      {"hint", hint_for(code_)},
+      {"hint", code_ == ErrorCode::not_found ? not_found_hint(details_->value)
+               : code_ == ErrorCode::duplicate && details_->value.is_object() && details_->value.contains("uniqueness_key")
+                   ? "A job with the same uniqueness key exists (details.existing_job_id); see the job's unique policy."
+                   : hint_for(code_)},
       {"docs_url", std::string("https://openjobspec.org/errors#") + to_string(code_)},
   };
   if (details_->value.is_object() && !details_->value.empty()) err["details"] = details_->value;

@@ -39,6 +39,7 @@ constexpr MetaAlias kMetaAliases[] = {
     {{"resources", "memory_gb"}, "memory_gb"},
     {{"resources", "storage_gb"}, "storage_gb"},
     {{"resources", "shm_size_gb"}, "shm_size_gb"},
+    {{"model", "name"}, "model_id"},  // the spec RFC's and the SDK ML helpers' name; model.id wins when both are sent
     {{"model", "id"}, "model_id"},
     {{"model", "version"}, "model_version"},
     {{"model", "provider"}, "model_provider"},
@@ -59,6 +60,7 @@ constexpr MetaAlias kMetaAliases[] = {
     {{"checkpoint", "enabled"}, "checkpoint_enabled"},
     {{"checkpoint", "interval_s"}, "checkpoint_interval_s"},
     {{"checkpoint", "storage_uri"}, "checkpoint_storage_uri"},
+    {{"checkpoint", "max_checkpoints"}, "checkpoint_max_count"},  // SDK ML helpers; max_count wins when both are sent
     {{"checkpoint", "max_count"}, "checkpoint_max_count"},
     {{"checkpoint", "on_preempt"}, "checkpoint_on_preempt"},
     {{"preemption", "priority_class"}, "priority_class"},

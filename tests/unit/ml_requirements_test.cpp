@@ -235,3 +235,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{{"meta", {{"preemption", {{"grace_period_s", -5}}}}}}, "meta.preemption.grace_period_s"},
         BadCase{{{"meta", {{"model", {{"checksum", "md5"}}}}}}, "meta.model.checksum"},
         BadCase{{{"meta", {{"resources", "lots"}}}}, "meta.resources"}));
+
+// SDK ML helpers send meta.model.name (the spec RFC's name) and
+// meta.checkpoint.max_checkpoints; both must reach the same attributes.
+TEST(MlRequirements, SdkAliasesModelNameAndMaxCheckpoints) {
+  const auto r = parse_requirements(json{{"meta", {{"model", {{"name", "llama-3.1-8b"}, {"version", "2"}}},
+                                                   {"checkpoint", {{"enabled", true}, {"max_checkpoints", 7}}}}}});
+  EXPECT_EQ(r.hard.pinned_model_id, "llama-3.1-8b");
+  EXPECT_EQ(r.scheduling.checkpoint.max_count, 7);
+  // The canonical spelling wins when both are sent.
+  const auto both = parse_requirements(json{{"meta", {{"model", {{"name", "a"}, {"id", "b"}, {"version", "1"}}},
+                                                      {"checkpoint", {{"max_checkpoints", 7}, {"max_count", 2}}}}}});
+  EXPECT_EQ(both.hard.pinned_model_id, "b");
+  EXPECT_EQ(both.scheduling.checkpoint.max_count, 2);
+}

@@ -10,27 +10,14 @@ end
 local function job_key(prefix, id) return prefix .. 'job:' .. id end
 local function ready_key(prefix, class) return prefix .. 'ready:' .. class end
 
+-- (ecosystem: delegates to _declared.lua so the event record is written once)
 local function emit(prefix, event_type, id, extra)
-  local fields = {'type', event_type, 'job_id', id}
-  local jk = job_key(prefix, id)
-  local meta = redis.call('HMGET', jk, 'type', 'queue', 'attempt')
-  table.insert(fields, 'job_type'); table.insert(fields, meta[1] or '')
-  table.insert(fields, 'queue'); table.insert(fields, meta[2] or '')
-  table.insert(fields, 'attempt'); table.insert(fields, meta[3] or '0')
-  if extra then
-    for i = 1, #extra do table.insert(fields, extra[i]) end
-  end
-  redis.call('XADD', prefix .. 'events', 'MAXLEN', '~', '10000', '*', unpack(fields))
+  emit_to(prefix .. 'events', job_key(prefix, id), event_type, id, extra)
 end
 
--- Makes a job fetchable: next sequence number, rank = rank base + seq.
+-- Makes a job fetchable (ecosystem: the rule lives in _declared.lua).
 local function make_available(prefix, id, now)
-  local jk = job_key(prefix, id)
-  local seq = redis.call('INCR', prefix .. 'seq')
-  local f = redis.call('HMGET', jk, 'rank_base', 'class')
-  redis.call('HSET', jk, 'state', 'available', 'enqueued_at', now)
-  redis.call('HDEL', jk, 'next_attempt_at')
-  redis.call('ZADD', ready_key(prefix, f[2]), tonumber(f[1]) + seq, id)
+  make_available_in(job_key(prefix, id), prefix .. 'seq', function(class) return ready_key(prefix, class) end, id, now)
 end
 
 -- Scheduled jobs and due retries become available.

@@ -11,6 +11,7 @@ local now = now_ms()
 release_budget(prefix, jk)
 redis.call('HSET', jk, 'state', 'completed', 'completed_at', now)
 if result ~= '' then redis.call('HSET', jk, 'result', result) end
+progress_on_complete(jk)  -- ecosystem: progress ends at 1.0
 redis.call('HDEL', jk, 'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at')
 redis.call('ZREM', prefix .. 'active', id)
 redis.call('HINCRBY', prefix .. 'stats', 'completed', 1)

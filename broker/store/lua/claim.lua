@@ -25,7 +25,7 @@ local function discard_expired_heads(class)
     local expires = tonumber(redis.call('HGET', jk, 'expires_at') or '')
     if not expires or expires > now then return end
     redis.call('ZREM', ready_key(prefix, class), head[1])
-    redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at', now, 'error',
+    redis.call('HSET', jk, 'state', 'discarded', 'discarded_at', now, 'error',  -- no completed_at: it never ran (level-2 ttl case)
       cjson.encode({code = 'expired', type = 'expired', retryable = false,
                     message = 'job expired (expires_at passed) before it was delivered'}))
     redis.call('HINCRBY', prefix .. 'stats', 'discarded', 1)

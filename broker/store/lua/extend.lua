@@ -6,13 +6,9 @@ local extended = {}
 for i = 4, #ARGV do
   local id = ARGV[i]
   local jk = job_key(prefix, id)
-  local f = redis.call('HMGET', jk, 'state', 'worker_id', 'visibility_timeout_ms', 'execution_deadline')
+  local f = redis.call('HMGET', jk, 'state', 'worker_id')
   if f[1] == 'active' and f[2] == worker then
-    local deadline = now + (tonumber(f[3] or '') or vis)
-    local cap = tonumber(f[4] or '')
-    if cap and cap < deadline then deadline = cap end
-    redis.call('HSET', jk, 'visibility_deadline', deadline)
-    redis.call('ZADD', prefix .. 'active', deadline, id)
+    extend_visibility(jk, prefix .. 'active', id, now, vis)  -- ecosystem: shared with progress.lua
     table.insert(extended, id)
   end
 end

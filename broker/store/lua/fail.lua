@@ -28,6 +28,7 @@ if redis.call('HEXISTS', jk, 'preempt_deadline') == 1 then
 end
 if err ~= '' then redis.call('HSET', jk, 'error', err) end
 if errors ~= '' then redis.call('HSET', jk, 'errors', errors) end
+if outcome == 'retry' or outcome == 'requeue' then progress_on_retry(jk) end  -- ecosystem: per-attempt progress
 if outcome == 'retry' then
   redis.call('HSET', jk, 'state', 'retryable', 'next_attempt_at', due)
   redis.call('ZADD', prefix .. 'delayed', due, id)

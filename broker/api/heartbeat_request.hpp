@@ -1,0 +1,16 @@
+// The job ids a heartbeat reports, in either shape the OJS documents use:
+// the HTTP binding's `"active_jobs": ["id", ...]`, or the worker protocol's
+// (section 4.2) `"active_jobs": 2, "active_job_ids": ["id", "id"]` that the
+// official SDK workers send. A single `job_id` is accepted too.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace ojs::broker {
+
+// Throws 400 invalid_request naming the field and the rule on a malformed body.
+std::vector<std::string> heartbeat_job_ids(const nlohmann::json& body);
+
+}  // namespace ojs::broker

@@ -1,0 +1,161 @@
+#include "broker/cron/cron_service.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <regex>
+
+#include "broker/cron/cron_expression.hpp"
+#include "broker/preemption/preemption.hpp"
+#include "ojs/core/error.hpp"
+#include "ojs/core/time.hpp"
+#include "ojs/core/uuid.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+namespace {
+
+const std::regex kName("^[a-z0-9][a-z0-9.-]{0,254}$");
+
+OjsError cron_not_found(const std::string& name) {
+  return OjsError(ErrorCode::not_found, "cron " + name + " not found", {{"cron_name", name}});
+}
+
+std::optional<std::int64_t> to_ms(const std::map<std::string, std::string>& state, const char* field) {
+  const auto it = state.find(field);
+  if (it == state.end() || it->second.empty()) return std::nullopt;
+  try {
+    return std::stoll(it->second);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+// The job a tick enqueues, as a PUSH body: job_template, or the spec's top-level fields.
+json job_body(const json& definition) {
+  if (definition.contains("job_template")) return definition["job_template"];
+  json body = {{"type", definition.value("type", "")}, {"args", definition.value("args", json::array())}};
+  if (definition.contains("options")) body["options"] = definition["options"];
+  return body;
+}
+
+std::shared_ptr<const cron::TimeZone> zone_of(const json& definition) {
+  return cron::TimeZone::load(definition.value("timezone", "UTC"));
+}
+
+}  // namespace
+
+CronService::CronService(JobService& jobs, std::int64_t tick_interval_ms)
+    : jobs_(jobs), store_(jobs.store().redis()), owner_(make_uuidv7()), lease_ms_(std::max<std::int64_t>(2000, 3 * tick_interval_ms)) {}
+
+json CronService::put(const json& body) {
+  if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
+  if (!body.contains("name") || !body["name"].is_string() || !std::regex_match(body["name"].get<std::string>(), kName))
+    throw invalid_field("name", "must match ^[a-z0-9][a-z0-9.-]*$ (at most 255 characters)");
+  const auto name = body["name"].get<std::string>();
+  const char* expr_field = body.contains("cron") ? "cron" : "expression";
+  if (!body.contains(expr_field) || !body[expr_field].is_string()) throw invalid_field("cron", "is required: a cron expression such as \"0 9 * * *\"");
+  const auto text = body[expr_field].get<std::string>();
+  std::optional<cron::CronExpression> expression;
+  try {
+    expression = cron::CronExpression::parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw invalid_field(expr_field, std::string("invalid cron expression: ") + e.what());
+  }
+  json def = json::object();
+  for (const char* f : {"name", "description", "job_template", "type", "args", "options", "overlap_policy", "enabled", "timezone"})
+    if (body.contains(f)) def[f] = body[f];
+  def["expression"] = text;
+  def["timezone"] = body.value("timezone", "UTC");
+  if (!def["timezone"].is_string() || !zone_of(def)) throw invalid_field("timezone", "must be an IANA time zone name such as \"America/New_York\"");
+  def["overlap_policy"] = body.value("overlap_policy", "skip");
+  const auto overlap = def["overlap_policy"];
+  if (!overlap.is_string() || (overlap != "skip" && overlap != "allow" && overlap != "enqueue"))
+    throw invalid_field("overlap_policy", "must be skip, allow or enqueue (cancel_previous is not supported yet)");
+  if (def.contains("enabled") && !def["enabled"].is_boolean()) throw invalid_field("enabled", "must be a boolean");
+  def["enabled"] = def.value("enabled", true);
+  if (def.contains("job_template") && !def["job_template"].is_object()) throw invalid_field("job_template", "must be an object");
+  // The job must be a valid PUSH now, not at 3 a.m.
+  try {
+    jobs_.prepare(job_body(def));
+  } catch (const OjsError& e) {
+    json details = e.details();
+    const std::string prefix = def.contains("job_template") ? "job_template." : "";
+    if (details.is_object() && details.contains("field")) details["field"] = prefix + details["field"].get<std::string>();
+    throw OjsError(e.code(), prefix + e.what(), details);
+  }
+  const auto existing = store_.get(name);
+  def["created_at"] = existing ? json::parse(existing->definition).value("created_at", format_rfc3339(now_ms())) : format_rfc3339(now_ms());
+  std::optional<std::int64_t> next;
+  if (def["enabled"].get<bool>()) next = expression->next_after(now_ms(), *zone_of(def));
+  return view(name, store_.put(name, def.dump(), next));
+}
+
+json CronService::view(const std::string& name, const CronRecord& record) {
+  json out = json::parse(record.definition, nullptr, false);
+  if (!out.is_object()) out = json::object();
+  out["name"] = name;
+  out["cron"] = out.value("expression", "");
+  const auto next = to_ms(record.state, "next_run_at");
+  const auto last = to_ms(record.state, "last_run_at");
+  out["next_run_at"] = next ? json(format_rfc3339(*next)) : json(nullptr);
+  out["last_run_at"] = last ? json(format_rfc3339(*last)) : json(nullptr);
+  out["run_count"] = to_ms(record.state, "run_count").value_or(0);
+  return out;
+}
+
+json CronService::get(const std::string& name) {
+  auto record = store_.get(name);
+  if (!record) throw cron_not_found(name);
+  return view(name, *record);
+}
+
+json CronService::list() {
+  json crons = json::array();
+  for (const auto& [name, record] : store_.list()) crons.push_back(view(name, record));
+  return {{"crons", crons}};
+}
+
+json CronService::remove(const std::string& name) {
+  auto record = store_.get(name);
+  if (!record || !store_.remove(name)) throw cron_not_found(name);
+  return view(name, *record);
+}
+
+void CronService::fire(const std::string& name, const json& definition, std::int64_t tick_ms, std::int64_t now) {
+  const auto zone = zone_of(definition);
+  const auto expression = cron::CronExpression::parse(definition.value("expression", ""));
+  // The following tick counts from now: occurrences missed while no broker ran are not replayed.
+  const auto following = expression.next_after(std::max(tick_ms, now), *zone);
+  json body = job_body(definition);
+  if (!body.contains("meta") || !body["meta"].is_object()) body["meta"] = json::object();
+  body["meta"]["cron_name"] = name;
+  body["meta"]["cron_triggered_at"] = format_rfc3339(tick_ms);
+  PreparedJob prepared = jobs_.prepare(body);
+  const auto& job = prepared.job;
+  const BatchJob row{job.queue, job.id, prepared.cls.class_id, prepared.cls.class_json, prepared.cls.rank_base, std::nullopt,
+                     prepared.fields};
+  // No following tick within five years: park the cron far ahead rather than spin.
+  const auto result = store_.fire(name, tick_ms, following.value_or(tick_ms + 5LL * 366 * 86400000), definition.value("overlap_policy", "skip"), row);
+  if (result == CronFire::fired) index_scheduling(jobs_.store().redis(), job.queue, job.id, prepared.cls.requirements);
+  if (result == CronFire::skipped) spdlog::info("cron {}: tick skipped, the previous run is still active", name);
+}
+
+void CronService::run_once() {
+  if (!store_.lead(owner_, lease_ms_)) return;
+  const auto now = now_ms();
+  for (const auto& [name, record] : store_.list()) {
+    const auto tick = to_ms(record.state, "next_run_at");
+    if (!tick || *tick > now) continue;
+    try {
+      const json definition = json::parse(record.definition);
+      if (!definition.value("enabled", true)) continue;
+      fire(name, definition, *tick, now);
+    } catch (const std::exception& e) {
+      spdlog::warn("cron {}: tick at {} failed: {}", name, format_rfc3339(*tick), e.what());
+    }
+  }
+}
+
+}  // namespace ojs::broker

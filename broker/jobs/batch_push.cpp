@@ -1,0 +1,76 @@
+#include "broker/jobs/batch_push.hpp"
+
+#include <map>
+#include <optional>
+
+#include "broker/preemption/preemption.hpp"
+#include "ojs/core/error.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+namespace {
+
+json refusal(std::size_t index, const OjsError& e) {
+  json details = e.details();
+  if (details.is_object() && details.contains("field") && details["field"].is_string())
+    details["field"] = "jobs[" + std::to_string(index) + "]." + details["field"].get<std::string>();
+  return {{"index", index}, {"code", to_string(e.code())}, {"message", e.what()}, {"details", details}};
+}
+
+}  // namespace
+
+json push_batch(JobService& jobs, const json& body) {
+  if (!body.is_object() || !body.contains("jobs")) throw invalid_field("jobs", "is required");
+  const auto& list = body["jobs"];
+  if (!list.is_array() || list.empty()) throw invalid_field("jobs", "must be a non-empty array of jobs");
+  if (list.size() > kMaxBatchJobs) throw invalid_field("jobs", "must hold at most " + std::to_string(kMaxBatchJobs) + " jobs");
+
+  // Validate every job first: a batch is stored whole or not at all.
+  std::vector<PreparedJob> prepared;
+  json errors = json::array();
+  std::optional<OjsError> first;
+  std::map<std::string, std::size_t> seen_ids;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    try {
+      prepared.push_back(jobs.prepare(list[i]));
+      // A duplicate decision per job would make the batch partial: unique jobs go one by one.
+      if (prepared.back().job.document.contains("unique"))
+        throw invalid_field("unique", "is not accepted in a batch PUSH; PUSH unique jobs one by one");
+      const auto& id = prepared.back().job.id;
+      if (auto [it, fresh] = seen_ids.emplace(id, i); !fresh)
+        throw OjsError(ErrorCode::invalid_request, "id: repeats the id of jobs[" + std::to_string(it->second) + "]",
+                       {{"field", "id"}, {"rule", "must be unique within the batch"}});
+    } catch (const OjsError& e) {
+      errors.push_back(refusal(i, e));
+      if (!first) first = e;
+    }
+  }
+  if (first) {
+    const auto& r = errors[0];
+    json details = r["details"];
+    details["errors"] = errors;
+    throw OjsError(first->code(), "batch refused, nothing enqueued: jobs[" + std::to_string(r["index"].get<std::size_t>()) +
+                                      "]: " + r["message"].get<std::string>(), details);
+  }
+
+  std::vector<BatchJob> batch;
+  batch.reserve(prepared.size());
+  for (const auto& p : prepared)
+    batch.push_back({p.job.queue, p.job.id, p.cls.class_id, p.cls.class_json, p.cls.rank_base, p.job.scheduled_at_ms, p.fields});
+  const auto outcome = jobs.store().push_batch(batch);
+  if (outcome.status == TransitionStatus::duplicate)
+    throw OjsError(ErrorCode::duplicate, "batch refused, nothing enqueued: a job with id " + outcome.duplicate_id + " already exists",
+                   {{"job_id", outcome.duplicate_id}});
+
+  json out = json::array();
+  for (std::size_t i = 0; i < prepared.size(); ++i) {
+    // Escalation and reservation-timeout indexes, as after a single PUSH.
+    index_scheduling(jobs.store().redis(), prepared[i].job.queue, prepared[i].job.id, prepared[i].cls.requirements);
+    out.push_back(outcome.jobs[i].envelope());
+  }
+  return {{"jobs", out}, {"count", out.size()}};
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,19 @@
+// Batch PUSH (POST /ojs/v1/jobs/batch): every job is validated as PUSH would
+// validate it alone, then all are stored by one script, or none are.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+
+#include "broker/jobs/job_service.hpp"
+
+namespace ojs::broker {
+
+inline constexpr std::size_t kMaxBatchJobs = 1000;  // jobs per batch (docs/operations.md)
+
+// body = {"jobs": [EnqueueRequest, ...]}; returns {"jobs": [envelope...], "count": n}.
+// Throws OjsError: the first refused job's code, with every refusal in
+// details.errors ({index, code, message, details}) and field "jobs[i].<field>".
+nlohmann::json push_batch(JobService& jobs, const nlohmann::json& body);
+
+}  // namespace ojs::broker

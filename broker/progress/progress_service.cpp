@@ -1,0 +1,61 @@
+#include "broker/progress/progress_service.hpp"
+
+#include <algorithm>
+
+#include "broker/store/progress_store.hpp"
+#include "ojs/core/error.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+namespace {
+OjsError job_not_found(const std::string& id) {
+  return OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
+}
+}  // namespace
+
+json report_progress(JobService& jobs, const std::string& job_id, const json& body, std::int64_t default_visibility_ms) {
+  if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
+  std::optional<double> value;
+  if (body.contains("progress") && !body["progress"].is_null()) {
+    if (!body["progress"].is_number()) throw invalid_field("progress", "must be a number between 0.0 and 1.0");
+    value = std::clamp(body["progress"].get<double>(), 0.0, 1.0);  // out-of-range values are clamped (5.1)
+  }
+  json data = body.contains("data") ? body["data"] : json(nullptr);
+  if (!data.is_null() && !data.is_object()) throw invalid_field("data", "must be an object");
+  if (body.contains("message")) {
+    if (!body["message"].is_string()) throw invalid_field("message", "must be a string");
+    if (data.is_null()) data = json::object();
+    data["message"] = body["message"];
+  }
+  if (!value && data.is_null()) throw invalid_field("progress", "progress, data or message is required");
+  std::string worker;
+  if (body.contains("worker_id")) {
+    if (!body["worker_id"].is_string() || body["worker_id"].get<std::string>().empty())
+      throw invalid_field("worker_id", "must be a non-empty string");
+    worker = body["worker_id"].get<std::string>();
+  }
+  const auto queue = jobs.store().queue_of(job_id);
+  if (!queue) throw job_not_found(job_id);
+  ProgressStore store(jobs.store().redis());
+  const auto outcome = store.report(*queue, job_id, worker, value, data.is_null() ? std::string() : data.dump(), default_visibility_ms);
+  if (outcome.kind == ProgressOutcome::Kind::not_found) throw job_not_found(job_id);
+  json out = read_progress(jobs, job_id);
+  out["accepted"] = outcome.kind == ProgressOutcome::Kind::recorded;
+  if (outcome.kind == ProgressOutcome::Kind::ignored) out["reason"] = outcome.reason;
+  return out;
+}
+
+json read_progress(JobService& jobs, const std::string& job_id) {
+  auto record = jobs.store().get(job_id);
+  if (!record) throw job_not_found(job_id);
+  const auto job = record->envelope();
+  return {{"job_id", job_id},
+          {"state", job.value("state", "")},
+          {"progress", job.contains("progress") ? job["progress"] : json(nullptr)},
+          {"data", job.contains("progress_data") ? job["progress_data"] : json(nullptr)},
+          {"updated_at", job.contains("progress_updated_at") ? job["progress_updated_at"] : json(nullptr)}};
+}
+
+}  // namespace ojs::broker

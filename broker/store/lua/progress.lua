@@ -1,0 +1,24 @@
+-- PROGRESS (spec/ojs-progress.md): records an active job's progress, extends its
+-- reservation as a heartbeat would, and writes at most one event per second.
+-- KEYS[1] job hash, KEYS[2] the queue's active zset, KEYS[3] the queue's events stream
+-- ARGV: 1 id, 2 worker_id ('' = any), 3 progress 0..1 ('' = none), 4 data JSON ('' = none),
+--       5 default visibility ms
+-- Reply: {'ok', progress, visibility_deadline} | {'ignored', reason} (not active, another
+--        worker's job, or a lower value than already reported) | {'not_found'}
+local id, worker, progress, data = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local jk = KEYS[1]
+local f = redis.call('HMGET', jk, 'state', 'worker_id', 'progress', 'progress_event_at')
+if not f[1] then return {'not_found'} end
+if f[1] ~= 'active' then return {'ignored', 'state ' .. f[1]} end
+if worker ~= '' and f[2] ~= worker then return {'ignored', 'held by another worker'} end
+if progress ~= '' and f[3] and tonumber(progress) < tonumber(f[3]) then return {'ignored', 'progress may not decrease'} end
+local now = now_ms()
+if progress ~= '' then redis.call('HSET', jk, 'progress', progress) end
+if data ~= '' then redis.call('HSET', jk, 'progress_data', data) end
+redis.call('HSET', jk, 'progress_updated_at', now)
+local deadline = extend_visibility(jk, KEYS[2], id, now, tonumber(ARGV[5]))
+if now - tonumber(f[4] or '0') >= 1000 then
+  redis.call('HSET', jk, 'progress_event_at', now)
+  emit_to(KEYS[3], jk, 'job.progress', id, {'progress', redis.call('HGET', jk, 'progress') or ''})
+end
+return {'ok', redis.call('HGET', jk, 'progress') or '', deadline}

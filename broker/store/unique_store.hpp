@@ -1,0 +1,32 @@
+// Unique-job PUSH in the store: reads who holds a uniqueness key, then runs
+// push_unique.lua with every key declared (the holder's keys included).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/store/job_store.hpp"
+#include "broker/store/redis_client.hpp"
+
+namespace ojs::broker {
+
+struct UniquePushOutcome {
+  enum class Kind { created, conflict, ignored, duplicate_id } kind = Kind::created;
+  JobRecord job;            // created: the new job; ignored: the holder
+  std::string holder_id;    // conflict
+  std::string holder_state; // conflict
+};
+
+class UniqueStore {
+ public:
+  explicit UniqueStore(RedisPool& redis) : redis_(redis) {}
+  // `job` as for push_batch; the policy's key, states, period and on_conflict.
+  UniquePushOutcome push(const BatchJob& job, const std::string& uniqueness_key, const std::vector<std::string>& states,
+                         std::optional<std::int64_t> period_ms, const std::string& on_conflict);
+
+ private:
+  RedisPool& redis_;
+};
+
+}  // namespace ojs::broker

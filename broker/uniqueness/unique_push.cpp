@@ -1,0 +1,40 @@
+#include "broker/uniqueness/unique_push.hpp"
+
+#include "broker/preemption/preemption.hpp"
+#include "broker/store/unique_store.hpp"
+#include "broker/uniqueness/unique_policy.hpp"
+#include "ojs/core/error.hpp"
+
+namespace ojs::broker {
+
+PushResult push_job(JobService& jobs, const nlohmann::json& body) {
+  PreparedJob prepared = jobs.prepare(body);
+  const auto policy = parse_unique_policy(prepared.job.document);
+  if (!policy) return {jobs.commit(prepared), false};
+
+  const auto& job = prepared.job;
+  UniqueStore store(jobs.store().redis());
+  const BatchJob row{job.queue, job.id, prepared.cls.class_id, prepared.cls.class_json, prepared.cls.rank_base,
+                     job.scheduled_at_ms, prepared.fields};
+  const auto outcome = store.push(row, policy->key, policy->states, policy->period_ms, policy->on_conflict);
+  using Kind = UniquePushOutcome::Kind;
+  switch (outcome.kind) {
+    case Kind::conflict:
+      throw OjsError(ErrorCode::duplicate,
+                     outcome.holder_state == "active" && policy->on_conflict != "reject"
+                         ? "a job matching the uniqueness key is active and cannot be replaced"
+                         : "a job matching the uniqueness key already exists",
+                     {{"existing_job_id", outcome.holder_id}, {"existing_job_state", outcome.holder_state},
+                      {"uniqueness_key", policy->key}});
+    case Kind::duplicate_id:
+      throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
+    case Kind::ignored:
+      return {outcome.job.envelope(), true};
+    case Kind::created:
+      break;
+  }
+  index_scheduling(jobs.store().redis(), job.queue, job.id, prepared.cls.requirements);  // as after any PUSH
+  return {outcome.job.envelope(), false};
+}
+
+}  // namespace ojs::broker

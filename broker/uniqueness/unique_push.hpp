@@ -1,0 +1,20 @@
+// PUSH with unique jobs: a job carrying a `unique` policy goes through
+// push_unique.lua (check, conflict policy and insert in one step); others are
+// stored as plain PUSH stores them.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "broker/jobs/job_service.hpp"
+
+namespace ojs::broker {
+
+struct PushResult {
+  nlohmann::json job;         // the new job, or the existing one when deduplicated
+  bool deduplicated = false;  // on_conflict "ignore" found a holder: nothing enqueued (HTTP 200)
+};
+
+// Throws OjsError: 409 duplicate {existing_job_id, existing_job_state, uniqueness_key}
+// for `reject` (and for replacing an active job), 400 for an invalid policy.
+PushResult push_job(JobService& jobs, const nlohmann::json& body);
+
+}  // namespace ojs::broker
