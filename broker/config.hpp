@@ -25,6 +25,10 @@ struct BrokerConfig {
   std::int64_t locality_delay_ms = 5000;          // delay scheduling for model locality
   std::string placement = "pack";                 // device placement: pack | spread
   int max_fetch_count = 100;
+  // Per-request and global bounds against hostile input (docs/operations.md "Security").
+  int max_fetch_queues = 64;        // queues named in one FETCH
+  int max_heartbeat_jobs = 1000;    // job ids in one heartbeat
+  int max_queues = 1000;            // queues that may exist; PUSH to a new queue beyond it: 422 (0: no bound)
 
   // Access control, governance bounds and TLS (docs/operations.md). Without an
   // auth file every caller is an anonymous admin, allowed on loopback only unless

@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   cli.add_option("--locality-delay-ms", config.locality_delay_ms, "Delay scheduling bound for model locality")->capture_default_str();
   cli.add_option("--placement", config.placement, "GPU device placement: pack or spread")->capture_default_str()->check(CLI::IsMember({"pack", "spread"}));
   cli.add_option("--max-body-bytes", config.max_body_bytes, "Largest accepted request body")->capture_default_str();
+  cli.add_option("--max-fetch-queues", config.max_fetch_queues, "Most queues one FETCH may name")->capture_default_str()->check(CLI::Range(1, 100000));
+  cli.add_option("--max-heartbeat-jobs", config.max_heartbeat_jobs, "Most job ids one heartbeat may name")->capture_default_str()->check(CLI::Range(1, 1000000));
+  cli.add_option("--max-queues", config.max_queues, "Most queues that may exist (0: no bound)")->capture_default_str()->check(CLI::Range(0, 100000000));
   // Access control, governance bounds, TLS (docs/operations.md).
   cli.add_option("--auth-file", config.auth_file, "Token file: JSON [{name, roles[], sha256[, tenant]}]. Absent: anonymous admin mode, loopback only");
   cli.add_flag("--allow-anonymous", config.allow_anonymous, "Serve anonymous callers (no --auth-file) on a non-loopback address");

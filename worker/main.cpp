@@ -2,7 +2,10 @@
 #include "worker/agent/agent.hpp"
 #include "worker/agent/http_broker_api.hpp"
 #include "worker/agent/shutdown_signal.hpp"
+#include "worker/config/json_file.hpp"
 #include "worker/discovery/capabilities.hpp"
+#include "worker/discovery/nvml_loader.hpp"
+#include "worker/discovery/xid_watcher.hpp"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
   long visibility_timeout_ms = 60000;
   std::string work_dir;
   bool print_capabilities = false;
+  bool print_nvml_inventory = false;
   bool once = false;
   std::string log_level = "info";
 
@@ -57,6 +61,8 @@ int main(int argc, char** argv) {
   app.add_option("--visibility-timeout-ms", visibility_timeout_ms, "job reservation asked for at FETCH and BEAT")->capture_default_str();
   app.add_option("--work-dir", work_dir, "root of per-job working directories (default: config, else /tmp/ojs-worker)");
   app.add_flag("--print-capabilities", print_capabilities, "print the capabilities advertisement as JSON and exit");
+  app.add_flag("--print-nvml-inventory", print_nvml_inventory,
+               "print the raw NVML values as JSON (the tests/fixtures/nvml format) and exit");
   app.add_flag("--once", once, "exit when a FETCH finds the queues empty and running jobs are done");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -75,6 +81,15 @@ int main(int argc, char** argv) {
     if (concurrency > 0) config.concurrency = concurrency;
     if (!work_dir.empty()) config.work_dir = work_dir;
 
+    if (print_nvml_inventory) {  // how a GPU machine's inventory becomes a parser fixture
+      const auto nvml = load_nvml_inventory(config.nvml_library);
+      if (!nvml.inventory) {
+        spdlog::error("no NVML inventory: {}", nvml.unavailable_reason);
+        return 1;
+      }
+      std::cout << nlohmann::json(*nvml.inventory).dump(1) << std::endl;
+      return 0;
+    }
     const nlohmann::json capabilities = build_capabilities(config, capabilities_file);
     if (print_capabilities) {
       std::cout << capabilities.dump(2) << std::endl;
@@ -93,6 +108,16 @@ int main(int argc, char** argv) {
     options.heartbeat_interval_s = heartbeat_interval_s;
     options.visibility_timeout_ms = visibility_timeout_ms;
     options.once = once;
+    // Health events only make sense for the GPUs discovery read, not simulated ones.
+    DeviceFaults faults;
+    std::unique_ptr<XidWatcher> xid_watcher;
+    if (capabilities_file.empty() || !requests_simulation(read_json_file(capabilities_file))) {
+      std::string why;
+      xid_watcher = XidWatcher::start(config.nvml_library, faults, &why);
+      if (xid_watcher) spdlog::info("watching {} GPU(s) for XID errors", xid_watcher->watched_gpus());
+      else spdlog::info("no XID watching ({})", why);
+      options.device_faults = &faults;
+    }
     Agent agent(api, std::move(config), std::move(options), capabilities, shutdown_requested);
     return agent.run();
   } catch (const std::exception& e) {

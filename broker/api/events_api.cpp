@@ -1,6 +1,9 @@
 // GET /ojs/v1/events?types=a,b&queues=x,y&job_id=...&limit=N (newest first).
+#include <map>
+
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
+#include "broker/auth/identity.hpp"
 #include "broker/events/event_log.hpp"
 #include "ojs/core/error.hpp"
 
@@ -33,7 +36,18 @@ void register_events_api(Router& router, ApiContext& ctx) {
     }
     if (q.limit < 1 || q.limit > 1000) throw invalid_field("limit", "must be an integer between 1 and 1000");
     nlohmann::json events = nlohmann::json::array();
-    for (auto& e : list_events(ctx.store, q)) events.push_back(std::move(e));
+    // A tenant-pinned token reads only events of its tenant's jobs.
+    const auto scope = auth::tenant_scope();
+    std::map<std::string, bool> visible;  // job id -> in scope, one lookup per job
+    for (auto& e : list_events(ctx.store, q)) {
+      if (!scope.empty()) {
+        const auto subject = e.value("subject", std::string());
+        auto it = visible.find(subject);
+        if (it == visible.end()) it = visible.emplace(subject, ctx.jobs.tenant_of(subject).value_or("") == scope).first;
+        if (!it->second) continue;
+      }
+      events.push_back(std::move(e));
+    }
     return json_reply(200, {{"events", events}});
   });
 }

@@ -1,6 +1,7 @@
 // PUSH, INFO and CANCEL: POST /ojs/v1/jobs, GET and DELETE /ojs/v1/jobs/{id}.
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
+#include "broker/auth/identity.hpp"
 #include "broker/governance/queue_config.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/uuid.hpp"
@@ -30,6 +31,15 @@ const std::string& job_id_param(const HttpRequest& r) {
   if (!is_uuidv7(id)) throw invalid_field("id", "must be a lowercase UUIDv7 job id");
   return id;
 }
+
+// A tenant-pinned token sees and cancels only its tenant's jobs: another
+// tenant's job answers 404, exactly as a missing one.
+void require_in_tenant_scope(ApiContext& ctx, const std::string& id) {
+  const auto scope = auth::tenant_scope();
+  if (scope.empty()) return;
+  const auto tenant = ctx.jobs.tenant_of(id);
+  if (tenant && *tenant != scope) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
+}
 }  // namespace
 
 void register_jobs_api(Router& router, ApiContext& ctx) {
@@ -41,12 +51,15 @@ void register_jobs_api(Router& router, ApiContext& ctx) {
   });
   router.add("GET", "/ojs/v1/jobs/{id}", [&ctx](const HttpRequest& r) {
     const auto& id = r.params.at("id");
+    require_in_tenant_scope(ctx, id);
     return json_reply(200, {{"job", ctx.jobs.info(id)}});
   });
   router.add("GET", "/ojs/v1/jobs/{id}/diagnosis", [&ctx](const HttpRequest& r) {
+    require_in_tenant_scope(ctx, job_id_param(r));
     return json_reply(200, {{"diagnosis", ctx.jobs.diagnosis(job_id_param(r))}});
   });
   router.add("DELETE", "/ojs/v1/jobs/{id}", [&ctx](const HttpRequest& r) {
+    require_in_tenant_scope(ctx, job_id_param(r));
     return json_reply(200, {{"job", ctx.jobs.cancel(job_id_param(r))}});
   });
 }

@@ -1,14 +1,44 @@
 #include "broker/api/json_io.hpp"
 
+#include <algorithm>
+
 #include "ojs/core/envelope.hpp"
 #include "ojs/core/error.hpp"
 
 namespace ojs::broker {
 
+namespace {
+
+// Deepest array/object nesting of a JSON text, brackets inside strings skipped;
+// stops counting once past `limit`. Linear, no recursion.
+int nesting_depth(const std::string& text, int limit) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size() && deepest <= limit; ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
 nlohmann::json parse_json_body(const HttpRequest& request) {
   if (request.body.empty())
     throw OjsError(ErrorCode::invalid_payload, "request body is empty; a JSON object is required",
                    {{"field", "body"}, {"rule", "must be a JSON object"}});
+  if (nesting_depth(request.body, kMaxJsonDepth) > kMaxJsonDepth)
+    throw OjsError(ErrorCode::invalid_payload, "request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+                   {{"field", "body"}, {"rule", "at most " + std::to_string(kMaxJsonDepth) + " nested arrays/objects"}});
   nlohmann::json body = nlohmann::json::parse(request.body, nullptr, false);
   if (body.is_discarded())
     throw OjsError(ErrorCode::invalid_payload, "request body is not valid JSON",
@@ -40,7 +70,7 @@ int int_query(const HttpRequest& request, const char* name, int fallback, int mi
 HttpResponse json_reply(int status, const nlohmann::json& body) {
   HttpResponse r;
   r.status = status;
-  r.body = body.dump();
+  r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // echoed ids may be any bytes
   return r;
 }
 

@@ -6,7 +6,13 @@
 
 namespace ojs::broker {
 
-// Parses the body as a JSON object; 400 invalid_payload when it is not JSON.
+// Nesting bound of request bodies (docs/operations.md "Security"): deeper
+// documents are refused before parsing, since copying and dumping them recurse.
+// The size bound is the HTTP layer's --max-body-bytes (413).
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses the body as a JSON object; 400 invalid_payload when it is not JSON or
+// nests deeper than kMaxJsonDepth.
 nlohmann::json parse_json_body(const HttpRequest& request);
 HttpResponse json_reply(int status, const nlohmann::json& body);
 

@@ -2,9 +2,12 @@
 // admin endpoints that set a worker's lifecycle directive.
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
+#include "broker/auth/identity.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "ojs/core/envelope.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
+#include "ojs/ml/capabilities.hpp"
 
 namespace ojs::broker {
 
@@ -27,7 +30,7 @@ nlohmann::json transition_reply(const nlohmann::json& job) {
 
 // ACK and FAIL may name the worker (our workers do); then only the holder may finish the job.
 std::string optional_worker(const nlohmann::json& body) {
-  return body.contains("worker_id") ? required_string(body, "worker_id") : std::string();
+  return body.contains("worker_id") ? require_worker_id(body["worker_id"], "worker_id") : std::string();
 }
 
 std::string directive_for(const std::string& state) { return state == "running" ? "" : state; }
@@ -36,7 +39,11 @@ std::string directive_for(const std::string& state) { return state == "running" 
 
 void register_workers_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/workers/fetch", [&ctx](const HttpRequest& r) {
-    const auto request = FetchRequest::parse(parse_json_body(r), ctx.config.max_fetch_count);
+    const auto body = parse_json_body(r);
+    if (body.contains("queues") && body["queues"].is_array() && body["queues"].size() > static_cast<std::size_t>(ctx.config.max_fetch_queues))
+      throw invalid_field("queues", "must name at most " + std::to_string(ctx.config.max_fetch_queues) + " queues (--max-fetch-queues)");
+    const auto request = FetchRequest::parse(body, ctx.config.max_fetch_count);
+    auth::authorize_worker_id(body.contains("worker_id") ? request.worker_id : std::string());
     const auto state = ctx.workers.touch(request.worker_id, request.capabilities ? &*request.capabilities : nullptr, request.queues);
     nlohmann::json jobs = nlohmann::json::array();
     // A worker told to be quiet or to terminate gets no new work.
@@ -52,7 +59,9 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     const auto body = parse_json_body(r);
     const auto id = required_string(body, "job_id");
     const nlohmann::json* result = body.contains("result") ? &body["result"] : nullptr;
-    auto out = transition_reply(ctx.jobs.ack(id, result, optional_worker(body)));
+    const auto worker = optional_worker(body);
+    auth::authorize_worker_id(worker);
+    auto out = transition_reply(ctx.jobs.ack(id, result, worker));
     out["acknowledged"] = true;
     return json_reply(200, out);
   });
@@ -66,12 +75,16 @@ void register_workers_api(Router& router, ApiContext& ctx) {
       requeue = body["requeue"].get<bool>();
     }
     const nlohmann::json error = body.contains("error") ? body["error"] : nlohmann::json(nullptr);
-    return json_reply(200, transition_reply(ctx.jobs.fail(id, error, requeue, optional_worker(body))));
+    const auto worker = optional_worker(body);
+    auth::authorize_worker_id(worker);
+    return json_reply(200, transition_reply(ctx.jobs.fail(id, error, requeue, worker)));
   });
 
   router.add("POST", "/ojs/v1/workers/heartbeat", [&ctx](const HttpRequest& r) {
     const auto body = parse_json_body(r);
-    const auto worker_id = required_string(body, "worker_id");
+    if (!body.contains("worker_id")) throw invalid_field("worker_id", "is required");
+    const auto worker_id = require_worker_id(body["worker_id"], "worker_id");
+    auth::authorize_worker_id(worker_id);
     std::vector<std::string> ids;
     if (body.contains("active_jobs")) {
       if (!body["active_jobs"].is_array()) throw invalid_field("active_jobs", "must be an array of job ids");
@@ -81,10 +94,13 @@ void register_workers_api(Router& router, ApiContext& ctx) {
       }
     }
     if (body.contains("job_id")) ids.push_back(required_string(body, "job_id"));
+    if (ids.size() > static_cast<std::size_t>(ctx.config.max_heartbeat_jobs))  // one directory lookup per id
+      throw invalid_field("active_jobs", "must name at most " + std::to_string(ctx.config.max_heartbeat_jobs) + " job ids (--max-heartbeat-jobs)");
     std::optional<std::int64_t> visibility;
     if (body.contains("visibility_timeout_ms")) {
-      if (!body["visibility_timeout_ms"].is_number_integer() || body["visibility_timeout_ms"].get<long long>() < 0)
-        throw invalid_field("visibility_timeout_ms", "must be an integer >= 0");
+      const auto& v = body["visibility_timeout_ms"];
+      if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > kMaxDurationMs)
+        throw invalid_field("visibility_timeout_ms", "must be an integer between 0 and " + std::to_string(kMaxDurationMs));
       visibility = body["visibility_timeout_ms"].get<long long>();
     }
     const nlohmann::json* caps = body.contains("capabilities") && body["capabilities"].is_object() ? &body["capabilities"] : nullptr;
@@ -115,6 +131,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
                       {"queues", w.queues}, {"capabilities", w.capabilities}, {"active_jobs", load.active.size()},
                       {"gpus_total", total}, {"gpus_in_use", load.gpus_in_use()},
                       {"gpus_free", std::max(0LL, total - load.gpus_in_use())}});
+      list.back()["unhealthy_devices"] = ml::unhealthy_devices(w.capabilities);  // which device, and why
     }
     return json_reply(200, {{"workers", list}});
   });
@@ -122,6 +139,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     const std::string path = "/ojs/v1/admin/workers/{id}/" + std::string(state == "running" ? "resume" : state);
     router.add("POST", path, [&ctx, state](const HttpRequest& r) {
       const auto& id = r.params.at("id");
+      if (!is_valid_worker_id(id)) throw invalid_field("id", kWorkerIdRule);  // checked before anything is written
       ctx.workers.set_state(id, state);
       return json_reply(200, {{"worker", {{"id", id}, {"state", state}, {"directive", directive_for(state)}}}});
     });

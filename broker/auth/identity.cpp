@@ -1,5 +1,9 @@
 #include "broker/auth/identity.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include "ojs/core/error.hpp"
+
 namespace ojs::broker::auth {
 
 namespace {
@@ -8,5 +12,18 @@ thread_local const Identity* current = nullptr;
 
 const Identity* current_identity() { return current; }
 void set_current_identity(const Identity* identity) { current = identity; }
+
+void authorize_worker_id(const std::string& worker_id) {
+  const Identity* who = current;
+  if (!who || !who->binds_workers()) return;
+  if (worker_id.empty())
+    throw OjsError(ErrorCode::forbidden, "token '" + who->name + "' is bound to worker ids: the request must carry its worker_id",
+                   {{"field", "worker_id"}, {"rule", "required for a token bound to worker ids"}, {"identity", who->name}});
+  if (!who->may_act_as(worker_id))
+    throw OjsError(ErrorCode::forbidden, "token '" + who->name + "' may not act as worker " + worker_id,
+                   {{"field", "worker_id"}, {"rule", "must be one of the token's own worker ids"}, {"identity", who->name}});
+}
+
+std::string tenant_scope() { return current ? current->tenant : std::string(); }
 
 }  // namespace ojs::broker::auth

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "ojs/core/envelope.hpp"
+
 namespace ojs::broker::auth {
 
 namespace {
@@ -48,6 +50,18 @@ std::vector<Principal> parse_token_file(const nlohmann::json& entries) {
     if (e.contains("tenant")) {
       if (!e["tenant"].is_string()) bad(i, "\"tenant\" must be a string");
       p.identity.tenant = e["tenant"].get<std::string>();
+    }
+    if (e.contains("worker_ids")) {
+      if (!e["worker_ids"].is_array() || e["worker_ids"].empty()) bad(i, "\"worker_ids\" must be a non-empty array of worker ids");
+      for (const auto& w : e["worker_ids"]) {
+        if (!w.is_string() || !is_valid_worker_id(w.get<std::string>())) bad(i, std::string("\"worker_ids\": each ") + kWorkerIdRule);
+        p.identity.worker_ids.insert(w.get<std::string>());
+      }
+    }
+    if (e.contains("worker_id_prefix")) {
+      if (!e["worker_id_prefix"].is_string() || e["worker_id_prefix"].get<std::string>().empty())
+        bad(i, "\"worker_id_prefix\" must be a non-empty string");
+      p.identity.worker_id_prefix = e["worker_id_prefix"].get<std::string>();
     }
     if (!e.contains("sha256") || !e["sha256"].is_string() || !is_sha256_hex(e["sha256"].get<std::string>()))
       bad(i, "\"sha256\" must be the 64 lowercase hex digits of the token's SHA-256 (printf %s TOKEN | sha256sum)");

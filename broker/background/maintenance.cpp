@@ -13,20 +13,36 @@ void Maintenance::run_once() {
   auto& store = jobs_.store();
   const auto lost = workers_.stale(now_ms() - config_.worker_dead_after_ms);
   const std::set<std::string> lost_workers(lost.begin(), lost.end());
+  // One queue's failure (or one step's) is logged and the pass goes on; only a
+  // Redis outage ends the pass.
   for (const auto& queue : store.queues()) {
-    if (!lost_workers.empty())
-      if (int n = jobs_.reclaim_from_lost_workers(queue, lost_workers); n > 0)
-        spdlog::warn("queue {}: reclaimed {} job(s) from workers that stopped heartbeating", queue, n);
-    store.promote(queue);
-    if (int n = jobs_.reclaim_expired(queue); n > 0)
-      spdlog::info("queue {}: reclaimed {} job(s) whose visibility timeout expired", queue, n);
+    try {
+      if (!lost_workers.empty())
+        if (int n = jobs_.reclaim_from_lost_workers(queue, lost_workers); n > 0)
+          spdlog::warn("queue {}: reclaimed {} job(s) from workers that stopped heartbeating", queue, n);
+      store.promote(queue);
+      if (int n = jobs_.reclaim_expired(queue); n > 0)
+        spdlog::info("queue {}: reclaimed {} job(s) whose visibility timeout expired", queue, n);
+    } catch (const StoreUnavailable&) {
+      throw;
+    } catch (const std::exception& e) {
+      spdlog::error("maintenance of queue {} failed: {}", queue, e.what());
+    }
+  }
+  for (const auto& step : steps_) {
+    try {
+      step();
+    } catch (const StoreUnavailable&) {
+      throw;
+    } catch (const std::exception& e) {
+      spdlog::error("maintenance step failed: {}", e.what());
+    }
   }
   // After the reclaim above: workers gone past the retention window are
   // forgotten, so listings and the preemption controller's scan stay bounded.
   const auto retention = std::max(config_.worker_retention_ms, config_.worker_dead_after_ms);
   if (auto forgotten = workers_.prune(now_ms() - retention, 1000); !forgotten.empty())
     spdlog::info("forgot {} worker(s) silent for more than {} ms", forgotten.size(), retention);
-  for (const auto& step : steps_) step();
 }
 
 void Maintenance::start() {

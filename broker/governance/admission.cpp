@@ -67,12 +67,24 @@ void check_model_allowed(const ml::Requirements& r, const std::vector<std::strin
                       {"allowed", allowed_models}});
 }
 
+void apply_timeout_bound(NewJob& job, const ml::Requirements& r, std::initializer_list<std::optional<long long>> bounds) {
+  if (r.scheduling.timeout_seconds || (job.timeout_ms && *job.timeout_ms > 0)) return;  // bounded by enforce_limits
+  std::optional<long long> tightest;
+  for (const auto& b : bounds)
+    if (b && (!tightest || *b < *tightest)) tightest = b;
+  if (!tightest) return;
+  // A job with no timeout (or 0) would run unbounded: it gets the limit as its timeout.
+  job.timeout_ms = *tightest * 1000;
+  job.document["timeout_ms"] = *job.timeout_ms;
+}
+
 std::string Admission::admit(NewJob& job, const auth::Identity* caller) {
   const QueueConfig config = configs_.load(job.queue);
   apply_defaults(job.document, config.ml_defaults);
   const ml::Requirements r = ml::parse_requirements(job.document);  // 400 naming the attribute
   enforce_limits(r, job.timeout_ms, policy_.global_bounds, "broker");
   enforce_limits(r, job.timeout_ms, config.ml_limits, "queue");
+  apply_timeout_bound(job, r, {policy_.global_bounds.max_timeout_seconds, config.ml_limits.max_timeout_seconds});
   if (!caller || !caller->has(auth::Role::admin)) check_label_keys(r, policy_.admin_label_prefixes);
   check_model_allowed(r, policy_.allowed_models);
   return resolve_tenant(job.document, caller);

@@ -1,11 +1,13 @@
 // Governance at PUSH, in the order a job meets it: the queue's ml_defaults are
 // written into the document; then the broker's global bounds and the queue's
-// ml_limits (422), admin-only label keys (403 for non-admins), the allow-list of
+// ml_limits (422; a job without a timeout gets max_timeout_seconds), admin-only label keys (403 for non-admins), the allow-list of
 // model ids (422; checkpoint storage prefixes are checked by broker/preemption,
 // --checkpoint-prefix); finally the job's tenant
 // is resolved (meta.tenant_id, else the caller's token). JobService::push calls
 // admit() through its admission hook before classifying the job.
 #pragma once
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,5 +42,8 @@ class Admission {
 std::string resolve_tenant(const nlohmann::json& document, const auth::Identity* caller);
 void check_label_keys(const ml::Requirements& requirements, const std::vector<std::string>& admin_prefixes);
 void check_model_allowed(const ml::Requirements& requirements, const std::vector<std::string>& allowed_models);
+// A job with no timeout (absent or 0) gets the tightest max_timeout_seconds of
+// `bounds` (broker, queue) as its timeout_ms: a limit cannot be bypassed by omission.
+void apply_timeout_bound(NewJob& job, const ml::Requirements& requirements, std::initializer_list<std::optional<long long>> bounds);
 
 }  // namespace ojs::broker::governance

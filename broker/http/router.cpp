@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <string_view>
 
 #include "broker/store/store_error.hpp"
 #include "ojs/core/error.hpp"
@@ -25,14 +26,48 @@ std::vector<std::string> split_path(const std::string& path) {
   return out;
 }
 
+// Messages echo paths and ids the client sent: invalid UTF-8 is replaced, never thrown.
 HttpResponse error_response(const OjsError& e) {
-  HttpResponse r = json_response(http_status(e.code()), e.to_json().dump());
+  HttpResponse r = json_response(http_status(e.code()), e.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (e.code() == ErrorCode::unavailable || e.code() == ErrorCode::rate_limited) {
     const auto& d = e.details();  // a rate limiter knows how long to wait
     const bool known = d.is_object() && d.contains("retry_after_s") && d["retry_after_s"].is_number_integer();
     r.headers.emplace_back("Retry-After", known ? std::to_string(d["retry_after_s"].get<long long>()) : "1");
   }
   return r;
+}
+
+// RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF.
+bool is_valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c < 0x80) { ++i; continue; }
+    if (c >= 0xC2 && c <= 0xDF) n = 1;
+    else if (c == 0xE0) { n = 2; lo = 0xA0; }
+    else if (c == 0xED) { n = 2; hi = 0x9F; }
+    else if (c >= 0xE1 && c <= 0xEF) n = 2;
+    else if (c == 0xF0) { n = 3; lo = 0x90; }
+    else if (c >= 0xF1 && c <= 0xF3) n = 3;
+    else if (c == 0xF4) { n = 3; hi = 0x8F; }
+    else return false;
+    if (i + n >= s.size()) return false;  // truncated sequence
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+bool request_is_utf8(const HttpRequest& request) {
+  if (!is_valid_utf8(request.path)) return false;
+  for (const auto& [k, v] : request.query)
+    if (!is_valid_utf8(k) || !is_valid_utf8(v)) return false;
+  return true;
 }
 
 }  // namespace
@@ -63,6 +98,10 @@ HttpResponse Router::dispatch(HttpRequest request) const {
 }
 
 HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
+  // Ids and names come from the path: refused here, before any handler stores or echoes them.
+  if (!request_is_utf8(request))
+    return error_response(OjsError(ErrorCode::invalid_request, "the request path or query is not valid UTF-8",
+                                   {{"field", "path"}, {"rule", "must be valid UTF-8 after percent-decoding"}}));
   const auto segments = split_path(request.path);
   std::string allowed;  // methods of the routes whose path matched: the 405's Allow header
   for (const auto& route : routes_) {
@@ -95,6 +134,9 @@ HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
     } catch (const std::exception& e) {
       spdlog::error("{} {}: internal error: {}", request.method, request.path, e.what());
       return error_response(OjsError(ErrorCode::internal_error, std::string("internal error: ") + e.what()));
+    } catch (...) {  // nothing may reach the I/O thread
+      spdlog::error("{} {}: internal error: unknown exception", request.method, request.path);
+      return error_response(OjsError(ErrorCode::internal_error, "internal error"));
     }
   }
   if (!allowed.empty()) {

@@ -121,7 +121,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     auto& req = parser_->get();
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
-    HttpResponse response = router_.dispatch(to_request(req));
+    // The router renders every handler error; this guard keeps a bug in it (or an
+    // allocation failure) from unwinding into the io_context and killing the broker.
+    HttpResponse response;
+    try {
+      response = router_.dispatch(to_request(req));
+    } catch (...) {
+      response = json_response(500, R"({"error":{"code":"internal_error","message":"internal error","retryable":false}})");
+    }
     write(std::move(response), keep_alive, version);
   }
 

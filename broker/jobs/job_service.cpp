@@ -62,15 +62,14 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
     r.count = static_cast<int>(std::min<long long>(body["count"].get<long long>(), max_count));
   }
   if (body.contains("worker_id")) {
-    if (!body["worker_id"].is_string() || body["worker_id"].get<std::string>().empty())
-      throw invalid_field("worker_id", "must be a non-empty string");
-    r.worker_id = body["worker_id"].get<std::string>();
+    r.worker_id = require_worker_id(body["worker_id"], "worker_id");
   } else {
     r.worker_id = "anonymous";
   }
   if (body.contains("visibility_timeout_ms")) {
-    if (!body["visibility_timeout_ms"].is_number_integer() || body["visibility_timeout_ms"].get<long long>() < 0)
-      throw invalid_field("visibility_timeout_ms", "must be an integer >= 0");
+    const auto& v = body["visibility_timeout_ms"];
+    if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > kMaxDurationMs)
+      throw invalid_field("visibility_timeout_ms", "must be an integer between 0 and " + std::to_string(kMaxDurationMs));
     r.visibility_timeout_ms = body["visibility_timeout_ms"].get<long long>();
   }
   if (body.contains("capabilities") && !body["capabilities"].is_null()) {
@@ -80,12 +79,20 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
   return r;
 }
 
+void JobService::admit_queue(const std::string& queue) {
+  if (config_.max_queues > 0 && !store_.queue_exists(queue) && store_.queue_count() >= static_cast<std::size_t>(config_.max_queues))
+    throw OjsError(ErrorCode::validation_error, "broker bound max_queues: " + std::to_string(config_.max_queues) + " queues exist; queue " +
+                   queue + " would be a new one (an admin may delete empty queues)",
+                   {{"field", "queue"}, {"limit", "max_queues"}, {"max", config_.max_queues}});
+}
+
 json JobService::push(const json& body) {
   NewJob job = parse_enqueue_request(body, now_ms());
   const std::string tenant = admission_ ? admission_(job) : std::string();  // defaults, limits, tenant
   JobClassification cls = scheduler_.classify(job.document, job.priority);  // validates ext_ml_*
   check_checkpoint_prefix(cls.requirements, config_.checkpoint_prefixes);
   bind_reservation(cls);  // a job naming a reservation runs only inside it: its own class
+  admit_queue(job.queue);
   if (!store_.reserve_id(job.id, job.queue))
     throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
 
@@ -115,6 +122,12 @@ std::string JobService::queue_of_or_404(const std::string& id) {
   auto queue = store_.queue_of(id);
   if (!queue) throw not_found(id);
   return *queue;
+}
+
+std::optional<std::string> JobService::tenant_of(const std::string& id) {
+  auto record = store_.get(id);
+  if (!record) return std::nullopt;
+  return record->get("tenant");
 }
 
 json JobService::info(const std::string& id) {
@@ -176,7 +189,12 @@ ClassSet JobService::classes_of(const std::string& queue, bool refresh) {
     if (it != classes_cache_.end()) return it->second;
   }
   ClassSet fresh = store_.load_classes(queue);
+  // Bounded like the scheduler's memo: FETCH may name queues that do not exist
+  // (those are not kept), and past the bound the cache starts over.
+  constexpr std::size_t kMaxCachedQueues = 4096;
+  if (fresh.classes.empty()) return fresh;
   std::lock_guard lock(classes_mutex_);
+  if (classes_cache_.size() >= kMaxCachedQueues && !classes_cache_.count(queue)) classes_cache_.clear();
   return classes_cache_[queue] = std::move(fresh);
 }
 
@@ -239,7 +257,7 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
         const std::vector<int> devices = v ? v->judgement.devices : std::vector<int>{};
         workers_.record_claim(worker.worker_id, record.id(), queue, active, devices);
         worker.load.active.push_back(active);
-        worker.load.busy_devices.insert(devices.begin(), devices.end());
+        worker.load.hold(devices);
       }
       jobs.push_back(std::move(envelope));
     }
@@ -270,13 +288,15 @@ struct FailurePlan {
 // §5.5, §10.2). Both consume the attempt and respect max_attempts.
 enum class FailureCause { handler, lost_reservation };
 
+// `poison`: the job's own retry policy cannot be read; it goes to the dead letter.
 static FailurePlan plan_failure(const JobRecord& snapshot, const json& reported_error, bool requeue,
-                                FailureCause cause = FailureCause::handler) {
+                                FailureCause cause = FailureCause::handler, bool poison = false) {
   FailurePlan plan;
   const int attempt = snapshot.attempt();
-  const json doc = json::parse(snapshot.get("doc"), nullptr, false);
-  const RetryPolicy policy =
+  const json doc = poison ? json() : json::parse(snapshot.get("doc"), nullptr, false);
+  RetryPolicy policy =
       doc.is_object() && doc.contains("retry") ? parse_retry_policy(doc["retry"], "retry") : RetryPolicy{};
+  if (poison) policy.on_exhaustion = "dead_letter";
   plan.error = normalise_error(reported_error, attempt);
   const auto& codes = policy.non_retryable_errors;
   const bool non_retryable = !plan.error["retryable"].get<bool>() ||
@@ -350,7 +370,14 @@ int JobService::reclaim(const std::string& queue, const std::vector<std::string>
                {"message", "worker " + worker + " did not finish or heartbeat before its visibility timeout"}};
     }
     error["retryable"] = true;
-    const FailurePlan plan = plan_failure(*snapshot, error, false, cause);
+    FailurePlan plan;
+    try {
+      plan = plan_failure(*snapshot, error, false, cause);
+    } catch (const std::exception& e) {  // a poison job (unreadable retry policy) ends in the dead letter, the pass goes on
+      plan = plan_failure(*snapshot, {{"code", "invalid_job"}, {"retryable", false},
+                                      {"message", std::string("job cannot be retried: ") + e.what()}}, false,
+                          FailureCause::handler, true);
+    }
     const Transition t = store_.fail(queue, id, snapshot->attempt(), plan.outcome, plan.due_ms, plan.error.dump(),
                                      plan.errors.dump(), require_expired);
     if (t.status == TransitionStatus::ok) ++reclaimed;

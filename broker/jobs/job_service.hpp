@@ -37,10 +37,13 @@ class JobService {
       : store_(store), scheduler_(scheduler), workers_(workers), diagnosis_(diagnosis), config_(config) {}
 
   nlohmann::json push(const nlohmann::json& body);          // -> envelope
+  // A queue not seen yet may be created only within --max-queues (422 otherwise).
+  void admit_queue(const std::string& queue);
   nlohmann::json info(const std::string& id);               // -> envelope (+ diagnosis while waiting)
   nlohmann::json diagnosis(const std::string& id);          // why a job waits
   nlohmann::json queue_diagnosis(const std::string& queue); // per class: waiting jobs and why
   nlohmann::json cancel(const std::string& id);             // -> envelope
+  std::optional<std::string> tenant_of(const std::string& id);  // the job's tenant ("" = none); nullopt: no such job
   std::vector<nlohmann::json> fetch(const FetchRequest& request);
   // worker_id (optional, may be empty) makes the transition conditional on that
   // worker still holding the job.

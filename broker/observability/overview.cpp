@@ -2,6 +2,7 @@
 
 #include "broker/store/keys.hpp"
 #include "ojs/core/time.hpp"
+#include "ojs/ml/capabilities.hpp"
 
 namespace ojs::broker::obs {
 
@@ -53,7 +54,8 @@ json workers_overview(ApiContext& ctx, json& totals) {
                     {"gpus_total", total},
                     {"gpus_in_use", busy},
                     {"gpus_free", std::max(0, total - busy)},
-                    {"queues", w.queues}});
+                    {"queues", w.queues},
+                    {"unhealthy_devices", ml::unhealthy_devices(w.capabilities)}});
     if (!is_live) continue;
     ++live;
     advertised += total;

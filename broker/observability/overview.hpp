@@ -14,7 +14,8 @@
 namespace ojs::broker::obs {
 
 // {generated_at, totals{workers, workers_live, gpus_advertised, gpus_in_use},
-//  workers[{id, state, live, last_seen, last_seen_age_s, gpu_type, gpus_total, gpus_in_use, gpus_free, queues}],
+//  workers[{id, state, live, last_seen, last_seen_age_s, gpu_type, gpus_total, gpus_in_use, gpus_free, queues,
+//           unhealthy_devices[{index, uuid, mig_profile?, reason}]}],
 //  queues[{name, paused, counts{available, active, delayed, dead_letter, completed, discarded, cancelled},
 //          gpus_in_use, gpu_jobs_running, budget{max_total_gpus?, max_concurrent_gpu_jobs?}, preemptions,
 //          classes[{class, waiting, requirements, workers_seen, eligible, message}]}]}

@@ -85,10 +85,22 @@ td.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
 .muted{color:#8b93a3}.why{color:#9b1c1c}
 )";
 
+// "device 3 (1g.10gb): xid 79: GPU has fallen off the bus", one line per unhealthy device.
+std::string health_cell(const json& unhealthy) {
+  if (unhealthy.empty()) return cell("<span class=\"muted\">ok</span>");
+  std::string lines;
+  for (const auto& d : unhealthy) {
+    std::string what = "device " + d.value("index", json(-1)).dump();
+    if (d.contains("mig_profile")) what += " (" + text_of(d["mig_profile"]) + ")";
+    lines += (lines.empty() ? "" : "<br>") + escape(what + ": " + text_of(d["reason"]));
+  }
+  return cell(lines, "why");
+}
+
 std::string workers_table(const json& workers) {
   std::string html = "<h2>Workers</h2><table id=\"workers\"><tr><th>worker</th><th>state</th><th>GPU</th><th>GPUs</th>"
-                     "<th>queues</th><th>last seen</th></tr>";
-  if (workers.empty()) html += "<tr><td colspan=\"6\" class=\"muted\">no worker has polled yet</td></tr>";
+                     "<th>queues</th><th>last seen</th><th>device health</th></tr>";
+  if (workers.empty()) html += "<tr><td colspan=\"7\" class=\"muted\">no worker has polled yet</td></tr>";
   for (const auto& w : workers) {
     const std::string state = w["live"].get<bool>() ? w["state"].get<std::string>() : "lost";
     std::string queues;
@@ -96,7 +108,7 @@ std::string workers_table(const json& workers) {
     html += "<tr data-worker=\"" + escape(w["id"].get<std::string>()) + "\">" + cell(escape(w["id"].get<std::string>()), "mono") +
             cell("<span class=\"pill " + state + "\">" + state + "</span>") + cell(escape(w["gpu_type"].get<std::string>())) +
             gpu_bar(w["gpus_in_use"].get<long long>(), w["gpus_total"].get<long long>()) + cell(queues) +
-            cell(age(w["last_seen_age_s"].get<double>())) + "</tr>";
+            cell(age(w["last_seen_age_s"].get<double>())) + health_cell(w.value("unhealthy_devices", json::array())) + "</tr>";
   }
   return html + "</table>";
 }

@@ -1,9 +1,12 @@
 // Checkpoint commit: validation here, the atomic write in checkpoint.lua.
+#include "broker/auth/identity.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "ojs/core/envelope.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/core/uuid.hpp"
 #include "ojs/ml/requirements.hpp"
+#include "ojs/ml/storage_uri.hpp"
 
 namespace ojs::broker {
 
@@ -11,15 +14,28 @@ using nlohmann::json;
 
 namespace {
 
+// Steps and epochs up to 2^53 - 1: every JSON reader (JavaScript included) reads them exactly.
 std::int64_t non_negative_integer(const json& body, const char* field, bool required) {
+  constexpr std::int64_t kMax = (1LL << 53) - 1;
+  const std::string rule = "must be an integer between 0 and " + std::to_string(kMax);
   if (!body.contains(field)) {
     if (required) throw invalid_field(field, "is required");
     return -1;
   }
   const auto& v = body[field];
-  const bool integral = v.is_number_integer() || (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<long long>(v.get<double>())));
-  if (!integral || v.get<double>() < 0) throw invalid_field(field, "must be an integer >= 0");
-  return static_cast<std::int64_t>(v.get<double>());
+  if (v.is_number_unsigned()) {
+    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMax)) throw invalid_field(field, rule);
+    return static_cast<std::int64_t>(v.get<std::uint64_t>());
+  }
+  if (v.is_number_integer()) {
+    if (v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMax) throw invalid_field(field, rule);
+    return v.get<std::int64_t>();
+  }
+  // 1200.0 is accepted; the range is checked before the cast (out of range is undefined).
+  if (!v.is_number_float()) throw invalid_field(field, rule);
+  const double d = v.get<double>();
+  if (!(d >= 0 && d <= static_cast<double>(kMax)) || d != static_cast<double>(static_cast<std::int64_t>(d))) throw invalid_field(field, rule);
+  return static_cast<std::int64_t>(d);
 }
 
 // The checkpoint as kept on the job: {job_id, epoch, step, loss, metrics, storage_key, created_at}.
@@ -40,11 +56,16 @@ json checkpoint_document(const std::string& id, const json& body, const std::vec
   if (!body["storage_key"].is_string() || body["storage_key"].get<std::string>().empty() ||
       body["storage_key"].get<std::string>().size() > 2048)
     throw invalid_field("storage_key", "must be a non-empty string of at most 2048 characters");
-  const auto key = body["storage_key"].get<std::string>();
-  if (key.find("://") != std::string::npos && !prefixes.empty()) {
-    bool allowed = false;
-    for (const auto& p : prefixes) allowed = allowed || key.rfind(p, 0) == 0;
-    if (!allowed) throw invalid_field("storage_key", "must start with an allowed checkpoint prefix");
+  // Either a key relative to the job's storage URI, or a full URI: parsed and
+  // normalised first, then held against the allowed prefixes.
+  auto key = body["storage_key"].get<std::string>();
+  if (!ml::is_safe_relative_key(key)) {
+    const auto uri = ml::normalise_storage_uri(key);
+    if (!uri)
+      throw invalid_field("storage_key", "must be a relative key without '..' segments or a URI s3://bucket/..., gs://, az://, file:///...");
+    if (!prefixes.empty() && !ml::storage_uri_allowed(*uri, prefixes))
+      throw invalid_field("storage_key", "must lie under an allowed checkpoint prefix");
+    key = *uri;
   }
   c["storage_key"] = key;
   if (body.contains("created_at")) {
@@ -62,11 +83,8 @@ json checkpoint_document(const std::string& id, const json& body, const std::vec
 json commit_checkpoint(JobStore& store, const std::string& id, const json& body, const std::vector<std::string>& prefixes) {
   if (!is_uuidv7(id)) throw invalid_field("job_id", "must be a lowercase UUIDv7 job id");
   std::string worker;
-  if (body.is_object() && body.contains("worker_id")) {
-    if (!body["worker_id"].is_string() || body["worker_id"].get<std::string>().empty())
-      throw invalid_field("worker_id", "must be a non-empty string");
-    worker = body["worker_id"].get<std::string>();
-  }
+  if (body.is_object() && body.contains("worker_id")) worker = require_worker_id(body["worker_id"], "worker_id");
+  auth::authorize_worker_id(worker);  // a bound token commits only as itself; checkpoint.lua then checks the holder
   const json checkpoint = checkpoint_document(id, body, prefixes);
   auto record = store.get(id);
   if (!record) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});

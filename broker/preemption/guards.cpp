@@ -6,8 +6,10 @@
 #include <cmath>
 
 #include "broker/preemption/preemption.hpp"
+#include "ojs/core/envelope.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
+#include "ojs/ml/storage_uri.hpp"
 
 namespace ojs::broker {
 
@@ -90,8 +92,7 @@ Reservation Reservation::parse(const json& body, std::int64_t now) {
   if (body.contains("worker_ids")) {
     if (!body["worker_ids"].is_array()) throw invalid_field("worker_ids", "must be an array of worker ids");
     for (const auto& w : body["worker_ids"]) {
-      if (!w.is_string() || w.get<std::string>().empty()) throw invalid_field("worker_ids", "must be an array of worker ids");
-      r.worker_ids.push_back(w.get<std::string>());
+      r.worker_ids.push_back(require_worker_id(w, "worker_ids"));
     }
   }
   if (body.contains("labels")) {
@@ -113,8 +114,9 @@ Reservation Reservation::parse(const json& body, std::int64_t now) {
     if (*ms <= now) throw invalid_field("expires_at", "must be in the future");
     r.expires_at_ms = *ms;
   } else if (body.contains("ttl_s")) {
-    if (!body["ttl_s"].is_number_integer() || body["ttl_s"].get<long long>() < 1)
-      throw invalid_field("ttl_s", "must be an integer >= 1");
+    // Bounded so now + ttl cannot overflow into the past.
+    if (!body["ttl_s"].is_number_integer() || body["ttl_s"].get<long long>() < 1 || body["ttl_s"].get<long long>() > kMaxDurationMs / 1000)
+      throw invalid_field("ttl_s", "must be an integer between 1 and " + std::to_string(kMaxDurationMs / 1000) + " (100 years)");
     r.expires_at_ms = now + body["ttl_s"].get<long long>() * 1000;
   } else {
     throw invalid_field("expires_at", "is required (or ttl_s)");
@@ -182,8 +184,7 @@ void bind_reservation(JobClassification& cls) {
 void check_checkpoint_prefix(const ml::Requirements& req, const std::vector<std::string>& prefixes) {
   const auto& uri = req.scheduling.checkpoint.storage_uri;
   if (uri.empty() || prefixes.empty()) return;
-  for (const auto& p : prefixes)
-    if (uri.rfind(p, 0) == 0) return;
+  if (ml::storage_uri_allowed(uri, prefixes)) return;  // normalised first: no "s3:/", "..", "//" tricks
   std::string list;
   for (const auto& p : prefixes) list += (list.empty() ? "" : ", ") + p;
   throw invalid_field("ext_ml_checkpoint_storage_uri", "must start with an allowed checkpoint prefix (" + list + ")");

@@ -1,6 +1,7 @@
 // Checkpoint commits (workers) and reservations (admin).
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
+#include "broker/auth/identity.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
@@ -20,7 +21,9 @@ void register_preemption_api(Router& router, ApiContext& ctx) {
   router.add("GET", "/ojs/v1/jobs/{id}/checkpoint", [&ctx](const HttpRequest& r) {
     const auto& id = r.params.at("id");
     auto job = ctx.store.get(id);
-    if (!job) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
+    const auto scope = auth::tenant_scope();  // another tenant's job is as absent as a missing one
+    if (!job || (!scope.empty() && job->get("tenant") != scope))
+      throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
     const auto envelope = job->envelope();
     return json_reply(200, {{"job_id", id},
                             {"last_checkpoint", envelope.value("last_checkpoint", nlohmann::json(nullptr))},

@@ -3,6 +3,8 @@
 #include <hiredis/hiredis.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,13 +22,36 @@ namespace fs = std::filesystem;
 EmbeddedRedis::EmbeddedRedis(std::string binary, std::string data_dir)
     : binary_(std::move(binary)), data_dir_(std::move(data_dir)) {}
 
-EmbeddedRedis::~EmbeddedRedis() { stop(); }
+// The data dir belongs to one broker and its redis-server: an exclusive flock on
+// <dir>/broker.lock, inherited by the redis-server child, so it is held until
+// both are gone. A broker restarted right after a SIGKILL waits for the old
+// redis-server to finish exiting (it would unlink the new one's socket, and two
+// servers would write one AOF); a second live broker is refused.
+void EmbeddedRedis::lock_data_dir(const std::string& dir) {
+  const std::string path = dir + "/broker.lock";
+  lock_fd_ = ::open(path.c_str(), O_RDWR | O_CREAT, 0600);  // no O_CLOEXEC: redis-server inherits it
+  if (lock_fd_ < 0) throw std::runtime_error("cannot open lock file " + path);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kLockWaitSeconds);
+  bool said = false;
+  while (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::close(lock_fd_);
+      lock_fd_ = -1;
+      throw std::runtime_error("data dir " + dir + " is in use by another broker or its redis-server (lock " + path +
+                               " held for " + std::to_string(kLockWaitSeconds) + " s); stop it or choose another --data-dir");
+    }
+    if (!said) spdlog::warn("data dir {} is locked by another broker or its exiting redis-server; waiting", dir);
+    said = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
 
 void EmbeddedRedis::start() {
   fs::create_directories(data_dir_);
   const fs::path dir = fs::absolute(data_dir_);
   socket_path_ = (dir / "redis.sock").string();
   if (socket_path_.size() > 100) throw std::runtime_error("data dir path too long for a unix socket: " + socket_path_);
+  if (lock_fd_ < 0) lock_data_dir(dir.string());
   std::error_code ec;
   fs::remove(socket_path_, ec);
   const std::string log = (dir / "redis.log").string();
@@ -92,6 +117,11 @@ void EmbeddedRedis::stop() {
   kill(pid_, SIGKILL);
   waitpid(pid_, &status, 0);
   pid_ = -1;
+}
+
+EmbeddedRedis::~EmbeddedRedis() {
+  stop();
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // after redis-server has exited
 }
 
 }  // namespace ojs::broker

@@ -208,6 +208,26 @@ std::vector<std::string> JobStore::queues() {
   return out;
 }
 
+std::size_t JobStore::queue_count() { return static_cast<std::size_t>(redis_.command({"HLEN", keys::queue_directory}).integer); }
+
+bool JobStore::delete_queue_if_empty(const std::string& queue) {
+  const auto classes = load_classes(queue);
+  std::vector<std::string> ks;
+  for (const auto& [id, _] : classes.classes) ks.push_back(keys::ready(queue, id));
+  for (const auto& k : {keys::active(queue), keys::delayed(queue), keys::dead(queue), keys::classes(queue), keys::classes_version(queue),
+                        keys::paused(queue), keys::stats(queue), keys::events(queue), keys::seq(queue), keys::config(queue),
+                        keys::ledger(queue), keys::tenant_quotas(queue), keys::tenant_ledger(queue)})
+    ks.push_back(k);
+  for (const auto& [id, _] : classes.classes) ks.push_back(keys::diagnosis(queue, id));
+  // Out of the directory first: a PUSH racing the delete re-adds it (reserve_id) and
+  // then the script sees its job and refuses.
+  redis_.command({"HDEL", keys::queue_directory, queue});
+  const auto reply = redis_.eval("delete_queue", ks, {std::to_string(classes.classes.size())});
+  if (reply.elements.at(0).str == "ok") return true;
+  redis_.command({"HSETNX", keys::queue_directory, queue, std::to_string(time(nullptr) * 1000LL)});
+  return false;
+}
+
 bool JobStore::queue_exists(const std::string& queue) {
   return redis_.command({"HEXISTS", keys::queue_directory, queue}).integer == 1;
 }

@@ -92,6 +92,10 @@ class JobStore {
   std::vector<std::string> expired_active(const std::string& queue, std::int64_t now_ms, int limit);
 
   std::vector<std::string> queues();
+  std::size_t queue_count();
+  // Deletes an empty queue (no job waiting, running, scheduled or dead-lettered)
+  // and its keys; returns false (nothing deleted) when it is not empty.
+  bool delete_queue_if_empty(const std::string& queue);
   std::map<std::string, long long> queue_counts(const std::string& queue);
   std::map<std::string, long long> ready_counts(const std::string& queue, const ClassSet& classes);  // per class
   bool set_paused(const std::string& queue, bool paused);

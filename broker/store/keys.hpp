@@ -22,6 +22,7 @@ inline std::string ledger(const std::string& queue) { return queue_prefix(queue)
 inline std::string tenant_quotas(const std::string& queue) { return queue_prefix(queue) + "tenant-quotas"; }  // tenant -> max GPUs
 inline std::string tenant_ledger(const std::string& queue) { return queue_prefix(queue) + "tenant-ledger"; }  // tenant -> GPUs in use
 inline std::string rate_window(const std::string& queue) { return queue_prefix(queue) + "rate-window"; }  // starts (ms) in the rate period
+inline std::string seq(const std::string& queue) { return queue_prefix(queue) + "seq"; }  // FIFO sequence
 inline std::string diagnosis(const std::string& queue, const std::string& cls) { return queue_prefix(queue) + "diag:" + cls; }
 
 // Global (unslotted) keys: small directories, never part of a transition script.

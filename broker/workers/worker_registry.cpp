@@ -144,8 +144,7 @@ ml::WorkerLoad WorkerRegistry::load(const std::string& worker_id) {
     if (entry.contains("labels") && entry["labels"].is_object())
       for (auto it = entry["labels"].begin(); it != entry["labels"].end(); ++it)
         if (it.value().is_string()) job.labels[it.key()] = it.value().get<std::string>();
-    if (entry.contains("devices"))
-      for (const auto& d : entry["devices"]) load.busy_devices.insert(d.get<int>());
+    if (entry.contains("devices") && entry["devices"].is_array()) load.hold(entry["devices"].get<std::vector<int>>());
     load.active.push_back(std::move(job));
   }
   if (gone.size() > 2) redis_.command(gone);

@@ -18,7 +18,7 @@ bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <=
 std::int64_t require_duration(const json& v, const std::string& field) {
   if (!v.is_string()) throw invalid_field(field, "must be an ISO 8601 duration string such as \"PT1S\"");
   auto ms = parse_iso8601_duration(v.get<std::string>());
-  if (!ms) throw invalid_field(field, "must be an ISO 8601 duration such as \"PT1S\" or \"PT5M\"");
+  if (!ms) throw invalid_field(field, "must be an ISO 8601 duration such as \"PT1S\" or \"PT5M\", at most 100 years");
   return *ms;
 }
 
@@ -37,10 +37,12 @@ std::int64_t require_time(const json& v, const std::string& field, std::int64_t 
   const auto text = v.get<std::string>();
   if (!text.empty() && text[0] == '+') {
     auto ms = parse_iso8601_duration(std::string_view(text).substr(1));
-    if (!ms) throw invalid_field(field, "relative schedule must be '+' followed by an ISO 8601 duration");
+    if (!ms) throw invalid_field(field, "relative schedule must be '+' followed by an ISO 8601 duration of at most 100 years");
     return now + *ms;
   }
   auto ms = parse_rfc3339(text);
+  // Years 0000-9999 fit in int64 ms; the years before 1970 are refused so no deadline goes negative.
+  if (ms && *ms < 0) throw invalid_field(field, "must not be before 1970-01-01T00:00:00Z");
   if (!ms) throw invalid_field(field, "must be an RFC 3339 timestamp with a zone, e.g. 2026-01-01T00:00:00Z");
   return *ms;
 }
@@ -68,6 +70,19 @@ json RetryPolicy::to_json() const {
 bool is_valid_queue_name(const std::string& q) {
   if (q.empty() || q.size() > 128 || !is_lower_alnum(q[0])) return false;
   return std::all_of(q.begin(), q.end(), [](char c) { return is_lower_alnum(c) || c == '-' || c == '.'; });
+}
+
+bool is_valid_worker_id(const std::string& id) {
+  auto allowed = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '@' || c == '-';
+  };
+  if (id.empty() || id.size() > 128 || id[0] == '.' || id[0] == '_' || id[0] == '@' || id[0] == '-') return false;
+  return std::all_of(id.begin(), id.end(), allowed);
+}
+
+std::string require_worker_id(const json& value, const std::string& field) {
+  if (!value.is_string() || !is_valid_worker_id(value.get<std::string>())) throw invalid_field(field, kWorkerIdRule);
+  return value.get<std::string>();
 }
 
 bool is_valid_job_type(const std::string& t) {
@@ -183,8 +198,8 @@ NewJob parse_enqueue_request(const json& body, std::int64_t now) {
     job.queue = q->get<std::string>();
   }
   if (const json* p = option("priority")) job.priority = static_cast<int>(require_int(*p, "priority", -100, 100));
-  if (const json* t = option("timeout_ms")) job.timeout_ms = require_int(*t, "timeout_ms", 0, INT64_MAX);
-  if (const json* vt = option("visibility_timeout_ms")) job.visibility_timeout_ms = require_int(*vt, "visibility_timeout_ms", 0, INT64_MAX);
+  if (const json* t = option("timeout_ms")) job.timeout_ms = require_int(*t, "timeout_ms", 0, kMaxDurationMs);
+  if (const json* vt = option("visibility_timeout_ms")) job.visibility_timeout_ms = require_int(*vt, "visibility_timeout_ms", 0, kMaxDurationMs);
   else if (const json* vts = option("visibility_timeout")) job.visibility_timeout_ms = require_duration(*vts, "visibility_timeout");
   if (const json* s = option("scheduled_at")) job.scheduled_at_ms = require_time(*s, "scheduled_at", now);
   else if (const json* d = option("delay_until")) job.scheduled_at_ms = require_time(*d, "delay_until", now);

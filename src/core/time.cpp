@@ -136,7 +136,8 @@ std::optional<std::int64_t> parse_iso8601_duration(std::string_view s) {
     total_ms += value * factor;
     any = true;
   }
-  if (!any) return std::nullopt;
+  // Checked as a double, before the cast: an out-of-range cast is undefined.
+  if (!any || !(total_ms <= static_cast<double>(kMaxDurationMs))) return std::nullopt;
   return static_cast<std::int64_t>(total_ms + 0.5);
 }
 

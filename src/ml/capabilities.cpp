@@ -59,6 +59,20 @@ GpuDevice parse_device(const Field& d, int position, const GpuCapability& gpu) {
     return peers;
   });
   read_opt(d, "healthy", dev.healthy, read_bool);
+  read_opt(d, "health_reason", dev.health_reason, [](const Field& f) { return read_string(f, 256); });
+  read_opt(d, "mig_profile", dev.mig_profile, [](const Field& f) { return read_string(f, 32); });
+  read_opt(d, "parent_index", dev.parent_index, [](const Field& f) { return read_int(f, 0, 1023); });
+  read_opt(d, "sharing", dev.sharing, [](const Field& f) { return read_enum(f, {"exclusive", "mps"}); });
+  read_opt(d, "mps_active_thread_percentage", dev.mps_active_thread_percentage,
+           [](const Field& f) { return read_int(f, 1, 100); });
+  read_opt(d, "max_jobs", dev.max_jobs, [](const Field& f) { return read_int(f, 1, 64); });
+  if (dev.sharing == "exclusive" && dev.max_jobs > 1)
+    throw invalid_field(d.path + ".max_jobs", "must be 1 unless sharing is \"mps\"");
+  read_opt(d, "compute_fraction", dev.compute_fraction, [](const Field& f) {
+    const double v = read_number(f, 0);
+    if (v <= 0 || v > 1) throw invalid_field(f.path, "must be a number in (0, 1]");
+    return v;
+  });
   return dev;
 }
 
@@ -71,16 +85,20 @@ void aggregate_devices(Capabilities& c, const Field& devices_field, bool count_g
     throw invalid_field("capabilities.gpu.count", "must equal the number of devices (" + std::to_string(devs.size()) + ")");
   c.gpu.count = static_cast<int>(devs.size());
   std::set<int> seen;
-  bool any_peers = false;
-  double min_mem = devs.front().memory_gb;
+  bool any_peers = false, any_mig = false;
+  double min_mem = devs.front().memory_gb, max_mem = devs.front().memory_gb;
   for (const auto& d : devs) {
     if (!seen.insert(d.index).second) throw invalid_field(devices_field.path, "device indices must be unique");
     min_mem = std::min(min_mem, d.memory_gb);
+    max_mem = std::max(max_mem, d.memory_gb);
+    any_mig = any_mig || d.is_mig();
     if (d.compute_capability && (!c.gpu.compute_capability || *d.compute_capability < *c.gpu.compute_capability))
       c.gpu.compute_capability = d.compute_capability;
     any_peers = any_peers || !d.nvlink_peers.empty();
   }
-  c.gpu.memory_gb = min_mem;
+  // The weakest device judges statically; beside MIG devices the largest does,
+  // or a 1g.10gb slice would hide the whole GPU next to it (assignment checks each device).
+  c.gpu.memory_gb = any_mig ? max_mem : min_mem;
   if (c.gpu.type.empty() && std::all_of(devs.begin(), devs.end(), [&](const GpuDevice& d) { return d.type == devs[0].type; }))
     c.gpu.type = devs[0].type;
   if (c.gpu.interconnect.empty() && any_peers) c.gpu.interconnect = "nvlink";
@@ -216,6 +234,12 @@ nlohmann::json capabilities_to_json(const Capabilities& c) {
                 {"memory_gb", canonical_number(d.memory_gb)}, {"numa_node", d.numa_node}, {"nvlink_peers", d.nvlink_peers},
                 {"healthy", d.healthy}};
       if (d.compute_capability) j["compute_capability"] = d.compute_capability->str();
+      if (d.sharing == "mps")
+        j.update({{"sharing", d.sharing}, {"mps_active_thread_percentage", d.mps_active_thread_percentage},
+                  {"max_jobs", d.max_jobs}});
+      if (d.is_mig())
+        j.update({{"mig_profile", d.mig_profile}, {"parent_index", d.parent_index},
+                  {"compute_fraction", canonical_number(d.compute_fraction)}});
       devs.push_back(std::move(j));
     }
     out["devices"] = std::move(devs);
@@ -224,5 +248,23 @@ nlohmann::json capabilities_to_json(const Capabilities& c) {
 }
 
 std::string fingerprint(const Capabilities& caps) { return sha256_hex16(capabilities_to_json(caps).dump()); }
+
+nlohmann::json unhealthy_devices(const nlohmann::json& capabilities) {
+  json out = json::array();
+  if (!capabilities.is_object()) return out;
+  Capabilities caps;
+  try {
+    caps = parse_capabilities(capabilities);
+  } catch (const std::exception&) {
+    return out;
+  }
+  for (const auto& d : caps.devices) {
+    if (d.healthy) continue;
+    json entry = {{"index", d.index}, {"uuid", d.uuid}, {"reason", d.health_reason.empty() ? "marked unhealthy" : d.health_reason}};
+    if (d.is_mig()) entry["mig_profile"] = d.mig_profile;
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
 
 }  // namespace ojs::ml

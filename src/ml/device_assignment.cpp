@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace ojs::ml {
 namespace {
@@ -44,6 +45,7 @@ std::vector<const GpuDevice*> pick(const std::vector<const GpuDevice*>& order, s
 }  // namespace
 
 bool device_meets(const GpuDevice& d, const GpuRequirement& need) {
+  if (d.is_mig() && need.count > 1) return false;
   if (!gpu_type_matches(need.type, d.type)) return false;
   if (need.memory_gb && d.memory_gb < *need.memory_gb) return false;
   if (need.min_compute_capability && (!d.compute_capability || *d.compute_capability < *need.min_compute_capability))
@@ -57,9 +59,10 @@ DeviceAssignment assign_devices(const std::vector<GpuDevice>& devices, const std
   if (need.count <= 0) return out;
   const auto want = static_cast<std::size_t>(need.count);
 
-  int free_count = 0;
+  int free_count = 0, unhealthy = 0;
   std::map<int, std::vector<const GpuDevice*>> by_numa;  // numa node -> matching free devices
   for (const auto& d : devices) {
+    unhealthy += d.healthy ? 0 : 1;
     if (!d.healthy || busy.count(d.index)) continue;
     ++free_count;
     if (!device_meets(d, need)) continue;
@@ -72,8 +75,17 @@ DeviceAssignment assign_devices(const std::vector<GpuDevice>& devices, const std
     if (out.free_matching != free_count)
       out.refusal += " (" + std::to_string(out.free_matching) + " meet type/memory/compute capability)";
     out.refusal += ", " + needs;
+    if (unhealthy > 0) out.refusal += " (" + std::to_string(unhealthy) + " unhealthy)";
     return out;
   }
+
+  // Best fit: the smallest compute share first, then the smallest MIG device,
+  // so a job that fits a 1g.10gb slice leaves bigger slices and whole GPUs free.
+  for (auto& [numa, devs] : by_numa)
+    std::stable_sort(devs.begin(), devs.end(), [](const GpuDevice* a, const GpuDevice* b) {
+      const double a_mem = a->is_mig() ? a->memory_gb : 0, b_mem = b->is_mig() ? b->memory_gb : 0;
+      return std::tie(a->compute_fraction, a_mem) < std::tie(b->compute_fraction, b_mem);
+    });
 
   // NUMA nodes in policy order: pack fills the node with the fewest free GPUs
   // first (keeping whole nodes free for big jobs); spread the one with the most.
@@ -99,6 +111,24 @@ DeviceAssignment assign_devices(const std::vector<GpuDevice>& devices, const std
   }
   for (const auto* d : chosen) out.indices.push_back(d->index);
   std::sort(out.indices.begin(), out.indices.end());
+  return out;
+}
+
+std::set<int> unavailable_devices(const std::vector<GpuDevice>& devices, const WorkerLoad& load) {
+  std::set<int> out = load.busy_devices;
+  for (const auto& d : devices) {
+    const auto jobs = load.device_jobs.find(d.index);
+    if (d.max_jobs > 1 && jobs != load.device_jobs.end() && jobs->second < d.max_jobs) out.erase(d.index);
+  }
+  return out;
+}
+
+std::vector<std::string> visible_device_ids(const std::vector<GpuDevice>& devices, const std::vector<int>& assigned) {
+  std::vector<std::string> out;
+  for (const int index : assigned) {
+    const auto d = std::find_if(devices.begin(), devices.end(), [&](const GpuDevice& g) { return g.index == index; });
+    out.push_back(d != devices.end() && d->is_mig() && !d->uuid.empty() ? d->uuid : std::to_string(index));
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "ojs/core/error.hpp"
 #include "json_fields.hpp"
+#include "ojs/ml/storage_uri.hpp"
 
 namespace ojs::ml {
 namespace {
@@ -205,10 +206,8 @@ std::optional<int> topology_chips(const std::string& t) {
 }
 
 void check_storage_uri(const Field& f, const std::string& uri) {
-  static constexpr std::string_view schemes[] = {"s3://", "gs://", "az://", "file://"};
-  bool ok = false;
-  for (auto s : schemes) ok = ok || (uri.size() > s.size() && uri.compare(0, s.size(), s) == 0);
-  if (!ok) throw invalid_field(f.path, "must be a URI with scheme s3, gs, az or file");
+  if (!normalise_storage_uri(uri))
+    throw invalid_field(f.path, "must be a URI s3://bucket/path/ (or gs://, az://, file:///path/) without '..' segments");
   if (uri.back() != '/') throw invalid_field(f.path, "must end with a trailing slash");
 }
 

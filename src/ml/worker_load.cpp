@@ -4,6 +4,13 @@
 
 namespace ojs::ml {
 
+void WorkerLoad::hold(const std::vector<int>& devices) {
+  for (const int d : devices) {
+    busy_devices.insert(d);
+    ++device_jobs[d];
+  }
+}
+
 int WorkerLoad::gpus_in_use() const {
   int n = 0;
   for (const auto& j : active) n += j.gpus;

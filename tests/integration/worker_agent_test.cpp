@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "support/child_process.hpp"
 #include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
@@ -21,40 +22,21 @@ namespace {
 class WorkerAgent {
  public:
   WorkerAgent(const std::string& broker_url, const std::string& id, const std::string& caps_file,
-              const std::vector<std::string>& extra) {
+              const std::vector<std::string>& extra)
+      : process_(args(broker_url, id, caps_file, extra)) {}
+
+ private:
+  static std::vector<std::string> args(const std::string& broker_url, const std::string& id, const std::string& caps_file,
+                                       const std::vector<std::string>& extra) {
     std::vector<std::string> args{binary_path("worker/worker"), "--broker", broker_url, "--worker-id", id, "--queues", "agents",
                                   "--capabilities-file", std::string(OJS_SOURCE_DIR) + "/examples/workers/" + caps_file,
                                   "--poll-interval-ms", "100", "--heartbeat-interval-s", "1", "--log-level", "warn",
                                   "--work-dir", make_temp_dir("agent-" + id)};
     args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(strdup(a.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    return args;
   }
-  ~WorkerAgent() {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-  }
-
- private:
-  pid_t pid_ = -1;
+  ChildProcess process_;
 };
-
-json wait_for_state(Api& api, const std::string& id, const std::string& state, int ms = 15000) {
-  json job;
-  for (int waited = 0; waited < ms; waited += 100) {
-    job = api.get("/ojs/v1/jobs/" + id).body["job"];
-    if (job["state"] == state) return job;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return job;
-}
 
 }  // namespace
 

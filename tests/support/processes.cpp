@@ -153,6 +153,7 @@ RunResult run_process(const std::vector<std::string>& argv, int timeout_s) {
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     close(fds[0]);
+    close(fds[1]);  // else daemons the child starts keep the pipe open and the reader never sees EOF
     std::vector<char*> args;
     for (const auto& s : argv) args.push_back(strdup(s.c_str()));
     args.push_back(nullptr);
@@ -208,6 +209,16 @@ nlohmann::json Api::fetch(const std::vector<std::string>& queues, const std::str
   auto r = post("/ojs/v1/workers/fetch", body);
   EXPECT_EQ(r.status, 200) << r.body.dump();
   return r.body.is_object() && r.body.contains("jobs") ? r.body["jobs"] : nlohmann::json::array();
+}
+
+nlohmann::json wait_for_state(Api& api, const std::string& job_id, const std::string& state, int timeout_ms) {
+  nlohmann::json job;
+  for (int waited = 0; waited < timeout_ms; waited += 100) {
+    job = api.get("/ojs/v1/jobs/" + job_id).body["job"];
+    if (job["state"] == state) return job;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return job;
 }
 
 }  // namespace ojs::test

@@ -77,4 +77,7 @@ class Api {
 
 std::string binary_path(const std::string& relative);  // under OJS_BINARY_DIR
 
+// Polls INFO until the job is in `state` (or the time is up); returns the last job seen.
+nlohmann::json wait_for_state(Api& api, const std::string& job_id, const std::string& state, int timeout_ms = 30000);
+
 }  // namespace ojs::test

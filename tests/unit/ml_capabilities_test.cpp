@@ -82,3 +82,30 @@ TEST(MlCapabilities, ExampleWorkerFilesParse) {
   EXPECT_EQ(parse_capabilities(load("l4-inference.json")).gpu.compute_capability, (ComputeCapability{8, 9}));
   EXPECT_EQ(parse_capabilities(load("4xa100-pcie.json")).gpu.interconnect, "pcie");
 }
+
+TEST(MlCapabilities, MigDevicesAndHealthReasonsParse) {
+  const json body = {{"devices",
+                      {{{"index", 0}, {"uuid", "GPU-0"}, {"memory_gb", 85.5}, {"healthy", false},
+                        {"health_reason", "xid 79: GPU has fallen off the bus"}},
+                       {{"index", 2}, {"uuid", "MIG-a"}, {"memory_gb", 10.4}, {"mig_profile", "1g.10gb"},
+                        {"parent_index", 1}, {"compute_fraction", 0.142}}}}};
+  const auto caps = parse_capabilities(body);
+  ASSERT_EQ(caps.devices.size(), 2u);
+  EXPECT_FALSE(caps.devices[0].is_mig());
+  EXPECT_EQ(caps.devices[0].health_reason, "xid 79: GPU has fallen off the bus");
+  EXPECT_TRUE(caps.devices[1].is_mig());
+  EXPECT_EQ(caps.devices[1].mig_profile, "1g.10gb");
+  EXPECT_EQ(caps.devices[1].parent_index, 1);
+  EXPECT_DOUBLE_EQ(caps.devices[1].compute_fraction, 0.142);
+  EXPECT_EQ(capabilities_to_json(caps)["devices"][1]["mig_profile"], "1g.10gb");
+  EXPECT_DOUBLE_EQ(caps.gpu.memory_gb, 85.5);  // beside MIG devices the largest judges statically
+
+  json bad = body;
+  bad["devices"][1]["compute_fraction"] = 1.5;
+  EXPECT_THROW(parse_capabilities(bad), ojs::OjsError);
+
+  const json unhealthy = unhealthy_devices(body);
+  ASSERT_EQ(unhealthy.size(), 1u);
+  EXPECT_EQ(unhealthy[0], json({{"index", 0}, {"uuid", "GPU-0"}, {"reason", "xid 79: GPU has fallen off the bus"}}));
+  EXPECT_EQ(unhealthy_devices(json{{"devices", "not a list"}}), json::array());
+}

@@ -1,10 +1,14 @@
 // assign_devices: all or none, NVLink cliques, NUMA preference, health.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "ojs/ml/device_assignment.hpp"
 #include "ojs/ml/predicates.hpp"
+#include "ojs/ml/requirements.hpp"
 
 using namespace ojs::ml;
+using nlohmann::json;
 
 namespace {
 
@@ -81,7 +85,7 @@ TEST(MlDeviceAssignment, UnhealthyAndUnfitDevicesSkipped) {
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a.indices, (std::vector<int>{4, 5, 6, 7}));
   auto b = assign_devices(devs, {4, 5, 6, 7}, r);
-  EXPECT_EQ(b.refusal, "insufficient free GPUs: 3 free (2 meet type/memory/compute capability), job needs 4");
+  EXPECT_EQ(b.refusal, "insufficient free GPUs: 3 free (2 meet type/memory/compute capability), job needs 4 (1 unhealthy)");
 }
 
 TEST(MlDeviceAssignment, JudgeReturnsChosenDevices) {
@@ -102,4 +106,94 @@ TEST(MlDeviceAssignment, JudgeReturnsChosenDevices) {
   ASSERT_FALSE(k.eligible());
   EXPECT_EQ(k.refusals[0].predicate, "free_gpus");
   EXPECT_TRUE(k.devices.empty());
+}
+
+namespace {
+
+// GPU 0 whole (80 GB); GPU 1 split into 3g.40gb (index 2) and two 1g.10gb (3, 4).
+std::vector<GpuDevice> mig_worker() {
+  auto slice = [](int index, const char* uuid, const char* profile, double memory, double fraction) {
+    GpuDevice d{index, uuid, "nvidia-h100", memory, ComputeCapability{9, 0}, 0, {}, true};
+    d.mig_profile = profile;
+    d.parent_index = 1;
+    d.compute_fraction = fraction;
+    return d;
+  };
+  return {GpuDevice{0, "GPU-0", "nvidia-h100", 85.5, ComputeCapability{9, 0}, 0, {}, true},
+          slice(2, "MIG-big", "3g.40gb", 42.4, 0.428), slice(3, "MIG-s1", "1g.10gb", 10.4, 0.142),
+          slice(4, "MIG-s2", "1g.10gb", 10.4, 0.142)};
+}
+
+GpuRequirement gpu_with_memory(int n, double gb) {
+  GpuRequirement r = gpus(n);
+  r.memory_gb = gb;
+  return r;
+}
+
+}  // namespace
+
+TEST(MlDeviceAssignment, MigSliceIsADeviceOfItsMemoryAndTheSmallestThatFitsGoesFirst) {
+  const auto devs = mig_worker();
+  std::set<int> busy;
+  auto a = assign_devices(devs, busy, gpu_with_memory(1, 10));
+  ASSERT_TRUE(a.ok()) << a.refusal;
+  EXPECT_EQ(a.indices, (std::vector<int>{3}));  // a 1g.10gb slice, not the whole GPU
+  busy.insert(3);
+  EXPECT_EQ(assign_devices(devs, busy, gpu_with_memory(1, 10)).indices, (std::vector<int>{4}));
+  busy.insert(4);
+  EXPECT_EQ(assign_devices(devs, busy, gpu_with_memory(1, 10)).indices, (std::vector<int>{2}));  // then 3g.40gb
+  EXPECT_EQ(assign_devices(devs, {}, gpu_with_memory(1, 40)).indices, (std::vector<int>{2}));
+  EXPECT_EQ(assign_devices(devs, {}, gpu_with_memory(1, 80)).indices, (std::vector<int>{0}));  // only the whole GPU
+}
+
+TEST(MlDeviceAssignment, MigSlicesTakeOnlySingleGpuJobs) {
+  const auto devs = mig_worker();
+  auto a = assign_devices(devs, {}, gpus(2));
+  EXPECT_FALSE(a.ok());
+  EXPECT_EQ(a.refusal, "insufficient free GPUs: 4 free (1 meet type/memory/compute capability), job needs 2");
+}
+
+TEST(MlDeviceAssignment, RefusalCountsUnhealthyDevices) {
+  auto devs = mig_worker();
+  devs[0].healthy = false;
+  devs[0].health_reason = "xid 79: GPU has fallen off the bus";
+  auto a = assign_devices(devs, {}, gpu_with_memory(1, 80));
+  EXPECT_FALSE(a.ok());
+  EXPECT_EQ(a.refusal, "insufficient free GPUs: 3 free (0 meet type/memory/compute capability), job needs 1 (1 unhealthy)");
+}
+
+TEST(MlDeviceAssignment, VisibleDeviceIdsAreMigUuidsOrIndices) {
+  EXPECT_EQ(visible_device_ids(mig_worker(), {0}), (std::vector<std::string>{"0"}));
+  EXPECT_EQ(visible_device_ids(mig_worker(), {3}), (std::vector<std::string>{"MIG-s1"}));
+  EXPECT_EQ(visible_device_ids({}, {5}), (std::vector<std::string>{"5"}));  // unknown device: its index
+}
+
+TEST(MlDeviceAssignment, MpsSharedDeviceTakesUpToMaxJobs) {
+  const json body = {{"devices",
+                      {{{"index", 0}, {"memory_gb", 80}, {"sharing", "mps"}, {"mps_active_thread_percentage", 50}, {"max_jobs", 2}},
+                       {{"index", 1}, {"memory_gb", 80}}}},
+                     {"labels", {{"nvidia.com/gpu.sharing", "mps"}}}};
+  const auto caps = parse_capabilities(body);
+  Requirements req = parse_requirements({{"ext_ml_gpu_count", 1}});
+  WorkerLoad load;
+  load.hold({0});
+  load.hold({1});
+  auto j = judge(req, &caps, load);  // device 1 is exclusive and busy; device 0 has room for one more
+  ASSERT_TRUE(j.eligible());
+  EXPECT_EQ(j.devices, (std::vector<int>{0}));
+  load.hold({0});
+  EXPECT_FALSE(judge(req, &caps, load).eligible());  // two jobs on the MPS device: full
+  WorkerLoad uncounted;
+  uncounted.busy_devices = {0, 1};  // busy without a count (e.g. held for a preemptor): stays busy
+  EXPECT_FALSE(judge(req, &caps, uncounted).eligible());
+
+  // Jobs avoid (or require) MPS through the advertised label.
+  const auto avoid = parse_requirements(
+      {{"ext_ml_gpu_count", 1},
+       {"ext_ml_affinity", {{"required", {{{"key", "nvidia.com/gpu.sharing"}, {"operator", "NotIn"}, {"values", {"mps"}}}}}}}});
+  const auto refused = judge(avoid, &caps, WorkerLoad{});
+  ASSERT_FALSE(refused.eligible());
+  EXPECT_EQ(refused.refusals[0].predicate, "required_affinity");
+  const auto require = parse_requirements({{"ext_ml_gpu_count", 1}, {"ext_ml_node_selector", {{"nvidia.com/gpu.sharing", "mps"}}}});
+  EXPECT_TRUE(judge(require, &caps, WorkerLoad{}).eligible());
 }

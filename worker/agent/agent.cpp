@@ -2,6 +2,7 @@
 
 #include "worker/config/command_table.hpp"
 #include "worker/execution/job_environment.hpp"
+#include "ojs/ml/device_assignment.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -14,6 +15,26 @@ namespace {
 
 nlohmann::json error_body(const std::string& code, const std::string& message, bool retryable) {
   return {{"code", code}, {"message", message}, {"retryable", retryable}};
+}
+
+// The devices of a capabilities document, or none when it does not parse
+// (a simulated worker may advertise anything; the broker will say so).
+std::vector<ml::GpuDevice> parsed_devices(const nlohmann::json& capabilities) {
+  try {
+    return ml::parse_capabilities(capabilities).devices;
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+// The SM share a job gets on MPS-shared devices (the smallest of its
+// devices'), 0 when none of them is shared.
+int mps_thread_percentage(const std::vector<ml::GpuDevice>& devices, const std::vector<int>& assigned) {
+  int percentage = 0;
+  for (const auto& d : devices)
+    if (d.sharing == "mps" && std::find(assigned.begin(), assigned.end(), d.index) != assigned.end())
+      percentage = percentage == 0 ? d.mps_active_thread_percentage : std::min(percentage, d.mps_active_thread_percentage);
+  return percentage;
 }
 
 std::string job_id_of(const nlohmann::json& job) {
@@ -29,7 +50,10 @@ Agent::Agent(BrokerApi& api, WorkerConfig config, AgentOptions options, nlohmann
       options_(std::move(options)),
       execution_settings_{config_.work_dir, config_.default_timeout_s, config_.kill_grace_s},
       capabilities_(std::move(capabilities)),
-      stop_requested_(std::move(stop_requested)) {}
+      gpu_devices_(parsed_devices(capabilities_)),
+      stop_requested_(std::move(stop_requested)) {
+  for (const auto& device : gpu_devices_) devices_.set_capacity(device.index, device.max_jobs);
+}
 
 int Agent::run() {
   spdlog::info("worker {} starting queues={} concurrency={} accelerator={}", options_.worker_id,
@@ -41,6 +65,7 @@ int Agent::run() {
 
 bool Agent::turn(SteadyClock::time_point now) {
   if (!draining_ && stop_requested_ && stop_requested_()) begin_drain("shutdown signal", now);
+  apply_device_faults(now);
   reap(now);
   poll_checkpoints(now);
   outbox_.flush(api_, now);
@@ -65,6 +90,27 @@ nlohmann::json Agent::current_capabilities() const {
   if (auto devices = caps.find("devices"); devices != caps.end() && devices->is_array())
     for (auto& device : *devices) device["in_use"] = devices_.in_use(device.value("index", -1));
   return caps;
+}
+
+// An XID took a GPU out of service: every device on it (the GPU, or all its
+// MIG devices) is advertised unhealthy with the reason from the next
+// heartbeat on, which is sent now, and the pool places nothing more on it.
+void Agent::apply_device_faults(SteadyClock::time_point now) {
+  if (!options_.device_faults) return;
+  const auto faults = options_.device_faults->take();
+  auto devices = capabilities_.find("devices");
+  if (faults.empty() || devices == capabilities_.end() || !devices->is_array()) return;
+  for (const auto& fault : faults)
+    for (auto& device : *devices) {
+      const int index = device.value("index", -1);
+      if (device.value("parent_index", index) != static_cast<int>(fault.gpu_index)) continue;
+      spdlog::warn("device {} unhealthy: {}; no new job is placed on it", index, fault.reason);
+      device["healthy"] = false;
+      device["health_reason"] = fault.reason;
+      devices_.mark_unhealthy(index);
+    }
+  gpu_devices_ = parsed_devices(capabilities_);
+  next_heartbeat_ = now;
 }
 
 void Agent::fetch(SteadyClock::time_point now) {
@@ -124,11 +170,17 @@ void Agent::accept(const nlohmann::json& job, SteadyClock::time_point now) {
     refuse(id, std::move(*mismatch), false);
     return;
   }
+  if (const auto broken = devices_.first_unhealthy(view.assigned_devices)) {
+    refuse(id, error_body("device_unhealthy", "assigned device " + std::to_string(*broken) + " is unhealthy", true), true);
+    return;
+  }
   if (!devices_.try_claim(view.assigned_devices)) {
     refuse(id, error_body("devices_busy", "assigned devices " + cuda_visible_devices(view.assigned_devices) + " are in use", true),
            true);
     return;
   }
+  view.visible_devices = ml::visible_device_ids(gpu_devices_, view.assigned_devices);
+  view.mps_active_thread_percentage = mps_thread_percentage(gpu_devices_, view.assigned_devices);
   try {
     auto execution = JobExecution::start(job, view, *command, execution_settings_, now);
     spdlog::info("job {} started pid={} devices=[{}]", id, execution->pid(), cuda_visible_devices(view.assigned_devices));

@@ -10,8 +10,10 @@
 #include "worker/agent/directives.hpp"
 #include "worker/agent/report_outbox.hpp"
 #include "worker/config/worker_config.hpp"
+#include "worker/discovery/xid_watcher.hpp"
 #include "worker/execution/job_execution.hpp"
 #include "worker/execution/model_integrity.hpp"
+#include "ojs/ml/capabilities.hpp"
 
 #include <chrono>
 #include <functional>
@@ -30,6 +32,7 @@ struct AgentOptions {
   double heartbeat_interval_s = 10;
   long visibility_timeout_ms = 60000;
   bool once = false;  // exit once a FETCH comes back empty and running jobs are done
+  DeviceFaults* device_faults = nullptr;  // posted by the XID watcher; null when none runs
 };
 
 class Agent {
@@ -52,6 +55,7 @@ class Agent {
   };
 
   nlohmann::json current_capabilities() const;
+  void apply_device_faults(SteadyClock::time_point now);
   void fetch(SteadyClock::time_point now);
   void accept(const nlohmann::json& job, SteadyClock::time_point now);
   void refuse(const std::string& job_id, nlohmann::json error, bool requeue);
@@ -67,6 +71,7 @@ class Agent {
   AgentOptions options_;
   ExecutionSettings execution_settings_;
   nlohmann::json capabilities_;
+  std::vector<ml::GpuDevice> gpu_devices_;  // capabilities_.devices parsed: MIG UUIDs for CUDA_VISIBLE_DEVICES
   std::function<bool()> stop_requested_;
 
   std::map<std::string, Running> running_;  // by job id

@@ -44,6 +44,16 @@ WorkerConfig parse_worker_config(const nlohmann::json& document) {
   read_if_present(document, "drain_timeout_s", config.drain_timeout_s);
   read_if_present(document, "checkpoint_poll_s", config.checkpoint_poll_s);
   read_if_present(document, "keep_work_dirs", config.keep_work_dirs);
+  if (auto it = document.find("gpu_sharing"); it != document.end()) {
+    if (!it->is_object()) throw std::invalid_argument("gpu_sharing must be an object");
+    read_if_present(*it, "mode", config.gpu_sharing.mode);
+    read_if_present(*it, "active_thread_percentage", config.gpu_sharing.active_thread_percentage);
+    const auto& mode = config.gpu_sharing.mode;
+    if (mode != "auto" && mode != "exclusive" && mode != "mps")
+      throw std::invalid_argument("gpu_sharing.mode must be auto, exclusive or mps");
+    if (config.gpu_sharing.active_thread_percentage < 0 || config.gpu_sharing.active_thread_percentage > 100)
+      throw std::invalid_argument("gpu_sharing.active_thread_percentage must be between 1 and 100");
+  }
   if (!config.labels.is_object()) throw std::invalid_argument("labels must be an object of strings");
   return config;
 }

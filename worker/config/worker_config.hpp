@@ -18,6 +18,12 @@ struct ConfiguredModel {
   std::string path;  // local weights; default <models_dir>/<model_id>
 };
 
+// "gpu_sharing": how jobs share a GPU (see discovery/gpu_sharing.hpp).
+struct GpuSharingConfig {
+  std::string mode = "auto";         // auto (MPS when its control daemon runs), exclusive, mps
+  int active_thread_percentage = 0;  // 0: $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, else 50
+};
+
 struct WorkerConfig {
   CommandTable commands;
   nlohmann::json labels = nlohmann::json::object();
@@ -33,6 +39,7 @@ struct WorkerConfig {
   double drain_timeout_s = 60;   // graceful shutdown: wait this long for jobs
   double checkpoint_poll_s = 5;
   bool keep_work_dirs = false;
+  GpuSharingConfig gpu_sharing;  // "gpu_sharing": {"mode": "auto|exclusive|mps", "active_thread_percentage": 50}
 };
 
 WorkerConfig parse_worker_config(const nlohmann::json& document);

@@ -2,9 +2,12 @@
 
 #include "worker/config/json_file.hpp"
 #include "worker/discovery/gpu_mapping.hpp"
+#include "worker/discovery/gpu_sharing.hpp"
 #include "worker/discovery/nvml_loader.hpp"
 
 #include <spdlog/spdlog.h>
+
+#include <cstdlib>
 
 namespace ojs::worker {
 
@@ -83,8 +86,12 @@ nlohmann::json build_capabilities(const WorkerConfig& config, const std::string&
     file = read_json_file(capabilities_file);
     if (!file.is_object()) throw std::runtime_error(capabilities_file + ": capabilities must be a JSON object");
   }
-  nlohmann::json caps =
-      requests_simulation(file) ? nlohmann::json::object() : hardware_capabilities(probe_hardware(config));
+  nlohmann::json caps = nlohmann::json::object();
+  if (!requests_simulation(file)) {
+    caps = hardware_capabilities(probe_hardware(config));
+    caps = apply_gpu_sharing(std::move(caps), resolve_gpu_sharing(config.gpu_sharing, mps_daemon_running(),
+                                                                   std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")));
+  }
   caps = apply_config_layer(std::move(caps), config);
   return finalize_capabilities(apply_capabilities_file(std::move(caps), file));
 }

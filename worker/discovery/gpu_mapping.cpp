@@ -122,6 +122,50 @@ bool is_gpu_healthy(const RecordedGpu& gpu) {
   return !gpu.query_failed && gpu.ecc_uncorrected_volatile <= 0 && !gpu.retired_pages_pending;
 }
 
+std::string mig_profile_name(const RecordedMigDevice& mig) {
+  const unsigned gi = mig.gpu_instance_slice_count;
+  const unsigned ci = mig.compute_instance_slice_count ? mig.compute_instance_slice_count : gi;
+  const auto gib = static_cast<unsigned long long>(std::ceil(static_cast<double>(mig.memory_total_bytes) / (1ULL << 30)));
+  std::string name = ci != gi ? std::to_string(ci) + "c." : "";
+  return name + std::to_string(gi) + "g." + std::to_string(gib) + "gb";
+}
+
+namespace {
+
+// One entry of devices[]: a whole GPU, or a MIG device carved out of one.
+struct Advertised {
+  const RecordedGpu* gpu;            // the physical GPU (the parent of a MIG device)
+  const RecordedMigDevice* mig;      // null for a whole GPU
+  unsigned index;
+  std::uint64_t memory_bytes;
+  bool healthy;
+};
+
+nlohmann::json device_json(const Advertised& d, const std::set<unsigned>& peers) {
+  const RecordedGpu& gpu = *d.gpu;
+  nlohmann::json j = {{"index", d.index},
+                      {"uuid", d.mig ? d.mig->uuid : gpu.uuid},
+                      {"type", gpu_type_id(gpu.name)},
+                      {"name", gpu.name},
+                      {"memory_gb", bytes_to_gb(d.memory_bytes)},
+                      {"compute_capability", compute_capability_string(gpu)},
+                      {"pci_bus_id", canonical_pci_bus_id(gpu.pci_bus_id)},
+                      {"numa_node", gpu.numa_node},
+                      {"nvlink_peers", peers},  // MIG devices have none: MIG disables peer-to-peer
+                      {"healthy", d.healthy}};
+  if (d.mig) {
+    j["mig_profile"] = mig_profile_name(*d.mig);
+    j["parent_index"] = gpu.index;
+    const unsigned slices = d.mig->compute_instance_slice_count ? d.mig->compute_instance_slice_count
+                                                                 : d.mig->gpu_instance_slice_count;
+    if (gpu.max_mig_devices > 0 && slices > 0)
+      j["compute_fraction"] = std::floor(1000.0 * slices / gpu.max_mig_devices) / 1000.0;
+  }
+  return j;
+}
+
+}  // namespace
+
 GpuCapabilities map_gpu_inventory(const RecordedGpuInventory& inventory) {
   GpuCapabilities out;
   if (!inventory.driver_version.empty()) out.labels["nvidia.com/driver-version"] = inventory.driver_version;
@@ -129,46 +173,65 @@ GpuCapabilities map_gpu_inventory(const RecordedGpuInventory& inventory) {
     out.labels["nvidia.com/cuda-version"] = cuda_version_string(inventory.cuda_driver_version);
   if (inventory.gpus.empty()) return out;
 
+  // Whole GPUs keep their NVML index; MIG devices are numbered after all GPUs
+  // (a MIG-enabled GPU itself is not advertised: CUDA cannot use it whole).
   const auto peers = nvlink_peers(inventory);
-  std::vector<const RecordedGpu*> healthy;
-  for (std::size_t i = 0; i < inventory.gpus.size(); ++i) {
-    const auto& gpu = inventory.gpus[i];
+  std::vector<Advertised> advertised;
+  std::vector<Advertised> slices;
+  unsigned next_mig_index = static_cast<unsigned>(inventory.gpus.size());
+  for (const auto& gpu : inventory.gpus) {
     const bool ok = is_gpu_healthy(gpu);
-    if (ok) healthy.push_back(&gpu);
-    out.devices.push_back({{"index", gpu.index},
-                           {"uuid", gpu.uuid},
-                           {"type", gpu_type_id(gpu.name)},
-                           {"name", gpu.name},
-                           {"memory_gb", bytes_to_gb(gpu.memory_total_bytes)},
-                           {"compute_capability", compute_capability_string(gpu)},
-                           {"pci_bus_id", canonical_pci_bus_id(gpu.pci_bus_id)},
-                           {"numa_node", gpu.numa_node},
-                           {"nvlink_peers", peers[i]},
-                           {"healthy", ok}});
+    if (!gpu.mig_enabled) {
+      advertised.push_back({&gpu, nullptr, gpu.index, gpu.memory_total_bytes, ok});
+      continue;
+    }
+    for (const auto& mig : gpu.mig_devices)
+      slices.push_back({&gpu, &mig, next_mig_index++, mig.memory_total_bytes, ok && !mig.query_failed});
   }
-  // With no healthy card the aggregates describe all of them; the broker still
+  const bool any_mig = !slices.empty();
+  advertised.insert(advertised.end(), slices.begin(), slices.end());
+  if (advertised.empty()) return out;  // every GPU is in MIG mode without instances
+
+  std::set<unsigned> whole;  // NVLink peers are whole GPUs: a MIG-enabled GPU is no device of its own
+  for (const auto& d : advertised)
+    if (!d.mig) whole.insert(d.index);
+  std::vector<const Advertised*> healthy;
+  for (const auto& d : advertised) {
+    std::set<unsigned> linked;
+    if (!d.mig)
+      for (const unsigned peer : peers[static_cast<std::size_t>(d.gpu - inventory.gpus.data())])
+        if (whole.count(peer)) linked.insert(peer);
+    out.devices.push_back(device_json(d, linked));
+    if (d.healthy) healthy.push_back(&d);
+  }
+  // With no healthy device the aggregates describe all of them; the broker still
   // assigns none, since it never hands out a device marked unhealthy.
   if (healthy.empty())
-    for (const auto& gpu : inventory.gpus) healthy.push_back(&gpu);
+    for (const auto& d : advertised) healthy.push_back(&d);
 
   // Mixed boxes are rare; the first healthy card names the type, devices[] tells the rest.
-  const RecordedGpu* smallest = *std::min_element(healthy.begin(), healthy.end(), [](auto* a, auto* b) {
-    return a->memory_total_bytes < b->memory_total_bytes;
-  });
-  const RecordedGpu* oldest = *std::min_element(healthy.begin(), healthy.end(), [](auto* a, auto* b) { return cc_less(*a, *b); });
+  // Memory is per GPU, the smallest; with MIG devices beside whole GPUs the
+  // largest, so the static check does not refuse what a whole GPU can take
+  // (device assignment then checks each device).
+  auto by_memory = [](const Advertised* a, const Advertised* b) { return a->memory_bytes < b->memory_bytes; };
+  const Advertised* sized = any_mig ? *std::max_element(healthy.begin(), healthy.end(), by_memory)
+                                    : *std::min_element(healthy.begin(), healthy.end(), by_memory);
+  const Advertised* oldest =
+      *std::min_element(healthy.begin(), healthy.end(), [](auto* a, auto* b) { return cc_less(*a->gpu, *b->gpu); });
   bool all_nvlinked = healthy.size() > 1;
   for (const auto* a : healthy)
     for (const auto* b : healthy) {
       if (a == b) continue;
-      const auto& a_peers = peers[static_cast<std::size_t>(a - inventory.gpus.data())];
-      if (!a_peers.count(b->index)) all_nvlinked = false;
+      if (a->mig || b->mig) all_nvlinked = false;
+      else if (!peers[static_cast<std::size_t>(a->gpu - inventory.gpus.data())].count(b->index)) all_nvlinked = false;
     }
-  out.gpu = {{"type", gpu_type_id(healthy.front()->name)},
-             {"count", inventory.gpus.size()},  // the broker requires count == devices.size()
-             {"memory_gb", bytes_to_gb(smallest->memory_total_bytes)},
-             {"compute_capability", compute_capability_string(*oldest)},
+  out.gpu = {{"type", gpu_type_id(healthy.front()->gpu->name)},
+             {"count", advertised.size()},  // the broker requires count == devices.size()
+             {"memory_gb", bytes_to_gb(sized->memory_bytes)},
+             {"compute_capability", compute_capability_string(*oldest->gpu)},
              {"interconnect", all_nvlinked ? "nvlink" : "pcie"}};
-  out.labels["nvidia.com/gpu.product"] = healthy.front()->name;
+  out.labels["nvidia.com/gpu.product"] = healthy.front()->gpu->name;
+  if (any_mig) out.labels["nvidia.com/mig.enabled"] = "true";
   return out;
 }
 

@@ -29,12 +29,20 @@ std::string cuda_version_string(int cuda_driver_version);
 
 bool is_gpu_healthy(const RecordedGpu& gpu);
 
+// The MIG profile as nvidia-smi names it: compute slices, "g.", memory rounded
+// up to whole GiB ("1g.10gb", "3g.40gb"); "1c.2g.20gb" when the compute
+// instance is smaller than its GPU instance.
+std::string mig_profile_name(const RecordedMigDevice& mig);
+
 struct GpuCapabilities {
   nlohmann::json gpu = nullptr;                       // {type,count,memory_gb,compute_capability,interconnect} or null
   nlohmann::json devices = nlohmann::json::array();   // one entry per GPU, healthy or not
   nlohmann::json labels = nlohmann::json::object();   // nvidia.com/driver-version, nvidia.com/cuda-version, ...
 };
 
+// Whole GPUs keep their NVML index; the MIG devices of a MIG-enabled GPU are
+// advertised instead of it, numbered after all GPUs, with mig_profile,
+// parent_index and compute_fraction (compute slices / the parent's maximum).
 // gpu.count is every device (the broker checks it against devices[]); type,
 // memory_gb (smallest) and compute_capability (lowest) come from the healthy
 // devices. Health is per device: the broker never assigns one marked unhealthy.

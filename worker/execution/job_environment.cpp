@@ -15,6 +15,12 @@ std::string cuda_visible_devices(const std::vector<int>& devices) {
   return out;
 }
 
+std::string join_device_ids(const std::vector<std::string>& ids) {
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
+  return out;
+}
+
 std::vector<std::string> current_environment() {
   std::vector<std::string> out;
   for (char** entry = environ; entry && *entry; ++entry) out.emplace_back(*entry);
@@ -28,7 +34,10 @@ std::vector<std::string> job_environment(const JobView& job, const JobWorkspace&
     const auto eq = entry.find('=');
     if (eq != std::string::npos) vars[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
-  vars["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices(job.assigned_devices);
+  vars["CUDA_VISIBLE_DEVICES"] = job.visible_devices.empty() ? cuda_visible_devices(job.assigned_devices)
+                                                              : join_device_ids(job.visible_devices);
+  if (job.mps_active_thread_percentage > 0)
+    vars["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.mps_active_thread_percentage);
   vars["OJS_JOB_ID"] = job.id;
   vars["OJS_JOB_TYPE"] = job.type;
   vars["OJS_QUEUE"] = job.queue;

@@ -15,6 +15,8 @@ struct JobView {
   std::string queue;
   int attempt = 1;
   std::vector<int> assigned_devices;       // ext_ml_assigned_devices, set by the broker
+  std::vector<std::string> visible_devices;  // CUDA_VISIBLE_DEVICES entries (MIG UUIDs); empty: the indices
+  int mps_active_thread_percentage = 0;      // set on MPS-shared devices: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
   std::optional<double> timeout_s;         // ext_ml_timeout_seconds, else timeout_ms, else timeout (s)
   std::string model_id;
   std::string model_checksum;              // "sha256:<hex>"

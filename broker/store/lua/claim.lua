@@ -32,8 +32,28 @@ if rate_starts and rate_period then
 end
 
 local BAND = 1099511627776 -- 2^40: rank = band * 2^40 + seq; band = class rank and priority
+
+-- [harden, issue 12] OJS core: a job past its expires_at when it would be fetched is
+-- discarded, never delivered. Heads of the eligible classes are checked (bounded).
+local function discard_expired_heads(class)
+  for _ = 1, 100 do
+    local head = redis.call('ZRANGE', ready_key(prefix, class), 0, 0)
+    if not head[1] then return end
+    local jk = job_key(prefix, head[1])
+    local expires = tonumber(redis.call('HGET', jk, 'expires_at') or '')
+    if not expires or expires > now then return end
+    redis.call('ZREM', ready_key(prefix, class), head[1])
+    redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at', now, 'error',
+      cjson.encode({code = 'expired', type = 'expired', retryable = false,
+                    message = 'job expired (expires_at passed) before it was delivered'}))
+    redis.call('HINCRBY', prefix .. 'stats', 'discarded', 1)
+    emit(prefix, 'job.discarded', head[1], {'reason', 'expired'})
+  end
+end
+
 local claimed, blocked = {}, {}
 for _ = 1, count do
+  for i = 7, #ARGV, 5 do discard_expired_heads(ARGV[i]) end -- [harden]
   local best_id, best_class, best_key, best_gpus, best_devices = nil, nil, nil, 0, ''
   for i = 7, #ARGV, 5 do
     local class, bonus, hold, gpus, devices = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]

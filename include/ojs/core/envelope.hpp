@@ -50,6 +50,12 @@ RetryPolicy parse_retry_policy(const nlohmann::json& value, const std::string& f
 std::int64_t retry_delay_ms(const RetryPolicy& policy, int attempt, double unit_random);
 
 bool is_valid_queue_name(const std::string& name);
+// Worker ids: ^[A-Za-z0-9][A-Za-z0-9._@-]*$, at most 128 characters. No ':' or
+// '/', so a worker id never names another worker's keys (ojs:worker:<id>:jobs).
+bool is_valid_worker_id(const std::string& id);
+inline constexpr const char* kWorkerIdRule = "must match ^[A-Za-z0-9][A-Za-z0-9._@-]*$ and be at most 128 characters";
+// The worker id in `value` (a string obeying is_valid_worker_id); throws invalid_field naming `field`.
+std::string require_worker_id(const nlohmann::json& value, const std::string& field);
 bool is_valid_job_type(const std::string& type);
 
 // System-managed attributes: a producer's values for these are ignored.

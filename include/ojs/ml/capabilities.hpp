@@ -20,6 +20,20 @@ struct GpuDevice {
   int numa_node = -1;  // -1: unknown
   std::vector<int> nvlink_peers;
   bool healthy = true;
+  std::string health_reason;  // why it is unhealthy ("xid 79: GPU has fallen off the bus"); not matched on
+  // A MIG device (a slice of a physical GPU): its profile ("1g.10gb"), the
+  // physical GPU's index, and its share of that GPU's compute (1/7 for 1g on
+  // an H100). memory_gb is the slice's own memory. Whole GPUs: "", -1, 1.
+  std::string mig_profile;
+  int parent_index = -1;
+  double compute_fraction = 1;
+  bool is_mig() const { return parent_index >= 0; }
+  // "exclusive" (one job at a time, the default) or "mps": shared through the
+  // CUDA Multi-Process Service by up to max_jobs jobs, each limited to
+  // mps_active_thread_percentage of the SMs.
+  std::string sharing = "exclusive";
+  int mps_active_thread_percentage = 100;
+  int max_jobs = 1;
   bool operator==(const GpuDevice&) const = default;
 };
 
@@ -78,5 +92,10 @@ nlohmann::json capabilities_to_json(const Capabilities& caps);
 // fetch (busy devices, active jobs: they come in WorkerLoad), so two fetches of an
 // unchanged worker share a fingerprint and reuse memoised class judgements.
 std::string fingerprint(const Capabilities& caps);
+
+// The devices a worker advertises as unhealthy, for read models (admin workers,
+// status page): [{index, uuid, mig_profile?, reason}]. Tolerant: capabilities
+// that do not parse give an empty list.
+nlohmann::json unhealthy_devices(const nlohmann::json& capabilities);
 
 }  // namespace ojs::ml

@@ -1,6 +1,7 @@
 // Choosing which GPUs of a worker a job gets: all or none, never an unhealthy or
 // busy device, an NVLink clique when the job asks for nvlink, one NUMA node when
-// possible, packed onto partly used NUMA nodes (or spread) as configured.
+// possible, packed onto partly used NUMA nodes (or spread) as configured, and
+// the smallest MIG device that fits before a bigger one or a whole GPU.
 #pragma once
 #include <set>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/requirements.hpp"
+#include "ojs/ml/worker_load.hpp"
 
 namespace ojs::ml {
 
@@ -32,6 +34,16 @@ DeviceAssignment assign_devices(const std::vector<GpuDevice>& devices, const std
 
 // Does this device meet the per-device parts of the requirement (type, memory, cc)?
 // (parse_capabilities fills a device's missing type / cc from the worker's gpu{}.)
+// A MIG device takes only single-GPU jobs: a CUDA process sees one MIG device.
 bool device_meets(const GpuDevice& d, const GpuRequirement& need);
+
+// The devices a job cannot get now: held by an active job, except an MPS-shared
+// device that holds fewer than its max_jobs (counted in load.device_jobs; a
+// busy device without a count stays busy).
+std::set<int> unavailable_devices(const std::vector<GpuDevice>& devices, const WorkerLoad& load);
+
+// What CUDA_VISIBLE_DEVICES carries for assigned devices: the MIG UUID of a
+// MIG device (CUDA addresses MIG devices only by UUID), else the index.
+std::vector<std::string> visible_device_ids(const std::vector<GpuDevice>& devices, const std::vector<int>& assigned);
 
 }  // namespace ojs::ml

@@ -3,6 +3,7 @@
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,7 +22,10 @@ struct ActiveJob {
 struct WorkerLoad {
   std::vector<ActiveJob> active;
   std::set<int> busy_devices;  // device indices held by active jobs
+  std::map<int, int> device_jobs;  // device index -> active jobs on it (for devices shared through MPS)
   int gpus_in_use() const;
+  // Records a job's devices: busy, and one more job on each.
+  void hold(const std::vector<int>& devices);
 };
 
 // The labels a job exposes to anti-affinity: "type", "queue", "job_id", every scalar

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <map>
 #include <fstream>
 #include <thread>
 
@@ -308,6 +309,89 @@ TEST(Directives, ReadsWorkerStateAndPreemptions) {
   EXPECT_TRUE(d.preemptions[0].checkpoint);
   EXPECT_EQ(*read_directives({{"state", "running"}, {"directive", "quiet"}}).worker, WorkerDirective::quiet);
   EXPECT_FALSE(read_directives(nlohmann::json::object()).worker.has_value());
+}
+
+// Two devices of GPU 1 are MIG slices (parent_index 1); GPU 0 is whole.
+nlohmann::json mig_capabilities() {
+  return {{"accelerator", "gpu"},
+          {"devices",
+           {{{"index", 0}, {"uuid", "GPU-0"}},
+            {{"index", 2}, {"uuid", "MIG-a"}, {"parent_index", 1}, {"mig_profile", "1g.10gb"}, {"compute_fraction", 0.142}},
+            {{"index", 3}, {"uuid", "MIG-b"}, {"parent_index", 1}, {"mig_profile", "1g.10gb"}, {"compute_fraction", 0.142}}}}};
+}
+
+TEST_F(AgentTest, MigDevicesAreMadeVisibleByUuid) {
+  config_.commands["env"] = shell_command(R"(printf '{"cvd": "%s"}' "$CUDA_VISIBLE_DEVICES")");
+  broker_.fetch_replies.push_back(jobs_reply({job("j-mig", "env", {{"ext_ml_assigned_devices", {3}}}),
+                                              job("j-whole", "env", {{"ext_ml_assigned_devices", {0}}})}));
+  auto agent = make_agent(mig_capabilities());
+  ASSERT_TRUE(run(agent));
+  std::map<std::string, std::string> visible;
+  for (const auto& r : broker_.reports()) visible[r.job_id] = r.body["result"].value("cvd", "?");
+  EXPECT_EQ(visible["j-mig"], "MIG-b");
+  EXPECT_EQ(visible["j-whole"], "0");
+}
+
+TEST_F(AgentTest, XidFaultMarksTheGpuUnhealthyAdvertisesWhyAndRefusesItsDevices) {
+  DeviceFaults faults;
+  options_.device_faults = &faults;
+  options_.heartbeat_interval_s = 3600;  // only the fault may trigger the second heartbeat
+  options_.once = false;
+  auto agent = make_agent(mig_capabilities());
+  ASSERT_TRUE(agent.turn(SteadyClock::now()));  // first heartbeat + fetch: all healthy
+  ASSERT_EQ(broker_.count("heartbeat"), 1u);
+  EXPECT_TRUE(broker_.calls.at(0).body["capabilities"]["devices"][1].value("healthy", true));
+
+  faults.post({1, 79, "xid 79: GPU has fallen off the bus"});
+  // A job the broker assigned before it heard of the fault is refused, not run.
+  broker_.fetch_replies.push_back(jobs_reply({job("j-late", "ok", {{"ext_ml_assigned_devices", {2}}})}));
+  ASSERT_TRUE(run(agent, 10s, [&] { stop_ = broker_.count("fetch") >= 3; }));
+
+  ASSERT_GE(broker_.count("heartbeat"), 2u);  // sent at once, not after the hour
+  nlohmann::json advertised;
+  for (const auto& c : broker_.calls)
+    if (c.what == "heartbeat") advertised = c.body["capabilities"]["devices"];
+  EXPECT_TRUE(advertised[0].value("healthy", true));  // GPU 0 is another GPU
+  for (const int i : {1, 2}) {
+    EXPECT_EQ(advertised[i]["healthy"], false) << advertised.dump();
+    EXPECT_EQ(advertised[i]["health_reason"], "xid 79: GPU has fallen off the bus");
+  }
+  nlohmann::json last_fetch;
+  for (const auto& c : broker_.calls)
+    if (c.what == "fetch") last_fetch = c.body;
+  EXPECT_EQ(last_fetch["capabilities"]["devices"][2]["healthy"], false);
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].job_id, "j-late");
+  EXPECT_EQ(reports[0].body["error"]["code"], "device_unhealthy");
+  EXPECT_EQ(reports[0].body["requeue"], true);
+}
+
+TEST_F(AgentTest, MpsSharedDeviceRunsUpToMaxJobsWithTheirThreadShare) {
+  config_.drain_timeout_s = 0;
+  config_.concurrency = 3;
+  config_.commands["mps"] = shell_command(R"(echo "$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" > "$OJS_WORK_DIR/../mps-$OJS_JOB_ID"; sleep 30)");
+  broker_.fetch_replies.push_back(jobs_reply({job("j-1", "mps", {{"ext_ml_assigned_devices", {0}}}),
+                                              job("j-2", "mps", {{"ext_ml_assigned_devices", {0}}}),
+                                              job("j-3", "ok", {{"ext_ml_assigned_devices", {0}}})}));
+  auto agent = make_agent({{"accelerator", "gpu"},
+                           {"devices", {{{"index", 0}, {"sharing", "mps"}, {"mps_active_thread_percentage", 50}, {"max_jobs", 2}}}}});
+  // Stop once both have written their share: they run side by side.
+  ASSERT_TRUE(run(agent, 20s, [&] {
+    stop_ = broker_.count("fetch") >= 2 && std::filesystem::exists(dir_.path() / "mps-j-1") &&
+            std::filesystem::exists(dir_.path() / "mps-j-2");
+  }));
+  std::map<std::string, std::string> codes;
+  for (const auto& r : broker_.reports()) codes[r.job_id] = r.body["error"].value("code", "");
+  EXPECT_EQ(codes["j-3"], "devices_busy");  // a third job on a device shared by two
+  EXPECT_EQ(codes["j-1"], "worker_shutdown");
+  EXPECT_EQ(codes["j-2"], "worker_shutdown");
+  for (const char* id : {"j-1", "j-2"}) {
+    std::ifstream share(dir_.path() / (std::string("mps-") + id));
+    std::string value;
+    share >> value;
+    EXPECT_EQ(value, "50") << id;
+  }
 }
 
 }  // namespace
