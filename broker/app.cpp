@@ -64,6 +64,7 @@ void BrokerApp::start() {
   register_events_api(i.router, *i.api);
   register_dead_letter_api(i.router, *i.api);
   i.governance = governance::install(i.config, *i.redis, *i.jobs, i.router, *i.api);
+  register_admin_api(i.router, *i.api, *i.governance->configs);
   register_preemption_api(i.router, *i.api);
   register_observability_api(i.router, *i.api);
 

@@ -21,6 +21,7 @@ struct BrokerConfig {
   std::int64_t default_visibility_timeout_ms = 30000;
   std::int64_t maintenance_interval_ms = 200;     // promoter + reaper cadence
   std::int64_t worker_dead_after_ms = 60000;      // no heartbeat or fetch for this long
+  std::int64_t worker_retention_ms = 3600000;     // then forgotten (at least worker_dead_after_ms)
   std::int64_t locality_delay_ms = 5000;          // delay scheduling for model locality
   std::string placement = "pack";                 // device placement: pack | spread
   int max_fetch_count = 100;

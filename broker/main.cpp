@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   cli.add_option("--visibility-timeout-ms", config.default_visibility_timeout_ms, "Default visibility timeout")->capture_default_str();
   cli.add_option("--maintenance-interval-ms", config.maintenance_interval_ms, "Promoter/reaper cadence")->capture_default_str();
   cli.add_option("--worker-dead-after-ms", config.worker_dead_after_ms, "Reclaim jobs of workers silent this long")->capture_default_str();
+  cli.add_option("--worker-retention-ms", config.worker_retention_ms, "Forget workers silent this long, after reclaiming their jobs (at least --worker-dead-after-ms)")->capture_default_str();
   cli.add_option("--locality-delay-ms", config.locality_delay_ms, "Delay scheduling bound for model locality")->capture_default_str();
   cli.add_option("--placement", config.placement, "GPU device placement: pack or spread")->capture_default_str()->check(CLI::IsMember({"pack", "spread"}));
   cli.add_option("--max-body-bytes", config.max_body_bytes, "Largest accepted request body")->capture_default_str();

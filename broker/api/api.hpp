@@ -32,5 +32,7 @@ namespace governance { class QueueConfigStore; }
 // Admin: queue config, budget/ledger, reconciliation, jobs by state.
 void register_governance_api(Router& router, ApiContext& ctx, governance::QueueConfigStore& configs);
 void register_observability_api(Router& router, ApiContext& ctx);  // /metrics, /ojs/status, admin overview
+// The OJS admin API extension: queues, jobs, bulk actions, stats, worker deregistration.
+void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigStore& configs);
 
 }  // namespace ojs::broker

@@ -13,12 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string queue_name(const HttpRequest& r) {
-  const auto& name = r.params.at("name");
-  if (!is_valid_queue_name(name)) throw invalid_field("name", "must match ^[a-z0-9][a-z0-9.-]*$");
-  return name;
-}
-
 // The version the writer read: body "expected_version", else an If-Match header ("3" or 3).
 std::optional<long long> expected_version(const json& body, const HttpRequest& r) {
   if (body.contains("expected_version")) {
@@ -44,45 +38,47 @@ HttpResponse config_reply(const json& config) {
   return response;
 }
 
-int limit_param(const HttpRequest& r) {
-  const auto text = r.query_or("limit", "50");
-  try {
-    const int limit = std::stoi(text);
-    if (limit >= 1 && limit <= 1000) return limit;
-  } catch (const std::exception&) {
-  }
-  throw invalid_field("limit", "must be an integer between 1 and 1000");
-}
-
 }  // namespace
 
 void register_governance_api(Router& router, ApiContext& ctx, governance::QueueConfigStore& configs) {
   const std::string base = "/ojs/v1/admin/queues/{name}/";
   router.add("GET", base + "config", [&configs](const HttpRequest& r) {
-    const auto queue = queue_name(r);
+    const auto queue = queue_name_param(r);
     return config_reply(governance::to_json(configs.load(queue), queue));
   });
   router.add("PUT", base + "config", [&configs](const HttpRequest& r) {
-    const auto queue = queue_name(r);
+    const auto queue = queue_name_param(r);
     const json body = parse_json_body(r);
     const auto config = governance::parse_queue_config(body);
     configs.save(queue, config, expected_version(body, r));
     return config_reply(governance::to_json(configs.load(queue), queue));
   });
+  // ojs-rate-limiting.md §7.2: the queue's rate limit alone (the same field as config.rate_limit).
+  router.add("GET", base + "rate-limit", [&configs](const HttpRequest& r) {
+    const auto queue = queue_name_param(r);
+    return json_reply(200, {{"rate_limit", governance::rate_limit_to_json(configs.load(queue).rate_limit)}, {"queue", queue}});
+  });
+  router.add("PUT", base + "rate-limit", [&configs](const HttpRequest& r) {
+    const auto queue = queue_name_param(r);
+    auto config = configs.load(queue);
+    config.rate_limit = governance::parse_rate_limit(parse_json_body(r), "");
+    configs.save(queue, config, config.version);  // compare-and-set: a concurrent config write answers 409
+    return json_reply(200, {{"rate_limit", governance::rate_limit_to_json(configs.load(queue).rate_limit)}, {"queue", queue}});
+  });
   router.add("GET", base + "budget", [&configs](const HttpRequest& r) {
-    return json_reply(200, {{"budget", configs.budget(queue_name(r))}});
+    return json_reply(200, {{"budget", configs.budget(queue_name_param(r))}});
   });
   for (const bool repair : {false, true}) {
     router.add(repair ? "POST" : "GET", base + "reconcile", [&configs, repair](const HttpRequest& r) {
-      const auto queue = queue_name(r);
+      const auto queue = queue_name_param(r);
       return json_reply(200, {{"reconciliation", configs.reconcile(queue, repair).to_json(queue)}});
     });
   }
   router.add("GET", base + "jobs", [&ctx](const HttpRequest& r) {
-    const auto queue = queue_name(r);
+    const auto queue = queue_name_param(r);
     const auto state = r.query_or("state", "available");
     if (!admin::is_listable_state(state)) throw invalid_field("state", "must be one of available, active, scheduled, retryable, dead");
-    return json_reply(200, admin::list_jobs(ctx.store, queue, state, limit_param(r)));
+    return json_reply(200, admin::list_jobs(ctx.store, queue, state, int_query(r, "limit", 50, 1, 1000)));
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ojs/core/envelope.hpp"
 #include "ojs/core/error.hpp"
 
 namespace ojs::broker {
@@ -46,6 +47,24 @@ nlohmann::json parse_json_body(const HttpRequest& request) {
     throw OjsError(ErrorCode::invalid_request, "request body must be a JSON object",
                    {{"field", "body"}, {"rule", "must be a JSON object"}});
   return body;
+}
+
+std::string queue_name_param(const HttpRequest& request) {
+  const auto& name = request.params.at("name");
+  if (!is_valid_queue_name(name)) throw invalid_field("name", "must match ^[a-z0-9][a-z0-9.-]*$");
+  return name;
+}
+
+int int_query(const HttpRequest& request, const char* name, int fallback, int min, int max) {
+  const auto text = request.query_or(name, "");
+  if (text.empty()) return fallback;
+  try {
+    std::size_t used = 0;
+    const int value = std::stoi(text, &used);
+    if (used == text.size() && value >= min && value <= max) return value;
+  } catch (const std::exception&) {
+  }
+  throw invalid_field(name, "must be an integer between " + std::to_string(min) + " and " + std::to_string(max));
 }
 
 HttpResponse json_reply(int status, const nlohmann::json& body) {

@@ -16,4 +16,9 @@ inline constexpr int kMaxJsonDepth = 64;
 nlohmann::json parse_json_body(const HttpRequest& request);
 HttpResponse json_reply(int status, const nlohmann::json& body);
 
+// The {name} path parameter as a queue name; 400 naming `name` when invalid.
+std::string queue_name_param(const HttpRequest& request);
+// An integer query parameter in [min, max], `fallback` when absent; 400 naming it otherwise.
+int int_query(const HttpRequest& request, const char* name, int fallback, int min, int max);
+
 }  // namespace ojs::broker

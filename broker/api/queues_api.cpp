@@ -8,8 +8,7 @@ namespace ojs::broker {
 
 namespace {
 std::string queue_param(const HttpRequest& r, JobStore& store) {
-  const auto& name = r.params.at("name");
-  if (!is_valid_queue_name(name)) throw invalid_field("name", "must match ^[a-z0-9][a-z0-9.-]*$");
+  const auto name = queue_name_param(r);
   if (!store.queue_exists(name)) throw OjsError(ErrorCode::not_found, "queue " + name + " not found", {{"queue", name}});
   return name;
 }
@@ -39,13 +38,19 @@ void register_queues_api(Router& router, ApiContext& ctx) {
                      {{"queue", name}, {"rule", "only an empty queue can be deleted"}});
     return json_reply(200, {{"queue", {{"name", name}, {"deleted", true}}}});
   });
-  for (const bool pause : {true, false}) {
-    router.add("POST", std::string("/ojs/v1/queues/{name}/") + (pause ? "pause" : "resume"), [&ctx, pause](const HttpRequest& r) {
-      const auto name = queue_param(r, ctx.store);
-      ctx.store.set_paused(name, pause);
-      return json_reply(200, {{"queue", {{"name", name}, {"paused", pause}}}});
-    });
-  }
+  // Also under /ojs/v1/admin (ojs-admin-api.md §6.3), which answers name/paused top-level too.
+  for (const std::string base : {"/ojs/v1/queues/{name}/", "/ojs/v1/admin/queues/{name}/"})
+    for (const bool pause : {true, false}) {
+      router.add("POST", base + (pause ? "pause" : "resume"), [&ctx, pause](const HttpRequest& r) {
+        // A queue named here exists for pause/resume even before its first job:
+        // pausing ahead of a rollout must work.
+        const auto name = queue_name_param(r);
+        ctx.jobs.admit_queue(name);  // within --max-queues
+        ctx.store.register_queue(name);
+        ctx.store.set_paused(name, pause);
+        return json_reply(200, {{"queue", {{"name", name}, {"paused", pause}}}, {"name", name}, {"paused", pause}});
+      });
+    }
 }
 
 }  // namespace ojs::broker

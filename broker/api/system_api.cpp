@@ -19,9 +19,11 @@ void register_system_api(Router& router, ApiContext& ctx) {
                           {"heartbeat", true}, {"visibility_timeout", true}, {"scheduled_jobs", true},
                           {"delayed_jobs", true}, {"unique_jobs", true}, {"cron_jobs", true},
                           {"job_ttl", true}, {"workflows", false}}},
+        // Exactly the extensions implemented (docs/spec-status.md says why the others are not).
         {"extensions", {{"official", {{{"name", "ml-resources"},
                                         {"uri", "https://openjobspec.org/spec/extensions/ml-resources"},
-                                        {"version", "1.0"}}}}}},
+                                        {"version", "1.0"}},
+                                       {{"name", "admin-api"}, {"uri", "urn:ojs:ext:admin-api"}, {"version", "1.0.0"}}}}}},
     });
   });
 

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "broker/store/store_error.hpp"
 #include "ojs/core/time.hpp"
 
@@ -36,6 +38,11 @@ void Maintenance::run_once() {
       spdlog::error("maintenance step failed: {}", e.what());
     }
   }
+  // After the reclaim above: workers gone past the retention window are
+  // forgotten, so listings and the preemption controller's scan stay bounded.
+  const auto retention = std::max(config_.worker_retention_ms, config_.worker_dead_after_ms);
+  if (auto forgotten = workers_.prune(now_ms() - retention, 1000); !forgotten.empty())
+    spdlog::info("forgot {} worker(s) silent for more than {} ms", forgotten.size(), retention);
 }
 
 void Maintenance::start() {

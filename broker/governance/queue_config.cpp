@@ -4,6 +4,7 @@
 #include <initializer_list>
 
 #include "ojs/core/error.hpp"
+#include "ojs/core/time.hpp"
 #include "ojs/ml/requirements.hpp"
 #include "ojs/ml/types.hpp"
 
@@ -104,6 +105,37 @@ TenantQuotas parse_quotas(const json& q) {
   return out;
 }
 
+}  // namespace
+
+QueueRateLimit parse_rate_limit(const json& r, const std::string& prefix) {
+  if (!r.is_object()) throw invalid_field(prefix.empty() ? "$" : prefix.substr(0, prefix.size() - 1), "must be an object");
+  only_keys(r, {"concurrency", "rate"}, prefix);
+  QueueRateLimit out;
+  if (r.contains("concurrency")) out.concurrency = non_negative_int(r["concurrency"], prefix + "concurrency");
+  if (r.contains("rate")) {
+    const auto& rate = object_member(r, "rate", prefix + "rate");
+    only_keys(rate, {"limit", "period"}, prefix + "rate.");
+    if (!rate.contains("limit") || !rate["limit"].is_number_integer() || rate["limit"].get<long long>() < 1)
+      throw invalid_field(prefix + "rate.limit", "is required: an integer >= 1");
+    if (!rate.contains("period") || !rate["period"].is_string()) throw invalid_field(prefix + "rate.period", "is required: an ISO 8601 duration such as \"PT1M\"");
+    const auto ms = parse_iso8601_duration(rate["period"].get<std::string>());
+    if (!ms || *ms <= 0) throw invalid_field(prefix + "rate.period", "must be a positive ISO 8601 duration such as \"PT1M\"");
+    out.rate_limit = rate["limit"].get<long long>();
+    out.rate_period_ms = *ms;
+    out.rate_period = rate["period"].get<std::string>();
+  }
+  return out;
+}
+
+json rate_limit_to_json(const QueueRateLimit& l) {
+  json out = json::object();
+  if (l.concurrency) out["concurrency"] = *l.concurrency;
+  if (l.rate_limit) out["rate"] = {{"limit", *l.rate_limit}, {"period", l.rate_period}};
+  return out;
+}
+
+namespace {
+
 template <class T>
 void put(json& out, const char* name, const std::optional<T>& v) {
   if (v) out[name] = *v;
@@ -124,12 +156,13 @@ bool is_valid_tenant(const std::string& tenant) {
 
 QueueConfig parse_queue_config(const json& body) {
   if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
-  only_keys(body, {"ml_defaults", "ml_limits", "budgets", "tenant_quotas", "version", "expected_version", "updated_at", "queue"}, "");
+  only_keys(body, {"ml_defaults", "ml_limits", "budgets", "tenant_quotas", "rate_limit", "version", "expected_version", "updated_at", "queue"}, "");
   QueueConfig c;
   if (body.contains("ml_defaults")) c.ml_defaults = parse_defaults(body["ml_defaults"]);
   if (body.contains("ml_limits")) c.ml_limits = parse_limits(object_member(body, "ml_limits", "ml_limits"));
   if (body.contains("budgets")) c.budgets = parse_budgets(object_member(body, "budgets", "budgets"));
   if (body.contains("tenant_quotas")) c.tenant_quotas = parse_quotas(object_member(body, "tenant_quotas", "tenant_quotas"));
+  if (body.contains("rate_limit")) c.rate_limit = parse_rate_limit(body["rate_limit"], "rate_limit.");
   return c;
 }
 
@@ -167,7 +200,8 @@ json to_json(const QueueConfig& c, const std::string& queue) {
               {"ml_defaults", c.ml_defaults},
               {"ml_limits", limits_to_json(c.ml_limits)},
               {"budgets", budgets},
-              {"tenant_quotas", quotas_to_json(c.tenant_quotas)}};
+              {"tenant_quotas", quotas_to_json(c.tenant_quotas)},
+              {"rate_limit", rate_limit_to_json(c.rate_limit)}};
   if (!c.updated_at.empty()) out["updated_at"] = c.updated_at;
   return out;
 }

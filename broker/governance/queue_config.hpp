@@ -33,11 +33,23 @@ struct TenantQuotas {
   bool empty() const { return !default_max_gpus && max_gpus.empty(); }
 };
 
+// Queue-level rate limit (ojs-rate-limiting.md §7.2), enforced by claim.lua at
+// FETCH: at most `concurrency` active jobs, at most `rate_limit` starts in any
+// sliding window of `rate_period_ms`. Jobs over the limit stay available.
+struct QueueRateLimit {
+  std::optional<long long> concurrency;
+  std::optional<long long> rate_limit;
+  std::int64_t rate_period_ms = 0;
+  std::string rate_period;  // the ISO 8601 duration as the admin sent it
+  bool empty() const { return !concurrency && !rate_limit; }
+};
+
 struct QueueConfig {
   nlohmann::json ml_defaults = nlohmann::json::object();  // ext_ml_* -> value
   MlLimits ml_limits;
   Budgets budgets;
   TenantQuotas tenant_quotas;
+  QueueRateLimit rate_limit;
   long long version = 0;          // increments on every write; 0: never configured
   std::string updated_at;         // RFC 3339, empty when never configured
 };
@@ -52,6 +64,8 @@ MlLimits limits_from_json(const nlohmann::json& stored);     // trusted (already
 nlohmann::json quotas_to_json(const TenantQuotas& quotas);
 TenantQuotas quotas_from_json(const nlohmann::json& stored);
 nlohmann::json to_json(const QueueConfig& config, const std::string& queue);
+QueueRateLimit parse_rate_limit(const nlohmann::json& body, const std::string& prefix);  // "rate_limit." or ""
+nlohmann::json rate_limit_to_json(const QueueRateLimit& limit);
 
 // Tenant names: 1-64 of [A-Za-z0-9._-].
 bool is_valid_tenant(const std::string& tenant);

@@ -55,9 +55,9 @@ json Reconciliation::to_json(const std::string& queue) const {
 
 QueueConfig QueueConfigStore::load(const std::string& queue) {
   auto v = redis_.command({"HMGET", keys::config(queue), "version", "updated_at", "max_total_gpus", "max_concurrent_gpu_jobs",
-                           "ml_defaults", "ml_limits", "tenant_quotas"});
+                           "ml_defaults", "ml_limits", "tenant_quotas", "rate_limit"});
   QueueConfig c;
-  if (v.elements.size() < 7) return c;
+  if (v.elements.size() < 8) return c;
   c.version = integer_of(v.elements[0]).value_or(0);
   if (auto at = integer_of(v.elements[1])) c.updated_at = format_rfc3339(*at);
   c.budgets.max_total_gpus = integer_of(v.elements[2]);
@@ -65,6 +65,7 @@ QueueConfig QueueConfigStore::load(const std::string& queue) {
   c.ml_defaults = json_of(v.elements[4]);
   c.ml_limits = limits_from_json(json_of(v.elements[5]));
   c.tenant_quotas = quotas_from_json(json_of(v.elements[6]));
+  c.rate_limit = parse_rate_limit(json_of(v.elements[7]), "rate_limit.");
   return c;
 }
 
@@ -75,6 +76,13 @@ long long QueueConfigStore::save(const std::string& queue, const QueueConfig& c,
   if (!c.ml_defaults.empty()) fields.emplace_back("ml_defaults", c.ml_defaults.dump());
   if (!c.ml_limits.empty()) fields.emplace_back("ml_limits", limits_to_json(c.ml_limits).dump());
   if (!c.tenant_quotas.empty()) fields.emplace_back("tenant_quotas", quotas_to_json(c.tenant_quotas).dump());
+  // The rate limit as JSON (read back) and as plain integers (read by claim.lua).
+  if (!c.rate_limit.empty()) fields.emplace_back("rate_limit", rate_limit_to_json(c.rate_limit).dump());
+  if (c.rate_limit.concurrency) fields.emplace_back("rate_concurrency", std::to_string(*c.rate_limit.concurrency));
+  if (c.rate_limit.rate_limit) {
+    fields.emplace_back("rate_limit_starts", std::to_string(*c.rate_limit.rate_limit));
+    fields.emplace_back("rate_period_ms", std::to_string(c.rate_limit.rate_period_ms));
+  }
   std::vector<std::string> args{expected_version ? std::to_string(*expected_version) : std::string(), std::to_string(now_ms()),
                                 std::to_string(fields.size())};
   for (auto& [k, v] : fields) {

@@ -111,6 +111,7 @@ HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
   const auto segments = split_path(request.path);
   bool path_matched = false;
   std::size_t matched_params = 0;
+  std::string allowed;  // methods of the routes whose path matched: the 405's Allow header
   for (const auto& route : routes_) {
     if (route.segments.size() != segments.size()) continue;
     if (path_matched && route.params > matched_params) break;  // a more literal route owns this path
@@ -124,7 +125,11 @@ HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
     if (!match) continue;
     path_matched = true;
     matched_params = route.params;
-    if (route.method != request.method) continue;
+    if (route.method != request.method) {
+      if ((", " + allowed + ",").find(", " + route.method + ",") == std::string::npos)
+        allowed += (allowed.empty() ? "" : ", ") + route.method;
+      continue;
+    }
     matched = route.pattern;
     request.params = std::move(params);
     try {
@@ -145,9 +150,13 @@ HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
       return error_response(OjsError(ErrorCode::internal_error, "internal error"));
     }
   }
-  if (path_matched)
-    return error_response(OjsError(ErrorCode::invalid_request, "method " + request.method + " is not allowed on " + request.path,
-                                   {{"field", "method"}, {"rule", "not allowed on this path"}}));
+  if (!allowed.empty()) {
+    HttpResponse r = error_response(OjsError(ErrorCode::method_not_allowed,
+                                             "method " + request.method + " is not allowed on " + request.path,
+                                             {{"method", request.method}, {"allowed", allowed}}));
+    r.headers.emplace_back("Allow", allowed);
+    return r;
+  }
   return error_response(OjsError(ErrorCode::not_found, "no such endpoint: " + request.method + " " + request.path));
 }
 

@@ -79,6 +79,13 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
   return r;
 }
 
+void JobService::admit_queue(const std::string& queue) {
+  if (config_.max_queues > 0 && !store_.queue_exists(queue) && store_.queue_count() >= static_cast<std::size_t>(config_.max_queues))
+    throw OjsError(ErrorCode::validation_error, "broker bound max_queues: " + std::to_string(config_.max_queues) + " queues exist; queue " +
+                   queue + " would be a new one (an admin may delete empty queues)",
+                   {{"field", "queue"}, {"limit", "max_queues"}, {"max", config_.max_queues}});
+}
+
 // Everything PUSH decides before the store: envelope rules, governance, the
 // requirement class, and the job hash fields. Shared by PUSH and batch PUSH.
 PreparedJob JobService::prepare(const json& body) {
@@ -89,10 +96,7 @@ PreparedJob JobService::prepare(const json& body) {
   JobClassification& cls = prepared.cls;
   check_checkpoint_prefix(cls.requirements, config_.checkpoint_prefixes);
   bind_reservation(cls);  // a job naming a reservation runs only inside it: its own class
-  if (config_.max_queues > 0 && !store_.queue_exists(job.queue) && store_.queue_count() >= static_cast<std::size_t>(config_.max_queues))
-    throw OjsError(ErrorCode::validation_error, "broker bound max_queues: " + std::to_string(config_.max_queues) + " queues exist; queue " +
-                   job.queue + " would be a new one (an admin may delete empty queues)",
-                   {{"field", "queue"}, {"limit", "max_queues"}, {"max", config_.max_queues}});
+  admit_queue(job.queue);
 
   auto& fields = prepared.fields;
   fields = {
@@ -287,12 +291,20 @@ json JobService::ack(const std::string& id, const json* result, const std::strin
 struct FailurePlan {
   std::string outcome;
   std::int64_t due_ms = 0;
+  std::int64_t delay_ms = 0;  // retry: the backoff chosen (NACK replies carry it as retry_delay_ms)
   json error;
   json errors;
 };
 
+// Why an attempt ended. A handler failure (NACK, execution timeout) retries after
+// backoff (ojs-retry.md); a lost reservation (visibility timeout, worker gone)
+// returns the job to `available` at once (ojs-core.md §6, ojs-worker-protocol.md
+// §5.5, §10.2). Both consume the attempt and respect max_attempts.
+enum class FailureCause { handler, lost_reservation };
+
 // `poison`: the job's own retry policy cannot be read; it goes to the dead letter.
-static FailurePlan plan_failure(const JobRecord& snapshot, const json& reported_error, bool requeue, bool poison = false) {
+static FailurePlan plan_failure(const JobRecord& snapshot, const json& reported_error, bool requeue,
+                                FailureCause cause = FailureCause::handler, bool poison = false) {
   FailurePlan plan;
   const int attempt = snapshot.attempt();
   const json doc = poison ? json() : json::parse(snapshot.get("doc"), nullptr, false);
@@ -306,9 +318,12 @@ static FailurePlan plan_failure(const JobRecord& snapshot, const json& reported_
   const int max_attempts = static_cast<int>(snapshot.get_int("max_attempts").value_or(policy.max_attempts));
   if (requeue) {
     plan.outcome = "requeue";
+  } else if (!non_retryable && attempt < max_attempts && cause == FailureCause::lost_reservation) {
+    plan.outcome = "reclaim";
   } else if (!non_retryable && attempt < max_attempts) {
     plan.outcome = "retry";
-    plan.due_ms = now_ms() + retry_delay_ms(policy, attempt, unit_random());
+    plan.delay_ms = retry_delay_ms(policy, attempt, unit_random());
+    plan.due_ms = now_ms() + plan.delay_ms;
   } else {
     plan.outcome = policy.on_exhaustion == "dead_letter" ? "dead_letter" : "discard";
     // A job with committed checkpoints holds progress worth resuming: dead letter, never discard.
@@ -332,7 +347,9 @@ json JobService::fail(const std::string& id, const json& error, bool requeue, co
     const Transition t = store_.fail(queue, id, snapshot->attempt(), plan.outcome, plan.due_ms,
                                      requeue ? std::string() : plan.error.dump(), plan.errors.dump(), false, worker_id);
     if (t.status == TransitionStatus::stale) continue;
-    return checked(t, id, "fail").envelope();
+    json envelope = checked(t, id, "fail").envelope();
+    if (plan.outcome == "retry") envelope["retry_delay_ms"] = plan.delay_ms;  // the OpenAPI's NACK property
+    return envelope;
   }
   throw OjsError(ErrorCode::conflict, "job " + id + " kept changing while failing it; retry", {{"job_id", id}});
 }
@@ -356,20 +373,24 @@ int JobService::reclaim(const std::string& queue, const std::vector<std::string>
     const auto worker = snapshot->get("worker_id");
     const auto exec_deadline = snapshot->get_int("execution_deadline");
     json error;
-    if (!require_expired)
-      error = {{"code", "worker_lost"}, {"message", "worker " + worker + " stopped sending heartbeats"}};
-    else if (exec_deadline && *exec_deadline <= now_ms())
+    FailureCause cause = FailureCause::lost_reservation;
+    if (!require_expired) {
+      error = {{"code", "worker_lost"}, {"type", "worker_death"}, {"message", "worker " + worker + " stopped sending heartbeats"}};
+    } else if (exec_deadline && *exec_deadline <= now_ms()) {
       error = {{"code", "timeout"}, {"message", "job exceeded its execution timeout on worker " + worker}};
-    else
+      cause = FailureCause::handler;  // the job ran too long: a failure of the job, with backoff
+    } else {
       error = {{"code", "visibility_timeout"},
                {"message", "worker " + worker + " did not finish or heartbeat before its visibility timeout"}};
+    }
     error["retryable"] = true;
     FailurePlan plan;
     try {
-      plan = plan_failure(*snapshot, error, false);
+      plan = plan_failure(*snapshot, error, false, cause);
     } catch (const std::exception& e) {  // a poison job (unreadable retry policy) ends in the dead letter, the pass goes on
       plan = plan_failure(*snapshot, {{"code", "invalid_job"}, {"retryable", false},
-                                      {"message", std::string("job cannot be retried: ") + e.what()}}, false, true);
+                                      {"message", std::string("job cannot be retried: ") + e.what()}}, false,
+                          FailureCause::handler, true);
     }
     const Transition t = store_.fail(queue, id, snapshot->attempt(), plan.outcome, plan.due_ms, plan.error.dump(),
                                      plan.errors.dump(), require_expired);

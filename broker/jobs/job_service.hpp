@@ -48,6 +48,8 @@ class JobService {
   // prepares every job before it stores one). Throws OjsError.
   PreparedJob prepare(const nlohmann::json& body);
   nlohmann::json commit(const PreparedJob& prepared);       // the storing half of PUSH -> envelope
+  // A queue not seen yet may be created only within --max-queues (422 otherwise).
+  void admit_queue(const std::string& queue);
   nlohmann::json info(const std::string& id);               // -> envelope (+ diagnosis while waiting)
   nlohmann::json diagnosis(const std::string& id);          // why a job waits
   nlohmann::json queue_diagnosis(const std::string& queue); // per class: waiting jobs and why
@@ -58,9 +60,10 @@ class JobService {
   // worker still holding the job.
   nlohmann::json ack(const std::string& id, const nlohmann::json* result, const std::string& worker_id = {});
   nlohmann::json fail(const std::string& id, const nlohmann::json& error, bool requeue, const std::string& worker_id = {});
-  // Reaper: jobs whose visibility deadline (or execution timeout) passed, and
-  // jobs held by workers that stopped heartbeating, go back through the
-  // failure path (retry with backoff, or discard / dead letter when exhausted).
+  // Reaper: jobs whose visibility deadline passed and jobs held by workers that
+  // stopped heartbeating return to `available` at once; a passed execution
+  // timeout retries with backoff. Either way the attempt counts, and exhausted
+  // jobs are discarded or dead-lettered.
   int reclaim_expired(const std::string& queue);
   int reclaim_from_lost_workers(const std::string& queue, const std::set<std::string>& lost_workers);
 

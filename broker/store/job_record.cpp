@@ -41,8 +41,13 @@ nlohmann::json JobRecord::envelope() const {
   doc["id"] = id();
   doc["state"] = state();
   doc["attempt"] = attempt();
-  for (const char* f : kTimestampFields)
-    if (auto ms = get_int(f)) doc[f] = format_rfc3339(*ms);
+  for (const char* f : kTimestampFields) {
+    auto ms = get_int(f);
+    if (!ms) continue;
+    // A timestamp the producer sent (scheduled_at) stays as written while it still names the same instant.
+    const bool as_sent = doc.contains(f) && doc[f].is_string() && parse_rfc3339(doc[f].get<std::string>()) == ms;
+    if (!as_sent) doc[f] = format_rfc3339(*ms);
+  }
   for (const char* f : kJsonFields) {
     auto it = fields.find(f);
     if (it != fields.end() && !it->second.empty()) doc[f] = nlohmann::json::parse(it->second, nullptr, false);

@@ -113,7 +113,8 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
     args.push_back(std::to_string(c.gpus));
     args.push_back(c.devices_json);
   }
-  auto reply = redis_.eval("claim", {keys::classes_version(queue), keys::paused(queue)}, args);
+  auto reply = redis_.eval("claim", {keys::classes_version(queue), keys::paused(queue), keys::config(queue),
+                                     keys::active(queue), keys::rate_window(queue)}, args);
   ClaimOutcome out;
   out.status = status_of(reply.elements.at(0).str);
   if (out.status == TransitionStatus::stale) out.current_version = reply.elements.at(1).str;
@@ -122,6 +123,7 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
     const auto& blocked = reply.elements.at(2).elements;
     for (std::size_t i = 0; i + 3 < blocked.size(); i += 4)
       out.budget_blocked.push_back({blocked[i].str, blocked[i + 1].integer, blocked[i + 2].integer, blocked[i + 3].str});
+    if (reply.elements.size() > 3) out.rate_limited = reply.elements[3].str;
   }
   return out;
 }
@@ -228,6 +230,10 @@ bool JobStore::delete_queue_if_empty(const std::string& queue) {
 
 bool JobStore::queue_exists(const std::string& queue) {
   return redis_.command({"HEXISTS", keys::queue_directory, queue}).integer == 1;
+}
+
+void JobStore::register_queue(const std::string& queue) {
+  redis_.command({"HSETNX", keys::queue_directory, queue, std::to_string(time(nullptr) * 1000LL)});
 }
 
 std::map<std::string, long long> JobStore::queue_counts(const std::string& queue) {

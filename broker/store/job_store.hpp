@@ -48,6 +48,7 @@ struct ClaimOutcome {
   std::string current_version;
   std::vector<JobRecord> jobs;
   std::vector<BudgetBlock> budget_blocked;
+  std::string rate_limited;  // the queue rate limit that cut the claim short: concurrency | rate | ""
 };
 
 // One job of a batch PUSH (push_batch.lua), as PUSH would store it alone.
@@ -95,7 +96,7 @@ class JobStore {
 
   Transition ack(const std::string& queue, const std::string& id, const std::string& result_json,
                  const std::string& worker_id = {});
-  // outcome: retry | discard | dead_letter | requeue
+  // outcome: retry | discard | dead_letter | requeue | reclaim (available now, attempt kept)
   Transition fail(const std::string& queue, const std::string& id, int expected_attempt, const std::string& outcome,
                   std::int64_t due_ms, const std::string& error_json, const std::string& errors_json, bool require_expired,
                   const std::string& worker_id = {});
@@ -123,6 +124,7 @@ class JobStore {
   bool set_paused(const std::string& queue, bool paused);
   bool is_paused(const std::string& queue);
   bool queue_exists(const std::string& queue);
+  void register_queue(const std::string& queue);  // into the directory (no-op when known)
 
   RedisPool& redis() { return redis_; }
 

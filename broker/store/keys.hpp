@@ -22,6 +22,7 @@ inline std::string config(const std::string& queue) { return queue_prefix(queue)
 inline std::string ledger(const std::string& queue) { return queue_prefix(queue) + "ledger"; }  // GPUs in use
 inline std::string tenant_quotas(const std::string& queue) { return queue_prefix(queue) + "tenant-quotas"; }  // tenant -> max GPUs
 inline std::string tenant_ledger(const std::string& queue) { return queue_prefix(queue) + "tenant-ledger"; }  // tenant -> GPUs in use
+inline std::string rate_window(const std::string& queue) { return queue_prefix(queue) + "rate-window"; }  // starts (ms) in the rate period
 inline std::string diagnosis(const std::string& queue, const std::string& cls) { return queue_prefix(queue) + "diag:" + cls; }
 
 // Global (unslotted) keys: small directories, never part of a transition script.
@@ -35,5 +36,9 @@ inline std::string unique(const std::string& uniqueness_key) { return "ojs:uniqu
 inline const std::string cron_registry = "ojs:cron";
 inline std::string cron_state(const std::string& name) { return "ojs:cron:state:" + name; }
 inline const std::string cron_leader = "ojs:cron:leader";
+// Worker registry: never part of a queue's transition scripts.
+inline const std::string worker_index = "ojs:workers";     // zset worker id -> last contact (ms)
+inline std::string worker(const std::string& id) { return "ojs:worker:" + id; }              // hash: state, capabilities, ...
+inline std::string worker_jobs(const std::string& id) { return "ojs:worker:" + id + ":jobs"; }  // hash job id -> load JSON
 
 }  // namespace ojs::broker::keys

@@ -6,9 +6,9 @@
 namespace ojs::broker {
 
 namespace {
-const std::string kWorkers = "ojs:workers";  // zset worker id -> last seen (ms)
-std::string worker_key(const std::string& id) { return "ojs:worker:" + id; }
-std::string worker_jobs_key(const std::string& id) { return "ojs:worker:" + id + ":jobs"; }  // job id -> load JSON
+const std::string& kWorkers = keys::worker_index;
+std::string worker_key(const std::string& id) { return keys::worker(id); }
+std::string worker_jobs_key(const std::string& id) { return keys::worker_jobs(id); }
 
 WorkerInfo from_hash(const std::string& id, const RedisValue& v) {
   WorkerInfo w;
@@ -46,7 +46,9 @@ std::string WorkerRegistry::touch(const std::string& worker_id, const nlohmann::
 }
 
 void WorkerRegistry::set_state(const std::string& worker_id, const std::string& state) {
-  redis_.pipeline({{"HSET", worker_key(worker_id), "state", state}, {"ZADD", kWorkers, "NX", "0", worker_id}});
+  // Listed from now on (NX: a known worker keeps its last contact), so the
+  // registry's retention window starts now, not at the epoch.
+  redis_.pipeline({{"HSET", worker_key(worker_id), "state", state}, {"ZADD", kWorkers, "NX", std::to_string(now_ms()), worker_id}});
 }
 
 std::optional<WorkerInfo> WorkerRegistry::get(const std::string& worker_id) {
@@ -71,6 +73,20 @@ std::vector<std::string> WorkerRegistry::stale(std::int64_t older_than_ms) {
   std::vector<std::string> out;
   for (const auto& e : v.elements) out.push_back(e.str);
   return out;
+}
+
+std::vector<std::string> WorkerRegistry::prune(std::int64_t older_than_ms, int limit) {
+  auto v = redis_.command({"ZRANGEBYSCORE", kWorkers, "-inf", std::to_string(older_than_ms), "LIMIT", "0", std::to_string(limit)});
+  std::vector<std::string> forgotten;
+  for (const auto& e : v.elements)
+    if (forget(e.str, older_than_ms)) forgotten.push_back(e.str);
+  return forgotten;
+}
+
+bool WorkerRegistry::forget(const std::string& worker_id, std::int64_t silent_since_ms) {
+  if (!load(worker_id).active.empty()) return false;  // still holds a job: reclaim comes first (load() drops stale records)
+  return redis_.eval("prune_worker", {kWorkers, worker_key(worker_id), worker_jobs_key(worker_id)},
+                     {worker_id, std::to_string(silent_since_ms)}).integer == 1;
 }
 
 void WorkerRegistry::record_claim(const std::string& worker_id, const std::string& job_id, const std::string& queue,

@@ -30,6 +30,12 @@ class WorkerRegistry {
   std::optional<WorkerInfo> get(const std::string& worker_id);
   std::vector<WorkerInfo> list();
   std::vector<std::string> stale(std::int64_t older_than_ms);
+  // Forgets up to `limit` workers silent since `older_than_ms` that hold no job
+  // (their record, capabilities and claim records); returns their ids. Without it
+  // every worker id ever seen stays listed and scanned.
+  std::vector<std::string> prune(std::int64_t older_than_ms, int limit);
+  // One worker, if silent since `silent_since_ms` and holding no job; true when forgotten.
+  bool forget(const std::string& worker_id, std::int64_t silent_since_ms);
 
   // What runs on a worker, for the dynamic half of matching: recorded at claim,
   // verified against the jobs themselves at read (entries of jobs that finished

@@ -243,13 +243,16 @@ NewJob parse_enqueue_request(const json& body, std::int64_t now) {
   if (job.timeout_ms) doc["timeout_ms"] = *job.timeout_ms;
   if (job.visibility_timeout_ms) doc["visibility_timeout_ms"] = *job.visibility_timeout_ms;
   doc.erase("visibility_timeout");
-  if (job.scheduled_at_ms) doc["scheduled_at"] = format_rfc3339(*job.scheduled_at_ms);
-  // expires_at is returned as the producer wrote it; a relative "+PT2S" becomes a time.
-  if (job.expires_at_ms) {
-    const json* e = option("expires_at");
-    const bool absolute = e && e->is_string() && !e->get_ref<const std::string&>().starts_with("+");
-    doc["expires_at"] = absolute ? *e : json(format_rfc3339(*job.expires_at_ms));
-  }
+  // A producer's absolute timestamp comes back exactly as sent; only what we
+  // computed (a relative "+PT5S", delay_until) is rendered by us.
+  auto keep_or_format = [&](const char* key, const std::optional<std::int64_t>& ms) {
+    if (!ms) return;
+    const json* sent = option(key);
+    const bool absolute = sent && sent->is_string() && !sent->get<std::string>().empty() && sent->get<std::string>()[0] != '+';
+    doc[key] = absolute ? *sent : json(format_rfc3339(*ms));
+  };
+  keep_or_format("scheduled_at", job.scheduled_at_ms);
+  keep_or_format("expires_at", job.expires_at_ms);
   if (!doc.contains("meta")) doc["meta"] = json::object();
   job.document = std::move(doc);
   return job;

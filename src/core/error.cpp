@@ -16,6 +16,7 @@ const char* to_string(ErrorCode code) {
     case ErrorCode::unauthorized: return "unauthorized";
     case ErrorCode::forbidden: return "forbidden";
     case ErrorCode::not_found: return "not_found";
+    case ErrorCode::method_not_allowed: return "method_not_allowed";
     case ErrorCode::conflict: return "conflict";
     case ErrorCode::duplicate: return "duplicate";
     case ErrorCode::queue_paused: return "queue_paused";
@@ -35,6 +36,7 @@ int http_status(ErrorCode code) {
     case ErrorCode::unauthorized: return 401;
     case ErrorCode::forbidden: return 403;
     case ErrorCode::not_found: return 404;
+    case ErrorCode::method_not_allowed: return 405;
     case ErrorCode::conflict:
     case ErrorCode::duplicate:
     case ErrorCode::queue_paused: return 409;
@@ -66,6 +68,7 @@ const char* hint_for(ErrorCode code) {
     case ErrorCode::unauthorized: return "Send 'Authorization: Bearer <token>'.";
     case ErrorCode::forbidden: return "Your token's role does not allow this operation.";
     case ErrorCode::rate_limited: return "Slow down and retry after the Retry-After interval.";
+    case ErrorCode::method_not_allowed: return "Use one of the methods listed in the Allow header.";
     default: return "See the broker's docs/http-api.md.";
   }
 }

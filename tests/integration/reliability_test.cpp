@@ -96,11 +96,11 @@ TEST_F(Reliability, WorkerKilledMidJobIsRedeliveredAfterVisibilityTimeout) {
 TEST_F(Reliability, LateAckOfAReclaimedJobIsRefusedWith409) {
   const auto id = api.push(job_in("rel-late", {{"initial_interval", "PT30S"}, {"jitter", false}}));
   ASSERT_EQ(api.fetch({"rel-late"}, "slow", 1, {{"visibility_timeout_ms", 200}}).size(), 1u);
-  sleep_ms(600);  // reaper reclaims it: retryable, next attempt in 30 s
+  sleep_ms(600);  // reaper reclaims it: available again at once (a lost reservation has no backoff)
   auto late = api.post("/ojs/v1/workers/ack", {{"job_id", id}});
   EXPECT_EQ(late.status, 409);
   EXPECT_EQ(late.body["error"]["code"], "conflict");
-  EXPECT_EQ(late.body["error"]["details"]["state"], "retryable");
+  EXPECT_EQ(late.body["error"]["details"]["state"], "available");
 }
 
 TEST_F(Reliability, HeartbeatKeepsAJobReservedPastItsVisibilityTimeout) {

@@ -1,10 +1,12 @@
 -- FETCH: atomically claim up to `count` jobs of the eligible requirement classes.
--- KEYS[1] classes version, KEYS[2] paused flag
+-- KEYS[1] classes version, KEYS[2] paused flag, KEYS[3] queue config hash,
+-- KEYS[4] active zset, KEYS[5] rate window zset (starts of the last rate period)
 -- ARGV: prefix, worker_id, request_visibility_ms ('' = none), default_visibility_ms,
 --       count, classes_version, then per eligible class 5 values: class id, bonus (soft
 --       score), hold cutoff (skip a head enqueued after this ms; 0 = none), gpus the
 --       class needs (charged to the queue budget), assigned devices JSON ('' = none)
--- Reply: {'ok', {job snapshots...}, {budget-blocked: class, in_use, limit, kind, ...}}
+-- Reply: {'ok', {job snapshots...}, {budget-blocked: class, in_use, limit, kind, ...},
+--        rate limit that cut this claim short ('' = none: concurrency | rate)}
 local prefix, worker, request_vis, default_vis, count, version =
   ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'paused'} end
@@ -12,6 +14,22 @@ local current = redis.call('GET', KEYS[1]) or '0'
 if current ~= version then return {'stale', current} end
 local now = now_ms()
 promote_due(prefix, now, 1000)
+
+-- [spec #17] Queue rate limit (ojs-rate-limiting.md §7.2): concurrency counts the
+-- queue's active jobs (no counter to drift); the rate is a sliding window log of
+-- claim times. Jobs over the limit stay available.
+local rate_limited = ''
+local rl = redis.call('HMGET', KEYS[3], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms')
+local rate_concurrency, rate_starts, rate_period = tonumber(rl[1] or ''), tonumber(rl[2] or ''), tonumber(rl[3] or '')
+if rate_concurrency then
+  local room = rate_concurrency - redis.call('ZCARD', KEYS[4])
+  if room < count then count = math.max(room, 0); rate_limited = 'concurrency' end
+end
+if rate_starts and rate_period then
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - rate_period)
+  local room = rate_starts - redis.call('ZCARD', KEYS[5])
+  if room < count then count = math.max(room, 0); rate_limited = 'rate' end
+end
 
 local BAND = 1099511627776 -- 2^40: rank = band * 2^40 + seq; band = class rank and priority
 
@@ -92,5 +110,9 @@ for _ = 1, count do
   redis.call('ZADD', prefix .. 'active', deadline, best_id)
   emit(prefix, 'job.started', best_id, {'worker_id', worker})
   table.insert(claimed, job_snapshot(prefix, best_id))
+  if rate_starts and rate_period then  -- [spec #17] one start in the rate window
+    redis.call('ZADD', KEYS[5], now, best_id .. ':' .. redis.call('HGET', jk, 'attempt'))
+    redis.call('PEXPIRE', KEYS[5], rate_period)
+  end
 end
-return {'ok', claimed, blocked}
+return {'ok', claimed, blocked, rate_limited}

@@ -1,6 +1,6 @@
 -- NACK / reclaim: the broker decided the outcome from a snapshot; apply it if the
 -- job is still the attempt that snapshot saw (compare-and-set on attempt).
--- ARGV: prefix, id, expected_attempt, outcome (retry|discard|dead_letter|requeue),
+-- ARGV: prefix, id, expected_attempt, outcome (retry|discard|dead_letter|requeue|reclaim),
 --       due_ms (retry), error_json, errors_json, require_expired ('1' = only if the
 --       visibility deadline has passed: used by the reaper), worker_id ('' = any)
 local prefix, id, expected, outcome, due, err, errors, require_expired, worker =
@@ -33,6 +33,11 @@ if outcome == 'retry' then
   redis.call('HSET', jk, 'state', 'retryable', 'next_attempt_at', due)
   redis.call('ZADD', prefix .. 'delayed', due, id)
   emit(prefix, 'job.retrying', id, {'next_attempt_at', due})
+elseif outcome == 'reclaim' then
+  -- [spec #17] Lost reservation (visibility timeout, dead worker): available again at
+  -- once, the attempt stays consumed (ojs-worker-protocol.md §5.5).
+  make_available(prefix, id, now)
+  emit(prefix, 'job.available', id, {'reason', 'reservation_lost'})
 elseif outcome == 'requeue' then
   -- Released without consuming an attempt (preemption, graceful shutdown).
   redis.call('HINCRBY', jk, 'attempt', -1)

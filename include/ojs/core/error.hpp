@@ -15,6 +15,7 @@ enum class ErrorCode {
   unauthorized,      // 401
   forbidden,         // 403
   not_found,         // 404
+  method_not_allowed,// 405: known path, other method (the router adds Allow)
   conflict,          // 409: state conflict
   duplicate,         // 409: job id already exists
   queue_paused,      // 409
