@@ -2,8 +2,8 @@
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/auth/identity.hpp"
-#include "broker/governance/queue_config.hpp"
 #include "broker/uniqueness/unique_push.hpp"
+#include "broker/governance/queue_config.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/uuid.hpp"
 

@@ -45,6 +45,7 @@ void register_queues_api(Router& router, ApiContext& ctx) {
         // A queue named here exists for pause/resume even before its first job:
         // pausing ahead of a rollout must work.
         const auto name = queue_name_param(r);
+        ctx.jobs.admit_queue(name);  // within --max-queues
         ctx.store.register_queue(name);
         ctx.store.set_paused(name, pause);
         return json_reply(200, {{"queue", {{"name", name}, {"paused", pause}}}, {"name", name}, {"paused", pause}});

@@ -40,15 +40,9 @@ void Maintenance::run_once() {
   }
   // After the reclaim above: workers gone past the retention window are
   // forgotten, so listings and the preemption controller's scan stay bounded.
-  try {
-    const auto retention = std::max(config_.worker_retention_ms, config_.worker_dead_after_ms);
-    if (auto forgotten = workers_.prune(now_ms() - retention, 1000); !forgotten.empty())
-      spdlog::info("forgot {} worker(s) silent for more than {} ms", forgotten.size(), retention);
-  } catch (const StoreUnavailable&) {
-    throw;
-  } catch (const std::exception& e) {
-    spdlog::error("worker pruning failed: {}", e.what());
-  }
+  const auto retention = std::max(config_.worker_retention_ms, config_.worker_dead_after_ms);
+  if (auto forgotten = workers_.prune(now_ms() - retention, 1000); !forgotten.empty())
+    spdlog::info("forgot {} worker(s) silent for more than {} ms", forgotten.size(), retention);
 }
 
 void Maintenance::start() {

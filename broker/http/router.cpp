@@ -109,9 +109,9 @@ HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
     return error_response(OjsError(ErrorCode::invalid_request, "the request path or query is not valid UTF-8",
                                    {{"field", "path"}, {"rule", "must be valid UTF-8 after percent-decoding"}}));
   const auto segments = split_path(request.path);
-  std::string allowed;  // methods of the routes whose path matched: the 405's Allow header
   bool path_matched = false;
   std::size_t matched_params = 0;
+  std::string allowed;  // methods of the routes whose path matched: the 405's Allow header
   for (const auto& route : routes_) {
     if (route.segments.size() != segments.size()) continue;
     if (path_matched && route.params > matched_params) break;  // a more literal route owns this path

@@ -79,6 +79,13 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
   return r;
 }
 
+void JobService::admit_queue(const std::string& queue) {
+  if (config_.max_queues > 0 && !store_.queue_exists(queue) && store_.queue_count() >= static_cast<std::size_t>(config_.max_queues))
+    throw OjsError(ErrorCode::validation_error, "broker bound max_queues: " + std::to_string(config_.max_queues) + " queues exist; queue " +
+                   queue + " would be a new one (an admin may delete empty queues)",
+                   {{"field", "queue"}, {"limit", "max_queues"}, {"max", config_.max_queues}});
+}
+
 // Everything PUSH decides before the store: envelope rules, governance, the
 // requirement class, and the job hash fields. Shared by PUSH and batch PUSH.
 PreparedJob JobService::prepare(const json& body) {
@@ -89,10 +96,7 @@ PreparedJob JobService::prepare(const json& body) {
   JobClassification& cls = prepared.cls;
   check_checkpoint_prefix(cls.requirements, config_.checkpoint_prefixes);
   bind_reservation(cls);  // a job naming a reservation runs only inside it: its own class
-  if (config_.max_queues > 0 && !store_.queue_exists(job.queue) && store_.queue_count() >= static_cast<std::size_t>(config_.max_queues))
-    throw OjsError(ErrorCode::validation_error, "broker bound max_queues: " + std::to_string(config_.max_queues) + " queues exist; queue " +
-                   job.queue + " would be a new one (an admin may delete empty queues)",
-                   {{"field", "queue"}, {"limit", "max_queues"}, {"max", config_.max_queues}});
+  admit_queue(job.queue);
 
   auto& fields = prepared.fields;
   fields = {

@@ -26,10 +26,10 @@ promote_due(q, now, 1000)
 
 -- [harden, issue 12] an expired job is discarded, never delivered.
 local function discard_expired(jk, job)
-  job.state, job.completed_at, job.discarded_at = 'discarded', now, now
+  job.state, job.discarded_at = 'discarded', now  -- no completed_at: it never ran (level-2 ttl case)
   job.error = cjson.encode({code = 'expired', type = 'expired', retryable = false,
                             message = 'job expired (expires_at passed) before it was delivered'})
-  redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at', now, 'error', job.error)
+  redis.call('HSET', jk, 'state', 'discarded', 'discarded_at', now, 'error', job.error)
   redis.call('HINCRBY', KEYS[13], 'discarded', 1)
   emit(KEYS[6], 'job.discarded', job, {'reason', 'expired'})
 end
