@@ -6,13 +6,13 @@
 #include <set>
 #include <thread>
 
+#include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
 using namespace ojs::test;
 
 namespace {
-void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 json cron(const std::string& name, const std::string& expr, const std::string& queue, json extra = json::object()) {
   json body = {{"name", name}, {"cron", expr}, {"type", "cron.tick"}, {"args", json::array({1})}, {"options", {{"queue", queue}}}};

@@ -8,18 +8,13 @@
 #include <random>
 #include <thread>
 
+#include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
 using namespace ojs::test;
 
 namespace {
-json job_in(const std::string& queue, json retry = json::object()) {
-  json j = {{"type", "t"}, {"args", json::array()}, {"options", {{"queue", queue}}}};
-  if (!retry.empty()) j["options"]["retry"] = retry;
-  return j;
-}
-void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 // Polls FETCH until a job arrives or the deadline passes.
 json fetch_within(Api& api, const std::string& queue, const std::string& worker, int ms, json extra = json::object()) {

@@ -5,13 +5,13 @@
 
 #include <thread>
 
+#include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
 using namespace ojs::test;
 
 namespace {
-void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 json sdk_beat(const std::string& worker, const std::vector<std::string>& ids) {
   return {{"worker_id", worker},

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "ojs/client/http_client.hpp"
+#include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
@@ -14,13 +15,6 @@ using namespace ojs::test;
 
 namespace {
 
-json job_in(const std::string& queue, json retry = json::object()) {
-  json j = {{"type", "t"}, {"args", json::array()}, {"options", {{"queue", queue}}}};
-  if (!retry.empty()) j["options"]["retry"] = retry;
-  return j;
-}
-
-void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 // Polls until `done` holds or about `ms` passed; returns whether it held.
 template <class F>
