@@ -1,32 +1,15 @@
 // PUSH, INFO and CANCEL: POST /ojs/v1/jobs, GET and DELETE /ojs/v1/jobs/{id}.
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
+#include "broker/api/tenant_header.hpp"
 #include "broker/auth/identity.hpp"
 #include "broker/uniqueness/unique_push.hpp"
-#include "broker/governance/queue_config.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/uuid.hpp"
 
 namespace ojs::broker {
 
 namespace {
-// ojs-multi-tenancy.md §5.3: the X-OJS-Tenant header fills meta.tenant_id (where
-// quotas and fair share read the tenant); a body naming another tenant is a 400.
-nlohmann::json with_tenant_header(nlohmann::json body, const HttpRequest& r) {
-  const std::string tenant = r.header("x-ojs-tenant");
-  if (tenant.empty()) return body;
-  if (!governance::is_valid_tenant(tenant)) throw invalid_field("X-OJS-Tenant", "must be 1-64 of [A-Za-z0-9._-]");
-  if (!body.contains("meta") || body["meta"].is_null()) body["meta"] = nlohmann::json::object();
-  if (!body["meta"].is_object()) return body;  // PUSH validation names meta
-  auto& meta = body["meta"];
-  if (meta.contains("tenant_id") && meta["tenant_id"] != tenant)
-    throw OjsError(ErrorCode::invalid_request, "meta.tenant_id conflicts with the X-OJS-Tenant header",
-                   {{"field", "meta.tenant_id"}, {"rule", "must equal the X-OJS-Tenant header when both are sent"},
-                    {"header", tenant}});
-  meta["tenant_id"] = tenant;
-  return body;
-}
-
 const std::string& job_id_param(const HttpRequest& r) {
   const auto& id = r.params.at("id");
   if (!is_uuidv7(id)) throw invalid_field("id", "must be a lowercase UUIDv7 job id");

@@ -85,3 +85,21 @@ TEST_F(BatchPush, BatchIsNotAJobId) {
   EXPECT_EQ(api.get("/ojs/v1/jobs/019414d4-8b2e-7c3a-b5d1-f0e2a3b4c5d6").status, 404);
   EXPECT_EQ(api.get("/ojs/manifest").body["capabilities"]["batch_enqueue"], true);
 }
+
+// ojs-multi-tenancy.md §5.3: X-OJS-Tenant applies to every job of a batch, as to a
+// single PUSH; a job naming another tenant refuses the whole batch, naming its index.
+TEST_F(BatchPush, TenantHeaderFillsEveryJobsMetaTenantId) {
+  ojs::HttpClient client({broker.url()});
+  const std::vector<std::string> headers{"Content-Type: application/openjobspec+json", "X-OJS-Tenant: acme"};
+  const json batch = {{"jobs", {job("t.one", "batch-tenant"), job("t.two", "batch-tenant")}}};
+  auto r = client.request("POST", "/ojs/v1/jobs/batch", batch.dump(), headers);
+  ASSERT_EQ(r.status, 201) << r.body;
+  for (const auto& j : json::parse(r.body)["jobs"]) EXPECT_EQ(j["meta"]["tenant_id"], "acme") << j.dump();
+
+  json other = job("t.three", "batch-tenant");
+  other["meta"] = {{"tenant_id", "globex"}};
+  auto refused = client.request("POST", "/ojs/v1/jobs/batch", json({{"jobs", {job("t.four", "batch-tenant"), other}}}).dump(), headers);
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(json::parse(refused.body)["error"]["details"]["field"], "jobs[1].meta.tenant_id") << refused.body;
+  EXPECT_EQ(api.get("/ojs/v1/queues/batch-tenant/stats").body["queue"]["available"], 2) << "nothing of the refused batch is stored";
+}
