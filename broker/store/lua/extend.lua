@@ -9,7 +9,7 @@ for i = 3, #ARGV do
   local id, jk = ARGV[i], KEYS[i - 1]
   local f = redis.call('HMGET', jk, 'state', 'worker_id')
   if f[1] == 'active' and f[2] == worker then
-    extend_visibility(jk, KEYS[1], id, now, vis)  -- the rule shared with progress.lua (_declared.lua)
+    extend_visibility(jk, KEYS[1], id, now, vis)  -- the rule shared with progress.lua (_lib_jobs.lua)
     extended[#extended + 1] = id
   end
 end

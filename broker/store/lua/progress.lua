@@ -7,7 +7,7 @@
 --        worker's job, or a lower value than already reported) | {'not_found'}
 local id, worker, progress, data = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local jk = KEYS[1]
-local f = redis.call('HMGET', jk, 'state', 'worker_id', 'progress', 'progress_event_at')
+local f = redis.call('HMGET', jk, 'state', 'worker_id', 'progress', 'progress_event_at', 'type', 'queue', 'attempt')
 if not f[1] then return {'not_found'} end
 if f[1] ~= 'active' then return {'ignored', 'state ' .. f[1]} end
 if worker ~= '' and f[2] ~= worker then return {'ignored', 'held by another worker'} end
@@ -19,6 +19,7 @@ redis.call('HSET', jk, 'progress_updated_at', now)
 local deadline = extend_visibility(jk, KEYS[2], id, now, tonumber(ARGV[5]))
 if now - tonumber(f[4] or '0') >= 1000 then
   redis.call('HSET', jk, 'progress_event_at', now)
-  emit_to(KEYS[3], jk, 'job.progress', id, {'progress', redis.call('HGET', jk, 'progress') or ''})
+  emit(KEYS[3], 'job.progress', {id = id, type = f[5], queue = f[6], attempt = f[7]},
+       {'progress', redis.call('HGET', jk, 'progress') or ''})
 end
 return {'ok', redis.call('HGET', jk, 'progress') or '', deadline}

@@ -23,7 +23,7 @@ local now = now_ms()
 local scheduled_at = ARGV[6]
 
 if holder then
-  local h = redis.call('HMGET', KEYS[11], 'state', 'created_at', 'id', 'class', 'scheduled_at')
+  local h = redis.call('HMGET', KEYS[11], 'state', 'created_at', 'id', 'class', 'scheduled_at', 'type', 'queue', 'attempt')
   local state, created_at, holder_id = h[1], tonumber(h[2] or '0'), h[3]
   local states = {}
   for s in string.gmatch(ARGV[9], '[^,]+') do states[s] = true end
@@ -44,7 +44,8 @@ if holder then
       redis.call('HSET', KEYS[11], 'state', 'cancelled', 'cancelled_at', now, 'replaced_by', id)
       redis.call('HDEL', KEYS[11], 'next_attempt_at')
       redis.call('HINCRBY', KEYS[15], 'cancelled', 1)
-      emit_to(KEYS[14], KEYS[11], 'job.cancelled', holder_id, {'reason', 'replaced', 'replaced_by', id})
+      emit(KEYS[14], 'job.cancelled', {id = holder_id, type = h[6], queue = h[7], attempt = h[8]},
+           {'reason', 'replaced', 'replaced_by', id})
     end
   end
 end

@@ -1,30 +1,7 @@
--- Helpers that take every key they touch as an argument, for scripts that
--- declare all their keys in KEYS (push_batch and the scripts that follow it).
--- Sorted before _lib.lua, whose prefix-based helpers delegate here so that each
--- rule (rank = rank_base + seq; the event record) is written once.
-
--- Makes a job fetchable: next sequence number, rank = rank base + seq.
--- ready_key_of(class) names the ready set of the job's class.
-local function make_available_in(jk, seq_key, ready_key_of, id, now)
-  local seq = redis.call('INCR', seq_key)
-  local f = redis.call('HMGET', jk, 'rank_base', 'class')
-  redis.call('HSET', jk, 'state', 'available', 'enqueued_at', now)
-  redis.call('HDEL', jk, 'next_attempt_at')
-  redis.call('ZADD', ready_key_of(f[2]), tonumber(f[1]) + seq, id)
-end
-
--- Appends one job event to a queue's event stream.
-local function emit_to(events_key, jk, event_type, id, extra)
-  local fields = {'type', event_type, 'job_id', id}
-  local meta = redis.call('HMGET', jk, 'type', 'queue', 'attempt')
-  table.insert(fields, 'job_type'); table.insert(fields, meta[1] or '')
-  table.insert(fields, 'queue'); table.insert(fields, meta[2] or '')
-  table.insert(fields, 'attempt'); table.insert(fields, meta[3] or '0')
-  if extra then
-    for i = 1, #extra do table.insert(fields, extra[i]) end
-  end
-  redis.call('XADD', events_key, 'MAXLEN', '~', '10000', '*', unpack(fields))
-end
+-- Helpers for the scripts that store or touch a job outside the transitions in
+-- _lib.lua (push_batch, push_unique, cron_fire, progress). Sorted after _lib.lua,
+-- so they build on its emit and make_available: the event record and the rank
+-- rule (rank = rank_base + seq) are written once.
 
 -- The keys store_new_job needs: the two directories, then the job's seven keys
 -- declared in KEYS from `first` on (job, ready, delayed, seq, events, classes, classes version).
@@ -45,13 +22,18 @@ local function store_new_job(k, job, now)
   if redis.call('HSETNX', k.classes, job.class, job.class_json) == 1 then redis.call('INCR', k.classes_ver) end
   redis.call('HSET', k.job, 'id', job.id, 'class', job.class, 'rank_base', job.rank_base, 'attempt', 0, 'created_at', now,
              unpack(job.fields))
+  -- The job as _lib's helpers see it, from what this script holds (no read back).
+  local held = {id = job.id, queue = job.queue, rank_base = job.rank_base, attempt = '0'}
+  for i = 1, #job.fields, 2 do
+    if held[job.fields[i]] == nil then held[job.fields[i]] = job.fields[i + 1] end
+  end
   if job.scheduled_at ~= '' and tonumber(job.scheduled_at) > now then
     redis.call('HSET', k.job, 'state', 'scheduled', 'scheduled_at', job.scheduled_at)
     redis.call('ZADD', k.delayed, job.scheduled_at, job.id)
-    emit_to(k.events, k.job, 'job.enqueued', job.id, {'state', 'scheduled'})
+    emit(k.events, 'job.enqueued', held, {'state', 'scheduled'})
   else
-    make_available_in(k.job, k.seq, function() return k.ready end, job.id, now)
-    emit_to(k.events, k.job, 'job.enqueued', job.id, {'state', 'available'})
+    make_available(k.seq, k.ready, k.job, held, now)
+    emit(k.events, 'job.enqueued', held, {'state', 'available'})
   end
   -- Scheduling indexes in the same step (store: a crash never leaves them out).
   if k.escalations and (job.escalate_after or '') ~= '' then
