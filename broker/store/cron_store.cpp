@@ -16,7 +16,7 @@ std::map<std::string, std::string> flat_map(const RedisValue& v) {
 
 CronRecord CronStore::put(const std::string& name, const std::string& definition, std::optional<std::int64_t> next_run_at_ms) {
   auto reply = redis_.eval("cron_register", {keys::cron_registry, keys::cron_state(name)},
-                           {"put", name, definition, next_run_at_ms ? std::to_string(*next_run_at_ms) : std::string()});
+                           {"put", name, definition, optional_text(next_run_at_ms)});
   return {definition, flat_map(reply)};
 }
 
@@ -54,12 +54,8 @@ CronFire CronStore::fire(const std::string& name, std::int64_t tick_ms, std::int
                              keys::escalations(job.queue), keys::reservation_waits(job.queue)};
   std::vector<std::string> args{std::to_string(tick_ms), std::to_string(following_ms), overlap, name, job.id, job.queue,
                                 job.class_id, job.class_json, rank_text(job.rank_base),
-                                job.escalate_after_ms ? std::to_string(*job.escalate_after_ms) : std::string(),
-                                job.reservation_timeout_ms ? std::to_string(*job.reservation_timeout_ms) : std::string()};
-  for (const auto& [f, v] : job.fields) {
-    args.push_back(f);
-    args.push_back(v);
-  }
+                                optional_text(job.escalate_after_ms), optional_text(job.reservation_timeout_ms)};
+  append_fields(args, job.fields);
   const auto reply = redis_.eval("cron_fire", k, args);
   const auto& word = reply.elements.at(0).str;
   if (word == "ok") return CronFire::fired;

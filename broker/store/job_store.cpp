@@ -31,9 +31,16 @@ std::string rank_text(double rank) {
   return buf;
 }
 
-namespace {
-
 std::string optional_text(std::optional<std::int64_t> v) { return v ? std::to_string(*v) : std::string(); }
+
+void append_fields(std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& fields) {
+  for (const auto& [field, value] : fields) {
+    args.push_back(field);
+    args.push_back(value);
+  }
+}
+
+namespace {
 
 // A worker that finishes or gives up a job no longer holds it: its claim record
 // (ojs:worker:<id>:jobs, a global key, so not in the queue script) is dropped in
@@ -81,10 +88,7 @@ Transition JobStore::push(const BatchJob& job) {
   std::vector<std::string> args{job.id, job.class_id, job.class_json, rank_text(job.rank_base),
                                 optional_text(job.scheduled_at_ms), optional_text(job.escalate_after_ms),
                                 optional_text(job.reservation_timeout_ms)};
-  for (const auto& [k, v] : job.fields) {
-    args.push_back(k);
-    args.push_back(v);
-  }
+  append_fields(args, job.fields);
   return transition_from(redis_.eval("push",
                                      {keys::job(q, job.id), keys::classes(q), keys::classes_version(q),
                                       keys::ready(q, job.class_id), keys::delayed(q), keys::seq(q), keys::events(q),

@@ -84,6 +84,10 @@ struct BatchOutcome {
 
 // A rank (band * 2^40 + seq) as the exact integer text the scripts expect.
 std::string rank_text(double rank);
+// An optional time or duration (ms) as script ARGV: "" when absent.
+std::string optional_text(std::optional<std::int64_t> v);
+// A new job's hash fields appended to script ARGV as field, value, ...
+void append_fields(std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& fields);
 
 class JobStore {
  public:

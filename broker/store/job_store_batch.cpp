@@ -13,15 +13,10 @@ BatchOutcome JobStore::push_batch(const std::vector<BatchJob>& jobs) {
                     keys::reservation_waits(j.queue)})
       keys.push_back(k);
     for (auto& a : {j.id, j.queue, j.class_id, j.class_json, rank_text(j.rank_base),
-                    j.scheduled_at_ms ? std::to_string(*j.scheduled_at_ms) : std::string(),
-                    j.escalate_after_ms ? std::to_string(*j.escalate_after_ms) : std::string(),
-                    j.reservation_timeout_ms ? std::to_string(*j.reservation_timeout_ms) : std::string(),
-                    std::to_string(j.fields.size())})
+                    optional_text(j.scheduled_at_ms), optional_text(j.escalate_after_ms),
+                    optional_text(j.reservation_timeout_ms), std::to_string(j.fields.size())})
       args.push_back(a);
-    for (const auto& [k, v] : j.fields) {
-      args.push_back(k);
-      args.push_back(v);
-    }
+    append_fields(args, j.fields);
   }
   const auto reply = redis_.eval("push_batch", keys, args);
   BatchOutcome out;

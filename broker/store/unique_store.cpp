@@ -37,15 +37,11 @@ UniquePushOutcome UniqueStore::push(const BatchJob& job, const std::string& uniq
     k.push_back(keys::escalations(job.queue));
     k.push_back(keys::reservation_waits(job.queue));
     std::vector<std::string> args{job.id, job.queue, job.class_id, job.class_json, rank_text(job.rank_base),
-                                  job.scheduled_at_ms ? std::to_string(*job.scheduled_at_ms) : std::string(),
-                                  seen, holder_class, states_csv, period_ms ? std::to_string(*period_ms) : std::string(),
+                                  optional_text(job.scheduled_at_ms),
+                                  seen, holder_class, states_csv, optional_text(period_ms),
                                   on_conflict,
-                                  job.escalate_after_ms ? std::to_string(*job.escalate_after_ms) : std::string(),
-                                  job.reservation_timeout_ms ? std::to_string(*job.reservation_timeout_ms) : std::string()};
-    for (const auto& [f, v] : job.fields) {
-      args.push_back(f);
-      args.push_back(v);
-    }
+                                  optional_text(job.escalate_after_ms), optional_text(job.reservation_timeout_ms)};
+    append_fields(args, job.fields);
     const auto reply = redis_.eval("push_unique", k, args);
     if (reply.type != RedisValue::Type::array || reply.elements.empty()) throw std::runtime_error("malformed push_unique reply");
     const auto& word = reply.elements[0].str;
