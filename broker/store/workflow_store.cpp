@@ -8,10 +8,6 @@ namespace ojs::broker {
 
 using nlohmann::json;
 
-namespace {
-constexpr const char* kCallbackKinds[] = {"on_complete", "on_success", "on_failure"};
-}
-
 std::string WorkflowStore::payload(const BatchJob& job) {
   json fields = json::array();
   for (const auto& [f, v] : job.fields) {
@@ -89,7 +85,7 @@ void WorkflowStore::dispatch_due(const std::string& queue, const std::string& id
   if (redis.command({"ZSCORE", keys::workflow_dispatch(queue), id}).is_nil()) return;
   const auto hash = redis.command({"HGETALL", keys::workflow(queue, id)});
   const JobRecord wf = JobRecord::from_flat_array(hash);
-  for (const char* kind : kCallbackKinds) {
+  for (const char* kind : kWorkflowCallbackKinds) {
     const std::string k = kind;
     if (wf.get("cbs:" + k) != "due") continue;
     BatchJob job = from_payload(wf.get("cb:" + k));

@@ -12,6 +12,9 @@
 
 namespace ojs::broker {
 
+// A batch's callbacks, in the order they are evaluated (spec/ojs-workflows.md §6.3).
+inline constexpr const char* kWorkflowCallbackKinds[] = {"on_complete", "on_success", "on_failure"};
+
 // A workflow hash as read: its queue (the queue its jobs share) and fields.
 struct WorkflowRecord {
   std::string queue;

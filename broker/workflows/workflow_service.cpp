@@ -15,7 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kCallbackKinds[] = {"on_complete", "on_success", "on_failure"};
 
 OjsError not_found(const std::string& id) {
   return OjsError(ErrorCode::not_found, "workflow " + id + " not found", {{"workflow_id", id}});
@@ -80,7 +79,7 @@ json WorkflowService::create(const json& body) {
     if (!has_callbacks || !body["callbacks"].is_object())
       throw invalid_field("callbacks", "is required for a batch: an object with on_complete, on_success and/or on_failure");
     bool any = false;
-    for (const char* kind : kCallbackKinds) any = any || body["callbacks"].contains(kind);
+    for (const char* kind : kWorkflowCallbackKinds) any = any || body["callbacks"].contains(kind);
     if (!any) throw invalid_field("callbacks", "must hold at least one of on_complete, on_success, on_failure");
   } else if (has_callbacks) {
     throw invalid_field("callbacks", "only a batch workflow has callbacks");
@@ -127,7 +126,7 @@ json WorkflowService::create(const json& body) {
     else starting.push_back(std::move(record));
   }
   if (type == "batch") {
-    for (const char* kind : kCallbackKinds) {
+    for (const char* kind : kWorkflowCallbackKinds) {
       if (!body["callbacks"].contains(kind)) continue;
       const std::string k = kind;
       PreparedJob cb = prepare_job(jobs_, body["callbacks"][k], "callbacks." + k);
@@ -157,7 +156,7 @@ json WorkflowService::get(const std::string& id) {
   std::vector<std::pair<std::string, std::string>> lookups;
   for (int i = 0; i < total; ++i) lookups.emplace_back(record->queue, wf.get("m:" + std::to_string(i)));
   std::vector<std::string> kinds;
-  for (const char* kind : kCallbackKinds)
+  for (const char* kind : kWorkflowCallbackKinds)
     if (wf.has(std::string("cb:") + kind)) {
       kinds.push_back(kind);
       lookups.emplace_back(wf.get(std::string("cbq:") + kind), wf.get(std::string("cbid:") + kind));

@@ -16,22 +16,24 @@ local function workflow_keys(first, events)
           escalations = KEYS[first + 7], reservation_waits = KEYS[first + 8], dispatch = KEYS[first + 9], events = events}
 end
 
--- Stores a step prepared at creation (its payload JSON: id, queue, class, class_json,
--- rank_base, scheduled_at, escalate_after, reservation_timeout, fields) as PUSH
--- would, with `parent_results` (JSON text) added. The id is in the directories already.
+-- Stores a job prepared at creation (p: its decoded payload, WorkflowStore::payload:
+-- id, queue, class, class_json, rank_base, scheduled_at, escalate_after,
+-- reservation_timeout, fields) as PUSH would; its id is in the directories already.
+-- k: store_new_job's keys without the directories.
+local function store_prepared_job(k, p, extra_fields, now)
+  for _, v in ipairs(extra_fields) do p.fields[#p.fields + 1] = v end
+  store_new_job(k, {id = p.id, queue = p.queue, class = p.class, class_json = p.class_json, rank_base = p.rank_base,
+                    scheduled_at = p.scheduled_at or '', escalate_after = p.escalate_after or '',
+                    reservation_timeout = p.reservation_timeout or '', fields = p.fields}, now)
+end
+
+-- The next chain step, with `parent_results` (JSON text); keys from the declared prefixes.
 local function workflow_push_member(w, payload, parent_results, now)
   local p = cjson.decode(payload)
-  local fields = p.fields
-  if parent_results then
-    fields[#fields + 1] = 'parent_results'
-    fields[#fields + 1] = parent_results
-  end
   local k = {job = w.job_prefix .. p.id, ready = w.ready_prefix .. p.class, delayed = w.delayed, seq = w.seq,
              events = w.events, classes = w.classes, classes_ver = w.classes_ver, escalations = w.escalations,
              reservation_waits = w.reservation_waits}
-  store_new_job(k, {id = p.id, queue = p.queue, class = p.class, class_json = p.class_json, rank_base = p.rank_base,
-                    scheduled_at = p.scheduled_at or '', escalate_after = p.escalate_after or '',
-                    reservation_timeout = p.reservation_timeout or '', fields = fields}, now)
+  store_prepared_job(k, p, {'parent_results', parent_results}, now)
 end
 
 -- The results of jobs first..last of a workflow as a JSON array (`known` is job i's,

@@ -25,11 +25,8 @@ for i = 2 + n, #ARGV, 2 do
 end
 if #fields > 0 then redis.call('HSET', wk, unpack(fields)) end
 for j = 1, n do
-  local p = cjson.decode(ARGV[1 + j])
   local k = {job = KEYS[8 + 2 * j - 1], ready = KEYS[8 + 2 * j], delayed = KEYS[2], seq = KEYS[3], events = KEYS[4],
              classes = KEYS[5], classes_ver = KEYS[6], escalations = KEYS[7], reservation_waits = KEYS[8]}
-  store_new_job(k, {id = p.id, queue = p.queue, class = p.class, class_json = p.class_json, rank_base = p.rank_base,
-                    scheduled_at = p.scheduled_at or '', escalate_after = p.escalate_after or '',
-                    reservation_timeout = p.reservation_timeout or '', fields = p.fields}, now)
+  store_prepared_job(k, cjson.decode(ARGV[1 + j]), {}, now)
 end
 return {'ok', redis.call('HGETALL', wk)}
