@@ -1,15 +1,18 @@
 // Job events, two ways over the same filters:
 //   GET /ojs/v1/events?types=a,b&queues=x,y&job_types=t&job_id=...&limit=N   (polling, newest first)
 //   GET /ojs/v1/events/stream?<the same filters>                              (server-sent events, live)
+//   GET /ojs/v1/queues/{name}/events, GET /ojs/v1/jobs/{id}/events             (the same, for one queue / one job)
 // A tenant-pinned token sees only events of its tenant's jobs, on both.
 #include <map>
 
 #include "broker/api/api.hpp"
+#include "broker/api/job_scope.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/auth/identity.hpp"
 #include "broker/events/event_hub.hpp"
 #include "broker/events/event_log.hpp"
 #include "ojs/core/error.hpp"
+#include "ojs/core/time.hpp"
 
 namespace ojs::broker {
 
@@ -43,6 +46,20 @@ void require_events_on(const ApiContext& ctx) {
                    {{"field", "events"}, {"rule", "needs a broker started with --events bounded (the default)"}});
 }
 
+// EventSource sends Last-Event-ID on reconnection; `last_event_id` serves clients that cannot set headers.
+std::string last_event_id(const HttpRequest& r) {
+  auto last = r.header("last-event-id");
+  return last.empty() ? r.query_or("last_event_id", "") : last;
+}
+
+HttpResponse sse_response(std::shared_ptr<EventSubscription> sub) {
+  HttpResponse response;
+  response.content_type = "text/event-stream";
+  response.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+  response.stream = std::move(sub);
+  return response;
+}
+
 }  // namespace
 
 void register_events_api(Router& router, ApiContext& ctx, EventStore& events, EventHub& hub) {
@@ -66,14 +83,43 @@ void register_events_api(Router& router, ApiContext& ctx, EventStore& events, Ev
 
   router.add("GET", "/ojs/v1/events/stream", [&ctx, &hub](const HttpRequest& r) {
     require_events_on(ctx);
-    // EventSource sends Last-Event-ID on reconnection; `last_event_id` serves clients that cannot set headers.
-    auto last = r.header("last-event-id");
-    if (last.empty()) last = r.query_or("last_event_id", "");
-    HttpResponse response;
-    response.content_type = "text/event-stream";
-    response.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
-    response.stream = hub.subscribe(filter_of(r), auth::tenant_scope(), last);
-    return response;
+    return sse_response(hub.subscribe(filter_of(r), auth::tenant_scope(), last_event_id(r)));
+  });
+
+  // spec/ojs-realtime.md 2.2: one queue's events (404 for an unknown queue).
+  router.add("GET", "/ojs/v1/queues/{name}/events", [&ctx, &hub](const HttpRequest& r) {
+    require_events_on(ctx);
+    const auto queue = queue_name_param(r);
+    if (!ctx.store.queue_exists(queue)) throw OjsError(ErrorCode::not_found, "queue " + queue + " not found", {{"queue", queue}});
+    auto filter = filter_of(r);
+    filter.queues = {queue};
+    return sse_response(hub.subscribe(std::move(filter), auth::tenant_scope(), last_event_id(r)));
+  });
+
+  // spec/ojs-realtime.md 2.1: one job's events until its terminal one; a job
+  // already finished gets one job.state_changed with its state, and the end.
+  router.add("GET", "/ojs/v1/jobs/{id}/events", [&ctx, &hub](const HttpRequest& r) {
+    require_events_on(ctx);
+    const auto& id = job_id_param(r);
+    require_in_tenant_scope(ctx, id);
+    auto filter = filter_of(r);
+    filter.job_id = id;
+    auto sub = hub.subscribe(std::move(filter), auth::tenant_scope(), last_event_id(r), true);
+    // Read after subscribing: a transition in between is either in the stream or in this state.
+    nlohmann::json job;
+    try {
+      job = ctx.jobs.info(id);
+    } catch (...) {
+      sub->abandon();
+      throw;
+    }
+    const auto state = job.value("state", "");
+    if (state == "completed" || state == "cancelled" || state == "discarded") {
+      const nlohmann::json changed = {{"job_id", id}, {"queue", job.value("queue", "")}, {"type", job.value("type", "")},
+                                      {"to", state}, {"timestamp", format_rfc3339(now_ms())}};
+      sub->finish(sse_frame("", "job.state_changed", changed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+    }
+    return sse_response(std::move(sub));
   });
 }
 

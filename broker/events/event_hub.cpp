@@ -18,6 +18,10 @@ constexpr std::size_t kTenantCacheMax = 100000;
 constexpr std::int64_t kSeqMax = std::numeric_limits<std::int64_t>::max();
 
 // Total order of the reader: time, then queue, then the stream's own sequence.
+bool is_terminal_event(const std::string& type) {
+  return type == "job.completed" || type == "job.cancelled" || type == "job.discarded";
+}
+
 bool before(const StreamEntry& a, const StreamEntry& b) {
   if (a.id.ms != b.id.ms) return a.id.ms < b.id.ms;
   if (a.queue != b.queue) return a.queue < b.queue;
@@ -80,8 +84,9 @@ std::optional<EventHub::Position> EventHub::parse_position(const std::string& ss
 
 std::string EventHub::sse_id(const StreamEntry& entry) { return entry.id.text() + "@" + entry.queue; }
 
-std::shared_ptr<EventSubscription> EventHub::subscribe(EventFilter filter, std::string tenant, const std::string& last_event_id) {
-  auto sub = std::make_shared<EventSubscription>(std::move(filter), std::move(tenant), options_.buffer_events);
+std::shared_ptr<EventSubscription> EventHub::subscribe(EventFilter filter, std::string tenant, const std::string& last_event_id,
+                                                       bool until_terminal) {
+  auto sub = std::make_shared<EventSubscription>(std::move(filter), std::move(tenant), options_.buffer_events, until_terminal);
   {
     std::lock_guard lock(subs_mutex_);
     prune_locked();
@@ -218,7 +223,7 @@ void EventHub::deliver(const std::vector<StreamEntry>& entries) {
       if (!visible(*sub, event, tenants_)) continue;
       if (frame.empty())
         frame = sse_frame(id, event.value("type", ""), event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-      sub->offer(id, frame);
+      sub->offer(id, frame, sub->until_terminal() && is_terminal_event(event.value("type", "")));
     }
   }
 }
@@ -254,10 +259,12 @@ void EventHub::replay(EventSubscription& sub, const Position& from, std::int64_t
   // Backpressure as for live events: the newest buffer_events, and a note of the rest.
   TenantCache tenants;
   std::vector<std::string> kept;
+  bool ended = false;
   for (const auto& entry : entries) {
     const auto event = to_event(entry);
     if (!visible(sub, event, tenants)) continue;
     kept.push_back(sse_frame(sse_id(entry), event.value("type", ""), event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+    if ((ended = sub.until_terminal() && is_terminal_event(event.value("type", "")))) break;
   }
   const std::size_t skip = kept.size() > options_.buffer_events ? kept.size() - options_.buffer_events : 0;
   if (skip > 0) {
@@ -266,6 +273,7 @@ void EventHub::replay(EventSubscription& sub, const Position& from, std::int64_t
   }
   for (std::size_t i = skip; i < kept.size(); ++i) frames += kept[i];
   sub.offer_front(std::move(frames));
+  if (ended) sub.finish("");  // the job's stream is over
 }
 
 }  // namespace ojs::broker

@@ -48,7 +48,10 @@ class EventHub {
   // A stream of the events matching `filter` (and `tenant` when not empty), from
   // now, or from after `last_event_id` when it names a position. Throws OjsError
   // unavailable when max_streams are open or the hub is stopping.
-  std::shared_ptr<EventSubscription> subscribe(EventFilter filter, std::string tenant, const std::string& last_event_id);
+  // until_terminal: the stream ends after a terminal event (job.completed,
+  // job.cancelled, job.discarded): the per-job stream.
+  std::shared_ptr<EventSubscription> subscribe(EventFilter filter, std::string tenant, const std::string& last_event_id,
+                                               bool until_terminal = false);
   std::size_t open_streams();
 
  private:

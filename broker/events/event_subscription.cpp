@@ -11,8 +11,11 @@ std::string sse_frame(const std::string& id, const std::string& event, const std
   return out;
 }
 
-EventSubscription::EventSubscription(EventFilter filter, std::string tenant, std::size_t buffer_events)
-    : filter_(std::move(filter)), tenant_(std::move(tenant)), buffer_events_(std::max<std::size_t>(1, buffer_events)) {
+EventSubscription::EventSubscription(EventFilter filter, std::string tenant, std::size_t buffer_events, bool until_terminal)
+    : filter_(std::move(filter)),
+      tenant_(std::move(tenant)),
+      buffer_events_(std::max<std::size_t>(1, buffer_events)),
+      until_terminal_(until_terminal) {
   head_ = "retry: 3000\n\n";  // reconnection advice (spec/ojs-realtime.md 2.3)
 }
 
@@ -68,7 +71,7 @@ void EventSubscription::abandon() {
   queued_.clear();
 }
 
-void EventSubscription::offer(const std::string& event_id, std::string frame) {
+void EventSubscription::offer(const std::string& event_id, std::string frame, bool last) {
   Deliver deliver;
   std::string chunk;
   {
@@ -81,6 +84,7 @@ void EventSubscription::offer(const std::string& event_id, std::string frame) {
       ++dropped_;
       queued_.pop_front();
     }
+    if (last) ending_ = true;
     if (!(deliver = take_ready())) return;
     chunk = drain();
     last_sent_ = Clock::now();

@@ -17,17 +17,19 @@ namespace ojs::broker {
 class EventSubscription : public BodySource {
  public:
   using Clock = std::chrono::steady_clock;
-  EventSubscription(EventFilter filter, std::string tenant, std::size_t buffer_events);
+  // until_terminal: the stream of one job, ended after its terminal event.
+  EventSubscription(EventFilter filter, std::string tenant, std::size_t buffer_events, bool until_terminal = false);
 
   void pull(Deliver deliver) override;
   void abandon() override;
 
   const EventFilter& filter() const { return filter_; }
   const std::string& tenant() const { return tenant_; }  // "" = all tenants
+  bool until_terminal() const { return until_terminal_; }
   bool abandoned() const;
 
   // Hub side.
-  void offer(const std::string& event_id, std::string frame);  // one event, in order
+  void offer(const std::string& event_id, std::string frame, bool last = false);  // one event, in order; last: then the end
   void offer_front(std::string frames);                        // replayed events, before what waits
   void keep_alive(Clock::time_point now, Clock::duration idle);  // a comment when the client heard nothing for `idle`
   void finish(std::string last_frame);                          // the last words, then the end of the response
@@ -39,6 +41,7 @@ class EventSubscription : public BodySource {
   const EventFilter filter_;
   const std::string tenant_;
   const std::size_t buffer_events_;
+  const bool until_terminal_;
   mutable std::mutex mutex_;
   std::string head_;  // preface and replay, sent before the queued events
   std::deque<std::pair<std::string, std::string>> queued_;  // event id, frame

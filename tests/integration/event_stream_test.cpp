@@ -214,6 +214,38 @@ TEST_F(EventStream, HealthStaysPromptWithManyOpenStreams) {
   for (auto& s : streams) EXPECT_EQ(next_event(*s)["subject"], id);
 }
 
+TEST_F(EventStream, PerJobStreamEndsAfterTheTerminalEvent) {
+  const auto id = api.push(job("j-q"));
+  SseClient sse(broker.port(), "/ojs/v1/jobs/" + id + "/events");
+  ASSERT_EQ(sse.status(), 200);
+  run_one(api, "j-q", "w");
+  EXPECT_EQ(next_event(sse)["type"], "job.started");
+  EXPECT_EQ(next_event(sse)["type"], "job.completed");
+  EXPECT_TRUE(sse.wait_end(10s));
+  EXPECT_TRUE(sse.ended_cleanly());
+  // A finished job: its state once, then the end.
+  SseClient done(broker.port(), "/ojs/v1/jobs/" + id + "/events");
+  auto ev = done.next(10s);
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_EQ(ev->event, "job.state_changed");
+  EXPECT_EQ(json::parse(ev->data)["to"], "completed");
+  EXPECT_TRUE(done.wait_end(10s));
+  SseClient unknown(broker.port(), "/ojs/v1/jobs/019a0000-0000-7000-8000-000000000000/events");
+  EXPECT_EQ(unknown.status(), 404);
+}
+
+TEST_F(EventStream, PerQueueStream) {
+  SseClient none(broker.port(), "/ojs/v1/queues/no-such-queue/events");
+  EXPECT_EQ(none.status(), 404);
+  api.push(job("pq-a"));
+  SseClient sse(broker.port(), "/ojs/v1/queues/pq-a/events?event_types=job.enqueued");
+  ASSERT_EQ(sse.status(), 200);
+  api.push(job("pq-b"));
+  const auto mine = api.push(job("pq-a"));
+  EXPECT_EQ(next_event(sse)["subject"], mine);
+  EXPECT_FALSE(sse.next(1s).has_value());
+}
+
 class EventStreamTenants : public ::testing::Test {
  protected:
   std::string dir = make_temp_dir("sse-tenants");
