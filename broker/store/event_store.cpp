@@ -86,12 +86,19 @@ std::vector<bool> EventStore::trimmed_after(const std::vector<std::pair<std::str
   if (cmds.empty()) return out;
   const auto replies = redis_.pipeline(cmds);
   for (std::size_t i = 0; i < replies.size(); ++i) {
+    // Trimming removes the oldest entries and leaves max-deleted-entry-id alone,
+    // so: some entry was removed (entries-added > length) and the oldest one left
+    // comes after `after`. (When it is the very next one this says gap where
+    // there is none: the client resyncs for nothing, never misses a loss.)
     const auto& f = replies[i].elements;  // flat field/value list; an error reply (no stream) has none
+    long long added = 0, length = 0;
+    std::optional<StreamId> first;
     for (std::size_t k = 0; k + 1 < f.size(); k += 2) {
-      if (f[k].str != "max-deleted-entry-id") continue;
-      const auto deleted = parse_stream_id(f[k + 1].str);
-      out[i] = deleted && after[i].second < *deleted;
+      if (f[k].str == "entries-added") added = f[k + 1].integer;
+      else if (f[k].str == "length") length = f[k + 1].integer;
+      else if (f[k].str == "recorded-first-entry-id") first = parse_stream_id(f[k + 1].str);
     }
+    out[i] = added > length && first && after[i].second < *first;
   }
   return out;
 }

@@ -47,7 +47,7 @@ class EventStore {
                                               int count);
 
   // For each (queue, after): whether the stream lost entries after `after` to
-  // trimming (XINFO max-deleted-entry-id), i.e. a replay from there has a gap.
+  // trimming (XINFO STREAM), i.e. a replay from there has a gap.
   std::vector<bool> trimmed_after(const std::vector<std::pair<std::string, StreamId>>& after);
 
  private:

@@ -118,10 +118,14 @@ TEST_F(EventStream, FiltersByQueueEventTypeJobTypeAndJob) {
 
   EXPECT_EQ(types_until(reports, "job.completed"), (std::vector<std::string>{"job.enqueued", "job.started", "job.completed"}));
   EXPECT_FALSE(reports.next(1s).has_value());
-  // Subscribed after its PUSH: the job's later events only.
-  auto started = next_event(one_job);
-  EXPECT_EQ(started["type"], "job.started");
-  EXPECT_EQ(started["subject"], report);
+  // Subscribed after its PUSH (a stream starts where the broker's reader is, up
+  // to one poll before the request): this job's events only, up to its end.
+  json mine;
+  do {
+    mine = next_event(one_job);
+    EXPECT_EQ(mine["subject"], report);
+  } while (!mine.is_null() && mine["type"] != "job.completed");
+  EXPECT_FALSE(one_job.next(1s).has_value());
 }
 
 TEST_F(EventStream, LastEventIdResumesWithoutGapsOrRepeats) {
@@ -189,15 +193,12 @@ TEST_F(EventStream, EndsCleanlyOnSigterm) {
   ASSERT_EQ(sse.status(), 200);
   api.push(job("t-a"));
   EXPECT_EQ(next_event(sse)["type"], "job.enqueued");
-  const auto begin = std::chrono::steady_clock::now();
-  broker.stop();  // SIGTERM, waits for the exit
+  broker.stop();  // SIGTERM, waits for the exit (SIGKILL after 5 s would cut the stream: no last chunk)
   auto ev = sse.next(10s);
   ASSERT_TRUE(ev.has_value());
   EXPECT_EQ(ev->event, "server.shutdown");
   EXPECT_TRUE(sse.wait_end(10s));
   EXPECT_TRUE(sse.ended_cleanly()) << "the chunked body ends with its last chunk";
-  // The broker did not wait out its kill timeout (5 s) for the open stream.
-  EXPECT_LT(std::chrono::steady_clock::now() - begin, 4500ms);
 }
 
 TEST_F(EventStream, HealthStaysPromptWithManyOpenStreams) {
