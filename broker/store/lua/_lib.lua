@@ -58,7 +58,7 @@ end
 -- Scheduled jobs and due retries become available.
 -- q: {delayed, seq, events, job_prefix, ready_prefix}
 local function promote_due(q, now, limit)
-  local due = redis.call('ZRANGEBYSCORE', q.delayed, '-inf', now, 'LIMIT', 0, limit)
+  local due = redis.call('ZRANGEBYSCORE', q.delayed, '-inf', tostring(now), 'LIMIT', '0', tostring(limit))
   for _, id in ipairs(due) do
     redis.call('ZREM', q.delayed, id)
     local jk = q.job_prefix .. id
@@ -107,9 +107,10 @@ local function budget_block(b, gpus)
   return nil
 end
 
-local function budget_charge(b, gpus)
-  redis.call('HINCRBY', b.ledger, 'gpus', gpus)
-  redis.call('HINCRBY', b.ledger, 'gpu_jobs', 1)
+-- gpus_s: the same count as text (no number formatting inside redis.call).
+local function budget_charge(b, gpus, gpus_s)
+  redis.call('HINCRBY', b.ledger, 'gpus', gpus_s or tostring(gpus))
+  redis.call('HINCRBY', b.ledger, 'gpu_jobs', '1')
   if budget_state then
     budget_state.used = budget_state.used + gpus
     budget_state.jobs = budget_state.jobs + 1

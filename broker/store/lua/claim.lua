@@ -22,6 +22,9 @@ local q = {delayed = KEYS[3], seq = KEYS[5], events = KEYS[6], job_prefix = KEYS
 local b = {config = KEYS[7], ledger = KEYS[8]}
 local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[11]}
 local now = now_ms()
+-- [hotpath] numbers handed to redis.call are formatted with snprintf('%.17g') on
+-- every call: constant and repeated arguments go as strings, each formatted once.
+local now_s = tostring(now)
 promote_due(q, now, 1000)
 
 -- [harden, issue 12] an expired job is discarded, never delivered.
@@ -57,7 +60,7 @@ while #claimed < count do
   for i = 7, #ARGV, 5 do
     local ready = KEYS[14 + (i - 2) / 5]
     local class, bonus, hold, gpus, devices = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
-    local head = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGE', ready, '0', '0', 'WITHSCORES')
     local over = nil
     if head[1] then over = budget_block(b, gpus) end
     if head[1] and not over then head, over = within_tenant_quota(t, ready, head, gpus) end
@@ -95,24 +98,26 @@ while #claimed < count do
   -- reservation: heartbeats extend visibility but never past it.
   local deadline = now + vis
   local timeout = tonumber(job.timeout_ms or '')
-  job.attempt = tonumber(job.attempt or '0') + 1
-  job.state, job.started_at, job.worker_id = 'active', now, worker
-  local set = {'state', 'active', 'started_at', now, 'worker_id', worker, 'attempt', job.attempt}
+  job.attempt = tostring(tonumber(job.attempt or '0') + 1)
+  job.state, job.started_at, job.worker_id = 'active', now_s, worker
+  local set = {'state', 'active', 'started_at', now_s, 'worker_id', worker, 'attempt', job.attempt}
   local del = {}
   if timeout and timeout > 0 then
-    job.execution_deadline = now + timeout
+    job.execution_deadline = tostring(now + timeout)
     set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline
-    if job.execution_deadline < deadline then deadline = job.execution_deadline end
+    if now + timeout < deadline then deadline = now + timeout end
   elseif job.execution_deadline then
     job.execution_deadline = nil; del[#del + 1] = 'execution_deadline'
   end
+  deadline = tostring(deadline)
   job.visibility_deadline = deadline
   set[#set + 1] = 'visibility_deadline'; set[#set + 1] = deadline
   if best_gpus > 0 then
-    job.charged_gpus = best_gpus
-    set[#set + 1] = 'charged_gpus'; set[#set + 1] = best_gpus
-    budget_charge(b, best_gpus)
-    if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', KEYS[10], job.tenant, best_gpus) end
+    local gpus_s = tostring(best_gpus)
+    job.charged_gpus = gpus_s
+    set[#set + 1] = 'charged_gpus'; set[#set + 1] = gpus_s
+    budget_charge(b, best_gpus, gpus_s)
+    if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', KEYS[10], job.tenant, gpus_s) end
   end
   if best_devices ~= '' then
     job.ext_ml_assigned_devices = best_devices
@@ -126,7 +131,7 @@ while #claimed < count do
   emit(KEYS[6], 'job.started', job, {'worker_id', worker})
   claimed[#claimed + 1] = flat_job(job)
   if rate_starts and rate_period then  -- [spec #17] one start in the rate window
-    redis.call('ZADD', KEYS[14], now, best_id .. ':' .. job.attempt)
+    redis.call('ZADD', KEYS[14], now_s, best_id .. ':' .. job.attempt)
     redis.call('PEXPIRE', KEYS[14], rate_period)
   end
   end
