@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/api/api.hpp"
+#include "broker/api/preemption_api.hpp"
 #include "broker/background/maintenance.hpp"
 #include "broker/cron/cron_service.hpp"
 #include "broker/events/event_hub.hpp"
@@ -94,7 +95,9 @@ void BrokerApp::start() {
   i.server->start();
   i.event_hub->start();
   i.maintenance = std::make_unique<Maintenance>(*i.jobs, *i.workers, i.config);
-  i.preemption = std::make_unique<PreemptionController>(*i.jobs, *i.scheduler, *i.diagnosis, *i.workers, i.config);
+  i.preemption = std::make_unique<PreemptionController>(
+      *i.store, [jobs = i.jobs.get()](const std::string& id, const nlohmann::json& error) { jobs->fail(id, error, /*requeue=*/true); },
+      *i.scheduler, *i.diagnosis, *i.workers, i.config);
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
   i.maintenance->add_step([c = i.cron.get()] { c->run_once(); });
   i.maintenance->add_step([w = i.workflows.get()] { w->run_once(); });  // batch callbacks left due

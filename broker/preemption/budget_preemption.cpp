@@ -11,7 +11,7 @@ namespace ojs::broker {
 using nlohmann::json;
 
 QueueBudget PreemptionController::budget_of(const std::string& queue) {
-  const BudgetUse use = jobs_.store().budget(queue);
+  const BudgetUse use = store_.budget(queue);
   QueueBudget b;
   b.max_gpus = use.max_gpus;
   b.max_jobs = use.max_jobs;
@@ -21,7 +21,7 @@ QueueBudget PreemptionController::budget_of(const std::string& queue) {
 }
 
 std::vector<RunningJob> PreemptionController::charged_in(const std::string& queue) {
-  auto& store = jobs_.store();
+  auto& store = store_;
   const auto active = store.active_jobs(queue);
   std::vector<RunningJob> out;
   if (active.empty()) return out;

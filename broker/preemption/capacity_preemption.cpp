@@ -30,7 +30,7 @@ std::vector<RunningJob> PreemptionController::running_on(const std::string& work
   if (held.empty()) return out;
   std::vector<std::pair<std::string, std::string>> wanted;
   for (const auto& h : held) wanted.emplace_back(h.queue, h.job_id);
-  const auto jobs = jobs_.store().get_many(wanted);
+  const auto jobs = store_.get_many(wanted);
   const auto now = now_ms();
   for (std::size_t i = 0; i < held.size(); ++i) {
     if (!jobs[i]) continue;
@@ -48,7 +48,7 @@ std::vector<RunningJob> PreemptionController::running_on(const std::string& work
 }
 
 int PreemptionController::preempt() {
-  auto& store = jobs_.store();
+  auto& store = store_;
   auto marks = store.preemption();
   const auto now = now_ms();
 
@@ -149,7 +149,7 @@ int PreemptionController::preempt() {
 }
 
 std::optional<std::int64_t> PreemptionController::mark(const std::string& preemptor, const std::vector<RunningJob>& victims) {
-  auto marks = jobs_.store().preemption();
+  auto marks = store_.preemption();
   std::map<std::pair<std::string, std::string>, std::vector<PreemptionMark>> by_queue_and_worker;
   for (const auto& v : victims)
     by_queue_and_worker[{v.queue, v.worker_id}].push_back({v.job_id, v.grace_period_s, v.checkpoint_on_preempt});

@@ -14,20 +14,20 @@ namespace ojs::broker {
 
 using nlohmann::json;
 
-PreemptionController::PreemptionController(JobService& jobs, Scheduler& scheduler, DiagnosisLog& diagnosis,
+PreemptionController::PreemptionController(JobStore& store, RequeueJob requeue, Scheduler& scheduler, DiagnosisLog& diagnosis,
                                            WorkerRegistry& workers, const BrokerConfig& config)
-    : jobs_(jobs), scheduler_(scheduler), diagnosis_(diagnosis), workers_(workers), config_(config), owner_(make_uuidv7()) {}
+    : store_(store), requeue_(std::move(requeue)), scheduler_(scheduler), diagnosis_(diagnosis), workers_(workers), config_(config), owner_(make_uuidv7()) {}
 
 bool PreemptionController::renew_lease() {
   const auto ttl = std::max<std::int64_t>(3 * config_.preemption_interval_ms, 2000);
-  const bool leading = jobs_.store().preemption().hold_lease(owner_, ttl);
+  const bool leading = store_.preemption().hold_lease(owner_, ttl);
   if (leading != leading_) spdlog::info("preemption controller: {} the leader lease", leading ? "took" : "lost");
   leading_ = leading;
   return leading;
 }
 
 void PreemptionController::run_once() {
-  auto& store = jobs_.store();
+  auto& store = store_;
   const auto queues = store.queues();
   for (const auto& queue : queues)
     if (int n = reclaim_overdue(queue); n > 0)

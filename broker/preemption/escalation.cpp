@@ -26,7 +26,7 @@ int target_rank(const ml::Scheduling& s, int from) {
 }  // namespace
 
 int PreemptionController::escalate(const std::string& queue) {
-  auto& store = jobs_.store();
+  auto& store = store_;
   auto indexes = store.preemption();
   int n = 0;
   for (const auto& id : indexes.due(queue, PreemptionStore::Index::escalations, now_ms())) {

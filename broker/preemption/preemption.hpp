@@ -4,7 +4,7 @@
 //   FETCH: apply_capacity_guards (holds and reservations as named refusals)
 //   BEAT/FETCH replies: preemption_directives
 //   background: PreemptionController (leader-only decisions, every-broker reclaim)
-//   HTTP: register_preemption_api (checkpoint commit, reservations)
+//   HTTP: api/preemption_api.cpp (checkpoint commit, reservations) calls these
 // One file per job: push_rules, fetch_guards, directives, reservations,
 // capacity_hold, checkpoints; the controller's passes in controller (lease, order),
 // reclaim_overdue, escalation, reservation_waits, capacity_preemption,
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -20,8 +21,7 @@
 #include <vector>
 
 #include "broker/config.hpp"
-#include "broker/http/router.hpp"
-#include "broker/jobs/job_service.hpp"
+#include "broker/store/job_store.hpp"
 #include "broker/preemption/victims.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
 #include "broker/scheduling/scheduler.hpp"
@@ -93,10 +93,14 @@ nlohmann::json commit_checkpoint(JobStore& store, const std::string& id, const n
                                  const std::vector<std::string>& prefixes);
 
 // ---- background ----
+// Sends an active job back to its queue without consuming its attempt (NACK
+// requeue); the jobs service provides it, so preemption does not depend on it.
+using RequeueJob = std::function<void(const std::string& job_id, const nlohmann::json& error)>;
+
 class PreemptionController {
  public:
-  PreemptionController(JobService& jobs, Scheduler& scheduler, DiagnosisLog& diagnosis, WorkerRegistry& workers,
-                       const BrokerConfig& config);
+  PreemptionController(JobStore& store, RequeueJob requeue, Scheduler& scheduler, DiagnosisLog& diagnosis,
+                       WorkerRegistry& workers, const BrokerConfig& config);
   // Called by the maintenance loop on every pass of every broker: reclaims jobs
   // whose preemption deadline passed (idempotent); at --preemption-interval-ms
   // renews the leader lease and, when leading, escalates, expires reservation
@@ -122,7 +126,8 @@ class PreemptionController {
   // is held by lower-class preemptible jobs.
   bool preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus);
 
-  JobService& jobs_;
+  JobStore& store_;
+  RequeueJob requeue_;
   Scheduler& scheduler_;
   DiagnosisLog& diagnosis_;
   WorkerRegistry& workers_;
@@ -131,8 +136,5 @@ class PreemptionController {
   std::int64_t next_tick_ms_ = 0;
   bool leading_ = false;
 };
-
-struct ApiContext;
-void register_preemption_api(Router& router, ApiContext& ctx);
 
 }  // namespace ojs::broker

@@ -11,10 +11,10 @@ namespace ojs::broker {
 using nlohmann::json;
 
 int PreemptionController::reclaim_overdue(const std::string& queue) {
-  auto marks = jobs_.store().preemption();
+  auto marks = store_.preemption();
   int moved = 0;
   for (const auto& id : marks.due(queue, PreemptionStore::Index::preempting, now_ms())) {
-    auto job = jobs_.store().get(queue, id);
+    auto job = store_.get(queue, id);
     if (!job || job->state() != "active" || !job->has("preempt_deadline")) {
       marks.drop(queue, PreemptionStore::Index::preempting, id);
       continue;
@@ -23,7 +23,7 @@ int PreemptionController::reclaim_overdue(const std::string& queue) {
                         {"message", "worker " + job->get("worker_id") + " did not release the job within its preemption grace period"},
                         {"retryable", true}};
     try {
-      jobs_.fail(id, error, /*requeue=*/true);
+      requeue_(id, error);
       ++moved;
     } catch (const std::exception& e) {
       spdlog::debug("preempted job {} not reclaimed: {}", id, e.what());

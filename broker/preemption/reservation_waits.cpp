@@ -9,7 +9,7 @@ namespace ojs::broker {
 using nlohmann::json;
 
 int PreemptionController::expire_reservation_waits(const std::string& queue) {
-  auto& store = jobs_.store();
+  auto& store = store_;
   auto indexes = store.preemption();
   const auto now = now_ms();
   auto ids = indexes.due(queue, PreemptionStore::Index::reservation_waits, now);

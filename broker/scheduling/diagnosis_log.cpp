@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "broker/store/keys.hpp"
+#include "broker/store/diagnosis_store.hpp"
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker {
@@ -39,7 +39,7 @@ void DiagnosisLog::note(const std::string& queue, const std::string& class_id, c
   // only built when the record is actually written.
   std::string verdict;
   for (const auto& r : judgement.refusals) verdict.append(r.predicate).append(":").append(r.reason).append(";");
-  const std::string key = keys::diagnosis(queue, class_id);
+  const std::string key = DiagnosisStore::record_key(queue, class_id);
   const std::string memo = key + '|' + worker_id;
   const auto now = now_ms();
   {
@@ -70,23 +70,19 @@ void DiagnosisLog::note_budget(const std::string& queue, const BudgetBlock& bloc
 
 void DiagnosisLog::flush() {
   if (pending_.empty()) return;
-  std::vector<std::vector<std::string>> cmds;
-  for (const auto& p : pending_) {
-    cmds.push_back({"HSET", p.key, p.worker, p.value});
-    cmds.push_back({"PEXPIRE", p.key, std::to_string(window_ms_ * 2)});
-  }
+  std::vector<DiagnosisStore::Record> records;
+  for (auto& p : pending_) records.push_back({std::move(p.key), std::move(p.worker), std::move(p.value)});
   pending_.clear();
-  redis_.pipeline(cmds);
+  DiagnosisStore(redis_).write(records, window_ms_ * 2);
 }
 
 std::vector<ml::WorkerJudgement> DiagnosisLog::recent(const std::string& queue, const std::string& class_id) {
-  auto v = redis_.command({"HGETALL", keys::diagnosis(queue, class_id)});
   std::vector<ml::WorkerJudgement> out;
   const auto oldest = now_ms() - window_ms_;
-  for (std::size_t i = 0; i + 1 < v.elements.size(); i += 2) {
-    auto j = nlohmann::json::parse(v.elements[i + 1].str, nullptr, false);
+  for (const auto& [worker, text] : DiagnosisStore(redis_).read(queue, class_id)) {
+    auto j = nlohmann::json::parse(text, nullptr, false);
     if (!j.is_object() || j.value("at", std::int64_t{0}) < oldest) continue;
-    out.push_back({v.elements[i].str, judgement_from_json(j)});
+    out.push_back({worker, judgement_from_json(j)});
   }
   return out;
 }

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <mutex>
+#include <set>
+#include <unordered_map>
 
 #include "broker/store/keys.hpp"
 #include "broker/store/preemption_store.hpp"
@@ -63,6 +66,65 @@ constexpr std::size_t kSlice = 500;
 
 }  // namespace
 
+// What this process learned from its own claims, to spare Redis reads (keyed by
+// Redis endpoint, then queue or job id; bounded, starting over past the bound):
+// - the classes a claim found empty, as of the queue's seq then. Every job that
+//   enters a ready set takes a new seq (push.lua, make_available), so while the
+//   seq is unchanged they are still empty and claim.lua skips them unread;
+// - the queue of each job it handed out: a job never changes queue, so its
+//   ACK/NACK skips the directory read.
+namespace {
+
+struct EmptyClasses {
+  std::string seq;  // "" = nothing known
+  std::set<std::string> ids;
+};
+
+class StoreHints {
+ public:
+  EmptyClasses empty_classes(const std::string& scope) {
+    std::lock_guard lock(mutex_);
+    auto it = empty_.find(scope);
+    return it == empty_.end() ? EmptyClasses{} : it->second;
+  }
+  void remember_empty(const std::string& scope, EmptyClasses found) {
+    std::lock_guard lock(mutex_);
+    if (empty_.size() >= kMaxQueues && !empty_.count(scope)) empty_.clear();
+    auto& known = empty_[scope];
+    // Claims at the same seq see the same empties (nothing enters a ready set without a new seq): merge.
+    if (known.seq == found.seq) known.ids.insert(found.ids.begin(), found.ids.end());
+    else known = std::move(found);
+  }
+  std::optional<std::string> claimed_queue(const std::string& job) {
+    std::lock_guard lock(mutex_);
+    auto it = claimed_.find(job);
+    if (it == claimed_.end()) return std::nullopt;
+    return it->second;
+  }
+  void remember_claimed(const std::string& job, const std::string& queue) {
+    std::lock_guard lock(mutex_);
+    if (claimed_.size() >= kMaxClaimed) claimed_.clear();
+    claimed_[job] = queue;
+  }
+  void forget_claimed(const std::string& job) {
+    std::lock_guard lock(mutex_);
+    claimed_.erase(job);
+  }
+
+ private:
+  static constexpr std::size_t kMaxQueues = 4096, kMaxClaimed = 100000;
+  std::mutex mutex_;
+  std::unordered_map<std::string, EmptyClasses> empty_;
+  std::unordered_map<std::string, std::string> claimed_;
+};
+
+StoreHints& hints() {
+  static StoreHints instance;
+  return instance;
+}
+
+}  // namespace
+
 PreemptionStore JobStore::preemption() { return PreemptionStore(redis_); }
 
 Transition JobStore::transition_from(const RedisValue& reply) {
@@ -95,14 +157,25 @@ Transition JobStore::push(const BatchJob& job) {
                                 optional_text(job.scheduled_at_ms), optional_text(job.escalate_after_ms),
                                 optional_text(job.reservation_timeout_ms)};
   append_fields(args, job.fields);
-  return transition_from(redis_.eval("push",
-                                     {keys::job(q, job.id), keys::classes(q), keys::classes_version(q),
-                                      keys::ready(q, job.class_id), keys::delayed(q), keys::seq(q), keys::events(q),
-                                      keys::escalations(q), keys::reservation_waits(q)},
-                                     args));
+  Transition t = transition_from(redis_.eval("push",
+                                             {keys::job(q, job.id), keys::classes(q), keys::classes_version(q),
+                                              keys::ready(q, job.class_id), keys::delayed(q), keys::seq(q), keys::events(q),
+                                              keys::escalations(q), keys::reservation_waits(q)},
+                                             args));
+  if (t.status != TransitionStatus::ok) return t;
+  // The script replies with what it decided (state, timestamps); the rest of the
+  // record is what was sent, as push.lua wrote it.
+  auto& f = t.job.fields;
+  f["id"] = job.id;
+  f["class"] = job.class_id;
+  f["rank_base"] = args[3];
+  f["attempt"] = "0";
+  for (const auto& [field, value] : job.fields) f.emplace(field, value);
+  return t;
 }
 
 std::optional<std::string> JobStore::queue_of(const std::string& id) {
+  if (auto queue = hints().claimed_queue(redis_.endpoint().describe() + '|' + id)) return queue;
   auto v = redis_.command({"HGET", keys::job_directory, id});
   if (v.is_nil()) return std::nullopt;
   return v.str;
@@ -149,12 +222,18 @@ ClassSet JobStore::load_classes(const std::string& queue) {
 ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker_id,
                              std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
                              int count, const std::string& classes_version, const std::vector<EligibleClass>& eligible) {
+  const std::string scope = redis_.endpoint().describe() + '|' + queue;
+  const EmptyClasses known_empty = hints().empty_classes(scope);
+  std::string empty_flags;
+  for (const auto& c : eligible) empty_flags.push_back(known_empty.ids.count(c.id) ? '1' : '0');
   std::vector<std::string> args{worker_id,
                                 optional_text(request_visibility_ms),
                                 std::to_string(default_visibility_ms),
                                 std::to_string(count),
                                 classes_version,
-                                score_band_arg()};
+                                score_band_arg(),
+                                known_empty.seq,
+                                empty_flags};
   std::vector<std::string> claim_keys{keys::classes_version(queue), keys::paused(queue), keys::delayed(queue),
                                       keys::active(queue),          keys::seq(queue),    keys::events(queue),
                                       keys::config(queue),          keys::ledger(queue), keys::tenant_quotas(queue),
@@ -178,24 +257,34 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
     for (std::size_t i = 0; i + 3 < blocked.size(); i += 4)
       out.budget_blocked.push_back({blocked[i].str, blocked[i + 1].integer, blocked[i + 2].integer, blocked[i + 3].str});
     if (reply.elements.size() > 3) out.rate_limited = reply.elements[3].str;
+    if (reply.elements.size() > 5 && !reply.elements[4].str.empty()) {
+      EmptyClasses found{reply.elements[4].str, {}};
+      for (const auto& position : reply.elements[5].elements)
+        if (position.integer >= 1 && position.integer <= static_cast<long long>(eligible.size()))
+          found.ids.insert(eligible[static_cast<std::size_t>(position.integer - 1)].id);
+      hints().remember_empty(scope, std::move(found));
+    }
+    for (const auto& job : out.jobs) hints().remember_claimed(redis_.endpoint().describe() + '|' + job.id(), queue);
   }
   return out;
 }
 
 Transition JobStore::ack(const std::string& queue, const std::string& id, const std::string& result_json,
                          const std::string& worker_id) {
-  return transition_from(redis_.eval("ack",
-                                     with_workflow_keys({keys::job(queue, id), keys::active(queue), keys::stats(queue),
-                                                         keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue)},
-                                                        queue),
-                                     {result_json, worker_id}, forget_held(worker_id, id)));
+  Transition t = transition_from(redis_.eval("ack",
+                                             with_workflow_keys({keys::job(queue, id), keys::active(queue), keys::stats(queue),
+                                                                 keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue)},
+                                                                queue),
+                                             {result_json, worker_id}, forget_held(worker_id, id)));
+  if (t.status == TransitionStatus::ok) hints().forget_claimed(redis_.endpoint().describe() + '|' + id);
+  return t;
 }
 
 Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome, std::int64_t due_ms,
                           const std::string& error_json, const std::string& errors_json, bool require_expired,
                           const std::string& worker_id) {
   const auto& queue = snapshot.queue();
-  return transition_from(redis_.eval("fail",
+  Transition t = transition_from(redis_.eval("fail",
                                      with_workflow_keys({keys::job(queue, snapshot.id()), keys::active(queue),
                                                          keys::delayed(queue), keys::dead(queue), keys::stats(queue),
                                                          keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
@@ -205,6 +294,8 @@ Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome,
                                      {std::to_string(snapshot.attempt()), outcome, std::to_string(due_ms), error_json,
                                       errors_json, require_expired ? "1" : "0", worker_id},
                                      forget_held(worker_id, snapshot.id())));
+  if (t.status == TransitionStatus::ok) hints().forget_claimed(redis_.endpoint().describe() + '|' + snapshot.id());
+  return t;
 }
 
 Transition JobStore::cancel(const std::string& queue, const std::string& id) {
@@ -335,8 +426,10 @@ bool JobStore::delete_queue_if_empty(const std::string& queue) {
   const auto classes = load_classes(queue);
   std::vector<std::string> ks;
   for (const auto& [id, _] : classes.classes) ks.push_back(keys::ready(queue, id));
+  // The seq stays: a queue created again under the same name goes on from it, so no seq
+  // repeats (a claim's empty-class hint is valid while the seq is unchanged).
   for (const auto& k : {keys::active(queue), keys::delayed(queue), keys::dead(queue), keys::classes(queue), keys::classes_version(queue),
-                        keys::paused(queue), keys::stats(queue), keys::events(queue), keys::seq(queue), keys::config(queue),
+                        keys::paused(queue), keys::stats(queue), keys::events(queue), keys::config(queue),
                         keys::ledger(queue), keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::preempting(queue),
                         keys::escalations(queue), keys::reservation_waits(queue)})
     ks.push_back(k);

@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
@@ -71,6 +72,14 @@ class RedisProbe {
  private:
   redisContext* ctx_;
 };
+
+// Calls of one command since the last CONFIG RESETSTAT (INFO commandstats).
+long long command_calls(RedisProbe& probe, const std::string& command) {
+  const auto info = probe.run({"INFO", "commandstats"})[0];
+  const auto at = info.find("cmdstat_" + command + ":calls=");
+  if (at == std::string::npos) return 0;
+  return std::stoll(info.substr(at + command.size() + 15));
+}
 
 json escalating_job(int i) {
   return {{"type", "crash.push"},
@@ -218,4 +227,66 @@ TEST(Store, HealthStaysPromptDuringAHundredThousandIdHeartbeat) {
   std::printf("[ store ] /health during a %d-id heartbeat: %zu probes, worst %.1f ms\n", kIds, during.size(), worst);
   // Generous for a shared CPU; a heartbeat holding Redis or the request threads takes seconds.
   EXPECT_LT(worst, 500.0);
+}
+
+// [hotpath] A class a claim found empty is not read again while no job has entered
+// any ready set of the queue (the queue's seq is unchanged): FETCHes of a worker
+// whose classes are all empty run the claim script without one ZRANGE, and a new
+// job (new seq) is still claimed at once.
+TEST(Store, ClaimSkipsClassesItFoundEmptyUntilAJobArrives) {
+  RedisServer redis;
+  // The preemption pass reads class heads too; keep it out of the count.
+  BrokerProcess broker{redis.url(), {"--preemption-interval-ms", "600000"}};
+  Api api{broker.url()};
+  const json caps = {{"capabilities", example_worker("dgx-h100")}};
+  for (int gb : {1, 2}) api.push(ml_job("skip", {{"ext_ml_gpu_count", 1}, {"ext_ml_gpu_memory_gb", gb}}));
+  for (int i = 0; i < 2; ++i) {
+    const auto jobs = api.fetch({"skip"}, "w", 1, caps);
+    ASSERT_EQ(jobs.size(), 1u);
+    ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", jobs[0]["id"]}, {"worker_id", "w"}}).status, 200);
+  }
+  EXPECT_TRUE(api.fetch({"skip"}, "w", 1, caps).empty());  // this claim finds both classes empty
+
+  RedisProbe probe(redis.port());
+  probe.run({"CONFIG", "RESETSTAT"});
+  constexpr int kFetches = 20;
+  for (int i = 0; i < kFetches; ++i) EXPECT_TRUE(api.fetch({"skip"}, "w", 1, caps).empty());
+  EXPECT_GE(command_calls(probe, "evalsha"), kFetches) << "every FETCH still runs the claim script";
+  EXPECT_EQ(command_calls(probe, "zrange"), 0) << "classes known empty were read (2 per FETCH without the skip)";
+
+  const auto id = api.push(ml_job("skip", {{"ext_ml_gpu_count", 1}, {"ext_ml_gpu_memory_gb", 2}}));
+  const auto jobs = api.fetch({"skip"}, "w", 1, caps);
+  ASSERT_EQ(jobs.size(), 1u) << "a job pushed into a class known empty must be claimed";
+  EXPECT_EQ(jobs[0]["id"], id);
+}
+
+// [hotpath] ACK and NACK of a job this broker handed out skip the job-directory
+// read (a job never changes queue); another broker looks it up.
+TEST(Store, AckOfAJobThisBrokerHandedOutSkipsTheDirectoryRead) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--preemption-interval-ms", "600000"}};
+  BrokerProcess other{redis.url(), {"--preemption-interval-ms", "600000"}};
+  Api api{broker.url()}, api2{other.url()};
+  constexpr int kJobs = 10;
+  for (int i = 0; i < kJobs + 1; ++i) api.push(job_in("dir"));
+  std::vector<std::string> held;
+  for (int i = 0; i < kJobs; ++i) {
+    const auto jobs = api.fetch({"dir"}, "w", 1);
+    ASSERT_EQ(jobs.size(), 1u);
+    held.push_back(jobs[0]["id"]);
+  }
+  RedisProbe probe(redis.port());
+  probe.run({"CONFIG", "RESETSTAT"});
+  for (const auto& id : held) {
+    const auto r = api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "w"}});
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+    EXPECT_EQ(r.body["state"], "completed");
+  }
+  EXPECT_EQ(command_calls(probe, "hget"), 0) << "an ACK read the job directory (ojs:job-queue) for a job this broker handed out";
+  // Handed out by one broker, acknowledged through another: looked up, still completed.
+  const auto jobs = api.fetch({"dir"}, "w", 1);
+  ASSERT_EQ(jobs.size(), 1u);
+  const auto r = api2.post("/ojs/v1/workers/ack", {{"job_id", jobs[0]["id"]}, {"worker_id", "w"}});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["state"], "completed");
 }

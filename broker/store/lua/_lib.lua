@@ -64,7 +64,7 @@ end
 -- Scheduled jobs and due retries become available.
 -- q: {delayed, seq, events, job_prefix, ready_prefix}
 local function promote_due(q, now, limit)
-  local due = redis.call('ZRANGEBYSCORE', q.delayed, '-inf', now, 'LIMIT', 0, limit)
+  local due = redis.call('ZRANGEBYSCORE', q.delayed, '-inf', tostring(now), 'LIMIT', '0', tostring(limit))
   for _, id in ipairs(due) do
     redis.call('ZREM', q.delayed, id)
     local jk = q.job_prefix .. id
@@ -85,9 +85,10 @@ end
 local function release_budget(l, jk, job)
   local charged = tonumber(job.charged_gpus or '0')
   if charged > 0 then
-    redis.call('HINCRBY', l.ledger, 'gpus', -charged)
-    redis.call('HINCRBY', l.ledger, 'gpu_jobs', -1)
-    if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', l.tenant_ledger, job.tenant, -charged) end
+    local release = tostring(-charged)  -- [hotpath] formatted once
+    redis.call('HINCRBY', l.ledger, 'gpus', release)
+    redis.call('HINCRBY', l.ledger, 'gpu_jobs', '-1')
+    if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', l.tenant_ledger, job.tenant, release) end
   end
   if job.charged_gpus then
     job.charged_gpus = nil
@@ -97,15 +98,17 @@ end
 
 -- The queue budget, read once per script run (a claim may test many classes) and
 -- kept current by budget_charge as the same script charges jobs.
--- b: {config, ledger}
+-- b: {config, ledger, limits = {max_total_gpus, max_concurrent_gpu_jobs} when the caller
+-- already read them from config}
 local budget_state = nil
 local function budget_block(b, gpus)
   if gpus <= 0 then return nil end
   if not budget_state then
-    local cfg = redis.call('HMGET', b.config, 'max_total_gpus', 'max_concurrent_gpu_jobs')
-    local led = redis.call('HMGET', b.ledger, 'gpus', 'gpu_jobs')
-    budget_state = {used = tonumber(led[1] or '0'), jobs = tonumber(led[2] or '0'),
-                    max_gpus = tonumber(cfg[1] or ''), max_jobs = tonumber(cfg[2] or '')}
+    local cfg = b.limits or redis.call('HMGET', b.config, 'max_total_gpus', 'max_concurrent_gpu_jobs')
+    local max_gpus, max_jobs = tonumber(cfg[1] or ''), tonumber(cfg[2] or '')
+    local led = {}  -- [hotpath] no budget configured: nothing to compare, no ledger read
+    if max_gpus or max_jobs then led = redis.call('HMGET', b.ledger, 'gpus', 'gpu_jobs') end
+    budget_state = {used = tonumber(led[1] or '0'), jobs = tonumber(led[2] or '0'), max_gpus = max_gpus, max_jobs = max_jobs}
   end
   local s = budget_state
   if s.max_gpus and s.used + gpus > s.max_gpus then return {s.used, s.max_gpus, 'max_total_gpus'} end
@@ -113,9 +116,10 @@ local function budget_block(b, gpus)
   return nil
 end
 
-local function budget_charge(b, gpus)
-  redis.call('HINCRBY', b.ledger, 'gpus', gpus)
-  redis.call('HINCRBY', b.ledger, 'gpu_jobs', 1)
+-- gpus_s: the same count as text (no number formatting inside redis.call).
+local function budget_charge(b, gpus, gpus_s)
+  redis.call('HINCRBY', b.ledger, 'gpus', gpus_s or tostring(gpus))
+  redis.call('HINCRBY', b.ledger, 'gpu_jobs', '1')
   if budget_state then
     budget_state.used = budget_state.used + gpus
     budget_state.jobs = budget_state.jobs + 1

@@ -17,13 +17,14 @@ if job.gang_workers then
   result = gang_result
 end
 local now = now_ms()
+local now_s = tostring(now)  -- [hotpath] formatted once, not by every redis.call
 release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job)
-job.state, job.completed_at = 'completed', now
+job.state, job.completed_at = 'completed', now_s
 if result ~= '' then
   job.result = result
-  redis.call('HSET', jk, 'state', 'completed', 'completed_at', now, 'result', result)
+  redis.call('HSET', jk, 'state', 'completed', 'completed_at', now_s, 'result', result)
 else
-  redis.call('HSET', jk, 'state', 'completed', 'completed_at', now)
+  redis.call('HSET', jk, 'state', 'completed', 'completed_at', now_s)
 end
 if job.progress then  -- ecosystem: progress ends at 1.0
   job.progress = '1'
@@ -35,7 +36,7 @@ for _, f in ipairs({'error', 'visibility_deadline', 'execution_deadline', 'next_
 end
 if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
 redis.call('ZREM', KEYS[2], job.id)
-redis.call('HINCRBY', KEYS[3], 'completed', 1)
+redis.call('HINCRBY', KEYS[3], 'completed', '1')
 emit(KEYS[4], 'job.completed', job, {'duration_ms', tostring(now - tonumber(job.started_at or now))})
 workflow_job_ended(workflow_keys(7, KEYS[4]), job, 'completed', now)  -- [workflows]
 return {'ok', flat_job(job)}

@@ -6,23 +6,31 @@
 --   13 stats, 14 rate window (zset: claim times in the rate period), then the ready set
 --   of each eligible class (in ARGV order)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, count,
---       classes_version, score band (2^40, priority_score.hpp), then per eligible class
+--       classes_version, score band (2^40, priority_score.hpp), seq at which the caller
+--       saw the flagged classes empty ('' = none), empty flags (one char per eligible
+--       class in ARGV order, '1' = empty at that seq), then per eligible class
 --       5 values: class id, bonus (soft score), hold cutoff (skip a head enqueued after
 --       this ms; 0 = none), gpus the class needs (charged to the queue budget),
 --       assigned devices JSON ('' = none)
 -- Reply: {'ok', {job fields...}, {budget-blocked: class, in_use, limit, kind, ...},
---         rate limit that cut this claim short ('' = none | concurrency | rate)}
+--         rate limit that cut this claim short ('' = none | concurrency | rate),
+--         queue seq, positions (1-based, ARGV order) of the eligible classes empty at that seq}
 --        | {'paused'} | {'stale', current version}
 local worker, request_vis, default_vis, count, version, BAND =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'paused'} end
-local current = redis.call('GET', KEYS[1]) or '0'
+local versions = redis.call('MGET', KEYS[1], KEYS[5])  -- [hotpath] classes version and seq in one read
+local current = versions[1] or '0'
 if current ~= version then return {'stale', current} end
 local q = {delayed = KEYS[3], seq = KEYS[5], events = KEYS[6], job_prefix = KEYS[11], ready_prefix = KEYS[12]}
 local b = {config = KEYS[7], ledger = KEYS[8]}
 local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[11]}
 local now = now_ms()
-promote_due(q, now, 1000)
+-- [hotpath] numbers handed to redis.call are formatted with snprintf('%.17g') on
+-- every call: constant and repeated arguments go as strings, each formatted once.
+local now_s = tostring(now)
+local seq_now = versions[2] or '0'
+if promote_due(q, now, 1000) > 0 then seq_now = '' end  -- jobs entered ready sets: nothing known empty
 
 -- [harden, issue 12] an expired job is discarded, never delivered.
 local function discard_expired(jk, job)
@@ -38,7 +46,9 @@ end
 -- queue's active jobs (no counter to drift); the rate is a sliding window log of
 -- claim times. Jobs over the limit stay available.
 local rate_limited = ''
-local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms')
+local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',
+                     'max_total_gpus', 'max_concurrent_gpu_jobs')  -- [hotpath] the budget limits in the same read
+b.limits = {rl[4], rl[5]}
 local rate_concurrency, rate_starts, rate_period = tonumber(rl[1] or ''), tonumber(rl[2] or ''), tonumber(rl[3] or '')
 if rate_concurrency then
   local room = rate_concurrency - redis.call('ZCARD', KEYS[4])
@@ -50,14 +60,29 @@ if rate_starts and rate_period then
   if room < count then count = math.max(room, 0); rate_limited = 'rate' end
 end
 
+-- [hotpath] Empty classes are skipped without a read: every job entering a ready set
+-- takes a new seq (push, make_available), so a class seen empty at the current seq
+-- is still empty. The reply reports the classes found empty, for the next claim.
+local known_empty = seq_now ~= '' and ARGV[7] == seq_now and ARGV[8] ~= '' and ARGV[8] or nil
+local empty, empty_list = {}, {}  -- position of an eligible class -> true; the positions found here
+local NONE = {}  -- the head of a class not read
+
 local claimed, blocked = {}, {}
 local expired_left = 100
 while #claimed < count do
   local best_id, best_ready, best_key, best_gpus, best_devices = nil, nil, nil, 0, ''
-  for i = 7, #ARGV, 5 do
-    local ready = KEYS[14 + (i - 2) / 5]
+  for i = 9, #ARGV, 5 do
+    local n = (i - 4) / 5
+    local ready = KEYS[14 + n]
     local class, bonus, hold, gpus, devices = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
-    local head = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+    local head = NONE
+    if empty[n] then  -- found or known empty: not read again
+    elseif known_empty and string.byte(known_empty, n) == 49 then  -- 49: '1'
+      empty[n] = true
+    else
+      head = redis.call('ZRANGE', ready, '0', '0', 'WITHSCORES')
+      if not head[1] then empty[n] = true; empty_list[#empty_list + 1] = n end
+    end
     local over = nil
     if head[1] then over = budget_block(b, gpus) end
     if head[1] and not over then head, over = within_tenant_quota(t, ready, head, gpus) end
@@ -95,24 +120,26 @@ while #claimed < count do
   -- reservation: heartbeats extend visibility but never past it.
   local deadline = now + vis
   local timeout = tonumber(job.timeout_ms or '')
-  job.attempt = tonumber(job.attempt or '0') + 1
-  job.state, job.started_at, job.worker_id = 'active', now, worker
-  local set = {'state', 'active', 'started_at', now, 'worker_id', worker, 'attempt', job.attempt}
+  job.attempt = tostring(tonumber(job.attempt or '0') + 1)
+  job.state, job.started_at, job.worker_id = 'active', now_s, worker
+  local set = {'state', 'active', 'started_at', now_s, 'worker_id', worker, 'attempt', job.attempt}
   local del = {}
   if timeout and timeout > 0 then
-    job.execution_deadline = now + timeout
+    job.execution_deadline = tostring(now + timeout)
     set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline
-    if job.execution_deadline < deadline then deadline = job.execution_deadline end
+    if now + timeout < deadline then deadline = now + timeout end
   elseif job.execution_deadline then
     job.execution_deadline = nil; del[#del + 1] = 'execution_deadline'
   end
+  deadline = tostring(deadline)
   job.visibility_deadline = deadline
   set[#set + 1] = 'visibility_deadline'; set[#set + 1] = deadline
   if best_gpus > 0 then
-    job.charged_gpus = best_gpus
-    set[#set + 1] = 'charged_gpus'; set[#set + 1] = best_gpus
-    budget_charge(b, best_gpus)
-    if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', KEYS[10], job.tenant, best_gpus) end
+    local gpus_s = tostring(best_gpus)
+    job.charged_gpus = gpus_s
+    set[#set + 1] = 'charged_gpus'; set[#set + 1] = gpus_s
+    budget_charge(b, best_gpus, gpus_s)
+    if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', KEYS[10], job.tenant, gpus_s) end
   end
   if best_devices ~= '' then
     job.ext_ml_assigned_devices = best_devices
@@ -126,9 +153,9 @@ while #claimed < count do
   emit(KEYS[6], 'job.started', job, {'worker_id', worker})
   claimed[#claimed + 1] = flat_job(job)
   if rate_starts and rate_period then  -- [spec #17] one start in the rate window
-    redis.call('ZADD', KEYS[14], now, best_id .. ':' .. job.attempt)
+    redis.call('ZADD', KEYS[14], now_s, best_id .. ':' .. job.attempt)
     redis.call('PEXPIRE', KEYS[14], rate_period)
   end
   end
 end
-return {'ok', claimed, blocked, rate_limited}
+return {'ok', claimed, blocked, rate_limited, seq_now, empty_list}

@@ -1,7 +1,7 @@
 -- Admin DELETE of an empty queue (issue 12): refuses while any job waits, runs,
 -- is scheduled or sits in the dead letter; else deletes the queue's keys.
 -- KEYS (n + 3 + m): the queue's n ready sets, then active, delayed, dead, then the m
---       keys to delete (classes, classes:ver, paused, stats, events, seq, config,
+--       keys to delete (classes, classes:ver, paused, stats, events, config,
 --       ledger, tenant-quotas, tenant-ledger, diag:<class>...)
 -- ARGV: n (the number of ready sets)
 -- Reply: {'ok'} or {'not_empty', jobs}

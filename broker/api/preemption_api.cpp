@@ -1,4 +1,6 @@
 // Checkpoint commits (workers) and reservations (admin).
+#include "broker/api/preemption_api.hpp"
+
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/auth/identity.hpp"

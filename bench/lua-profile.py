@@ -1,0 +1,127 @@
+# Redis work of the job scripts (push, claim, ack) and of a minimal claim, counted in
+# instructions: a redis-server run under callgrind, fed the real scripts (the _lib*.lua
+# prelude plus the script, as cmake/embed_lua.cmake builds them) with the ARGV the broker
+# sends. Instruction counts do not move with the machine's load, unlike commandstats µs.
+#
+#   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg/out.%p redis-server --port 6392 --save '' --appendonly no &
+#   CGPID=<its pid> CGDIR=/tmp/cg SHORT=1 python3 bench/lua-profile.py broker/store/lua 6392 300
+#
+# Env: CLASSES (10), ONLY0=1 (every job in class 0: the others stay empty), HINT=1 (claim
+# passes the empty-class hint), SHORT=1 (instruction counts only; without it, commandstats too).
+import socket, sys, os, glob, time, hashlib, json
+LUA = sys.argv[1]; PORT = int(sys.argv[2]); N = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
+CLASSES = int(os.environ.get('CLASSES', '10'))
+class R:
+    def __init__(s, port):
+        s.s = socket.create_connection(('127.0.0.1', port)); s.f = s.s.makefile('rb')
+    def enc(s, args):
+        out = [b'*%d\r\n' % len(args)]
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out.append(b'$%d\r\n%s\r\n' % (len(a), a))
+        return b''.join(out)
+    def read(s):
+        line = s.f.readline()
+        t, rest = line[:1], line[1:-2]
+        if t == b'+': return rest.decode()
+        if t == b'-': return Exception(rest.decode())
+        if t == b':': return int(rest)
+        if t == b'$':
+            n = int(rest)
+            if n < 0: return None
+            d = s.f.read(n + 2)[:-2]; return d.decode(errors='replace')
+        if t == b'*':
+            n = int(rest)
+            if n < 0: return None
+            return [s.read() for _ in range(n)]
+        raise RuntimeError(line)
+    def __call__(s, *args):
+        s.s.sendall(s.enc(args)); r = s.read()
+        if isinstance(r, Exception): raise r
+        return r
+    def pipe(s, cmds):
+        s.s.sendall(b''.join(s.enc(c) for c in cmds)); return [s.read() for _ in cmds]
+files = sorted(glob.glob(LUA + '/*.lua'))
+prelude = ''.join(open(f).read() + '\n' for f in files if os.path.basename(f).startswith('_'))
+scripts = {os.path.basename(f)[:-4]: prelude + open(f).read() for f in files if not os.path.basename(f).startswith('_')}
+r = R(PORT)
+r('FLUSHALL')
+sha = {n: r('SCRIPT', 'LOAD', b) for n, b in scripts.items() if n in ('push', 'claim', 'ack')}
+q = 'k10'; P = 'ojs:{%s}:' % q
+K = lambda n: P + n
+BAND = 2**40
+cls = [hashlib.sha1(str(c).encode()).hexdigest()[:16] for c in range(CLASSES)]
+def stats():
+    info = r('INFO', 'commandstats') + r('INFO', 'cpu')
+    out = {}
+    for line in info.split('\r\n'):
+        if line.startswith('cmdstat_'):
+            name, rest = line[8:].split(':', 1)
+            d = dict(kv.split('=') for kv in rest.split(','))
+            out[name] = (int(d['calls']), int(d['usec']))
+        elif line.startswith('used_cpu_user_main_thread') or line.startswith('used_cpu_sys_main_thread'):
+            k, v = line.split(':'); out[k] = float(v)
+    return out
+import subprocess
+PID = int(os.environ['CGPID'])
+CGDIR = os.environ.get('CGDIR', '/tmp/cg')
+def phase(name, cmds):
+    r('CONFIG', 'RESETSTAT'); c0 = stats()
+    subprocess.run(['callgrind_control', '-z', str(PID)], capture_output=True)
+    t0 = time.time()
+    for i in range(0, len(cmds), 1):
+        res = r(*cmds[i])
+        if name == 'claim' and (not isinstance(res, list) or res[0] != 'ok' or not res[1]): print('claim reply', str(res)[:200]); break
+    before = set(glob.glob(CGDIR + '/out.*'))
+    subprocess.run(['callgrind_control', '-d', name, str(PID)], capture_output=True)
+    new = sorted(set(glob.glob(CGDIR + '/out.*')) - before)
+    tot = 0
+    for f in new:
+        out = subprocess.run(['callgrind_annotate', '--inclusive=yes', f], capture_output=True, text=True).stdout
+        for l in out.split('\n'):
+            if ':processInputBuffer ' in l: tot = int(l.split()[0].replace(',', '')); break
+        os.rename(f, CGDIR + '/last-' + name)
+    ins = [tot, 0]
+    c1 = stats()
+    cpu = (c1['used_cpu_user_main_thread'] + c1['used_cpu_sys_main_thread'] - c0['used_cpu_user_main_thread'] - c0['used_cpu_sys_main_thread']) * 1e6 / len(cmds)
+    ev = c1.get('evalsha', (0, 0))
+    nested = {k: v for k, v in c1.items() if k.startswith(('evalsha','config','info')) is False and isinstance(v, tuple)}
+    nsum = sum(v[1] for v in nested.values())
+    print('%-6s %.1fk instructions per call' % (name, ins[0] / len(cmds) / 1e3))
+    if os.environ.get('SHORT'): return
+    print('%-6s EVALSHA %.1f us/call (nested cmds %.1f us, %.1f calls) | cpu %.1f us/call | %s' % (
+        name, ev[1] / len(cmds), nsum / len(cmds), sum(v[0] for v in nested.values()) / len(cmds), cpu,
+        ' '.join('%s %.1fx %.2fus' % (k, v[0] / len(cmds), v[1] / len(cmds)) for k, v in sorted(nested.items(), key=lambda kv: -kv[1][1]))))
+ids = ['0193%012x-7000-8000-%012x' % (i, i) for i in range(N)]
+ONLY0 = os.environ.get('ONLY0')  # every job in class 0: the other classes stay empty
+def push_cmd(i):
+    c = 0 if ONLY0 else i % CLASSES
+    doc = json.dumps({'id': ids[i], 'type': 'bench.noop', 'queue': q, 'args': [i], 'priority': 0, 'attempt': 0, 'state': 'available',
+                      'specversion': '1.0', 'created_at': '2026-11-23T12:00:00.000Z', 'enqueued_at': '2026-11-23T12:00:00.000Z',
+                      'ext_ml_gpu_count': 1, 'ext_ml_gpu_memory_gb': c + 1, 'retry': {'max_attempts': 3, 'initial_interval': 'PT1S', 'backoff_coefficient': 2.0, 'max_interval': 'PT5M', 'jitter': True}})
+    rank = BAND * 100
+    keys = [K('job:' + ids[i]), K('classes'), K('classes:ver'), K('ready:' + cls[c]), K('delayed'), K('seq'), K('events'), K('escalations'), K('reservation-waits')]
+    args = [ids[i], cls[c], '{"gpu_count":1,"gpu_memory_gb":%d}' % (c + 1), str(rank), '', '', '',
+            'doc', doc, 'queue', q, 'type', 'bench.noop', 'priority', '0', 'max_attempts', '3', 'gpus', '1']
+    return ['EVALSHA', sha['push'], len(keys)] + keys + args
+phase('push', [push_cmd(i) for i in range(N)])
+def claim_cmd():
+    keys = [K('classes:ver'), K('paused'), K('delayed'), K('active'), K('seq'), K('events'), K('config'), K('ledger'), K('tenant-quotas'),
+            K('tenant-ledger'), K('job:'), K('ready:'), K('stats'), K('rate-window')] + [K('ready:' + c) for c in cls]
+    hint = ['', '']
+    if os.environ.get('HINT'): hint = [r('GET', K('seq')), '0' + '1' * (CLASSES - 1)]
+    if 'claim' not in sha or 'seq_now' not in scripts['claim']: hint = []
+    args = ['w1', '', '30000', '1', r('GET', K('classes:ver')), str(BAND)] + hint
+    for c in cls: args += [c, '0.000000', '0', '1', '[0]']
+    return ['EVALSHA', sha['claim'], len(keys)] + keys + args
+cc = claim_cmd()
+phase('claim', [cc] * (N // 2))
+def ack_cmd(i):
+    keys = [K('job:' + ids[i]), K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger')]
+    return ['EVALSHA', sha['ack'], len(keys)] + keys + ['', 'w1']
+active = r('ZRANGE', K('active'), 0, -1)
+phase('ack', [['EVALSHA', sha['ack'], 6, K('job:' + a), K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger'), '', 'w1'] for a in active])
+# minimal claim for reference
+r('DEL', 'min:z'); r.pipe([['ZADD', 'min:z', i, 'm%d' % i] for i in range(N)])
+msha = r('SCRIPT', 'LOAD', "local m = redis.call('ZPOPMIN', KEYS[1]) if m[1] then redis.call('HSET', KEYS[2] .. m[1], 'state', 'active', 'worker_id', ARGV[1], 'started_at', ARGV[2]) end return m[1]")
+phase('min', [['EVALSHA', msha, 2, 'min:z', 'min:h:', 'w1', '123']] * (N // 2))
