@@ -1,37 +1,17 @@
--- One cron tick: enqueues the cron's job at most once per tick, whichever broker
--- runs it (compare-and-set on next_run_at), applying the overlap policy.
--- KEYS (13): 1 the cron's state hash (next_run_at, last_run_at, run_count, last_job)
---   2 job directory, 3 queue directory,
---   4 new job hash, 5 its class's ready set, 6 delayed, 7 seq,
---   8 events, 9 classes, 10 classes version   (the template's queue)
---   11 the previous job's hash (KEYS[1] again when there is none),
---   12 escalations, 13 reservation waits (the template's queue)
+-- One cron tick, the cron's part (global slot): at most once per tick, whichever
+-- broker runs it (compare-and-set on next_run_at), applying the overlap policy.
+-- The job itself is pushed by the caller afterwards, in its queue's slot
+-- (CronStore::fire): a crash in between loses that one run, never doubles it.
+-- KEYS (1): 1 the cron's state hash (next_run_at, last_run_at, run_count, last_job)
 -- ARGV: 1 tick (next_run_at ms the caller saw), 2 following tick ms, 3 overlap policy
---       (skip | allow | enqueue), 4 cron name, 5 id, 6 queue, 7 class, 8 class_json,
---       9 rank_base, 10 escalate_after_ms ('' = none), 11 reservation_timeout_ms ('' = none),
---       then field/value pairs
--- Reply: {'ok', job} | {'skipped', previous id} | {'stale'} (another broker fired this tick)
+--       (skip | allow | enqueue), 4 the previous run's state as the caller read it
+--       ('' = none), 5 the new job as "queue id"
+-- Reply: {'ok'} | {'skipped'} | {'stale'} (another broker fired this tick)
 local state = KEYS[1]
 if redis.call('HGET', state, 'next_run_at') ~= ARGV[1] then return {'stale'} end
 redis.call('HSET', state, 'next_run_at', ARGV[2], 'last_run_at', ARGV[1])
-if KEYS[11] ~= state then
-  local previous = redis.call('HMGET', KEYS[11], 'state', 'id')
-  -- skip: the previous run has not finished (active, or still waiting to start).
-  local unfinished = previous[1] and not is_terminal(previous[1])
-  if ARGV[3] == 'skip' and unfinished then
-    redis.call('XADD', KEYS[8], 'MAXLEN', '~', '10000', '*', 'type', 'cron.skipped', 'job_id', previous[2] or '',
-               'cron_name', ARGV[4], 'reason', 'previous run not finished')
-    return {'skipped', previous[2] or ''}
-  end
-end
-local fields = {}
-for i = 12, #ARGV do table.insert(fields, ARGV[i]) end
-local k = new_job_keys(KEYS[2], KEYS[3], 4)
-k.escalations, k.reservation_waits = KEYS[12], KEYS[13]
-if not id_is_free(k.job_dir, k.job, ARGV[5], ARGV[6]) then return {'stale'} end
-local snapshot = store_new_job(k, {id = ARGV[5], queue = ARGV[6], class = ARGV[7], class_json = ARGV[8], rank_base = ARGV[9],
-                                   scheduled_at = '', fields = fields, escalate_after = ARGV[10],
-                                   reservation_timeout = ARGV[11]}, now_ms())
-redis.call('HSET', state, 'last_job', ARGV[6] .. ' ' .. ARGV[5])
+-- skip: the previous run has not finished (active, or still waiting to start).
+if ARGV[3] == 'skip' and ARGV[4] ~= '' and not is_terminal(ARGV[4]) then return {'skipped'} end
+redis.call('HSET', state, 'last_job', ARGV[5])
 redis.call('HINCRBY', state, 'run_count', 1)
-return {'ok', snapshot}
+return {'ok'}
