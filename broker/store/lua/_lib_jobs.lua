@@ -70,3 +70,19 @@ end
 local function progress_on_retry(jk)
   redis.call('HDEL', jk, 'progress', 'progress_data', 'progress_updated_at', 'progress_event_at')
 end
+
+-- CANCEL of one job (cancel.lua, and a workflow's cancel for each of its jobs):
+-- any non-terminal state -> cancelled, its indexes and GPU budget released.
+-- c: {ready_prefix, delayed, active, stats, events, ledger, tenant_ledger}
+local function cancel_job(c, jk, job, now)
+  release_budget({ledger = c.ledger, tenant_ledger = c.tenant_ledger}, jk, job)
+  redis.call('ZREM', c.ready_prefix .. job.class, job.id)
+  redis.call('ZREM', c.delayed, job.id)
+  redis.call('ZREM', c.active, job.id)
+  job.state, job.cancelled_at = 'cancelled', now
+  job.visibility_deadline, job.execution_deadline, job.next_attempt_at = nil, nil, nil
+  redis.call('HSET', jk, 'state', 'cancelled', 'cancelled_at', now)
+  redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline', 'next_attempt_at')
+  redis.call('HINCRBY', c.stats, 'cancelled', 1)
+  emit(c.events, 'job.cancelled', job, nil)
+end
