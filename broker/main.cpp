@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   cli.add_option("--redis", config.redis_url,
-                 "Redis URL (redis://host:port/db or unix:///path). Empty: start an embedded redis-server");
+                 "Redis URL (redis://host:port/db, unix:///path, or redis-cluster://host:port,host:port,... for a Redis Cluster). "
+                 "Empty: start an embedded redis-server");
   cli.add_option("--data-dir", config.data_dir, "Data directory of the embedded redis-server")->capture_default_str();
   cli.add_option("--redis-server", config.redis_server_binary, "redis-server binary for the embedded mode")->capture_default_str();
   cli.add_option("--visibility-timeout-ms", config.default_visibility_timeout_ms, "Default visibility timeout")->capture_default_str();

@@ -31,6 +31,7 @@ struct Options {
   std::string url = "http://127.0.0.1:8080";
   std::string redis;
   std::string queue = "bench";
+  int queues = 1;  // > 1: jobs spread over <queue>-0 .. <queue>-(N-1) (one Redis Cluster slot each)
   int producers = 4;
   int workers = 4;
   long long jobs = 20000;
@@ -107,6 +108,18 @@ json worker_capabilities(int classes) {
           {"cpu_cores", 112}, {"memory_gb", 2048}, {"labels", {{"region", "us-east-1"}, {"pool", "bench"}}}};
 }
 
+// The queue of job `i`: `queue` itself, or with --queues N one of queue-0 .. queue-(N-1).
+std::string queue_of(const Options& o, const std::string& queue, long long i) {
+  return o.queues == 1 ? queue : queue + "-" + std::to_string(i % o.queues);
+}
+
+// Every queue a worker asks for, starting at its own (workers spread over the queues' slots).
+json fetch_queues(const Options& o, const std::string& queue, int worker) {
+  json out = json::array();
+  for (int k = 0; k < o.queues; ++k) out.push_back(queue_of(o, queue, worker + k));
+  return out;
+}
+
 // PUSH `count` jobs from `threads` connections, stopping at `deadline`.
 OpStats push_phase(const Options& o, const std::string& queue, long long count, int threads, double max_s, bool plain,
                    const std::string& name) {
@@ -121,7 +134,7 @@ OpStats push_phase(const Options& o, const std::string& queue, long long count, 
       auto http = client(o);
       rec.samples[t].reserve(static_cast<std::size_t>(count / threads + 1));
       for (long long i; !broken && (i = next.fetch_add(1)) < count && Clock::now() < deadline;) {
-        const auto body = job_body(queue, i, o.classes, plain);
+        const auto body = job_body(queue_of(o, queue, i), i, o.classes, plain);
         const auto t0 = Clock::now();
         const auto r = http.post("/ojs/v1/jobs", body);
         if (ok_status(r.status)) {
@@ -159,7 +172,7 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
     pool.emplace_back([&, t] {
       auto http = client(o);
       const std::string worker_id = "loadgen-" + label + "-" + std::to_string(t);
-      json fetch_req = {{"queues", {queue}}, {"count", 1}, {"worker_id", worker_id}};
+      json fetch_req = {{"queues", fetch_queues(o, queue, t)}, {"count", 1}, {"worker_id", worker_id}};
       if (with_caps) fetch_req["capabilities"] = caps;
       const std::string fetch_body = fetch_req.dump();
       auto empty_since = Clock::time_point{};
@@ -207,11 +220,15 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
 
 long long available(const Options& o, const std::string& queue) {
   auto http = client(o);
-  const auto r = http.get("/ojs/v1/queues/" + queue + "/stats");
-  if (r.status == 404) return 0;  // a queue exists once a job was pushed to it
-  const auto body = json::parse(r.body, nullptr, false);
-  if (!body.is_object() || !body.contains("queue")) return -1;
-  return body["queue"].value("available", -1LL);
+  long long total = 0;
+  for (int k = 0; k < o.queues; ++k) {
+    const auto r = http.get("/ojs/v1/queues/" + queue_of(o, queue, k) + "/stats");
+    if (r.status == 404) continue;  // a queue exists once a job was pushed to it
+    const auto body = json::parse(r.body, nullptr, false);
+    if (!body.is_object() || !body.contains("queue")) return -1;
+    total += body["queue"].value("available", -1LL);
+  }
+  return total;
 }
 
 // Redis work per job completed between two snapshots. `command_us` sums the usec of
@@ -286,6 +303,8 @@ int main(int argc, char** argv) {
   app.add_option("--url", o.url, "broker base URL (loopback)");
   app.add_option("--redis", o.redis, "the broker's Redis (unix socket path, unix:///path or redis://host:port/db); empty: skip the ceiling");
   app.add_option("--queue", o.queue, "queue name (the plain-worker phase uses <queue>-plain)");
+  app.add_option("--queues", o.queues, "spread the jobs over N queues <queue>-0..N-1; workers FETCH from all, each starting at its own")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--producers", o.producers, "producer threads (one connection each)")->check(CLI::Range(1, 256));
   app.add_option("--workers", o.workers, "worker threads (one connection each); also the ceiling's connections")->check(CLI::Range(1, 256));
   app.add_option("--jobs", o.jobs, "jobs pushed, then fetched and acked, per phase")->check(CLI::Range(1LL, 10000000LL));
@@ -300,7 +319,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json_output, "print one JSON object instead of tables");
   CLI11_PARSE(app, argc, argv);
 
-  json report = {{"config", {{"url", o.url}, {"queue", o.queue}, {"producers", o.producers}, {"workers", o.workers},
+  json report = {{"config", {{"url", o.url}, {"queue", o.queue}, {"queues", o.queues}, {"producers", o.producers}, {"workers", o.workers},
                              {"jobs", o.jobs}, {"duration_s", o.duration_s}, {"pending", o.pending}, {"classes", o.classes}}}};
   std::vector<OpStats> ops;
   auto log = [&](const std::string& line) {

@@ -40,32 +40,53 @@ std::map<std::string, CronRecord> CronStore::list() {
   return out;
 }
 
+// Two steps in two slots: the tick's compare-and-set (global), then the PUSH (the
+// job's queue). The previous run's state is read before: `skip` sees it at most
+// one step late, as a broker reading it a moment earlier would.
+// Two steps in two slots: the tick's compare-and-set (global), then the PUSH (the
+// job's queue). The previous run's state is read before: `skip` and `enqueue` see
+// it at most one step late, as a broker reading it a moment earlier would.
 CronFire CronStore::fire(const std::string& name, std::int64_t tick_ms, std::int64_t following_ms, const std::string& overlap,
                          const BatchJob& job) {
   const auto state = keys::cron_state(name);
-  std::string previous = state;
+  std::string previous_id, previous_state;
   const auto last = redis_.command({"HGET", state, "last_job"});
   if (!last.is_nil())
-    if (const auto space = last.str.find(' '); space != std::string::npos)
-      previous = keys::job(last.str.substr(0, space), last.str.substr(space + 1));
-  std::vector<std::string> k{state, keys::job_directory, keys::queue_directory, keys::job(job.queue, job.id),
-                             keys::ready(job.queue, job.class_id), keys::delayed(job.queue), keys::seq(job.queue),
-                             keys::events(job.queue), keys::classes(job.queue), keys::classes_version(job.queue), previous,
-                             keys::escalations(job.queue), keys::reservation_waits(job.queue)};
-  std::vector<std::string> args{std::to_string(tick_ms), std::to_string(following_ms), overlap, name, job.id, job.queue,
-                                job.class_id, job.class_json, rank_text(job.rank_base),
-                                optional_text(job.escalate_after_ms), optional_text(job.reservation_timeout_ms)};
-  append_fields(args, job.fields);
-  const auto reply = redis_.eval("cron_fire", k, args);
+    if (const auto space = last.str.find(' '); space != std::string::npos) {
+      const auto f = redis_.command({"HMGET", keys::job(last.str.substr(0, space), last.str.substr(space + 1)), "state", "id"});
+      if (f.elements.size() == 2 && !f.elements[0].is_nil()) {
+        previous_state = f.elements[0].str;
+        previous_id = f.elements[1].str;
+      }
+    }
+  const auto reply = redis_.eval("cron_fire", {state},
+                                 {std::to_string(tick_ms), std::to_string(following_ms), overlap, previous_state,
+                                  job.queue + " " + job.id});
   const auto& word = reply.elements.at(0).str;
-  if (word == "ok") return CronFire::fired;
-  if (word == "skipped") return CronFire::skipped;
-  if (word == "deferred") return CronFire::deferred;
-  return CronFire::stale;
+  if (word == "stale") return CronFire::stale;
+  if (word == "skipped") {
+    emit(job.queue, "cron.skipped", previous_id, {"cron_name", name, "reason", "overlap_skip"});
+    return CronFire::skipped;
+  }
+  if (word == "deferred") {
+    emit(job.queue, "cron.deferred", previous_id, {"cron_name", name, "reason", "overlap_enqueue"});
+    return CronFire::deferred;
+  }
+  JobStore jobs(redis_);
+  if (!jobs.reserve_id(job.id, job.queue) || jobs.push(job).status != TransitionStatus::ok) return CronFire::stale;
+  emit(job.queue, "cron.triggered", job.id, {"cron_name", name, "scheduled_time", std::to_string(tick_ms)});
+  return CronFire::fired;
 }
 
 CronFire CronStore::fire_deferred(const std::string& name, std::int64_t tick_ms, const BatchJob& job) {
   return fire(name, tick_ms, 0, "deferred", job);
+}
+
+void CronStore::emit(const std::string& queue, const std::string& type, const std::string& job_id,
+                     std::vector<std::string> extra) {
+  std::vector<std::string> args{type, job_id, queue};
+  args.insert(args.end(), std::make_move_iterator(extra.begin()), std::make_move_iterator(extra.end()));
+  redis_.eval("emit_event", {keys::events(queue)}, args);
 }
 
 bool CronStore::lead(const std::string& owner, std::int64_t ttl_ms) {

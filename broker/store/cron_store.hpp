@@ -1,9 +1,10 @@
-// Cron registrations and ticks in Redis (cron_register.lua, cron_fire.lua).
+// Cron registrations and ticks in Redis (cron_register.lua, cron_fire.lua, emit_event.lua).
 #pragma once
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "broker/store/job_store.hpp"
 #include "broker/store/redis_client.hpp"
@@ -36,6 +37,8 @@ class CronStore {
  private:
   RedisPool& redis_;
   std::map<std::string, std::string> state_of(const std::string& name);
+  // A cron event in the queue's stream (emit_event.lua: the --events bound applies).
+  void emit(const std::string& queue, const std::string& type, const std::string& job_id, std::vector<std::string> extra);
 };
 
 }  // namespace ojs::broker

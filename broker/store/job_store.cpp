@@ -46,7 +46,7 @@ void append_fields(std::vector<std::string>& args, const std::vector<std::pair<s
 namespace {
 
 // A worker that finishes or gives up a job no longer holds it: its claim record
-// (ojs:worker:<id>:jobs, a global key, so not in the queue script) is dropped in
+// (ojs:{_global}:worker:<id>:jobs, a global key, so not in the queue script) is dropped in
 // the same round trip, sparing the next FETCH a verification read.
 std::vector<std::vector<std::string>> forget_held(const std::string& worker_id, const std::string& job_id) {
   if (worker_id.empty()) return {};
@@ -139,16 +139,26 @@ Transition JobStore::transition_from(const RedisValue& reply) {
   return t;
 }
 
-bool JobStore::reserve_id(const std::string& id, const std::string& queue) {
-  auto replies = redis_.pipeline({{"HSETNX", keys::job_directory, id, queue},
-                                  {"HSETNX", keys::queue_directory, queue, std::to_string(time(nullptr) * 1000LL)}});
-  if (replies[0].integer == 1) return true;
-  // The id is registered; it is only a duplicate if that job really exists
-  // (a PUSH interrupted between the two writes leaves a dangling entry).
-  auto existing = queue_of(id);
-  if (existing && redis_.command({"EXISTS", keys::job(*existing, id)}).integer == 1) return false;
-  redis_.command({"HSET", keys::job_directory, id, queue});
-  return true;
+bool JobStore::reserve_id(const std::string& id, const std::string& queue) { return !reserve_ids({{id, queue}}); }
+
+// The directory (global slot) is written before the job (its queue's slot): a crash
+// between the two leaves an entry without a job, never a job nobody can find.
+std::optional<std::string> JobStore::reserve_ids(const std::vector<std::pair<std::string, std::string>>& ids) {
+  std::vector<std::vector<std::string>> cmds;
+  const auto now = std::to_string(time(nullptr) * 1000LL);
+  for (const auto& [id, queue] : ids) cmds.push_back({"HSETNX", keys::job_directory, id, queue});
+  for (const auto& [id, queue] : ids) cmds.push_back({"HSETNX", keys::queue_directory, queue, now});
+  const auto replies = redis_.pipeline(cmds);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (replies[i].integer == 1) continue;
+    const auto& [id, queue] = ids[i];
+    // The id is registered; it is only a duplicate if that job really exists
+    // (a PUSH interrupted between the two writes leaves a dangling entry).
+    auto existing = queue_of(id);
+    if (existing && redis_.command({"EXISTS", keys::job(*existing, id)}).integer == 1) return id;
+    redis_.command({"HSET", keys::job_directory, id, queue});
+  }
+  return std::nullopt;
 }
 
 Transition JobStore::push(const BatchJob& job) {

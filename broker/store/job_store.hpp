@@ -119,10 +119,14 @@ class JobStore {
 
   // Registers id -> queue; false if the id is taken by a job that exists.
   bool reserve_id(const std::string& id, const std::string& queue);
+  // The same for several (id, queue): the first id that is taken, if any. Entries
+  // made before it stay, as leftovers a later PUSH may reuse.
+  std::optional<std::string> reserve_ids(const std::vector<std::pair<std::string, std::string>>& ids);
   // push.lua: the job, its ready or delayed index and its scheduling indexes in one step.
   Transition push(const BatchJob& job);
 
-  // All or nothing, one script (store/job_store_batch.cpp).
+  // Ids reserved first (a taken one stores nothing), then one script per queue,
+  // all or nothing within the queue (store/job_store_batch.cpp).
   BatchOutcome push_batch(const std::vector<BatchJob>& jobs);
 
   std::optional<std::string> queue_of(const std::string& id);
@@ -191,6 +195,7 @@ class JobStore {
   static Transition transition_from(const RedisValue& reply);
 
  private:
+  BatchOutcome push_batch_of_queue(const std::vector<BatchJob>& jobs);  // push_batch.lua, one queue's slot
   RedisPool& redis_;
 };
 

@@ -1,11 +1,37 @@
-// Batch PUSH: every key each job touches is declared (see push_batch.lua).
+// Batch PUSH: every key each job touches is declared (see push_batch.lua). The
+// ids are reserved in the directory (global slot) first, then one script per
+// queue stores that queue's jobs (one slot each, so it runs on a Redis Cluster).
+#include <map>
+
 #include "broker/store/job_store.hpp"
 #include "broker/store/keys.hpp"
 
 namespace ojs::broker {
 
 BatchOutcome JobStore::push_batch(const std::vector<BatchJob>& jobs) {
-  std::vector<std::string> keys{keys::job_directory, keys::queue_directory};
+  BatchOutcome out;
+  std::vector<std::pair<std::string, std::string>> ids;
+  for (const auto& j : jobs) ids.emplace_back(j.id, j.queue);
+  if (auto taken = reserve_ids(ids)) {
+    out.status = TransitionStatus::duplicate;
+    out.duplicate_id = *taken;
+    return out;
+  }
+  std::map<std::string, std::vector<std::size_t>> by_queue;  // queue -> request positions
+  for (std::size_t i = 0; i < jobs.size(); ++i) by_queue[jobs[i].queue].push_back(i);
+  out.jobs.resize(jobs.size());
+  for (const auto& [queue, positions] : by_queue) {
+    std::vector<BatchJob> part;
+    for (const auto i : positions) part.push_back(jobs[i]);
+    auto stored = push_batch_of_queue(part);
+    if (stored.status == TransitionStatus::duplicate) return stored;  // a concurrent PUSH took the id since
+    for (std::size_t k = 0; k < positions.size(); ++k) out.jobs[positions[k]] = std::move(stored.jobs[k]);
+  }
+  return out;
+}
+
+BatchOutcome JobStore::push_batch_of_queue(const std::vector<BatchJob>& jobs) {
+  std::vector<std::string> keys;
   std::vector<std::string> args{std::to_string(jobs.size())};
   for (const auto& j : jobs) {
     for (auto& k : {keys::job(j.queue, j.id), keys::ready(j.queue, j.class_id), keys::delayed(j.queue), keys::seq(j.queue),

@@ -4,8 +4,8 @@
 // Slots. Every key of one queue carries the hash tag {queue}: a queue is one
 // scheduling pool that lives in one Redis Cluster slot, and every transition
 // script touches that slot only. Global keys (directories, worker registry,
-// reservations, holds, the controller lease) are never touched by a queue
-// script; each is read or written by plain commands or by its own script.
+// reservations, holds, leases, unique keys, cron) carry the tag {_global}: one
+// slot of their own, never touched by a queue script.
 //
 // Prefix keys. A script that discovers ids while it runs (claim picks the head
 // of a ready set, promote the due jobs) is passed the declared prefix keys
@@ -58,24 +58,28 @@ inline std::vector<std::string> workflow_transition_keys(const std::string& queu
           reservation_waits(queue), workflow_dispatch(queue)};
 }
 
-// ---- global: each its own slot, never inside a queue script ----
-inline const std::string queue_directory = "ojs:queues";   // hash queue -> first seen (ms)
-inline const std::string job_directory = "ojs:job-queue";  // hash job id -> queue
-inline const std::string workflow_directory = "ojs:workflow-queue";  // hash workflow id -> queue of its jobs
-inline const std::string workers = "ojs:workers";          // zset worker id -> last contact (ms)
-inline std::string worker(const std::string& id) { return "ojs:worker:" + id; }  // hash: last_seen, capabilities, queues, state
-inline std::string worker_jobs(const std::string& id) { return "ojs:worker:" + id + ":jobs"; }  // hash job id -> load JSON
-inline const std::string holds = "ojs:holds";                 // hash worker id -> capacity hold JSON
-inline const std::string reservations = "ojs:reservations";   // hash reservation id -> JSON
-inline const std::string preemption_leader = "ojs:preemption:leader";  // string: lease owner, PX
+// ---- global: one slot of their own, the hash tag {_global} ----
+// No queue can be named "_global" (queue names match ^[a-z0-9][a-z0-9.-]*$), so no
+// queue key shares these names. A script over global keys touches only these;
+// a queue script never touches them: work that needs both is two calls, ordered so
+// that a crash between them loses nothing (see docs/architecture.md, "Slots").
+inline const std::string queue_directory = "ojs:{_global}:queues";   // hash queue -> first seen (ms)
+inline const std::string job_directory = "ojs:{_global}:job-queue";  // hash job id -> queue
+inline const std::string workflow_directory = "ojs:{_global}:workflow-queue";  // hash workflow id -> queue of its jobs
+inline const std::string workers = "ojs:{_global}:workers";          // zset worker id -> last contact (ms)
+inline std::string worker(const std::string& id) { return "ojs:{_global}:worker:" + id; }  // hash: last_seen, capabilities, queues, state
+inline std::string worker_jobs(const std::string& id) { return "ojs:{_global}:worker:" + id + ":jobs"; }  // hash job id -> load JSON
+inline const std::string holds = "ojs:{_global}:holds";                 // hash worker id -> capacity hold JSON
+inline const std::string reservations = "ojs:{_global}:reservations";   // hash reservation id -> JSON
+inline const std::string preemption_leader = "ojs:{_global}:preemption:leader";  // string: lease owner, PX
 // Unique jobs: uniqueness key (SHA-256 hex of the canonical dimensions) -> "queue id"
 // of the job holding it; expires with the policy's period when it has one.
-inline std::string unique(const std::string& uniqueness_key) { return "ojs:unique:" + uniqueness_key; }
+inline std::string unique(const std::string& uniqueness_key) { return "ojs:{_global}:unique:" + uniqueness_key; }
 // Cron: the registry (name -> definition JSON), each cron's state (next_run_at,
 // last_run_at, run_count, last_job "queue id") and the ticker's leader lease.
-inline const std::string cron_registry = "ojs:cron";
-inline std::string cron_state(const std::string& name) { return "ojs:cron:state:" + name; }
-inline const std::string cron_leader = "ojs:cron:leader";
+inline const std::string cron_registry = "ojs:{_global}:cron";
+inline std::string cron_state(const std::string& name) { return "ojs:{_global}:cron:state:" + name; }
+inline const std::string cron_leader = "ojs:{_global}:cron:leader";
 inline const std::string& worker_index = workers;  // (spec's name for the same key)
 
 }  // namespace ojs::broker::keys

@@ -2,11 +2,14 @@
 
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
+#include <poll.h>
 
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
+#include "broker/store/cluster_client.hpp"
 #include "broker/store/lua_scripts.hpp"
 
 namespace ojs::broker {
@@ -51,9 +54,32 @@ void append_command(redisContext* ctx, const std::vector<std::string>& argv) {
   redisAppendCommandArgv(ctx, static_cast<int>(argv.size()), ptrs.data(), lens.data());
 }
 
+// Redis refusing writes (persistence failure, OOM, loading) is an outage too.
+void throw_on_outage(const std::vector<RedisValue>& replies, const std::string& where) {
+  for (const auto& v : replies)
+    if (v.is_error() && (v.str.rfind("LOADING", 0) == 0 || v.str.rfind("MISCONF", 0) == 0 ||
+                         v.str.rfind("OOM", 0) == 0 || v.str.rfind("BUSY", 0) == 0 || v.str.rfind("READONLY", 0) == 0))
+      throw StoreUnavailable("Redis at " + where + ": " + v.str);
+}
+
+// An idle connection never has anything to read: if it does, the server closed it.
+bool closed_by_server(redisContext* ctx) {
+  pollfd p{ctx->fd, POLLIN, 0};
+  return poll(&p, 1, 0) != 0;
+}
+
 }  // namespace
 
 std::string RedisEndpoint::describe() const {
+  if (!cluster_seeds.empty()) {
+    std::string out = "redis-cluster";
+    char separator = ' ';
+    for (const auto& s : cluster_seeds) {
+      out += separator + s;
+      separator = ',';
+    }
+    return out;
+  }
   return unix_socket.empty() ? host + ":" + std::to_string(port) : "unix:" + unix_socket;
 }
 
@@ -71,14 +97,32 @@ RedisEndpoint parse_redis_url(const std::string& url) {
     if (ep.unix_socket.empty()) throw std::invalid_argument("Redis unix URL needs a socket path: " + url);
     return ep;
   }
-  if (url.rfind("redis://", 0) != 0) throw std::invalid_argument("Redis URL must start with redis:// or unix://: " + url);
-  std::string rest = url.substr(8);
+  const bool cluster = url.rfind("redis-cluster://", 0) == 0;
+  if (url.rfind("redis://", 0) != 0 && !cluster)
+    throw std::invalid_argument("Redis URL must start with redis://, unix:// or redis-cluster://: " + url);
+  std::string rest = url.substr(cluster ? 16 : 8);
   const auto at = rest.rfind('@');
   if (at != std::string::npos) {
     std::string auth = rest.substr(0, at);
     const auto colon = auth.find(':');
     ep.password = colon == std::string::npos ? auth : auth.substr(colon + 1);
     rest = rest.substr(at + 1);
+  }
+  if (cluster) {
+    // host:port,host:port,...: the nodes to discover the slots from (any one that answers will do).
+    for (std::size_t from = 0; from <= rest.size();) {
+      auto comma = rest.find(',', from);
+      if (comma == std::string::npos) comma = rest.size();
+      const auto seed = rest.substr(from, comma - from);
+      const auto colon = seed.rfind(':');
+      int port = 0;
+      try { port = colon == std::string::npos ? 0 : std::stoi(seed.substr(colon + 1)); } catch (...) {}
+      if (colon == 0 || port <= 0 || port > 65535)
+        throw std::invalid_argument("each redis-cluster:// node must be host:port, not '" + seed + "': " + url);
+      ep.cluster_seeds.push_back(seed);
+      from = comma + 1;
+    }
+    return ep;
   }
   const auto slash = rest.find('/');
   if (slash != std::string::npos) { take_db(rest.substr(slash + 1)); rest = rest.substr(0, slash); }
@@ -94,6 +138,20 @@ RedisEndpoint parse_redis_url(const std::string& url) {
 
 RedisPool::RedisPool(RedisEndpoint endpoint, std::size_t size) : endpoint_(std::move(endpoint)), size_(size) {
   for (const auto& s : lua_script_sources()) script_shas_.emplace_back(s.name, sha1_hex(s.body));
+#ifndef NDEBUG
+  check_slots_ = true;
+#endif
+  if (const char* check = std::getenv("OJS_REDIS_CHECK_SLOTS")) check_slots_ = std::string(check) == "1";
+  if (!endpoint_.cluster_seeds.empty()) {
+    cluster::ClusterRouter::Options options;
+    for (const auto& seed : endpoint_.cluster_seeds) {
+      const auto colon = seed.rfind(':');
+      options.seeds.push_back({seed.substr(0, colon), std::stoi(seed.substr(colon + 1))});
+    }
+    options.password = endpoint_.password;
+    options.pool_size = size;
+    cluster_ = std::make_unique<cluster::ClusterRouter>(std::move(options));
+  }
 }
 
 RedisPool::~RedisPool() {
@@ -105,11 +163,11 @@ redisContext* RedisPool::connect() {
   redisContext* ctx = endpoint_.unix_socket.empty()
                           ? redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, connect_timeout)
                           : redisConnectUnixWithTimeout(endpoint_.unix_socket.c_str(), connect_timeout);
-  if (!ctx) throw StoreUnavailable("cannot allocate Redis context");
+  if (!ctx) throw StoreUnreachable("cannot allocate Redis context");
   if (ctx->err) {
     std::string msg = std::string("cannot connect to Redis at ") + endpoint_.describe() + ": " + ctx->errstr;
     redisFree(ctx);
-    throw StoreUnavailable(msg);
+    throw StoreUnreachable(msg);
   }
   const timeval command_timeout{5, 0};
   redisSetTimeout(ctx, command_timeout);
@@ -119,7 +177,7 @@ redisContext* RedisPool::connect() {
     if (redisGetReply(ctx, &reply) != REDIS_OK || !reply) {
       std::string msg = std::string("Redis handshake failed: ") + ctx->errstr;
       redisFree(ctx);
-      throw StoreUnavailable(msg);
+      throw StoreUnreachable(msg);
     }
     const bool err = static_cast<redisReply*>(reply)->type == REDIS_REPLY_ERROR;
     std::string text = err ? static_cast<redisReply*>(reply)->str : "";
@@ -137,10 +195,12 @@ redisContext* RedisPool::connect() {
 redisContext* RedisPool::acquire() {
   {
     std::lock_guard lock(mutex_);
-    if (!idle_.empty()) {
+    while (!idle_.empty()) {
       auto* c = idle_.back();
       idle_.pop_back();
-      return c;
+      if (!check_idle_ || !closed_by_server(c)) return c;
+      redisFree(c);
+      --open_;
     }
     ++open_;
   }
@@ -163,7 +223,27 @@ void RedisPool::release(redisContext* ctx, bool broken) {
   idle_.push_back(ctx);
 }
 
+void RedisPool::drop_idle() {
+  std::lock_guard lock(mutex_);
+  for (auto* c : idle_) redisFree(c);
+  open_ -= idle_.size();
+  idle_.clear();
+}
+
 std::vector<RedisValue> RedisPool::pipeline(const std::vector<std::vector<std::string>>& commands) {
+  if (cluster_) {
+    auto out = cluster_->pipeline(commands);
+    throw_on_outage(out, endpoint_.describe());
+    return out;
+  }
+  if (check_slots_)
+    for (const auto& argv : commands) cluster::command_slot(argv);
+  auto out = send(commands);
+  throw_on_outage(out, endpoint_.describe());
+  return out;
+}
+
+std::vector<RedisValue> RedisPool::send(const std::vector<std::vector<std::string>>& commands) {
   redisContext* ctx = acquire();
   for (const auto& argv : commands) append_command(ctx, argv);
   std::vector<RedisValue> out;
@@ -179,12 +259,6 @@ std::vector<RedisValue> RedisPool::pipeline(const std::vector<std::vector<std::s
     freeReplyObject(reply);
   }
   release(ctx, false);
-  for (const auto& v : out) {
-    // Redis refusing writes (persistence failure, OOM, loading) is an outage too.
-    if (v.is_error() && (v.str.rfind("LOADING", 0) == 0 || v.str.rfind("MISCONF", 0) == 0 ||
-                         v.str.rfind("OOM", 0) == 0 || v.str.rfind("BUSY", 0) == 0 || v.str.rfind("READONLY", 0) == 0))
-      throw StoreUnavailable("Redis at " + endpoint_.describe() + ": " + v.str);
-  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 // A small pool of blocking hiredis connections. Any transport failure marks the
 // connection broken (it is reconnected on next use) and surfaces as
-// StoreUnavailable, which the HTTP edge renders as 503.
+// StoreUnavailable, which the HTTP edge renders as 503. Given a redis-cluster://
+// URL the pool routes every command by its keys' slot (cluster_client.hpp).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -13,6 +14,9 @@
 struct redisContext;
 
 namespace ojs::broker {
+namespace cluster {
+class ClusterRouter;
+}
 
 struct RedisEndpoint {
   std::string host = "127.0.0.1";
@@ -20,10 +24,12 @@ struct RedisEndpoint {
   std::string unix_socket;  // used when not empty
   std::string password;
   int db = 0;
+  std::vector<std::string> cluster_seeds;  // redis-cluster://: "host:port" of nodes to discover the slots from
   std::string describe() const;
 };
 
-// redis://[:password@]host[:port][/db] or unix:///path/to/socket[?db=N]
+// redis://[:password@]host[:port][/db], unix:///path/to/socket[?db=N] or
+// redis-cluster://[:password@]host:port[,host:port...] (a Redis Cluster, db 0)
 RedisEndpoint parse_redis_url(const std::string& url);
 
 struct RedisValue {
@@ -57,6 +63,15 @@ class RedisPool {
 
   const RedisEndpoint& endpoint() const { return endpoint_; }
 
+  // The commands as they are, to this pool's one node, replies unread: no routing
+  // and no outage check (the cluster router sends to each master with it).
+  // Throws StoreUnreachable when no connection could be made (nothing was sent).
+  std::vector<RedisValue> send(const std::vector<std::vector<std::string>>& commands);
+  void drop_idle();  // after a lost connection: the idle ones are likely dead too
+  // Test an idle connection for a close by the server before reusing it (one
+  // poll): a cluster node pool, where a killed master must not cost a 503.
+  void check_idle_connections() { check_idle_ = true; }
+
  private:
   struct Lease;
   redisContext* acquire();
@@ -69,6 +84,11 @@ class RedisPool {
   std::vector<redisContext*> idle_;
   std::size_t open_ = 0;
   std::vector<std::pair<std::string, std::string>> script_shas_;  // name -> sha1
+  std::unique_ptr<cluster::ClusterRouter> cluster_;  // set for redis-cluster:// endpoints
+  // Refuse multi-key calls that span slots on one node too (OJS_REDIS_CHECK_SLOTS=1,
+  // set by the integration fixtures, or a debug build): a cluster would refuse them.
+  bool check_slots_ = false;
+  bool check_idle_ = false;
 };
 
 }  // namespace ojs::broker

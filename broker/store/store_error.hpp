@@ -11,4 +11,10 @@ class StoreUnavailable : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// No connection could be made: nothing was sent, so a retry cannot repeat a write.
+class StoreUnreachable : public StoreUnavailable {
+ public:
+  using StoreUnavailable::StoreUnavailable;
+};
+
 }  // namespace ojs::broker

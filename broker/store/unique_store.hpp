@@ -1,5 +1,6 @@
-// Unique-job PUSH in the store: reads who holds a uniqueness key, then runs
-// push_unique.lua with every key declared (the holder's keys included).
+// Unique-job PUSH in the store: reads who holds a uniqueness key, applies the
+// conflict policy to the holder (push_unique.lua), takes the key (unique_claim.lua)
+// and pushes the job (push.lua): one slot per call (see unique_store.cpp).
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -7,19 +7,12 @@
 #include <filesystem>
 
 #include "support/processes.hpp"
+#include "support/reference_dir.hpp"
 
 using namespace ojs::test;
 
 namespace {
-// $OJS_REFERENCE_DIR, else ../shared next to the checkout (main) or to its parent (worktrees).
-std::string reference_dir() {
-  if (const char* env = std::getenv("OJS_REFERENCE_DIR")) return std::string(env) + "/conformance";
-  for (const char* up : {"/../shared", "/../../shared"}) {
-    const auto dir = std::string(OJS_SOURCE_DIR) + up + "/ojs-reference/conformance";
-    if (std::filesystem::is_directory(dir)) return dir;
-  }
-  return std::string(OJS_SOURCE_DIR) + "/../shared/ojs-reference/conformance";
-}
+std::string reference_dir() { return conformance_reference_dir(); }
 
 // Runs the given case folders; a missing folder is a failure, never a skip.
 void run_cases(const std::vector<std::string>& folders, std::vector<std::string> broker_args = {}) {

@@ -182,7 +182,7 @@ TEST(Store, HealthStaysPromptDuringAHundredThousandIdHeartbeat) {
     RedisProbe probe(redis.port());
     std::vector<std::vector<std::string>> cmds;
     for (std::size_t i = 0; i + 1 < ids.size(); i += 1000) {
-      std::vector<std::string> hset{"HSET", "ojs:job-queue"};
+      std::vector<std::string> hset{"HSET", "ojs:{_global}:job-queue"};
       for (std::size_t j = i; j < std::min(ids.size() - 1, i + 1000); ++j) {
         hset.push_back(ids[j]);
         hset.push_back("beat");

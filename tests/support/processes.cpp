@@ -114,6 +114,8 @@ BrokerProcess::BrokerProcess(const std::string& redis_url, std::vector<std::stri
   std::vector<std::string> args{binary_path("broker/broker"), "--redis", redis_url, "--port", "0",
                                 "--maintenance-interval-ms", "50", "--log-level", "warn"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
+  // Every multi-key Redis call must be single-slot, even on one Redis: a cluster refuses the others.
+  setenv("OJS_REDIS_CHECK_SLOTS", "1", 1);
   pid_ = spawn(args, fds[1]);
   close(fds[1]);
   // The broker prints "OJS_BROKER_READY port=N" once it listens.

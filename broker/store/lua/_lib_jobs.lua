@@ -3,24 +3,21 @@
 -- so they build on its emit and make_available: the event record and the rank
 -- rule (rank = rank_base + seq) are written once.
 
--- The keys store_new_job needs: the two directories, then the job's seven keys
--- declared in KEYS from `first` on (job, ready, delayed, seq, events, classes, classes version).
-local function new_job_keys(job_dir, queue_dir, first)
-  return {job_dir = job_dir, queue_dir = queue_dir, job = KEYS[first], ready = KEYS[first + 1], delayed = KEYS[first + 2],
+-- The keys store_new_job needs: the job's seven keys declared in KEYS from `first`
+-- on (job, ready, delayed, seq, events, classes, classes version). The directories
+-- (global slot) are written by the caller before the script (JobStore::reserve_ids).
+local function new_job_keys(first)
+  return {job = KEYS[first], ready = KEYS[first + 1], delayed = KEYS[first + 2],
           seq = KEYS[first + 3], events = KEYS[first + 4], classes = KEYS[first + 5], classes_ver = KEYS[first + 6]}
 end
 
 -- Stores a new job and makes it available (or scheduled), as PUSH does.
--- k: {job_dir, queue_dir (both nil: already written), job, ready, delayed, seq, events, classes, classes_ver} (keys)
+-- k: {job, ready, delayed, seq, events, classes, classes_ver} (keys)
 -- job: {id, queue, class, class_json, rank_base, scheduled_at ('' = now), fields = {f, v, ...},
 --       escalate_after / reservation_timeout (ms, '' = none; written when k has
 --       escalations / reservation_waits)}
 -- Returns the job hash as a flat array.
 local function store_new_job(k, job, now)
-  if k.job_dir then  -- [workflows] a workflow step's id was entered in the directories at creation
-    redis.call('HSET', k.job_dir, job.id, job.queue)
-    redis.call('HSETNX', k.queue_dir, job.queue, now)
-  end
   if redis.call('HSETNX', k.classes, job.class, job.class_json) == 1 then redis.call('INCR', k.classes_ver) end
   redis.call('HSET', k.job, 'id', job.id, 'class', job.class, 'rank_base', job.rank_base, 'attempt', 0, 'created_at', now,
              unpack(job.fields))
@@ -47,13 +44,10 @@ local function store_new_job(k, job, now)
   return redis.call('HGETALL', k.job)
 end
 
--- Whether a new job may take this id: no job hash under it, and the directory
--- does not give it to another queue (an entry of this queue without a job hash is
--- a leftover of an interrupted PUSH and may be reused, as JobStore::reserve_id does).
-local function id_is_free(job_dir, job_hash, id, queue)
-  if redis.call('EXISTS', job_hash) == 1 then return false end
-  local owner = redis.call('HGET', job_dir, id)
-  return not owner or owner == queue
+-- Whether a new job may take this id in its queue: no job hash under it (the
+-- directory, in the global slot, was checked by JobStore::reserve_ids before).
+local function id_is_free(job_hash)
+  return redis.call('EXISTS', job_hash) == 0
 end
 
 -- Reservation extension (BEAT, progress): the job's own visibility timeout, else

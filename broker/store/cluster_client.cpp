@@ -1,0 +1,283 @@
+#include "broker/store/cluster_client.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+#include <thread>
+
+namespace ojs::broker::cluster {
+
+namespace {
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
+
+// Sent to every master (a script must be known wherever its keys may live).
+bool is_broadcast(const std::string& name) { return name == "SCRIPT"; }
+
+}  // namespace
+
+std::vector<std::string> command_keys(const std::vector<std::string>& argv) {
+  if (argv.empty()) return {};
+  const auto name = upper(argv[0]);
+  if (name == "EVAL" || name == "EVALSHA" || name == "EVAL_RO" || name == "EVALSHA_RO") {
+    std::size_t n = 0;
+    try { n = argv.size() > 2 ? std::stoul(argv[2]) : 0; } catch (...) { n = 0; }
+    if (3 + n > argv.size()) n = argv.size() - 3;
+    return {argv.begin() + 3, argv.begin() + 3 + static_cast<std::ptrdiff_t>(n)};
+  }
+  if (name == "DEL" || name == "EXISTS" || name == "MGET" || name == "UNLINK" || name == "TOUCH" || name == "WATCH")
+    return {argv.begin() + 1, argv.end()};
+  static const char* const keyless[] = {"PING", "INFO", "SCRIPT", "CLUSTER", "ECHO", "TIME", "DBSIZE", "CONFIG",
+                                        "CLIENT", "WAIT", "ASKING", "AUTH", "SELECT", "FLUSHALL", "FLUSHDB", "KEYS", "SCAN"};
+  for (const char* k : keyless)
+    if (name == k) return {};
+  if (argv.size() < 2) return {};
+  return {argv[1]};
+}
+
+int command_slot(const std::vector<std::string>& argv) {
+  const auto keys = command_keys(argv);
+  if (keys.empty()) return -1;
+  try {
+    return common_slot(keys);
+  } catch (const std::invalid_argument& e) {
+    // Loud: a script or command that spans slots cannot run on a cluster.
+    spdlog::error("cross-slot Redis call {}: {}", argv[0] == "EVALSHA" ? "EVALSHA " + argv[1] : argv[0], e.what());
+    throw std::logic_error(std::string("cross-slot Redis call refused: ") + e.what());
+  }
+}
+
+ReplyAction classify(const RedisValue& reply) {
+  if (!reply.is_error()) return ReplyAction::done;
+  const auto& e = reply.str;
+  if (starts_with(e, "MOVED ")) return ReplyAction::moved;
+  if (starts_with(e, "ASK ")) return ReplyAction::ask;
+  if (starts_with(e, "TRYAGAIN") || starts_with(e, "CLUSTERDOWN") || starts_with(e, "LOADING") ||
+      starts_with(e, "READONLY") || starts_with(e, "MASTERDOWN"))
+    return ReplyAction::retry;
+  return ReplyAction::done;
+}
+
+ClusterRouter::ClusterRouter(Options options) : options_(std::move(options)) {
+  if (options_.seeds.empty()) throw std::invalid_argument("a Redis Cluster needs at least one seed node");
+  try {
+    refresh(0);
+  } catch (const StoreUnavailable& e) {
+    // Like a single Redis that is down at start: requests get 503 until it answers.
+    spdlog::warn("Redis Cluster not reachable yet ({}); the slot map is read on first use", e.what());
+  }
+}
+
+ClusterRouter::~ClusterRouter() = default;
+
+std::string ClusterRouter::describe() const {
+  std::string out = "redis-cluster";
+  char separator = ' ';
+  for (const auto& s : options_.seeds) {
+    out += separator + s.describe();
+    separator = ',';
+  }
+  return out;
+}
+
+RedisPool& ClusterRouter::pool_for(const NodeAddress& node) {
+  std::lock_guard lock(mutex_);
+  auto& pool = pools_[node.describe()];
+  if (!pool) {
+    RedisEndpoint ep;
+    ep.host = node.host;
+    ep.port = node.port;
+    ep.password = options_.password;
+    pool = std::make_unique<RedisPool>(ep, options_.pool_size);
+    pool->check_idle_connections();
+  }
+  return *pool;
+}
+
+std::vector<NodeAddress> ClusterRouter::known_nodes() {
+  std::lock_guard lock(mutex_);
+  std::vector<NodeAddress> out = map_.masters();
+  for (const auto& s : options_.seeds)
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  return out;
+}
+
+// Reads CLUSTER SLOTS from the first node that answers; skipped when another
+// caller refreshed since `seen_generation` (a failover makes every thread ask).
+void ClusterRouter::refresh(std::uint64_t seen_generation) {
+  std::lock_guard serial(refresh_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    if (generation_ != seen_generation) return;
+  }
+  std::string last_error = "no node known";
+  for (const auto& node : known_nodes()) {
+    try {
+      auto reply = pool_for(node).send({{"CLUSTER", "SLOTS"}}).front();
+      if (reply.is_error()) {
+        last_error = node.describe() + ": " + reply.str;
+        continue;
+      }
+      auto map = SlotMap::from_cluster_slots(reply);
+      std::lock_guard lock(mutex_);
+      map_ = std::move(map);
+      ++generation_;
+      return;
+    } catch (const StoreUnavailable& e) {
+      last_error = e.what();
+    } catch (const std::invalid_argument& e) {
+      last_error = node.describe() + ": " + e.what();
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ++generation_;  // callers waiting on this round retry with the map they have
+  }
+  throw StoreUnreachable("Redis Cluster: cannot read the slot map (" + last_error + ")");
+}
+
+std::vector<RedisValue> ClusterRouter::pipeline(const std::vector<std::vector<std::string>>& commands) {
+  std::vector<RedisValue> out(commands.size());
+  std::vector<int> slots(commands.size());
+  for (std::size_t i = 0; i < commands.size(); ++i) slots[i] = command_slot(commands[i]);
+
+  // A SCRIPT command goes to every master, the first reply answers it.
+  if (commands.size() == 1 && is_broadcast(upper(commands[0][0]))) {
+    std::vector<NodeAddress> masters;
+    std::uint64_t generation;
+    {
+      std::lock_guard lock(mutex_);
+      masters = map_.masters();
+      generation = generation_;
+    }
+    if (masters.empty()) {
+      refresh(generation);
+      std::lock_guard lock(mutex_);
+      masters = map_.masters();
+    }
+    bool answered = false;
+    std::string last_error;
+    for (const auto& m : masters) {
+      try {
+        auto reply = pool_for(m).send(commands).front();
+        if (!answered) out[0] = std::move(reply);
+        answered = true;
+      } catch (const StoreUnavailable& e) {
+        last_error = e.what();  // a master that is down serves no keys now; it loads the script on its next NOSCRIPT
+      }
+    }
+    if (!answered) throw StoreUnavailable("Redis Cluster: no master answered " + commands[0][0] + " (" + last_error + ")");
+    return out;
+  }
+
+  std::vector<std::size_t> pending(commands.size());
+  for (std::size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+  std::vector<std::optional<NodeAddress>> asked(commands.size());  // ASK targets, one use each
+  const auto deadline = std::chrono::steady_clock::now() + options_.failover_bound;
+  std::string last_error;
+  for (int round = 0;; ++round) {
+    std::uint64_t generation;
+    // Group the pending commands by the node that serves them now.
+    std::map<std::string, std::pair<NodeAddress, std::vector<std::size_t>>> groups;
+    bool unmapped = false;
+    {
+      std::lock_guard lock(mutex_);
+      generation = generation_;
+      for (const auto i : pending) {
+        const NodeAddress* node = nullptr;
+        if (asked[i]) node = &*asked[i];
+        else if (slots[i] < 0) node = map_.masters().empty() ? nullptr : &map_.masters().front();
+        else node = map_.master_of(slots[i]);
+        if (!node) {
+          unmapped = true;
+          continue;
+        }
+        auto& g = groups[node->describe()];
+        g.first = *node;
+        g.second.push_back(i);
+      }
+    }
+    std::vector<std::size_t> again;
+    bool stale = unmapped, back_off = unmapped;
+    if (unmapped) last_error = "no master known for a slot";
+    for (auto& [name, group] : groups) {
+      auto& [node, indexes] = group;
+      std::vector<std::vector<std::string>> batch;
+      std::vector<std::size_t> reply_of;  // batch position of each command's reply
+      for (const auto i : indexes) {
+        if (asked[i]) batch.push_back({"ASKING"});
+        reply_of.push_back(batch.size());
+        batch.push_back(commands[i]);
+      }
+      RedisPool& pool = pool_for(node);
+      std::vector<RedisValue> replies;
+      try {
+        replies = pool.send(batch);
+      } catch (const StoreUnreachable& e) {
+        // Nothing was sent: the master is down or failing over. Retry with a fresh map.
+        last_error = e.what();
+        stale = back_off = true;
+        again.insert(again.end(), indexes.begin(), indexes.end());
+        continue;
+      } catch (const StoreUnavailable&) {
+        // Lost in flight: the command may have run, so it is the caller's to retry.
+        pool.drop_idle();
+        throw;
+      }
+      for (std::size_t k = 0; k < indexes.size(); ++k) {
+        const auto i = indexes[k];
+        auto& reply = replies[reply_of[k]];
+        asked[i].reset();
+        switch (classify(reply)) {
+          case ReplyAction::done: out[i] = std::move(reply); break;
+          case ReplyAction::moved: {
+            const auto r = parse_redirect(reply.str);
+            if (r) {
+              std::lock_guard lock(mutex_);
+              map_.assign(r->slot, r->node);
+            }
+            stale = true;  // one MOVED usually means a whole range moved: read the map again
+            last_error = reply.str;
+            again.push_back(i);
+            break;
+          }
+          case ReplyAction::ask:
+            if (const auto r = parse_redirect(reply.str)) asked[i] = r->node;
+            last_error = reply.str;
+            again.push_back(i);
+            break;
+          case ReplyAction::retry:
+            last_error = node.describe() + ": " + reply.str;
+            stale = back_off = true;
+            again.push_back(i);
+            break;
+        }
+      }
+    }
+    if (again.empty()) return out;
+    if (std::chrono::steady_clock::now() >= deadline)
+      throw StoreUnavailable("Redis Cluster: no answer within " + std::to_string(options_.failover_bound.count()) +
+                             " ms (" + last_error + ")");
+    if (back_off)
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50 << std::min(round, 3), 400)));
+    if (stale) {
+      try {
+        refresh(generation);
+      } catch (const StoreUnavailable& e) {
+        last_error = e.what();
+      }
+    }
+    std::sort(again.begin(), again.end());  // keep the callers' order within each node
+    pending = std::move(again);
+  }
+}
+
+}  // namespace ojs::broker::cluster
