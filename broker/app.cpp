@@ -11,6 +11,7 @@
 #include "broker/http/server.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/store/embedded_redis.hpp"
+#include "broker/store/legacy_keys.hpp"
 #include "broker/workflows/workflow_service.hpp"
 
 namespace ojs::broker {
@@ -50,7 +51,11 @@ void BrokerApp::start() {
   }
   // One idle connection per handler thread, plus the background loop's.
   i.redis = std::make_unique<RedisPool>(parse_redis_url(url), static_cast<std::size_t>(i.config.handler_threads) + 2);
-  if (!i.redis->ping()) spdlog::warn("Redis at {} is not reachable yet; requests get 503 until it is", i.redis->endpoint().describe());
+  if (!i.redis->ping())
+    spdlog::warn("Redis at {} is not reachable yet; requests get 503 until it is (the pre-cluster key migration runs at the next start)",
+                 i.redis->endpoint().describe());
+  else if (i.redis->endpoint().cluster_seeds.empty())
+    migrate_legacy_global_keys(*i.redis);  // before anything reads the global keys
   i.store = std::make_unique<JobStore>(*i.redis);
   SchedulerOptions scheduling;
   scheduling.locality_delay_ms = i.config.locality_delay_ms;

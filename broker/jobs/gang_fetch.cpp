@@ -46,11 +46,6 @@ bool is_gang_class(const Scheduler& scheduler, const ClassSet& classes, const st
   return it != classes.classes.end() && scheduler.requirements(class_id, it->second).hard.gang.size > 0;
 }
 
-bool is_gang_member(const JobRecord& job, const std::string& worker_id) {
-  const json workers = json::parse(job.get("gang_workers"), nullptr, false);
-  return workers.is_array() && std::find(workers.begin(), workers.end(), worker_id) != workers.end();
-}
-
 json gang_envelope(const JobRecord& job, int rank) {
   json envelope = job.envelope();
   const json members = json::parse(job.get("gang_members"), nullptr, false);

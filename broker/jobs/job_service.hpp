@@ -38,8 +38,6 @@ struct PreparedJob {
 };
 // [gangs] Whether a class is an ext_ml_gang class (claimed by claim_gang, never by claim).
 bool is_gang_class(const Scheduler& scheduler, const ClassSet& classes, const std::string& class_id);
-// Whether the worker is a member of the job's gang.
-bool is_gang_member(const JobRecord& job, const std::string& worker_id);
 // A started gang's job as one member receives it: rank, world size, rendezvous, its devices.
 nlohmann::json gang_envelope(const JobRecord& job, int rank);
 // The prepared job as the store writes it, with its escalation / reservation-wait indexes.

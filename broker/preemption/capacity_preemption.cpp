@@ -36,7 +36,7 @@ std::vector<RunningJob> PreemptionController::running_on(const std::string& work
     if (!jobs[i]) continue;
     const JobRecord& job = *jobs[i];
     // [gangs] a gang member's worker runs the gang's job too: preempting it takes the whole gang down.
-    if (job.state() != "active" || (job.get("worker_id") != worker_id && !is_gang_member(job, worker_id))) continue;
+    if (job.state() != "active" || (job.get("worker_id") != worker_id && !job.has_gang_member(worker_id))) continue;
     RunningJob r = running_job_from(job, held[i].queue, now);
     r.worker_id = worker_id;
     r.gpus = held[i].gpus;

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker {
@@ -63,6 +65,11 @@ JobRecord JobRecord::from_flat_array(const RedisValue& v) {
   JobRecord r;
   for (std::size_t i = 0; i + 1 < v.elements.size(); i += 2) r.fields[v.elements[i].str] = v.elements[i + 1].str;
   return r;
+}
+
+bool JobRecord::has_gang_member(const std::string& worker_id) const {
+  const auto workers = nlohmann::json::parse(get("gang_workers"), nullptr, false);
+  return workers.is_array() && std::find(workers.begin(), workers.end(), worker_id) != workers.end();
 }
 
 }  // namespace ojs::broker

@@ -19,6 +19,8 @@ struct JobRecord {
   std::optional<std::int64_t> get_int(const std::string& name) const;
   const std::string& id() const { return get("id"); }
   const std::string& state() const { return get("state"); }
+  // [gangs] Whether the worker is a member of the job's gang (its gang_workers field).
+  bool has_gang_member(const std::string& worker_id) const;
   const std::string& queue() const { return get("queue"); }
   int attempt() const;
 
