@@ -30,7 +30,7 @@ else
   fields[#fields + 1] = 'state'; fields[#fields + 1] = 'available'
   fields[#fields + 1] = 'enqueued_at'; fields[#fields + 1] = now
   redis.call('HSET', jk, unpack(fields))
-  redis.call('ZADD', KEYS[4], tonumber(rank_base) + seq, id)
+  redis.call('ZADD', KEYS[4], tonumber(job.order_base or rank_base) + seq, id)  -- [fairshare] policy base
 end
 if escalate_after ~= '' then redis.call('ZADD', KEYS[8], now + tonumber(escalate_after), id) end
 if reservation_timeout ~= '' then redis.call('ZADD', KEYS[9], now + tonumber(reservation_timeout), id) end
