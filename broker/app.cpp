@@ -9,6 +9,7 @@
 #include "broker/http/server.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/store/embedded_redis.hpp"
+#include "broker/workflows/workflow_service.hpp"
 
 namespace ojs::broker {
 
@@ -27,6 +28,7 @@ struct BrokerApp::Impl {
   std::unique_ptr<Maintenance> maintenance;
   std::unique_ptr<PreemptionController> preemption;
   std::unique_ptr<CronService> cron;  // ecosystem: cron registrations and ticker
+  std::unique_ptr<WorkflowService> workflows;  // OJS level 3: chain, group, batch
   std::unique_ptr<governance::Installed> governance;  // access control, admission, admin queue routes
 };
 
@@ -59,6 +61,8 @@ void BrokerApp::start() {
   register_batch_api(i.router, *i.api);
   i.cron = std::make_unique<CronService>(*i.jobs, i.config.maintenance_interval_ms);
   register_cron_api(i.router, *i.cron);
+  i.workflows = std::make_unique<WorkflowService>(*i.jobs);
+  register_workflows_api(i.router, *i.workflows);
   register_progress_api(i.router, *i.api);
   register_workers_api(i.router, *i.api);
   register_queues_api(i.router, *i.api);
@@ -83,6 +87,7 @@ void BrokerApp::start() {
   i.preemption = std::make_unique<PreemptionController>(*i.jobs, *i.scheduler, *i.diagnosis, *i.workers, i.config);
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
   i.maintenance->add_step([c = i.cron.get()] { c->run_once(); });
+  i.maintenance->add_step([w = i.workflows.get()] { w->run_once(); });  // batch callbacks left due
   i.maintenance->start();
   spdlog::info("broker listening on {}://{}:{} (Redis {})", i.config.tls_cert.empty() ? "http" : "https", i.config.listen_address, i.server->port(),
                i.redis->endpoint().describe());

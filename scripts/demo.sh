@@ -35,6 +35,11 @@ for f in examples/jobs/*.json; do
   printf '   %-20s %s\n' "$name" "${ids[$name]}"
 done
 
+echo "== creating examples/workflows/gpu-pipeline.json (preprocess on CPU -> train on 8 GPUs -> evaluate on 1 GPU)"
+workflow=$(curl -sf "$url/ojs/v1/workflows" -H 'Content-Type: application/openjobspec+json' \
+  --data @examples/workflows/gpu-pipeline.json | json_field "d['workflow']['id']")
+echo "   workflow $workflow"
+
 echo "== starting simulated workers: dgx-h100 (8x H100 NVLink), 4xa100-pcie, l4-inference, cpu-node"
 for w in dgx-h100 4xa100-pcie l4-inference cpu-node; do
   build/worker/worker --broker "$url" --worker-id "$w" --queues training,inference \
@@ -59,3 +64,12 @@ echo "== queue stats"
 for q in training inference; do
   curl -sf "$url/ojs/v1/queues/$q/stats" | json_field "'   %s: %s' % (d['queue']['name'], {k: v for k, v in d['queue'].items() if k not in ('name',)})"
 done
+
+echo "== the GPU workflow (GET /ojs/v1/workflows/{id}): each step placed by its own requirements"
+for _ in $(seq 60); do
+  state=$(curl -sf "$url/ojs/v1/workflows/$workflow" | json_field "d['workflow']['state']")
+  [ "$state" = running ] || break
+  sleep 0.5
+done
+curl -sf "$url/ojs/v1/workflows/$workflow" | json_field "'   %s: %s (%d/%d steps)\n' % (d['workflow']['name'], d['workflow']['state'], d['workflow']['steps_completed'], d['workflow']['steps_total']) + '\n'.join('   - %-10s %-10s %s' % (s.get('name'), s['state'], s.get('result', '')) for s in d['workflow']['steps'])"
+[ "$state" = completed ] || { echo "workflow did not complete: $state"; exit 1; }

@@ -13,7 +13,7 @@ packages=(
   python3 python3-jsonschema         # schema checks of our published JSON Schemas and examples
   curl
   tzdata                             # IANA time zones for cron schedules (broker/cron/time_zone.cpp reads /usr/share/zoneinfo)
-  chromium                           # headless screenshot test of the status page (skipped when absent)
+  chromium                           # headless screenshot test of the status page (fails when absent)
 )
 missing=()
 for p in "${packages[@]}"; do

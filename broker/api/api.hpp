@@ -23,6 +23,8 @@ void register_jobs_api(Router& router, ApiContext& ctx);
 void register_batch_api(Router& router, ApiContext& ctx);  // POST /ojs/v1/jobs/batch
 class CronService;
 void register_cron_api(Router& router, CronService& crons);  // /ojs/v1/cron
+class WorkflowService;
+void register_workflows_api(Router& router, WorkflowService& workflows);  // /ojs/v1/workflows (level 3)
 void register_progress_api(Router& router, ApiContext& ctx);  // workers/progress, jobs/{id}/progress
 void register_workers_api(Router& router, ApiContext& ctx);
 void register_queues_api(Router& router, ApiContext& ctx);

@@ -12,13 +12,13 @@ void register_system_api(Router& router, ApiContext& ctx) {
     return json_reply(200, {
         {"specversion", "1.0"},
         {"implementation", {{"name", "ojs-gpu-broker"}, {"version", "0.1.0"}, {"language", "cpp"}, {"backend", "redis"}}},
-        {"conformance_level", 2},  // levels 0-2 pass the public cases (tests/integration/conformance_test.cpp); level 3 (workflows) is not implemented
+        {"conformance_level", 3},  // levels 0-3 pass the public cases (tests/integration/conformance_test.cpp)
         {"protocols", {"http"}},
         {"backend", "redis"},
         {"capabilities", {{"batch_enqueue", true}, {"dead_letter", true}, {"events", true}, {"pause_resume", true},
                           {"heartbeat", true}, {"visibility_timeout", true}, {"scheduled_jobs", true},
                           {"delayed_jobs", true}, {"unique_jobs", true}, {"cron_jobs", true},
-                          {"job_ttl", true}, {"workflows", false}}},
+                          {"job_ttl", true}, {"workflows", true}}},
         // Exactly the extensions implemented (docs/spec-status.md says why the others are not).
         {"extensions", {{"official", {{{"name", "ml-resources"},
                                         {"uri", "https://openjobspec.org/spec/extensions/ml-resources"},

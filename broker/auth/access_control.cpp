@@ -59,14 +59,22 @@ void AccessControl::admit(const HttpRequest& request, const std::string& route) 
     throw OjsError(ErrorCode::forbidden, "'" + who.name + "' (" + roles + ") may not call " + route,
                    {{"identity", who.name}, {"roles", roles}, {"route", route}});
   }
-  if (route == kPushRoute) {
-    if (const double wait = push_limiter_.acquire(who.name); wait > 0) {
-      const auto seconds = static_cast<long long>(std::ceil(wait));
-      throw OjsError(ErrorCode::rate_limited, "PUSH rate limit of '" + who.name + "' exceeded; retry in " + std::to_string(seconds) + " s",
-                     {{"identity", who.name}, {"retry_after_s", seconds}});
-    }
-  }
+  if (route == kPushRoute) charge_push(who, 1);
   set_current_identity(&who);
+}
+
+void AccessControl::charge_push(const Identity& who, std::size_t jobs) {
+  if (!push_limiter_.enabled()) return;
+  if (static_cast<double>(jobs) > push_limiter_.burst())
+    throw OjsError(ErrorCode::rate_limited,
+                   "a batch of " + std::to_string(jobs) + " jobs exceeds the PUSH burst of '" + who.name + "' (" +
+                       std::to_string(static_cast<long long>(push_limiter_.burst())) + " jobs); split the batch",
+                   {{"field", "jobs"}, {"rule", "at most the identity's PUSH burst"}, {"identity", who.name}});
+  if (const double wait = push_limiter_.acquire(who.name, static_cast<double>(jobs)); wait > 0) {
+    const auto seconds = static_cast<long long>(std::ceil(wait));
+    throw OjsError(ErrorCode::rate_limited, "PUSH rate limit of '" + who.name + "' exceeded; retry in " + std::to_string(seconds) + " s",
+                   {{"identity", who.name}, {"retry_after_s", seconds}});
+  }
 }
 
 void AccessControl::install(Router& router) {

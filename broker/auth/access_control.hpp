@@ -30,6 +30,9 @@ class AccessControl {
   const Identity& authenticate(const std::string& authorization) const;
   // Middleware body: authenticate, authorise, rate-limit, publish the identity.
   void admit(const HttpRequest& request, const std::string& route);
+  // Takes `jobs` PUSH tokens of the identity (a batch PUSH, once its jobs are
+  // counted), all or none; throws OjsError rate_limited.
+  void charge_push(const Identity& who, std::size_t jobs);
   void install(Router& router);
 
  private:

@@ -4,7 +4,7 @@
 
 namespace ojs::broker::auth {
 
-double RateLimiter::acquire(const std::string& key, Clock::time_point now) {
+double RateLimiter::acquire(const std::string& key, double tokens, Clock::time_point now) {
   if (rate_ <= 0) return 0;
   std::lock_guard lock(mutex_);
   auto [it, fresh] = buckets_.try_emplace(key, Bucket{burst_, now});
@@ -14,11 +14,11 @@ double RateLimiter::acquire(const std::string& key, Clock::time_point now) {
     b.tokens = std::min(burst_, b.tokens + std::max(0.0, elapsed) * rate_);
     b.updated = now;
   }
-  if (b.tokens >= 1) {
-    b.tokens -= 1;
+  if (b.tokens >= tokens) {
+    b.tokens -= tokens;
     return 0;
   }
-  return (1 - b.tokens) / rate_;
+  return (tokens - b.tokens) / rate_;
 }
 
 }  // namespace ojs::broker::auth

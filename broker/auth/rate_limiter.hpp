@@ -1,5 +1,6 @@
 // Token buckets per key (an identity): `rate` tokens per second refill a bucket
-// of `burst`; each request takes one. Refused requests learn how long to wait.
+// of `burst`; each request takes one (a batch of N jobs takes N, all or none).
+// Refused requests learn how long to wait.
 // Per broker process: N brokers behind a balancer admit up to N times the rate.
 #pragma once
 #include <chrono>
@@ -14,8 +15,10 @@ class RateLimiter {
   using Clock = std::chrono::steady_clock;
   RateLimiter(double rate_per_second, double burst) : rate_(rate_per_second), burst_(burst < 1 ? 1 : burst) {}
 
-  // 0 when admitted; otherwise the seconds until a token is available (> 0).
-  double acquire(const std::string& key, Clock::time_point now = Clock::now());
+  // 0 when admitted; otherwise the seconds until `tokens` are available (> 0),
+  // and nothing is taken. More tokens than the burst can never be admitted.
+  double acquire(const std::string& key, double tokens = 1, Clock::time_point now = Clock::now());
+  double burst() const { return burst_; }
   bool enabled() const { return rate_ > 0; }
 
  private:

@@ -37,6 +37,9 @@ std::unique_ptr<Installed> install(const BrokerConfig& config, RedisPool& redis,
     spdlog::warn("*** ANONYMOUS MODE: no --auth-file, every caller is an admin. For local use only. ***");
   }
   out->access->install(router);
+  jobs.set_batch_admission([access = out->access.get()](std::size_t n) {
+    if (const auto* who = auth::current_identity()) access->charge_push(*who, n);
+  });
 
   out->configs = std::make_unique<QueueConfigStore>(redis);
   out->admission = std::make_unique<Admission>(*out->configs, admission_policy(config));

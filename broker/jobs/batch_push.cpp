@@ -55,6 +55,7 @@ json push_batch(JobService& jobs, const json& body) {
                                       "]: " + r["message"].get<std::string>(), details);
   }
 
+  jobs.admit_batch(prepared.size());
   std::vector<BatchJob> batch;
   batch.reserve(prepared.size());
   for (const auto& p : prepared)

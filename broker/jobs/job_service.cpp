@@ -1,5 +1,7 @@
 #include "broker/jobs/job_service.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <random>
 #include <set>
 
@@ -10,6 +12,7 @@
 #include "ojs/core/time.hpp"
 #include "ojs/core/uuid.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "broker/store/workflow_store.hpp"
 
 namespace ojs::broker {
 
@@ -42,6 +45,19 @@ json normalise_error(const json& error, int attempt) {
   e["attempt"] = attempt;
   e["occurred_at"] = format_rfc3339(now_ms());
   return e;
+}
+
+// [workflows] The transition that ended a batch's last job marked its callbacks
+// due; they are enqueued here, right after (the maintenance loop retries what a
+// failure here leaves due).
+const JobRecord& dispatch_workflow_callbacks(JobStore& store, const JobRecord& job) {
+  if (!job.has("workflow_member")) return job;
+  try {
+    WorkflowStore(store).dispatch_due(job.queue(), job.get("workflow_id"));
+  } catch (const std::exception& e) {
+    spdlog::warn("workflow {}: enqueueing its due callbacks failed ({}); the maintenance loop retries", job.get("workflow_id"), e.what());
+  }
+  return job;
 }
 
 }  // namespace
@@ -207,7 +223,7 @@ JobRecord JobService::checked(const Transition& t, const std::string& id, const 
 
 json JobService::cancel(const std::string& id) {
   const auto queue = queue_of_or_404(id);
-  return checked(store_.cancel(queue, id), id, "cancel").envelope();
+  return dispatch_workflow_callbacks(store_, checked(store_.cancel(queue, id), id, "cancel")).envelope();
 }
 
 ClassSet JobService::classes_of(const std::string& queue, bool refresh) {
@@ -306,7 +322,7 @@ json JobService::ack(const std::string& id, const json* result, const std::strin
   require_job_id(id, "job_id");
   const auto queue = queue_of_or_404(id);
   const auto result_json = result && !result->is_null() ? result->dump() : std::string();
-  return checked(store_.ack(queue, id, result_json, worker_id), id, "acknowledge").envelope();
+  return dispatch_workflow_callbacks(store_, checked(store_.ack(queue, id, result_json, worker_id), id, "acknowledge")).envelope();
 }
 
 // Decides what a failure does to a job: retry after backoff, discard, dead
@@ -370,7 +386,7 @@ json JobService::fail(const std::string& id, const json& error, bool requeue, co
     const Transition t = store_.fail(*snapshot, plan.outcome, plan.due_ms, requeue ? std::string() : plan.error.dump(),
                                      plan.errors.dump(), false, worker_id);
     if (t.status == TransitionStatus::stale) continue;
-    json envelope = checked(t, id, "fail").envelope();
+    json envelope = dispatch_workflow_callbacks(store_, checked(t, id, "fail")).envelope();
     if (plan.outcome == "retry") envelope["retry_delay_ms"] = plan.delay_ms;  // the OpenAPI's NACK property
     return envelope;
   }
@@ -417,7 +433,10 @@ int JobService::reclaim(const std::string& queue, const std::vector<std::string>
     }
     const Transition t =
         store_.fail(*snapshot, plan.outcome, plan.due_ms, plan.error.dump(), plan.errors.dump(), require_expired);
-    if (t.status == TransitionStatus::ok) ++reclaimed;
+    if (t.status == TransitionStatus::ok) {
+      dispatch_workflow_callbacks(store_, t.job);
+      ++reclaimed;
+    }
   }
   return reclaimed;
 }

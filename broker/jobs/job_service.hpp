@@ -78,6 +78,13 @@ class JobService {
   // fills the queue's policy for the job's score.
   using PushAdmission = std::function<std::string(NewJob&, JobOrder&)>;
   void set_admission(PushAdmission admission) { admission_ = std::move(admission); }
+  // Batch PUSH, once its jobs are valid and counted: may throw OjsError (the
+  // caller's PUSH rate limit takes one token per job).
+  using BatchAdmission = std::function<void(std::size_t jobs)>;
+  void set_batch_admission(BatchAdmission admission) { batch_admission_ = std::move(admission); }
+  void admit_batch(std::size_t jobs) const {
+    if (batch_admission_) batch_admission_(jobs);
+  }
 
  private:
   std::string queue_of_or_404(const std::string& id);
@@ -97,6 +104,7 @@ class JobService {
   std::map<std::string, ClassSet> classes_cache_;  // per queue; validated by the claim script's version check
   const BrokerConfig& config_;
   PushAdmission admission_;
+  BatchAdmission batch_admission_;
 };
 
 }  // namespace ojs::broker

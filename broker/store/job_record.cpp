@@ -15,7 +15,8 @@ constexpr const char* kTimestampFields[] = {"created_at",   "enqueued_at",  "sta
                                             "preempt_deadline", "progress_updated_at"};
 // Hash fields holding JSON text written by the broker.
 constexpr const char* kJsonFields[] = {"result", "error", "errors", "last_checkpoint", "checkpoints",
-                                       "ext_ml_assigned_devices", "preemption", "progress", "progress_data"};
+                                       "ext_ml_assigned_devices", "preemption", "progress", "progress_data",
+                                       "parent_results"};  // [workflows] results of the steps before
 }  // namespace
 
 const std::string& JobRecord::get(const std::string& name) const {
@@ -53,6 +54,7 @@ nlohmann::json JobRecord::envelope() const {
     if (it != fields.end() && !it->second.empty()) doc[f] = nlohmann::json::parse(it->second, nullptr, false);
   }
   if (has("worker_id")) doc["worker_id"] = get("worker_id");
+  if (has("workflow_id")) doc["workflow_id"] = get("workflow_id");  // [workflows]
   if (auto n = get_int("preemption_count")) doc["preemption_count"] = *n;
   return doc;
 }

@@ -50,6 +50,12 @@ std::vector<std::vector<std::string>> forget_held(const std::string& worker_id, 
   return {{"HDEL", keys::worker_jobs(worker_id), job_id}};
 }
 
+// [workflows] A job transition's keys followed by those that advance its workflow.
+std::vector<std::string> with_workflow_keys(std::vector<std::string> script_keys, const std::string& queue) {
+  for (auto& k : keys::workflow_transition_keys(queue)) script_keys.push_back(std::move(k));
+  return script_keys;
+}
+
 // The ids a single script call extends or a single HMGET resolves: one call holds
 // Redis's one thread, so a 100k-id heartbeat is cut into slices that other
 // clients' commands interleave with.
@@ -179,8 +185,9 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
 Transition JobStore::ack(const std::string& queue, const std::string& id, const std::string& result_json,
                          const std::string& worker_id) {
   return transition_from(redis_.eval("ack",
-                                     {keys::job(queue, id), keys::active(queue), keys::stats(queue), keys::events(queue),
-                                      keys::ledger(queue), keys::tenant_ledger(queue)},
+                                     with_workflow_keys({keys::job(queue, id), keys::active(queue), keys::stats(queue),
+                                                         keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue)},
+                                                        queue),
                                      {result_json, worker_id}, forget_held(worker_id, id)));
 }
 
@@ -189,10 +196,12 @@ Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome,
                           const std::string& worker_id) {
   const auto& queue = snapshot.queue();
   return transition_from(redis_.eval("fail",
-                                     {keys::job(queue, snapshot.id()), keys::active(queue), keys::delayed(queue),
-                                      keys::dead(queue), keys::stats(queue), keys::events(queue), keys::ledger(queue),
-                                      keys::tenant_ledger(queue), keys::preempting(queue),
-                                      keys::ready(queue, snapshot.get("class")), keys::seq(queue)},
+                                     with_workflow_keys({keys::job(queue, snapshot.id()), keys::active(queue),
+                                                         keys::delayed(queue), keys::dead(queue), keys::stats(queue),
+                                                         keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
+                                                         keys::preempting(queue), keys::ready(queue, snapshot.get("class")),
+                                                         keys::seq(queue)},
+                                                        queue),
                                      {std::to_string(snapshot.attempt()), outcome, std::to_string(due_ms), error_json,
                                       errors_json, require_expired ? "1" : "0", worker_id},
                                      forget_held(worker_id, snapshot.id())));
@@ -200,9 +209,10 @@ Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome,
 
 Transition JobStore::cancel(const std::string& queue, const std::string& id) {
   return transition_from(redis_.eval("cancel",
-                                     {keys::job(queue, id), keys::ready_prefix(queue), keys::delayed(queue),
-                                      keys::active(queue), keys::stats(queue), keys::events(queue), keys::ledger(queue),
-                                      keys::tenant_ledger(queue)},
+                                     with_workflow_keys({keys::job(queue, id), keys::ready_prefix(queue), keys::delayed(queue),
+                                                         keys::active(queue), keys::stats(queue), keys::events(queue),
+                                                         keys::ledger(queue), keys::tenant_ledger(queue)},
+                                                        queue),
                                      {}));
 }
 

@@ -13,6 +13,7 @@
 // id it read; every other key is passed whole.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace ojs::broker::keys {
 
@@ -40,10 +41,23 @@ inline std::string diagnosis(const std::string& queue, const std::string& cls) {
 inline std::string preempting(const std::string& queue) { return queue_prefix(queue) + "preempting"; }    // zset id -> deadline
 inline std::string escalations(const std::string& queue) { return queue_prefix(queue) + "escalations"; }  // zset id -> due
 inline std::string reservation_waits(const std::string& queue) { return queue_prefix(queue) + "reservation-waits"; }  // zset id -> due
+// Workflows (OJS level 3), in the slot of the queue their jobs share: the workflow
+// hash, and the workflows whose batch callbacks are due to be enqueued (id -> since ms).
+inline std::string workflow_prefix(const std::string& queue) { return queue_prefix(queue) + "workflow:"; }  // + id
+inline std::string workflow(const std::string& queue, const std::string& id) { return workflow_prefix(queue) + id; }
+inline std::string workflow_dispatch(const std::string& queue) { return queue_prefix(queue) + "workflow-dispatch"; }
+// The keys a job transition (ack, fail, cancel) declares to advance the job's
+// workflow, in the order _lib_workflows.lua's workflow_keys reads them.
+inline std::vector<std::string> workflow_transition_keys(const std::string& queue) {
+  return {workflow_prefix(queue), job_prefix(queue),  ready_prefix(queue),      seq(queue),
+          delayed(queue),         classes(queue),     classes_version(queue),   escalations(queue),
+          reservation_waits(queue), workflow_dispatch(queue)};
+}
 
 // ---- global: each its own slot, never inside a queue script ----
 inline const std::string queue_directory = "ojs:queues";   // hash queue -> first seen (ms)
 inline const std::string job_directory = "ojs:job-queue";  // hash job id -> queue
+inline const std::string workflow_directory = "ojs:workflow-queue";  // hash workflow id -> queue of its jobs
 inline const std::string workers = "ojs:workers";          // zset worker id -> last contact (ms)
 inline std::string worker(const std::string& id) { return "ojs:worker:" + id; }  // hash: last_seen, capabilities, queues, state
 inline std::string worker_jobs(const std::string& id) { return "ojs:worker:" + id + ":jobs"; }  // hash job id -> load JSON

@@ -56,10 +56,10 @@ bool PreemptionStore::escalate(const JobRecord& job, double new_rank_base, int f
 
 Transition PreemptionStore::discard_waiting(const JobRecord& job, const std::string& error_json) {
   const auto& q = job.queue();
-  auto reply = redis_.eval("discard_waiting",
-                           {keys::job(q, job.id()), keys::ready(q, job.get("class")), keys::delayed(q), keys::stats(q),
-                            keys::events(q), keys::reservation_waits(q)},
-                           {error_json});
+  std::vector<std::string> script_keys{keys::job(q, job.id()), keys::ready(q, job.get("class")), keys::delayed(q),
+                                       keys::stats(q), keys::events(q), keys::reservation_waits(q)};
+  for (auto& k : keys::workflow_transition_keys(q)) script_keys.push_back(std::move(k));  // [workflows]
+  auto reply = redis_.eval("discard_waiting", script_keys, {error_json});
   return JobStore::transition_from(reply);
 }
 

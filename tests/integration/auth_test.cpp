@@ -117,6 +117,22 @@ TEST_F(Auth, PushIsRateLimitedPerIdentity) {
   EXPECT_EQ(admin.post("/ojs/v1/jobs", job("auth-r")).status, 201);  // another identity has its own bucket
 }
 
+TEST_F(Auth, BatchPushTakesOneRateTokenPerJob) {
+  const auto batch = [](int n) {
+    json jobs = json::array();
+    for (int i = 0; i < n; ++i) jobs.push_back(job("auth-b"));
+    return json{{"jobs", jobs}};
+  };
+  auto r = producer.post("/ojs/v1/jobs/batch", batch(21));  // beyond the burst of 20: never admissible
+  EXPECT_EQ(r.status, 429) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["details"]["field"], "jobs");
+  EXPECT_EQ(producer.post("/ojs/v1/jobs/batch", batch(15)).status, 201);
+  r = producer.post("/ojs/v1/jobs/batch", batch(15));  // about 5 tokens left: refused whole, nothing taken
+  EXPECT_EQ(r.status, 429) << r.body.dump();
+  EXPECT_EQ(admin.get("/ojs/v1/queues/auth-b/stats").body["queue"]["available"], 15) << "nothing of the refused batch enqueued";
+  EXPECT_EQ(producer.post("/ojs/v1/jobs", job("auth-b")).status, 201);  // the refused batch took no tokens
+}
+
 TEST_F(Auth, OjsctlSendsItsToken) {
   auto ok = run_process({binary_path("ojsctl/ojsctl"), "--url", broker.url(), "--token", "admin-token", "queue", "budget", "auth-c"}, 30);
   EXPECT_EQ(ok.exit_code, 0) << ok.output;

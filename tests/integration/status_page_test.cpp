@@ -57,7 +57,8 @@ TEST(StatusPage, ServedAsHtmlWithoutExternalAssets) {
 
 TEST(StatusPage, HeadlessChromiumRendersWorkersQueuesAndWaitingReasons) {
   const auto chromium = find_chromium();
-  if (chromium.empty()) GTEST_SKIP() << "chromium not found on PATH; install the Debian package `chromium` (scripts/install-deps.sh)";
+  // A missing browser fails loudly: scripts/install-deps.sh installs it, and a skip would pass silently.
+  ASSERT_FALSE(chromium.empty()) << "chromium not found on PATH; install the Debian package `chromium` (scripts/install-deps.sh)";
   RedisServer redis;
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};

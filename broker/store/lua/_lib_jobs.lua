@@ -11,14 +11,16 @@ local function new_job_keys(job_dir, queue_dir, first)
 end
 
 -- Stores a new job and makes it available (or scheduled), as PUSH does.
--- k: {job_dir, queue_dir, job, ready, delayed, seq, events, classes, classes_ver} (keys)
+-- k: {job_dir, queue_dir (both nil: already written), job, ready, delayed, seq, events, classes, classes_ver} (keys)
 -- job: {id, queue, class, class_json, rank_base, scheduled_at ('' = now), fields = {f, v, ...},
 --       escalate_after / reservation_timeout (ms, '' = none; written when k has
 --       escalations / reservation_waits)}
 -- Returns the job hash as a flat array.
 local function store_new_job(k, job, now)
-  redis.call('HSET', k.job_dir, job.id, job.queue)
-  redis.call('HSETNX', k.queue_dir, job.queue, now)
+  if k.job_dir then  -- [workflows] a workflow step's id was entered in the directories at creation
+    redis.call('HSET', k.job_dir, job.id, job.queue)
+    redis.call('HSETNX', k.queue_dir, job.queue, now)
+  end
   if redis.call('HSETNX', k.classes, job.class, job.class_json) == 1 then redis.call('INCR', k.classes_ver) end
   redis.call('HSET', k.job, 'id', job.id, 'class', job.class, 'rank_base', job.rank_base, 'attempt', 0, 'created_at', now,
              unpack(job.fields))
@@ -73,4 +75,20 @@ local function progress_on_complete(jk)
 end
 local function progress_on_retry(jk)
   redis.call('HDEL', jk, 'progress', 'progress_data', 'progress_updated_at', 'progress_event_at')
+end
+
+-- CANCEL of one job (cancel.lua, and a workflow's cancel for each of its jobs):
+-- any non-terminal state -> cancelled, its indexes and GPU budget released.
+-- c: {ready_prefix, delayed, active, stats, events, ledger, tenant_ledger}
+local function cancel_job(c, jk, job, now)
+  release_budget({ledger = c.ledger, tenant_ledger = c.tenant_ledger}, jk, job)
+  redis.call('ZREM', c.ready_prefix .. job.class, job.id)
+  redis.call('ZREM', c.delayed, job.id)
+  redis.call('ZREM', c.active, job.id)
+  job.state, job.cancelled_at = 'cancelled', now
+  job.visibility_deadline, job.execution_deadline, job.next_attempt_at = nil, nil, nil
+  redis.call('HSET', jk, 'state', 'cancelled', 'cancelled_at', now)
+  redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline', 'next_attempt_at')
+  redis.call('HINCRBY', c.stats, 'cancelled', 1)
+  emit(c.events, 'job.cancelled', job, nil)
 end

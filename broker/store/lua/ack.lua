@@ -1,5 +1,6 @@
 -- ACK: active -> completed.
--- KEYS (6): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger
+-- KEYS (16): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
+--            7-16 workflow keys (_lib_workflows.lua)
 -- ARGV: result_json ('' = none), worker_id ('' = any: plain OJS ACKs carry none)
 -- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
 local result, worker = ARGV[1], ARGV[2]
@@ -30,4 +31,5 @@ if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
 redis.call('ZREM', KEYS[2], job.id)
 redis.call('HINCRBY', KEYS[3], 'completed', 1)
 emit(KEYS[4], 'job.completed', job, {'duration_ms', tostring(now - tonumber(job.started_at or now))})
+workflow_job_ended(workflow_keys(7, KEYS[4]), job, 'completed', now)  -- [workflows]
 return {'ok', flat_job(job)}

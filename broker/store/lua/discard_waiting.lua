@@ -1,7 +1,7 @@
 -- Discard a job that is still waiting (available, scheduled or retryable) with an
 -- error: used when its reservation is missing or expired after reservation_timeout_s.
--- KEYS (6): 1 job hash, 2 ready set of the job's class, 3 delayed, 4 stats, 5 events,
---           6 reservation waits
+-- KEYS (16): 1 job hash, 2 ready set of the job's class, 3 delayed, 4 stats, 5 events,
+--           6 reservation waits, 7-16 workflow keys (_lib_workflows.lua)
 -- ARGV: error_json
 -- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
 local err = ARGV[1]
@@ -18,4 +18,5 @@ redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at'
 redis.call('HDEL', jk, 'next_attempt_at')
 redis.call('HINCRBY', KEYS[4], 'discarded', 1)
 emit(KEYS[5], 'job.discarded', job, {'dead_letter', '0'})
+workflow_job_ended(workflow_keys(7, KEYS[5]), job, 'failed', now)  -- [workflows]
 return {'ok', flat_job(job)}

@@ -1,7 +1,8 @@
 -- NACK / reclaim: the broker decided the outcome from a snapshot; apply it if the
 -- job is still the attempt that snapshot saw (compare-and-set on attempt).
--- KEYS (11): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
---            8 tenant ledger, 9 preempting, 10 ready set of the job's class, 11 seq
+-- KEYS (21): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
+--            8 tenant ledger, 9 preempting, 10 ready set of the job's class, 11 seq,
+--            12-21 workflow keys (_lib_workflows.lua)
 -- ARGV: expected_attempt, outcome (retry|discard|dead_letter|requeue|reclaim), due_ms (retry),
 --       error_json, errors_json, require_expired ('1' = only if the visibility deadline
 --       has passed: used by the reaper), worker_id ('' = any)
@@ -59,5 +60,6 @@ else
   redis.call('HINCRBY', KEYS[5], 'discarded', 1)
   if outcome == 'dead_letter' then redis.call('ZADD', KEYS[4], now, job.id) end
   emit(KEYS[6], 'job.discarded', job, {'dead_letter', outcome == 'dead_letter' and '1' or '0'})
+  workflow_job_ended(workflow_keys(12, KEYS[6]), job, 'failed', now)  -- [workflows]
 end
 return {'ok', flat_job(job)}

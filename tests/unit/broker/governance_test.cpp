@@ -154,11 +154,20 @@ TEST(Roles, EachRoleOnlyWhereItBelongs) {
 TEST(RateLimiter, TokenBucketRefillsAtTheRate) {
   auth::RateLimiter limiter(2.0, 3);  // 2/s, burst 3
   const auto t0 = auth::RateLimiter::Clock::now();
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(limiter.acquire("a", t0), 0);
-  const double wait = limiter.acquire("a", t0);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(limiter.acquire("a", 1, t0), 0);
+  const double wait = limiter.acquire("a", 1, t0);
   EXPECT_NEAR(wait, 0.5, 1e-9);
-  EXPECT_EQ(limiter.acquire("b", t0), 0);  // per key
-  EXPECT_EQ(limiter.acquire("a", t0 + std::chrono::milliseconds(500)), 0);
-  EXPECT_GT(limiter.acquire("a", t0 + std::chrono::milliseconds(500)), 0);
+  EXPECT_EQ(limiter.acquire("b", 1, t0), 0);  // per key
+  EXPECT_EQ(limiter.acquire("a", 1, t0 + std::chrono::milliseconds(500)), 0);
+  EXPECT_GT(limiter.acquire("a", 1, t0 + std::chrono::milliseconds(500)), 0);
   EXPECT_EQ(auth::RateLimiter(0, 1).acquire("x"), 0);  // disabled
+}
+
+TEST(RateLimiter, ABatchTakesAllItsTokensOrNone) {
+  auth::RateLimiter limiter(2.0, 5);  // 2/s, burst 5
+  const auto t0 = auth::RateLimiter::Clock::now();
+  EXPECT_EQ(limiter.acquire("a", 4, t0), 0);
+  EXPECT_NEAR(limiter.acquire("a", 3, t0), 1.0, 1e-9);  // 1 left, 2 missing at 2/s
+  EXPECT_EQ(limiter.acquire("a", 1, t0), 0);            // the refused batch took nothing
+  EXPECT_GT(limiter.acquire("b", 6, t0), 0);            // beyond the burst: never admitted
 }

@@ -1,0 +1,27 @@
+-- [workflows] DELETE /ojs/v1/workflows/{id}: running -> cancelled; every job of it
+-- that has not ended is cancelled (as cancel.lua does), waiting steps never start,
+-- callbacks not yet enqueued never will be.
+-- KEYS (10): 1 workflow hash, 2 job prefix, 3 ready prefix, 4 delayed, 5 active, 6 stats,
+--            7 events, 8 ledger, 9 tenant ledger, 10 workflow dispatch set
+-- ARGV: workflow id
+-- Reply: {'ok', workflow fields} | {'not_found'} | {'conflict', state}
+local wk = KEYS[1]
+local wf = read_job(wk)
+if not wf then return {'not_found'} end
+if wf.state ~= 'running' then return {'conflict', wf.state} end
+local now = now_ms()
+redis.call('HSET', wk, 'state', 'cancelled', 'cancelled_at', now, 'completed_at', now)
+redis.call('ZREM', KEYS[10], ARGV[1])
+local c = {ready_prefix = KEYS[3], delayed = KEYS[4], active = KEYS[5], stats = KEYS[6], events = KEYS[7],
+           ledger = KEYS[8], tenant_ledger = KEYS[9]}
+for i = 0, tonumber(wf.total) - 1 do
+  local id = wf['m:' .. i]
+  local jk = id and (KEYS[2] .. id)
+  local job = jk and read_job(jk)
+  if job and not is_terminal(job.state) then
+    cancel_job(c, jk, job, now)
+    redis.call('HSET', wk, 'o:' .. i, 'cancelled')
+  end
+end
+emit(KEYS[7], 'workflow.cancelled', {id = '', type = '', queue = wf.queue, attempt = '0'}, {'workflow_id', ARGV[1]})
+return {'ok', redis.call('HGETALL', wk)}
