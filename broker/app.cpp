@@ -5,6 +5,7 @@
 #include "broker/api/api.hpp"
 #include "broker/background/maintenance.hpp"
 #include "broker/cron/cron_service.hpp"
+#include "broker/events/event_hub.hpp"
 #include "broker/governance/install.hpp"
 #include "broker/http/server.hpp"
 #include "broker/preemption/preemption.hpp"
@@ -30,6 +31,8 @@ struct BrokerApp::Impl {
   std::unique_ptr<CronService> cron;  // ecosystem: cron registrations and ticker
   std::unique_ptr<WorkflowService> workflows;  // OJS level 3: chain, group, batch
   std::unique_ptr<governance::Installed> governance;  // access control, admission, admin queue routes
+  std::unique_ptr<EventStore> events;
+  std::unique_ptr<EventHub> event_hub;  // the SSE fan-out
 };
 
 BrokerApp::BrokerApp(BrokerConfig config) : impl_(std::make_unique<Impl>()) { impl_->config = std::move(config); }
@@ -66,7 +69,13 @@ void BrokerApp::start() {
   register_progress_api(i.router, *i.api);
   register_workers_api(i.router, *i.api);
   register_queues_api(i.router, *i.api);
-  register_events_api(i.router, *i.api);
+  i.events = std::make_unique<EventStore>(*i.redis);
+  EventHubOptions streams;
+  streams.max_streams = static_cast<std::size_t>(i.config.max_event_streams);
+  streams.keep_alive = std::chrono::milliseconds(i.config.event_stream_keepalive_ms);
+  streams.poll = std::chrono::milliseconds(i.config.event_stream_poll_ms);
+  i.event_hub = std::make_unique<EventHub>(*i.events, [jobs = i.jobs.get()](const std::string& id) { return jobs->tenant_of(id); }, streams);
+  register_events_api(i.router, *i.api, *i.events, *i.event_hub);
   register_dead_letter_api(i.router, *i.api);
   i.governance = governance::install(i.config, *i.redis, *i.jobs, i.router, *i.api);
   register_admin_api(i.router, *i.api, *i.governance->configs);
@@ -83,6 +92,7 @@ void BrokerApp::start() {
   http.tls_key = i.config.tls_key;
   i.server = std::make_unique<HttpServer>(http, i.router);
   i.server->start();
+  i.event_hub->start();
   i.maintenance = std::make_unique<Maintenance>(*i.jobs, *i.workers, i.config);
   i.preemption = std::make_unique<PreemptionController>(*i.jobs, *i.scheduler, *i.diagnosis, *i.workers, i.config);
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
@@ -95,6 +105,7 @@ void BrokerApp::start() {
 
 void BrokerApp::stop() {
   auto& i = *impl_;
+  if (i.event_hub) i.event_hub->stop();  // open streams get server.shutdown and end, then the server closes
   if (i.server) i.server->stop();
   if (i.maintenance) i.maintenance->stop();
   if (i.embedded) i.embedded->stop();

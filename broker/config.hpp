@@ -53,6 +53,15 @@ struct BrokerConfig {
   std::int64_t preemption_interval_ms = 1000;
   std::int64_t capacity_hold_ms = 10000;
   std::vector<std::string> checkpoint_prefixes;
+
+  // Job events (docs/operations.md "Events"): whether the transition scripts record
+  // them (bounded: each queue's stream capped at about events_max_len entries; off:
+  // none, and the event endpoints answer 422), and the SSE stream's bounds.
+  std::string events = "bounded";
+  long long events_max_len = 10000;
+  int max_event_streams = 256;                 // open GET /ojs/v1/events/stream per broker; beyond: 503
+  std::int64_t event_stream_keepalive_ms = 15000;  // ":heartbeat" comment on an idle stream
+  std::int64_t event_stream_poll_ms = 100;     // the shared reader's cadence while streams are open
 };
 
 }  // namespace ojs::broker

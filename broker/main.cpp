@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "broker/app.hpp"
+#include "broker/store/lua_scripts.hpp"
 
 int main(int argc, char** argv) {
   ojs::broker::BrokerConfig config;
@@ -46,6 +47,11 @@ int main(int argc, char** argv) {
   cli.add_option("--preemption-interval-ms", config.preemption_interval_ms, "Preemption controller cadence (leader lease: 3x, at least 2 s)")->capture_default_str()->check(CLI::Range(10, 600000));
   cli.add_option("--capacity-hold-ms", config.capacity_hold_ms, "GPUs freed by preemption stay held for the preemptor this long after the victims' deadline")->capture_default_str();
   cli.add_option("--checkpoint-prefix", config.checkpoint_prefixes, "Allowed checkpoint storage URI prefix (repeatable; none: any s3/gs/az/file URI)");
+  cli.add_option("--events", config.events, "Job events: bounded (each queue's stream capped at --events-max-len) or off (none recorded)")->capture_default_str()->check(CLI::IsMember({"bounded", "off"}));
+  cli.add_option("--events-max-len", config.events_max_len, "Approximate cap of each queue's event stream")->capture_default_str()->check(CLI::Range(100LL, 100000000LL));
+  cli.add_option("--max-event-streams", config.max_event_streams, "Open SSE event streams per broker (beyond: 503)")->capture_default_str()->check(CLI::Range(0, 100000));
+  cli.add_option("--event-stream-keepalive-ms", config.event_stream_keepalive_ms, "Heartbeat comment on an idle SSE stream after this long")->capture_default_str()->check(CLI::Range(100, 3600000));
+  cli.add_option("--event-stream-poll-ms", config.event_stream_poll_ms, "Cadence of the reader that feeds SSE streams")->capture_default_str()->check(CLI::Range(10, 60000));
   std::string log_level = "info";
   cli.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(cli, argc, argv);
@@ -58,6 +64,8 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // threads inherit the mask; we sigwait below
   std::signal(SIGPIPE, SIG_IGN);
 
+  // Before any Redis connection: the scripts are loaded with the bound in them.
+  ojs::broker::set_event_stream_bound(config.events == "off" ? 0 : config.events_max_len);
   ojs::broker::BrokerApp app(config);
   try {
     app.start();

@@ -28,7 +28,9 @@ void register_workflows_api(Router& router, WorkflowService& workflows);  // /oj
 void register_progress_api(Router& router, ApiContext& ctx);  // workers/progress, jobs/{id}/progress
 void register_workers_api(Router& router, ApiContext& ctx);
 void register_queues_api(Router& router, ApiContext& ctx);
-void register_events_api(Router& router, ApiContext& ctx);
+class EventStore;
+class EventHub;
+void register_events_api(Router& router, ApiContext& ctx, EventStore& events, EventHub& hub);  // polling and SSE
 void register_dead_letter_api(Router& router, ApiContext& ctx);
 namespace governance { class QueueConfigStore; }
 // Admin: queue config, budget/ledger, reconciliation, jobs by state.

@@ -1,54 +1,125 @@
-// GET /ojs/v1/events?types=a,b&queues=x,y&job_id=...&limit=N (newest first).
+// Job events, two ways over the same filters:
+//   GET /ojs/v1/events?types=a,b&queues=x,y&job_types=t&job_id=...&limit=N   (polling, newest first)
+//   GET /ojs/v1/events/stream?<the same filters>                              (server-sent events, live)
+//   GET /ojs/v1/queues/{name}/events, GET /ojs/v1/jobs/{id}/events             (the same, for one queue / one job)
+// A tenant-pinned token sees only events of its tenant's jobs, on both.
 #include <map>
 
 #include "broker/api/api.hpp"
+#include "broker/api/job_scope.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/auth/identity.hpp"
+#include "broker/events/event_hub.hpp"
 #include "broker/events/event_log.hpp"
 #include "ojs/core/error.hpp"
+#include "ojs/core/time.hpp"
 
 namespace ojs::broker {
 
 namespace {
-std::vector<std::string> split_csv(const std::string& s) {
-  std::vector<std::string> out;
+
+std::set<std::string> csv_set(const std::string& s) {
+  std::set<std::string> out;
   std::size_t start = 0;
   while (start < s.size()) {
     auto comma = s.find(',', start);
     if (comma == std::string::npos) comma = s.size();
-    if (comma > start) out.push_back(s.substr(start, comma - start));
+    if (comma > start) out.insert(s.substr(start, comma - start));
     start = comma + 1;
   }
   return out;
 }
+
+// `event_types` is the realtime spec's name for `types`, `queue` / `job_type` the singular forms.
+EventFilter filter_of(const HttpRequest& r) {
+  EventFilter f;
+  f.types = csv_set(r.query_or("types", r.query_or("event_types", "")));
+  f.queues = csv_set(r.query_or("queues", r.query_or("queue", "")));
+  f.job_types = csv_set(r.query_or("job_types", r.query_or("job_type", "")));
+  f.job_id = r.query_or("job_id", "");
+  return f;
+}
+
+void require_events_on(const ApiContext& ctx) {
+  if (ctx.config.events == "off")
+    throw OjsError(ErrorCode::unsupported, "job events are turned off on this broker (--events off): nothing is recorded to read",
+                   {{"field", "events"}, {"rule", "needs a broker started with --events bounded (the default)"}});
+}
+
+// EventSource sends Last-Event-ID on reconnection; `last_event_id` serves clients that cannot set headers.
+std::string last_event_id(const HttpRequest& r) {
+  auto last = r.header("last-event-id");
+  return last.empty() ? r.query_or("last_event_id", "") : last;
+}
+
+HttpResponse sse_response(std::shared_ptr<EventSubscription> sub) {
+  HttpResponse response;
+  response.content_type = "text/event-stream";
+  response.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+  response.stream = std::move(sub);
+  return response;
+}
+
 }  // namespace
 
-void register_events_api(Router& router, ApiContext& ctx) {
-  router.add("GET", "/ojs/v1/events", [&ctx](const HttpRequest& r) {
-    EventQuery q;
-    for (auto& t : split_csv(r.query_or("types", ""))) q.types.insert(t);
-    q.queues = split_csv(r.query_or("queues", ""));
-    q.job_id = r.query_or("job_id", "");
+void register_events_api(Router& router, ApiContext& ctx, EventStore& events, EventHub& hub) {
+  router.add("GET", "/ojs/v1/events", [&ctx, &events](const HttpRequest& r) {
+    require_events_on(ctx);
+    const auto filter = filter_of(r);
+    const int limit = int_query(r, "limit", 100, 1, 1000);
+    const auto queues = filter.queues.empty() ? ctx.store.queues() : std::vector<std::string>(filter.queues.begin(), filter.queues.end());
+    JobVisibility visible;
+    if (const auto scope = auth::tenant_scope(); !scope.empty()) {
+      visible = [&ctx, scope, seen = std::map<std::string, bool>()](const std::string& job) mutable {
+        auto it = seen.find(job);  // one lookup per job
+        if (it == seen.end()) it = seen.emplace(job, ctx.jobs.tenant_of(job).value_or("") == scope).first;
+        return it->second;
+      };
+    }
+    nlohmann::json out = nlohmann::json::array();
+    for (auto& e : list_events(events, queues, filter, visible, limit)) out.push_back(std::move(e));
+    return json_reply(200, {{"events", out}});
+  });
+
+  router.add("GET", "/ojs/v1/events/stream", [&ctx, &hub](const HttpRequest& r) {
+    require_events_on(ctx);
+    return sse_response(hub.subscribe(filter_of(r), auth::tenant_scope(), last_event_id(r)));
+  });
+
+  // spec/ojs-realtime.md 2.2: one queue's events (404 for an unknown queue).
+  router.add("GET", "/ojs/v1/queues/{name}/events", [&ctx, &hub](const HttpRequest& r) {
+    require_events_on(ctx);
+    const auto queue = queue_name_param(r);
+    if (!ctx.store.queue_exists(queue)) throw OjsError(ErrorCode::not_found, "queue " + queue + " not found", {{"queue", queue}});
+    auto filter = filter_of(r);
+    filter.queues = {queue};
+    return sse_response(hub.subscribe(std::move(filter), auth::tenant_scope(), last_event_id(r)));
+  });
+
+  // spec/ojs-realtime.md 2.1: one job's events until its terminal one; a job
+  // already finished gets one job.state_changed with its state, and the end.
+  router.add("GET", "/ojs/v1/jobs/{id}/events", [&ctx, &hub](const HttpRequest& r) {
+    require_events_on(ctx);
+    const auto& id = job_id_param(r);
+    require_in_tenant_scope(ctx, id);
+    auto filter = filter_of(r);
+    filter.job_id = id;
+    auto sub = hub.subscribe(std::move(filter), auth::tenant_scope(), last_event_id(r), true);
+    // Read after subscribing: a transition in between is either in the stream or in this state.
+    nlohmann::json job;
     try {
-      q.limit = std::stoi(r.query_or("limit", "100"));
+      job = ctx.jobs.info(id);
     } catch (...) {
-      throw invalid_field("limit", "must be an integer between 1 and 1000");
+      sub->abandon();
+      throw;
     }
-    if (q.limit < 1 || q.limit > 1000) throw invalid_field("limit", "must be an integer between 1 and 1000");
-    nlohmann::json events = nlohmann::json::array();
-    // A tenant-pinned token reads only events of its tenant's jobs.
-    const auto scope = auth::tenant_scope();
-    std::map<std::string, bool> visible;  // job id -> in scope, one lookup per job
-    for (auto& e : list_events(ctx.store, q)) {
-      if (!scope.empty()) {
-        const auto subject = e.value("subject", std::string());
-        auto it = visible.find(subject);
-        if (it == visible.end()) it = visible.emplace(subject, ctx.jobs.tenant_of(subject).value_or("") == scope).first;
-        if (!it->second) continue;
-      }
-      events.push_back(std::move(e));
+    const auto state = job.value("state", "");
+    if (state == "completed" || state == "cancelled" || state == "discarded") {
+      const nlohmann::json changed = {{"job_id", id}, {"queue", job.value("queue", "")}, {"type", job.value("type", "")},
+                                      {"to", state}, {"timestamp", format_rfc3339(now_ms())}};
+      sub->finish(sse_frame("", "job.state_changed", changed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     }
-    return json_reply(200, {{"events", events}});
+    return sse_response(std::move(sub));
   });
 }
 

@@ -1,5 +1,6 @@
 // PUSH, INFO and CANCEL: POST /ojs/v1/jobs, GET and DELETE /ojs/v1/jobs/{id}.
 #include "broker/api/api.hpp"
+#include "broker/api/job_scope.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/api/tenant_header.hpp"
 #include "broker/auth/identity.hpp"
@@ -9,22 +10,18 @@
 
 namespace ojs::broker {
 
-namespace {
 const std::string& job_id_param(const HttpRequest& r) {
   const auto& id = r.params.at("id");
   if (!is_uuidv7(id)) throw invalid_field("id", "must be a lowercase UUIDv7 job id");
   return id;
 }
 
-// A tenant-pinned token sees and cancels only its tenant's jobs: another
-// tenant's job answers 404, exactly as a missing one.
 void require_in_tenant_scope(ApiContext& ctx, const std::string& id) {
   const auto scope = auth::tenant_scope();
   if (scope.empty()) return;
   const auto tenant = ctx.jobs.tenant_of(id);
   if (tenant && *tenant != scope) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
 }
-}  // namespace
 
 void register_jobs_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/jobs", [&ctx](const HttpRequest& r) {

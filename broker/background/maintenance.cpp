@@ -21,6 +21,8 @@ void Maintenance::run_once() {
         if (int n = jobs_.reclaim_from_lost_workers(queue, lost_workers); n > 0)
           spdlog::warn("queue {}: reclaimed {} job(s) from workers that stopped heartbeating", queue, n);
       store.promote(queue);
+      if (long long n = store.expire_gangs(queue); n > 0)  // [gangs]
+        spdlog::info("queue {}: released {} gang(s) that did not complete before their hold deadline", queue, n);
       if (int n = jobs_.reclaim_expired(queue); n > 0)
         spdlog::info("queue {}: reclaimed {} job(s) whose visibility timeout expired", queue, n);
     } catch (const StoreUnavailable&) {

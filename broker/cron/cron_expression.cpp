@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -69,7 +70,8 @@ std::vector<int> parse_field(const std::string& text, const FieldSpec& f, bool& 
     for (const auto& [name, _] : f.names)
       for (auto at = rest.find(name); at != std::string::npos; at = rest.find(name)) rest.erase(at, name.size());
     if (rest.find_first_of("LW#") != std::string::npos)
-      throw std::invalid_argument(std::string(f.name) + " field: L, W and # are not supported ('" + item + "')");
+      throw std::invalid_argument(std::string(f.name) + " field: '" + item +
+                                  "' misuses L, W or #: day-of-month takes L, L-n, LW or nW, day-of-week nL or n#k, each as a list item of its own");
     int step = 1;
     std::string range = item;
     if (const auto slash = item.find('/'); slash != std::string::npos) {
@@ -95,6 +97,24 @@ std::vector<int> parse_field(const std::string& text, const FieldSpec& f, bool& 
   }
   if (out.empty()) throw std::invalid_argument(std::string(f.name) + " field is empty");
   return out;
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() <= 4 && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+// Takes the L/W/# items out of a day field's list; what is left goes to parse_field.
+// Each special is whole (a range or step with them is refused by parse_field).
+std::string take_specials(const std::string& text, const std::function<bool(const std::string&)>& special) {
+  std::stringstream items(text);
+  std::string item, rest;
+  while (std::getline(items, item, ','))
+    if (!special(upper(item))) rest += (rest.empty() ? "" : ",") + item;
+  return rest;
+}
+
+int days_in_month(int year, int month) {
+  return static_cast<int>(days_from_civil(year + (month == 12), month % 12 + 1, 1) - days_from_civil(year, month, 1));
 }
 
 // Go-style durations for @every: "1h30m", "45s", "500ms".
@@ -157,15 +177,70 @@ CronExpression CronExpression::parse(const std::string& raw) {
   for (int v : parse_field(fields[0], kSecond, star)) e.seconds_.set(v);
   for (int v : parse_field(fields[1], kMinute, star)) e.minutes_.set(v);
   for (int v : parse_field(fields[2], kHour, star)) e.hours_.set(v);
-  for (int v : parse_field(fields[3], kDay, e.any_day_)) e.days_.set(v);
   for (int v : parse_field(fields[4], kMonth, star)) e.months_.set(v);
-  for (int v : parse_field(fields[5], kWeekday, e.any_weekday_)) e.weekdays_.set(v % 7);  // 7 is Sunday too
+
+  const auto day_rest = take_specials(fields[3], [&](const std::string& item) {
+    if (item == "L") return e.before_last_.set(0), true;
+    if (item == "LW") return e.last_weekday_ = true, true;
+    if (item.rfind("L-", 0) == 0) {
+      const auto n = item.substr(2);
+      if (!all_digits(n) || std::stoi(n) > 30) throw std::invalid_argument("day-of-month field: '" + item + "': L-n needs n in 0-30");
+      return e.before_last_.set(std::stoi(n)), true;
+    }
+    if (item.size() > 1 && item.back() == 'W') {
+      const auto n = item.substr(0, item.size() - 1);
+      if (!all_digits(n)) throw std::invalid_argument("day-of-month field: '" + item + "': nW needs a day number (15W)");
+      e.nearest_weekday_.set(value_of(n, kDay));
+      return true;
+    }
+    return false;
+  });
+  e.any_day_ = false;  // a field of specials alone is restricted; parse_field tells '*' from the rest
+  if (!day_rest.empty()) {
+    for (int v : parse_field(day_rest, kDay, e.any_day_)) e.days_.set(v);
+  }
+  const auto weekday_rest = take_specials(fields[5], [&](const std::string& item) {
+    if (const auto hash = item.find('#'); hash != std::string::npos) {
+      const auto k = item.substr(hash + 1);
+      if (!all_digits(k) || std::stoi(k) < 1 || std::stoi(k) > 5)
+        throw std::invalid_argument("day-of-week field: '" + item + "': n#k needs k in 1-5 (5#3 = third Friday)");
+      e.nth_weekday_.set((value_of(item.substr(0, hash), kWeekday) % 7) * 6 + std::stoi(k));
+      return true;
+    }
+    if (item.size() > 1 && item.back() == 'L') {
+      e.last_of_weekday_.set(value_of(item.substr(0, item.size() - 1), kWeekday) % 7);
+      return true;
+    }
+    if (item == "L") throw std::invalid_argument("day-of-week field: L needs a weekday before it (5L = the last Friday)");
+    return false;
+  });
+  e.any_weekday_ = false;
+  if (!weekday_rest.empty()) {
+    for (int v : parse_field(weekday_rest, kWeekday, e.any_weekday_)) e.weekdays_.set(v % 7);  // 7 is Sunday too
+  }
   return e;
 }
 
 bool CronExpression::day_matches(int year, int month, int day) const {
-  const bool dom = days_.test(day);
-  const bool dow = weekdays_.test(weekday_of(days_from_civil(year, month, day)));
+  const int last = days_in_month(year, month);
+  const int weekday = weekday_of(days_from_civil(year, month, day));
+  bool dom = days_.test(day) || (last - day <= 30 && before_last_.test(last - day));
+  if (last_weekday_ || nearest_weekday_.any()) {
+    // The weekday nearest day n, never leaving the month: Saturday -> Friday (or
+    // Monday the 3rd for the 1st), Sunday -> Monday (or Friday for the last day).
+    auto nearest = [&](int n) {
+      const int wd = weekday_of(days_from_civil(year, month, n));
+      if (wd == 6) return n == 1 ? 3 : n - 1;
+      if (wd == 0) return n == last ? n - 2 : n + 1;
+      return n;
+    };
+    if (last_weekday_ && day == nearest(last)) dom = true;
+    for (int n = 1; n <= last && !dom; ++n)
+      if (nearest_weekday_.test(n) && nearest(n) == day) dom = true;
+  }
+  bool dow = weekdays_.test(weekday);
+  if (last_of_weekday_.test(weekday) && day + 7 > last) dow = true;
+  if ((day - 1) / 7 + 1 <= 5 && nth_weekday_.test(weekday * 6 + (day - 1) / 7 + 1)) dow = true;
   if (any_day_ && any_weekday_) return true;
   if (any_day_) return dow;
   if (any_weekday_) return dom;

@@ -1,7 +1,10 @@
 // Cron expressions (spec/ojs-cron.md sections 3 and 4): 5 fields, or 6 with
 // seconds first; `*`, lists, ranges, steps, month and weekday names; @yearly,
-// @annually, @monthly, @weekly, @daily, @midnight, @hourly and @every <duration>.
-// (`L`, `W` and `#` are refused with a clear message: not supported yet.)
+// @annually, @monthly, @weekly, @daily, @midnight, @hourly and @every <duration>;
+// and Quartz's day specials: day-of-month `L` (last day), `L-n` (n days before
+// it), `LW` (last weekday), `nW` (the weekday nearest day n, within the month);
+// day-of-week `nL` (the month's last weekday n: 5L = last Friday) and `n#k` (its
+// k-th weekday n: 5#3 = third Friday). Names work too (FRIL, FRI#3).
 #pragma once
 #include <bitset>
 #include <cstdint>
@@ -30,6 +33,11 @@ class CronExpression {
   std::bitset<13> months_;  // 1-12
   std::bitset<7> weekdays_; // 0 = Sunday
   bool any_day_ = true, any_weekday_ = true;  // '*' (standard cron ORs two restricted day fields)
+  std::bitset<32> before_last_;       // L-n: bit n (L is L-0)
+  bool last_weekday_ = false;         // LW
+  std::bitset<32> nearest_weekday_;   // nW: bit n
+  std::bitset<7> last_of_weekday_;    // nL: bit n
+  std::bitset<7 * 6> nth_weekday_;    // n#k: bit n * 6 + k (k 1-5)
 
   bool day_matches(int year, int month, int day) const;
 };

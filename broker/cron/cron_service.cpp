@@ -71,8 +71,8 @@ json CronService::put(const json& body) {
   if (!def["timezone"].is_string() || !zone_of(def)) throw invalid_field("timezone", "must be an IANA time zone name such as \"America/New_York\"");
   def["overlap_policy"] = body.value("overlap_policy", "skip");
   const auto overlap = def["overlap_policy"];
-  if (!overlap.is_string() || (overlap != "skip" && overlap != "allow" && overlap != "enqueue"))
-    throw invalid_field("overlap_policy", "must be skip, allow or enqueue (cancel_previous is not supported yet)");
+  if (!overlap.is_string() || (overlap != "skip" && overlap != "allow" && overlap != "enqueue" && overlap != "cancel_previous"))
+    throw invalid_field("overlap_policy", "must be skip, allow, cancel_previous or enqueue");
   if (def.contains("enabled") && !def["enabled"].is_boolean()) throw invalid_field("enabled", "must be a boolean");
   def["enabled"] = def.value("enabled", true);
   if (def.contains("job_template") && !def["job_template"].is_object()) throw invalid_field("job_template", "must be an object");
@@ -102,6 +102,7 @@ json CronService::view(const std::string& name, const CronRecord& record) {
   out["next_run_at"] = next ? json(format_rfc3339(*next)) : json(nullptr);
   out["last_run_at"] = last ? json(format_rfc3339(*last)) : json(nullptr);
   out["run_count"] = to_ms(record.state, "run_count").value_or(0);
+  out["deferred_runs"] = deferred_ticks(record).size();  // enqueue policy: occurrences waiting for the previous run
   return out;
 }
 
@@ -123,11 +124,7 @@ json CronService::remove(const std::string& name) {
   return view(name, *record);
 }
 
-void CronService::fire(const std::string& name, const json& definition, std::int64_t tick_ms, std::int64_t now) {
-  const auto zone = zone_of(definition);
-  const auto expression = cron::CronExpression::parse(definition.value("expression", ""));
-  // The following tick counts from now: occurrences missed while no broker ran are not replayed.
-  const auto following = expression.next_after(std::max(tick_ms, now), *zone);
+BatchJob CronService::tick_job(const std::string& name, const json& definition, std::int64_t tick_ms) {
   json body = job_body(definition);
   if (!body.contains("meta") || !body["meta"].is_object()) body["meta"] = json::object();
   body["meta"]["cron_name"] = name;
@@ -135,21 +132,78 @@ void CronService::fire(const std::string& name, const json& definition, std::int
   PreparedJob prepared = jobs_.prepare(body);
   BatchJob row = store_record(prepared);  // with its scheduling indexes, written by cron_fire.lua
   row.scheduled_at_ms.reset();
+  return row;
+}
+
+void CronService::fire(const std::string& name, const json& definition, const CronRecord& record, std::int64_t tick_ms,
+                       std::int64_t now) {
+  const auto zone = zone_of(definition);
+  const auto expression = cron::CronExpression::parse(definition.value("expression", ""));
+  // The following tick counts from now: occurrences missed while no broker ran are not replayed.
+  const auto following = expression.next_after(std::max(tick_ms, now), *zone);
+  const auto policy = definition.value("overlap_policy", "skip");
+  // cancel_previous: the run this tick's snapshot names as the last one is cancelled
+  // first (a no-op when it has finished meanwhile), then the tick enqueues as allow.
+  if (policy == "cancel_previous") cancel_previous_run(name, record);
   // No following tick within five years: park the cron far ahead rather than spin.
-  const auto result = store_.fire(name, tick_ms, following.value_or(tick_ms + 5LL * 366 * 86400000), definition.value("overlap_policy", "skip"), row);
+  const auto result = store_.fire(name, tick_ms, following.value_or(tick_ms + 5LL * 366 * 86400000), policy, tick_job(name, definition, tick_ms));
   if (result == CronFire::skipped) spdlog::info("cron {}: tick skipped, the previous run is still active", name);
+  if (result == CronFire::deferred) {
+    const auto waiting = deferred_ticks(record).size() + 1;
+    if (waiting > 2) spdlog::warn("cron {}: {} occurrences wait for the previous run to finish (overlap_policy enqueue)", name, waiting);
+  }
+}
+
+std::vector<std::int64_t> CronService::deferred_ticks(const CronRecord& record) {
+  std::vector<std::int64_t> out;
+  const auto it = record.state.find("deferred");
+  if (it == record.state.end()) return out;
+  std::size_t start = 0;
+  while (start < it->second.size()) {
+    auto comma = it->second.find(',', start);
+    if (comma == std::string::npos) comma = it->second.size();
+    try {
+      out.push_back(std::stoll(it->second.substr(start, comma - start)));
+    } catch (...) {
+    }
+    start = comma + 1;
+  }
+  return out;
+}
+
+void CronService::cancel_previous_run(const std::string& name, const CronRecord& record) {
+  const auto it = record.state.find("last_job");
+  if (it == record.state.end()) return;
+  const auto space = it->second.find(' ');
+  if (space == std::string::npos) return;
+  const auto id = it->second.substr(space + 1);
+  try {
+    jobs_.cancel(id);
+    spdlog::info("cron {}: cancelled the previous run {} (overlap_policy cancel_previous)", name, id);
+  } catch (const OjsError&) {
+    // Finished (or gone) meanwhile: nothing to cancel.
+  }
 }
 
 void CronService::run_once() {
   if (!store_.lead(owner_, lease_ms_)) return;
   const auto now = now_ms();
   for (const auto& [name, record] : store_.list()) {
+    // enqueue policy: the oldest deferred occurrence runs once the previous run has finished.
+    if (const auto deferred = deferred_ticks(record); !deferred.empty()) {
+      try {
+        const json definition = json::parse(record.definition);
+        if (definition.value("enabled", true)) store_.fire_deferred(name, deferred.front(), tick_job(name, definition, deferred.front()));
+      } catch (const std::exception& e) {
+        spdlog::warn("cron {}: deferred tick at {} failed: {}", name, format_rfc3339(deferred.front()), e.what());
+      }
+    }
     const auto tick = to_ms(record.state, "next_run_at");
     if (!tick || *tick > now) continue;
     try {
       const json definition = json::parse(record.definition);
       if (!definition.value("enabled", true)) continue;
-      fire(name, definition, *tick, now);
+      fire(name, definition, record, *tick, now);
     } catch (const std::exception& e) {
       spdlog::warn("cron {}: tick at {} failed: {}", name, format_rfc3339(*tick), e.what());
     }

@@ -34,7 +34,11 @@ class CronService {
   std::int64_t lease_ms_;
 
   nlohmann::json view(const std::string& name, const CronRecord& record);
-  void fire(const std::string& name, const nlohmann::json& definition, std::int64_t tick_ms, std::int64_t now);
+  BatchJob tick_job(const std::string& name, const nlohmann::json& definition, std::int64_t tick_ms);
+  void fire(const std::string& name, const nlohmann::json& definition, const CronRecord& record, std::int64_t tick_ms,
+            std::int64_t now);
+  void cancel_previous_run(const std::string& name, const CronRecord& record);
+  static std::vector<std::int64_t> deferred_ticks(const CronRecord& record);  // enqueue policy, oldest first
 };
 
 }  // namespace ojs::broker

@@ -2,60 +2,45 @@
 
 #include <algorithm>
 
-#include "broker/store/keys.hpp"
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker {
 
-namespace {
+bool EventFilter::matches(const nlohmann::json& event) const {
+  const auto& data = event["data"];
+  if (!types.empty() && !types.count(event.value("type", ""))) return false;
+  if (!queues.empty() && !queues.count(data.value("queue", ""))) return false;
+  if (!job_types.empty() && !job_types.count(data.value("job_type", ""))) return false;
+  if (!job_id.empty() && event.value("subject", "") != job_id) return false;
+  return true;
+}
 
-nlohmann::json to_event(const std::string& stream_id, const RedisValue& fields) {
+nlohmann::json to_event(const StreamEntry& entry) {
   nlohmann::json data = nlohmann::json::object();
   std::string type;
-  for (std::size_t i = 0; i + 1 < fields.elements.size(); i += 2) {
-    const auto& k = fields.elements[i].str;
-    const auto& v = fields.elements[i + 1].str;
+  for (const auto& [k, v] : entry.fields) {
     if (k == "type") type = v;
     else if (k == "attempt" || k == "duration_ms") data[k] = std::stoll(v.empty() ? "0" : v);
     else if (k == "next_attempt_at") data[k] = format_rfc3339(std::stoll(v));
     else data[k] = v;
   }
-  const auto ms = std::stoll(stream_id.substr(0, stream_id.find('-')));
-  return {{"id", stream_id}, {"type", type}, {"time", format_rfc3339(ms)}, {"specversion", "1.0"},
+  if (!data.contains("queue")) data["queue"] = entry.queue;  // events not about one job (cron.skipped) still name theirs
+  return {{"id", entry.id.text()}, {"type", type}, {"time", format_rfc3339(entry.id.ms)}, {"specversion", "1.0"},
           {"subject", data.value("job_id", "")}, {"data", data}};
 }
 
-}  // namespace
-
-std::vector<nlohmann::json> list_events(JobStore& store, const EventQuery& query) {
-  const auto queues = query.queues.empty() ? store.queues() : query.queues;
+std::vector<nlohmann::json> list_events(EventStore& events, const std::vector<std::string>& queues, const EventFilter& filter,
+                                        const JobVisibility& visible, int limit) {
   // Read enough from each stream to satisfy the filter, then merge newest first.
-  const int scan = std::max(query.limit * 10, 200);
-  std::vector<std::vector<std::string>> cmds;
-  for (const auto& q : queues) cmds.push_back({"XREVRANGE", keys::events(q), "+", "-", "COUNT", std::to_string(scan)});
-  std::vector<std::pair<std::string, nlohmann::json>> events;
-  if (!cmds.empty()) {
-    for (const auto& reply : store.redis().pipeline(cmds)) {
-      for (const auto& entry : reply.elements) {
-        if (entry.elements.size() != 2) continue;
-        auto ev = to_event(entry.elements[0].str, entry.elements[1]);
-        if (!query.types.empty() && !query.types.count(ev["type"].get<std::string>())) continue;
-        if (!query.job_id.empty() && ev["subject"] != query.job_id) continue;
-        events.emplace_back(entry.elements[0].str, std::move(ev));
-      }
-    }
-  }
-  auto newer = [](const auto& a, const auto& b) {
-    const auto ams = std::stoll(a.first.substr(0, a.first.find('-')));
-    const auto bms = std::stoll(b.first.substr(0, b.first.find('-')));
-    if (ams != bms) return ams > bms;
-    return a.first > b.first;
-  };
-  std::sort(events.begin(), events.end(), newer);
+  auto entries = events.newest(queues, std::max(limit * 10, 200));
+  std::sort(entries.begin(), entries.end(), [](const StreamEntry& a, const StreamEntry& b) { return a.id > b.id; });
   std::vector<nlohmann::json> out;
-  for (auto& [_, ev] : events) {
-    if (static_cast<int>(out.size()) >= query.limit) break;
-    out.push_back(std::move(ev));
+  for (const auto& entry : entries) {
+    if (static_cast<int>(out.size()) >= limit) break;
+    auto event = to_event(entry);
+    if (!filter.matches(event)) continue;
+    if (visible && !visible(event.value("subject", ""))) continue;
+    out.push_back(std::move(event));
   }
   return out;
 }

@@ -143,7 +143,7 @@ json QueueConfigStore::budget(const std::string& queue) {
 
 Reconciliation QueueConfigStore::reconcile(const std::string& queue, bool repair) {
   auto r = redis_.eval("reconcile",
-                       {keys::active(queue), keys::ledger(queue), keys::tenant_ledger(queue), keys::job_prefix(queue)},
+                       {keys::active(queue), keys::ledger(queue), keys::tenant_ledger(queue), keys::job_prefix(queue), keys::gangs(queue)},
                        {repair ? "1" : "0"});
   if (r.elements.size() < 6) throw std::runtime_error("malformed reconcile reply");
   Reconciliation out;

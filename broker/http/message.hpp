@@ -1,7 +1,10 @@
 // Transport-neutral request/response: handlers never see Beast, so they compile
 // fast and can be unit-tested without sockets.
 #pragma once
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,11 +29,26 @@ struct HttpRequest {
   }
 };
 
+// A response body produced over time (server-sent events). The server writes the
+// headers, then pulls: the source answers each pull exactly once, at once or later
+// and from any thread, with a chunk or with nullopt (end of the response). While a
+// pull waits no thread is held: the connection only keeps the callback.
+class BodySource {
+ public:
+  using Deliver = std::function<void(std::optional<std::string> chunk)>;
+  virtual ~BodySource() = default;
+  virtual void pull(Deliver deliver) = 0;
+  // The connection is gone (client left, a write failed or timed out, the server
+  // stopped): drop what is pending; a waiting pull is never answered.
+  virtual void abandon() = 0;
+};
+
 struct HttpResponse {
   int status = 200;
   std::string body;
   std::string content_type = "application/openjobspec+json";
   std::vector<std::pair<std::string, std::string>> headers;
+  std::shared_ptr<BodySource> stream;  // set: body comes from it (chunked), `body` is ignored, connection closes after
 };
 
 }  // namespace ojs::broker

@@ -8,6 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -65,6 +68,41 @@ HttpRequest to_request(const http::request<http::string_body>& req) {
   return out;
 }
 
+// Streaming responses in flight: stop() lets them end on their own for a grace
+// period (their sources say goodbye), then aborts the rest.
+class OpenStreams {
+ public:
+  std::uint64_t add(std::function<void()> abort) {
+    std::lock_guard lock(mutex_);
+    aborts_.emplace(++next_, std::move(abort));
+    return next_;
+  }
+  void remove(std::uint64_t id) {
+    std::lock_guard lock(mutex_);
+    aborts_.erase(id);
+    if (aborts_.empty()) drained_.notify_all();
+  }
+  // Waits up to `grace` for every stream to end, then aborts those left; false if some were.
+  bool close_all(std::chrono::milliseconds grace) {
+    std::vector<std::function<void()>> left;
+    {
+      std::unique_lock lock(mutex_);
+      if (drained_.wait_for(lock, grace, [this] { return aborts_.empty(); })) return true;
+      for (auto& [_, abort] : aborts_) left.push_back(abort);
+    }
+    for (auto& abort : left) abort();
+    std::unique_lock lock(mutex_);
+    drained_.wait_for(lock, std::chrono::seconds(1), [this] { return aborts_.empty(); });
+    return false;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable drained_;
+  std::map<std::uint64_t, std::function<void()>> aborts_;
+  std::uint64_t next_ = 0;
+};
+
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
@@ -77,12 +115,19 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
  public:
-  Session(tcp::socket socket, const Router& router, asio::thread_pool& handlers, std::size_t max_body)
+  Session(tcp::socket socket, const Router& router, asio::thread_pool& handlers, std::size_t max_body, OpenStreams& streams)
     requires(!kTls)
-      : stream_(std::move(socket)), router_(router), handlers_(handlers), max_body_(max_body) {}
-  Session(tcp::socket socket, asio::ssl::context& tls, const Router& router, asio::thread_pool& handlers, std::size_t max_body)
+      : stream_(std::move(socket)), router_(router), handlers_(handlers), max_body_(max_body), streams_(streams) {}
+  Session(tcp::socket socket, asio::ssl::context& tls, const Router& router, asio::thread_pool& handlers, std::size_t max_body,
+          OpenStreams& streams)
     requires kTls
-      : stream_(std::move(socket), tls), router_(router), handlers_(handlers), max_body_(max_body) {}
+      : stream_(std::move(socket), tls), router_(router), handlers_(handlers), max_body_(max_body), streams_(streams) {}
+  ~Session() {
+    if (source_ && !stream_done_) {  // the I/O loop was torn down under an open stream
+      source_->abandon();
+      streams_.remove(stream_id_);
+    }
+  }
 
   void run() {
     asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
@@ -139,6 +184,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void write(HttpResponse response, bool keep_alive, unsigned version) {
+    if (response.stream) return start_stream(std::move(response), version);
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(response.status), version);
     res->set(http::field::server, "ojs-gpu-broker");
     res->set(http::field::content_type, response.content_type);
@@ -151,6 +197,71 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       if (ec || !keep_alive) return self->close();
       self->read();
     });
+  }
+
+  // A streaming response: the headers, then one chunk per pull until the source
+  // ends it (nullopt), the peer leaves, a write fails or times out, or the server
+  // stops. Chunked on HTTP/1.1, close-delimited on 1.0; never kept alive. While
+  // the source has nothing to say, nothing runs: the pull callback and a wait on
+  // the socket (the peer closing it) are all the connection holds.
+  void start_stream(HttpResponse response, unsigned version) {
+    source_ = std::move(response.stream);
+    chunked_ = version >= 11;
+    stream_id_ = streams_.add([weak = std::weak_ptr<Session>(this->shared_from_this())] {
+      if (auto self = weak.lock()) asio::post(self->stream_.get_executor(), [self] { self->end_stream(true); });
+    });
+    auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(response.status), version);
+    res->set(http::field::server, "ojs-gpu-broker");
+    res->set(http::field::content_type, response.content_type);
+    res->set("OJS-Version", "1.0");
+    for (const auto& [name, value] : response.headers) res->set(name, value);
+    res->keep_alive(false);
+    if (chunked_) res->chunked(true);
+    auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*res);
+    beast::get_lowest_layer(stream_).expires_after(kStreamWriteTimeout);
+    http::async_write_header(stream_, *serializer, [self = this->shared_from_this(), res, serializer](beast::error_code ec, std::size_t) {
+      if (ec) return self->end_stream(true);
+      beast::get_lowest_layer(self->stream_).expires_never();
+      // A streaming client sends nothing more: readable means it closed (or broke the protocol).
+      beast::get_lowest_layer(self->stream_).socket().async_wait(tcp::socket::wait_read,
+                                                                  [self](beast::error_code) { self->end_stream(true); });
+      self->pull();
+    });
+  }
+
+  void pull() {
+    source_->pull([self = this->shared_from_this()](std::optional<std::string> chunk) {
+      asio::post(self->stream_.get_executor(), [self, chunk = std::move(chunk)]() mutable { self->on_chunk(std::move(chunk)); });
+    });
+  }
+
+  void on_chunk(std::optional<std::string> chunk) {
+    if (stream_done_) return;
+    auto self = this->shared_from_this();
+    if (chunk && chunk->empty()) return pull();  // an empty chunk would end a chunked body
+    if (!chunk && !chunked_) return end_stream(false);
+    beast::get_lowest_layer(stream_).expires_after(kStreamWriteTimeout);  // a client that stops reading is dropped
+    if (!chunk) {
+      return asio::async_write(stream_, http::make_chunk_last(), [self](beast::error_code ec, std::size_t) { self->end_stream(bool(ec)); });
+    }
+    auto data = std::make_shared<std::string>(std::move(*chunk));
+    auto done = [self, data](beast::error_code ec, std::size_t) {
+      if (ec) return self->end_stream(true);
+      beast::get_lowest_layer(self->stream_).expires_never();
+      self->pull();
+    };
+    if (chunked_) asio::async_write(stream_, http::make_chunk(asio::buffer(*data)), std::move(done));
+    else asio::async_write(stream_, asio::buffer(*data), std::move(done));
+  }
+
+  void end_stream(bool abandoned) {
+    if (stream_done_) return;
+    stream_done_ = true;
+    if (abandoned) source_->abandon();
+    streams_.remove(stream_id_);
+    beast::error_code ec;
+    beast::get_lowest_layer(stream_).socket().cancel(ec);  // the wait on the peer
+    close();
   }
 
   void close() {
@@ -172,12 +283,20 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   const Router& router_;
   asio::thread_pool& handlers_;
   std::size_t max_body_;
+  OpenStreams& streams_;
+  // Set while the response is a stream.
+  static constexpr auto kStreamWriteTimeout = std::chrono::seconds(30);
+  std::shared_ptr<BodySource> source_;
+  bool chunked_ = true;
+  bool stream_done_ = false;
+  std::uint64_t stream_id_ = 0;
 };
 
 }  // namespace
 
 struct HttpServer::Impl {
   HttpServerOptions options;
+  OpenStreams streams;  // outlives the sessions that the io_context may still own
   const Router& router;
   asio::io_context ioc;
   tcp::acceptor acceptor{ioc};
@@ -193,8 +312,8 @@ struct HttpServer::Impl {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
         socket.set_option(tcp::no_delay(true), ec);
-        if (tls) std::make_shared<Session<TlsStream>>(std::move(socket), *tls, router, *handlers, options.max_body_bytes)->run();
-        else std::make_shared<Session<PlainStream>>(std::move(socket), router, *handlers, options.max_body_bytes)->run();
+        if (tls) std::make_shared<Session<TlsStream>>(std::move(socket), *tls, router, *handlers, options.max_body_bytes, streams)->run();
+        else std::make_shared<Session<PlainStream>>(std::move(socket), router, *handlers, options.max_body_bytes, streams)->run();
       }
       accept();
     });
@@ -235,6 +354,9 @@ void HttpServer::stop() {
     beast::error_code ec;
     i.acceptor.close(ec);
   });
+  // Open streams end on their own when their sources say goodbye (the broker
+  // stops its event hub first); whatever is left after the grace is cut.
+  i.streams.close_all(i.options.stream_close_grace);
   i.ioc.stop();
   for (auto& t : i.threads) t.join();
   i.threads.clear();

@@ -1,6 +1,7 @@
 // The HTTP/1.1 listener (Boost.Beast over Asio), plain or TLS. Beast stays inside server.cpp;
 // everything else speaks HttpRequest/HttpResponse.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@ struct HttpServerOptions {
   int handler_threads = 16;      // request handlers (they block on Redis), apart from the I/O threads
   std::size_t max_body_bytes = 4 * 1024 * 1024;
   std::string tls_cert, tls_key;  // PEM files; both set: HTTPS (TLS 1.2+) instead of HTTP
+  std::chrono::milliseconds stream_close_grace{2000};  // stop(): streaming responses left to end, then cut
 };
 
 class HttpServer {
@@ -23,7 +25,7 @@ class HttpServer {
   HttpServer(HttpServerOptions options, const Router& router);
   ~HttpServer();
   void start();              // binds and starts the I/O threads; throws on bind failure
-  void stop();               // stops accepting and joins the threads
+  void stop();               // stops accepting, ends open streams (see stream_close_grace), joins the threads
   std::uint16_t port() const;
 
  private:

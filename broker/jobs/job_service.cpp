@@ -136,6 +136,11 @@ PreparedJob JobService::prepare(const json& body) {
   std::optional<std::int64_t> timeout_ms = job.timeout_ms;
   if (cls.requirements.scheduling.timeout_seconds) timeout_ms = *cls.requirements.scheduling.timeout_seconds * 1000LL;
   if (timeout_ms && *timeout_ms > 0) fields.emplace_back("timeout_ms", std::to_string(*timeout_ms));
+  if (const auto& gang = cls.requirements.hard.gang; gang.size > 0) {  // [gangs] read by claim_gang.lua
+    fields.emplace_back("gang_size", std::to_string(gang.size));
+    fields.emplace_back("gang_label", gang.same_label);
+    fields.emplace_back("gang_timeout_ms", std::to_string(cls.requirements.scheduling.gang_timeout_s * 1000LL));
+  }
   return prepared;
 }
 
@@ -263,6 +268,7 @@ std::vector<json> JobService::fetch(const FetchRequest& request, const ml::Worke
 void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
                                   std::vector<json>& jobs) {
   ClassSet classes = classes_of(queue, false);
+  fetch_gang(queue, classes, request, worker, jobs);  // [gangs] gang classes go to claim_gang only
   // A worker with capabilities claims one job at a time so that the GPUs and
   // devices of each claim are taken into account for the next.
   const bool one_by_one = worker.capabilities.has_value();
@@ -274,7 +280,7 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
     apply_capacity_guards(store_, scheduler_, queue, classes, worker, verdicts, assignment_options(config_));
     for (const auto& v : verdicts) {
       verdict_of[v.class_id] = &v;
-      if (v.judgement.eligible()) eligible.push_back(v.claim);
+      if (v.judgement.eligible() && !is_gang_class(scheduler_, classes, v.class_id)) eligible.push_back(v.claim);
       diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);
     }
     if (eligible.empty()) {

@@ -36,6 +36,12 @@ struct PreparedJob {
   JobClassification cls;
   std::vector<std::pair<std::string, std::string>> fields;  // job hash fields
 };
+// [gangs] Whether a class is an ext_ml_gang class (claimed by claim_gang, never by claim).
+bool is_gang_class(const Scheduler& scheduler, const ClassSet& classes, const std::string& class_id);
+// Whether the worker is a member of the job's gang.
+bool is_gang_member(const JobRecord& job, const std::string& worker_id);
+// A started gang's job as one member receives it: rank, world size, rendezvous, its devices.
+nlohmann::json gang_envelope(const JobRecord& job, int rank);
 // The prepared job as the store writes it, with its escalation / reservation-wait indexes.
 BatchJob store_record(const PreparedJob& prepared);
 
@@ -95,6 +101,9 @@ class JobService {
   void fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
                         std::vector<nlohmann::json>& jobs);
   ClassSet classes_of(const std::string& queue, bool refresh);
+  // [gangs] gang classes of the queue through claim_gang (broker/jobs/gang_fetch.cpp).
+  void fetch_gang(const std::string& queue, const ClassSet& classes, const FetchRequest& request, WorkerView& worker,
+                  std::vector<nlohmann::json>& jobs);
 
   JobStore& store_;
   Scheduler& scheduler_;

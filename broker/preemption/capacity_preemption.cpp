@@ -35,8 +35,10 @@ std::vector<RunningJob> PreemptionController::running_on(const std::string& work
   for (std::size_t i = 0; i < held.size(); ++i) {
     if (!jobs[i]) continue;
     const JobRecord& job = *jobs[i];
-    if (job.state() != "active" || job.get("worker_id") != worker_id) continue;
+    // [gangs] a gang member's worker runs the gang's job too: preempting it takes the whole gang down.
+    if (job.state() != "active" || (job.get("worker_id") != worker_id && !is_gang_member(job, worker_id))) continue;
     RunningJob r = running_job_from(job, held[i].queue, now);
+    r.worker_id = worker_id;
     r.gpus = held[i].gpus;
     r.devices = held[i].devices;
     r.labels = held[i].labels;

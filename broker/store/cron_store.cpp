@@ -60,7 +60,12 @@ CronFire CronStore::fire(const std::string& name, std::int64_t tick_ms, std::int
   const auto& word = reply.elements.at(0).str;
   if (word == "ok") return CronFire::fired;
   if (word == "skipped") return CronFire::skipped;
+  if (word == "deferred") return CronFire::deferred;
   return CronFire::stale;
+}
+
+CronFire CronStore::fire_deferred(const std::string& name, std::int64_t tick_ms, const BatchJob& job) {
+  return fire(name, tick_ms, 0, "deferred", job);
 }
 
 bool CronStore::lead(const std::string& owner, std::int64_t ttl_ms) {

@@ -15,7 +15,7 @@ struct CronRecord {
   std::map<std::string, std::string> state;  // next_run_at, last_run_at, run_count, last_job (ms / text)
 };
 
-enum class CronFire { fired, skipped, stale };
+enum class CronFire { fired, skipped, deferred, stale };
 
 class CronStore {
  public:
@@ -25,9 +25,12 @@ class CronStore {
   std::optional<CronRecord> get(const std::string& name);
   std::map<std::string, CronRecord> list();
   // Enqueues `job` for the tick `tick_ms` unless another broker did (stale) or the
-  // overlap policy skips it; the cron's next_run_at becomes `following_ms` either way.
+  // overlap policy skips or defers it; the cron's next_run_at becomes `following_ms` either way.
   CronFire fire(const std::string& name, std::int64_t tick_ms, std::int64_t following_ms, const std::string& overlap,
                 const BatchJob& job);
+  // The enqueue policy's turn: enqueues `job` for the oldest deferred tick `tick_ms`
+  // once the previous run has finished (fired), else stale.
+  CronFire fire_deferred(const std::string& name, std::int64_t tick_ms, const BatchJob& job);
   bool lead(const std::string& owner, std::int64_t ttl_ms);  // the ticker's leader lease
 
  private:

@@ -62,6 +62,30 @@ struct ClaimOutcome {
   std::string rate_limited;  // the queue rate limit that cut the claim short: concurrency | rate | ""
 };
 
+// [gangs] A gang class a fetching worker may join (claim_gang.lua).
+struct GangClass {
+  std::string id;
+  int gpus = 0;              // per member: charged to the queue's budget while held
+  std::string devices_json;  // the member's devices ("" = none)
+  std::string label_value;   // the worker's value of the gang's same_label ("" = none)
+};
+
+// The worker as a gang member: where its rank 0 peers would meet it.
+struct GangMemberInfo {
+  std::string worker_id;
+  std::string address;
+  std::string port;
+};
+
+struct GangClaim {
+  enum class Kind { none, held, waiting, start, blocked } kind = Kind::none;  // held: joined now; waiting: held before
+  JobRecord job;       // start: the job, now active on every member
+  std::string job_id;  // held: the gang holding this worker
+  std::string class_id;  // held: its class
+  int rank = -1;       // start, held: this worker's rank
+  BudgetBlock blocked;
+};
+
 // A job as PUSH stores it (push.lua, push_batch.lua, push_unique.lua): one script
 // writes the hash, its ready or delayed index and its scheduling indexes together.
 struct BatchJob {
@@ -112,6 +136,13 @@ class JobStore {
   ClaimOutcome claim(const std::string& queue, const std::string& worker_id, std::optional<std::int64_t> request_visibility_ms,
                      std::int64_t default_visibility_ms, int count, const std::string& classes_version,
                      const std::vector<EligibleClass>& eligible);
+
+  // [gangs] claim_gang.lua: deliver a started gang to a held member, or hold this
+  // worker as the next member of the queue's forming gang (store/job_store_gang.cpp).
+  GangClaim claim_gang(const std::string& queue, const GangMemberInfo& member, std::optional<std::int64_t> request_visibility_ms,
+                       std::int64_t default_visibility_ms, const std::vector<GangClass>& eligible);
+  // gang_expire.lua: forming gangs past their hold deadline release their members.
+  long long expire_gangs(const std::string& queue);
 
   Transition ack(const std::string& queue, const std::string& id, const std::string& result_json,
                  const std::string& worker_id = {});

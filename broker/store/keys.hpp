@@ -41,6 +41,10 @@ inline std::string diagnosis(const std::string& queue, const std::string& cls) {
 inline std::string preempting(const std::string& queue) { return queue_prefix(queue) + "preempting"; }    // zset id -> deadline
 inline std::string escalations(const std::string& queue) { return queue_prefix(queue) + "escalations"; }  // zset id -> due
 inline std::string reservation_waits(const std::string& queue) { return queue_prefix(queue) + "reservation-waits"; }  // zset id -> due
+// [gangs] the gang forming in a queue (at most one holds members: id -> hold deadline ms),
+// and the starts not yet delivered to held members (lex zset "worker\tjob id\tstart no", score 0).
+inline std::string gangs(const std::string& queue) { return queue_prefix(queue) + "gangs"; }
+inline std::string gang_deliveries(const std::string& queue) { return queue_prefix(queue) + "gang-deliveries"; }
 // Workflows (OJS level 3), in the slot of the queue their jobs share: the workflow
 // hash, and the workflows whose batch callbacks are due to be enqueued (id -> since ms).
 inline std::string workflow_prefix(const std::string& queue) { return queue_prefix(queue) + "workflow:"; }  // + id

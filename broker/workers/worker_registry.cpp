@@ -1,5 +1,7 @@
 #include "broker/workers/worker_registry.hpp"
 
+#include <algorithm>
+
 #include "broker/store/keys.hpp"
 #include "ojs/core/time.hpp"
 
@@ -135,6 +137,13 @@ HeldState WorkerRegistry::held_state(const std::string& worker_id) {
   return verify(worker_id, redis_.command({"HGETALL", worker_jobs_key(worker_id)}));
 }
 
+// [gangs] A gang member holds its GPUs while the gang forms (available) and runs (active).
+static bool gang_member(const std::string& state, const RedisValue& gang_workers, const std::string& worker_id) {
+  if (gang_workers.is_nil() || (state != "active" && state != "available")) return false;
+  const auto workers = nlohmann::json::parse(gang_workers.str, nullptr, false);
+  return workers.is_array() && std::find(workers.begin(), workers.end(), worker_id) != workers.end();
+}
+
 HeldState WorkerRegistry::verify(const std::string& worker_id, const RedisValue& entries) {
   HeldState out;
   ml::WorkerLoad& load = out.load;
@@ -147,7 +156,7 @@ HeldState WorkerRegistry::verify(const std::string& worker_id, const RedisValue&
     const auto& id = entries.elements[i].str;
     // One read per job serves the load (state, holder) and the preemption directive.
     checks.push_back({"HMGET", keys::job(entry.value("queue", ""), id), "state", "worker_id", "preempt_deadline",
-                      "preempt_checkpoint", "preempted_for"});
+                      "preempt_checkpoint", "preempted_for", "gang_workers"});
     listed.emplace_back(id, std::move(entry));
   }
   if (checks.empty()) return out;
@@ -155,7 +164,7 @@ HeldState WorkerRegistry::verify(const std::string& worker_id, const RedisValue&
   std::vector<std::string> gone{"HDEL", worker_jobs_key(worker_id)};
   for (std::size_t i = 0; i < listed.size(); ++i) {
     const auto& f = states[i].elements;
-    const bool held = f.size() == 5 && f[0].str == "active" && f[1].str == worker_id;
+    const bool held = f.size() == 6 && ((f[0].str == "active" && f[1].str == worker_id) || gang_member(f[0].str, f[5], worker_id));
     const auto& [id, entry] = listed[i];
     if (!held) {
       gone.push_back(id);

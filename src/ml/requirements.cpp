@@ -399,6 +399,32 @@ class Parser {
     }
   }
 
+  // [gangs] ext_ml_gang {size, same_label | same_nvlink_domain, timeout_seconds}.
+  void gang(Requirements& r) const {
+    const Field* f = get("gang");
+    if (!f) return;
+    if (!f->value->is_object()) throw invalid_field(f->path, "must be an object with size (and optionally same_label, same_nvlink_domain, timeout_seconds)");
+    check_members(*f->value, f->path, {"size", "same_label", "same_nvlink_domain", "timeout_seconds"});
+    const json& g = *f->value;
+    auto member = [&](const char* name) { return Field{&g[name], f->path + "." + name}; };
+    if (!g.contains("size")) throw invalid_field(f->path + ".size", "is required");
+    r.hard.gang.size = read_int(member("size"), 2, kMaxGangSize);
+    if (g.contains("same_label")) {
+      r.hard.gang.same_label = read_string(member("same_label"), 253);
+      if (r.hard.gang.same_label.empty()) throw invalid_field(f->path + ".same_label", "must be a non-empty label key");
+    }
+    if (g.contains("same_nvlink_domain") && read_bool(member("same_nvlink_domain"))) {
+      if (!r.hard.gang.same_label.empty())
+        throw invalid_field(f->path + ".same_nvlink_domain", "cannot be combined with same_label (it means same_label " +
+                                                                 std::string(kNvlinkDomainLabel) + ")");
+      r.hard.gang.same_label = kNvlinkDomainLabel;
+    }
+    if (g.contains("timeout_seconds")) r.scheduling.gang_timeout_s = read_int(member("timeout_seconds"), 1, 3600);
+    // A gang holds several workers at once; a reservation binds one job to one reserved capacity.
+    if (auto* res = get("reservation_id"))
+      throw invalid_field(f->path, "cannot be combined with " + res->path + " (a gang is not placed inside a reservation)");
+  }
+
  private:
   const FieldMap& f_;
 };
@@ -418,7 +444,7 @@ bool Requirements::has_hard_constraints() const {
   return (h.accelerator && *h.accelerator != Accelerator::cpu) || h.gpu.count > 0 || h.tpu.chip_count > 0 ||
          !h.tpu.type.empty() || h.memory_gb || h.cpu_cores || h.storage_gb || h.shm_size_gb || !h.node_selector.empty() ||
          !h.required_affinity.empty() || !h.anti_affinity.empty() || !h.pinned_model_id.empty() || !h.runtime.empty() ||
-         !h.model_format.empty();
+         !h.model_format.empty() || h.gang.size > 0;
 }
 
 Requirements parse_requirements(const nlohmann::json& job) {
@@ -434,6 +460,7 @@ Requirements parse_requirements(const nlohmann::json& job) {
   p.placement(r);
   p.preemption(r);
   p.checkpoints(r);
+  p.gang(r);
   return r;
 }
 

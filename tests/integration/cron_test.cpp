@@ -101,3 +101,58 @@ TEST_F(Cron, SkipPolicyEnqueuesNothingWhileThePreviousRunIsActive) {
   EXPECT_FALSE(next.is_null());
   api.call("DELETE", "/ojs/v1/cron/skipper");
 }
+
+namespace {
+// The first job of a queue, fetched as soon as a tick enqueues it.
+json fetch_first(Api& api, const std::string& queue, int tries = 100) {
+  for (int i = 0; i < tries; ++i) {
+    auto jobs = api.fetch({queue}, "w");
+    if (!jobs.empty()) return jobs[0];
+    sleep_ms(50);
+  }
+  return json();
+}
+}  // namespace
+
+TEST_F(Cron, CancelPreviousCancelsTheRunningJobAndEnqueuesTheTick) {
+  ASSERT_EQ(api.post("/ojs/v1/cron", cron("latest-wins", "* * * * * *", "cron-e", {{"overlap_policy", "cancel_previous"}})).status, 201);
+  EXPECT_EQ(api.get("/ojs/v1/cron/latest-wins").body["cron"]["overlap_policy"], "cancel_previous");
+  const json first = fetch_first(api, "cron-e");
+  ASSERT_FALSE(first.is_null());
+  // The next tick cancels the active run and enqueues a new one.
+  const json second = fetch_first(api, "cron-e", 100);
+  api.call("DELETE", "/ojs/v1/cron/latest-wins");
+  ASSERT_FALSE(second.is_null());
+  EXPECT_NE(second["id"], first["id"]);
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + first["id"].get<std::string>()).body["job"]["state"], "cancelled");
+  EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", first["id"]}}).status, 409) << "the cancelled run's result is refused";
+  EXPECT_GT(second["meta"]["cron_triggered_at"].get<std::string>(), first["meta"]["cron_triggered_at"].get<std::string>());
+}
+
+TEST_F(Cron, EnqueuePolicyKeepsEveryTickButNeverTwoRunsAtOnce) {
+  ASSERT_EQ(api.post("/ojs/v1/cron", cron("in-turn", "* * * * * *", "cron-f", {{"overlap_policy", "enqueue"}})).status, 201);
+  const json first = fetch_first(api, "cron-f");
+  ASSERT_FALSE(first.is_null());
+  // While it runs, ticks wait their turn: nothing to fetch, the cron counts them.
+  json cron_view;
+  for (int i = 0; i < 100; ++i) {
+    cron_view = api.get("/ojs/v1/cron/in-turn").body["cron"];
+    if (cron_view["deferred_runs"].get<int>() >= 2) break;
+    sleep_ms(100);
+  }
+  EXPECT_GE(cron_view["deferred_runs"].get<int>(), 2) << cron_view.dump();
+  EXPECT_TRUE(api.fetch({"cron-f"}, "w").empty()) << "no second run while the first is active";
+  ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", first["id"]}}).status, 200);
+  // Then the deferred ticks run one at a time, oldest first, each after the previous finished.
+  std::vector<std::string> order{first["meta"]["cron_triggered_at"]};
+  for (int run = 0; run < 2; ++run) {
+    const json next = fetch_first(api, "cron-f");
+    ASSERT_FALSE(next.is_null());
+    EXPECT_TRUE(api.fetch({"cron-f"}, "w").empty()) << "one run at a time";
+    order.push_back(next["meta"]["cron_triggered_at"]);
+    ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", next["id"]}}).status, 200);
+  }
+  api.call("DELETE", "/ojs/v1/cron/in-turn");
+  EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));
+  EXPECT_EQ(std::set<std::string>(order.begin(), order.end()).size(), order.size());
+}

@@ -50,6 +50,17 @@ std::vector<std::string> job_environment(const JobView& job, const JobWorkspace&
   // broker actually granted once a preemption arrives.
   vars["OJS_PREEMPT_GRACE_S"] = std::to_string(job.preemption_grace_period_s);
   vars["OJS_PREEMPT_FILE"] = workspace.preempt_file.string();
+  if (job.gang) {  // [gangs] the rendezvous of torch.distributed (env://) and of our own names
+    const auto& g = *job.gang;
+    vars["OJS_GANG_RANK"] = vars["RANK"] = std::to_string(g.rank);
+    vars["OJS_GANG_WORLD_SIZE"] = vars["WORLD_SIZE"] = std::to_string(g.world_size);
+    vars["MASTER_ADDR"] = g.master_addr;
+    vars["MASTER_PORT"] = std::to_string(g.master_port);
+    // One member per worker: its process is the node's only rank.
+    vars["LOCAL_RANK"] = "0";
+    vars["LOCAL_WORLD_SIZE"] = "1";
+    vars["NODE_RANK"] = std::to_string(g.rank);
+  }
   std::vector<std::string> out;
   out.reserve(vars.size());
   for (const auto& [name, value] : vars) out.push_back(name + "=" + value);

@@ -23,6 +23,14 @@ struct JobView {
   std::string model_registry_uri;
   nlohmann::json last_checkpoint;          // null when the job starts fresh
   int preemption_grace_period_s = 30;
+  // [gangs] set when the job is one member of an ext_ml_gang (the broker fills them in FETCH).
+  struct Gang {
+    int rank = 0;
+    int world_size = 0;
+    std::string master_addr;
+    int master_port = 0;
+  };
+  std::optional<Gang> gang;
 };
 
 // Throws std::invalid_argument when the job has no id or type.

@@ -29,14 +29,20 @@ local function flat_job(job)
   return out
 end
 
+-- The approximate cap of every queue's event stream; 0: no events at all. The
+-- broker rewrites this line when it loads the scripts (--events, --events-max-len;
+-- broker/store/lua_scripts.cpp).
+local EVENTS_MAXLEN = 10000
+
 -- One XADD to the queue's capped event stream, from values the script holds.
 local function emit(events_key, event_type, job, extra)
+  if EVENTS_MAXLEN == 0 then return end
   local fields = {'type', event_type, 'job_id', job.id or '', 'job_type', job.type or '',
                   'queue', job.queue or '', 'attempt', tostring(job.attempt or '0')}
   if extra then
     for i = 1, #extra do fields[#fields + 1] = extra[i] end
   end
-  redis.call('XADD', events_key, 'MAXLEN', '~', '10000', '*', unpack(fields))
+  redis.call('XADD', events_key, 'MAXLEN', '~', tostring(EVENTS_MAXLEN), '*', unpack(fields))
 end
 
 local function is_terminal(state)

@@ -9,7 +9,13 @@ local job = read_job(jk)
 if not job then return {'not_found'} end
 if job.state ~= 'active' then return {'conflict', job.state} end
 -- A worker whose reservation expired must not complete the job another worker now holds.
-if worker ~= '' and job.worker_id ~= worker then return {'conflict', 'active (held by another worker)'} end
+if worker ~= '' and not held_by(job, worker) then return {'conflict', 'active (held by another worker)'} end
+-- [gangs] a gang completes when every rank has acknowledged; it keeps rank 0's result.
+if job.gang_workers then
+  local gang_result = gang_ack(jk, job, worker, result)
+  if not gang_result then return {'ok', flat_job(job)} end
+  result = gang_result
+end
 local now = now_ms()
 release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job)
 job.state, job.completed_at = 'completed', now

@@ -10,7 +10,7 @@ local jk = KEYS[1]
 local job = read_job(jk)
 if not job then return {'not_found'} end
 if job.state ~= 'active' then return {'conflict', job.state} end
-if worker ~= '' and job.worker_id ~= worker then return {'conflict', 'active (held by another worker)'} end
+if worker ~= '' and not held_by(job, worker) then return {'conflict', 'active (held by another worker)'} end
 local seq = tonumber(job.ckpt_seq or '0') + 1
 local now = now_ms()
 job.ckpt_seq, job['ckpt:' .. seq], job.last_checkpoint, job.last_checkpoint_at = seq, checkpoint, checkpoint, now

@@ -13,12 +13,13 @@ local jk = KEYS[1]
 local job = read_job(jk)
 if not job then return {'not_found'} end
 if job.state ~= 'active' then return {'conflict', job.state} end
-if worker ~= '' and job.worker_id ~= worker then return {'conflict', 'active (held by another worker)'} end
+if worker ~= '' and not held_by(job, worker) then return {'conflict', 'active (held by another worker)'} end
 if job.attempt ~= expected then return {'stale', job.attempt} end
 local now = now_ms()
 if require_expired == '1' and tonumber(job.visibility_deadline or '0') > now then return {'extended'} end
 redis.call('ZREM', KEYS[2], job.id)
 release_budget({ledger = KEYS[7], tenant_ledger = KEYS[8]}, jk, job)
+gang_reset(jk, job)  -- [gangs] one member's failure or release brings the whole gang down
 job.visibility_deadline, job.execution_deadline = nil, nil
 redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline')
 -- A job marked preempting (preempt.lua) leaves that state; released by requeue it

@@ -1,12 +1,14 @@
 -- Ledger reconciliation: compares the queue's GPU ledger and its per-tenant ledger
 -- with the sums of charged_gpus over the active jobs, in one atomic snapshot; with
 -- repair it rewrites both ledgers to the sums.
--- KEYS (4): 1 active, 2 ledger, 3 tenant ledger, 4 job prefix
+-- KEYS (5): 1 active, 2 ledger, 3 tenant ledger, 4 job prefix, 5 gangs (forming gangs hold GPUs too)
 -- ARGV: repair ('1' or '0')
 -- Reply: {ledger_gpus, ledger_jobs, actual_gpus, actual_jobs, {tenant, ledger, actual, ...}, repaired (0/1)}
 local repair = ARGV[1] == '1'
 local gpus, jobs, tenants = 0, 0, {}
-for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
+for _, id in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do ids[#ids + 1] = id end  -- [gangs]
+for _, id in ipairs(ids) do
   local f = redis.call('HMGET', KEYS[4] .. id, 'charged_gpus', 'tenant')
   local charged = tonumber(f[1] or '0') or 0
   if charged > 0 then

@@ -32,6 +32,17 @@ struct TpuRequirement {
   bool operator==(const TpuRequirement&) const = default;
 };
 
+// [gangs] ext_ml_gang: the job runs as `size` members on as many workers at once,
+// each member needing the job's other hard constraints (see docs/matching.md).
+struct GangRequirement {
+  int size = 0;            // 0: not a gang; else 2..kMaxGangSize
+  std::string same_label;  // members must share this label's value ("" = any)
+  bool operator==(const GangRequirement&) const = default;
+};
+inline constexpr int kMaxGangSize = 64;
+// The label a multi-node NVLink domain is advertised under (NVIDIA GPU feature discovery).
+inline constexpr const char* kNvlinkDomainLabel = "nvidia.com/gpu.clique";
+
 struct HardConstraints {
   // Explicit or inferred. cpu is kept for the record but constrains nothing:
   // every worker has CPUs.
@@ -50,6 +61,7 @@ struct HardConstraints {
   std::string pinned_model_version;
   std::string runtime;
   std::string model_format;
+  GangRequirement gang;
   bool operator==(const HardConstraints&) const = default;
 };
 
@@ -81,6 +93,7 @@ struct Scheduling {
   bool priority_escalation = false;
   std::optional<int> escalation_after_s;
   std::optional<PriorityClass> escalation_target_class;
+  int gang_timeout_s = 60;  // [gangs] how long members are held while the gang forms
   bool operator==(const Scheduling&) const = default;
 };
 

@@ -50,7 +50,7 @@ TEST(CronExpression, EveryIsAFixedInterval) {
 
 TEST(CronExpression, InvalidExpressionsAreRefused) {
   for (const char* bad : {"", "not a valid cron", "0 0 0 0 0 0 0", "99 25 32 13 8", "*/0 * * * *", "5-1 * * * *",
-                          "0 0 L * *", "0 0 * * 5#3", "@fortnightly", "1,,2 * * * *"})
+                          "0 0 L-31 * *", "0 0 * * 5#6", "0 0 * * L", "0 0 1-5W * *", "0 0 * * 5#3-4", "@fortnightly", "1,,2 * * * *"})
     EXPECT_THROW(CronExpression::parse(bad), std::invalid_argument) << bad;
   try {
     CronExpression::parse("99 * * * *");
@@ -58,6 +58,40 @@ TEST(CronExpression, InvalidExpressionsAreRefused) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("minute field: 99 is outside 0-59"), std::string::npos) << e.what();
   }
+}
+
+// Quartz's day specials (spec/ojs-cron.md 3.3), checked against a calendar.
+TEST(CronExpression, LastDayOfMonth) {
+  EXPECT_EQ(next("0 23 L * *", "UTC", "2026-02-01T00:00:00Z"), "2026-02-28T23:00:00.000Z");
+  EXPECT_EQ(next("0 23 L * *", "UTC", "2028-02-01T00:00:00Z"), "2028-02-29T23:00:00.000Z");  // leap year
+  EXPECT_EQ(next("0 23 L * *", "UTC", "2026-04-30T23:00:00Z"), "2026-05-31T23:00:00.000Z");
+  EXPECT_EQ(next("0 0 L-2 * *", "UTC", "2026-01-01T00:00:00Z"), "2026-01-29T00:00:00.000Z");
+  EXPECT_EQ(next("0 0 1,L * *", "UTC", "2026-01-02T00:00:00Z"), "2026-01-31T00:00:00.000Z");  // a list mixes both
+  EXPECT_EQ(next("0 23 L * *", "Europe/Paris", "2026-03-01T00:00:00Z"), "2026-03-31T21:00:00.000Z");  // CEST
+}
+
+TEST(CronExpression, NearestWeekday) {
+  // 2026-11-15 is a Sunday: 15W is Monday the 16th; 2026-08-15 a Saturday: Friday the 14th.
+  EXPECT_EQ(next("0 0 15W * *", "UTC", "2026-11-01T00:00:00Z"), "2026-11-16T00:00:00.000Z");
+  EXPECT_EQ(next("0 0 15W * *", "UTC", "2026-08-01T00:00:00Z"), "2026-08-14T00:00:00.000Z");
+  EXPECT_EQ(next("0 0 15W * *", "UTC", "2026-12-01T00:00:00Z"), "2026-12-15T00:00:00.000Z");  // a Tuesday: itself
+  // 2026-08-01 is a Saturday: 1W never leaves the month, so Monday the 3rd.
+  EXPECT_EQ(next("0 0 1W * *", "UTC", "2026-07-31T00:00:00Z"), "2026-08-03T00:00:00.000Z");
+  // 2026-05-31 is a Sunday: 31W is Friday the 29th; 31W does not fire in 30-day months.
+  EXPECT_EQ(next("0 0 31W * *", "UTC", "2026-05-01T00:00:00Z"), "2026-05-29T00:00:00.000Z");
+  EXPECT_EQ(next("0 0 31W * *", "UTC", "2026-06-01T00:00:00Z"), "2026-07-31T00:00:00.000Z");
+  // LW: the last weekday; 2026-01-31 is a Saturday.
+  EXPECT_EQ(next("0 0 LW * *", "UTC", "2026-01-01T00:00:00Z"), "2026-01-30T00:00:00.000Z");
+}
+
+TEST(CronExpression, NthAndLastWeekdayOfMonth) {
+  EXPECT_EQ(next("0 0 * * 5#3", "UTC", "2026-01-01T00:00:00Z"), "2026-01-16T00:00:00.000Z");  // third Friday
+  EXPECT_EQ(next("0 0 * * FRI#3", "UTC", "2026-01-17T00:00:00Z"), "2026-02-20T00:00:00.000Z");
+  EXPECT_EQ(next("0 0 * * 1#5", "UTC", "2026-01-01T00:00:00Z"), "2026-03-30T00:00:00.000Z");  // first month with 5 Mondays
+  EXPECT_EQ(next("0 0 * * 5L", "UTC", "2026-01-01T00:00:00Z"), "2026-01-30T00:00:00.000Z");   // last Friday
+  EXPECT_EQ(next("0 0 * * SUNL", "UTC", "2026-02-01T00:00:00Z"), "2026-02-22T00:00:00.000Z");
+  EXPECT_EQ(next("0 0 * * 0#1,6L", "UTC", "2026-01-05T00:00:00Z"), "2026-01-31T00:00:00.000Z");  // list: first Sunday or last Saturday
+  EXPECT_EQ(next("0 0 * * 7#1", "UTC", "2026-01-05T00:00:00Z"), "2026-02-01T00:00:00.000Z");  // 7 is Sunday
 }
 
 TEST(CronExpression, ImpossibleDatesHaveNoTick) {

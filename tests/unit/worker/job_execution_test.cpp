@@ -84,6 +84,25 @@ TEST_F(JobExecutionTest, JobSeesItsEnvironmentStdinAndFile) {
   EXPECT_EQ(outcome.result["cwd_ok"], true);
 }
 
+// [gangs] A gang member's process gets its rank, the world size and the rendezvous.
+TEST_F(JobExecutionTest, GangMemberSeesRankWorldSizeAndRendezvous) {
+  const auto job = make_job({{"ext_ml_gang_rank", 1}, {"ext_ml_gang_world_size", 2},
+                             {"ext_ml_gang_master_addr", "10.0.0.1"}, {"ext_ml_gang_master_port", 29501}});
+  auto execution = start(
+      R"sh(printf '{"rank":"%s","world":"%s","addr":"%s","port":"%s","local":"%s","ojs_rank":"%s","ojs_world":"%s"}' )sh"
+      R"sh("$RANK" "$WORLD_SIZE" "$MASTER_ADDR" "$MASTER_PORT" "$LOCAL_RANK" "$OJS_GANG_RANK" "$OJS_GANG_WORLD_SIZE")sh",
+      job);
+  const auto outcome = run_to_end(*execution);
+  ASSERT_EQ(outcome.kind, JobOutcome::Kind::succeeded) << outcome.error.dump();
+  EXPECT_EQ(outcome.result, nlohmann::json({{"rank", "1"}, {"world", "2"}, {"addr", "10.0.0.1"}, {"port", "29501"},
+                                            {"local", "0"}, {"ojs_rank", "1"}, {"ojs_world", "2"}}));
+}
+
+TEST_F(JobExecutionTest, NonGangJobGetsNoRendezvous) {
+  auto execution = start(R"(printf '{"set":%s}' "${MASTER_ADDR+true}${MASTER_ADDR-false}")");
+  EXPECT_EQ(run_to_end(*execution).result, nlohmann::json({{"set", false}}));
+}
+
 TEST_F(JobExecutionTest, NoAssignedDevicesHidesAllGpus) {
   auto execution = start(R"(printf '{"set":%s,"value":"%s"}' "${CUDA_VISIBLE_DEVICES+true}" "$CUDA_VISIBLE_DEVICES")");
   const auto outcome = run_to_end(*execution);

@@ -1,0 +1,126 @@
+// [gangs] FETCH of ext_ml_gang jobs (docs/matching.md "Gangs"): gang classes never
+// go to claim.lua; claim_gang.lua holds the worker as a member of the queue's
+// forming gang, starts the gang when its last member joins, and delivers a started
+// gang to each held member on its next FETCH, with its rank and the rendezvous.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "broker/jobs/job_service.hpp"
+#include "broker/preemption/preemption.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+namespace {
+
+// Where a gang's rank 0 is reached: the worker's advertised labels, else its id
+// (the agent's default id is the host name) and torch's default port.
+constexpr const char* kAddressLabel = "rendezvous.ojs.io/address";
+constexpr const char* kPortLabel = "rendezvous.ojs.io/port";
+constexpr int kDefaultPort = 29500;
+
+GangMemberInfo member_info(const WorkerView& worker) {
+  GangMemberInfo m{worker.worker_id, worker.worker_id, std::to_string(kDefaultPort)};
+  const auto& labels = worker.capabilities->labels;
+  if (auto it = labels.find(kAddressLabel); it != labels.end() && !it->second.empty()) m.address = it->second;
+  if (auto it = labels.find(kPortLabel); it != labels.end()) {
+    try {
+      if (const int port = std::stoi(it->second); port > 0 && port < 65536) m.port = std::to_string(port);
+    } catch (const std::exception&) {  // an unusable label keeps the default
+    }
+  }
+  return m;
+}
+
+std::vector<int> member_devices(const json& member) {
+  const auto devices = json::parse(member.value("devices", std::string()), nullptr, false);
+  return devices.is_array() ? devices.get<std::vector<int>>() : std::vector<int>{};
+}
+
+}  // namespace
+
+bool is_gang_class(const Scheduler& scheduler, const ClassSet& classes, const std::string& class_id) {
+  auto it = classes.classes.find(class_id);
+  return it != classes.classes.end() && scheduler.requirements(class_id, it->second).hard.gang.size > 0;
+}
+
+bool is_gang_member(const JobRecord& job, const std::string& worker_id) {
+  const json workers = json::parse(job.get("gang_workers"), nullptr, false);
+  return workers.is_array() && std::find(workers.begin(), workers.end(), worker_id) != workers.end();
+}
+
+json gang_envelope(const JobRecord& job, int rank) {
+  json envelope = job.envelope();
+  const json members = json::parse(job.get("gang_members"), nullptr, false);
+  if (!members.is_array() || rank < 0 || rank >= static_cast<int>(members.size())) return envelope;
+  const json& master = members[0];
+  envelope["ext_ml_gang_rank"] = rank;
+  envelope["ext_ml_gang_world_size"] = members.size();
+  envelope["ext_ml_gang_master_addr"] = master.value("address", std::string());
+  envelope["ext_ml_gang_master_port"] = std::stoi(master.value("port", std::to_string(kDefaultPort)));
+  json workers = json::array();
+  for (const auto& m : members) workers.push_back(m.value("worker_id", std::string()));
+  envelope["ext_ml_gang_workers"] = std::move(workers);
+  // Each member runs on its own worker's devices.
+  const auto devices = member_devices(members[rank]);
+  if (devices.empty()) envelope.erase("ext_ml_assigned_devices");
+  else envelope["ext_ml_assigned_devices"] = devices;
+  return envelope;
+}
+
+void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, const FetchRequest& request,
+                            WorkerView& worker, std::vector<json>& jobs) {
+  if (!worker.capabilities) return;  // a gang has hard constraints: plain workers never join
+  ClassSet gang_classes{classes.version, {}};
+  for (const auto& [id, canonical] : classes.classes)
+    if (is_gang_class(scheduler_, classes, id)) gang_classes.classes.emplace(id, canonical);
+  if (gang_classes.classes.empty()) return;  // queues without gangs pay nothing
+
+  auto verdicts = scheduler_.judge(gang_classes, worker);
+  apply_capacity_guards(store_, scheduler_, queue, gang_classes, worker, verdicts, assignment_options(config_));
+  std::vector<GangClass> eligible;
+  std::map<std::string, std::vector<int>> devices_of;
+  for (const auto& v : verdicts) {
+    diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);
+    if (!v.judgement.eligible()) continue;
+    const auto& gang = scheduler_.requirements(v.class_id, gang_classes.classes.at(v.class_id)).hard.gang;
+    std::string label;
+    if (!gang.same_label.empty())
+      if (auto it = worker.capabilities->labels.find(gang.same_label); it != worker.capabilities->labels.end()) label = it->second;
+    eligible.push_back({v.class_id, v.claim.gpus, v.claim.devices_json, label});
+    devices_of[v.class_id] = v.judgement.devices;
+  }
+  const auto claim = store_.claim_gang(queue, member_info(worker), request.visibility_timeout_ms,
+                                       config_.default_visibility_timeout_ms, eligible);
+  if (claim.kind == GangClaim::Kind::blocked) diagnosis_.note_budget(queue, claim.blocked, worker.worker_id);
+  if (claim.kind != GangClaim::Kind::held && claim.kind != GangClaim::Kind::start) return;
+
+  // The member's GPUs count in the worker's load from the moment it is held.
+  json envelope;
+  ml::ActiveJob active;
+  std::vector<int> devices;
+  if (claim.kind == GangClaim::Kind::start) {
+    envelope = gang_envelope(claim.job, claim.rank);
+    const json members = json::parse(claim.job.get("gang_members"), nullptr, false);
+    const json member = members.is_array() && claim.rank < static_cast<int>(members.size()) ? members[claim.rank] : json::object();
+    active = ml::active_job_from(envelope, member.value("gpus", 0));
+    devices = member_devices(member);
+  } else {
+    active.job_id = claim.job_id;
+    for (const auto& c : eligible)
+      if (c.id == claim.class_id) active.gpus = c.gpus;
+    devices = devices_of[claim.class_id];
+  }
+  workers_.record_claim(worker.worker_id, active.job_id, queue, active, devices);
+  const bool counted = std::any_of(worker.load.active.begin(), worker.load.active.end(),
+                                   [&](const ml::ActiveJob& j) { return j.job_id == active.job_id; });
+  if (!counted) {  // a delivered member was in the load since it was held
+    worker.load.active.push_back(active);
+    worker.load.hold(devices);
+  }
+  if (claim.kind == GangClaim::Kind::start) jobs.push_back(std::move(envelope));
+}
+
+}  // namespace ojs::broker

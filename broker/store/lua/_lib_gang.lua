@@ -1,0 +1,89 @@
+-- [gangs] ext_ml_gang helpers (docs/matching.md "Gangs"). A gang is one job hash
+-- whose members are held on several workers. Fields: gang_size, gang_label,
+-- gang_timeout_ms (PUSH); while forming or running gang_workers (JSON worker ids
+-- by rank), gang_members (JSON [{worker_id, rank, gpus, devices, address, port,
+-- label}]), gang_deadline (ms, while forming), gang_start (start counter);
+-- gang_acked (JSON ranks) and gang_result (rank 0's) as members ACK.
+
+-- The 0-based rank of `worker` in the job's gang; nil when it is no member.
+local function gang_rank(job, worker)
+  if not job.gang_workers or worker == '' then return nil end
+  for i, w in ipairs(cjson.decode(job.gang_workers)) do
+    if w == worker then return i - 1 end
+  end
+  return nil
+end
+
+-- Whether `worker` holds the job: the worker it was claimed by, or (gang) any member.
+local function held_by(job, worker)
+  return job.worker_id == worker or gang_rank(job, worker) ~= nil
+end
+
+-- The gang goes down as one: members are forgotten (their GPUs are in the job's
+-- charged_gpus, which release_budget gives back); it re-forms from scratch.
+local function gang_reset(jk, job)
+  if not job.gang_workers then return end
+  job.gang_workers, job.gang_members, job.gang_deadline, job.gang_acked, job.gang_result = nil, nil, nil, nil, nil
+  redis.call('HDEL', jk, 'gang_workers', 'gang_members', 'gang_deadline', 'gang_acked', 'gang_result')
+end
+
+-- A member's ACK: nil while ranks are missing, else the result the completed job
+-- keeps (rank 0's). An ACK naming no worker (plain OJS) completes the gang.
+local function gang_ack(jk, job, worker, result)
+  if worker == '' then return result end
+  local rank = gang_rank(job, worker)
+  local acked, seen = job.gang_acked and cjson.decode(job.gang_acked) or {}, false
+  for _, r in ipairs(acked) do
+    if r == rank then seen = true end
+  end
+  if not seen then acked[#acked + 1] = rank end
+  job.gang_acked = cjson.encode(acked)
+  redis.call('HSET', jk, 'gang_acked', job.gang_acked)
+  if rank == 0 and result ~= '' then
+    job.gang_result = result
+    redis.call('HSET', jk, 'gang_result', result)
+  end
+  if #acked < tonumber(job.gang_size) then return nil end
+  return job.gang_result or ''
+end
+
+-- A forming gang whose hold deadline passed (or that ended meanwhile) leaves the
+-- queue's forming slot; a waiting one releases every member and goes to the back
+-- of its class (new FIFO seq), so the next gang of the queue gets its turn.
+-- g: {gangs, seq, events, ledger, tenant_ledger, job_prefix, ready_prefix}
+local function gang_release(g, id, now, reason)
+  redis.call('ZREM', g.gangs, id)
+  local jk = g.job_prefix .. id
+  local job = read_job(jk)
+  if not job or job.state ~= 'available' or not job.gang_workers then return 0 end
+  local held = job.gang_workers
+  release_budget({ledger = g.ledger, tenant_ledger = g.tenant_ledger}, jk, job)
+  gang_reset(jk, job)
+  local ready = g.ready_prefix .. job.class
+  redis.call('ZREM', ready, id)
+  make_available(g.seq, ready, jk, job, now)
+  emit(g.events, 'job.gang_released', job, {'workers', held, 'reason', reason})
+  return 1
+end
+
+local function gang_release_expired(g, now)
+  local released = 0
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', g.gangs, '-inf', now, 'LIMIT', 0, 100)) do
+    released = released + gang_release(g, id, now, 'gang_timeout')
+  end
+  return released
+end
+
+-- The reservation deadlines of a starting attempt, as claim sets them: visibility
+-- from the request, then the job, then the broker default, capped by the
+-- execution timeout. Sets job.visibility_deadline / execution_deadline.
+local function gang_start_deadlines(job, now, request_vis, default_vis)
+  local deadline = now + (request_vis or tonumber(job.visibility_timeout_ms or '') or default_vis)
+  local timeout = tonumber(job.timeout_ms or '')
+  if timeout and timeout > 0 then
+    job.execution_deadline = now + timeout
+    if job.execution_deadline < deadline then deadline = job.execution_deadline end
+  end
+  job.visibility_deadline = deadline
+  return deadline
+end

@@ -1,0 +1,124 @@
+-- [gangs] FETCH of gang jobs (ext_ml_gang, docs/matching.md "Gangs"). In order:
+-- 1. a started gang not yet delivered to this held member is delivered;
+-- 2. forming gangs past their hold deadline release their members;
+-- 3. the worker joins the queue's forming gang, or starts forming the best gang
+--    head among its eligible gang classes when none forms. Only one gang per queue
+--    holds members, so two half-built gangs never wait on each other's workers.
+-- The member that completes the gang starts it: the job turns active on all
+-- members at once, this worker gets it now, the others on their next FETCH.
+-- KEYS (12 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
+--   6 active, 7 events, 8 config, 9 ledger, 10 tenant quotas, 11 tenant ledger, 12 seq,
+--   then the ready set of each eligible gang class (in ARGV order)
+-- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, rendezvous
+--   address, rendezvous port, then per eligible gang class 4 values: class id, GPUs per
+--   member, assigned devices JSON ('' = none), the worker's value of the gang's same_label
+-- Reply: {'start', job fields, rank} | {'held' (joined now) | 'waiting' (held before), job id, rank, class id}
+--        | {'none'}
+--        | {'blocked', class, in_use, limit, kind}
+local worker, request_vis, default_vis, address, port =
+  ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local now = now_ms()
+
+-- 1. Deliveries: "worker\tid\tstart" (lex order, so one range finds this worker's).
+local pending = redis.call('ZRANGEBYLEX', KEYS[5], '[' .. worker .. '\t', '(' .. worker .. '\n', 'LIMIT', 0, 10)
+for _, entry in ipairs(pending) do
+  redis.call('ZREM', KEYS[5], entry)
+  local id, start = string.match(entry, '^[^\t]*\t([^\t]*)\t(%d+)$')
+  local job = id and read_job(KEYS[2] .. id)
+  if job and job.state == 'active' and job.gang_start == start then
+    local rank = gang_rank(job, worker)
+    if rank then return {'start', flat_job(job), rank} end
+  end
+end
+
+if redis.call('EXISTS', KEYS[1]) == 1 then return {'none'} end
+local g = {gangs = KEYS[4], seq = KEYS[12], events = KEYS[7], ledger = KEYS[9], tenant_ledger = KEYS[11],
+           job_prefix = KEYS[2], ready_prefix = KEYS[3]}
+gang_release_expired(g, now)
+
+-- 3. The forming gang, else the best head of an eligible gang class.
+local job, class_at = nil, nil
+local forming = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+if forming then
+  job = read_job(KEYS[2] .. forming)
+  if not job or job.state ~= 'available' or not job.gang_workers then
+    gang_release(g, forming, now, 'ended')
+    job, forming = nil, nil
+  else
+    local rank = gang_rank(job, worker)
+    if rank then return {'waiting', forming, rank, job.class} end
+    for i = 6, #ARGV, 4 do
+      if ARGV[i] == job.class then class_at = i end
+    end
+    if not class_at then return {'none'} end  -- only the forming gang may hold members
+    local first = cjson.decode(job.gang_members)[1]
+    if (job.gang_label or '') ~= '' and (ARGV[class_at + 3] == '' or ARGV[class_at + 3] ~= first.label) then
+      return {'none'}
+    end
+  end
+end
+if not forming then
+  local best_score = nil
+  for i = 6, #ARGV, 4 do
+    local head = redis.call('ZRANGE', KEYS[12 + (i - 2) / 4], 0, 0, 'WITHSCORES')
+    if head[1] and (best_score == nil or tonumber(head[2]) < best_score) then
+      local candidate = read_job(KEYS[2] .. head[1])
+      if candidate and ((candidate.gang_label or '') == '' or ARGV[i + 3] ~= '') then
+        job, class_at, best_score = candidate, i, tonumber(head[2])
+      end
+    end
+  end
+  if not job then return {'none'} end
+end
+
+-- Join: budget and tenant quota bind each member's GPUs (one GPU job per gang).
+local gpus, devices, label = tonumber(ARGV[class_at + 1]), ARGV[class_at + 2], ARGV[class_at + 3]
+local charged = tonumber(job.charged_gpus or '0')
+local over = budget_block({config = KEYS[8], ledger = KEYS[9]}, gpus)
+if over and over[3] == 'max_concurrent_gpu_jobs' and charged > 0 then over = nil end  -- the gang already counts
+over = over or tenant_block({tenant_quotas = KEYS[10], tenant_ledger = KEYS[11]}, job.tenant, gpus)
+if over then return {'blocked', ARGV[class_at], over[1], over[2], over[3]} end
+local jk = KEYS[2] .. job.id
+local members = job.gang_members and cjson.decode(job.gang_members) or {}
+local workers = job.gang_workers and cjson.decode(job.gang_workers) or {}
+local rank = #members
+members[#members + 1] = {worker_id = worker, rank = rank, gpus = gpus, devices = devices, address = address,
+                         port = port, label = label}
+workers[#workers + 1] = worker
+job.gang_members, job.gang_workers = cjson.encode(members), cjson.encode(workers)
+local set = {'gang_members', job.gang_members, 'gang_workers', job.gang_workers}
+if gpus > 0 then
+  redis.call('HINCRBY', KEYS[9], 'gpus', gpus)
+  if charged == 0 then redis.call('HINCRBY', KEYS[9], 'gpu_jobs', 1) end
+  if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', KEYS[11], job.tenant, gpus) end
+  job.charged_gpus = charged + gpus
+  set[#set + 1] = 'charged_gpus'; set[#set + 1] = job.charged_gpus
+end
+if rank == 0 then
+  job.gang_deadline = now + tonumber(job.gang_timeout_ms or '60000')
+  set[#set + 1] = 'gang_deadline'; set[#set + 1] = job.gang_deadline
+  redis.call('ZADD', KEYS[4], job.gang_deadline, job.id)
+end
+redis.call('HSET', jk, unpack(set))
+emit(KEYS[7], 'job.gang_member_held', job, {'worker_id', worker, 'rank', rank, 'members', #members})
+if #members < tonumber(job.gang_size) then return {'held', job.id, rank, job.class} end
+
+-- Complete: every member starts with this one attempt.
+redis.call('ZREM', KEYS[3] .. job.class, job.id)
+redis.call('ZREM', KEYS[4], job.id)
+job.gang_deadline = nil
+redis.call('HDEL', jk, 'gang_deadline')
+job.attempt = tonumber(job.attempt or '0') + 1
+job.state, job.started_at, job.worker_id = 'active', now, members[1].worker_id
+job.gang_start = tostring(redis.call('HINCRBY', jk, 'gang_start', 1))
+local deadline = gang_start_deadlines(job, now, request_vis, default_vis)
+set = {'state', 'active', 'started_at', now, 'worker_id', job.worker_id, 'attempt', job.attempt,
+       'visibility_deadline', deadline}
+if job.execution_deadline then set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline end
+redis.call('HSET', jk, unpack(set))
+redis.call('ZADD', KEYS[6], deadline, job.id)
+for _, w in ipairs(workers) do
+  if w ~= worker then redis.call('ZADD', KEYS[5], 0, w .. '\t' .. job.id .. '\t' .. job.gang_start) end
+end
+emit(KEYS[7], 'job.started', job, {'worker_id', job.worker_id, 'gang_workers', job.gang_workers})
+return {'start', flat_job(job), rank}
