@@ -4,9 +4,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <iostream>
 
+#include "broker/governance/queue_config.hpp"
 #include "simulator/sim.hpp"
 #include "simulator/trace.hpp"
 
@@ -23,7 +26,9 @@ json to_json(const SimResult& r) {
     waits[name] = {{"jobs", p.count}, {"p50_s", p.p50}, {"p95_s", p.p95}, {"p99_s", p.p99}, {"mean_s", p.mean}};
   return {{"policy", r.policy}, {"jobs", r.jobs}, {"finished", r.finished}, {"unfinished", r.unfinished},
           {"makespan_s", r.makespan_s}, {"gpu_utilization", r.gpu_utilization},
-          {"useful_utilization", r.useful_utilization}, {"wait_s", waits},
+          {"useful_utilization", r.useful_utilization}, {"offered_load", r.offered_load},
+          {"arrival_utilization", r.arrival_utilization}, {"stranded_gpu_hours", r.stranded_gpu_hours}, {"arrival_stranded", r.arrival_stranded},
+          {"tenant_gpu_hours", r.tenant_gpu_hours}, {"wait_s", waits},
           {"locality_jobs", r.locality_jobs}, {"locality_hits", r.locality_hits},
           {"locality_hit_rate", r.locality_hit_rate()}, {"model_loads", r.model_loads},
           {"preemptions", r.preemptions}, {"lost_gpu_hours", r.lost_gpu_hours},
@@ -32,12 +37,12 @@ json to_json(const SimResult& r) {
 }
 
 void print_table(const std::vector<SimResult>& results) {
-  std::printf("%-15s %6s %6s %8s", "policy", "util", "useful", "makespan");
+  std::printf("%-15s %6s %6s %6s %8s", "policy", "util", "useful", "arrUt", "makespan");
   for (const char* c : kClasses) std::printf("  %-22s", (std::string("wait ") + c + " p50/p95/p99").c_str());
   std::printf(" %8s %7s %8s %7s %8s\n", "locality", "preempt", "lost_gpuh", "oversub", "unfinish");
   for (const auto& r : results) {
-    std::printf("%-15s %5.1f%% %5.1f%% %7.1fh", r.policy.c_str(), 100 * r.gpu_utilization, 100 * r.useful_utilization,
-                r.makespan_s / 3600);
+    std::printf("%-15s %5.1f%% %5.1f%% %5.1f%% %7.1fh", r.policy.c_str(), 100 * r.gpu_utilization, 100 * r.useful_utilization,
+                100 * r.arrival_utilization, r.makespan_s / 3600);
     for (const char* c : kClasses) {
       auto it = r.wait_s.find(c);
       if (it == r.wait_s.end()) {
@@ -61,6 +66,8 @@ int main(int argc, char** argv) {
   double load = 0.9;
   std::string mix = "dgx-h100:4,4xa100-pcie:6,l4-inference:8,cpu-node:4";
   std::string dir = OJS_EXAMPLES_DIR;
+  std::string policy = "priority", tenants;
+  double tenant_tolerance = 0;
   SimOptions ours;
   bool json_output = false;
   CLI::App app{"Cluster simulator: replays a synthetic GPU trace through the real matcher (simulated time)"};
@@ -71,6 +78,14 @@ int main(int argc, char** argv) {
   app.add_option("--workers-dir", dir, "directory of worker capability JSON files");
   app.add_option("--locality-delay-s", ours.locality_delay_s, "delay scheduling bound for model locality")->check(CLI::Range(0.0, 86400.0));
   app.add_option("--models-per-worker", ours.models_per_worker, "models a worker keeps loaded (LRU)")->check(CLI::Range(1, 64));
+  app.add_option("--policy", policy, "the queue policy of our broker: priority, fifo, sjf, fair");
+  app.add_option("--tenants", tenants, "tenant:weight,... : jobs get a tenant (equal odds); the weights configure fair share");
+  app.add_option("--tenant-window-start-s", ours.tenant_window_start_s, "start of the window measuring GPU-time per tenant");
+  app.add_option("--tenant-window-s", ours.tenant_window_s, "length of that window");
+  app.add_option("--tenant-tolerance", tenant_tolerance,
+                 "exit 1 unless each tenant's GPU-time share (ours) is within this fraction of its weight share (0 = no check)");
+  app.add_option("--redis-server", ours.redis_binary, "redis-server binary our broker's queue runs on");
+  app.add_option("--preemption", ours.preemption, "our policy preempts spot work for waiting reserved jobs (true/false)");
   app.add_flag("--json", json_output, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
 
@@ -81,7 +96,24 @@ int main(int argc, char** argv) {
     std::cerr << "cluster_sim: " << e.what() << "\n";
     return 2;
   }
-  const auto trace = generate_trace(jobs, seed, load, workers);
+  const auto parsed_policy = ojs::broker::governance::parse_policy(policy);
+  if (!parsed_policy) {
+    std::cerr << "cluster_sim: unknown --policy " << policy << "\n";
+    return 2;
+  }
+  ours.queue_policy = *parsed_policy;
+  std::vector<std::string> tenant_names;
+  {
+    std::stringstream in(tenants);
+    for (std::string item; std::getline(in, item, ',');) {
+      const auto colon = item.find(':');
+      const std::string name = item.substr(0, colon);
+      tenant_names.push_back(name);
+      ours.tenant_weights[name] = colon == std::string::npos ? 1.0 : std::stod(item.substr(colon + 1));
+    }
+  }
+  auto trace = generate_trace(jobs, seed, load, workers);
+  assign_tenants(trace, tenant_names, seed);
   SimOptions fifo = ours;
   fifo.policy = Policy::fifo_first_fit;
   fifo.preemption = false;
@@ -97,9 +129,18 @@ int main(int argc, char** argv) {
     for (const auto& r : results) out["results"].push_back(to_json(r));
     std::cout << out.dump(2) << std::endl;
   } else {
-    std::printf("trace: %d jobs, seed %llu, offered load %.2f; cluster: %zu workers (%s), %d GPUs\n\n", jobs,
-                static_cast<unsigned long long>(seed), load, workers.size(), mix.c_str(), gpus);
+    std::printf("trace: %d jobs, seed %llu, offered load %.2f (measured %.2f over the %.1f h of arrivals); cluster: %zu workers (%s), %d GPUs\n\n",
+                jobs, static_cast<unsigned long long>(seed), load, results[0].offered_load,
+                trace.empty() ? 0.0 : trace.back().arrival_s / 3600, workers.size(), mix.c_str(), gpus);
     print_table(results);
+    for (const auto& r : results) {
+      std::printf("%s: while jobs arrive, GPUs %.1f%% busy, %.1f%% idle while a job that fits the worker type waits "
+                  "(stranded, %.0f GPU-h), %.1f%% idle with no waiting job that fits the worker",
+                  r.policy.c_str(), 100 * r.arrival_utilization, 100 * r.arrival_stranded, r.stranded_gpu_hours,
+                  100 * (1 - r.arrival_utilization - r.arrival_stranded));
+      for (const auto& [t, h] : r.tenant_gpu_hours) std::printf("; tenant %s %.1f GPU-h", t.c_str(), h);
+      std::printf("\n");
+    }
     for (const auto& r : results)
       std::printf("%s: %d finished, %lld judgements in %.2f s wall, %lld model loads\n", r.policy.c_str(), r.finished,
                   r.judgements, r.wall_s, r.model_loads);
@@ -107,9 +148,24 @@ int main(int argc, char** argv) {
   long long over = 0;
   for (const auto& r : results) over += r.oversubscriptions;
   std::cerr << "oversubscriptions: " << over << "\n";
+  bool unfair = false;
+  if (tenant_tolerance > 0) {  // fair share: GPU-time in the window proportional to the weights
+    double hours = 0, weights = 0;
+    for (const auto& [t, w] : ours.tenant_weights) weights += w;
+    for (const auto& [t, h] : results[0].tenant_gpu_hours) hours += h;
+    for (const auto& [t, w] : ours.tenant_weights) {
+      const double share = hours > 0 ? results[0].tenant_gpu_hours.count(t) ? results[0].tenant_gpu_hours.at(t) / hours : 0 : 0;
+      const double target = w / weights;
+      std::fprintf(stderr, "tenant %s: %.3f of the GPU-time, weight share %.3f\n", t.c_str(), share, target);
+      if (std::abs(share - target) > tenant_tolerance * target) {
+        std::cerr << "UNFAIR: tenant " << t << " off its weight share by more than " << tenant_tolerance * 100 << "%\n";
+        unfair = true;
+      }
+    }
+  }
   if (bad > 0) {
     std::cerr << "OVERSUBSCRIBED: " << bad << " capacity or constraint violations\n";
     return 1;
   }
-  return 0;
+  return unfair ? 1 : 0;
 }

@@ -10,7 +10,11 @@
 #include <set>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
+#include "broker/governance/queue_config.hpp"
 #include "broker/scheduling/scheduler.hpp"
+#include "simulator/broker_queue.hpp"
 #include "ojs/ml/predicates.hpp"
 #include "ojs/ml/scoring.hpp"
 
@@ -84,12 +88,23 @@ class Simulation {
     for (std::size_t i = 0; i < trace.size(); ++i) {
       const auto& j = trace[i];
       auto [it, added] = class_index.emplace(j.class_id, static_cast<int>(classes_.size()));
-      if (added) classes_.push_back({&j.req, {}});
+      if (added) classes_.push_back({&j.req, j.class_id, {}});
       jobs_[i].cls = it->second;
       jobs_[i].remaining = j.work_s;
       jobs_[i].seq = static_cast<long long>(i);
       jobs_[i].rank = broker::rank_base(broker::priority_class_rank(j.req), j.priority);
       push({j.arrival_s, 0, EventType::arrival, static_cast<int>(i), -1, 0});
+    }
+    for (const auto& j : trace) {
+      offered_gpu_s_ += j.work_s * j.req.gpu_count();
+      last_arrival_ = std::max(last_arrival_, j.arrival_s);
+    }
+    if (options.policy == Policy::ours) {
+      BrokerQueueOptions q;
+      q.policy = options.queue_policy;
+      q.tenant_weights = options.tenant_weights;
+      q.redis_binary = options.redis_binary;
+      queue_ = std::make_unique<BrokerQueue>(q);
     }
     static_memo_.assign(classes_.size() * types.size(), -1);
     types_ = static_cast<int>(types.size());
@@ -101,6 +116,7 @@ class Simulation {
     while (!events_.empty()) {
       const Event e = events_.top();
       events_.pop();
+      count_stranded(e.t);
       now_ = e.t;
       handle(e);
       // Everything due at the same instant first, then one dispatch.
@@ -114,6 +130,7 @@ class Simulation {
  private:
   struct ClassInfo {
     const ml::Requirements* req;
+    std::string id;
     std::set<std::tuple<double, long long, int>> pending;  // (rank, seq, job): the broker's ready zset
   };
 
@@ -132,6 +149,8 @@ class Simulation {
   double allocated_gpu_s_ = 0, useful_gpu_s_ = 0;
   std::size_t rotation_ = 0;
   SimResult result_;
+  std::unique_ptr<BrokerQueue> queue_;  // ours: the broker's queue (real redis-server, claim.lua)
+  double offered_gpu_s_ = 0, last_arrival_ = 0, arrival_allocated_gpu_s_ = 0, stranded_gpu_s_ = 0;
 
   void push(Event e) {
     e.seq = event_seq_++;
@@ -150,7 +169,10 @@ class Simulation {
   void handle(const Event& e) {
     auto& s = jobs_[static_cast<std::size_t>(e.job)];
     switch (e.type) {
-      case EventType::arrival: enqueue(e.job); break;
+      case EventType::arrival:
+        enqueue(e.job);
+        if (queue_) queue_->push(e.job, job(e.job));
+        break;
       case EventType::wake: s.wake_scheduled = false; break;
       case EventType::finish:
         if (s.epoch != e.epoch || s.worker < 0) break;  // preempted meanwhile
@@ -176,7 +198,7 @@ class Simulation {
 
   // Static (memoised per worker type, as the broker memoises per fingerprint) and
   // dynamic phases; the devices to assign when eligible.
-  std::optional<std::vector<int>> eligible(int cls, const WorkerState& w, const ml::WorkerLoad& load, int cores_free) {
+  std::optional<std::vector<int>> eligible_devices(int cls, const WorkerState& w, const ml::WorkerLoad& load, int cores_free) {
     const auto& req = *classes_[static_cast<std::size_t>(cls)].req;
     if (req.gpu_count() > w.caps.gpu.count - load.gpus_in_use()) return std::nullopt;  // cheap pre-check
     if (req.hard.cpu_cores.value_or(0) > cores_free && req.gpu_count() == 0) return std::nullopt;
@@ -208,6 +230,7 @@ class Simulation {
   bool fetch(int wi) {
     auto& w = workers_[static_cast<std::size_t>(wi)];
     if (w.gpus_free() <= 0 && w.cores_free() <= 0) return false;
+    if (queue_) return fetch_from_broker(wi);
     using Key = std::tuple<double, double, double>;  // band, -bonus, rank (FIFO)
     std::optional<Key> best_key;
     int best_job = -1;
@@ -216,7 +239,7 @@ class Simulation {
       auto& cls = classes_[c];
       if (cls.pending.empty()) continue;
       const auto [rank, seq, j] = *cls.pending.begin();
-      auto devices = eligible(static_cast<int>(c), w, w.load, w.cores_free());
+      auto devices = eligible_devices(static_cast<int>(c), w, w.load, w.cores_free());
       if (!devices) continue;
       const auto& req = *cls.req;
       auto& s = jobs_[static_cast<std::size_t>(j)];
@@ -241,6 +264,63 @@ class Simulation {
     return true;
   }
 
+  // One FETCH by worker wi, answered by claim.lua: the simulator gives the broker's
+  // per-class verdicts (eligible, soft score, devices; classes whose oldest job is
+  // held for a warm worker left out, as the scheduler's hold does) and the broker
+  // picks the job by the queue's policy.
+  bool fetch_from_broker(int wi) {
+    auto& w = workers_[static_cast<std::size_t>(wi)];
+    std::vector<broker::EligibleClass> eligible;
+    std::map<std::string, std::vector<int>> devices_of;
+    for (std::size_t c = 0; c < classes_.size(); ++c) {
+      auto& cls = classes_[c];
+      if (cls.pending.empty()) continue;
+      auto devices = eligible_devices(static_cast<int>(c), w, w.load, w.cores_free());
+      if (!devices) continue;
+      const auto& req = *cls.req;
+      const int oldest = std::get<2>(*cls.pending.begin());
+      auto& s = jobs_[static_cast<std::size_t>(oldest)];
+      const auto waited_ms = static_cast<std::int64_t>(std::llround((now_ - s.queued_since) * 1000));
+      if (ml::locality_hold(req, &w.caps, waited_ms, scoring_)) {
+        if (!s.wake_scheduled) {
+          s.wake_scheduled = true;
+          push({s.queued_since + options_.locality_delay_s + 0.001, 0, EventType::wake, oldest, -1, 0});
+        }
+        continue;
+      }
+      broker::EligibleClass e;
+      e.id = cls.id;
+      e.bonus = ml::score(req, w.caps, &w.load, scoring_).total;
+      e.gpus = req.gpu_count();
+      if (!devices->empty()) e.devices_json = nlohmann::json(*devices).dump();
+      eligible.push_back(std::move(e));
+      devices_of[cls.id] = std::move(*devices);
+    }
+    if (eligible.empty()) return false;
+    const int j = queue_->claim(w.spec->id, eligible);
+    if (j < 0) return false;
+    place(j, wi, std::move(devices_of.at(job(j).class_id)));
+    return true;
+  }
+
+  // GPUs idle on a worker while a waiting GPU job could run on that worker type
+  // (static fit): capacity the placement leaves stranded (too small a fragment,
+  // no NVLink clique, held for locality), counted from the last event to `t`.
+  void count_stranded(double t) {
+    if (now_ >= last_arrival_ || t <= now_) return;
+    int stranded = 0;  // the state since the last event, before the event at t changes it
+    for (auto& w : workers_) {
+      const int free = w.gpus_free();
+      if (free <= 0) continue;
+      for (std::size_t c = 0; c < classes_.size(); ++c)
+        if (!classes_[c].pending.empty() && classes_[c].req->gpu_count() > 0 && fits_static(static_cast<int>(c), w)) {
+          stranded += free;
+          break;
+        }
+    }
+    stranded_gpu_s_ += stranded * (std::min(t, last_arrival_) - now_);  // the arrival window only
+  }
+
   void first_fit_fifo() {
     std::set<std::pair<long long, int>> fifo;  // arrival order, across classes
     for (const auto& cls : classes_)
@@ -252,7 +332,7 @@ class Simulation {
       bool placed = false;
       for (std::size_t wi = 0; wi < workers_.size() && !placed; ++wi) {
         auto& w = workers_[wi];
-        if (auto devices = eligible(c, w, w.load, w.cores_free())) {
+        if (auto devices = eligible_devices(c, w, w.load, w.cores_free())) {
           place(j, static_cast<int>(wi), std::move(*devices));
           placed = true;
         }
@@ -333,6 +413,16 @@ class Simulation {
     const auto& sj = job(j);
     const double progress = std::max(0.0, now_ - r.work_start);
     allocated_gpu_s_ += r.gpus * (now_ - r.start);
+    arrival_allocated_gpu_s_ += r.gpus * std::max(0.0, std::min(now_, last_arrival_) - r.start);
+    if (!sj.tenant.empty()) {
+      const double from = std::max(r.start, options_.tenant_window_start_s);
+      const double to = std::min(now_, options_.tenant_window_start_s + options_.tenant_window_s);
+      if (to > from) result_.tenant_gpu_hours[sj.tenant] += r.gpus * (to - from) / 3600.0;
+    }
+    if (queue_) {
+      if (completed) queue_->ack(j, w.spec->id);
+      else queue_->requeue(j, w.spec->id);
+    }
     w.running.erase(j);
     const auto id = std::to_string(j);
     std::erase_if(w.load.active, [&](const ml::ActiveJob& a) { return a.job_id == id; });
@@ -394,7 +484,7 @@ class Simulation {
       for (const auto& [id, r] : w.running)
         if (r.preempting) gone.insert(id);  // already leaving: capacity that is coming anyway
       int cores_free = w.cores_free();
-      if (!gone.empty() && eligible(cls, w, load_without(w, gone), cores_free)) return;  // wait for it
+      if (!gone.empty() && eligible_devices(cls, w, load_without(w, gone), cores_free)) return;  // wait for it
       // Candidates: preemptible jobs, cheapest (least work since checkpoint) first.
       std::vector<std::pair<double, int>> candidates;
       for (const auto& [id, r] : w.running) {
@@ -413,7 +503,7 @@ class Simulation {
         victims.push_back(id);
         lost += cost;
         cores_free += job(id).req.gpu_count() == 0 ? job(id).cpu_cores : 0;
-        if (eligible(cls, w, load_without(w, gone), cores_free)) {
+        if (eligible_devices(cls, w, load_without(w, gone), cores_free)) {
           if (lost < best.lost) best = {static_cast<int>(wi), victims, lost};
           break;
         }
@@ -432,7 +522,8 @@ class Simulation {
 
   SimResult finish() {
     auto& r = result_;
-    r.policy = options_.policy == Policy::ours ? "ours" : "fifo-first-fit";
+    r.policy = options_.policy == Policy::ours ? std::string("ours/") + broker::governance::policy_name(options_.queue_policy)
+                                               : "fifo-first-fit";
     r.jobs = static_cast<int>(jobs_.size());
     std::map<std::string, std::vector<double>> waits;
     for (std::size_t i = 0; i < jobs_.size(); ++i) {
@@ -451,6 +542,12 @@ class Simulation {
       r.gpu_utilization = allocated_gpu_s_ / (total_gpus_ * r.makespan_s);
       r.useful_utilization = useful_gpu_s_ / (total_gpus_ * r.makespan_s);
     }
+    if (last_arrival_ > 0 && total_gpus_ > 0) {
+      r.offered_load = offered_gpu_s_ / (total_gpus_ * last_arrival_);
+      r.arrival_utilization = arrival_allocated_gpu_s_ / (total_gpus_ * last_arrival_);
+    }
+    r.stranded_gpu_hours = stranded_gpu_s_ / 3600.0;
+    if (last_arrival_ > 0 && total_gpus_ > 0) r.arrival_stranded = stranded_gpu_s_ / (total_gpus_ * last_arrival_);
     return r;
   }
 };

@@ -1,13 +1,16 @@
 // Discrete-event replay of a trace on a simulated cluster (simulated time: no
-// sleeping, no Redis). Eligibility, device choice and soft scores come from the
-// real matching code (ojs::ml: fits_static, judge_dynamic, score, locality_hold,
-// assign_devices through judge_dynamic); the order jobs are taken in is the
-// broker's (ojs::broker::rank_base: priority class, then priority, then FIFO).
+// sleeping). Eligibility, device choice and soft scores come from the real
+// matching code (ojs::ml: fits_static, judge_dynamic, score, locality_hold,
+// assign_devices through judge_dynamic). Under our policy the job a worker gets is
+// chosen by the broker itself: jobs are pushed to and claimed from a real
+// redis-server through the broker's JobStore and claim.lua (BrokerQueue), so queue
+// policies, fair share and budgets are the broker's code, not a copy.
 #pragma once
 #include <map>
 #include <string>
 #include <vector>
 
+#include "broker/store/priority_score.hpp"
 #include "common/stats.hpp"
 #include "simulator/trace.hpp"
 
@@ -23,6 +26,10 @@ struct SimOptions {
   double locality_delay_s = 120;  // delay scheduling bound (ours)
   int models_per_worker = 3;      // loaded models kept per worker (LRU)
   bool preemption = true;         // reserved preempts spot when nothing fits (ours)
+  broker::QueuePolicy queue_policy = broker::QueuePolicy::priority;  // the queue's policy (ours)
+  std::map<std::string, double> tenant_weights;                      // fair share weights (ours)
+  std::string redis_binary = "redis-server";
+  double tenant_window_start_s = 3600, tenant_window_s = 3600;       // GPU-time per tenant measured here
 };
 
 struct SimResult {
@@ -31,6 +38,11 @@ struct SimResult {
   double makespan_s = 0;
   double gpu_utilization = 0;     // GPU-seconds allocated / (GPUs x makespan)
   double useful_utilization = 0;  // excluding model loading and work lost to preemption
+  double offered_load = 0;        // GPU-seconds of work / (GPUs x arrival span): > 1 saturates
+  double arrival_utilization = 0; // GPU-seconds allocated before the last arrival / (GPUs x arrival span)
+  double stranded_gpu_hours = 0;  // arrival window: GPUs idle on a worker while a job its type can run waits
+  double arrival_stranded = 0;    // the same as a fraction of GPUs x arrival span
+  std::map<std::string, double> tenant_gpu_hours;  // allocated in the tenant window
   std::map<std::string, Percentiles> wait_s;  // per priority class: total time queued
   long long locality_jobs = 0, locality_hits = 0;  // starts of jobs preferring a model; on a warm worker
   long long model_loads = 0;

@@ -1,5 +1,6 @@
 #include "simulator/trace.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -133,8 +134,22 @@ std::vector<SimJob> generate_trace(int count, std::uint64_t seed, double load, c
   for (auto& j : jobs) {
     t += rng.exponential(mean_gap);
     j.arrival_s = t;
+    // The producer declares the run time (sjf, backfill): the work itself, rounded up.
+    const int declared = static_cast<int>(std::ceil(std::max(1.0, j.work_s)));
+    j.document["ext_ml_estimated_duration_seconds"] = declared;
+    j.req.scheduling.estimated_duration_seconds = declared;
   }
   return jobs;
+}
+
+void assign_tenants(std::vector<SimJob>& trace, const std::vector<std::string>& tenants, std::uint64_t seed) {
+  if (tenants.empty()) return;
+  Rng rng(seed ^ 0x74656e616e74ULL);
+  const std::vector<double> equal(tenants.size(), 1.0);
+  for (auto& j : trace) {
+    j.tenant = tenants[rng.pick(equal)];
+    j.document["meta"]["tenant_id"] = j.tenant;
+  }
 }
 
 }  // namespace ojs::bench

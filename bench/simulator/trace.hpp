@@ -39,6 +39,7 @@ struct SimJob {
   double work_s = 0;           // GPU work to do, excluding model loading
   int cpu_cores = 0;           // cores held while running (cpu jobs)
   int priority = 0;            // OJS priority
+  std::string tenant;          // meta.tenant_id ("" = none)
 };
 
 struct ModelSpec {
@@ -62,5 +63,8 @@ std::vector<WorkerSpec> load_workers(const std::string& mix, const std::string& 
 // `count` jobs arriving as a Poisson process whose rate makes the offered GPU load
 // `load` x the cluster's GPUs.
 std::vector<SimJob> generate_trace(int count, std::uint64_t seed, double load, const std::vector<WorkerSpec>& workers);
+
+// Gives each job one of `tenants` (equal odds, own RNG stream from `seed`), as meta.tenant_id.
+void assign_tenants(std::vector<SimJob>& trace, const std::vector<std::string>& tenants, std::uint64_t seed);
 
 }  // namespace ojs::bench

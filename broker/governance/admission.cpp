@@ -78,7 +78,7 @@ void apply_timeout_bound(NewJob& job, const ml::Requirements& r, std::initialize
   job.document["timeout_ms"] = *job.timeout_ms;
 }
 
-std::string Admission::admit(NewJob& job, const auth::Identity* caller) {
+std::string Admission::admit(NewJob& job, const auth::Identity* caller, JobOrder* order) {
   const QueueConfig config = configs_.load(job.queue);
   apply_defaults(job.document, config.ml_defaults);
   const ml::Requirements r = ml::parse_requirements(job.document);  // 400 naming the attribute
@@ -87,7 +87,9 @@ std::string Admission::admit(NewJob& job, const auth::Identity* caller) {
   apply_timeout_bound(job, r, {policy_.global_bounds.max_timeout_seconds, config.ml_limits.max_timeout_seconds});
   if (!caller || !caller->has(auth::Role::admin)) check_label_keys(r, policy_.admin_label_prefixes);
   check_model_allowed(r, policy_.allowed_models);
-  return resolve_tenant(job.document, caller);
+  std::string tenant = resolve_tenant(job.document, caller);
+  if (order) *order = {config.policy, config.policy == QueuePolicy::fair ? config.tenant_fairness.slot_of(tenant) : 0};
+  return tenant;
 }
 
 }  // namespace ojs::broker::governance

@@ -29,7 +29,8 @@ class Admission {
   Admission(QueueConfigStore& configs, AdmissionPolicy policy) : configs_(configs), policy_(std::move(policy)) {}
 
   // May edit job.document (defaults); throws OjsError to refuse; returns the tenant ("" = none).
-  std::string admit(NewJob& job, const auth::Identity* caller);
+  // `order` gets the queue's policy and the tenant's fair-share slot (the score's inputs).
+  std::string admit(NewJob& job, const auth::Identity* caller, JobOrder* order = nullptr);
 
   const AdmissionPolicy& policy() const { return policy_; }
 

@@ -43,7 +43,9 @@ std::unique_ptr<Installed> install(const BrokerConfig& config, RedisPool& redis,
 
   out->configs = std::make_unique<QueueConfigStore>(redis);
   out->admission = std::make_unique<Admission>(*out->configs, admission_policy(config));
-  jobs.set_admission([admission = out->admission.get()](NewJob& job) { return admission->admit(job, auth::current_identity()); });
+  jobs.set_admission([admission = out->admission.get()](NewJob& job, JobOrder& order) {
+    return admission->admit(job, auth::current_identity(), &order);
+  });
   register_governance_api(router, api, *out->configs);
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <iterator>
 
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
@@ -105,7 +106,70 @@ TenantQuotas parse_quotas(const json& q) {
   return out;
 }
 
+// [fairshare] {"weights": {"tenant": w, ...}, "default_weight": w}; the spec's
+// "tenant:" key prefix is accepted and dropped; enabled/strategy are accepted
+// (the queue's `policy` is what switches fair share on).
+TenantFairness parse_fairness(const json& f) {
+  only_keys(f, {"weights", "default_weight", "enabled", "strategy"}, "tenant_fairness.");
+  TenantFairness out;
+  if (f.contains("strategy") && f["strategy"] != "fair-share")
+    throw invalid_field("tenant_fairness.strategy", "must be \"fair-share\"");
+  if (f.contains("enabled") && !f["enabled"].is_boolean()) throw invalid_field("tenant_fairness.enabled", "must be a boolean");
+  if (f.contains("default_weight")) out.default_weight = positive_number(f["default_weight"], "tenant_fairness.default_weight");
+  if (f.contains("weights")) {
+    const auto& weights = object_member(f, "weights", "tenant_fairness.weights");
+    if (weights.size() >= static_cast<std::size_t>(kMaxFairSlots))
+      throw invalid_field("tenant_fairness.weights", "at most " + std::to_string(kMaxFairSlots - 1) + " tenants");
+    for (auto it = weights.begin(); it != weights.end(); ++it) {
+      std::string tenant = it.key();
+      if (tenant.rfind("tenant:", 0) == 0) tenant = tenant.substr(7);
+      const std::string field = "tenant_fairness.weights." + it.key();
+      if (!is_valid_tenant(tenant)) throw invalid_field(field, "tenant names are 1-64 of [A-Za-z0-9._-]");
+      out.weights[tenant] = positive_number(it.value(), field);
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::optional<QueuePolicy> parse_policy(const std::string& name) {
+  if (name == "priority") return QueuePolicy::priority;
+  if (name == "fifo") return QueuePolicy::fifo;
+  if (name == "sjf") return QueuePolicy::sjf;
+  if (name == "fair") return QueuePolicy::fair;
+  return std::nullopt;
+}
+
+const char* policy_name(QueuePolicy policy) {
+  switch (policy) {
+    case QueuePolicy::fifo: return "fifo";
+    case QueuePolicy::sjf: return "sjf";
+    case QueuePolicy::fair: return "fair";
+    case QueuePolicy::priority: break;
+  }
+  return "priority";
+}
+
+int TenantFairness::slot_of(const std::string& tenant) const {
+  auto it = weights.find(tenant);
+  return it == weights.end() ? 0 : 1 + static_cast<int>(std::distance(weights.begin(), it));
+}
+
+json fairness_to_json(const TenantFairness& f) {
+  json out = json::object();
+  if (!f.weights.empty()) out["weights"] = f.weights;
+  if (f.default_weight != 1) out["default_weight"] = f.default_weight;
+  return out;
+}
+
+TenantFairness fairness_from_json(const json& stored) { return stored.is_object() ? parse_fairness(stored) : TenantFairness{}; }
+
+json fairness_for_claim(const TenantFairness& f) {
+  json tenants = json::object();
+  for (const auto& [tenant, weight] : f.weights) tenants[tenant] = {f.slot_of(tenant), weight};
+  return {{"base", kFairBandBase}, {"slots", f.weights.size() + 1}, {"default_weight", f.default_weight}, {"tenants", tenants}};
+}
 
 QueueRateLimit parse_rate_limit(const json& r, const std::string& prefix) {
   if (!r.is_object()) throw invalid_field(prefix.empty() ? "$" : prefix.substr(0, prefix.size() - 1), "must be an object");
@@ -156,13 +220,21 @@ bool is_valid_tenant(const std::string& tenant) {
 
 QueueConfig parse_queue_config(const json& body) {
   if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
-  only_keys(body, {"ml_defaults", "ml_limits", "budgets", "tenant_quotas", "rate_limit", "version", "expected_version", "updated_at", "queue"}, "");
+  only_keys(body, {"ml_defaults", "ml_limits", "budgets", "tenant_quotas", "rate_limit", "policy", "tenant_fairness", "version",
+                    "expected_version", "updated_at", "queue"},
+            "");
   QueueConfig c;
   if (body.contains("ml_defaults")) c.ml_defaults = parse_defaults(body["ml_defaults"]);
   if (body.contains("ml_limits")) c.ml_limits = parse_limits(object_member(body, "ml_limits", "ml_limits"));
   if (body.contains("budgets")) c.budgets = parse_budgets(object_member(body, "budgets", "budgets"));
   if (body.contains("tenant_quotas")) c.tenant_quotas = parse_quotas(object_member(body, "tenant_quotas", "tenant_quotas"));
   if (body.contains("rate_limit")) c.rate_limit = parse_rate_limit(body["rate_limit"], "rate_limit.");
+  if (body.contains("policy")) {
+    const auto p = body["policy"].is_string() ? parse_policy(body["policy"].get<std::string>()) : std::nullopt;
+    if (!p) throw invalid_field("policy", "must be one of \"fifo\", \"priority\", \"sjf\", \"fair\"");
+    c.policy = *p;
+  }
+  if (body.contains("tenant_fairness")) c.tenant_fairness = parse_fairness(object_member(body, "tenant_fairness", "tenant_fairness"));
   return c;
 }
 
@@ -201,7 +273,9 @@ json to_json(const QueueConfig& c, const std::string& queue) {
               {"ml_limits", limits_to_json(c.ml_limits)},
               {"budgets", budgets},
               {"tenant_quotas", quotas_to_json(c.tenant_quotas)},
-              {"rate_limit", rate_limit_to_json(c.rate_limit)}};
+              {"rate_limit", rate_limit_to_json(c.rate_limit)},
+              {"policy", policy_name(c.policy)},
+              {"tenant_fairness", fairness_to_json(c.tenant_fairness)}};
   if (!c.updated_at.empty()) out["updated_at"] = c.updated_at;
   return out;
 }

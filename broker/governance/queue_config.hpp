@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "broker/store/priority_score.hpp"
+
 namespace ojs::broker::governance {
 
 struct MlLimits {
@@ -44,12 +46,25 @@ struct QueueRateLimit {
   bool empty() const { return !concurrency && !rate_limit; }
 };
 
+// [fairshare] Per-tenant weights for the `fair` policy (ojs-fair-scheduling.md §9.2
+// shape: weights by tenant, default_weight for the others). Each named tenant gets a
+// slot (1.., in name order) that PUSH puts into the job's score, so claim.lua finds
+// each tenant's oldest job with one range query; unnamed tenants share slot 0.
+struct TenantFairness {
+  std::map<std::string, double> weights;  // tenant -> weight > 0
+  double default_weight = 1;
+  bool empty() const { return weights.empty() && default_weight == 1; }
+  int slot_of(const std::string& tenant) const;  // 0 for a tenant without a weight
+};
+
 struct QueueConfig {
   nlohmann::json ml_defaults = nlohmann::json::object();  // ext_ml_* -> value
   MlLimits ml_limits;
   Budgets budgets;
   TenantQuotas tenant_quotas;
   QueueRateLimit rate_limit;
+  QueuePolicy policy = QueuePolicy::priority;  // [fairshare] how claim orders the ready sets
+  TenantFairness tenant_fairness;
   long long version = 0;          // increments on every write; 0: never configured
   std::string updated_at;         // RFC 3339, empty when never configured
 };
@@ -66,6 +81,15 @@ TenantQuotas quotas_from_json(const nlohmann::json& stored);
 nlohmann::json to_json(const QueueConfig& config, const std::string& queue);
 QueueRateLimit parse_rate_limit(const nlohmann::json& body, const std::string& prefix);  // "rate_limit." or ""
 nlohmann::json rate_limit_to_json(const QueueRateLimit& limit);
+
+// [fairshare] "fifo" | "priority" | "sjf" | "fair" <-> QueuePolicy.
+std::optional<QueuePolicy> parse_policy(const std::string& name);
+const char* policy_name(QueuePolicy policy);
+nlohmann::json fairness_to_json(const TenantFairness& fairness);
+TenantFairness fairness_from_json(const nlohmann::json& stored);
+// What claim.lua reads (config hash field fair_tenants): the band base, the default
+// weight and tenant -> [slot, weight].
+nlohmann::json fairness_for_claim(const TenantFairness& fairness);
 
 // Tenant names: 1-64 of [A-Za-z0-9._-].
 bool is_valid_tenant(const std::string& tenant);

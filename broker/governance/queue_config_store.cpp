@@ -55,9 +55,9 @@ json Reconciliation::to_json(const std::string& queue) const {
 
 QueueConfig QueueConfigStore::load(const std::string& queue) {
   auto v = redis_.command({"HMGET", keys::config(queue), "version", "updated_at", "max_total_gpus", "max_concurrent_gpu_jobs",
-                           "ml_defaults", "ml_limits", "tenant_quotas", "rate_limit"});
+                           "ml_defaults", "ml_limits", "tenant_quotas", "rate_limit", "policy", "tenant_fairness"});
   QueueConfig c;
-  if (v.elements.size() < 8) return c;
+  if (v.elements.size() < 10) return c;
   c.version = integer_of(v.elements[0]).value_or(0);
   if (auto at = integer_of(v.elements[1])) c.updated_at = format_rfc3339(*at);
   c.budgets.max_total_gpus = integer_of(v.elements[2]);
@@ -66,6 +66,8 @@ QueueConfig QueueConfigStore::load(const std::string& queue) {
   c.ml_limits = limits_from_json(json_of(v.elements[5]));
   c.tenant_quotas = quotas_from_json(json_of(v.elements[6]));
   c.rate_limit = parse_rate_limit(json_of(v.elements[7]), "rate_limit.");
+  if (!v.elements[8].is_nil()) c.policy = parse_policy(v.elements[8].str).value_or(QueuePolicy::priority);
+  c.tenant_fairness = fairness_from_json(json_of(v.elements[9]));
   return c;
 }
 
@@ -83,6 +85,10 @@ long long QueueConfigStore::save(const std::string& queue, const QueueConfig& c,
     fields.emplace_back("rate_limit_starts", std::to_string(*c.rate_limit.rate_limit));
     fields.emplace_back("rate_period_ms", std::to_string(c.rate_limit.rate_period_ms));
   }
+  // [fairshare] The policy (read by claim.lua), the weights as sent, and their claim form.
+  if (c.policy != QueuePolicy::priority) fields.emplace_back("policy", policy_name(c.policy));
+  if (!c.tenant_fairness.empty()) fields.emplace_back("tenant_fairness", fairness_to_json(c.tenant_fairness).dump());
+  if (c.policy == QueuePolicy::fair) fields.emplace_back("fair_tenants", fairness_for_claim(c.tenant_fairness).dump());
   std::vector<std::string> args{expected_version ? std::to_string(*expected_version) : std::string(), std::to_string(now_ms()),
                                 std::to_string(fields.size())};
   for (auto& [k, v] : fields) {

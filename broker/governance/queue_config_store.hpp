@@ -3,7 +3,9 @@
 //   ojs:{q}:config         hash: max_total_gpus, max_concurrent_gpu_jobs (plain integers,
 //                          read by claim.lua), ml_defaults, ml_limits, tenant_quotas (JSON),
 //                          version, updated_at; rate_limit (JSON) with rate_concurrency,
-//                          rate_limit_starts, rate_period_ms (integers read by claim.lua)
+//                          rate_limit_starts, rate_period_ms (integers read by claim.lua);
+//                          policy (absent = priority) and fair_tenants (JSON) read by claim.lua,
+//                          tenant_fairness (JSON as the admin sent it)
 //   ojs:{q}:rate-window    zset: job starts of the last rate period (claim.lua)
 //   ojs:{q}:tenant-quotas  hash: tenant -> max GPUs ('*' = default), read by claim.lua
 //   ojs:{q}:ledger         hash: gpus, gpu_jobs charged by claim, released by ack/fail/cancel

@@ -107,7 +107,8 @@ void JobService::admit_queue(const std::string& queue) {
 PreparedJob JobService::prepare(const json& body) {
   PreparedJob prepared{parse_enqueue_request(body, now_ms()), {}, {}};
   NewJob& job = prepared.job;
-  const std::string tenant = admission_ ? admission_(job) : std::string();  // defaults, limits, tenant
+  JobOrder order;
+  const std::string tenant = admission_ ? admission_(job, order) : std::string();  // defaults, limits, tenant, policy
   prepared.cls = scheduler_.classify(job.document, job.priority);  // validates ext_ml_*
   JobClassification& cls = prepared.cls;
   check_checkpoint_prefix(cls.requirements, config_.checkpoint_prefixes);
@@ -124,6 +125,11 @@ PreparedJob JobService::prepare(const json& body) {
       {"gpus", std::to_string(cls.requirements.gpu_count())},
   };
   if (!tenant.empty()) fields.emplace_back("tenant", tenant);
+  // [fairshare] Under a policy other than priority the ready-set score has its own
+  // base (priority_score.hpp); rank_base stays the priority band preemption reads.
+  if (order.policy != QueuePolicy::priority)
+    fields.emplace_back("order_base", rank_text(order_base(order.policy, priority_class_rank(cls.requirements), job.priority,
+                                                           cls.requirements.scheduling.estimated_duration_seconds, order.fair_slot)));
   if (job.visibility_timeout_ms) fields.emplace_back("visibility_timeout_ms", std::to_string(*job.visibility_timeout_ms));
   if (job.expires_at_ms) fields.emplace_back("expires_at", std::to_string(*job.expires_at_ms));
   // Execution deadline: ext_ml_timeout_seconds overrides the OJS timeout_ms.

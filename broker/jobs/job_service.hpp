@@ -78,8 +78,9 @@ class JobService {
 
   JobStore& store() { return store_; }
   // Queue governance at PUSH (broker/governance): may fill the document (defaults),
-  // throws OjsError to refuse (limits), returns the job's tenant ("" = none).
-  using PushAdmission = std::function<std::string(NewJob&)>;
+  // throws OjsError to refuse (limits), returns the job's tenant ("" = none) and
+  // fills the queue's policy for the job's score.
+  using PushAdmission = std::function<std::string(NewJob&, JobOrder&)>;
   void set_admission(PushAdmission admission) { admission_ = std::move(admission); }
   // Batch PUSH, once its jobs are valid and counted: may throw OjsError (the
   // caller's PUSH rate limit takes one token per job).

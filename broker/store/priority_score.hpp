@@ -3,7 +3,9 @@
 // score = band * 2^40 + seq, lower is served first: band orders priority class
 // (reserved, on-demand, spot) then OJS priority (100 .. -100); seq is FIFO.
 #pragma once
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace ojs::broker {
@@ -27,6 +29,46 @@ inline int class_rank_of_score(double score) {
 inline const std::string& score_band_arg() {
   static const std::string text = "1099511627776";
   return text;
+}
+
+// [fairshare] Queue policies (queue config `policy`). The score of a job is still
+// computed once, at PUSH: base(policy) + seq. `priority` keeps rank_base above; the
+// other policies store their base as the job's `order_base` field (make_available
+// prefers it), and rank_base stays the priority band preemption reads. Bands:
+//   priority 0 .. 602 | fifo 700 | sjf 1000 + bucket (0 .. 2047) | fair 4096 + tenant slot
+// so jobs queued under an earlier policy keep a well-defined place after a change.
+enum class QueuePolicy { priority, fifo, sjf, fair };
+
+// What PUSH needs of the queue's configuration to score a job.
+struct JobOrder {
+  QueuePolicy policy = QueuePolicy::priority;
+  int fair_slot = 0;
+};
+
+inline constexpr int kFifoBand = 700;
+inline constexpr int kSjfBandBase = 1000;
+inline constexpr int kSjfBuckets = 2048;       // the last bucket: no declared duration
+inline constexpr int kFairBandBase = 4096;
+inline constexpr int kMaxFairSlots = 4000;     // (4096 + 4000) * 2^40 < 2^53: scores stay exact doubles
+
+// Log-scale duration buckets (~0.9% wide): 80 * log2(1 + s), 1 year -> 1993.
+inline int sjf_bucket(std::optional<long long> estimated_seconds) {
+  if (!estimated_seconds) return kSjfBuckets - 1;
+  const int b = static_cast<int>(std::floor(80.0 * std::log2(1.0 + static_cast<double>(*estimated_seconds))));
+  return std::clamp(b, 0, kSjfBuckets - 2);
+}
+
+// The base of a job's ready-set score under `policy` (the store adds the FIFO seq).
+// fair_slot: the tenant's slot in the queue's tenant_fairness (0 = unnamed tenants).
+inline double order_base(QueuePolicy policy, int priority_class_rank, int priority, std::optional<long long> estimated_seconds,
+                         int fair_slot) {
+  switch (policy) {
+    case QueuePolicy::fifo: return kFifoBand * kScoreBand;
+    case QueuePolicy::sjf: return (kSjfBandBase + sjf_bucket(estimated_seconds)) * kScoreBand;
+    case QueuePolicy::fair: return (kFairBandBase + std::clamp(fair_slot, 0, kMaxFairSlots - 1)) * kScoreBand;
+    case QueuePolicy::priority: break;
+  }
+  return rank_base(priority_class_rank, priority);
 }
 
 }  // namespace ojs::broker

@@ -50,6 +50,7 @@ constexpr MetaAlias kMetaAliases[] = {
     {{"compute", "max_tokens"}, "max_tokens"},
     {{"compute", "max_batch_size"}, "max_batch_size"},
     {{"compute", "timeout_seconds"}, "timeout_seconds"},
+    {{"compute", "estimated_duration_seconds"}, "estimated_duration_seconds"},
     {{"compute", "runtime"}, "runtime"},
     {{"compute", "precision"}, "precision"},
     {{"compute", "distributed_strategy"}, "distributed_strategy"},
@@ -344,6 +345,9 @@ class Parser {
     c.max_tokens = integer("max_tokens", 1, 10'000'000);
     c.max_batch_size = integer("max_batch_size", 1, 100'000);
     r.scheduling.timeout_seconds = integer("timeout_seconds", 1, 604'800);
+    // [fairshare] proposed ext_ml_estimated_duration_seconds: the producer's estimate,
+    // ordering for the `sjf` queue policy and backfill (docs/matching.md).
+    r.scheduling.estimated_duration_seconds = integer("estimated_duration_seconds", 1, 31'536'000);
     r.hard.runtime = enumerated("runtime", {"pytorch", "tensorflow", "onnx", "triton", "vllm", "tgi", "custom"});
     c.precision = enumerated("precision", {"fp32", "fp16", "bf16", "fp8", "int8", "int4"});
     c.distributed_strategy = enumerated("distributed_strategy",

@@ -206,6 +206,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{{"ext_ml_runtime", "jax"}}, "ext_ml_runtime"},
         BadCase{{{"ext_ml_precision", "fp64"}}, "ext_ml_precision"},
         BadCase{{{"ext_ml_timeout_seconds", 604801}}, "ext_ml_timeout_seconds"},
+        BadCase{{{"ext_ml_estimated_duration_seconds", 0}}, "ext_ml_estimated_duration_seconds"},
+        BadCase{{{"ext_ml_estimated_duration_seconds", "60"}}, "ext_ml_estimated_duration_seconds"},
+        BadCase{{{"ext_ml_estimated_duration_seconds", 31536001}}, "ext_ml_estimated_duration_seconds"},
         BadCase{{{"ext_ml_priority_class", "gold"}}, "ext_ml_priority_class"},
         BadCase{{{"ext_ml_preemptible", "yes"}}, "ext_ml_preemptible"},
         BadCase{{{"ext_ml_preemption_grace_period_s", -1}}, "ext_ml_preemption_grace_period_s"},
@@ -248,4 +251,14 @@ TEST(MlRequirements, SdkAliasesModelNameAndMaxCheckpoints) {
                                                       {"checkpoint", {{"max_checkpoints", 7}, {"max_count", 2}}}}}});
   EXPECT_EQ(both.hard.pinned_model_id, "b");
   EXPECT_EQ(both.scheduling.checkpoint.max_count, 2);
+}
+
+// [fairshare] The proposed ext_ml_estimated_duration_seconds (sjf, backfill), top level or meta.compute.
+TEST(Requirements, EstimatedDurationIsReadFromBothEncodings) {
+  EXPECT_EQ(parse_requirements({{"ext_ml_estimated_duration_seconds", 90}}).scheduling.estimated_duration_seconds, 90);
+  EXPECT_EQ(parse_requirements({{"meta", {{"compute", {{"estimated_duration_seconds", 7}}}}}}).scheduling.estimated_duration_seconds, 7);
+  EXPECT_FALSE(parse_requirements(json::object()).scheduling.estimated_duration_seconds);
+  // Scheduling, not matching: it does not split requirement classes.
+  EXPECT_EQ(parse_requirements({{"ext_ml_estimated_duration_seconds", 90}}).hard,
+            parse_requirements(json::object()).hard);
 }

@@ -49,7 +49,8 @@ local function is_terminal(state)
   return state == 'completed' or state == 'cancelled' or state == 'discarded'
 end
 
--- Makes a job fetchable: next FIFO sequence, score = rank_base + seq.
+-- Makes a job fetchable: next FIFO sequence, score = rank_base + seq
+-- ([fairshare] order_base instead of rank_base when the queue policy gave one).
 local function make_available(seq_key, ready_key, jk, job, now)
   local seq = redis.call('INCR', seq_key)
   job.state, job.enqueued_at = 'available', now
@@ -58,7 +59,7 @@ local function make_available(seq_key, ready_key, jk, job, now)
     job.next_attempt_at = nil
     redis.call('HDEL', jk, 'next_attempt_at')
   end
-  redis.call('ZADD', ready_key, tonumber(job.rank_base) + seq, job.id)
+  redis.call('ZADD', ready_key, tonumber(job.order_base or job.rank_base) + seq, job.id)
 end
 
 -- Scheduled jobs and due retries become available.
@@ -68,10 +69,10 @@ local function promote_due(q, now, limit)
   for _, id in ipairs(due) do
     redis.call('ZREM', q.delayed, id)
     local jk = q.job_prefix .. id
-    local f = redis.call('HMGET', jk, 'state', 'rank_base', 'class', 'type', 'queue', 'attempt', 'next_attempt_at')
+    local f = redis.call('HMGET', jk, 'state', 'rank_base', 'class', 'type', 'queue', 'attempt', 'next_attempt_at', 'order_base')
     if f[1] == 'scheduled' or f[1] == 'retryable' then
       local job = {id = id, state = f[1], rank_base = f[2], class = f[3], type = f[4], queue = f[5], attempt = f[6],
-                   next_attempt_at = f[7] or nil}
+                   next_attempt_at = f[7] or nil, order_base = f[8] or nil}
       make_available(q.seq, q.ready_prefix .. f[3], jk, job, now)
       emit(q.events, 'job.available', job, nil)
     end

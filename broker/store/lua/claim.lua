@@ -5,6 +5,7 @@
 --   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
 --   13 stats, 14 rate window (zset: claim times in the rate period), then the ready set
 --   of each eligible class (in ARGV order)
+--   ([fairshare] config 7 also gives policy / fair_tenants; tenant ledger 10 the shares)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, count,
 --       classes_version, score band (2^40, priority_score.hpp), seq at which the caller
 --       saw the flagged classes empty ('' = none), empty flags (one char per eligible
@@ -67,6 +68,11 @@ local known_empty = seq_now ~= '' and ARGV[7] == seq_now and ARGV[8] ~= '' and A
 local empty, empty_list = {}, {}  -- position of an eligible class -> true; the positions found here
 local NONE = {}  -- the head of a class not read
 
+-- [fairshare] Queue policy `fair`: each ready set offers its lowest-share tenant's
+-- oldest job and the classes compare by that share (_lib_fairshare.lua).
+local fair = nil
+if redis.call('HGET', KEYS[7], 'policy') == 'fair' then fair = fair_config(KEYS[7]) end
+
 local claimed, blocked = {}, {}
 local expired_left = 100
 while #claimed < count do
@@ -85,7 +91,10 @@ while #claimed < count do
     end
     local over = nil
     if head[1] then over = budget_block(b, gpus) end
-    if head[1] and not over then head, over = within_tenant_quota(t, ready, head, gpus) end
+    if head[1] and not over then
+      if fair then head, over = fair_head(fair, t, ready, gpus, BAND)  -- [fairshare]
+      else head, over = within_tenant_quota(t, ready, head, gpus) end
+    end
     if over then
       -- Over budget: the job stays available (never rejected) and the reason is reported.
       blocked[#blocked + 1] = class; blocked[#blocked + 1] = over[1]; blocked[#blocked + 1] = over[2]; blocked[#blocked + 1] = over[3]
@@ -98,6 +107,7 @@ while #claimed < count do
       end
       if not held then
         local key = {math.floor(score / BAND), -bonus, score}
+        if fair then key = {head[3], -bonus, head[4]} end  -- [fairshare] lowest weighted share first
         if best_key == nil or key[1] < best_key[1] or (key[1] == best_key[1] and (key[2] < best_key[2] or (key[2] == best_key[2] and key[3] < best_key[3]))) then
           best_id, best_ready, best_key, best_gpus, best_devices = id, ready, key, gpus, devices
         end

@@ -10,10 +10,11 @@
 local id, expected, base, from, to = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local jk = KEYS[1]
 redis.call('ZREM', KEYS[2], id)
-local f = redis.call('HMGET', jk, 'state', 'rank_base', 'type', 'queue', 'attempt')
+local f = redis.call('HMGET', jk, 'state', 'rank_base', 'type', 'queue', 'attempt', 'order_base')
 if not f[1] or is_terminal(f[1]) or f[2] ~= expected then return {'skipped'} end
 redis.call('HSET', jk, 'rank_base', base, 'escalated_at', now_ms(), 'escalated_from', from)
-if f[1] == 'available' then
+-- [fairshare] under a policy with its own order (order_base) the class changes, not the order.
+if f[1] == 'available' and not f[6] then
   local score = redis.call('ZSCORE', KEYS[3], id)
   if score then
     redis.call('ZADD', KEYS[3], string.format('%.0f', tonumber(base) + (tonumber(score) - tonumber(expected))), id)

@@ -16,9 +16,11 @@ local now = now_ms()
 local now_s = tostring(now)
 if redis.call('HSETNX', KEYS[2], class, class_json) == 1 then redis.call('INCR', KEYS[3]) end
 local job = {id = id, attempt = '0'}  -- what emit reads
+local order_base = nil
 for i = 8, #ARGV, 2 do
   local f = ARGV[i]
-  if f == 'type' then job.type = ARGV[i + 1] elseif f == 'queue' then job.queue = ARGV[i + 1] end
+  if f == 'type' then job.type = ARGV[i + 1] elseif f == 'queue' then job.queue = ARGV[i + 1]
+  elseif f == 'order_base' then order_base = ARGV[i + 1] end  -- [fairshare] the queue policy's band
 end
 local state, at_field, at
 if scheduled_at ~= '' and tonumber(scheduled_at) > now then
@@ -26,7 +28,7 @@ if scheduled_at ~= '' and tonumber(scheduled_at) > now then
   redis.call('ZADD', KEYS[5], scheduled_at, id)
 else
   state, at_field, at = 'available', 'enqueued_at', now_s
-  redis.call('ZADD', KEYS[4], tonumber(rank_base) + redis.call('INCR', KEYS[6]), id)
+  redis.call('ZADD', KEYS[4], tonumber(order_base or rank_base) + redis.call('INCR', KEYS[6]), id)  -- [fairshare] policy base
 end
 redis.call('HSET', jk, 'id', id, 'class', class, 'rank_base', rank_base, 'attempt', '0', 'created_at', now_s,
            'state', state, at_field, at, unpack(ARGV, 8))

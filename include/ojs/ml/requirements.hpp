@@ -87,6 +87,7 @@ struct Scheduling {
   int grace_period_s = 30;
   CheckpointConfig checkpoint;
   std::optional<int> timeout_seconds;  // overrides the job timeout
+  std::optional<int> estimated_duration_seconds;  // declared run time (sjf, backfill); 1 .. 1 year
   std::string reservation_id;
   std::optional<int> reservation_timeout_s;
   bool priority_escalation = false;

@@ -1,0 +1,57 @@
+-- [fairshare] Tenant fair share for claim.lua under the queue policy `fair`
+-- (docs/matching.md#fair-share). Measure: weighted DRF with the GPU as the one
+-- resource, i.e. a tenant's share = GPUs it holds now (tenant ledger) / its weight;
+-- the claim serves the tenant with the lowest share first.
+-- PUSH scored a fair job (fair_tenants.base + tenant slot) * band + seq, so each
+-- tenant's oldest job in a ready set is one ZRANGEBYSCORE over its slot's band.
+-- Keys: the config hash (field fair_tenants, written by the broker from the queue
+-- config) and t = {tenant_quotas, tenant_ledger, job_prefix}, all declared by claim.
+
+local fair_config_state = nil  -- read once per script run
+local function fair_config(config_key)
+  if fair_config_state == nil then
+    local raw = redis.call('HGET', config_key, 'fair_tenants')
+    fair_config_state = raw and cjson.decode(raw) or {base = 4096, slots = 1, default_weight = 1, tenants = {}}
+  end
+  return fair_config_state
+end
+
+local function fair_share(fc, tenant_ledger, tenant)
+  if not tenant or tenant == '' then return 0 end  -- a job without a tenant is not shared
+  local entry = fc.tenants[tenant]
+  local weight = entry and tonumber(entry[2]) or tonumber(fc.default_weight)
+  return tonumber(redis.call('HGET', tenant_ledger, tenant) or '0') / weight
+end
+
+-- The job a `fair` claim takes from one ready set, as {id, score, share, seq}, or
+-- nil and the first quota block. A head scored under an earlier policy (below the
+-- fair bands) is served first, with share -1, so a policy change strands nothing.
+local function fair_head(fc, t, ready_key, gpus, band)
+  local head = redis.call('ZRANGE', ready_key, 0, 0, 'WITHSCORES')
+  if not head[1] then return nil, nil end
+  if tonumber(head[2]) < fc.base * band then
+    local h, over = within_tenant_quota(t, ready_key, head, gpus)
+    if h then return {h[1], h[2], -1, tonumber(h[2])}, nil end
+    return nil, over
+  end
+  local best, first_block = nil, nil
+  -- One more range past the last slot: jobs scored under earlier weights with more
+  -- named tenants (a candidate's tenant is read from the job, not from its slot).
+  for slot = 0, fc.slots do
+    local low = (fc.base + slot) * band
+    local high = slot == fc.slots and '+inf' or '(' .. string.format('%.0f', low + band)
+    local r = redis.call('ZRANGEBYSCORE', ready_key, string.format('%.0f', low), high, 'WITHSCORES', 'LIMIT', 0, 1)
+    if r[1] then
+      local tenant = redis.call('HGET', t.job_prefix .. r[1], 'tenant') or ''
+      local over = tenant_block(t, tenant, gpus)
+      if over then
+        first_block = first_block or over
+      else
+        local share, seq = fair_share(fc, t.tenant_ledger, tenant), tonumber(r[2]) - low
+        if not best or share < best[3] or (share == best[3] and seq < best[4]) then best = {r[1], r[2], share, seq} end
+      end
+    end
+  end
+  if best then return best, nil end
+  return nil, first_block
+end
