@@ -33,11 +33,15 @@ wait_ok() {
     local ok=1
     for i in $(seq 0 $((nodes - 1))); do
       redis-cli -p $((base + i)) cluster info 2>/dev/null | grep -q '^cluster_state:ok' || { ok=0; break; }
+      # A replica that never finished its first sync cannot be promoted
+      # (cluster-replica-validity-factor): a master killed then would stay down.
+      local repl; repl=$(redis-cli -p $((base + i)) info replication 2>/dev/null)
+      if grep -q '^role:slave' <<<"$repl"; then grep -q '^master_link_status:up' <<<"$repl" || { ok=0; break; }; fi
     done
     [ $ok = 1 ] && return 0
     sleep 0.1
   done
-  echo "error: cluster did not reach cluster_state:ok within 30 s" >&2
+  echo "error: cluster did not reach cluster_state:ok with every replica in sync within 30 s" >&2
   return 1
 }
 
