@@ -28,6 +28,15 @@ std::vector<std::pair<std::string, std::string>> legacy_families() {
   return {{"ojs:worker:", worker_prefix}, {"ojs:unique:", keys::unique("")}, {"ojs:cron:state:", keys::cron_state("")}};
 }
 
+// The {_global} name of a key of the old layout; "" for a key that is none.
+std::string new_name(const std::string& key) {
+  for (const auto& [from, to] : legacy_names())
+    if (key == from) return to;
+  for (const auto& [old_prefix, new_prefix] : legacy_families())
+    if (key.rfind(old_prefix, 0) == 0) return new_prefix + key.substr(old_prefix.size());
+  return {};
+}
+
 RedisValue one(RedisPool& redis, std::vector<std::string> argv) {
   auto replies = redis.send({std::move(argv)});
   return replies.empty() ? RedisValue{} : std::move(replies.front());
@@ -46,21 +55,19 @@ bool move_key(RedisPool& redis, const std::string& from, const std::string& to) 
 }  // namespace
 
 std::size_t migrate_legacy_global_keys(RedisPool& redis) {
+  // One pass over the keyspace: every key of the new layout starts "ojs:{", every
+  // global key of the old one "ojs:" and a letter.
+  std::vector<std::string> found;
+  std::string cursor = "0";
+  do {
+    const auto page = one(redis, {"SCAN", cursor, "MATCH", "ojs:[^{]*", "COUNT", "1000"});
+    if (page.elements.size() != 2) break;
+    cursor = page.elements[0].str;
+    for (const auto& key : page.elements[1].elements) found.push_back(key.str);
+  } while (cursor != "0");
   std::size_t moved = 0;
-  for (const auto& [from, to] : legacy_names())
-    if (one(redis, {"EXISTS", from}).integer == 1 && move_key(redis, from, to)) ++moved;
-  for (const auto& [old_prefix, new_prefix] : legacy_families()) {
-    std::string cursor = "0";
-    std::vector<std::string> found;
-    do {
-      const auto page = one(redis, {"SCAN", cursor, "MATCH", old_prefix + "*", "COUNT", "1000"});
-      if (page.elements.size() != 2) break;
-      cursor = page.elements[0].str;
-      for (const auto& key : page.elements[1].elements) found.push_back(key.str);
-    } while (cursor != "0");
-    for (const auto& key : found)
-      if (move_key(redis, key, new_prefix + key.substr(old_prefix.size()))) ++moved;
-  }
+  for (const auto& key : found)
+    if (const auto to = new_name(key); !to.empty() && move_key(redis, key, to)) ++moved;
   if (moved) spdlog::info("moved {} global keys of the pre-cluster layout to their {{_global}} names", moved);
   return moved;
 }
