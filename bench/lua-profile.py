@@ -117,7 +117,7 @@ def claim_cmd():
     if os.environ.get('HINT'): hint = [r('GET', K('seq')), '0' + '1' * (CLASSES - 1)]
     if HEADS or 'seq_now' not in scripts['claim']: hint = []
     args = ['w1', '', '30000', '1', r('GET', K('classes:ver')), str(BAND)] + hint
-    if HEADS: args += ['0.000000', ''.join('\n%s\t0.000000\t0\t1\t[0]' % c for c in cls)]
+    if HEADS: args += ['0.000000', str(len(cls)), ''.join('\n%s\t0.000000\t0\t1\t[0]' % c for c in cls)]
     else:
         for c in cls: args += [c, '0.000000', '0', '1', '[0]']
     return ['EVALSHA', sha['claim'], len(keys)] + keys + args

@@ -230,6 +230,7 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
              std::to_string(c.gpus) + '\t' + c.devices_json;
   }
   args.push_back(std::to_string(max_bonus));
+  args.push_back(std::to_string(eligible.size()));
   args.push_back(std::move(lines));
   auto reply = redis_.eval("claim", claim_keys, args);
   ClaimOutcome out;

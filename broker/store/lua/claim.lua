@@ -9,8 +9,8 @@
 --   declared class-heads index (keys.hpp).
 -- ARGV: 1 worker_id, 2 request_visibility_ms ('' = none), 3 default_visibility_ms, 4 count,
 --       5 classes_version, 6 score band (2^40, priority_score.hpp), 7 the highest bonus
---       among the eligible classes, 8 the eligible classes, one line each (each line
---       starts with a newline): class id TAB bonus (soft score) TAB hold cutoff (skip a head
+--       among the eligible classes, 8 their number, 9 the eligible classes, one line each
+--       (each line starts with a newline): class id TAB bonus (soft score) TAB hold cutoff (skip a head
 --       enqueued after this ms; 0 = none) TAB gpus the class needs (charged to the queue
 --       budget) TAB assigned devices JSON ('' = none)
 -- Reply: {'ok', {job fields...}, {budget-blocked: class, in_use, limit, kind, ...},
@@ -63,8 +63,7 @@ end
 -- only when the claim looks at it: classes are visited in the order of their heads
 -- (the class-head index), so a claim usually reads one entry of the index and one
 -- line of ARGV, whatever the number of classes.
-local packed, max_bonus, n_eligible = ARGV[8], tonumber(ARGV[7]), 0
-for _ in string.gmatch(packed, '\n') do n_eligible = n_eligible + 1 end
+local packed, max_bonus, n_eligible = ARGV[9], tonumber(ARGV[7]), tonumber(ARGV[8])
 local info = {}
 local function class_info(id)
   local c = info[id]
@@ -83,10 +82,16 @@ end
 
 -- The heads of the index from `pos` on (0-based), at most `n`, as {class, score, ...} in
 -- score order. With few eligible classes their entries are read by name instead
--- (ZMSCORE), so a worker that can run 1 class of 100 does not walk the other 99.
+-- (ZMSCORE), so a worker that can run 1 class of 100 does not walk the other 99; with
+-- one, its ready set is read directly (the read its claim needs anyway).
 local direct = nil
 local function heads_from(pos, n)
   if n_eligible > 4 then return redis.call('ZRANGE', KEYS[15], tostring(pos), tostring(pos + n - 1), 'WITHSCORES') end
+  if not direct and n_eligible == 1 then
+    local c = class_info(string.match(packed, '^\n([^\t]*)\t'))
+    if c then c.head = redis.call('ZRANGE', c.ready, '0', '1', 'WITHSCORES') end
+    direct = (c and c.head[1]) and {c.id, c.head[2]} or {}
+  end
   if not direct then
     local ids = {}
     for id in string.gmatch(packed, '\n([^\t]*)\t') do ids[#ids + 1] = id end
