@@ -6,7 +6,11 @@
 
 #include <chrono>
 #include <ctime>
+#include <atomic>
 #include <map>
+#include <mutex>
+#include <random>
+#include <thread>
 #include <set>
 #include <sstream>
 
@@ -184,4 +188,66 @@ TEST(ClassHeads, ABrokerUpgradedFromBeforeTheIndexStillHandsOutQueuedJobs) {
   }
   EXPECT_EQ(got, (std::set<std::string>{a, b})) << "the maintenance loop's first pass rebuilds the index";
   EXPECT_EQ(index_mismatches(redis, "heads-upgrade"), "");
+}
+
+TEST(ClassHeads, IndexStaysExactWithTwoBrokersPushingFetchingAndCancellingAtOnce) {
+  RedisServer redis;
+  BrokerProcess a{redis.url()};
+  BrokerProcess b{redis.url()};
+  const std::string q = "heads-race";
+  constexpr int kJobs = 240;
+  std::mutex mutex;
+  std::set<std::string> pushed, cancelled;
+  std::multiset<std::string> completed, cancelled_while_active;
+  std::vector<std::thread> threads;
+  // Two producers (one per broker): five classes, three priorities; every tenth job is
+  // cancelled right away, so ready-set heads leave by CANCEL as well as by claim.
+  for (int p = 0; p < 2; ++p)
+    threads.emplace_back([&, p] {
+      Api api{p == 0 ? a.url() : b.url()};
+      std::mt19937 rng(p + 1);
+      for (int i = 0; i < kJobs / 2; ++i) {
+        const int gpus = static_cast<int>(rng() % 5);
+        json job = gpus == 0 ? job_in(q) : ml_job(q, {{"ext_ml_gpu_count", gpus}});
+        job["options"]["priority"] = static_cast<int>(rng() % 3) * 5;
+        const auto id = api.push(job);
+        bool cancel = i % 10 == 9 && api.call("DELETE", "/ojs/v1/jobs/" + id).status == 200;
+        std::lock_guard lock(mutex);
+        pushed.insert(id);
+        if (cancel) cancelled.insert(id);
+      }
+    });
+  // Four workers (two per broker) take and complete jobs while the producers run.
+  std::atomic<int> producers_done{0};
+  for (int w = 0; w < 4; ++w)
+    threads.emplace_back([&, w] {
+      Api api{w % 2 == 0 ? a.url() : b.url()};
+      const std::string id = "race-" + std::to_string(w);
+      for (int idle = 0; idle < 20;) {
+        auto jobs = api.fetch({q}, id, 1, caps_of("dgx-h100"));
+        if (jobs.empty()) jobs = api.fetch({q}, id + "-plain", 2);
+        if (jobs.empty()) {
+          if (producers_done.load() == 2) ++idle;
+          sleep_ms(20);
+          continue;
+        }
+        for (const auto& j : jobs) {
+          const auto job_id = j["id"].get<std::string>();
+          const int status = api.post("/ojs/v1/workers/ack", {{"job_id", job_id}}).status;
+          std::lock_guard lock(mutex);
+          // 409: the producer cancelled it while it ran (CANCEL applies to active jobs too).
+          (status == 200 ? completed : cancelled_while_active).insert(job_id);
+        }
+      }
+    });
+  threads[0].join();
+  threads[1].join();
+  producers_done = 2;
+  for (std::size_t t = 2; t < threads.size(); ++t) threads[t].join();
+  std::set<std::string> unique(completed.begin(), completed.end());
+  EXPECT_EQ(unique.size(), completed.size()) << "a job was delivered twice";
+  EXPECT_EQ(completed.size() + cancelled.size(), pushed.size()) << "every job is completed or cancelled";
+  for (const auto& id : cancelled_while_active) EXPECT_TRUE(cancelled.count(id)) << id << ": ACK refused, yet not cancelled";
+  EXPECT_EQ(index_mismatches(redis, q), "");
+  EXPECT_EQ(redis_lines(redis, {"ZCARD", "ojs:{" + q + "}:heads"}), std::vector<std::string>{"0"});
 }
