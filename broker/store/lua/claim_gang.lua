@@ -6,9 +6,9 @@
 --    holds members, so two half-built gangs never wait on each other's workers.
 -- The member that completes the gang starts it: the job turns active on all
 -- members at once, this worker gets it now, the others on their next FETCH.
--- KEYS (12 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
+-- KEYS (13 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
 --   6 active, 7 events, 8 config, 9 ledger, 10 tenant quotas, 11 tenant ledger, 12 seq,
---   then the ready set of each eligible gang class (in ARGV order)
+--   13 class heads, then the ready set of each eligible gang class (in ARGV order)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, rendezvous
 --   address, rendezvous port, then per eligible gang class 4 values: class id, GPUs per
 --   member, assigned devices JSON ('' = none), the worker's value of the gang's same_label
@@ -32,7 +32,7 @@ for _, entry in ipairs(pending) do
 end
 
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'none'} end
-local g = {gangs = KEYS[4], seq = KEYS[12], events = KEYS[7], ledger = KEYS[9], tenant_ledger = KEYS[11],
+local g = {gangs = KEYS[4], seq = KEYS[12], heads = KEYS[13], events = KEYS[7], ledger = KEYS[9], tenant_ledger = KEYS[11],
            job_prefix = KEYS[2], ready_prefix = KEYS[3]}
 gang_release_expired(g, now)
 
@@ -60,7 +60,7 @@ end
 if not forming then
   local best_score = nil
   for i = 6, #ARGV, 4 do
-    local head = redis.call('ZRANGE', KEYS[12 + (i - 2) / 4], 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGE', KEYS[13 + (i - 2) / 4], 0, 0, 'WITHSCORES')
     if head[1] and (best_score == nil or tonumber(head[2]) < best_score) then
       local candidate = read_job(KEYS[2] .. head[1])
       if candidate and ((candidate.gang_label or '') == '' or ARGV[i + 3] ~= '') then
@@ -104,7 +104,7 @@ emit(KEYS[7], 'job.gang_member_held', job, {'worker_id', worker, 'rank', rank, '
 if #members < tonumber(job.gang_size) then return {'held', job.id, rank, job.class} end
 
 -- Complete: every member starts with this one attempt.
-redis.call('ZREM', KEYS[3] .. job.class, job.id)
+ready_remove(KEYS[13], KEYS[3] .. job.class, job.class, job.id)
 redis.call('ZREM', KEYS[4], job.id)
 job.gang_deadline = nil
 redis.call('HDEL', jk, 'gang_deadline')
