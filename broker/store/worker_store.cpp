@@ -29,10 +29,10 @@ WorkerInfo from_hash(const std::string& id, const RedisValue& v) {
   if (w.capabilities.is_discarded()) w.capabilities = nullptr;
   return w;
 }
-}  // namespace
 
-static std::vector<std::string> touch_command(const std::string& worker_id, const nlohmann::json* capabilities,
-                                                      const std::vector<std::string>& queues, const std::string& now) {
+// The HSET of a contact: last_seen, and what the worker sent with it.
+std::vector<std::string> touch_command(const std::string& worker_id, const nlohmann::json* capabilities,
+                                       const std::vector<std::string>& queues, const std::string& now) {
   std::vector<std::string> hset{"HSET", worker_key(worker_id), "last_seen", now};
   if (capabilities) {
     hset.push_back("capabilities");
@@ -44,9 +44,10 @@ static std::vector<std::string> touch_command(const std::string& worker_id, cons
   }
   return hset;
 }
+}  // namespace
 
 std::string WorkerStore::touch(const std::string& worker_id, const nlohmann::json* capabilities,
-                                  const std::vector<std::string>& queues) {
+                               const std::vector<std::string>& queues) {
   const auto now = std::to_string(now_ms());
   auto replies = redis_.pipeline({touch_command(worker_id, capabilities, queues, now), {"ZADD", kWorkers, now, worker_id},
                                   {"HGET", worker_key(worker_id), "state"}});
@@ -54,7 +55,7 @@ std::string WorkerStore::touch(const std::string& worker_id, const nlohmann::jso
 }
 
 WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const nlohmann::json* capabilities,
-                                                const std::vector<std::string>& queues) {
+                                          const std::vector<std::string>& queues) {
   const auto now = std::to_string(now_ms());
   auto replies = redis_.pipeline({touch_command(worker_id, capabilities, queues, now), {"ZADD", kWorkers, now, worker_id},
                                   {"HGET", worker_key(worker_id), "state"}, {"HGETALL", worker_jobs_key(worker_id)}});
