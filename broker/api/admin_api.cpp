@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "broker/admin/bulk_actions.hpp"
+#include "broker/admin/dead_letter.hpp"
 #include "broker/admin/job_listing.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
@@ -89,17 +90,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     return json_reply(200, {{"job", ctx.jobs.cancel(r.params.at("id"))}});
   });
   router.add("POST", "/ojs/v1/admin/jobs/{id}/retry", [&ctx](const HttpRequest& r) {
-    const auto& id = r.params.at("id");
-    auto queue = ctx.store.queue_of(id);
-    if (!queue) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
-    auto t = ctx.store.dead_letter_action(*queue, id, "retry");
-    if (t.status != TransitionStatus::ok) {
-      auto record = ctx.store.get(*queue, id);
-      const std::string state = record ? record->state() : "unknown";
-      throw OjsError(ErrorCode::conflict, "only dead-letter jobs can be retried; job " + id + " is " + state,
-                     {{"job_id", id}, {"state", state}});
-    }
-    return json_reply(200, {{"job", t.job.envelope()}});
+    return json_reply(200, {{"job", admin::retry_job(ctx.store, r.params.at("id"))}});
   });
 
   router.add("GET", "/ojs/v1/admin/stats", [&ctx](const HttpRequest&) {

@@ -108,4 +108,16 @@ json commit_checkpoint(JobStore& store, const std::string& id, const json& body,
           {"max_count", max_count}};
 }
 
+json read_checkpoints(JobStore& store, const std::string& id) {
+  auto job = store.get(id);
+  const auto scope = auth::tenant_scope();  // another tenant's job is as absent as a missing one
+  if (!job || (!scope.empty() && job->get("tenant") != scope))
+    throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
+  const auto envelope = job->envelope();
+  return {{"job_id", id},
+          {"last_checkpoint", envelope.value("last_checkpoint", json(nullptr))},
+          {"checkpoints", envelope.value("checkpoints", json::array())},
+          {"preemption_count", envelope.value("preemption_count", 0)}};
+}
+
 }  // namespace ojs::broker

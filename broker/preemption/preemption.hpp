@@ -53,6 +53,11 @@ struct Reservation {
   static Reservation parse(const nlohmann::json& body, std::int64_t now);  // 400 naming the field
 };
 std::map<std::string, Reservation> load_reservations(PreemptionStore& store);
+// The admin's reservations (api/preemption_api.cpp): create from a body (400 naming
+// the field), list with `active`, delete (404 when unknown).
+nlohmann::json create_reservation(PreemptionStore& store, const nlohmann::json& body);
+nlohmann::json list_reservations(PreemptionStore& store);
+void delete_reservation(PreemptionStore& store, const std::string& id);
 
 // ---- capacity hold: freed GPUs kept for the preemptor ----
 struct CapacityHold {
@@ -91,6 +96,8 @@ nlohmann::json preemption_directives(const std::vector<PreemptionMarkView>& mark
 // is not active or (worker_id given) held by another worker.
 nlohmann::json commit_checkpoint(JobStore& store, const std::string& id, const nlohmann::json& body,
                                  const std::vector<std::string>& prefixes);
+// A job's checkpoints (GET): 404 when it is absent or outside the caller's tenant scope.
+nlohmann::json read_checkpoints(JobStore& store, const std::string& id);
 
 // ---- background ----
 // Sends an active job back to its queue without consuming its attempt (NACK

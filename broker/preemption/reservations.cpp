@@ -86,4 +86,26 @@ std::map<std::string, Reservation> load_reservations(PreemptionStore& store) {
   return out;
 }
 
+json create_reservation(PreemptionStore& store, const json& body) {
+  const auto reservation = Reservation::parse(body, now_ms());
+  store.put_reservation(reservation.id, reservation.to_json().dump());
+  return reservation.to_json();
+}
+
+json list_reservations(PreemptionStore& store) {
+  json list = json::array();
+  const auto now = now_ms();
+  for (const auto& [id, res] : load_reservations(store)) {
+    auto j = res.to_json();
+    j["active"] = res.active(now);
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+void delete_reservation(PreemptionStore& store, const std::string& id) {
+  if (!store.delete_reservation(id))
+    throw OjsError(ErrorCode::not_found, "reservation " + id + " not found", {{"reservation_id", id}});
+}
+
 }  // namespace ojs::broker

@@ -29,10 +29,10 @@ WorkerInfo from_hash(const std::string& id, const RedisValue& v) {
   if (w.capabilities.is_discarded()) w.capabilities = nullptr;
   return w;
 }
-}  // namespace
 
-static std::vector<std::string> touch_command(const std::string& worker_id, const std::string* capabilities_json,
-                                              const std::string* queues_json, const std::string& now) {
+// The HSET of a contact: last_seen, and what the worker sent with it (JSON text, nullptr = unchanged).
+std::vector<std::string> touch_command(const std::string& worker_id, const std::string* capabilities_json,
+                                       const std::string* queues_json, const std::string& now) {
   std::vector<std::string> hset{"HSET", worker_key(worker_id), "last_seen", now};
   if (capabilities_json) {
     hset.push_back("capabilities");
@@ -44,6 +44,7 @@ static std::vector<std::string> touch_command(const std::string& worker_id, cons
   }
   return hset;
 }
+}  // namespace
 
 std::string WorkerStore::touch(const std::string& worker_id, const std::string* capabilities_json,
                                const std::string* queues_json) {
