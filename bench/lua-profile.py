@@ -111,6 +111,7 @@ def claim_cmd():
     hint = ['', '']
     if os.environ.get('HINT'): hint = [r('GET', K('seq')), '0' + '1' * (CLASSES - 1)]
     if 'claim' not in sha or 'seq_now' not in scripts['claim']: hint = []
+    if hint and 'backfill_limits' in scripts.get('claim', ''): hint.append('')  # [backfill] ARGV[9]: no reservation
     args = ['w1', '', '30000', '1', r('GET', K('classes:ver')), str(BAND)] + hint
     for c in cls: args += [c, '0.000000', '0', '1', '[0]']
     return ['EVALSHA', sha['claim'], len(keys)] + keys + args

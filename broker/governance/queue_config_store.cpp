@@ -55,7 +55,8 @@ json Reconciliation::to_json(const std::string& queue) const {
 
 QueueConfig QueueConfigStore::load(const std::string& queue) {
   auto v = redis_.command({"HMGET", keys::config(queue), "version", "updated_at", "max_total_gpus", "max_concurrent_gpu_jobs",
-                           "ml_defaults", "ml_limits", "tenant_quotas", "rate_limit", "policy", "tenant_fairness"});
+                           "ml_defaults", "ml_limits", "tenant_quotas", "rate_limit", "policy", "tenant_fairness",
+                           "backfill"});
   QueueConfig c;
   if (v.elements.size() < 10) return c;
   c.version = integer_of(v.elements[0]).value_or(0);
@@ -68,6 +69,7 @@ QueueConfig QueueConfigStore::load(const std::string& queue) {
   c.rate_limit = parse_rate_limit(json_of(v.elements[7]), "rate_limit.");
   if (!v.elements[8].is_nil()) c.policy = parse_policy(v.elements[8].str).value_or(QueuePolicy::priority);
   c.tenant_fairness = fairness_from_json(json_of(v.elements[9]));
+  if (v.elements.size() > 10 && !v.elements[10].is_nil()) c.backfill = parse_backfill(json_of(v.elements[10]));  // [backfill]
   return c;
 }
 
@@ -89,6 +91,8 @@ long long QueueConfigStore::save(const std::string& queue, const QueueConfig& c,
   if (c.policy != QueuePolicy::priority) fields.emplace_back("policy", policy_name(c.policy));
   if (!c.tenant_fairness.empty()) fields.emplace_back("tenant_fairness", fairness_to_json(c.tenant_fairness).dump());
   if (c.policy == QueuePolicy::fair) fields.emplace_back("fair_tenants", fairness_for_claim(c.tenant_fairness).dump());
+  // [backfill] read by the preemption controller's backfill pass
+  if (c.backfill.enabled) fields.emplace_back("backfill", backfill_to_json(c.backfill).dump());
   std::vector<std::string> args{expected_version ? std::to_string(*expected_version) : std::string(), std::to_string(now_ms()),
                                 std::to_string(fields.size())};
   for (auto& [k, v] : fields) {

@@ -234,8 +234,15 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
                              int count, const std::string& classes_version, const std::vector<EligibleClass>& eligible) {
   const std::string scope = redis_.endpoint().describe() + '|' + queue;
   const EmptyClasses known_empty = hints().empty_classes(scope);
-  std::string empty_flags;
+  std::string empty_flags, backfill;
   for (const auto& c : eligible) empty_flags.push_back(known_empty.ids.count(c.id) ? '1' : '0');
+  // [backfill] per eligible class, the reservation start its jobs must end by ("" when none has one)
+  for (const auto& c : eligible)
+    if (c.backfill_before_ms > 0) backfill = "1";
+  if (!backfill.empty()) {
+    backfill.clear();
+    for (const auto& c : eligible) backfill.append(backfill.empty() ? "" : ",").append(std::to_string(c.backfill_before_ms));
+  }
   std::vector<std::string> args{worker_id,
                                 optional_text(request_visibility_ms),
                                 std::to_string(default_visibility_ms),
@@ -243,7 +250,8 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
                                 classes_version,
                                 score_band_arg(),
                                 known_empty.seq,
-                                empty_flags};
+                                empty_flags,
+                                backfill};
   std::vector<std::string> claim_keys{keys::classes_version(queue), keys::paused(queue), keys::delayed(queue),
                                       keys::active(queue),          keys::seq(queue),    keys::events(queue),
                                       keys::config(queue),          keys::ledger(queue), keys::tenant_quotas(queue),

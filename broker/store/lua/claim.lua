@@ -9,7 +9,9 @@
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, count,
 --       classes_version, score band (2^40, priority_score.hpp), seq at which the caller
 --       saw the flagged classes empty ('' = none), empty flags (one char per eligible
---       class in ARGV order, '1' = empty at that seq), then per eligible class
+--       class in ARGV order, '1' = empty at that seq),
+--       [backfill] 9: per eligible class the reservation start its jobs must end by
+--       ('ms,ms,...', 0 = none; '' = no class has one), then per eligible class
 --       5 values: class id, bonus (soft score), hold cutoff (skip a head enqueued after
 --       this ms; 0 = none), gpus the class needs (charged to the queue budget),
 --       assigned devices JSON ('' = none)
@@ -72,13 +74,14 @@ local NONE = {}  -- the head of a class not read
 -- oldest job and the classes compare by that share (_lib_fairshare.lua).
 local fair = nil
 if redis.call('HGET', KEYS[7], 'policy') == 'fair' then fair = fair_config(KEYS[7]) end
+local backfill = backfill_limits(ARGV[9])  -- [backfill] _lib_backfill.lua
 
 local claimed, blocked = {}, {}
 local expired_left = 100
 while #claimed < count do
   local best_id, best_ready, best_key, best_gpus, best_devices = nil, nil, nil, 0, ''
-  for i = 9, #ARGV, 5 do
-    local n = (i - 4) / 5
+  for i = 10, #ARGV, 5 do
+    local n = (i - 5) / 5
     local ready = KEYS[14 + n]
     local class, bonus, hold, gpus, devices = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
     local head = NONE
@@ -104,6 +107,16 @@ while #claimed < count do
       if hold > 0 then
         local enq = tonumber(redis.call('HGET', KEYS[11] .. id, 'enqueued_at') or '0')
         held = enq > hold -- enqueued too recently: keep it for a warm worker a little longer
+      end
+      -- [backfill] On GPUs held for a reservation, only a job declared to end before its start.
+      if not held and backfill and backfill[n] then
+        local declared
+        id, score, declared = backfill_pick(t, ready, backfill[n], now, gpus)
+        if id then score = tonumber(score)
+        else
+          held = true
+          blocked[#blocked + 1] = class; blocked[#blocked + 1] = declared; blocked[#blocked + 1] = backfill[n]; blocked[#blocked + 1] = 'backfill'
+        end
       end
       if not held then
         local key = {math.floor(score / BAND), -bonus, score}
