@@ -152,8 +152,9 @@ int main(int argc, char** argv) {
     for (const auto& r : results) out["results"].push_back(to_json(r));
     std::cout << out.dump(2) << std::endl;
   } else {
-    std::printf("trace: %d jobs, seed %llu, offered load %.2f (measured %.2f over the %.1f h of arrivals); cluster: %zu workers (%s), %d GPUs\n\n",
-                jobs, static_cast<unsigned long long>(seed), load, results[0].offered_load,
+    std::printf("trace: %d jobs, seed %llu, offered load %s %.2f (measured %.2f over the %.1f h of arrivals); cluster: %zu workers (%s), %d GPUs\n\n",
+                jobs, static_cast<unsigned long long>(seed), pool_load > 0 ? "per pool >=" : "", pool_load > 0 ? pool_load : load,
+                results[0].offered_load,
                 trace.empty() ? 0.0 : trace.back().arrival_s / 3600, workers.size(), mix.c_str(), gpus);
     print_table(results);
     for (const auto& r : results) {

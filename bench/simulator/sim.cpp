@@ -606,47 +606,46 @@ class Simulation {
         w.reservation.job = -1;
       }
     const auto now_ms = static_cast<std::int64_t>(std::llround(now_ * 1000));
-    std::vector<std::tuple<double, long long, std::size_t>> heads;  // class heads in claim order, as the broker's pass
+    // Class heads in the broker pass's order (broker::backfill_order: larger first).
+    std::vector<std::pair<std::tuple<int, double, double>, std::size_t>> heads;
     for (std::size_t c = 0; c < classes_.size(); ++c)
       if (!classes_[c].pending.empty() && classes_[c].req->gpu_count() > 0) {
         const auto& [rank, seq, j] = *classes_[c].pending.begin();
-        heads.emplace_back(rank, seq, c);
+        heads.emplace_back(broker::backfill_order(rank + static_cast<double>(seq), classes_[c].req->gpu_count()), c);
       }
     std::sort(heads.begin(), heads.end());
-    for (const auto& [rank, seq, c] : heads) {
+    for (const auto& [order, c] : heads) {
       auto& cls = classes_[c];
       const int j = std::get<2>(*cls.pending.begin());
       auto& s = jobs_[static_cast<std::size_t>(j)];
       if (s.reserved_on >= 0 || now_ - s.queued_since < options_.backfill_after_s) continue;
-      int best = -1;
-      std::int64_t best_start = 0;
-      bool fits_now = false;
-      for (std::size_t wi = 0; wi < workers_.size() && !fits_now; ++wi) {
+      std::vector<broker::BackfillCandidate> candidates;
+      std::vector<int> index;
+      for (std::size_t wi = 0; wi < workers_.size(); ++wi) {
         auto& w = workers_[wi];
         if (w.reservation.job >= 0 || !fits_static(static_cast<int>(c), w)) continue;
-        std::vector<broker::RunningJob> running;
+        broker::BackfillCandidate candidate{&w.caps, {}};
         for (const auto& [id, r] : w.running) {
           broker::RunningJob rj;
           rj.job_id = std::to_string(id);
           rj.gpus = r.gpus;
           rj.devices = r.devices;
           rj.declared_end_ms = static_cast<std::int64_t>(std::llround(r.declared_end * 1000));
-          running.push_back(std::move(rj));
+          candidate.running.push_back(std::move(rj));
         }
-        ++result_.judgements;
-        const auto start = broker::earliest_start(*cls.req, w.caps, running, now_ms);
-        if (!start) continue;
-        if (*start <= now_ms) fits_now = true;
-        else if (best < 0 || *start < best_start) best = static_cast<int>(wi), best_start = *start;
+        candidates.push_back(std::move(candidate));
+        index.push_back(static_cast<int>(wi));
       }
-      if (fits_now || best < 0) continue;
-      auto& w = workers_[static_cast<std::size_t>(best)];
+      result_.judgements += static_cast<long long>(candidates.size());
+      const auto plan = broker::plan_backfill(*cls.req, candidates, now_ms);
+      if (plan.fits_now || plan.candidate < 0 || plan.start_ms - now_ms > options_.backfill_max_start_s * 1000) continue;
+      auto& w = workers_[static_cast<std::size_t>(index[static_cast<std::size_t>(plan.candidate)])];
       w.reservation.job = j;
       w.reservation.cls = static_cast<int>(c);
       w.reservation.gpus = cls.req->gpu_count();
-      w.reservation.start = static_cast<double>(best_start) / 1000;
+      w.reservation.start = static_cast<double>(plan.start_ms) / 1000;
       w.reservation.until = w.reservation.start + options_.backfill_hold_s;
-      s.reserved_on = best;
+      s.reserved_on = index[static_cast<std::size_t>(plan.candidate)];
       ++result_.backfill_reservations;
       // Wake at the end of the hold (a poll happens at every event anyway).
       push({w.reservation.until + 0.001, 0, EventType::wake, j, -1, 0});

@@ -34,6 +34,7 @@ struct SimOptions {
   // rules of broker/preemption/backfill.hpp and claim.lua's per-job test.
   bool backfill = false;
   double backfill_after_s = 60;     // backfill.after_s
+  double backfill_max_start_s = 86400;  // backfill.max_start_s
   double backfill_hold_s = 10;      // --capacity-hold-ms: a reservation outlives its start this long
 };
 

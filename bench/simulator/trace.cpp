@@ -151,19 +151,18 @@ std::vector<SimJob> generate_pool_trace(int count, std::uint64_t seed, double po
       pools[w.type].first = &w.caps;
       pools[w.type].second += w.caps.gpu.count;
     }
-  Rng rng(seed ^ 0x706f6f6cULL);
   std::map<std::string, double> gpu_s;
   for (auto& j : jobs) {
     if (j.req.gpu_count() == 0) continue;
-    std::vector<std::string> names;
-    std::vector<double> weights;
+    // The fitting pool with the least work per GPU so far: the pools' loads stay as
+    // even as the jobs' constraints allow.
+    const double work = j.work_s * j.req.gpu_count();
+    std::string pick;
     for (const auto& [name, pool] : pools)
-      if (ml::fits_static(j.req, pool.first)) {
-        names.push_back(name);
-        weights.push_back(pool.second);
-      }
-    if (names.empty()) continue;
-    const std::string& pick = names[rng.pick(weights)];
+      if (ml::fits_static(j.req, pool.first) &&
+          (pick.empty() || (gpu_s[name] + work) / pool.second < (gpu_s[pick] + work) / pools[pick].second))
+        pick = name;
+    if (pick.empty()) continue;
     j.document["ext_ml_gpu_type"] = pools[pick].first->gpu.type;
     j.req = ml::parse_requirements(j.document);
     j.class_id = ml::requirement_class(j.req).id;

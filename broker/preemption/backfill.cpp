@@ -3,8 +3,10 @@
 #include "broker/preemption/backfill.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
+#include "broker/store/priority_score.hpp"
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker {
@@ -36,6 +38,25 @@ std::optional<std::int64_t> earliest_start(const ml::Requirements& req, const ml
     if (ml::fits(req, &caps, load_without(running, gone), assignment)) return std::max(now, *r->declared_end_ms);
   }
   return std::nullopt;
+}
+
+std::tuple<int, double, double> backfill_order(double score, int gpus) {
+  return {-gpus, std::floor(score / kScoreBand), score};
+}
+
+BackfillPlan plan_backfill(const ml::Requirements& req, const std::vector<BackfillCandidate>& candidates, std::int64_t now,
+                           const ml::AssignmentOptions& assignment) {
+  BackfillPlan plan;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const auto start = earliest_start(req, *candidates[i].caps, candidates[i].running, now, assignment);
+    if (!start) continue;
+    if (*start <= now) return {true, static_cast<int>(i), now};
+    if (plan.candidate < 0 || *start < plan.start_ms) {
+      plan.candidate = static_cast<int>(i);
+      plan.start_ms = *start;
+    }
+  }
+  return plan;
 }
 
 void add_phantom(ml::WorkerLoad& load, const ml::Capabilities& caps, const std::string& name, int gpus,

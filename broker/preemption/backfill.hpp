@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "broker/preemption/victims.hpp"
@@ -33,6 +34,26 @@ std::optional<std::int64_t> declared_end(std::int64_t started_ms, std::optional<
 std::optional<std::int64_t> earliest_start(const ml::Requirements& req, const ml::Capabilities& caps,
                                            const std::vector<RunningJob>& running, std::int64_t now,
                                            const ml::AssignmentOptions& assignment = {});
+
+// The order in which waiting class heads get reservations: larger jobs first (the
+// ones the greedy claim starves; a small job gets the next GPU that frees anyway),
+// then band (priority class and priority under `priority`), then FIFO. `score` is
+// the ready-set score (band * 2^40 + seq). Band first instead left the 8-GPU jobs
+// without workers in the simulator (docs/benchmarks.md#backfill).
+std::tuple<int, double, double> backfill_order(double score, int gpus);
+
+// A worker the planner may reserve: its capabilities and what runs there.
+struct BackfillCandidate {
+  const ml::Capabilities* caps = nullptr;
+  std::vector<RunningJob> running;  // with declared_end_ms
+};
+struct BackfillPlan {
+  bool fits_now = false;     // some candidate can take the job as things stand: no reservation
+  int candidate = -1;        // else the one where it can start soonest (-1: none declares enough)
+  std::int64_t start_ms = 0;
+};
+BackfillPlan plan_backfill(const ml::Requirements& req, const std::vector<BackfillCandidate>& candidates, std::int64_t now,
+                           const ml::AssignmentOptions& assignment = {});
 
 // Adds a phantom job holding `gpus` GPUs (the given devices first, then free ones
 // from the highest index) to a hypothetical load.

@@ -4,6 +4,7 @@
 // the running jobs free enough GPUs soonest (EASY backfilling). The reservation is
 // a capacity hold with backfill_start_ms; FETCH lets other jobs use its GPUs only
 // when they are declared to end before that start (fetch_guards.cpp, claim.lua).
+// Heads are served in backfill_order (larger jobs first, then band, then FIFO).
 // It ends when the job is claimed or cancelled (the guard voids it, this pass
 // drops it), or --capacity-hold-ms after its start (the running jobs overran their
 // declarations): the next pass plans again.
@@ -36,7 +37,9 @@ int PreemptionController::reserve_for_backfill() {
     held_workers.insert(worker);
     reserved_jobs.insert(h->for_job);
   }
+  // Live workers and what runs on them, read once per pass (reservations do not change them).
   std::optional<std::vector<LiveWorker>> live;
+  std::vector<BackfillCandidate> running;  // parallel to *live
   const ml::AssignmentOptions assignment = assignment_options(config_);
   int made = 0;
   for (const auto& queue : store_.queues()) {
@@ -49,42 +52,46 @@ int PreemptionController::reserve_for_backfill() {
       continue;
     }
     if (!backfill.enabled || store_.is_paused(queue)) continue;
-    // Class heads in claim order (score: band, then FIFO), so the longest-waiting
-    // job of the queue is the first to get a worker.
-    std::vector<std::tuple<double, std::string, std::string, std::string>> heads;  // score, job, class, class JSON
-    for (const auto& [class_id, class_json] : store_.load_classes(queue).classes)
-      if (auto head = marks.ready_head(queue, class_id)) heads.emplace_back(head->second, head->first, class_id, class_json);
-    std::sort(heads.begin(), heads.end());
-    for (const auto& [score, job_id, class_id, class_json] : heads) {
-      if (reserved_jobs.count(job_id)) continue;
-      const std::optional<std::pair<std::string, double>> head = std::make_pair(job_id, score);
+    struct Head {
+      std::tuple<double, int, double> order;
+      std::string job_id, class_id;
+      const ml::Requirements* req;
+    };
+    std::vector<Head> heads;
+    for (const auto& [class_id, class_json] : store_.load_classes(queue).classes) {
       const ml::Requirements& req = scheduler_.requirements(class_id, class_json);
       if (req.gpu_count() == 0 || !req.scheduling.reservation_id.empty() || req.hard.gang.size > 0) continue;
-      const auto job = store_.get(queue, head->first);
+      if (auto head = marks.ready_head(queue, class_id))
+        heads.push_back({backfill_order(head->second, req.gpu_count()), head->first, class_id, &req});
+    }
+    std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) { return a.order < b.order; });
+    for (const auto& head : heads) {
+      if (reserved_jobs.count(head.job_id)) continue;
+      const auto job = store_.get(queue, head.job_id);
       if (!job || now - job->get_int("enqueued_at").value_or(now) < backfill.after_s * 1000) continue;
-      if (!live) live = live_workers();
-      std::optional<std::pair<const LiveWorker*, std::int64_t>> best;
-      bool fits_now = false;
-      for (const auto& w : *live) {
-        if (held_workers.count(w.info.id) || !w.serves(queue) || !ml::fits_static(req, &w.caps)) continue;
-        const auto start = earliest_start(req, w.caps, running_on(w.info.id), now, assignment);
-        if (!start) continue;
-        if (*start <= now) {  // fits there now: its next FETCH takes it
-          fits_now = true;
-          break;
-        }
-        if (!best || *start < best->second) best.emplace(&w, *start);
+      if (!live) {
+        live = live_workers();
+        for (const auto& w : *live) running.push_back({&w.caps, running_on(w.info.id)});
       }
-      if (fits_now || !best || best->second - now > backfill.max_start_s * 1000) continue;
+      std::vector<BackfillCandidate> candidates;
+      std::vector<const LiveWorker*> workers;
+      for (std::size_t i = 0; i < live->size(); ++i) {
+        const auto& w = (*live)[i];
+        if (held_workers.count(w.info.id) || !w.serves(queue)) continue;
+        candidates.push_back(running[i]);
+        workers.push_back(&w);
+      }
+      const BackfillPlan plan = plan_backfill(*head.req, candidates, now, assignment);
+      if (plan.fits_now || plan.candidate < 0 || plan.start_ms - now > backfill.max_start_s * 1000) continue;
       CapacityHold hold;
-      hold.worker_id = best->first->info.id;
-      hold.for_job = head->first;
+      hold.worker_id = workers[static_cast<std::size_t>(plan.candidate)]->info.id;
+      hold.for_job = head.job_id;
       hold.queue = queue;
-      hold.class_id = class_id;
-      hold.class_rank = class_rank_of_score(head->second);
-      hold.backfill_start_ms = best->second;
-      hold.gpus = req.gpu_count();
-      hold.until_ms = best->second + config_.capacity_hold_ms;
+      hold.class_id = head.class_id;
+      hold.class_rank = class_rank_of_score(std::get<2>(head.order));
+      hold.backfill_start_ms = plan.start_ms;
+      hold.gpus = head.req->gpu_count();
+      hold.until_ms = plan.start_ms + config_.capacity_hold_ms;
       marks.put_hold(hold.worker_id, hold.to_json().dump());
       held_workers.insert(hold.worker_id);
       reserved_jobs.insert(hold.for_job);
