@@ -69,6 +69,10 @@ void apply_capacity_guards(JobStore& store, const Scheduler& scheduler, const st
       std::vector<int> devices;
       const int held = backfill_held_gpus(*caps, worker.load, hold->gpus);
       const Beside beside = fits_beside_hold(req, *caps, worker.load, held, assignment, &devices);
+      if (beside == Beside::needs_held && req.hard.gang.size > 0) {  // claim_gang has no per-job test: a gang waits
+        v.judgement.refusals.push_back(backfill_refusal(-1, hold->backfill_start_ms).refusals.front());
+        continue;
+      }
       if (beside == Beside::needs_held) v.claim.backfill_before_ms = hold->backfill_start_ms;
       else if (beside == Beside::fits && held > 0) {
         v.judgement.devices = devices;

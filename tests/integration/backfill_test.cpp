@@ -104,6 +104,27 @@ TEST_F(Backfill, BigJobGetsItsReservedWorkerWhileShortJobsBackfillAndOthersWait)
   EXPECT_EQ(fetch(q), std::vector<std::string>{no_estimate});
 }
 
+TEST_F(Backfill, ReservationEndsWhenItsJobIsCancelled) {
+  const std::string q = "bf-cancel";
+  put_config(q, {{"backfill", {{"after_s", 0}}}});
+  const auto running = api.push(gpu_job(q, 6, 60));
+  ASSERT_EQ(fetch(q).size(), 1u);
+  const auto big = api.push(gpu_job(q, 8, std::nullopt));
+  const auto small = api.push(gpu_job(q, 2, std::nullopt));
+  json reservation;
+  for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;) {
+    reservation = why(big)["diagnosis"]["backfill_reservation"];
+    if (reservation.is_object()) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(reservation.is_object()) << why(big).dump();
+  EXPECT_TRUE(fetch(q).empty()) << "the 2 free GPUs are held for the 8-GPU job";
+  ASSERT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + big).status, 200);
+  EXPECT_EQ(fetch(q), std::vector<std::string>{small});
+  ack(small);
+  ack(running);
+}
+
 TEST_F(Backfill, QueueConfigRejectsBadSettings) {
   auto r = api.call("PUT", "/ojs/v1/admin/queues/bf-bad/config", {{"backfill", {{"after_s", -1}}}});
   EXPECT_EQ(r.status, 400);
