@@ -11,7 +11,8 @@ GangClaim JobStore::claim_gang(const std::string& queue, const GangMemberInfo& m
   std::vector<std::string> gang_keys{keys::paused(queue),  keys::job_prefix(queue),    keys::ready_prefix(queue),
                                      keys::gangs(queue),   keys::gang_deliveries(queue), keys::active(queue),
                                      keys::events(queue),  keys::config(queue),        keys::ledger(queue),
-                                     keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::seq(queue)};
+                                     keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::seq(queue),
+                                     keys::stats(queue),   keys::rate_window(queue)};
   std::vector<std::string> args{member.worker_id, optional_text(request_visibility_ms), std::to_string(default_visibility_ms),
                                 member.address, member.port};
   for (const auto& c : eligible) {

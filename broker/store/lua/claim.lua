@@ -35,33 +35,14 @@ local now_s = tostring(now)
 local seq_now = versions[2] or '0'
 if promote_due(q, now, 1000) > 0 then seq_now = '' end  -- jobs entered ready sets: nothing known empty
 
--- [harden, issue 12] an expired job is discarded, never delivered.
-local function discard_expired(jk, job)
-  job.state, job.discarded_at = 'discarded', now  -- no completed_at: it never ran (level-2 ttl case)
-  job.error = cjson.encode({code = 'expired', type = 'expired', retryable = false,
-                            message = 'job expired (expires_at passed) before it was delivered'})
-  redis.call('HSET', jk, 'state', 'discarded', 'discarded_at', now, 'error', job.error)
-  redis.call('HINCRBY', KEYS[13], 'discarded', 1)
-  emit(KEYS[6], 'job.discarded', job, {'reason', 'expired'})
-end
-
--- [spec #17] Queue rate limit (ojs-rate-limiting.md §7.2): concurrency counts the
--- queue's active jobs (no counter to drift); the rate is a sliding window log of
--- claim times. Jobs over the limit stay available.
+-- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
 local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',
                      'max_total_gpus', 'max_concurrent_gpu_jobs')  -- [hotpath] the budget limits in the same read
 b.limits = {rl[4], rl[5]}
-local rate_concurrency, rate_starts, rate_period = tonumber(rl[1] or ''), tonumber(rl[2] or ''), tonumber(rl[3] or '')
-if rate_concurrency then
-  local room = rate_concurrency - redis.call('ZCARD', KEYS[4])
-  if room < count then count = math.max(room, 0); rate_limited = 'concurrency' end
-end
-if rate_starts and rate_period then
-  redis.call('ZREMRANGEBYSCORE', KEYS[14], '-inf', now - rate_period)
-  local room = rate_starts - redis.call('ZCARD', KEYS[14])
-  if room < count then count = math.max(room, 0); rate_limited = 'rate' end
-end
+local rate_starts, rate_period = tonumber(rl[2] or ''), tonumber(rl[3] or '')
+local room, why = rate_room(tonumber(rl[1] or ''), rate_starts, rate_period, KEYS[4], KEYS[14], now)
+if room and room < count then count = math.max(room, 0); rate_limited = why end
 
 -- [hotpath] Empty classes are skipped without a read: every job entering a ready set
 -- takes a new seq (push, make_available), so a class seen empty at the current seq
@@ -133,7 +114,7 @@ while #claimed < count do
   local job = read_job(jk) or {id = best_id}
   local expires = tonumber(job.expires_at or '')
   if expires and expires <= now then
-    discard_expired(jk, job)
+    discard_expired(jk, job, KEYS[13], KEYS[6], now)
     expired_left = expired_left - 1
     if expired_left == 0 then break end
   else
@@ -175,10 +156,7 @@ while #claimed < count do
   redis.call('ZADD', KEYS[4], deadline, best_id)
   emit(KEYS[6], 'job.started', job, {'worker_id', worker})
   claimed[#claimed + 1] = flat_job(job)
-  if rate_starts and rate_period then  -- [spec #17] one start in the rate window
-    redis.call('ZADD', KEYS[14], now_s, best_id .. ':' .. job.attempt)
-    redis.call('PEXPIRE', KEYS[14], rate_period)
-  end
+  if rate_starts and rate_period then rate_record(KEYS[14], rate_period, now_s, best_id .. ':' .. job.attempt) end  -- [spec #17]
   end
 end
 return {'ok', claimed, blocked, rate_limited, seq_now, empty_list}
