@@ -92,6 +92,7 @@ def phase(name, cmds):
     print('%-6s EVALSHA %.1f us/call (nested cmds %.1f us, %.1f calls) | cpu %.1f us/call | %s' % (
         name, ev[1] / len(cmds), nsum / len(cmds), sum(v[0] for v in nested.values()) / len(cmds), cpu,
         ' '.join('%s %.1fx %.2fus' % (k, v[0] / len(cmds), v[1] / len(cmds)) for k, v in sorted(nested.items(), key=lambda kv: -kv[1][1]))))
+HEADS = 'ZMSCORE' in scripts['claim']  # the class-head index layout (keys.hpp class_heads)
 ids = ['0193%012x-7000-8000-%012x' % (i, i) for i in range(N)]
 ONLY0 = os.environ.get('ONLY0')  # every job in class 0: the other classes stay empty
 def push_cmd(i):
@@ -101,19 +102,24 @@ def push_cmd(i):
                       'ext_ml_gpu_count': 1, 'ext_ml_gpu_memory_gb': c + 1, 'retry': {'max_attempts': 3, 'initial_interval': 'PT1S', 'backoff_coefficient': 2.0, 'max_interval': 'PT5M', 'jitter': True}})
     rank = BAND * 100
     keys = [K('job:' + ids[i]), K('classes'), K('classes:ver'), K('ready:' + cls[c]), K('delayed'), K('seq'), K('events'), K('escalations'), K('reservation-waits')]
+    if HEADS: keys.append(K('heads'))
     args = [ids[i], cls[c], '{"gpu_count":1,"gpu_memory_gb":%d}' % (c + 1), str(rank), '', '', '',
             'doc', doc, 'queue', q, 'type', 'bench.noop', 'priority', '0', 'max_attempts', '3', 'gpus', '1']
     return ['EVALSHA', sha['push'], len(keys)] + keys + args
 phase('push', [push_cmd(i) for i in range(N)])
 def claim_cmd():
     keys = [K('classes:ver'), K('paused'), K('delayed'), K('active'), K('seq'), K('events'), K('config'), K('ledger'), K('tenant-quotas'),
-            K('tenant-ledger'), K('job:'), K('ready:'), K('stats'), K('rate-window')] + [K('ready:' + c) for c in cls]
+            K('tenant-ledger'), K('job:'), K('ready:'), K('stats'), K('rate-window')]
+    # The class-head index (claim reads every eligible head in one ZMSCORE) replaced
+    # the per-class ready-set keys and the empty-class hint.
+    keys += [K('heads')] if HEADS else [K('ready:' + c) for c in cls]
     hint = ['', '']
     if os.environ.get('HINT'): hint = [r('GET', K('seq')), '0' + '1' * (CLASSES - 1)]
-    if 'claim' not in sha or 'seq_now' not in scripts['claim']: hint = []
-    if hint and 'backfill_limits' in scripts.get('claim', ''): hint.append('')  # [backfill] ARGV[9]: no reservation
+    if HEADS or 'seq_now' not in scripts['claim']: hint = []
     args = ['w1', '', '30000', '1', r('GET', K('classes:ver')), str(BAND)] + hint
-    for c in cls: args += [c, '0.000000', '0', '1', '[0]']
+    if HEADS: args += ['0.000000', str(len(cls)), ''.join('\n%s\t0.000000\t0\t1\t[0]' % c for c in cls)]
+    else:
+        for c in cls: args += [c, '0.000000', '0', '1', '[0]']
     return ['EVALSHA', sha['claim'], len(keys)] + keys + args
 cc = claim_cmd()
 phase('claim', [cc] * (N // 2))

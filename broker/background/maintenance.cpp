@@ -9,6 +9,10 @@
 
 namespace ojs::broker {
 
+namespace {
+constexpr long long kClassHeadsCheckEvery = 300;  // passes (a minute at the default 200 ms)
+}
+
 void Maintenance::run_once() {
   auto& store = jobs_.store();
   const auto lost = workers_.stale(now_ms() - config_.worker_dead_after_ms);
@@ -20,6 +24,12 @@ void Maintenance::run_once() {
       if (!lost_workers.empty())
         if (int n = jobs_.reclaim_from_lost_workers(queue, lost_workers); n > 0)
           spdlog::warn("queue {}: reclaimed {} job(s) from workers that stopped heartbeating", queue, n);
+      // [heads] The class-head index is checked on the first pass (an upgraded Redis has
+      // none yet) and then about once a minute; a correction after that means a
+      // ready-set write bypassed _lib.lua's helpers, which is a bug worth a warning.
+      if (passes_ % kClassHeadsCheckEvery == 0)
+        if (long long n = store.repair_class_heads(queue); n > 0)
+          spdlog::warn("queue {}: corrected {} class-head index entr{}", queue, n, n == 1 ? "y" : "ies");
       store.promote(queue);
       if (long long n = store.expire_gangs(queue); n > 0)  // [gangs]
         spdlog::info("queue {}: released {} gang(s) that did not complete before their hold deadline", queue, n);
@@ -40,6 +50,7 @@ void Maintenance::run_once() {
       spdlog::error("maintenance step failed: {}", e.what());
     }
   }
+  ++passes_;
   // After the reclaim above: workers gone past the retention window are
   // forgotten, so listings and the preemption controller's scan stay bounded.
   const auto retention = std::max(config_.worker_retention_ms, config_.worker_dead_after_ms);

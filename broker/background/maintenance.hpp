@@ -35,6 +35,7 @@ class Maintenance {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::vector<std::function<void()>> steps_;
+  long long passes_ = 0;
 };
 
 }  // namespace ojs::broker

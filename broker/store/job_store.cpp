@@ -67,34 +67,13 @@ constexpr std::size_t kSlice = 500;
 }  // namespace
 
 // What this process learned from its own claims, to spare Redis reads (keyed by
-// Redis endpoint, then queue or job id; bounded, starting over past the bound):
-// - the classes a claim found empty, as of the queue's seq then. Every job that
-//   enters a ready set takes a new seq (push.lua, make_available), so while the
-//   seq is unchanged they are still empty and claim.lua skips them unread;
-// - the queue of each job it handed out: a job never changes queue, so its
-//   ACK/NACK skips the directory read.
+// Redis endpoint, then job id; bounded, starting over past the bound): the queue of
+// each job it handed out. A job never changes queue, so its ACK/NACK skips the
+// directory read.
 namespace {
-
-struct EmptyClasses {
-  std::string seq;  // "" = nothing known
-  std::set<std::string> ids;
-};
 
 class StoreHints {
  public:
-  EmptyClasses empty_classes(const std::string& scope) {
-    std::lock_guard lock(mutex_);
-    auto it = empty_.find(scope);
-    return it == empty_.end() ? EmptyClasses{} : it->second;
-  }
-  void remember_empty(const std::string& scope, EmptyClasses found) {
-    std::lock_guard lock(mutex_);
-    if (empty_.size() >= kMaxQueues && !empty_.count(scope)) empty_.clear();
-    auto& known = empty_[scope];
-    // Claims at the same seq see the same empties (nothing enters a ready set without a new seq): merge.
-    if (known.seq == found.seq) known.ids.insert(found.ids.begin(), found.ids.end());
-    else known = std::move(found);
-  }
   std::optional<std::string> claimed_queue(const std::string& job) {
     std::lock_guard lock(mutex_);
     auto it = claimed_.find(job);
@@ -112,9 +91,8 @@ class StoreHints {
   }
 
  private:
-  static constexpr std::size_t kMaxQueues = 4096, kMaxClaimed = 100000;
+  static constexpr std::size_t kMaxClaimed = 100000;
   std::mutex mutex_;
-  std::unordered_map<std::string, EmptyClasses> empty_;
   std::unordered_map<std::string, std::string> claimed_;
 };
 
@@ -170,7 +148,7 @@ Transition JobStore::push(const BatchJob& job) {
   Transition t = transition_from(redis_.eval("push",
                                              {keys::job(q, job.id), keys::classes(q), keys::classes_version(q),
                                               keys::ready(q, job.class_id), keys::delayed(q), keys::seq(q), keys::events(q),
-                                              keys::escalations(q), keys::reservation_waits(q)},
+                                              keys::escalations(q), keys::reservation_waits(q), keys::class_heads(q)},
                                              args));
   if (t.status != TransitionStatus::ok) return t;
   // The script replies with what it decided (state, timestamps); the rest of the
@@ -232,39 +210,29 @@ ClassSet JobStore::load_classes(const std::string& queue) {
 ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker_id,
                              std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
                              int count, const std::string& classes_version, const std::vector<EligibleClass>& eligible) {
-  const std::string scope = redis_.endpoint().describe() + '|' + queue;
-  const EmptyClasses known_empty = hints().empty_classes(scope);
-  std::string empty_flags, backfill;
-  for (const auto& c : eligible) empty_flags.push_back(known_empty.ids.count(c.id) ? '1' : '0');
-  // [backfill] per eligible class, the reservation start its jobs must end by ("" when none has one)
-  for (const auto& c : eligible)
-    if (c.backfill_before_ms > 0) backfill = "1";
-  if (!backfill.empty()) {
-    backfill.clear();
-    for (const auto& c : eligible) backfill.append(backfill.empty() ? "" : ",").append(std::to_string(c.backfill_before_ms));
-  }
   std::vector<std::string> args{worker_id,
                                 optional_text(request_visibility_ms),
                                 std::to_string(default_visibility_ms),
                                 std::to_string(count),
                                 classes_version,
-                                score_band_arg(),
-                                known_empty.seq,
-                                empty_flags,
-                                backfill};
+                                score_band_arg()};
   std::vector<std::string> claim_keys{keys::classes_version(queue), keys::paused(queue), keys::delayed(queue),
                                       keys::active(queue),          keys::seq(queue),    keys::events(queue),
                                       keys::config(queue),          keys::ledger(queue), keys::tenant_quotas(queue),
                                       keys::tenant_ledger(queue),   keys::job_prefix(queue), keys::ready_prefix(queue),
-                                      keys::stats(queue),           keys::rate_window(queue)};
+                                      keys::stats(queue),           keys::rate_window(queue), keys::class_heads(queue)};
+  // One line per eligible class, parsed by claim.lua only for the classes it looks at.
+  std::string lines;
+  double max_bonus = eligible.empty() ? 0 : eligible.front().bonus;
   for (const auto& c : eligible) {
-    claim_keys.push_back(keys::ready(queue, c.id));
-    args.push_back(c.id);
-    args.push_back(std::to_string(c.bonus));
-    args.push_back(std::to_string(c.hold_enqueued_after_ms));
-    args.push_back(std::to_string(c.gpus));
-    args.push_back(c.devices_json);
+    max_bonus = std::max(max_bonus, c.bonus);
+    lines += '\n' + c.id + '\t' + std::to_string(c.bonus) + '\t' + std::to_string(c.hold_enqueued_after_ms) + '\t' +
+             std::to_string(c.gpus) + '\t' + c.devices_json;
+    if (c.backfill_before_ms > 0) lines += '\t' + std::to_string(c.backfill_before_ms);  // [backfill] a 6th field
   }
+  args.push_back(std::to_string(max_bonus));
+  args.push_back(std::to_string(eligible.size()));
+  args.push_back(std::move(lines));
   auto reply = redis_.eval("claim", claim_keys, args);
   ClaimOutcome out;
   out.status = status_of(reply.elements.at(0).str);
@@ -275,13 +243,6 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
     for (std::size_t i = 0; i + 3 < blocked.size(); i += 4)
       out.budget_blocked.push_back({blocked[i].str, blocked[i + 1].integer, blocked[i + 2].integer, blocked[i + 3].str});
     if (reply.elements.size() > 3) out.rate_limited = reply.elements[3].str;
-    if (reply.elements.size() > 5 && !reply.elements[4].str.empty()) {
-      EmptyClasses found{reply.elements[4].str, {}};
-      for (const auto& position : reply.elements[5].elements)
-        if (position.integer >= 1 && position.integer <= static_cast<long long>(eligible.size()))
-          found.ids.insert(eligible[static_cast<std::size_t>(position.integer - 1)].id);
-      hints().remember_empty(scope, std::move(found));
-    }
     for (const auto& job : out.jobs) hints().remember_claimed(redis_.endpoint().describe() + '|' + job.id(), queue);
   }
   return out;
@@ -357,8 +318,13 @@ std::map<std::string, std::vector<std::string>> JobStore::group_by_queue(const s
 long long JobStore::promote(const std::string& queue) {
   return redis_.eval("promote",
                      {keys::delayed(queue), keys::seq(queue), keys::events(queue), keys::job_prefix(queue),
-                      keys::ready_prefix(queue)},
+                      keys::ready_prefix(queue), keys::class_heads(queue)},
                      {})
+      .integer;
+}
+
+long long JobStore::repair_class_heads(const std::string& queue) {
+  return redis_.eval("class_heads_repair", {keys::classes(queue), keys::ready_prefix(queue), keys::class_heads(queue)}, {})
       .integer;
 }
 
@@ -405,7 +371,7 @@ long long JobStore::dead_letter_size(const std::string& queue) {
 Transition JobStore::dead_letter_action(const std::string& queue, const std::string& id, const std::string& action) {
   return transition_from(redis_.eval("dead_letter",
                                      {keys::job(queue, id), keys::dead(queue), keys::ready_prefix(queue), keys::seq(queue),
-                                      keys::events(queue)},
+                                      keys::events(queue), keys::class_heads(queue)},
                                      {id, action}));
 }
 
@@ -444,12 +410,12 @@ bool JobStore::delete_queue_if_empty(const std::string& queue) {
   const auto classes = load_classes(queue);
   std::vector<std::string> ks;
   for (const auto& [id, _] : classes.classes) ks.push_back(keys::ready(queue, id));
-  // The seq stays: a queue created again under the same name goes on from it, so no seq
-  // repeats (a claim's empty-class hint is valid while the seq is unchanged).
+  // The seq stays: a queue created again under the same name goes on from it, so no
+  // FIFO sequence number repeats.
   for (const auto& k : {keys::active(queue), keys::delayed(queue), keys::dead(queue), keys::classes(queue), keys::classes_version(queue),
                         keys::paused(queue), keys::stats(queue), keys::events(queue), keys::config(queue),
                         keys::ledger(queue), keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::preempting(queue),
-                        keys::escalations(queue), keys::reservation_waits(queue)})
+                        keys::escalations(queue), keys::reservation_waits(queue), keys::class_heads(queue)})
     ks.push_back(k);
   for (const auto& [id, _] : classes.classes) ks.push_back(keys::diagnosis(queue, id));
   // Out of the directory first: a PUSH racing the delete re-adds it (reserve_id) and

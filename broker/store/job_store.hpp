@@ -163,6 +163,8 @@ class JobStore {
   // queue -> ids (unknown ids dropped), resolved in slices of one HMGET each.
   std::map<std::string, std::vector<std::string>> group_by_queue(const std::vector<std::string>& ids);
   long long promote(const std::string& queue);
+  // [heads] Makes the queue's class-head index match its ready sets; returns the entries corrected.
+  long long repair_class_heads(const std::string& queue);
   // checkpoint.lua: the holder (worker_id '' = any) commits checkpoint metadata; the newest max_count are kept.
   Transition checkpoint(const std::string& queue, const std::string& id, const std::string& worker_id,
                         const std::string& checkpoint_json, int max_count);

@@ -35,8 +35,8 @@ BatchOutcome JobStore::push_batch_of_queue(const std::vector<BatchJob>& jobs) {
   std::vector<std::string> args{std::to_string(jobs.size())};
   for (const auto& j : jobs) {
     for (auto& k : {keys::job(j.queue, j.id), keys::ready(j.queue, j.class_id), keys::delayed(j.queue), keys::seq(j.queue),
-                    keys::events(j.queue), keys::classes(j.queue), keys::classes_version(j.queue), keys::escalations(j.queue),
-                    keys::reservation_waits(j.queue)})
+                    keys::events(j.queue), keys::classes(j.queue), keys::classes_version(j.queue), keys::class_heads(j.queue),
+                    keys::escalations(j.queue), keys::reservation_waits(j.queue)})
       keys.push_back(k);
     for (auto& a : {j.id, j.queue, j.class_id, j.class_json, rank_text(j.rank_base),
                     optional_text(j.scheduled_at_ms), optional_text(j.escalate_after_ms),

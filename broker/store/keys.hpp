@@ -23,6 +23,10 @@ inline std::string job_prefix(const std::string& queue) { return queue_prefix(qu
 inline std::string job(const std::string& queue, const std::string& id) { return job_prefix(queue) + id; }  // hash: the job
 inline std::string ready_prefix(const std::string& queue) { return queue_prefix(queue) + "ready:"; }  // + class id
 inline std::string ready(const std::string& queue, const std::string& cls) { return ready_prefix(queue) + cls; }  // zset id -> priority score
+// The class-head index: class id -> score of the first job of its ready set; a class
+// with no ready job is absent. Claim reads every eligible class's head from it in one
+// command; every write to a ready set keeps it (_lib.lua ready_add / ready_remove).
+inline std::string class_heads(const std::string& queue) { return queue_prefix(queue) + "heads"; }  // zset class id -> head score
 inline std::string classes(const std::string& queue) { return queue_prefix(queue) + "classes"; }  // hash class id -> canonical JSON
 inline std::string classes_version(const std::string& queue) { return queue_prefix(queue) + "classes:ver"; }  // string, bumped per new class
 inline std::string delayed(const std::string& queue) { return queue_prefix(queue) + "delayed"; }  // zset id -> due ms
@@ -55,7 +59,7 @@ inline std::string workflow_dispatch(const std::string& queue) { return queue_pr
 inline std::vector<std::string> workflow_transition_keys(const std::string& queue) {
   return {workflow_prefix(queue), job_prefix(queue),  ready_prefix(queue),      seq(queue),
           delayed(queue),         classes(queue),     classes_version(queue),   escalations(queue),
-          reservation_waits(queue), workflow_dispatch(queue)};
+          reservation_waits(queue), workflow_dispatch(queue), class_heads(queue)};
 }
 
 // ---- global: one slot of their own, the hash tag {_global} ----

@@ -48,7 +48,8 @@ void PreemptionStore::drop(const std::string& queue, Index index, const std::str
 bool PreemptionStore::escalate(const JobRecord& job, double new_rank_base, int from_rank, int to_rank) {
   const auto& q = job.queue();
   auto reply = redis_.eval("escalate",
-                           {keys::job(q, job.id()), keys::escalations(q), keys::ready(q, job.get("class")), keys::events(q)},
+                           {keys::job(q, job.id()), keys::escalations(q), keys::ready(q, job.get("class")), keys::events(q),
+                            keys::class_heads(q)},
                            {job.id(), job.get("rank_base"), whole(new_rank_base), std::to_string(from_rank),
                             std::to_string(to_rank)});
   return reply.elements.at(0).str == "ok";

@@ -40,7 +40,8 @@ UniquePushOutcome UniqueStore::push(const BatchJob& job, const std::string& uniq
       const std::string holder_class = cls.is_nil() ? std::string() : cls.str;
       const auto reply = redis_.eval("push_unique",
                                      {keys::job(holder_queue, holder_id), keys::ready(holder_queue, holder_class),
-                                      keys::delayed(holder_queue), keys::events(holder_queue), keys::stats(holder_queue)},
+                                      keys::delayed(holder_queue), keys::events(holder_queue), keys::stats(holder_queue),
+                                      keys::class_heads(holder_queue)},
                                      {job.id, holder_class, states_csv, optional_text(period_ms), on_conflict});
       if (reply.type != RedisValue::Type::array || reply.elements.empty()) throw std::runtime_error("malformed push_unique reply");
       const auto& word = reply.elements[0].str;

@@ -51,7 +51,7 @@ bool WorkflowStore::create(const std::string& queue, const std::string& id, cons
     if (!jobs_.reserve_id(job_id, job_queue)) return false;
   std::vector<std::string> script_keys{keys::workflow(queue, id), keys::delayed(queue),         keys::seq(queue),
                                        keys::events(queue),       keys::classes(queue),         keys::classes_version(queue),
-                                       keys::escalations(queue),  keys::reservation_waits(queue)};
+                                       keys::escalations(queue),  keys::reservation_waits(queue), keys::class_heads(queue)};
   std::vector<std::string> args{std::to_string(starting.size())};
   for (const auto& job : starting) {
     script_keys.push_back(keys::job(queue, job.id));
@@ -76,7 +76,7 @@ Transition WorkflowStore::cancel(const std::string& queue, const std::string& id
       "workflow_cancel",
       {keys::workflow(queue, id), keys::job_prefix(queue), keys::ready_prefix(queue), keys::delayed(queue),
        keys::active(queue), keys::stats(queue), keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
-       keys::workflow_dispatch(queue)},
+       keys::workflow_dispatch(queue), keys::class_heads(queue)},
       {id}));
 }
 

@@ -49,21 +49,46 @@ local function is_terminal(state)
   return state == 'completed' or state == 'cancelled' or state == 'discarded'
 end
 
+-- [heads] The queue's class-head index (keys.hpp class_heads): class id -> score of
+-- the first job of its ready set, absent when the set is empty. Claim reads the heads
+-- of all eligible classes in one ZMSCORE instead of one read per class, so every
+-- write to a ready set goes through these helpers.
+local function ready_add(heads, ready_key, class, score, id)
+  redis.call('ZADD', ready_key, score, id)
+  redis.call('ZADD', heads, 'LT', score, class)  -- a new head only when it sorts first
+end
+
+-- A class's entry rewritten from its ready set; returns its head as {id, score} or nil.
+local function head_refresh(heads, ready_key, class)
+  local h = redis.call('ZRANGE', ready_key, '0', '0', 'WITHSCORES')
+  if h[1] then
+    redis.call('ZADD', heads, h[2], class)
+    return h
+  end
+  redis.call('ZREM', heads, class)
+  return nil
+end
+
+local function ready_remove(heads, ready_key, class, id)
+  if redis.call('ZREM', ready_key, id) == 1 then head_refresh(heads, ready_key, class) end
+end
+
 -- Makes a job fetchable: next FIFO sequence, score = rank_base + seq
 -- ([fairshare] order_base instead of rank_base when the queue policy gave one).
-local function make_available(seq_key, ready_key, jk, job, now)
-  local seq = redis.call('INCR', seq_key)
+-- r: {seq, heads, ready} (keys; ready: the ready set of job.class)
+local function make_available(r, jk, job, now)
+  local seq = redis.call('INCR', r.seq)
   job.state, job.enqueued_at = 'available', now
   redis.call('HSET', jk, 'state', 'available', 'enqueued_at', now)
   if job.next_attempt_at then
     job.next_attempt_at = nil
     redis.call('HDEL', jk, 'next_attempt_at')
   end
-  redis.call('ZADD', ready_key, tonumber(job.order_base or job.rank_base) + seq, job.id)
+  ready_add(r.heads, r.ready, job.class, tonumber(job.order_base or job.rank_base) + seq, job.id)
 end
 
 -- Scheduled jobs and due retries become available.
--- q: {delayed, seq, events, job_prefix, ready_prefix}
+-- q: {delayed, seq, heads, events, job_prefix, ready_prefix}
 local function promote_due(q, now, limit)
   local due = redis.call('ZRANGEBYSCORE', q.delayed, '-inf', tostring(now), 'LIMIT', '0', tostring(limit))
   for _, id in ipairs(due) do
@@ -73,7 +98,7 @@ local function promote_due(q, now, limit)
     if f[1] == 'scheduled' or f[1] == 'retryable' then
       local job = {id = id, state = f[1], rank_base = f[2], class = f[3], type = f[4], queue = f[5], attempt = f[6],
                    next_attempt_at = f[7] or nil, order_base = f[8] or nil}
-      make_available(q.seq, q.ready_prefix .. f[3], jk, job, now)
+      make_available({seq = q.seq, heads = q.heads, ready = q.ready_prefix .. f[3]}, jk, job, now)
       emit(q.events, 'job.available', job, nil)
     end
   end

@@ -1,22 +1,11 @@
 -- [backfill] EASY backfilling on GPUs held for a waiting job's reservation
 -- (docs/matching.md#backfill). For each eligible class that would use held GPUs,
--- the broker passes the reservation's start (claim.lua ARGV[9]); a job of such a
+-- the broker passes the reservation's start (a 6th field of the class's line in
+-- claim.lua's ARGV); a job of such a
 -- class is claimed only when it declares ext_ml_estimated_duration_seconds (job
 -- field estimated_duration_s) and now + that <= the start.
 -- Keys: the caller's declared ready set, and t = {tenant_quotas, tenant_ledger,
 -- job_prefix} as for within_tenant_quota.
-
--- ARGV text 'ms,ms,...' (one per eligible class, 0 = none) -> {[position] = ms}; nil for ''.
-local function backfill_limits(arg)
-  if arg == nil or arg == '' then return nil end
-  local out, n = {}, 0
-  for v in string.gmatch(arg, '[^,]+') do
-    n = n + 1
-    local ms = tonumber(v)
-    if ms and ms > 0 then out[n] = ms end
-  end
-  return out
-end
 
 -- The first of the class's 32 oldest ready jobs declared to end by `before` (and
 -- within its tenant's quota) as id, score; else nil, nil and what the head

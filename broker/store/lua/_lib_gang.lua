@@ -50,7 +50,7 @@ end
 -- A forming gang whose hold deadline passed (or that ended meanwhile) leaves the
 -- queue's forming slot; a waiting one releases every member and goes to the back
 -- of its class (new FIFO seq), so the next gang of the queue gets its turn.
--- g: {gangs, seq, events, ledger, tenant_ledger, job_prefix, ready_prefix}
+-- g: {gangs, seq, heads, events, ledger, tenant_ledger, job_prefix, ready_prefix}
 local function gang_release(g, id, now, reason)
   redis.call('ZREM', g.gangs, id)
   local jk = g.job_prefix .. id
@@ -60,8 +60,8 @@ local function gang_release(g, id, now, reason)
   release_budget({ledger = g.ledger, tenant_ledger = g.tenant_ledger}, jk, job)
   gang_reset(jk, job)
   local ready = g.ready_prefix .. job.class
-  redis.call('ZREM', ready, id)
-  make_available(g.seq, ready, jk, job, now)
+  ready_remove(g.heads, ready, job.class, id)
+  make_available({seq = g.seq, heads = g.heads, ready = ready}, jk, job, now)
   emit(g.events, 'job.gang_released', job, {'workers', held, 'reason', reason})
   return 1
 end

@@ -3,16 +3,17 @@
 -- so they build on its emit and make_available: the event record and the rank
 -- rule (rank = rank_base + seq) are written once.
 
--- The keys store_new_job needs: the job's seven keys declared in KEYS from `first`
--- on (job, ready, delayed, seq, events, classes, classes version). The directories
+-- The keys store_new_job needs: the job's eight keys declared in KEYS from `first`
+-- on (job, ready, delayed, seq, events, classes, classes version, class heads). The directories
 -- (global slot) are written by the caller before the script (JobStore::reserve_ids).
 local function new_job_keys(first)
   return {job = KEYS[first], ready = KEYS[first + 1], delayed = KEYS[first + 2],
-          seq = KEYS[first + 3], events = KEYS[first + 4], classes = KEYS[first + 5], classes_ver = KEYS[first + 6]}
+          seq = KEYS[first + 3], events = KEYS[first + 4], classes = KEYS[first + 5], classes_ver = KEYS[first + 6],
+          heads = KEYS[first + 7]}
 end
 
 -- Stores a new job and makes it available (or scheduled), as PUSH does.
--- k: {job, ready, delayed, seq, events, classes, classes_ver} (keys)
+-- k: {job, ready, delayed, seq, events, classes, classes_ver, heads} (keys)
 -- job: {id, queue, class, class_json, rank_base, scheduled_at ('' = now), fields = {f, v, ...},
 --       escalate_after / reservation_timeout (ms, '' = none; written when k has
 --       escalations / reservation_waits)}
@@ -22,7 +23,7 @@ local function store_new_job(k, job, now)
   redis.call('HSET', k.job, 'id', job.id, 'class', job.class, 'rank_base', job.rank_base, 'attempt', 0, 'created_at', now,
              unpack(job.fields))
   -- The job as _lib's helpers see it, from what this script holds (no read back).
-  local held = {id = job.id, queue = job.queue, rank_base = job.rank_base, attempt = '0'}
+  local held = {id = job.id, queue = job.queue, class = job.class, rank_base = job.rank_base, attempt = '0'}
   for i = 1, #job.fields, 2 do
     if held[job.fields[i]] == nil then held[job.fields[i]] = job.fields[i + 1] end
   end
@@ -31,7 +32,7 @@ local function store_new_job(k, job, now)
     redis.call('ZADD', k.delayed, job.scheduled_at, job.id)
     emit(k.events, 'job.enqueued', held, {'state', 'scheduled'})
   else
-    make_available(k.seq, k.ready, k.job, held, now)
+    make_available(k, k.job, held, now)
     emit(k.events, 'job.enqueued', held, {'state', 'available'})
   end
   -- Scheduling indexes in the same step (store: a crash never leaves them out).
@@ -73,10 +74,10 @@ end
 
 -- CANCEL of one job (cancel.lua, and a workflow's cancel for each of its jobs):
 -- any non-terminal state -> cancelled, its indexes and GPU budget released.
--- c: {ready_prefix, delayed, active, stats, events, ledger, tenant_ledger}
+-- c: {ready_prefix, heads, delayed, active, stats, events, ledger, tenant_ledger}
 local function cancel_job(c, jk, job, now)
   release_budget({ledger = c.ledger, tenant_ledger = c.tenant_ledger}, jk, job)
-  redis.call('ZREM', c.ready_prefix .. job.class, job.id)
+  ready_remove(c.heads, c.ready_prefix .. job.class, job.class, job.id)
   redis.call('ZREM', c.delayed, job.id)
   redis.call('ZREM', c.active, job.id)
   job.state, job.cancelled_at = 'cancelled', now

@@ -9,11 +9,12 @@
 
 -- The workflow keys of a transition script, declared in KEYS from `first` on:
 -- workflow prefix, job prefix, ready prefix, seq, delayed, classes, classes version,
--- escalations, reservation waits, workflow dispatch set (+ the script's events key).
+-- escalations, reservation waits, workflow dispatch set, class heads (+ the script's events key).
 local function workflow_keys(first, events)
   return {prefix = KEYS[first], job_prefix = KEYS[first + 1], ready_prefix = KEYS[first + 2], seq = KEYS[first + 3],
           delayed = KEYS[first + 4], classes = KEYS[first + 5], classes_ver = KEYS[first + 6],
-          escalations = KEYS[first + 7], reservation_waits = KEYS[first + 8], dispatch = KEYS[first + 9], events = events}
+          escalations = KEYS[first + 7], reservation_waits = KEYS[first + 8], dispatch = KEYS[first + 9],
+          heads = KEYS[first + 10], events = events}
 end
 
 -- Stores a job prepared at creation (p: its decoded payload, WorkflowStore::payload:
@@ -32,7 +33,7 @@ local function workflow_push_member(w, payload, parent_results, now)
   local p = cjson.decode(payload)
   local k = {job = w.job_prefix .. p.id, ready = w.ready_prefix .. p.class, delayed = w.delayed, seq = w.seq,
              events = w.events, classes = w.classes, classes_ver = w.classes_ver, escalations = w.escalations,
-             reservation_waits = w.reservation_waits}
+             reservation_waits = w.reservation_waits, heads = w.heads}
   store_prepared_job(k, p, {'parent_results', parent_results}, now)
 end
 

@@ -1,115 +1,194 @@
 -- FETCH: atomically claim up to `count` jobs of the eligible requirement classes.
 -- A job past its expires_at when it would be delivered is discarded instead
 -- (OJS core; at most 100 per call) and the next best is taken.
--- KEYS (13 + n): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
+-- KEYS (15): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
 --   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
---   13 stats, 14 rate window (zset: claim times in the rate period), then the ready set
---   of each eligible class (in ARGV order)
+--   13 stats, 14 rate window (zset: claim times in the rate period), 15 class heads
 --   ([fairshare] config 7 also gives policy / fair_tenants; tenant ledger 10 the shares)
--- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, count,
---       classes_version, score band (2^40, priority_score.hpp), seq at which the caller
---       saw the flagged classes empty ('' = none), empty flags (one char per eligible
---       class in ARGV order, '1' = empty at that seq),
---       [backfill] 9: per eligible class the reservation start its jobs must end by
---       ('ms,ms,...', 0 = none; '' = no class has one), then per eligible class
---       5 values: class id, bonus (soft score), hold cutoff (skip a head enqueued after
---       this ms; 0 = none), gpus the class needs (charged to the queue budget),
---       assigned devices JSON ('' = none)
+--   The ready set of a class is the ready prefix + the class id, a member of the
+--   declared class-heads index (keys.hpp).
+-- ARGV: 1 worker_id, 2 request_visibility_ms ('' = none), 3 default_visibility_ms, 4 count,
+--       5 classes_version, 6 score band (2^40, priority_score.hpp), 7 the highest bonus
+--       among the eligible classes, 8 their number, 9 the eligible classes, one line each
+--       (each line starts with a newline): class id TAB bonus (soft score) TAB hold cutoff (skip a head
+--       enqueued after this ms; 0 = none) TAB gpus the class needs (charged to the queue
+--       budget) TAB assigned devices JSON ('' = none) [TAB [backfill] the reservation start
+--       (ms) its jobs must end by, when the class would use GPUs held for one]
 -- Reply: {'ok', {job fields...}, {budget-blocked: class, in_use, limit, kind, ...},
---         rate limit that cut this claim short ('' = none | concurrency | rate),
---         queue seq, positions (1-based, ARGV order) of the eligible classes empty at that seq}
+--         rate limit that cut this claim short ('' = none | concurrency | rate)}
 --        | {'paused'} | {'stale', current version}
 local worker, request_vis, default_vis, count, version, BAND =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
-if redis.call('EXISTS', KEYS[2]) == 1 then return {'paused'} end
-local versions = redis.call('MGET', KEYS[1], KEYS[5])  -- [hotpath] classes version and seq in one read
-local current = versions[1] or '0'
+local state = redis.call('MGET', KEYS[2], KEYS[1])  -- [hotpath] paused flag and classes version in one read
+if state[1] then return {'paused'} end
+local current = state[2] or '0'
 if current ~= version then return {'stale', current} end
-local q = {delayed = KEYS[3], seq = KEYS[5], events = KEYS[6], job_prefix = KEYS[11], ready_prefix = KEYS[12]}
+local q = {delayed = KEYS[3], seq = KEYS[5], heads = KEYS[15], events = KEYS[6], job_prefix = KEYS[11], ready_prefix = KEYS[12]}
 local b = {config = KEYS[7], ledger = KEYS[8]}
 local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[11]}
 local now = now_ms()
 -- [hotpath] numbers handed to redis.call are formatted with snprintf('%.17g') on
 -- every call: constant and repeated arguments go as strings, each formatted once.
 local now_s = tostring(now)
-local seq_now = versions[2] or '0'
-if promote_due(q, now, 1000) > 0 then seq_now = '' end  -- jobs entered ready sets: nothing known empty
+promote_due(q, now, 1000)
 
 -- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
 local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',
-                     'max_total_gpus', 'max_concurrent_gpu_jobs')  -- [hotpath] the budget limits in the same read
+                     'max_total_gpus', 'max_concurrent_gpu_jobs', 'policy')  -- [hotpath] budget limits and policy in the same read
 b.limits = {rl[4], rl[5]}
 local rate_starts, rate_period = tonumber(rl[2] or ''), tonumber(rl[3] or '')
 local room, why = rate_room(tonumber(rl[1] or ''), rate_starts, rate_period, KEYS[4], KEYS[14], now)
 if room and room < count then count = math.max(room, 0); rate_limited = why end
 
--- [hotpath] Empty classes are skipped without a read: every job entering a ready set
--- takes a new seq (push, make_available), so a class seen empty at the current seq
--- is still empty. The reply reports the classes found empty, for the next claim.
-local known_empty = seq_now ~= '' and ARGV[7] == seq_now and ARGV[8] ~= '' and ARGV[8] or nil
-local empty, empty_list = {}, {}  -- position of an eligible class -> true; the positions found here
-local NONE = {}  -- the head of a class not read
+-- [heads] The eligible classes, one line each in ARGV[8]. A class's line is parsed
+-- only when the claim looks at it: classes are visited in the order of their heads
+-- (the class-head index), so a claim usually reads one entry of the index and one
+-- line of ARGV, whatever the number of classes.
+local packed, max_bonus, n_eligible = ARGV[9], tonumber(ARGV[7]), tonumber(ARGV[8])
+local info = {}
+local function class_info(id)
+  local c = info[id]
+  if c == nil then
+    c = false
+    local at = string.find(packed, '\n' .. id .. '\t', 1, true)
+    if at then
+      local bonus, hold, gpus, devices, backfill = string.match(packed, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t\n]*)\t?([^\n]*)', at + #id + 2)
+      c = {id = id, bonus = tonumber(bonus), hold = tonumber(hold), gpus = tonumber(gpus), devices = devices,
+           ready = KEYS[12] .. id, backfill = tonumber(backfill)}
+    end
+    info[id] = c
+  end
+  return c
+end
+
+-- The heads of the index from `pos` on (0-based), at most `n`, as {class, score, ...} in
+-- score order. With few eligible classes their entries are read by name instead
+-- (ZMSCORE), so a worker that can run 1 class of 100 does not walk the other 99; with
+-- one, its ready set is read directly (the read its claim needs anyway).
+local direct = nil
+local function heads_from(pos, n)
+  if n_eligible > 4 then return redis.call('ZRANGE', KEYS[15], tostring(pos), tostring(pos + n - 1), 'WITHSCORES') end
+  if not direct and n_eligible == 1 then
+    local c = class_info(string.match(packed, '^\n([^\t]*)\t'))
+    if c then c.head = redis.call('ZRANGE', c.ready, '0', '1', 'WITHSCORES') end
+    direct = (c and c.head[1]) and {c.id, c.head[2]} or {}
+  end
+  if not direct then
+    local ids = {}
+    for id in string.gmatch(packed, '\n([^\t]*)\t') do ids[#ids + 1] = id end
+    direct = {}
+    if #ids > 0 then
+      local scores = redis.call('ZMSCORE', KEYS[15], unpack(ids))
+      local order = {}
+      for i = 1, #ids do
+        if scores[i] then order[#order + 1] = {ids[i], scores[i], tonumber(scores[i])} end
+      end
+      table.sort(order, function(x, y) return x[3] < y[3] end)
+      for _, e in ipairs(order) do direct[#direct + 1] = e[1]; direct[#direct + 1] = e[2] end
+    end
+  end
+  local out = {}
+  for i = 2 * pos + 1, math.min(#direct, 2 * (pos + n)) do out[#out + 1] = direct[i] end
+  return out
+end
+
+-- A class's first two jobs {id, score, next id, next score}, read only for a class the
+-- claim looks at closely. An entry of the index whose ready set is empty is repaired.
+local function head_of(c)
+  if not c.head then
+    c.head = redis.call('ZRANGE', c.ready, '0', '1', 'WITHSCORES')
+    if not c.head[1] then redis.call('ZREM', KEYS[15], c.id) end
+  end
+  return c.head
+end
 
 -- [fairshare] Queue policy `fair`: each ready set offers its lowest-share tenant's
 -- oldest job and the classes compare by that share (_lib_fairshare.lua).
 local fair = nil
-if redis.call('HGET', KEYS[7], 'policy') == 'fair' then fair = fair_config(KEYS[7]) end
-local backfill = backfill_limits(ARGV[9])  -- [backfill] _lib_backfill.lua
+if rl[6] == 'fair' then fair = fair_config(KEYS[7]) end
 
 local claimed, blocked = {}, {}
+
+-- The best job for this worker: the lowest (band, -bonus, score) over the eligible
+-- classes' heads; [fairshare] (share, -bonus, seq) under `fair`. Returns the class
+-- and the job id (nil: the class's head, read when taken). A class refused here
+-- (over budget or quota, held for a warm worker, empty) is `done` for this claim.
+local function choose()
+  local best, best_id, b1, b2, b3 = nil, nil, nil, nil, nil
+  local pos, page = 0, 1
+  while true do
+    local entries = heads_from(pos, page)
+    for j = 1, #entries, 2 do
+      local score = tonumber(entries[j + 1])
+      local band = math.floor(score / BAND)
+      -- Heads come in score order: past the best's band nothing can beat it.
+      if best and not fair and band > b1 then return best, best_id end
+      local c = class_info(entries[j])
+      if c and not c.done then
+        local head, over = {nil, score}, budget_block(b, c.gpus)  -- the id is read only if this class is taken
+        if not over then
+          if fair then head, over = fair_head(fair, t, c.ready, c.gpus, BAND)  -- [fairshare]
+          elseif c.gpus > 0 and has_tenant_quotas(t) then head, over = within_tenant_quota(t, c.ready, head, c.gpus) end
+        end
+        if over then
+          -- Over budget: the job stays available (never rejected) and the reason is reported.
+          blocked[#blocked + 1] = c.id; blocked[#blocked + 1] = over[1]; blocked[#blocked + 1] = over[2]; blocked[#blocked + 1] = over[3]
+          c.done = true
+        elseif not head then
+          c.done = true
+        else
+          if c.hold > 0 then
+            local id = head[1] or head_of(c)[1]
+            local enq = id and tonumber(redis.call('HGET', KEYS[11] .. id, 'enqueued_at') or '0') or 0
+            if not id or enq > c.hold then c.done = true end  -- enqueued too recently: kept for a warm worker a little longer
+          end
+          -- [backfill] On GPUs held for a reservation, only a job declared to end before its start (_lib_backfill.lua).
+          if not c.done and c.backfill then
+            local id, sc, declared = backfill_pick(t, c.ready, c.backfill, now, c.gpus)
+            if id then head, band = {id, sc, head[3], head[4]}, math.floor(tonumber(sc) / BAND)
+            else
+              blocked[#blocked + 1] = c.id; blocked[#blocked + 1] = declared; blocked[#blocked + 1] = c.backfill; blocked[#blocked + 1] = 'backfill'
+              c.done = true
+            end
+          end
+          if not c.done then
+            local k1, k2, k3 = band, -c.bonus, tonumber(head[2])
+            if fair then k1, k3 = head[3], head[4] end  -- [fairshare] lowest weighted share first
+            if not best or k1 < b1 or (k1 == b1 and (k2 < b2 or (k2 == b2 and k3 < b3))) then
+              best, best_id, b1, b2, b3 = c, head[1], k1, k2, k3
+              -- Nothing later in the index sorts before it, and no class offers more bonus.
+              if not fair and c.bonus >= max_bonus and not c.backfill then return best, best_id end
+            end
+          end
+        end
+      end
+    end
+    if #entries < 2 * page then return best, best_id end
+    pos, page = pos + page, page * 4
+  end
+end
+
 local expired_left = 100
 while #claimed < count do
-  local best_id, best_ready, best_key, best_gpus, best_devices = nil, nil, nil, 0, ''
-  for i = 10, #ARGV, 5 do
-    local n = (i - 5) / 5
-    local ready = KEYS[14 + n]
-    local class, bonus, hold, gpus, devices = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
-    local head = NONE
-    if empty[n] then  -- found or known empty: not read again
-    elseif known_empty and string.byte(known_empty, n) == 49 then  -- 49: '1'
-      empty[n] = true
+  local c, best_id = choose()
+  if not c then break end
+  -- The job leaves its ready set; the class's entry in the index follows.
+  if not best_id then
+    local h = head_of(c)
+    best_id = h[1]
+    if best_id then
+      redis.call('ZREM', c.ready, best_id)
+      if h[3] then redis.call('ZADD', KEYS[15], h[4], c.id) else redis.call('ZREM', KEYS[15], c.id) end
     else
-      head = redis.call('ZRANGE', ready, '0', '0', 'WITHSCORES')
-      if not head[1] then empty[n] = true; empty_list[#empty_list + 1] = n end
+      c.done = true
     end
-    local over = nil
-    if head[1] then over = budget_block(b, gpus) end
-    if head[1] and not over then
-      if fair then head, over = fair_head(fair, t, ready, gpus, BAND)  -- [fairshare]
-      else head, over = within_tenant_quota(t, ready, head, gpus) end
-    end
-    if over then
-      -- Over budget: the job stays available (never rejected) and the reason is reported.
-      blocked[#blocked + 1] = class; blocked[#blocked + 1] = over[1]; blocked[#blocked + 1] = over[2]; blocked[#blocked + 1] = over[3]
-    elseif head[1] then
-      local id, score = head[1], tonumber(head[2])
-      local held = false
-      if hold > 0 then
-        local enq = tonumber(redis.call('HGET', KEYS[11] .. id, 'enqueued_at') or '0')
-        held = enq > hold -- enqueued too recently: keep it for a warm worker a little longer
-      end
-      -- [backfill] On GPUs held for a reservation, only a job declared to end before its start.
-      if not held and backfill and backfill[n] then
-        local declared
-        id, score, declared = backfill_pick(t, ready, backfill[n], now, gpus)
-        if id then score = tonumber(score)
-        else
-          held = true
-          blocked[#blocked + 1] = class; blocked[#blocked + 1] = declared; blocked[#blocked + 1] = backfill[n]; blocked[#blocked + 1] = 'backfill'
-        end
-      end
-      if not held then
-        local key = {math.floor(score / BAND), -bonus, score}
-        if fair then key = {head[3], -bonus, head[4]} end  -- [fairshare] lowest weighted share first
-        if best_key == nil or key[1] < best_key[1] or (key[1] == best_key[1] and (key[2] < best_key[2] or (key[2] == best_key[2] and key[3] < best_key[3]))) then
-          best_id, best_ready, best_key, best_gpus, best_devices = id, ready, key, gpus, devices
-        end
-      end
-    end
+  else
+    ready_remove(KEYS[15], c.ready, c.id, best_id)
   end
-  if not best_id then break end
-  redis.call('ZREM', best_ready, best_id)
+  c.head, direct = nil, nil  -- re-read: this class's head moved
+  local best_gpus, best_devices = c.gpus, c.devices
+  if best_id then
   local jk = KEYS[11] .. best_id
   local job = read_job(jk) or {id = best_id}
   local expires = tonumber(job.expires_at or '')
@@ -158,5 +237,6 @@ while #claimed < count do
   claimed[#claimed + 1] = flat_job(job)
   if rate_starts and rate_period then rate_record(KEYS[14], rate_period, now_s, best_id .. ':' .. job.attempt) end  -- [spec #17]
   end
+  end
 end
-return {'ok', claimed, blocked, rate_limited, seq_now, empty_list}
+return {'ok', claimed, blocked, rate_limited}

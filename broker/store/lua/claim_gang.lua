@@ -8,9 +8,10 @@
 -- members at once, this worker gets it now, the others on their next FETCH.
 -- The queue rate limit binds a gang as one job (room to start forming it, and to
 -- start it), and a gang past its expires_at is discarded instead of held or started.
--- KEYS (14 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
+-- KEYS (15 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
 --   6 active, 7 events, 8 config, 9 ledger, 10 tenant quotas, 11 tenant ledger, 12 seq,
---   13 stats, 14 rate window, then the ready set of each eligible gang class (in ARGV order)
+--   13 class heads, 14 stats, 15 rate window, then the ready set of each eligible gang
+--   class (in ARGV order)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, rendezvous
 --   address, rendezvous port, then per eligible gang class 4 values: class id, GPUs per
 --   member, assigned devices JSON ('' = none), the worker's value of the gang's same_label
@@ -34,7 +35,7 @@ for _, entry in ipairs(pending) do
 end
 
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'none'} end
-local g = {gangs = KEYS[4], seq = KEYS[12], events = KEYS[7], ledger = KEYS[9], tenant_ledger = KEYS[11],
+local g = {gangs = KEYS[4], seq = KEYS[12], heads = KEYS[13], events = KEYS[7], ledger = KEYS[9], tenant_ledger = KEYS[11],
            job_prefix = KEYS[2], ready_prefix = KEYS[3]}
 gang_release_expired(g, now)
 
@@ -48,8 +49,8 @@ local function expired(job)
     gang_reset(jk, job)
   end
   redis.call('ZREM', KEYS[4], job.id)
-  redis.call('ZREM', KEYS[3] .. job.class, job.id)
-  discard_expired(jk, job, KEYS[13], KEYS[7], now)
+  ready_remove(KEYS[13], KEYS[3] .. job.class, job.class, job.id)
+  discard_expired(jk, job, KEYS[14], KEYS[7], now)
   return true
 end
 
@@ -79,7 +80,7 @@ end
 if not forming then
   local best_score = nil
   for i = 6, #ARGV, 4 do
-    local head = redis.call('ZRANGE', KEYS[14 + (i - 2) / 4], 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGE', KEYS[15 + (i - 2) / 4], 0, 0, 'WITHSCORES')
     if head[1] and (best_score == nil or tonumber(head[2]) < best_score) then
       local candidate = read_job(KEYS[2] .. head[1])
       if candidate and expired(candidate) then candidate = nil end
@@ -103,7 +104,7 @@ local members = job.gang_members and cjson.decode(job.gang_members) or {}
 local rl = redis.call('HMGET', KEYS[8], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms')
 local rate_starts, rate_period = tonumber(rl[2] or ''), tonumber(rl[3] or '')
 if #members == 0 or #members + 1 >= tonumber(job.gang_size) then
-  local room, why = rate_room(tonumber(rl[1] or ''), rate_starts, rate_period, KEYS[6], KEYS[14], now)
+  local room, why = rate_room(tonumber(rl[1] or ''), rate_starts, rate_period, KEYS[6], KEYS[15], now)
   if room and room < 1 then return {'rate_limited', why} end
 end
 local jk = KEYS[2] .. job.id
@@ -131,7 +132,7 @@ emit(KEYS[7], 'job.gang_member_held', job, {'worker_id', worker, 'rank', rank, '
 if #members < tonumber(job.gang_size) then return {'held', job.id, rank, job.class} end
 
 -- Complete: every member starts with this one attempt.
-redis.call('ZREM', KEYS[3] .. job.class, job.id)
+ready_remove(KEYS[13], KEYS[3] .. job.class, job.class, job.id)
 redis.call('ZREM', KEYS[4], job.id)
 job.gang_deadline = nil
 redis.call('HDEL', jk, 'gang_deadline')
@@ -144,7 +145,7 @@ set = {'state', 'active', 'started_at', now, 'worker_id', job.worker_id, 'attemp
 if job.execution_deadline then set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline end
 redis.call('HSET', jk, unpack(set))
 redis.call('ZADD', KEYS[6], deadline, job.id)
-if rate_starts and rate_period then rate_record(KEYS[14], rate_period, tostring(now), job.id .. ':' .. job.attempt) end
+if rate_starts and rate_period then rate_record(KEYS[15], rate_period, tostring(now), job.id .. ':' .. job.attempt) end
 for _, w in ipairs(workers) do
   if w ~= worker then redis.call('ZADD', KEYS[5], 0, w .. '\t' .. job.id .. '\t' .. job.gang_start) end
 end

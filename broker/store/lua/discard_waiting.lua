@@ -1,7 +1,7 @@
 -- Discard a job that is still waiting (available, scheduled or retryable) with an
 -- error: used when its reservation is missing or expired after reservation_timeout_s.
 -- KEYS (16): 1 job hash, 2 ready set of the job's class, 3 delayed, 4 stats, 5 events,
---           6 reservation waits, 7-16 workflow keys (_lib_workflows.lua)
+--           6 reservation waits, 7-17 workflow keys (_lib_workflows.lua; 17 the class heads)
 -- ARGV: error_json
 -- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
 local err = ARGV[1]
@@ -11,7 +11,7 @@ if not job then return {'not_found'} end
 redis.call('ZREM', KEYS[6], job.id)
 if job.state ~= 'available' and job.state ~= 'scheduled' and job.state ~= 'retryable' then return {'conflict', job.state} end
 local now = now_ms()
-redis.call('ZREM', KEYS[2], job.id)
+ready_remove(KEYS[17], KEYS[2], job.class, job.id)
 redis.call('ZREM', KEYS[3], job.id)
 job.state, job.completed_at, job.discarded_at, job.error, job.next_attempt_at = 'discarded', now, now, err, nil
 redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at', now, 'error', err)

@@ -3,14 +3,14 @@
 -- job in its ready set is re-scored keeping its FIFO sequence, so it now sorts
 -- among the target class. A job that is terminal or already at or above the
 -- target only leaves the index.
--- KEYS (4): 1 job hash, 2 escalations, 3 ready set of the job's class, 4 events
+-- KEYS (5): 1 job hash, 2 escalations, 3 ready set of the job's class, 4 events, 5 class heads
 -- ARGV: id, expected rank_base (the one the decision was made on), new rank_base,
 --       from class rank, to class rank
 -- Reply: {'ok'} | {'skipped'}
 local id, expected, base, from, to = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local jk = KEYS[1]
 redis.call('ZREM', KEYS[2], id)
-local f = redis.call('HMGET', jk, 'state', 'rank_base', 'type', 'queue', 'attempt', 'order_base')
+local f = redis.call('HMGET', jk, 'state', 'rank_base', 'type', 'queue', 'attempt', 'order_base', 'class')
 if not f[1] or is_terminal(f[1]) or f[2] ~= expected then return {'skipped'} end
 redis.call('HSET', jk, 'rank_base', base, 'escalated_at', now_ms(), 'escalated_from', from)
 -- [fairshare] under a policy with its own order (order_base) the class changes, not the order.
@@ -18,6 +18,7 @@ if f[1] == 'available' and not f[6] then
   local score = redis.call('ZSCORE', KEYS[3], id)
   if score then
     redis.call('ZADD', KEYS[3], string.format('%.0f', tonumber(base) + (tonumber(score) - tonumber(expected))), id)
+    head_refresh(KEYS[5], KEYS[3], f[7])
   end
 end
 emit(KEYS[4], 'job.escalated', {id = id, type = f[3], queue = f[4], attempt = f[5]}, {'from_rank', from, 'to_rank', to})

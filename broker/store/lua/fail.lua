@@ -2,7 +2,7 @@
 -- job is still the attempt that snapshot saw (compare-and-set on attempt).
 -- KEYS (21): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
 --            8 tenant ledger, 9 preempting, 10 ready set of the job's class, 11 seq,
---            12-21 workflow keys (_lib_workflows.lua)
+--            12-22 workflow keys (_lib_workflows.lua; 22 the class heads)
 -- ARGV: expected_attempt, outcome (retry|discard|dead_letter|requeue|reclaim), due_ms (retry),
 --       error_json, errors_json, require_expired ('1' = only if the visibility deadline
 --       has passed: used by the reaper), worker_id ('' = any)
@@ -47,13 +47,13 @@ if outcome == 'retry' then
 elseif outcome == 'reclaim' then
   -- [spec #17] Lost reservation (visibility timeout, dead worker): available again at
   -- once, the attempt stays consumed (ojs-worker-protocol.md §5.5).
-  make_available(KEYS[11], KEYS[10], jk, job, now)
+  make_available({seq = KEYS[11], heads = KEYS[22], ready = KEYS[10]}, jk, job, now)
   emit(KEYS[6], 'job.available', job, {'reason', 'reservation_lost'})
 elseif outcome == 'requeue' then
   -- Released without consuming an attempt (preemption, graceful shutdown).
   job.attempt = tonumber(job.attempt) - 1
   redis.call('HSET', jk, 'attempt', job.attempt)
-  make_available(KEYS[11], KEYS[10], jk, job, now)
+  make_available({seq = KEYS[11], heads = KEYS[22], ready = KEYS[10]}, jk, job, now)
   emit(KEYS[6], 'job.requeued', job, nil)
 else
   job.state, job.completed_at, job.discarded_at = 'discarded', now, now

@@ -1,7 +1,7 @@
 -- PUSH: store a new job and make it available (or scheduled), with its
 -- scheduling indexes, in one step: an accepted job is always complete.
--- KEYS (9): 1 job hash, 2 classes hash, 3 classes version, 4 ready set of the job's class,
---           5 delayed, 6 seq, 7 events, 8 escalations, 9 reservation waits
+-- KEYS (10): 1 job hash, 2 classes hash, 3 classes version, 4 ready set of the job's class,
+--           5 delayed, 6 seq, 7 events, 8 escalations, 9 reservation waits, 10 class heads
 -- ARGV: id, class, class_json, rank_base, scheduled_at_ms ('' = now),
 --       escalate_after_ms ('' = none), reservation_timeout_ms ('' = none), then field/value pairs
 -- Reply: {'ok', {fields the script wrote beyond ARGV: state, created_at, enqueued_at | scheduled_at}}
@@ -28,7 +28,7 @@ if scheduled_at ~= '' and tonumber(scheduled_at) > now then
   redis.call('ZADD', KEYS[5], scheduled_at, id)
 else
   state, at_field, at = 'available', 'enqueued_at', now_s
-  redis.call('ZADD', KEYS[4], tonumber(order_base or rank_base) + redis.call('INCR', KEYS[6]), id)  -- [fairshare] policy base
+  ready_add(KEYS[10], KEYS[4], class, tonumber(order_base or rank_base) + redis.call('INCR', KEYS[6]), id)  -- [fairshare] policy base
 end
 redis.call('HSET', jk, 'id', id, 'class', class, 'rank_base', rank_base, 'attempt', '0', 'created_at', now_s,
            'state', state, at_field, at, unpack(ARGV, 8))

@@ -1,10 +1,10 @@
 -- Batch PUSH, the jobs of one queue: stores every one of them, or none, each with
 -- its scheduling indexes (JobStore::push_batch reserves the ids in the directory
 -- first and calls this once per queue).
--- KEYS (9n): 9 keys per job j (base = 9*(j-1)):
+-- KEYS (10n): 10 keys per job j (base = 10*(j-1)):
 --   base+1 job hash, base+2 ready set of the job's class, base+3 delayed zset,
 --   base+4 seq counter, base+5 events stream, base+6 classes hash, base+7 classes version,
---   base+8 escalations, base+9 reservation waits
+--   base+8 class heads, base+9 escalations, base+10 reservation waits
 -- ARGV: 1 number of jobs; then per job: id, queue, class, class_json, rank_base,
 --       scheduled_at_ms ('' = now), escalate_after_ms ('' = none), reservation_timeout_ms
 --       ('' = none), n (field/value pair count), then n pairs
@@ -12,7 +12,7 @@
 local n = tonumber(ARGV[1])
 local jobs, a = {}, 2
 for j = 1, n do
-  local job = {base = 9 * (j - 1), id = ARGV[a], queue = ARGV[a + 1], class = ARGV[a + 2],
+  local job = {base = 10 * (j - 1), id = ARGV[a], queue = ARGV[a + 1], class = ARGV[a + 2],
                class_json = ARGV[a + 3], rank_base = ARGV[a + 4], scheduled_at = ARGV[a + 5],
                escalate_after = ARGV[a + 6], reservation_timeout = ARGV[a + 7], fields = {}}
   local pairs_n = tonumber(ARGV[a + 8])
@@ -30,7 +30,7 @@ local now = now_ms()
 local snapshots = {}
 for j, job in ipairs(jobs) do
   local k = new_job_keys(job.base + 1)
-  k.escalations, k.reservation_waits = KEYS[job.base + 8], KEYS[job.base + 9]
+  k.escalations, k.reservation_waits = KEYS[job.base + 9], KEYS[job.base + 10]
   snapshots[j] = store_new_job(k, job, now)
 end
 return {'ok', snapshots}

@@ -2,8 +2,8 @@
 -- in the holder's queue slot: the conflict policy against the job holding the
 -- uniqueness key. UniqueStore::push then takes the key (unique_claim.lua, global
 -- slot) and pushes the new job (push.lua, its queue's slot).
--- KEYS (5): 1 holder's job hash, 2 its class's ready set, 3 its delayed,
---   4 its events, 5 its stats  (the holder's queue)
+-- KEYS (6): 1 holder's job hash, 2 its class's ready set, 3 its delayed,
+--   4 its events, 5 its stats, 6 its class heads  (the holder's queue)
 -- ARGV: 1 new job id, 2 holder class the caller read, 3 states (comma-separated),
 --       4 period ms ('' = none), 5 on_conflict (reject|ignore|replace|replace_except_schedule)
 -- Reply: {'free'} (the holder does not block) | {'missing'} (no such job: a PUSH
@@ -29,7 +29,7 @@ if h[4] ~= seen_class then return {'retry'} end  -- re-ranked since the caller r
 -- may be waiting, scheduled or retrying; an active job is never replaced).
 if policy == 'replace_except_schedule' and state == 'scheduled' and h[5] then scheduled_at = h[5] end
 if not is_terminal(state) then  -- a terminal holder (states listed it) is left as it is
-  redis.call('ZREM', KEYS[2], holder_id)
+  ready_remove(KEYS[6], KEYS[2], h[4], holder_id)
   redis.call('ZREM', KEYS[3], holder_id)
   redis.call('HSET', KEYS[1], 'state', 'cancelled', 'cancelled_at', now, 'replaced_by', id)
   redis.call('HDEL', KEYS[1], 'next_attempt_at')

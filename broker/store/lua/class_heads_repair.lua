@@ -1,0 +1,21 @@
+-- [heads] Makes a queue's class-head index match its ready sets: after an upgrade
+-- from a broker that kept no index (its queued jobs would be invisible to claim),
+-- and as the maintenance loop's periodic check. Atomic, so it may run beside claims.
+-- KEYS (3): 1 classes hash, 2 ready prefix (+ a class id read from 1), 3 class heads
+-- ARGV: (none)
+-- Reply: the number of index entries it corrected (0 when the index was right)
+local fixed = 0
+for _, class in ipairs(redis.call('HKEYS', KEYS[1])) do
+  local head = redis.call('ZRANGE', KEYS[2] .. class, '0', '0', 'WITHSCORES')
+  local listed = redis.call('ZSCORE', KEYS[3], class)
+  if head[1] then
+    if listed ~= head[2] then
+      redis.call('ZADD', KEYS[3], head[2], class)
+      fixed = fixed + 1
+    end
+  elseif listed then
+    redis.call('ZREM', KEYS[3], class)
+    fixed = fixed + 1
+  end
+end
+return fixed
