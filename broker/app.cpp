@@ -2,12 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "broker/access_and_governance.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/preemption_api.hpp"
 #include "broker/background/maintenance.hpp"
 #include "broker/cron/cron_service.hpp"
 #include "broker/events/event_hub.hpp"
-#include "broker/governance/install.hpp"
 #include "broker/http/server.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/store/embedded_redis.hpp"
@@ -24,6 +24,7 @@ struct BrokerApp::Impl {
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<DiagnosisLog> diagnosis;
   std::unique_ptr<JobService> jobs;
+  std::unique_ptr<WorkerStore> worker_store;
   std::unique_ptr<WorkerRegistry> workers;
   std::unique_ptr<ApiContext> api;
   Router router;
@@ -61,8 +62,9 @@ void BrokerApp::start() {
   scheduling.locality_delay_ms = i.config.locality_delay_ms;
   scheduling.assignment.policy = i.config.placement == "spread" ? ml::PlacementPolicy::spread : ml::PlacementPolicy::pack;
   i.scheduler = std::make_unique<Scheduler>(scheduling);
-  i.diagnosis = std::make_unique<DiagnosisLog>(*i.redis);
-  i.workers = std::make_unique<WorkerRegistry>(*i.redis);
+  i.diagnosis = std::make_unique<DiagnosisLog>(DiagnosisStore(*i.redis));
+  i.worker_store = std::make_unique<WorkerStore>(*i.redis);
+  i.workers = std::make_unique<WorkerRegistry>(*i.worker_store);
   i.jobs = std::make_unique<JobService>(*i.store, *i.scheduler, *i.workers, *i.diagnosis, i.config);
   i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.store, *i.workers, std::chrono::steady_clock::now()});
   register_system_api(i.router, *i.api);

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "broker/governance/queue_config_store.hpp"
+#include "broker/governance/queue_configs.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/embedded_redis.hpp"
 #include "broker/store/redis_client.hpp"
@@ -37,7 +37,8 @@ BrokerQueue::BrokerQueue(const BrokerQueueOptions& options) : impl_(std::make_un
   // The queue configuration through the broker's own store: claim.lua reads what an admin PUT writes.
   impl_->config.policy = options.policy;
   impl_->config.tenant_fairness.weights = options.tenant_weights;
-  broker::governance::QueueConfigStore(*impl_->pool).save(kQueue, impl_->config, std::nullopt);
+  broker::QueueConfigStore config_store(*impl_->pool);
+  broker::governance::QueueConfigs(config_store).save(kQueue, impl_->config, std::nullopt);
 }
 
 BrokerQueue::~BrokerQueue() {

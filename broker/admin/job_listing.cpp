@@ -28,7 +28,7 @@ bool is_listable_state(const std::string& state) {
 }
 
 json list_jobs(JobStore& store, const std::string& queue, const std::string& state, int limit) {
-  JobIndexStore index(store.redis());
+  JobIndexStore index = store.index();
   std::vector<std::string> ids;
   if (state == "available") ids = index.available(queue, store.load_classes(queue), limit);
   else if (state == "active") ids = index.active(queue, limit);

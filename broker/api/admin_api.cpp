@@ -9,7 +9,7 @@
 #include "broker/admin/job_listing.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
-#include "broker/governance/queue_config_store.hpp"
+#include "broker/governance/queue_configs.hpp"
 #include "ojs/core/envelope.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
@@ -33,7 +33,7 @@ json page_of(const json& items, long long total, int page, int per_page) {
 
 }  // namespace
 
-void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigStore& configs) {
+void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
   router.add("GET", "/ojs/v1/admin/queues", [&ctx](const HttpRequest& r) {
     const int page = int_query(r, "page", 1, 1, 1000000);
     const int per_page = int_query(r, "per_page", 20, 1, 100);

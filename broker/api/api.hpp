@@ -32,11 +32,11 @@ class EventStore;
 class EventHub;
 void register_events_api(Router& router, ApiContext& ctx, EventStore& events, EventHub& hub);  // polling and SSE
 void register_dead_letter_api(Router& router, ApiContext& ctx);
-namespace governance { class QueueConfigStore; }
+namespace governance { class QueueConfigs; }
 // Admin: queue config, budget/ledger, reconciliation, jobs by state.
-void register_governance_api(Router& router, ApiContext& ctx, governance::QueueConfigStore& configs);
+void register_governance_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs);
 void register_observability_api(Router& router, ApiContext& ctx);  // /metrics, /ojs/status, admin overview
 // The OJS admin API extension: queues, jobs, bulk actions, stats, worker deregistration.
-void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigStore& configs);
+void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs);
 
 }  // namespace ojs::broker

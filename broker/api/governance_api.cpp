@@ -3,7 +3,7 @@
 #include "broker/admin/job_listing.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
-#include "broker/governance/queue_config_store.hpp"
+#include "broker/governance/queue_configs.hpp"
 #include "ojs/core/envelope.hpp"
 #include "ojs/core/error.hpp"
 
@@ -40,7 +40,7 @@ HttpResponse config_reply(const json& config) {
 
 }  // namespace
 
-void register_governance_api(Router& router, ApiContext& ctx, governance::QueueConfigStore& configs) {
+void register_governance_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
   const std::string base = "/ojs/v1/admin/queues/{name}/";
   router.add("GET", base + "config", [&configs](const HttpRequest& r) {
     const auto queue = queue_name_param(r);
@@ -71,7 +71,7 @@ void register_governance_api(Router& router, ApiContext& ctx, governance::QueueC
   for (const bool repair : {false, true}) {
     router.add(repair ? "POST" : "GET", base + "reconcile", [&configs, repair](const HttpRequest& r) {
       const auto queue = queue_name_param(r);
-      return json_reply(200, {{"reconciliation", configs.reconcile(queue, repair).to_json(queue)}});
+      return json_reply(200, {{"reconciliation", governance::to_json(configs.reconcile(queue, repair), queue)}});
     });
   }
   router.add("GET", base + "jobs", [&ctx](const HttpRequest& r) {

@@ -8,12 +8,13 @@
 
 namespace ojs::broker {
 
-void register_observability_api(Router& router, ApiContext& ctx) {
+void register_observability_api(Router& router, ApiContext& api) {
+  const obs::OverviewSources ctx{api.config, api.jobs, api.store, api.workers};
   router.observe([](const std::string& method, const std::string& route, int status, double seconds) {
     obs::Metrics::global().record_request(method, route, status, seconds);
   });
 
-  router.add("GET", "/metrics", [&ctx](const HttpRequest&) {
+  router.add("GET", "/metrics", [ctx](const HttpRequest&) {
     obs::Exposition out;
     obs::Metrics::global().render(out);
     // Cluster gauges come from Redis; when it is down the process metrics still answer.
@@ -31,9 +32,9 @@ void register_observability_api(Router& router, ApiContext& ctx) {
     return r;
   });
 
-  router.add("GET", "/ojs/v1/admin/overview", [&ctx](const HttpRequest&) { return json_reply(200, obs::build_overview(ctx)); });
+  router.add("GET", "/ojs/v1/admin/overview", [ctx](const HttpRequest&) { return json_reply(200, obs::build_overview(ctx)); });
 
-  router.add("GET", "/ojs/status", [&ctx](const HttpRequest&) {
+  router.add("GET", "/ojs/status", [ctx](const HttpRequest&) {
     HttpResponse r;
     r.body = obs::render_status_page(obs::build_overview(ctx));
     r.content_type = "text/html; charset=utf-8";

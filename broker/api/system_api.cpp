@@ -29,11 +29,11 @@ void register_system_api(Router& router, ApiContext& ctx) {
 
   router.add("GET", "/ojs/v1/health", [&ctx](const HttpRequest&) {
     const auto begin = std::chrono::steady_clock::now();
-    const bool up = ctx.store.redis().ping();
+    const bool up = ctx.store.reachable();
     const auto latency = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begin).count();
     const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.started_at).count();
     nlohmann::json backend = {{"type", "redis"}, {"status", up ? "connected" : "disconnected"}, {"latency_ms", latency}};
-    if (!up) backend["error"] = "cannot reach Redis at " + ctx.store.redis().endpoint().describe();
+    if (!up) backend["error"] = "cannot reach Redis at " + ctx.store.where();
     return json_reply(up ? 200 : 503, {{"status", up ? "ok" : "error"},
                                        {"version", "1.0"},
                                        {"uptime_seconds", uptime},

@@ -47,7 +47,7 @@ std::shared_ptr<const cron::TimeZone> zone_of(const json& definition) {
 }  // namespace
 
 CronService::CronService(JobService& jobs, std::int64_t tick_interval_ms)
-    : jobs_(jobs), store_(jobs.store().redis()), owner_(make_uuidv7()), lease_ms_(std::max<std::int64_t>(2000, 3 * tick_interval_ms)) {}
+    : jobs_(jobs), store_(jobs.store().crons()), owner_(make_uuidv7()), lease_ms_(std::max<std::int64_t>(2000, 3 * tick_interval_ms)) {}
 
 json CronService::put(const json& body) {
   if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");

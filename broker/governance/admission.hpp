@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "broker/auth/identity.hpp"
-#include "broker/governance/queue_config_store.hpp"
+#include "broker/governance/queue_configs.hpp"
 #include "ojs/core/envelope.hpp"
 #include "ojs/ml/requirements.hpp"
 
@@ -26,7 +26,7 @@ struct AdmissionPolicy {
 
 class Admission {
  public:
-  Admission(QueueConfigStore& configs, AdmissionPolicy policy) : configs_(configs), policy_(std::move(policy)) {}
+  Admission(QueueConfigs& configs, AdmissionPolicy policy) : configs_(configs), policy_(std::move(policy)) {}
 
   // May edit job.document (defaults); throws OjsError to refuse; returns the tenant ("" = none).
   // `order` gets the queue's policy and the tenant's fair-share slot (the score's inputs).
@@ -35,7 +35,7 @@ class Admission {
   const AdmissionPolicy& policy() const { return policy_; }
 
  private:
-  QueueConfigStore& configs_;
+  QueueConfigs& configs_;
   AdmissionPolicy policy_;
 };
 

@@ -1,6 +1,5 @@
 #include "broker/observability/overview.hpp"
 
-#include "broker/store/keys.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/capabilities.hpp"
 
@@ -18,16 +17,7 @@ std::string gpu_type(const json& caps) {
   return "";
 }
 
-long long integer_or(const RedisValue& v, long long fallback) {
-  if (v.is_nil() || v.str.empty()) return v.type == RedisValue::Type::integer ? v.integer : fallback;
-  try {
-    return std::stoll(v.str);
-  } catch (const std::exception&) {
-    return fallback;
-  }
-}
-
-json workers_overview(ApiContext& ctx, json& totals) {
+json workers_overview(const OverviewSources& ctx, json& totals) {
   const auto now = now_ms();
   json list = json::array();
   long long live = 0, advertised = 0, in_use = 0;
@@ -59,26 +49,24 @@ json workers_overview(ApiContext& ctx, json& totals) {
   return list;
 }
 
-json queue_overview(ApiContext& ctx, const std::string& name) {
+json queue_overview(const OverviewSources& ctx, const std::string& name) {
   json q = {{"name", name}, {"paused", ctx.store.is_paused(name)}};
+  const auto stored_counts = ctx.store.queue_counts(name);
   json counts = json::object();
-  for (const auto& [k, v] : ctx.store.queue_counts(name)) counts[k] = v;
+  for (const auto& [k, v] : stored_counts) counts[k] = v;
   q["counts"] = counts;
-  // Budget use: the ledger the claim script charges, the limits it enforces, and
-  // the preemption counter the preemption controller keeps in the stats hash.
-  auto replies = ctx.store.redis().pipeline({{"HMGET", keys::ledger(name), "gpus", "gpu_jobs"},
-                                             {"HMGET", keys::config(name), "max_total_gpus", "max_concurrent_gpu_jobs"},
-                                             {"HGET", keys::stats(name), "preempted"}});
-  const auto& ledger = replies[0].elements;
-  q["gpus_in_use"] = ledger.size() == 2 ? integer_or(ledger[0], 0) : 0;
-  q["gpu_jobs_running"] = ledger.size() == 2 ? integer_or(ledger[1], 0) : 0;
+  // Budget use: the ledger the claim script charges and the limits it enforces
+  // (the store's one budget read), and the preemption counter the preemption
+  // controller keeps in the stats hash (read with the counts).
+  const BudgetUse use = ctx.store.budget(name);
+  q["gpus_in_use"] = use.gpus_in_use;
+  q["gpu_jobs_running"] = use.gpu_jobs;
   json budget = json::object();
-  const auto& config = replies[1].elements;
-  const char* names[] = {"max_total_gpus", "max_concurrent_gpu_jobs"};
-  for (std::size_t i = 0; i < config.size() && i < 2; ++i)
-    if (const auto limit = integer_or(config[i], -1); limit >= 0) budget[names[i]] = limit;
+  if (use.max_gpus && *use.max_gpus >= 0) budget["max_total_gpus"] = *use.max_gpus;
+  if (use.max_jobs && *use.max_jobs >= 0) budget["max_concurrent_gpu_jobs"] = *use.max_jobs;
   q["budget"] = budget;
-  q["preemptions"] = integer_or(replies[2], 0);
+  const auto preempted = stored_counts.find("preempted");
+  q["preemptions"] = preempted == stored_counts.end() ? 0 : preempted->second;
   json classes = json::array();
   const json diagnosis = ctx.jobs.queue_diagnosis(name);
   for (const auto& c : diagnosis["classes"]) {
@@ -104,7 +92,7 @@ int advertised_gpus(const json& caps) {
   return 0;
 }
 
-json build_overview(ApiContext& ctx) {
+json build_overview(const OverviewSources& ctx) {
   json totals = json::object();
   json workers = workers_overview(ctx, totals);
   json queues = json::array();

@@ -8,7 +8,8 @@
 
 #include <string>
 
-#include "broker/api/api.hpp"
+#include "broker/config.hpp"
+#include "broker/jobs/job_service.hpp"
 #include "broker/observability/metrics.hpp"
 
 namespace ojs::broker::obs {
@@ -19,7 +20,14 @@ namespace ojs::broker::obs {
 //  queues[{name, paused, counts{available, active, delayed, dead_letter, completed, discarded, cancelled},
 //          gpus_in_use, gpu_jobs_running, budget{max_total_gpus?, max_concurrent_gpu_jobs?}, preemptions,
 //          classes[{class, waiting, requirements, workers_seen, eligible, message}]}]}
-nlohmann::json build_overview(ApiContext& ctx);
+// What the overview reads (the API passes its own context's parts).
+struct OverviewSources {
+  const BrokerConfig& config;
+  JobService& jobs;
+  JobStore& store;
+  WorkerRegistry& workers;
+};
+nlohmann::json build_overview(const OverviewSources& ctx);
 
 // GPUs a worker advertises: gpu.count, else the length of its device list.
 int advertised_gpus(const nlohmann::json& capabilities);

@@ -38,7 +38,7 @@ json report_progress(JobService& jobs, const std::string& job_id, const json& bo
   }
   const auto queue = jobs.store().queue_of(job_id);
   if (!queue) throw job_not_found(job_id);
-  ProgressStore store(jobs.store().redis());
+  ProgressStore store = jobs.store().progress();
   const auto outcome = store.report(*queue, job_id, worker, value, data.is_null() ? std::string() : data.dump(), default_visibility_ms);
   if (outcome.kind == ProgressOutcome::Kind::not_found) throw job_not_found(job_id);
   json out = read_progress(jobs, job_id);

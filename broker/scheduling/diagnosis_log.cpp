@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "broker/store/diagnosis_store.hpp"
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker {
@@ -73,13 +72,13 @@ void DiagnosisLog::flush() {
   std::vector<DiagnosisStore::Record> records;
   for (auto& p : pending_) records.push_back({std::move(p.key), std::move(p.worker), std::move(p.value)});
   pending_.clear();
-  DiagnosisStore(redis_).write(records, window_ms_ * 2);
+  store_.write(records, window_ms_ * 2);
 }
 
 std::vector<ml::WorkerJudgement> DiagnosisLog::recent(const std::string& queue, const std::string& class_id) {
   std::vector<ml::WorkerJudgement> out;
   const auto oldest = now_ms() - window_ms_;
-  for (const auto& [worker, text] : DiagnosisStore(redis_).read(queue, class_id)) {
+  for (const auto& [worker, text] : store_.read(queue, class_id)) {
     auto j = nlohmann::json::parse(text, nullptr, false);
     if (!j.is_object() || j.value("at", std::int64_t{0}) < oldest) continue;
     out.push_back({worker, judgement_from_json(j)});

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "broker/store/diagnosis_store.hpp"
 #include "broker/store/job_store.hpp"
 #include "ojs/ml/diagnosis.hpp"
 
@@ -19,7 +20,7 @@ namespace ojs::broker {
 
 class DiagnosisLog {
  public:
-  DiagnosisLog(RedisPool& redis, std::int64_t window_ms = 120000) : redis_(redis), window_ms_(window_ms) {}
+  explicit DiagnosisLog(DiagnosisStore store, std::int64_t window_ms = 120000) : store_(store), window_ms_(window_ms) {}
 
   // Queue the record of one worker's judgement of one class; flush() writes them.
   void note(const std::string& queue, const std::string& class_id, const std::string& worker_id,
@@ -36,7 +37,7 @@ class DiagnosisLog {
   struct Pending {
     std::string key, worker, value;
   };
-  RedisPool& redis_;
+  DiagnosisStore store_;
   std::int64_t window_ms_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::pair<std::int64_t, std::string>> last_written_;  // key -> (ms, value)

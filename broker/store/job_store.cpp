@@ -7,9 +7,14 @@
 #include <set>
 #include <unordered_map>
 
+#include "broker/store/cron_store.hpp"
+#include "broker/store/job_index_store.hpp"
 #include "broker/store/keys.hpp"
+#include "broker/store/reply_integer.hpp"
 #include "broker/store/preemption_store.hpp"
 #include "broker/store/priority_score.hpp"
+#include "broker/store/progress_store.hpp"
+#include "broker/store/unique_store.hpp"
 
 namespace ojs::broker {
 
@@ -104,6 +109,10 @@ StoreHints& hints() {
 }  // namespace
 
 PreemptionStore JobStore::preemption() { return PreemptionStore(redis_); }
+UniqueStore JobStore::unique() { return UniqueStore(redis_); }
+CronStore JobStore::crons() { return CronStore(redis_); }
+ProgressStore JobStore::progress() { return ProgressStore(redis_); }
+JobIndexStore JobStore::index() { return JobIndexStore(redis_); }
 
 Transition JobStore::transition_from(const RedisValue& reply) {
   Transition t;
@@ -334,23 +343,22 @@ Transition JobStore::checkpoint(const std::string& queue, const std::string& id,
                                      {worker_id, checkpoint_json, std::to_string(max_count)}));
 }
 
-BudgetUse JobStore::budget(const std::string& queue) {
-  auto replies = redis_.pipeline({{"HMGET", keys::config(queue), "max_total_gpus", "max_concurrent_gpu_jobs"},
-                                  {"HMGET", keys::ledger(queue), "gpus", "gpu_jobs"}});
-  auto number = [](const RedisValue& v) -> std::optional<long long> {
-    if (v.is_nil() || v.str.empty()) return std::nullopt;
-    try {
-      return std::stoll(v.str);
-    } catch (...) {
-      return std::nullopt;
-    }
-  };
+std::vector<std::vector<std::string>> budget_reads(const std::string& queue) {
+  return {{"HMGET", keys::config(queue), "max_total_gpus", "max_concurrent_gpu_jobs"}, {"HMGET", keys::ledger(queue), "gpus", "gpu_jobs"}};
+}
+
+BudgetUse budget_from(const RedisValue& limits, const RedisValue& ledger) {
   BudgetUse b;
-  b.max_gpus = number(replies[0].elements.at(0));
-  b.max_jobs = number(replies[0].elements.at(1));
-  b.gpus_in_use = number(replies[1].elements.at(0)).value_or(0);
-  b.gpu_jobs = number(replies[1].elements.at(1)).value_or(0);
+  b.max_gpus = integer_of(limits.elements.at(0));
+  b.max_jobs = integer_of(limits.elements.at(1));
+  b.gpus_in_use = integer_of(ledger.elements.at(0)).value_or(0);
+  b.gpu_jobs = integer_of(ledger.elements.at(1)).value_or(0);
   return b;
+}
+
+BudgetUse JobStore::budget(const std::string& queue) {
+  const auto replies = redis_.pipeline(budget_reads(queue));
+  return budget_from(replies[0], replies[1]);
 }
 
 std::vector<JobRecord> JobStore::dead_letter(const std::string& queue, int offset, int limit) {

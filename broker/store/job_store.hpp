@@ -15,6 +15,10 @@
 namespace ojs::broker {
 
 class PreemptionStore;
+class UniqueStore;
+class CronStore;
+class ProgressStore;
+class JobIndexStore;
 
 struct EligibleClass {
   std::string id;
@@ -54,6 +58,10 @@ struct BudgetUse {
   long long gpus_in_use = 0;
   long long gpu_jobs = 0;
 };
+// The budget read itself (config limits, then ledger), for callers that send it
+// inside a larger pipeline: JobStore::budget and QueueConfigStore::budget.
+std::vector<std::vector<std::string>> budget_reads(const std::string& queue);
+BudgetUse budget_from(const RedisValue& limits, const RedisValue& ledger);
 
 struct ClaimOutcome {
   TransitionStatus status = TransitionStatus::ok;  // ok, paused or stale
@@ -190,9 +198,18 @@ class JobStore {
   bool queue_exists(const std::string& queue);
   void register_queue(const std::string& queue);  // into the directory (no-op when known)
 
-  RedisPool& redis() { return redis_; }
+  // /health: whether Redis answers PING, and where it is (for the error text).
+  bool reachable() { return redis_.ping(); }
+  std::string where() const { return redis_.endpoint().describe(); }
+  RedisPool& redis() { return redis_; }  // for the other stores (outside broker/store: scripts/check-layers.sh)
   // Preemption marks, escalation, reservations, holds, the controller lease.
   PreemptionStore preemption();
+  // The other stores over the same connections, for the services that use them
+  // (each caller includes the store's own header).
+  UniqueStore unique();
+  CronStore crons();
+  ProgressStore progress();
+  JobIndexStore index();
 
   // A transition script's reply: {status, job fields | detail}.
   static Transition transition_from(const RedisValue& reply);

@@ -13,7 +13,7 @@ PushResult push_job(JobService& jobs, const nlohmann::json& body) {
   if (!policy) return {jobs.commit(prepared), false};
 
   const auto& job = prepared.job;
-  UniqueStore store(jobs.store().redis());
+  UniqueStore store = jobs.store().unique();
   const BatchJob row = store_record(prepared);  // with its scheduling indexes, written by the same script
   const auto outcome = store.push(row, policy->key, policy->states, policy->period_ms, policy->on_conflict);
   using Kind = UniquePushOutcome::Kind;

@@ -1,5 +1,7 @@
 // Workers the broker has seen: last contact, advertised capabilities, and the
-// lifecycle directive an admin set for them (running, quiet, terminate).
+// lifecycle directive an admin set for them (running, quiet, terminate). The
+// records live in the store (broker/store/worker_store.hpp); the registry decides
+// what a worker's records mean (its load, whether it may be forgotten).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -7,50 +9,28 @@
 #include <string>
 #include <vector>
 
-#include "broker/store/redis_client.hpp"
+#include "broker/store/worker_store.hpp"
 #include "ojs/ml/worker_load.hpp"
 
 namespace ojs::broker {
 
-struct WorkerInfo {
-  std::string id;
-  std::string state = "running";  // running | quiet | terminate
-  std::int64_t last_seen_ms = 0;
-  nlohmann::json capabilities;     // null when the worker never sent any
-  std::vector<std::string> queues;
-};
-
-// A job on the worker that the preemption controller marked (preempt.lua).
-struct PreemptionMarkView {
-  std::string job_id;
-  std::int64_t deadline_ms = 0;
-  bool checkpoint = false;
-  std::string preempted_for;
-};
-
-// What a worker holds, verified against the jobs: its load for matching and the
-// jobs it must give up.
-struct HeldState {
-  ml::WorkerLoad load;
-  std::vector<PreemptionMarkView> preempting;
-};
-
 class WorkerRegistry {
  public:
-  explicit WorkerRegistry(RedisPool& redis) : redis_(redis) {}
+  explicit WorkerRegistry(WorkerStore& store) : store_(store) {}
   // Records contact; returns the directive state the worker must follow.
-  std::string touch(const std::string& worker_id, const nlohmann::json* capabilities,
-                    const std::vector<std::string>& queues);
+  std::string touch(const std::string& worker_id, const nlohmann::json* capabilities, const std::vector<std::string>& queues) {
+    return store_.touch(worker_id, capabilities, queues);
+  }
   // FETCH and BEAT: touch() and held_state() in two round trips (one pipeline each).
-  struct Contact {
-    std::string state;
-    HeldState held;
-  };
-  Contact contact(const std::string& worker_id, const nlohmann::json* capabilities, const std::vector<std::string>& queues);
-  void set_state(const std::string& worker_id, const std::string& state);
-  std::optional<WorkerInfo> get(const std::string& worker_id);
-  std::vector<WorkerInfo> list();
-  std::vector<std::string> stale(std::int64_t older_than_ms);
+  using Contact = WorkerStore::Contact;
+  Contact contact(const std::string& worker_id, const nlohmann::json* capabilities, const std::vector<std::string>& queues) {
+    return store_.contact(worker_id, capabilities, queues);
+  }
+  // The registry's retention window starts now for a worker it did not know.
+  void set_state(const std::string& worker_id, const std::string& state) { store_.set_state(worker_id, state); }
+  std::optional<WorkerInfo> get(const std::string& worker_id) { return store_.get(worker_id); }
+  std::vector<WorkerInfo> list() { return store_.list(); }
+  std::vector<std::string> stale(std::int64_t older_than_ms) { return store_.silent_since(older_than_ms); }
   // Forgets up to `limit` workers silent since `older_than_ms` that hold no job
   // (their record, capabilities and claim records); returns their ids. Without it
   // every worker id ever seen stays listed and scanned.
@@ -64,23 +44,14 @@ class WorkerRegistry {
   void record_claim(const std::string& worker_id, const std::string& job_id, const std::string& queue,
                     const ml::ActiveJob& job, const std::vector<int>& devices);
   ml::WorkerLoad load(const std::string& worker_id) { return held_state(worker_id).load; }
-  HeldState held_state(const std::string& worker_id);
+  HeldState held_state(const std::string& worker_id) { return store_.held_state(worker_id); }
   // The claim records of a worker, per job (not verified against the jobs): the
   // preemption controller reads the jobs themselves.
-  struct HeldJob {
-    std::string job_id, queue;
-    int gpus = 0;
-    std::vector<int> devices;
-    ml::Labels labels;
-  };
-  std::vector<HeldJob> held_jobs(const std::string& worker_id);
+  using HeldJob = ojs::broker::HeldJob;
+  std::vector<HeldJob> held_jobs(const std::string& worker_id) { return store_.held_jobs(worker_id); }
 
  private:
-  // Verifies the claim records (HGETALL of the worker's jobs hash) against the job hashes.
-  HeldState verify(const std::string& worker_id, const RedisValue& entries);
-  std::vector<std::string> touch_command(const std::string& worker_id, const nlohmann::json* capabilities,
-                                         const std::vector<std::string>& queues, const std::string& now);
-  RedisPool& redis_;
+  WorkerStore& store_;
 };
 
 }  // namespace ojs::broker

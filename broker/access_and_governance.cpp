@@ -1,4 +1,4 @@
-#include "broker/governance/install.hpp"
+#include "broker/access_and_governance.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -41,7 +41,8 @@ std::unique_ptr<Installed> install(const BrokerConfig& config, RedisPool& redis,
     if (const auto* who = auth::current_identity()) access->charge_push(*who, n);
   });
 
-  out->configs = std::make_unique<QueueConfigStore>(redis);
+  out->config_store = std::make_unique<QueueConfigStore>(redis);
+  out->configs = std::make_unique<QueueConfigs>(*out->config_store);
   out->admission = std::make_unique<Admission>(*out->configs, admission_policy(config));
   jobs.set_admission([admission = out->admission.get()](NewJob& job, JobOrder& order) {
     return admission->admit(job, auth::current_identity(), &order);

@@ -1,4 +1,5 @@
-// Wires access control and queue governance into a broker: the access
+// App wiring (beside app.cpp, so governance/ never depends on api/): wires
+// access control and queue governance into a broker: the access
 // middleware (tokens, roles, PUSH rate limit), the PUSH admission hook
 // (defaults, bounds, limits, label keys, allow-lists, tenant) and the admin
 // routes. Refuses an anonymous broker on a non-loopback address unless
@@ -9,11 +10,13 @@
 #include "broker/api/api.hpp"
 #include "broker/auth/access_control.hpp"
 #include "broker/governance/admission.hpp"
+#include "broker/governance/queue_configs.hpp"
 
 namespace ojs::broker::governance {
 
 struct Installed {
-  std::unique_ptr<QueueConfigStore> configs;
+  std::unique_ptr<QueueConfigStore> config_store;
+  std::unique_ptr<QueueConfigs> configs;
   std::unique_ptr<Admission> admission;
   std::unique_ptr<auth::AccessControl> access;
 };

@@ -1,0 +1,111 @@
+#include "broker/store/queue_config_store.hpp"
+
+#include <stdexcept>
+
+#include "broker/store/keys.hpp"
+#include "broker/store/reply_integer.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker {
+
+namespace {
+
+std::string text_of(const RedisValue& v) { return v.is_nil() ? std::string() : v.str; }
+
+std::map<std::string, long long> integer_hash(const RedisValue& flat) {
+  std::map<std::string, long long> out;
+  for (std::size_t i = 0; i + 1 < flat.elements.size(); i += 2)
+    if (auto n = integer_of(flat.elements[i + 1])) out[flat.elements[i].str] = *n;
+  return out;
+}
+
+void put(std::vector<std::pair<std::string, std::string>>& fields, const char* name, const std::string& text) {
+  if (!text.empty()) fields.emplace_back(name, text);
+}
+
+void put(std::vector<std::pair<std::string, std::string>>& fields, const char* name, std::optional<long long> n) {
+  if (n) fields.emplace_back(name, std::to_string(*n));
+}
+
+}  // namespace
+
+bool Reconciliation::drift() const {
+  if (ledger_gpus != actual_gpus || ledger_jobs != actual_jobs) return true;
+  for (const auto& t : tenants)
+    if (t.ledger != t.actual) return true;
+  return false;
+}
+
+StoredQueueConfig QueueConfigStore::load(const std::string& queue) {
+  auto v = redis_.command({"HMGET", keys::config(queue), "version", "updated_at", "max_total_gpus", "max_concurrent_gpu_jobs",
+                           "ml_defaults", "ml_limits", "tenant_quotas", "rate_limit", "policy", "tenant_fairness",
+                           "backfill"});
+  StoredQueueConfig c;
+  if (v.elements.size() < 10) return c;
+  c.version = integer_of(v.elements[0]).value_or(0);
+  c.updated_at_ms = integer_of(v.elements[1]);
+  c.max_total_gpus = integer_of(v.elements[2]);
+  c.max_concurrent_gpu_jobs = integer_of(v.elements[3]);
+  c.ml_defaults = text_of(v.elements[4]);
+  c.ml_limits = text_of(v.elements[5]);
+  c.tenant_quotas = text_of(v.elements[6]);
+  c.rate_limit = text_of(v.elements[7]);
+  c.policy = text_of(v.elements[8]);
+  c.tenant_fairness = text_of(v.elements[9]);
+  if (v.elements.size() > 10) c.backfill = text_of(v.elements[10]);  // [backfill]
+  return c;
+}
+
+QueueConfigSaved QueueConfigStore::save(const std::string& queue, const QueueConfigWrite& c, std::optional<long long> expected_version) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  put(fields, "max_total_gpus", c.max_total_gpus);
+  put(fields, "max_concurrent_gpu_jobs", c.max_concurrent_gpu_jobs);
+  put(fields, "ml_defaults", c.ml_defaults);
+  put(fields, "ml_limits", c.ml_limits);
+  put(fields, "tenant_quotas", c.tenant_quotas);
+  put(fields, "rate_limit", c.rate_limit);
+  put(fields, "rate_concurrency", c.rate_concurrency);
+  if (c.rate_limit_starts) {
+    put(fields, "rate_limit_starts", c.rate_limit_starts);
+    put(fields, "rate_period_ms", c.rate_period_ms);
+  }
+  put(fields, "policy", c.policy);
+  put(fields, "tenant_fairness", c.tenant_fairness);
+  put(fields, "fair_tenants", c.fair_tenants);
+  put(fields, "backfill", c.backfill);  // [backfill]
+  std::vector<std::string> args{optional_text(expected_version), std::to_string(now_ms()), std::to_string(fields.size())};
+  append_fields(args, fields);
+  for (const auto& [tenant, max] : c.tenant_max_gpus) {
+    args.push_back(tenant);
+    args.push_back(std::to_string(max));
+  }
+  auto reply = redis_.eval("queue_config", {keys::config(queue), keys::tenant_quotas(queue)}, args);
+  if (reply.elements.size() < 2) throw std::runtime_error("malformed queue_config reply");
+  return {reply.elements[0].str == "conflict", reply.elements[1].integer};
+}
+
+BudgetWithTenants QueueConfigStore::budget(const std::string& queue) {
+  auto cmds = budget_reads(queue);
+  cmds.push_back({"HGETALL", keys::tenant_quotas(queue)});
+  cmds.push_back({"HGETALL", keys::tenant_ledger(queue)});
+  const auto r = redis_.pipeline(cmds);
+  return {budget_from(r[0], r[1]), integer_hash(r[2]), integer_hash(r[3])};
+}
+
+Reconciliation QueueConfigStore::reconcile(const std::string& queue, bool repair) {
+  auto r = redis_.eval("reconcile",
+                       {keys::active(queue), keys::ledger(queue), keys::tenant_ledger(queue), keys::job_prefix(queue), keys::gangs(queue)},
+                       {repair ? "1" : "0"});
+  if (r.elements.size() < 6) throw std::runtime_error("malformed reconcile reply");
+  Reconciliation out;
+  out.ledger_gpus = r.elements[0].integer;
+  out.ledger_jobs = r.elements[1].integer;
+  out.actual_gpus = r.elements[2].integer;
+  out.actual_jobs = r.elements[3].integer;
+  const auto& rows = r.elements[4].elements;
+  for (std::size_t i = 0; i + 2 < rows.size(); i += 3) out.tenants.push_back({rows[i].str, rows[i + 1].integer, rows[i + 2].integer});
+  out.repaired = r.elements[5].integer == 1;
+  return out;
+}
+
+}  // namespace ojs::broker

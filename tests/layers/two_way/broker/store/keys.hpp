@@ -1,0 +1,2 @@
+// Fixture: the store itself may name the Redis client.
+#include "broker/store/redis_client.hpp"
