@@ -31,32 +31,32 @@ WorkerInfo from_hash(const std::string& id, const RedisValue& v) {
 }
 }  // namespace
 
-static std::vector<std::string> touch_command(const std::string& worker_id, const nlohmann::json* capabilities,
-                                                      const std::vector<std::string>& queues, const std::string& now) {
+static std::vector<std::string> touch_command(const std::string& worker_id, const std::string* capabilities_json,
+                                              const std::string* queues_json, const std::string& now) {
   std::vector<std::string> hset{"HSET", worker_key(worker_id), "last_seen", now};
-  if (capabilities) {
+  if (capabilities_json) {
     hset.push_back("capabilities");
-    hset.push_back(capabilities->dump());
+    hset.push_back(*capabilities_json);
   }
-  if (!queues.empty()) {
+  if (queues_json) {
     hset.push_back("queues");
-    hset.push_back(nlohmann::json(queues).dump());
+    hset.push_back(*queues_json);
   }
   return hset;
 }
 
-std::string WorkerStore::touch(const std::string& worker_id, const nlohmann::json* capabilities,
-                                  const std::vector<std::string>& queues) {
+std::string WorkerStore::touch(const std::string& worker_id, const std::string* capabilities_json,
+                               const std::string* queues_json) {
   const auto now = std::to_string(now_ms());
-  auto replies = redis_.pipeline({touch_command(worker_id, capabilities, queues, now), {"ZADD", kWorkers, now, worker_id},
+  auto replies = redis_.pipeline({touch_command(worker_id, capabilities_json, queues_json, now), {"ZADD", kWorkers, now, worker_id},
                                   {"HGET", worker_key(worker_id), "state"}});
   return replies[2].is_nil() ? "running" : replies[2].str;
 }
 
-WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const nlohmann::json* capabilities,
-                                                const std::vector<std::string>& queues) {
+WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const std::string* capabilities_json,
+                                          const std::string* queues_json) {
   const auto now = std::to_string(now_ms());
-  auto replies = redis_.pipeline({touch_command(worker_id, capabilities, queues, now), {"ZADD", kWorkers, now, worker_id},
+  auto replies = redis_.pipeline({touch_command(worker_id, capabilities_json, queues_json, now), {"ZADD", kWorkers, now, worker_id},
                                   {"HGET", worker_key(worker_id), "state"}, {"HGETALL", worker_jobs_key(worker_id)}});
   Contact c;
   c.state = replies[2].is_nil() ? "running" : replies[2].str;

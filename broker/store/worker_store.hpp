@@ -50,14 +50,15 @@ class WorkerStore {
  public:
   explicit WorkerStore(RedisPool& redis) : redis_(redis) {}
 
-  // Records contact now (one pipeline); returns the directive state.
-  std::string touch(const std::string& worker_id, const nlohmann::json* capabilities, const std::vector<std::string>& queues);
+  // Records contact now (one pipeline); returns the directive state. The capabilities
+  // and queues (JSON text) are written when given; nullptr leaves the stored ones.
+  std::string touch(const std::string& worker_id, const std::string* capabilities_json, const std::string* queues_json);
   // touch() plus the claim records, in the same pipeline, verified (a second one).
   struct Contact {
     std::string state;
     HeldState held;
   };
-  Contact contact(const std::string& worker_id, const nlohmann::json* capabilities, const std::vector<std::string>& queues);
+  Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::string* queues_json);
   // Lists the worker from now on if unknown (NX: a known worker keeps its last contact).
   void set_state(const std::string& worker_id, const std::string& state);
   std::optional<WorkerInfo> get(const std::string& worker_id);

@@ -1,6 +1,31 @@
 #include "broker/workers/worker_registry.hpp"
 
+#include "ojs/core/time.hpp"
+
 namespace ojs::broker {
+
+WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, const nlohmann::json* capabilities,
+                                                const std::vector<std::string>& queues) {
+  std::string caps_json, queues_json;
+  if (capabilities) caps_json = capabilities->dump();
+  if (!queues.empty()) queues_json = nlohmann::json(queues).dump();
+  bool write = capabilities || !queues.empty();
+  const std::size_t hash = std::hash<std::string>{}(caps_json + '\n' + queues_json);
+  const auto now = now_ms();
+  if (write) {
+    std::lock_guard lock(profiles_mutex_);
+    auto it = profiles_.find(worker_id);
+    write = it == profiles_.end() || it->second.hash != hash || now - it->second.at_ms >= kResendProfileMs;
+  }
+  auto contact = store_.contact(worker_id, write && capabilities ? &caps_json : nullptr,
+                                write && !queues.empty() ? &queues_json : nullptr);
+  if (write) {  // remembered once Redis has it (a failed write is retried by the next contact)
+    std::lock_guard lock(profiles_mutex_);
+    if (profiles_.size() >= kMaxProfiles && !profiles_.count(worker_id)) profiles_.clear();
+    profiles_[worker_id] = {hash, now};
+  }
+  return contact;
+}
 
 std::vector<std::string> WorkerRegistry::prune(std::int64_t older_than_ms, int limit) {
   std::vector<std::string> forgotten;

@@ -5,8 +5,10 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "broker/store/worker_store.hpp"
@@ -17,15 +19,14 @@ namespace ojs::broker {
 class WorkerRegistry {
  public:
   explicit WorkerRegistry(WorkerStore& store) : store_(store) {}
-  // Records contact; returns the directive state the worker must follow.
-  std::string touch(const std::string& worker_id, const nlohmann::json* capabilities, const std::vector<std::string>& queues) {
-    return store_.touch(worker_id, capabilities, queues);
-  }
-  // FETCH and BEAT: touch() and held_state() in two round trips (one pipeline each).
+  // FETCH and BEAT: records contact and reads what the worker holds, in two round
+  // trips (one pipeline each). A worker sends its capabilities (a few KB) with every
+  // FETCH; they are written only when they differ from what this broker last wrote
+  // for it, or that was kResendProfileMs ago (another broker, or an admin, may have
+  // changed the record since), so an unchanged worker costs Redis a small HSET.
   using Contact = WorkerStore::Contact;
-  Contact contact(const std::string& worker_id, const nlohmann::json* capabilities, const std::vector<std::string>& queues) {
-    return store_.contact(worker_id, capabilities, queues);
-  }
+  Contact contact(const std::string& worker_id, const nlohmann::json* capabilities, const std::vector<std::string>& queues);
+  static constexpr std::int64_t kResendProfileMs = 30000;
   // The registry's retention window starts now for a worker it did not know.
   void set_state(const std::string& worker_id, const std::string& state) { store_.set_state(worker_id, state); }
   std::optional<WorkerInfo> get(const std::string& worker_id) { return store_.get(worker_id); }
@@ -52,6 +53,15 @@ class WorkerRegistry {
 
  private:
   WorkerStore& store_;
+  // worker id -> (hash of the capabilities and queues last written, when): bounded,
+  // starts over past kMaxProfiles (a miss only costs one full write).
+  struct WrittenProfile {
+    std::size_t hash = 0;
+    std::int64_t at_ms = 0;
+  };
+  static constexpr std::size_t kMaxProfiles = 100000;
+  std::mutex profiles_mutex_;
+  std::unordered_map<std::string, WrittenProfile> profiles_;
 };
 
 }  // namespace ojs::broker

@@ -1,0 +1,43 @@
+// A worker sends its capabilities with every FETCH; the registry writes them to
+// Redis only when they change (or after WorkerRegistry::kResendProfileMs), so an
+// unchanged worker does not rewrite a few KB per FETCH.
+#include <gtest/gtest.h>
+
+#include "support/ml_fixtures.hpp"
+#include "support/processes.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+
+namespace {
+
+std::string stored_capabilities(const RedisServer& redis, const std::string& worker) {
+  auto out = run_process({"redis-cli", "-p", std::to_string(redis.port()), "HGET", "ojs:{_global}:worker:" + worker, "capabilities"}, 10).output;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+TEST(WorkerProfile, CapabilitiesAreWrittenWhenTheyChangeNotOnEveryFetch) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  json caps = example_worker("4xa100-pcie");
+  api.fetch({"profile-q"}, "box", 1, {{"capabilities", caps}});
+  ASSERT_EQ(json::parse(stored_capabilities(redis, "box")), caps);
+
+  // Something else rewrote the record: an unchanged FETCH leaves it alone...
+  run_process({"redis-cli", "-p", std::to_string(redis.port()), "HSET", "ojs:{_global}:worker:box", "capabilities", "{\"marker\":1}"}, 10);
+  api.fetch({"profile-q"}, "box", 1, {{"capabilities", caps}});
+  EXPECT_EQ(stored_capabilities(redis, "box"), "{\"marker\":1}") << "an unchanged profile is not written again";
+
+  // ...and a changed one is written at once (here: a GPU turned unhealthy).
+  caps["devices"][1]["healthy"] = false;
+  api.fetch({"profile-q"}, "box", 1, {{"capabilities", caps}});
+  EXPECT_EQ(json::parse(stored_capabilities(redis, "box")), caps);
+
+  // Another worker's first FETCH is always written.
+  api.fetch({"profile-q"}, "other", 1, {{"capabilities", caps}});
+  EXPECT_EQ(json::parse(stored_capabilities(redis, "other")), caps);
+}
