@@ -55,6 +55,8 @@ void BrokerQueue::push(int job, const SimJob& j) {
   b.fields = {{"queue", kQueue}, {"type", j.kind}, {"priority", std::to_string(j.priority)},
               {"gpus", std::to_string(j.req.gpu_count())}};
   if (!j.tenant.empty()) b.fields.emplace_back("tenant", j.tenant);
+  if (const auto& est = j.req.scheduling.estimated_duration_seconds)  // [backfill] as PUSH stores it (job_service.cpp)
+    b.fields.emplace_back("estimated_duration_s", std::to_string(*est));
   const auto& c = impl_->config;
   if (c.policy != broker::QueuePolicy::priority)
     b.fields.emplace_back("order_base", broker::rank_text(broker::order_base(c.policy, class_rank, j.priority,

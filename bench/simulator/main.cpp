@@ -20,6 +20,14 @@ namespace {
 
 const char* kClasses[] = {"spot", "on-demand", "reserved"};
 
+json pools_json(const SimResult& r) {
+  json out = json::object();
+  for (const auto& [type, p] : r.pools)
+    out[type] = {{"gpus", p.gpus}, {"offered_fit", p.offered_fit}, {"offered_share", p.offered_share},
+                 {"utilization", p.utilization}, {"stranded", p.stranded}};
+  return out;
+}
+
 json to_json(const SimResult& r) {
   json waits = json::object();
   for (const auto& [name, p] : r.wait_s)
@@ -33,7 +41,9 @@ json to_json(const SimResult& r) {
           {"locality_hit_rate", r.locality_hit_rate()}, {"model_loads", r.model_loads},
           {"preemptions", r.preemptions}, {"lost_gpu_hours", r.lost_gpu_hours},
           {"oversubscriptions", r.oversubscriptions}, {"constraint_violations", r.constraint_violations},
-          {"judgements", r.judgements}, {"wall_s", r.wall_s}};
+          {"judgements", r.judgements}, {"wall_s", r.wall_s},
+          {"wait_8gpu_s", {{"jobs", r.wait_8gpu_s.count}, {"p50_s", r.wait_8gpu_s.p50}, {"p95_s", r.wait_8gpu_s.p95}}},
+          {"backfill_reservations", r.backfill_reservations}, {"pools", pools_json(r)}};
 }
 
 void print_table(const std::vector<SimResult>& results) {
@@ -87,6 +97,13 @@ int main(int argc, char** argv) {
   app.add_option("--redis-server", ours.redis_binary, "redis-server binary our broker's queue runs on");
   app.add_option("--preemption", ours.preemption, "our policy preempts spot work for waiting reserved jobs (true/false)");
   app.add_flag("--json", json_output, "print one JSON object");
+  bool backfill = false;
+  double pool_load = 0;
+  app.add_flag("--backfill", backfill, "also run our policy with EASY backfill (queue config backfill)");
+  app.add_option("--backfill-after-s", ours.backfill_after_s, "backfill.after_s: wait before a job gets a reservation");
+  app.add_option("--pool-load", pool_load,
+                 "saturated per pool: GPU jobs pinned to a worker type (ext_ml_gpu_type), arrivals at the rate that "
+                 "gives the least loaded pool this offered load (overrides --load)")->check(CLI::Range(0.0, 5.0));
   CLI11_PARSE(app, argc, argv);
 
   std::vector<WorkerSpec> workers;
@@ -112,12 +129,18 @@ int main(int argc, char** argv) {
       ours.tenant_weights[name] = colon == std::string::npos ? 1.0 : std::stod(item.substr(colon + 1));
     }
   }
-  auto trace = generate_trace(jobs, seed, load, workers);
+  auto trace = pool_load > 0 ? generate_pool_trace(jobs, seed, pool_load, workers) : generate_trace(jobs, seed, load, workers);
   assign_tenants(trace, tenant_names, seed);
   SimOptions fifo = ours;
   fifo.policy = Policy::fifo_first_fit;
   fifo.preemption = false;
-  const std::vector<SimResult> results = {simulate(trace, workers, ours), simulate(trace, workers, fifo)};
+  std::vector<SimResult> results = {simulate(trace, workers, ours)};
+  if (backfill) {
+    SimOptions with_backfill = ours;
+    with_backfill.backfill = true;
+    results.push_back(simulate(trace, workers, with_backfill));
+  }
+  results.push_back(simulate(trace, workers, fifo));
 
   int gpus = 0;
   for (const auto& w : workers) gpus += w.caps.gpu.count;
@@ -129,8 +152,9 @@ int main(int argc, char** argv) {
     for (const auto& r : results) out["results"].push_back(to_json(r));
     std::cout << out.dump(2) << std::endl;
   } else {
-    std::printf("trace: %d jobs, seed %llu, offered load %.2f (measured %.2f over the %.1f h of arrivals); cluster: %zu workers (%s), %d GPUs\n\n",
-                jobs, static_cast<unsigned long long>(seed), load, results[0].offered_load,
+    std::printf("trace: %d jobs, seed %llu, offered load %s %.2f (measured %.2f over the %.1f h of arrivals); cluster: %zu workers (%s), %d GPUs\n\n",
+                jobs, static_cast<unsigned long long>(seed), pool_load > 0 ? "per pool >=" : "", pool_load > 0 ? pool_load : load,
+                results[0].offered_load,
                 trace.empty() ? 0.0 : trace.back().arrival_s / 3600, workers.size(), mix.c_str(), gpus);
     print_table(results);
     for (const auto& r : results) {
@@ -139,6 +163,14 @@ int main(int argc, char** argv) {
                   r.policy.c_str(), 100 * r.arrival_utilization, 100 * r.arrival_stranded, r.stranded_gpu_hours,
                   100 * (1 - r.arrival_utilization - r.arrival_stranded));
       for (const auto& [t, h] : r.tenant_gpu_hours) std::printf("; tenant %s %.1f GPU-h", t.c_str(), h);
+      std::printf("\n");
+    }
+    for (const auto& r : results) {
+      std::printf("%s: 8-GPU jobs %zu, wait p50 %.0f min, p95 %.0f min; %lld backfill reservations; per pool (offered fit/share, busy, stranded):",
+                  r.policy.c_str(), r.wait_8gpu_s.count, r.wait_8gpu_s.p50 / 60, r.wait_8gpu_s.p95 / 60, r.backfill_reservations);
+      for (const auto& [type, p] : r.pools)
+        std::printf(" %s %d GPUs %.2f/%.2f, %.1f%%, %.1f%%;", type.c_str(), p.gpus, p.offered_fit, p.offered_share, 100 * p.utilization,
+                    100 * p.stranded);
       std::printf("\n");
     }
     for (const auto& r : results)

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/governance/queue_config.hpp"
+#include "broker/preemption/backfill.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "simulator/broker_queue.hpp"
 #include "ojs/ml/predicates.hpp"
@@ -37,6 +38,7 @@ struct Event {
 
 struct Running {
   double start = 0;
+  double declared_end = 0;  // start + the job's ext_ml_estimated_duration_seconds (what backfill plans with)
   double work_start = 0;  // after model loading
   int gpus = 0;
   std::vector<int> devices;
@@ -53,6 +55,11 @@ struct WorkerState {
   std::deque<std::string> lru;     // loaded models, least recently used first
 
   int gpus_free() const { return caps.gpu.count - load.gpus_in_use(); }
+  // [backfill] The reservation held on this worker (job -1: none).
+  struct {
+    int job = -1, cls = -1, gpus = 0;
+    double start = 0, until = 0;
+  } reservation;
   int cores_free() const { return caps.cpu_cores.value_or(1 << 20) - cores_used; }
 };
 
@@ -68,6 +75,7 @@ struct JobState {
   bool done = false;
   bool preemption_pending = false;
   bool wake_scheduled = false;
+  int reserved_on = -1;  // [backfill] worker holding a reservation for it
 };
 
 class Simulation {
@@ -83,7 +91,10 @@ class Simulation {
       for (const auto& m : w.caps.models_loaded) w.lru.push_back(m.model_id);
       workers_.push_back(std::move(w));
       total_gpus_ += spec.caps.gpu.count;
+      pool_gpus_[spec.type] += spec.caps.gpu.count;
     }
+    type_names_.resize(types.size());
+    for (const auto& [name, index] : types) type_names_[static_cast<std::size_t>(index)] = name;
     std::map<std::string, int> class_index;
     for (std::size_t i = 0; i < trace.size(); ++i) {
       const auto& j = trace[i];
@@ -151,6 +162,9 @@ class Simulation {
   SimResult result_;
   std::unique_ptr<BrokerQueue> queue_;  // ours: the broker's queue (real redis-server, claim.lua)
   double offered_gpu_s_ = 0, last_arrival_ = 0, arrival_allocated_gpu_s_ = 0, stranded_gpu_s_ = 0;
+  std::map<std::string, int> pool_gpus_;
+  std::vector<std::string> type_names_;  // worker type index -> name
+  std::map<std::string, double> pool_allocated_s_, pool_stranded_s_;  // arrival window, GPU-seconds
 
   void push(Event e) {
     e.seq = event_seq_++;
@@ -213,6 +227,7 @@ class Simulation {
 
   void dispatch() {
     if (options_.policy == Policy::ours) {
+      if (options_.backfill) plan_backfill();
       // Every worker polls (in rotating order) and takes jobs until none is eligible.
       for (std::size_t k = 0; k < workers_.size(); ++k) {
         const auto wi = (rotation_ + k) % workers_.size();
@@ -292,6 +307,18 @@ class Simulation {
       e.id = cls.id;
       e.bonus = ml::score(req, w.caps, &w.load, scoring_).total;
       e.gpus = req.gpu_count();
+      if (w.reservation.job >= 0 && w.reservation.cls != static_cast<int>(c)) {
+        // [backfill] as the broker's FETCH guard: a class that needs the held GPUs
+        // gets the start (in Redis's clock: claim.lua reads TIME) and claim.lua
+        // takes only a job declared to end by then.
+        std::vector<int> beside;
+        const int held = broker::backfill_held_gpus(w.caps, w.load, w.reservation.gpus);
+        const auto fit = broker::fits_beside_hold(req, w.caps, w.load, held, {}, &beside);
+        if (fit == broker::Beside::needs_held)
+          e.backfill_before_ms = wall_ms() + static_cast<std::int64_t>(std::floor((w.reservation.start - now_) * 1000));
+        else if (fit == broker::Beside::fits && held > 0)
+          *devices = std::move(beside);
+      }
       if (!devices->empty()) e.devices_json = nlohmann::json(*devices).dump();
       eligible.push_back(std::move(e));
       devices_of[cls.id] = std::move(*devices);
@@ -309,16 +336,19 @@ class Simulation {
   void count_stranded(double t) {
     if (now_ >= last_arrival_ || t <= now_) return;
     int stranded = 0;  // the state since the last event, before the event at t changes it
+    const double span = std::min(t, last_arrival_) - now_;  // the arrival window only
     for (auto& w : workers_) {
       const int free = w.gpus_free();
+      pool_allocated_s_[w.spec->type] += (w.caps.gpu.count - free) * span;
       if (free <= 0) continue;
       for (std::size_t c = 0; c < classes_.size(); ++c)
         if (!classes_[c].pending.empty() && classes_[c].req->gpu_count() > 0 && fits_static(static_cast<int>(c), w)) {
           stranded += free;
+          pool_stranded_s_[w.spec->type] += free * span;
           break;
         }
     }
-    stranded_gpu_s_ += stranded * (std::min(t, last_arrival_) - now_);  // the arrival window only
+    stranded_gpu_s_ += stranded * span;
   }
 
   void first_fit_fifo() {
@@ -355,7 +385,12 @@ class Simulation {
 
     Running r;
     r.start = now_;
+    r.declared_end = now_ + sj.req.scheduling.estimated_duration_seconds.value_or(0);
     r.gpus = sj.req.gpu_count();
+    if (s.reserved_on >= 0) {  // [backfill] claimed: its reservation ends
+      workers_[static_cast<std::size_t>(s.reserved_on)].reservation.job = -1;
+      s.reserved_on = -1;
+    }
     r.devices = std::move(devices);
     double load_s = 0;
     const std::string& model = sj.req.soft.locality_model_id;
@@ -520,9 +555,107 @@ class Simulation {
     jobs_[static_cast<std::size_t>(j)].preemption_pending = true;
   }
 
+  // Per worker type: offered load (all work that fits it; and split over the pools
+  // each job fits, by their GPUs) and what it did while jobs arrived.
+  void pool_results() {
+    if (last_arrival_ <= 0) return;
+    std::map<std::string, double> fit_s, share_s;
+    std::vector<const WorkerState*> by_type(static_cast<std::size_t>(types_), nullptr);
+    for (const auto& w : workers_) by_type[static_cast<std::size_t>(w.type)] = &w;
+    for (std::size_t i = 0; i < jobs_.size(); ++i) {
+      const auto& j = trace_[i];
+      const double work = j.work_s * j.req.gpu_count();
+      if (work <= 0) continue;
+      double fitting_gpus = 0;
+      std::vector<const WorkerState*> fitting;
+      for (const auto* w : by_type)
+        if (w && w->caps.gpu.count > 0 && fits_static(jobs_[i].cls, *w)) {
+          fitting.push_back(w);
+          fitting_gpus += pool_gpus_[w->spec->type];
+        }
+      for (const auto* w : fitting) {
+        fit_s[w->spec->type] += work;
+        share_s[w->spec->type] += work * pool_gpus_[w->spec->type] / fitting_gpus;
+      }
+    }
+    for (const auto& [type, gpus] : pool_gpus_) {
+      if (gpus <= 0) continue;
+      auto& p = result_.pools[type];
+      const double capacity = gpus * last_arrival_;
+      p.gpus = gpus;
+      p.offered_fit = fit_s[type] / capacity;
+      p.offered_share = share_s[type] / capacity;
+      p.utilization = pool_allocated_s_[type] / capacity;
+      p.stranded = pool_stranded_s_[type] / capacity;
+    }
+  }
+
+  // ----- backfill (ours) -----
+
+  static std::int64_t wall_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
+
+  // The broker's backfill pass (broker/preemption/backfill_reservations.cpp), with
+  // the same rules: the oldest job of each GPU class that waited backfill_after_s and
+  // fits no worker now gets the worker where the declared ends free enough GPUs soonest.
+  void plan_backfill() {
+    for (auto& w : workers_)
+      if (w.reservation.job >= 0 && w.reservation.until <= now_) {  // running jobs overran: plan again
+        jobs_[static_cast<std::size_t>(w.reservation.job)].reserved_on = -1;
+        w.reservation.job = -1;
+      }
+    const auto now_ms = static_cast<std::int64_t>(std::llround(now_ * 1000));
+    // Class heads in the broker pass's order (broker::backfill_order: larger first).
+    std::vector<std::pair<std::tuple<int, double, double>, std::size_t>> heads;
+    for (std::size_t c = 0; c < classes_.size(); ++c)
+      if (!classes_[c].pending.empty() && classes_[c].req->gpu_count() > 0) {
+        const auto& [rank, seq, j] = *classes_[c].pending.begin();
+        heads.emplace_back(broker::backfill_order(rank + static_cast<double>(seq), classes_[c].req->gpu_count()), c);
+      }
+    std::sort(heads.begin(), heads.end());
+    for (const auto& [order, c] : heads) {
+      auto& cls = classes_[c];
+      const int j = std::get<2>(*cls.pending.begin());
+      auto& s = jobs_[static_cast<std::size_t>(j)];
+      if (s.reserved_on >= 0 || now_ - s.queued_since < options_.backfill_after_s) continue;
+      std::vector<broker::BackfillCandidate> candidates;
+      std::vector<int> index;
+      for (std::size_t wi = 0; wi < workers_.size(); ++wi) {
+        auto& w = workers_[wi];
+        if (w.reservation.job >= 0 || !fits_static(static_cast<int>(c), w)) continue;
+        broker::BackfillCandidate candidate{&w.caps, {}};
+        for (const auto& [id, r] : w.running) {
+          broker::RunningJob rj;
+          rj.job_id = std::to_string(id);
+          rj.gpus = r.gpus;
+          rj.devices = r.devices;
+          rj.declared_end_ms = static_cast<std::int64_t>(std::llround(r.declared_end * 1000));
+          candidate.running.push_back(std::move(rj));
+        }
+        candidates.push_back(std::move(candidate));
+        index.push_back(static_cast<int>(wi));
+      }
+      result_.judgements += static_cast<long long>(candidates.size());
+      const auto plan = broker::plan_backfill(*cls.req, candidates, now_ms);
+      if (plan.fits_now || plan.candidate < 0 || plan.start_ms - now_ms > options_.backfill_max_start_s * 1000) continue;
+      auto& w = workers_[static_cast<std::size_t>(index[static_cast<std::size_t>(plan.candidate)])];
+      w.reservation.job = j;
+      w.reservation.cls = static_cast<int>(c);
+      w.reservation.gpus = cls.req->gpu_count();
+      w.reservation.start = static_cast<double>(plan.start_ms) / 1000;
+      w.reservation.until = w.reservation.start + options_.backfill_hold_s;
+      s.reserved_on = index[static_cast<std::size_t>(plan.candidate)];
+      ++result_.backfill_reservations;
+      // Wake at the end of the hold (a poll happens at every event anyway).
+      push({w.reservation.until + 0.001, 0, EventType::wake, j, -1, 0});
+    }
+  }
+
   SimResult finish() {
     auto& r = result_;
-    r.policy = options_.policy == Policy::ours ? std::string("ours/") + broker::governance::policy_name(options_.queue_policy)
+    r.policy = options_.policy == Policy::ours ? std::string("ours/") + broker::governance::policy_name(options_.queue_policy) +
+                                                     (options_.backfill ? "+bf" : "")
                                                : "fifo-first-fit";
     r.jobs = static_cast<int>(jobs_.size());
     std::map<std::string, std::vector<double>> waits;
@@ -538,6 +671,11 @@ class Simulation {
       waits[name].push_back(jobs_[i].waited);
     }
     for (auto& [name, v] : waits) r.wait_s[name] = percentiles(v);
+    std::vector<double> waits8;
+    for (std::size_t i = 0; i < jobs_.size(); ++i)
+      if (jobs_[i].done && trace_[i].req.gpu_count() == 8) waits8.push_back(jobs_[i].waited);
+    r.wait_8gpu_s = percentiles(waits8);
+    pool_results();
     if (r.makespan_s > 0 && total_gpus_ > 0) {
       r.gpu_utilization = allocated_gpu_s_ / (total_gpus_ * r.makespan_s);
       r.useful_utilization = useful_gpu_s_ / (total_gpus_ * r.makespan_s);

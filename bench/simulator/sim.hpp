@@ -30,6 +30,21 @@ struct SimOptions {
   std::map<std::string, double> tenant_weights;                      // fair share weights (ours)
   std::string redis_binary = "redis-server";
   double tenant_window_start_s = 3600, tenant_window_s = 3600;       // GPU-time per tenant measured here
+  // [backfill] (ours) EASY backfill as the broker's queue config `backfill` does it: the
+  // rules of broker/preemption/backfill.hpp and claim.lua's per-job test.
+  bool backfill = false;
+  double backfill_after_s = 60;     // backfill.after_s
+  double backfill_max_start_s = 86400;  // backfill.max_start_s
+  double backfill_hold_s = 10;      // --capacity-hold-ms: a reservation outlives its start this long
+};
+
+// One worker type (GPU pool) while jobs arrive.
+struct PoolResult {
+  int gpus = 0;
+  double offered_fit = 0;    // GPU-seconds of jobs that fit the pool / (its GPUs x arrival span): demand it could get
+  double offered_share = 0;  // the same with each job's work split over the pools it fits, by their GPUs
+  double utilization = 0;    // GPU-seconds allocated in the arrival window / (its GPUs x arrival span)
+  double stranded = 0;       // idle while a job that fits it waits, same denominator
 };
 
 struct SimResult {
@@ -44,6 +59,9 @@ struct SimResult {
   double arrival_stranded = 0;    // the same as a fraction of GPUs x arrival span
   std::map<std::string, double> tenant_gpu_hours;  // allocated in the tenant window
   std::map<std::string, Percentiles> wait_s;  // per priority class: total time queued
+  Percentiles wait_8gpu_s;                    // jobs of 8 GPUs (the ones backfill reserves for)
+  std::map<std::string, PoolResult> pools;    // per worker type
+  long long backfill_reservations = 0;
   long long locality_jobs = 0, locality_hits = 0;  // starts of jobs preferring a model; on a warm worker
   long long model_loads = 0;
   long long preemptions = 0;

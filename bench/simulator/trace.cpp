@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ojs/ml/predicates.hpp"
 #include "ojs/ml/requirement_class.hpp"
 
 namespace ojs::bench {
@@ -138,6 +139,45 @@ std::vector<SimJob> generate_trace(int count, std::uint64_t seed, double load, c
     const int declared = static_cast<int>(std::ceil(std::max(1.0, j.work_s)));
     j.document["ext_ml_estimated_duration_seconds"] = declared;
     j.req.scheduling.estimated_duration_seconds = declared;
+  }
+  return jobs;
+}
+
+std::vector<SimJob> generate_pool_trace(int count, std::uint64_t seed, double pool_load, const std::vector<WorkerSpec>& workers) {
+  auto jobs = generate_trace(count, seed, 1.0, workers);
+  std::map<std::string, std::pair<const ml::Capabilities*, int>> pools;  // type -> (capabilities, GPUs)
+  for (const auto& w : workers)
+    if (w.caps.gpu.count > 0) {
+      pools[w.type].first = &w.caps;
+      pools[w.type].second += w.caps.gpu.count;
+    }
+  std::map<std::string, double> gpu_s;
+  for (auto& j : jobs) {
+    if (j.req.gpu_count() == 0) continue;
+    // The fitting pool with the least work per GPU so far: the pools' loads stay as
+    // even as the jobs' constraints allow.
+    const double work = j.work_s * j.req.gpu_count();
+    std::string pick;
+    for (const auto& [name, pool] : pools)
+      if (ml::fits_static(j.req, pool.first) &&
+          (pick.empty() || (gpu_s[name] + work) / pool.second < (gpu_s[pick] + work) / pools[pick].second))
+        pick = name;
+    if (pick.empty()) continue;
+    j.document["ext_ml_gpu_type"] = pools[pick].first->gpu.type;
+    j.req = ml::parse_requirements(j.document);
+    j.class_id = ml::requirement_class(j.req).id;
+    gpu_s[pick] += j.work_s * j.req.gpu_count();
+  }
+  // Offered load of a pool = its GPU-seconds / (its GPUs x arrival span): the span
+  // that gives the least loaded pool `pool_load`; arrivals are scaled to it.
+  double span = 0;
+  for (const auto& [name, pool] : pools) {
+    const double s = gpu_s[name] / (pool_load * pool.second);
+    if (gpu_s[name] > 0 && (span == 0 || s < span)) span = s;
+  }
+  if (!jobs.empty() && span > 0 && jobs.back().arrival_s > 0) {
+    const double k = span / jobs.back().arrival_s;
+    for (auto& j : jobs) j.arrival_s *= k;
   }
   return jobs;
 }

@@ -64,6 +64,12 @@ std::vector<WorkerSpec> load_workers(const std::string& mix, const std::string& 
 // `load` x the cluster's GPUs.
 std::vector<SimJob> generate_trace(int count, std::uint64_t seed, double load, const std::vector<WorkerSpec>& workers);
 
+// Saturated per pool: the same jobs, each GPU job pinned (ext_ml_gpu_type) to the
+// worker type it fits with the least work per GPU so far (pools loaded as evenly as
+// the constraints allow); the arrival rate gives the least loaded pool offered load
+// `pool_load`.
+std::vector<SimJob> generate_pool_trace(int count, std::uint64_t seed, double pool_load, const std::vector<WorkerSpec>& workers);
+
 // Gives each job one of `tenants` (equal odds, own RNG stream from `seed`), as meta.tenant_id.
 void assign_tenants(std::vector<SimJob>& trace, const std::vector<std::string>& tenants, std::uint64_t seed);
 

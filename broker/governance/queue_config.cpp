@@ -133,6 +133,32 @@ TenantFairness parse_fairness(const json& f) {
 
 }  // namespace
 
+BackfillSettings parse_backfill(const json& b) {
+  BackfillSettings out;
+  if (b.is_boolean()) {
+    out.enabled = b.get<bool>();
+    return out;
+  }
+  if (!b.is_object()) throw invalid_field("backfill", "must be a boolean or an object");
+  only_keys(b, {"after_s", "max_start_s"}, "backfill.");
+  out.enabled = true;
+  if (b.contains("after_s")) {
+    out.after_s = non_negative_int(b["after_s"], "backfill.after_s");
+    if (out.after_s > 86400) throw invalid_field("backfill.after_s", "must be an integer between 0 and 86400");
+  }
+  if (b.contains("max_start_s")) {
+    out.max_start_s = non_negative_int(b["max_start_s"], "backfill.max_start_s");
+    if (out.max_start_s < 1 || out.max_start_s > 31536000)
+      throw invalid_field("backfill.max_start_s", "must be an integer between 1 and 31536000");
+  }
+  return out;
+}
+
+json backfill_to_json(const BackfillSettings& b) {
+  if (!b.enabled) return false;
+  return {{"after_s", b.after_s}, {"max_start_s", b.max_start_s}};
+}
+
 std::optional<QueuePolicy> parse_policy(const std::string& name) {
   if (name == "priority") return QueuePolicy::priority;
   if (name == "fifo") return QueuePolicy::fifo;
@@ -220,7 +246,7 @@ bool is_valid_tenant(const std::string& tenant) {
 
 QueueConfig parse_queue_config(const json& body) {
   if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
-  only_keys(body, {"ml_defaults", "ml_limits", "budgets", "tenant_quotas", "rate_limit", "policy", "tenant_fairness", "version",
+  only_keys(body, {"ml_defaults", "ml_limits", "budgets", "tenant_quotas", "rate_limit", "policy", "tenant_fairness", "backfill", "version",
                     "expected_version", "updated_at", "queue"},
             "");
   QueueConfig c;
@@ -235,6 +261,7 @@ QueueConfig parse_queue_config(const json& body) {
     c.policy = *p;
   }
   if (body.contains("tenant_fairness")) c.tenant_fairness = parse_fairness(object_member(body, "tenant_fairness", "tenant_fairness"));
+  if (body.contains("backfill")) c.backfill = parse_backfill(body["backfill"]);  // [backfill]
   return c;
 }
 
@@ -275,7 +302,8 @@ json to_json(const QueueConfig& c, const std::string& queue) {
               {"tenant_quotas", quotas_to_json(c.tenant_quotas)},
               {"rate_limit", rate_limit_to_json(c.rate_limit)},
               {"policy", policy_name(c.policy)},
-              {"tenant_fairness", fairness_to_json(c.tenant_fairness)}};
+              {"tenant_fairness", fairness_to_json(c.tenant_fairness)},
+              {"backfill", backfill_to_json(c.backfill)}};
   if (!c.updated_at.empty()) out["updated_at"] = c.updated_at;
   return out;
 }

@@ -57,6 +57,15 @@ struct TenantFairness {
   int slot_of(const std::string& tenant) const;  // 0 for a tenant without a weight
 };
 
+// [backfill] EASY backfill (docs/matching.md#backfill): a GPU job that has waited
+// `after_s` and fits no worker now gets a reservation on the worker whose running
+// jobs declare to end soonest, if that is within `max_start_s`.
+struct BackfillSettings {
+  bool enabled = false;
+  long long after_s = 60;
+  long long max_start_s = 86400;
+};
+
 struct QueueConfig {
   nlohmann::json ml_defaults = nlohmann::json::object();  // ext_ml_* -> value
   MlLimits ml_limits;
@@ -65,6 +74,7 @@ struct QueueConfig {
   QueueRateLimit rate_limit;
   QueuePolicy policy = QueuePolicy::priority;  // [fairshare] how claim orders the ready sets
   TenantFairness tenant_fairness;
+  BackfillSettings backfill;      // [backfill]
   long long version = 0;          // increments on every write; 0: never configured
   std::string updated_at;         // RFC 3339, empty when never configured
 };
@@ -90,6 +100,10 @@ TenantFairness fairness_from_json(const nlohmann::json& stored);
 // What claim.lua reads (config hash field fair_tenants): the band base, the default
 // weight and tenant -> [slot, weight].
 nlohmann::json fairness_for_claim(const TenantFairness& fairness);
+
+// [backfill] `true`, `false` or {"after_s": 0..86400, "max_start_s": 1..31536000}.
+BackfillSettings parse_backfill(const nlohmann::json& body);  // 400 naming backfill.<member>
+nlohmann::json backfill_to_json(const BackfillSettings& backfill);
 
 // Tenant names: 1-64 of [A-Za-z0-9._-].
 bool is_valid_tenant(const std::string& tenant);

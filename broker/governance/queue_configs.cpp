@@ -42,6 +42,7 @@ QueueConfig QueueConfigs::load(const std::string& queue) {
   c.rate_limit = parse_rate_limit(json_of(s.rate_limit), "rate_limit.");
   if (!s.policy.empty()) c.policy = parse_policy(s.policy).value_or(QueuePolicy::priority);
   c.tenant_fairness = fairness_from_json(json_of(s.tenant_fairness));
+  if (!s.backfill.empty()) c.backfill = parse_backfill(json_of(s.backfill));  // [backfill]
   return c;
 }
 
@@ -63,6 +64,7 @@ long long QueueConfigs::save(const std::string& queue, const QueueConfig& c, std
   if (c.policy != QueuePolicy::priority) w.policy = policy_name(c.policy);
   if (!c.tenant_fairness.empty()) w.tenant_fairness = fairness_to_json(c.tenant_fairness).dump();
   if (c.policy == QueuePolicy::fair) w.fair_tenants = fairness_for_claim(c.tenant_fairness).dump();
+  if (c.backfill.enabled) w.backfill = backfill_to_json(c.backfill).dump();  // [backfill]
   if (c.tenant_quotas.default_max_gpus) w.tenant_max_gpus.emplace_back("*", *c.tenant_quotas.default_max_gpus);
   for (const auto& [tenant, max] : c.tenant_quotas.max_gpus) w.tenant_max_gpus.emplace_back(tenant, max);
   const auto saved = store_.save(queue, w, expected_version);

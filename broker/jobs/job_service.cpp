@@ -11,6 +11,7 @@
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/core/uuid.hpp"
+#include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/store/workflow_store.hpp"
 
@@ -130,6 +131,8 @@ PreparedJob JobService::prepare(const json& body) {
   if (order.policy != QueuePolicy::priority)
     fields.emplace_back("order_base", rank_text(order_base(order.policy, priority_class_rank(cls.requirements), job.priority,
                                                            cls.requirements.scheduling.estimated_duration_seconds, order.fair_slot)));
+  if (const auto& est = cls.requirements.scheduling.estimated_duration_seconds)  // [backfill] read by claim.lua
+    fields.emplace_back("estimated_duration_s", std::to_string(*est));
   if (job.visibility_timeout_ms) fields.emplace_back("visibility_timeout_ms", std::to_string(*job.visibility_timeout_ms));
   if (job.expires_at_ms) fields.emplace_back("expires_at", std::to_string(*job.expires_at_ms));
   // Execution deadline: ext_ml_timeout_seconds overrides the OJS timeout_ms.
@@ -197,6 +200,12 @@ json JobService::diagnosis(const std::string& id) {
   out["state"] = record->state();
   out["queue"] = record->queue();
   out["requirements"] = json::parse(store_.load_classes(record->queue()).classes[record->get("class")], nullptr, false);
+  if (record->state() == "available") {  // [backfill] the worker held for it, and from when
+    auto marks = store_.preemption();
+    if (auto hold = backfill_hold_of(marks, id))
+      out["backfill_reservation"] = {{"worker_id", hold->worker_id}, {"start_at", format_rfc3339(hold->backfill_start_ms)},
+                                     {"until", format_rfc3339(hold->until_ms)}, {"gpus", hold->gpus}};
+  }
   return out;
 }
 
@@ -296,7 +305,9 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
       classes = classes_of(queue, true);
       continue;
     }
-    for (const auto& block : outcome.budget_blocked) diagnosis_.note_budget(queue, block, worker.worker_id);
+    for (const auto& block : outcome.budget_blocked)
+      if (block.kind == "backfill") diagnosis_.note(queue, block.class_id, worker.worker_id, backfill_refusal(block.in_use, block.limit));
+      else diagnosis_.note_budget(queue, block, worker.worker_id);
     if (outcome.jobs.empty()) return;
     for (const auto& record : outcome.jobs) {
       json envelope = record.envelope();

@@ -10,7 +10,12 @@ using nlohmann::json;
 json CapacityHold::to_json() const {
   json v = json::array();
   for (const auto& victim : victims) v.push_back({{"job_id", victim.job_id}, {"gpus", victim.gpus}, {"devices", victim.devices}});
-  return {{"for_job", for_job}, {"queue", queue}, {"class", class_id}, {"class_rank", class_rank}, {"victims", v}, {"until_ms", until_ms}};
+  json out = {{"for_job", for_job}, {"queue", queue}, {"class", class_id}, {"class_rank", class_rank}, {"victims", v}, {"until_ms", until_ms}};
+  if (backfill_start_ms > 0) {  // [backfill]
+    out["backfill_start_ms"] = backfill_start_ms;
+    out["gpus"] = gpus;
+  }
+  return out;
 }
 
 std::optional<CapacityHold> CapacityHold::parse(const std::string& worker_id, const std::string& text) {
@@ -23,6 +28,8 @@ std::optional<CapacityHold> CapacityHold::parse(const std::string& worker_id, co
   h.class_id = j.value("class", "");
   h.class_rank = j.value("class_rank", 0);
   h.until_ms = j.value("until_ms", std::int64_t{0});
+  h.backfill_start_ms = j.value("backfill_start_ms", std::int64_t{0});  // [backfill]
+  h.gpus = j.value("gpus", 0);
   for (const auto& v : j.value("victims", json::array())) {
     RunningJob r;
     r.job_id = v.value("job_id", "");
@@ -31,6 +38,14 @@ std::optional<CapacityHold> CapacityHold::parse(const std::string& worker_id, co
     h.victims.push_back(std::move(r));
   }
   return h;
+}
+
+std::optional<CapacityHold> backfill_hold_of(PreemptionStore& store, const std::string& job_id) {
+  for (const auto& [worker, text] : store.holds()) {
+    auto h = CapacityHold::parse(worker, text);
+    if (h && h->for_job == job_id && h->backfill_start_ms > 0) return h;
+  }
+  return std::nullopt;
 }
 
 }  // namespace ojs::broker

@@ -24,6 +24,23 @@ bool dynamic_only(const ml::Judgement& j) {
 
 }  // namespace
 
+bool PreemptionController::LiveWorker::serves(const std::string& queue) const {
+  return info.queues.empty() || std::find(info.queues.begin(), info.queues.end(), queue) != info.queues.end();
+}
+
+std::vector<PreemptionController::LiveWorker> PreemptionController::live_workers() {
+  std::vector<LiveWorker> live;
+  const auto now = now_ms();
+  for (auto& w : workers_.list()) {
+    if (w.state != "running" || w.last_seen_ms < now - config_.worker_dead_after_ms || !w.capabilities.is_object()) continue;
+    try {
+      live.push_back({w, ml::parse_capabilities(w.capabilities)});
+    } catch (const std::exception&) {
+    }
+  }
+  return live;
+}
+
 std::vector<RunningJob> PreemptionController::running_on(const std::string& worker_id) {
   std::vector<RunningJob> out;
   const auto held = workers_.held_jobs(worker_id);
@@ -53,18 +70,8 @@ int PreemptionController::preempt() {
   const auto now = now_ms();
 
   // Live workers with capabilities, and the holds in force.
-  struct Candidate {
-    WorkerInfo info;
-    ml::Capabilities caps;
-  };
-  std::vector<Candidate> live;
-  for (auto& w : workers_.list()) {
-    if (w.state != "running" || w.last_seen_ms < now - config_.worker_dead_after_ms || !w.capabilities.is_object()) continue;
-    try {
-      live.push_back({w, ml::parse_capabilities(w.capabilities)});
-    } catch (const std::exception&) {
-    }
-  }
+  using Candidate = LiveWorker;
+  const std::vector<Candidate> live = live_workers();
   std::set<std::string> held_workers, pending_preemptors;
   for (const auto& [holder, text] : marks.holds()) {
     auto h = CapacityHold::parse(holder, text);
@@ -73,7 +80,7 @@ int PreemptionController::preempt() {
       continue;
     }
     held_workers.insert(h->worker_id);
-    pending_preemptors.insert(h->for_job);
+    if (h->backfill_start_ms == 0) pending_preemptors.insert(h->for_job);  // [backfill] a reservation does not stop preemption
   }
   if (live.empty()) return 0;
   const ml::AssignmentOptions assignment = assignment_options(config_);
@@ -100,7 +107,7 @@ int PreemptionController::preempt() {
       bool fits_somewhere = false;
       for (const auto& c : live) {
         if (held_workers.count(c.info.id) || static_refusers.count(c.info.id)) continue;
-        if (!c.info.queues.empty() && std::find(c.info.queues.begin(), c.info.queues.end(), queue) == c.info.queues.end()) continue;
+        if (!c.serves(queue)) continue;
         if (!ml::fits_static(req, &c.caps)) continue;
         const auto running = running_on(c.info.id);
         std::set<std::string> leaving;

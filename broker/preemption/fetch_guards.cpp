@@ -2,6 +2,7 @@
 // and `reservation`), judged against a hypothetical load.
 #include <algorithm>
 
+#include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
@@ -18,19 +19,6 @@ ml::Refusal refusal(const std::string& predicate, const std::string& reason, con
   r.reason = reason;
   r.summary = summary;
   return r;
-}
-
-// Adds a phantom job holding `gpus` GPUs (the given devices first, then free
-// ones from the highest index) to a hypothetical load.
-void add_phantom(ml::WorkerLoad& load, const ml::Capabilities& caps, const std::string& name, int gpus,
-                 const std::vector<int>& devices) {
-  if (gpus <= 0) return;
-  load.active.push_back({name, gpus, {}});
-  int taken = 0;
-  for (int d : devices)
-    if (taken < gpus && load.busy_devices.insert(d).second) ++taken;
-  for (auto it = caps.devices.rbegin(); it != caps.devices.rend() && taken < gpus; ++it)
-    if (load.busy_devices.insert(it->index).second) ++taken;
 }
 
 bool has_active(const ml::WorkerLoad& load, const std::string& id) {
@@ -74,11 +62,28 @@ void apply_capacity_guards(JobStore& store, const Scheduler& scheduler, const st
     }
     if (!v.judgement.eligible() || !caps || req.gpu_count() == 0) continue;
 
+    const bool own_class = hold && hold->queue == queue && hold->class_id == v.class_id;
+    if (hold && hold->backfill_start_ms > 0 && !own_class) {
+      // [backfill] A class that needs the held GPUs may take only jobs declared to
+      // end before the reservation starts (claim.lua decides per job).
+      std::vector<int> devices;
+      const int held = backfill_held_gpus(*caps, worker.load, hold->gpus);
+      const Beside beside = fits_beside_hold(req, *caps, worker.load, held, assignment, &devices);
+      if (beside == Beside::needs_held && req.hard.gang.size > 0) {  // claim_gang has no per-job test: a gang waits
+        v.judgement.refusals.push_back(backfill_refusal(-1, hold->backfill_start_ms).refusals.front());
+        continue;
+      }
+      if (beside == Beside::needs_held) v.claim.backfill_before_ms = hold->backfill_start_ms;
+      else if (beside == Beside::fits && held > 0) {
+        v.judgement.devices = devices;
+        v.claim.devices_json = devices.empty() ? std::string() : json(devices).dump();
+      }
+    }
     // Hypothetical load: what runs now plus capacity held for others.
     ml::WorkerLoad load = worker.load;
     std::string held_for;
     std::string predicate;
-    if (hold && !(hold->queue == queue && hold->class_id == v.class_id)) {
+    if (hold && hold->backfill_start_ms == 0 && !own_class) {
       for (const auto& victim : hold->victims)
         if (!has_active(load, victim.job_id)) add_phantom(load, *caps, "hold:" + hold->for_job, victim.gpus, victim.devices);
       held_for = "GPUs freed by preemption are held for job " + hold->for_job + " until " + format_rfc3339(hold->until_ms);

@@ -60,11 +60,15 @@ nlohmann::json list_reservations(PreemptionStore& store);
 void delete_reservation(PreemptionStore& store, const std::string& id);
 
 // ---- capacity hold: freed GPUs kept for the preemptor ----
+// [backfill] or for a waiting job's backfill reservation (backfill_start_ms > 0:
+// the declared time its GPUs are all free; backfill.hpp).
 struct CapacityHold {
   std::string worker_id, for_job, queue, class_id;
   int class_rank = 0;
   std::vector<RunningJob> victims;  // id, gpus, devices
   std::int64_t until_ms = 0;
+  std::int64_t backfill_start_ms = 0;  // [backfill] 0: a preemption hold
+  int gpus = 0;                        // [backfill] GPUs the job needs
   nlohmann::json to_json() const;
   static std::optional<CapacityHold> parse(const std::string& worker_id, const std::string& text);
 };
@@ -75,6 +79,11 @@ struct CapacityHold {
 void bind_reservation(JobClassification& cls);
 // ext_ml_checkpoint_storage_uri must start with one of the allowed prefixes (when any are configured).
 void check_checkpoint_prefix(const ml::Requirements& req, const std::vector<std::string>& prefixes);
+
+// [backfill] The controller's pass: waiting jobs of queues with `backfill` get a
+// reservation on the worker where they could start soonest (backfill_reservations.cpp).
+// The backfill reservation held for a job, if any (why-waiting shows it).
+std::optional<CapacityHold> backfill_hold_of(PreemptionStore& store, const std::string& job_id);
 
 // ---- FETCH ----
 // Refuses, with named reasons, classes a worker may not take because of a
@@ -119,9 +128,17 @@ class PreemptionController {
   int escalate(const std::string& queue);
   int expire_reservation_waits(const std::string& queue);
   int preempt();  // one pass over every queue's waiting heads; returns preemptions started
+  int reserve_for_backfill();  // [backfill] one pass; returns reservations made
 
  private:
   bool renew_lease();
+  struct LiveWorker {
+    WorkerInfo info;
+    ml::Capabilities caps;
+    bool serves(const std::string& queue) const;  // FETCHes from it (or from any queue)
+  };
+  // Workers that are running, seen within --worker-dead-after-ms, with capabilities.
+  std::vector<LiveWorker> live_workers();
   std::vector<RunningJob> running_on(const std::string& worker_id);
   // The queue's active jobs charged to its GPU budget (on any worker).
   std::vector<RunningJob> charged_in(const std::string& queue);

@@ -1,6 +1,7 @@
 // Active jobs as preemption sees them.
 #include "broker/preemption/running_jobs.hpp"
 
+#include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
 
 namespace ojs::broker {
@@ -30,6 +31,8 @@ RunningJob running_job_from(const JobRecord& job, const std::string& queue, std:
     r.preemptible = req->scheduling.preemptible;
     r.grace_period_s = req->scheduling.grace_period_s;
     r.checkpoint_on_preempt = req->scheduling.checkpoint.on_preempt;
+    r.declared_end_ms = declared_end(job.get_int("started_at").value_or(now), req->scheduling.estimated_duration_seconds,
+                                     job.get_int("execution_deadline"));  // [backfill]
   }
   const auto since = std::max(job.get_int("started_at").value_or(now), job.get_int("last_checkpoint_at").value_or(0));
   r.lost_ms = std::max<std::int64_t>(0, now - since);

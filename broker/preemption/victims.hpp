@@ -31,6 +31,7 @@ struct RunningJob {
   std::int64_t lost_ms = 0;   // progress lost if preempted now: since its last checkpoint (or start)
   int grace_period_s = 30;     // ext_ml_preemption_grace_period_s
   bool checkpoint_on_preempt = false;
+  std::optional<std::int64_t> declared_end_ms;  // [backfill] started + estimate, or its execution deadline
 };
 
 struct VictimChoice {

@@ -237,6 +237,7 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
     max_bonus = std::max(max_bonus, c.bonus);
     lines += '\n' + c.id + '\t' + std::to_string(c.bonus) + '\t' + std::to_string(c.hold_enqueued_after_ms) + '\t' +
              std::to_string(c.gpus) + '\t' + c.devices_json;
+    if (c.backfill_before_ms > 0) lines += '\t' + std::to_string(c.backfill_before_ms);  // [backfill] a 6th field
   }
   args.push_back(std::to_string(max_bonus));
   args.push_back(std::to_string(eligible.size()));

@@ -26,6 +26,7 @@ struct EligibleClass {
   std::int64_t hold_enqueued_after_ms = 0; // delay scheduling: skip heads enqueued after this (0 = none)
   int gpus = 0;                            // charged to the queue's GPU budget on claim
   std::string devices_json;                // device indices assigned on claim ("" = none)
+  std::int64_t backfill_before_ms = 0;     // [backfill] only jobs declared to end by then (0 = any)
 };
 
 // A class the budget kept from being claimed: its jobs stay available.

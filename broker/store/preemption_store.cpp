@@ -109,6 +109,12 @@ void PreemptionStore::put_hold(const std::string& worker_id, const std::string& 
 
 void PreemptionStore::drop_hold(const std::string& worker_id) { redis_.command({"HDEL", keys::holds, worker_id}); }
 
+std::optional<std::string> PreemptionStore::backfill_setting(const std::string& queue) {
+  auto v = redis_.command({"HGET", keys::config(queue), "backfill"});
+  if (v.is_nil()) return std::nullopt;
+  return v.str;
+}
+
 std::map<std::string, std::string> PreemptionStore::reservations() {
   return as_map(redis_.command({"HGETALL", keys::reservations}));
 }

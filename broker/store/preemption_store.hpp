@@ -62,6 +62,9 @@ class PreemptionStore {
   void put_hold(const std::string& worker_id, const std::string& hold_json);
   void drop_hold(const std::string& worker_id);
 
+  // [backfill] The queue's backfill setting (config hash field `backfill`, JSON), if set.
+  std::optional<std::string> backfill_setting(const std::string& queue);
+
   // Reservations: id -> JSON.
   std::map<std::string, std::string> reservations();
   bool has_reservations();

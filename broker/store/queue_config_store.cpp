@@ -38,7 +38,8 @@ bool Reconciliation::drift() const {
 
 StoredQueueConfig QueueConfigStore::load(const std::string& queue) {
   auto v = redis_.command({"HMGET", keys::config(queue), "version", "updated_at", "max_total_gpus", "max_concurrent_gpu_jobs",
-                           "ml_defaults", "ml_limits", "tenant_quotas", "rate_limit", "policy", "tenant_fairness"});
+                           "ml_defaults", "ml_limits", "tenant_quotas", "rate_limit", "policy", "tenant_fairness",
+                           "backfill"});
   StoredQueueConfig c;
   if (v.elements.size() < 10) return c;
   c.version = integer_of(v.elements[0]).value_or(0);
@@ -51,6 +52,7 @@ StoredQueueConfig QueueConfigStore::load(const std::string& queue) {
   c.rate_limit = text_of(v.elements[7]);
   c.policy = text_of(v.elements[8]);
   c.tenant_fairness = text_of(v.elements[9]);
+  if (v.elements.size() > 10) c.backfill = text_of(v.elements[10]);  // [backfill]
   return c;
 }
 
@@ -70,6 +72,7 @@ QueueConfigSaved QueueConfigStore::save(const std::string& queue, const QueueCon
   put(fields, "policy", c.policy);
   put(fields, "tenant_fairness", c.tenant_fairness);
   put(fields, "fair_tenants", c.fair_tenants);
+  put(fields, "backfill", c.backfill);  // [backfill]
   std::vector<std::string> args{optional_text(expected_version), std::to_string(now_ms()), std::to_string(fields.size())};
   append_fields(args, fields);
   for (const auto& [tenant, max] : c.tenant_max_gpus) {

@@ -23,7 +23,8 @@ struct StoredQueueConfig {
   std::optional<std::int64_t> updated_at_ms;
   std::optional<long long> max_total_gpus, max_concurrent_gpu_jobs;
   std::string ml_defaults, ml_limits, tenant_quotas, rate_limit, tenant_fairness;
-  std::string policy;  // "" = priority
+  std::string policy;    // "" = priority
+  std::string backfill;  // [backfill] JSON, "" = off
 };
 
 // A whole configuration to write: every field present here replaces the stored
@@ -35,6 +36,7 @@ struct QueueConfigWrite {
   std::optional<long long> rate_concurrency, rate_limit_starts, rate_period_ms;
   std::string policy;        // "" = priority
   std::string fair_tenants;  // claim.lua's form of the weights, "" = none
+  std::string backfill;      // [backfill] JSON (read by the preemption controller's backfill pass), "" = off
   std::vector<std::pair<std::string, long long>> tenant_max_gpus;  // the tenant quota hash ('*' = default)
 };
 

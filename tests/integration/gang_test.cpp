@@ -255,3 +255,50 @@ TEST_F(Gang, PreemptingOneMemberBringsTheWholeGangDownAndBackWithItsCheckpoint) 
   }
   EXPECT_NE(back["w1"]["ext_ml_gang_rank"], back["w2"]["ext_ml_gang_rank"]);
 }
+
+// [gangs] A gang is one job for the queue rate limit: it needs room to start forming
+// (and to start); once running it takes the room of one job.
+TEST_F(Gang, QueueRateLimitCountsTheGangAsOneJob) {
+  const std::string q = "gang-rate";
+  ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/queues/" + q + "/config", {{"rate_limit", {{"concurrency", 1}}}}).status, 200);
+  const auto plain = api.push(ml_job(q, {{"ext_ml_gpu_count", 1}}));
+  const auto gang = api.push(gang_job(q, {{"size", 2}}));
+  const json w3 = {{"capabilities", example_worker("l4-inference")}};  // 1 GPU: never a member
+  ASSERT_EQ(api.fetch({q}, "w3", 1, w3).size(), 1u);
+  // The queue's one slot is taken: the gang does not start holding members.
+  EXPECT_EQ(api.fetch({q}, "w1", 1, w1).size(), 0u);
+  EXPECT_EQ(gpus_free("w1"), 4) << "a rate-limited gang held a member";
+  EXPECT_EQ(gpus_charged(q), 1) << "a rate-limited gang charged a member";
+  ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", plain}, {"worker_id", "w3"}}).status, 200);
+  EXPECT_EQ(api.fetch({q}, "w1", 1, w1).size(), 0u);  // held
+  auto started = api.fetch({q}, "w2", 1, w2);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0]["id"], gang);
+  // Running, the gang fills the slot.
+  api.push(ml_job(q, {{"ext_ml_gpu_count", 1}}));
+  EXPECT_EQ(api.fetch({q}, "w3", 1, w3).size(), 0u);
+}
+
+// [gangs] expires_at: a gang past it is discarded, whether it was still waiting or
+// already holding members (whose GPUs are released).
+TEST_F(Gang, ExpiredGangIsDiscardedInsteadOfHeldOrStarted) {
+  const std::string q = "gang-ttl";
+  json forming = gang_job(q, {{"size", 2}, {"timeout_seconds", 60}});
+  forming["options"]["expires_at"] = "+PT2S";
+  const auto id = api.push(forming);
+  EXPECT_EQ(api.fetch({q}, "w1", 1, w1).size(), 0u);
+  ASSERT_EQ(gpus_charged(q), 4);  // w1 is held
+  sleep_ms(2500);
+  EXPECT_EQ(api.fetch({q}, "w2", 1, w2).size(), 0u);
+  EXPECT_EQ(info(id)["state"], "discarded");
+  EXPECT_EQ(gpus_charged(q), 0);
+  EXPECT_EQ(gpus_free("w1"), 4);
+
+  json waiting = gang_job(q, {{"size", 2}});
+  waiting["options"]["expires_at"] = "+PT1S";
+  const auto late = api.push(waiting);
+  sleep_ms(1500);
+  EXPECT_EQ(api.fetch({q}, "w1", 1, w1).size(), 0u);
+  EXPECT_EQ(info(late)["state"], "discarded");
+  EXPECT_EQ(gpus_charged(q), 0);
+}

@@ -192,3 +192,36 @@ local function within_tenant_quota(t, ready_key, head, gpus)
   end
   return nil, first_block
 end
+
+-- [spec #17] Queue rate limit (ojs-rate-limiting.md §7.2), the one Lua reading of it:
+-- concurrency counts the queue's active jobs (no counter to drift); the rate is a
+-- sliding window log of start times. Given the config's rate_concurrency,
+-- rate_limit_starts and rate_period_ms (numbers or nil), returns the starts still
+-- allowed now (nil = unlimited) and which limit is the tighter ('concurrency' | 'rate').
+local function rate_room(concurrency, starts, period, active_key, window_key, now)
+  local room, why = nil, ''
+  if concurrency then room, why = concurrency - redis.call('ZCARD', active_key), 'concurrency' end
+  if starts and period then
+    redis.call('ZREMRANGEBYSCORE', window_key, '-inf', now - period)
+    local r = starts - redis.call('ZCARD', window_key)
+    if not room or r < room then room, why = r, 'rate' end
+  end
+  return room, why
+end
+
+-- One start in the rate window (`member` unique per attempt: id:attempt).
+local function rate_record(window_key, period, now_s, member)
+  redis.call('ZADD', window_key, now_s, member)
+  redis.call('PEXPIRE', window_key, period)
+end
+
+-- [harden, issue 12] An expired job (expires_at passed before delivery) is discarded,
+-- never delivered: state, the queue's discarded count and job.discarded.
+local function discard_expired(jk, job, stats_key, events_key, now)
+  job.state, job.discarded_at = 'discarded', now  -- no completed_at: it never ran (level-2 ttl case)
+  job.error = cjson.encode({code = 'expired', type = 'expired', retryable = false,
+                            message = 'job expired (expires_at passed) before it was delivered'})
+  redis.call('HSET', jk, 'state', 'discarded', 'discarded_at', now, 'error', job.error)
+  redis.call('HINCRBY', stats_key, 'discarded', 1)
+  emit(events_key, 'job.discarded', job, {'reason', 'expired'})
+end

@@ -12,7 +12,8 @@
 --       among the eligible classes, 8 their number, 9 the eligible classes, one line each
 --       (each line starts with a newline): class id TAB bonus (soft score) TAB hold cutoff (skip a head
 --       enqueued after this ms; 0 = none) TAB gpus the class needs (charged to the queue
---       budget) TAB assigned devices JSON ('' = none)
+--       budget) TAB assigned devices JSON ('' = none) [TAB [backfill] the reservation start
+--       (ms) its jobs must end by, when the class would use GPUs held for one]
 -- Reply: {'ok', {job fields...}, {budget-blocked: class, in_use, limit, kind, ...},
 --         rate limit that cut this claim short ('' = none | concurrency | rate)}
 --        | {'paused'} | {'stale', current version}
@@ -31,33 +32,14 @@ local now = now_ms()
 local now_s = tostring(now)
 promote_due(q, now, 1000)
 
--- [harden, issue 12] an expired job is discarded, never delivered.
-local function discard_expired(jk, job)
-  job.state, job.discarded_at = 'discarded', now  -- no completed_at: it never ran (level-2 ttl case)
-  job.error = cjson.encode({code = 'expired', type = 'expired', retryable = false,
-                            message = 'job expired (expires_at passed) before it was delivered'})
-  redis.call('HSET', jk, 'state', 'discarded', 'discarded_at', now, 'error', job.error)
-  redis.call('HINCRBY', KEYS[13], 'discarded', 1)
-  emit(KEYS[6], 'job.discarded', job, {'reason', 'expired'})
-end
-
--- [spec #17] Queue rate limit (ojs-rate-limiting.md §7.2): concurrency counts the
--- queue's active jobs (no counter to drift); the rate is a sliding window log of
--- claim times. Jobs over the limit stay available.
+-- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
 local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',
                      'max_total_gpus', 'max_concurrent_gpu_jobs', 'policy')  -- [hotpath] budget limits and policy in the same read
 b.limits = {rl[4], rl[5]}
-local rate_concurrency, rate_starts, rate_period = tonumber(rl[1] or ''), tonumber(rl[2] or ''), tonumber(rl[3] or '')
-if rate_concurrency then
-  local room = rate_concurrency - redis.call('ZCARD', KEYS[4])
-  if room < count then count = math.max(room, 0); rate_limited = 'concurrency' end
-end
-if rate_starts and rate_period then
-  redis.call('ZREMRANGEBYSCORE', KEYS[14], '-inf', now - rate_period)
-  local room = rate_starts - redis.call('ZCARD', KEYS[14])
-  if room < count then count = math.max(room, 0); rate_limited = 'rate' end
-end
+local rate_starts, rate_period = tonumber(rl[2] or ''), tonumber(rl[3] or '')
+local room, why = rate_room(tonumber(rl[1] or ''), rate_starts, rate_period, KEYS[4], KEYS[14], now)
+if room and room < count then count = math.max(room, 0); rate_limited = why end
 
 -- [heads] The eligible classes, one line each in ARGV[8]. A class's line is parsed
 -- only when the claim looks at it: classes are visited in the order of their heads
@@ -71,9 +53,9 @@ local function class_info(id)
     c = false
     local at = string.find(packed, '\n' .. id .. '\t', 1, true)
     if at then
-      local bonus, hold, gpus, devices = string.match(packed, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\n]*)', at + #id + 2)
+      local bonus, hold, gpus, devices, backfill = string.match(packed, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t\n]*)\t?([^\n]*)', at + #id + 2)
       c = {id = id, bonus = tonumber(bonus), hold = tonumber(hold), gpus = tonumber(gpus), devices = devices,
-           ready = KEYS[12] .. id}
+           ready = KEYS[12] .. id, backfill = tonumber(backfill)}
     end
     info[id] = c
   end
@@ -161,13 +143,22 @@ local function choose()
             local enq = id and tonumber(redis.call('HGET', KEYS[11] .. id, 'enqueued_at') or '0') or 0
             if not id or enq > c.hold then c.done = true end  -- enqueued too recently: kept for a warm worker a little longer
           end
+          -- [backfill] On GPUs held for a reservation, only a job declared to end before its start (_lib_backfill.lua).
+          if not c.done and c.backfill then
+            local id, sc, declared = backfill_pick(t, c.ready, c.backfill, now, c.gpus)
+            if id then head, band = {id, sc, head[3], head[4]}, math.floor(tonumber(sc) / BAND)
+            else
+              blocked[#blocked + 1] = c.id; blocked[#blocked + 1] = declared; blocked[#blocked + 1] = c.backfill; blocked[#blocked + 1] = 'backfill'
+              c.done = true
+            end
+          end
           if not c.done then
             local k1, k2, k3 = band, -c.bonus, tonumber(head[2])
             if fair then k1, k3 = head[3], head[4] end  -- [fairshare] lowest weighted share first
             if not best or k1 < b1 or (k1 == b1 and (k2 < b2 or (k2 == b2 and k3 < b3))) then
               best, best_id, b1, b2, b3 = c, head[1], k1, k2, k3
               -- Nothing later in the index sorts before it, and no class offers more bonus.
-              if not fair and c.bonus >= max_bonus then return best, best_id end
+              if not fair and c.bonus >= max_bonus and not c.backfill then return best, best_id end
             end
           end
         end
@@ -202,7 +193,7 @@ while #claimed < count do
   local job = read_job(jk) or {id = best_id}
   local expires = tonumber(job.expires_at or '')
   if expires and expires <= now then
-    discard_expired(jk, job)
+    discard_expired(jk, job, KEYS[13], KEYS[6], now)
     expired_left = expired_left - 1
     if expired_left == 0 then break end
   else
@@ -244,10 +235,7 @@ while #claimed < count do
   redis.call('ZADD', KEYS[4], deadline, best_id)
   emit(KEYS[6], 'job.started', job, {'worker_id', worker})
   claimed[#claimed + 1] = flat_job(job)
-  if rate_starts and rate_period then  -- [spec #17] one start in the rate window
-    redis.call('ZADD', KEYS[14], now_s, best_id .. ':' .. job.attempt)
-    redis.call('PEXPIRE', KEYS[14], rate_period)
-  end
+  if rate_starts and rate_period then rate_record(KEYS[14], rate_period, now_s, best_id .. ':' .. job.attempt) end  -- [spec #17]
   end
   end
 end

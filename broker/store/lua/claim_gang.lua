@@ -6,14 +6,17 @@
 --    holds members, so two half-built gangs never wait on each other's workers.
 -- The member that completes the gang starts it: the job turns active on all
 -- members at once, this worker gets it now, the others on their next FETCH.
--- KEYS (13 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
+-- The queue rate limit binds a gang as one job (room to start forming it, and to
+-- start it), and a gang past its expires_at is discarded instead of held or started.
+-- KEYS (15 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
 --   6 active, 7 events, 8 config, 9 ledger, 10 tenant quotas, 11 tenant ledger, 12 seq,
---   13 class heads, then the ready set of each eligible gang class (in ARGV order)
+--   13 class heads, 14 stats, 15 rate window, then the ready set of each eligible gang
+--   class (in ARGV order)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, rendezvous
 --   address, rendezvous port, then per eligible gang class 4 values: class id, GPUs per
 --   member, assigned devices JSON ('' = none), the worker's value of the gang's same_label
 -- Reply: {'start', job fields, rank} | {'held' (joined now) | 'waiting' (held before), job id, rank, class id}
---        | {'none'}
+--        | {'none'} | {'rate_limited', concurrency | rate}
 --        | {'blocked', class, in_use, limit, kind}
 local worker, request_vis, default_vis, address, port =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
@@ -36,6 +39,21 @@ local g = {gangs = KEYS[4], seq = KEYS[12], heads = KEYS[13], events = KEYS[7], 
            job_prefix = KEYS[2], ready_prefix = KEYS[3]}
 gang_release_expired(g, now)
 
+-- expires_at passed: the gang is discarded (its held members released first).
+local function expired(job)
+  local at = tonumber(job.expires_at or '')
+  if not at or at > now then return false end
+  local jk = KEYS[2] .. job.id
+  if job.gang_workers then
+    release_budget({ledger = g.ledger, tenant_ledger = g.tenant_ledger}, jk, job)
+    gang_reset(jk, job)
+  end
+  redis.call('ZREM', KEYS[4], job.id)
+  ready_remove(KEYS[13], KEYS[3] .. job.class, job.class, job.id)
+  discard_expired(jk, job, KEYS[14], KEYS[7], now)
+  return true
+end
+
 -- 3. The forming gang, else the best head of an eligible gang class.
 local job, class_at = nil, nil
 local forming = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
@@ -43,6 +61,8 @@ if forming then
   job = read_job(KEYS[2] .. forming)
   if not job or job.state ~= 'available' or not job.gang_workers then
     gang_release(g, forming, now, 'ended')
+    job, forming = nil, nil
+  elseif expired(job) then
     job, forming = nil, nil
   else
     local rank = gang_rank(job, worker)
@@ -60,9 +80,10 @@ end
 if not forming then
   local best_score = nil
   for i = 6, #ARGV, 4 do
-    local head = redis.call('ZRANGE', KEYS[13 + (i - 2) / 4], 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGE', KEYS[15 + (i - 2) / 4], 0, 0, 'WITHSCORES')
     if head[1] and (best_score == nil or tonumber(head[2]) < best_score) then
       local candidate = read_job(KEYS[2] .. head[1])
+      if candidate and expired(candidate) then candidate = nil end
       if candidate and ((candidate.gang_label or '') == '' or ARGV[i + 3] ~= '') then
         job, class_at, best_score = candidate, i, tonumber(head[2])
       end
@@ -78,8 +99,15 @@ local over = budget_block({config = KEYS[8], ledger = KEYS[9]}, gpus)
 if over and over[3] == 'max_concurrent_gpu_jobs' and charged > 0 then over = nil end  -- the gang already counts
 over = over or tenant_block({tenant_quotas = KEYS[10], tenant_ledger = KEYS[11]}, job.tenant, gpus)
 if over then return {'blocked', ARGV[class_at], over[1], over[2], over[3]} end
-local jk = KEYS[2] .. job.id
 local members = job.gang_members and cjson.decode(job.gang_members) or {}
+-- The rate limit counts the gang once: room is needed to start forming it and to start it.
+local rl = redis.call('HMGET', KEYS[8], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms')
+local rate_starts, rate_period = tonumber(rl[2] or ''), tonumber(rl[3] or '')
+if #members == 0 or #members + 1 >= tonumber(job.gang_size) then
+  local room, why = rate_room(tonumber(rl[1] or ''), rate_starts, rate_period, KEYS[6], KEYS[15], now)
+  if room and room < 1 then return {'rate_limited', why} end
+end
+local jk = KEYS[2] .. job.id
 local workers = job.gang_workers and cjson.decode(job.gang_workers) or {}
 local rank = #members
 members[#members + 1] = {worker_id = worker, rank = rank, gpus = gpus, devices = devices, address = address,
@@ -117,6 +145,7 @@ set = {'state', 'active', 'started_at', now, 'worker_id', job.worker_id, 'attemp
 if job.execution_deadline then set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline end
 redis.call('HSET', jk, unpack(set))
 redis.call('ZADD', KEYS[6], deadline, job.id)
+if rate_starts and rate_period then rate_record(KEYS[15], rate_period, tostring(now), job.id .. ':' .. job.attempt) end
 for _, w in ipairs(workers) do
   if w ~= worker then redis.call('ZADD', KEYS[5], 0, w .. '\t' .. job.id .. '\t' .. job.gang_start) end
 end

@@ -8,7 +8,8 @@ local current = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
 if ARGV[1] ~= '' and tonumber(ARGV[1]) ~= current then return {'conflict', current} end
 redis.call('HDEL', KEYS[1], 'max_total_gpus', 'max_concurrent_gpu_jobs', 'ml_defaults', 'ml_limits', 'tenant_quotas',
            'rate_limit', 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',  -- [spec #17] queue rate limit
-           'policy', 'tenant_fairness', 'fair_tenants')  -- [fairshare] queue policy and tenant weights
+           'policy', 'tenant_fairness', 'fair_tenants',  -- [fairshare] queue policy and tenant weights
+           'backfill')  -- [backfill]
 local n = tonumber(ARGV[3])
 local fields = {}
 for i = 4, 3 + 2 * n do table.insert(fields, ARGV[i]) end
