@@ -69,9 +69,15 @@ int PreemptionController::preempt() {
   auto marks = store.preemption();
   const auto now = now_ms();
 
-  // Live workers with capabilities, and the holds in force.
+  // The holds in force, then (only once a waiting head could preempt) the live
+  // workers with their capabilities: reading every worker's profile each pass is
+  // the costly part, and most passes find no head above rank 0.
   using Candidate = LiveWorker;
-  const std::vector<Candidate> live = live_workers();
+  std::optional<std::vector<Candidate>> live_once;
+  const auto live = [&]() -> const std::vector<Candidate>& {
+    if (!live_once) live_once = live_workers();
+    return *live_once;
+  };
   std::set<std::string> held_workers, pending_preemptors;
   for (const auto& [holder, text] : marks.holds()) {
     auto h = CapacityHold::parse(holder, text);
@@ -82,7 +88,6 @@ int PreemptionController::preempt() {
     held_workers.insert(h->worker_id);
     if (h->backfill_start_ms == 0) pending_preemptors.insert(h->for_job);  // [backfill] a reservation does not stop preemption
   }
-  if (live.empty()) return 0;
   const ml::AssignmentOptions assignment = assignment_options(config_);
 
   int started = 0;
@@ -95,6 +100,7 @@ int PreemptionController::preempt() {
       const std::string preemptor = head->first;
       const int rank = class_rank_of_score(head->second);
       if (rank == 0 || pending_preemptors.count(preemptor)) continue;
+      if (live().empty()) return started;
       const ml::Requirements& req = scheduler_.requirements(class_id, class_json);
       if (!req.scheduling.reservation_id.empty()) continue;  // reservations hold their own capacity
       // Workers whose recent judgement of this class shows a static refusal cannot
@@ -105,7 +111,7 @@ int PreemptionController::preempt() {
 
       std::optional<std::pair<const Candidate*, VictimChoice>> best;
       bool fits_somewhere = false;
-      for (const auto& c : live) {
+      for (const auto& c : live()) {
         if (held_workers.count(c.info.id) || static_refusers.count(c.info.id)) continue;
         if (!c.serves(queue)) continue;
         if (!ml::fits_static(req, &c.caps)) continue;

@@ -41,3 +41,20 @@ TEST(WorkerProfile, CapabilitiesAreWrittenWhenTheyChangeNotOnEveryFetch) {
   api.fetch({"profile-q"}, "other", 1, {{"capabilities", caps}});
   EXPECT_EQ(json::parse(stored_capabilities(redis, "other")), caps);
 }
+
+// The preemption leader reads every worker's profile only when a waiting job could
+// preempt (a head above rank 0): an idle cluster's leader pass reads no profile.
+TEST(WorkerProfile, AnIdleClusterDoesNotReadEveryWorkerProfileEachPreemptionPass) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--preemption-interval-ms", "200"}};
+  Api api{broker.url()};
+  for (const auto& w : {"idle-a", "idle-b", "idle-c"}) api.fetch({"idle-q"}, w, 1, {{"capabilities", example_worker("4xa100-pcie")}});
+  const auto seen = run_process({"timeout", "2", "redis-cli", "-p", std::to_string(redis.port()), "monitor"}, 10).output;
+  std::size_t profile_reads = 0;
+  for (std::size_t at = seen.find("\"HGETALL\" \"ojs:{_global}:worker:idle-"); at != std::string::npos;
+       at = seen.find("\"HGETALL\" \"ojs:{_global}:worker:idle-", at + 1)) {
+    const auto end = seen.find('\n', at);
+    if (seen.substr(at, end - at).find(":jobs\"") == std::string::npos) ++profile_reads;
+  }
+  EXPECT_EQ(profile_reads, 0u) << "about ten leader passes ran in those two seconds";
+}
