@@ -8,6 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -222,10 +225,23 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     http::async_write_header(stream_, *serializer, [self = this->shared_from_this(), res, serializer](beast::error_code ec, std::size_t) {
       if (ec) return self->end_stream(true);
       beast::get_lowest_layer(self->stream_).expires_never();
-      // A streaming client sends nothing more: readable means it closed (or broke the protocol).
-      beast::get_lowest_layer(self->stream_).socket().async_wait(tcp::socket::wait_read,
-                                                                  [self](beast::error_code) { self->end_stream(true); });
+      self->watch_peer();
       self->pull();
+    });
+  }
+
+  // A streaming client sends nothing more: readable means it closed (or broke the
+  // protocol). The readiness is checked with a non-blocking peek first: the reactor
+  // may report the socket readable from the request's own bytes, which were read
+  // already (edge-triggered epoll keeps the flag until a read finds nothing), and
+  // trusting it closed a healthy stream right after its headers.
+  void watch_peer() {
+    beast::get_lowest_layer(stream_).socket().async_wait(tcp::socket::wait_read, [self = this->shared_from_this()](beast::error_code ec) {
+      if (ec || self->stream_done_) return self->end_stream(true);
+      char byte;
+      const ssize_t n = ::recv(beast::get_lowest_layer(self->stream_).socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return self->watch_peer();  // not really readable
+      self->end_stream(true);
     });
   }
 
