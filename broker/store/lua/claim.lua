@@ -109,6 +109,11 @@ local fair = nil
 if rl[6] == 'fair' then fair = fair_config(KEYS[7]) end
 
 local claimed, blocked = {}, {}
+-- A class kept from this claim, with its reason (the reply's budget-blocked list).
+local function report_blocked(c, in_use, limit, kind)
+  blocked[#blocked + 1] = c.id; blocked[#blocked + 1] = in_use; blocked[#blocked + 1] = limit; blocked[#blocked + 1] = kind
+  c.done = true
+end
 
 -- The best job for this worker: the lowest (band, -bonus, score) over the eligible
 -- classes' heads; [fairshare] (share, -bonus, seq) under `fair`. Returns the class
@@ -133,8 +138,7 @@ local function choose()
         end
         if over then
           -- Over budget: the job stays available (never rejected) and the reason is reported.
-          blocked[#blocked + 1] = c.id; blocked[#blocked + 1] = over[1]; blocked[#blocked + 1] = over[2]; blocked[#blocked + 1] = over[3]
-          c.done = true
+          report_blocked(c, over[1], over[2], over[3])
         elseif not head then
           c.done = true
         else
@@ -148,8 +152,7 @@ local function choose()
             local id, sc, declared = backfill_pick(t, c.ready, c.backfill, now, c.gpus)
             if id then head, band = {id, sc, head[3], head[4]}, math.floor(tonumber(sc) / BAND)
             else
-              blocked[#blocked + 1] = c.id; blocked[#blocked + 1] = declared; blocked[#blocked + 1] = c.backfill; blocked[#blocked + 1] = 'backfill'
-              c.done = true
+              report_blocked(c, declared, c.backfill, 'backfill')
             end
           end
           if not c.done then
@@ -173,7 +176,8 @@ local expired_left = 100
 while #claimed < count do
   local c, best_id = choose()
   if not c then break end
-  -- The job leaves its ready set; the class's entry in the index follows.
+  -- The job leaves its ready set; the class's entry in the index follows (for a head,
+  -- from the next job read with it: ready_remove's re-read is spared).
   if not best_id then
     local h = head_of(c)
     best_id = h[1]

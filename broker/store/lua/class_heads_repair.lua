@@ -6,16 +6,8 @@
 -- Reply: the number of index entries it corrected (0 when the index was right)
 local fixed = 0
 for _, class in ipairs(redis.call('HKEYS', KEYS[1])) do
-  local head = redis.call('ZRANGE', KEYS[2] .. class, '0', '0', 'WITHSCORES')
   local listed = redis.call('ZSCORE', KEYS[3], class)
-  if head[1] then
-    if listed ~= head[2] then
-      redis.call('ZADD', KEYS[3], head[2], class)
-      fixed = fixed + 1
-    end
-  elseif listed then
-    redis.call('ZREM', KEYS[3], class)
-    fixed = fixed + 1
-  end
+  local head = head_refresh(KEYS[3], KEYS[2] .. class, class)  -- _lib.lua: the one rule for an index entry
+  if (head and head[2]) ~= listed then fixed = fixed + 1 end
 end
 return fixed
