@@ -1,7 +1,12 @@
 # Redis work of the job scripts (push, claim, ack) and of a minimal claim, counted in
-# instructions: a redis-server run under callgrind, fed the real scripts (the _lib*.lua
-# prelude plus the script, as cmake/embed_lua.cmake builds them) with the ARGV the broker
-# sends. Instruction counts do not move with the machine's load, unlike commandstats µs.
+# instructions: a redis-server run under callgrind, fed the real scripts with the ARGV
+# the broker sends. Instruction counts do not move with the machine's load, unlike
+# commandstats µs.
+#
+# FORM=fcall (default): the Redis Function library as broker/store/lua_scripts.cpp builds
+# it (helpers once, one function per script; FUNCTION LOAD once, FCALL per call).
+# FORM=evalsha: the form before it, each script sent as the _lib*.lua prelude plus the
+# script (SCRIPT LOAD, EVALSHA per call), for before/after figures from one tool.
 #
 #   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg/out.%p redis-server --port 6392 --save '' --appendonly no &
 #   CGPID=<its pid> CGDIR=/tmp/cg SHORT=1 python3 bench/lua-profile.py broker/store/lua 6392 300
@@ -41,12 +46,24 @@ class R:
         return r
     def pipe(s, cmds):
         s.s.sendall(b''.join(s.enc(c) for c in cmds)); return [s.read() for _ in cmds]
+FORM = os.environ.get('FORM', 'fcall')
 files = sorted(glob.glob(LUA + '/*.lua'))
-prelude = ''.join(open(f).read() + '\n' for f in files if os.path.basename(f).startswith('_'))
-scripts = {os.path.basename(f)[:-4]: prelude + open(f).read() for f in files if not os.path.basename(f).startswith('_')}
+src = [(os.path.basename(f)[:-4], open(f, encoding='utf-8').read()) for f in files]
+helpers = ''.join(b + '\n' for n, b in src if n.startswith('_'))
+scripts = {n: b for n, b in src if not n.startswith('_')}
+def library(suffix):  # the text broker/store/lua_scripts.cpp library_text builds (default --events-max-len)
+    return '#!lua name=ojs%s\n' % suffix + helpers + ''.join(
+        "redis.register_function{function_name = '%s%s', callback = function(KEYS, ARGV)\nbegin_call()\n%s\nend}\n" % (n, suffix, b)
+        for n, b in scripts.items())
 r = R(PORT)
-r('FLUSHALL')
-sha = {n: r('SCRIPT', 'LOAD', b) for n, b in scripts.items() if n in ('push', 'claim', 'ack')}
+r('FLUSHALL'); r('FUNCTION', 'FLUSH')
+if FORM == 'evalsha':
+    sha = {n: r('SCRIPT', 'LOAD', helpers + b) for n, b in scripts.items() if n in ('push', 'claim', 'ack')}
+    call = lambda n, keys, args: ['EVALSHA', sha[n], len(keys)] + keys + args
+else:
+    suffix = '_' + hashlib.sha1(library('').encode()).hexdigest()[:12]
+    r('FUNCTION', 'LOAD', library(suffix))
+    call = lambda n, keys, args: ['FCALL', n + suffix, len(keys)] + keys + args
 q = 'k10'; P = 'ojs:{%s}:' % q
 K = lambda n: P + n
 BAND = 2**40
@@ -84,13 +101,13 @@ def phase(name, cmds):
     ins = [tot, 0]
     c1 = stats()
     cpu = (c1['used_cpu_user_main_thread'] + c1['used_cpu_sys_main_thread'] - c0['used_cpu_user_main_thread'] - c0['used_cpu_sys_main_thread']) * 1e6 / len(cmds)
-    ev = c1.get('evalsha', (0, 0))
-    nested = {k: v for k, v in c1.items() if k.startswith(('evalsha','config','info')) is False and isinstance(v, tuple)}
+    ev = c1.get('fcall', c1.get('evalsha', (0, 0)))
+    nested = {k: v for k, v in c1.items() if k.startswith(('evalsha', 'fcall', 'function', 'config', 'info')) is False and isinstance(v, tuple)}
     nsum = sum(v[1] for v in nested.values())
     print('%-6s %.1fk instructions per call' % (name, ins[0] / len(cmds) / 1e3))
     if os.environ.get('SHORT'): return
-    print('%-6s EVALSHA %.1f us/call (nested cmds %.1f us, %.1f calls) | cpu %.1f us/call | %s' % (
-        name, ev[1] / len(cmds), nsum / len(cmds), sum(v[0] for v in nested.values()) / len(cmds), cpu,
+    print('%-6s %s %.1f us/call (nested cmds %.1f us, %.1f calls) | cpu %.1f us/call | %s' % (
+        name, FORM.upper(), ev[1] / len(cmds), nsum / len(cmds), sum(v[0] for v in nested.values()) / len(cmds), cpu,
         ' '.join('%s %.1fx %.2fus' % (k, v[0] / len(cmds), v[1] / len(cmds)) for k, v in sorted(nested.items(), key=lambda kv: -kv[1][1]))))
 HEADS = 'ZMSCORE' in scripts['claim']  # the class-head index layout (keys.hpp class_heads)
 ids = ['0193%012x-7000-8000-%012x' % (i, i) for i in range(N)]
@@ -105,7 +122,7 @@ def push_cmd(i):
     if HEADS: keys.append(K('heads'))
     args = [ids[i], cls[c], '{"gpu_count":1,"gpu_memory_gb":%d}' % (c + 1), str(rank), '', '', '',
             'doc', doc, 'queue', q, 'type', 'bench.noop', 'priority', '0', 'max_attempts', '3', 'gpus', '1']
-    return ['EVALSHA', sha['push'], len(keys)] + keys + args
+    return call('push', keys, args)
 phase('push', [push_cmd(i) for i in range(N)])
 def claim_cmd():
     keys = [K('classes:ver'), K('paused'), K('delayed'), K('active'), K('seq'), K('events'), K('config'), K('ledger'), K('tenant-quotas'),
@@ -120,15 +137,17 @@ def claim_cmd():
     if HEADS: args += ['0.000000', str(len(cls)), ''.join('\n%s\t0.000000\t0\t1\t[0]' % c for c in cls)]
     else:
         for c in cls: args += [c, '0.000000', '0', '1', '[0]']
-    return ['EVALSHA', sha['claim'], len(keys)] + keys + args
+    return call('claim', keys, args)
 cc = claim_cmd()
 phase('claim', [cc] * (N // 2))
-def ack_cmd(i):
-    keys = [K('job:' + ids[i]), K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger')]
-    return ['EVALSHA', sha['ack'], len(keys)] + keys + ['', 'w1']
 active = r('ZRANGE', K('active'), 0, -1)
-phase('ack', [['EVALSHA', sha['ack'], 6, K('job:' + a), K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger'), '', 'w1'] for a in active])
-# minimal claim for reference
+phase('ack', [call('ack', [K('job:' + a), K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger')], ['', 'w1']) for a in active])
+# minimal claim for reference, in the same form
 r('DEL', 'min:z'); r.pipe([['ZADD', 'min:z', i, 'm%d' % i] for i in range(N)])
-msha = r('SCRIPT', 'LOAD', "local m = redis.call('ZPOPMIN', KEYS[1]) if m[1] then redis.call('HSET', KEYS[2] .. m[1], 'state', 'active', 'worker_id', ARGV[1], 'started_at', ARGV[2]) end return m[1]")
-phase('min', [['EVALSHA', msha, 2, 'min:z', 'min:h:', 'w1', '123']] * (N // 2))
+MIN = "local m = redis.call('ZPOPMIN', KEYS[1]) if m[1] then redis.call('HSET', KEYS[2] .. m[1], 'state', 'active', 'worker_id', ARGV[1], 'started_at', ARGV[2]) end return m[1]"
+if FORM == 'evalsha':
+    min_cmd = ['EVALSHA', r('SCRIPT', 'LOAD', MIN), 2, 'min:z', 'min:h:', 'w1', '123']
+else:
+    r('FUNCTION', 'LOAD', '#!lua name=min\nredis.register_function{function_name = "min", callback = function(KEYS, ARGV) %s end}' % MIN)
+    min_cmd = ['FCALL', 'min', 2, 'min:z', 'min:h:', 'w1', '123']
+phase('min', [min_cmd] * (N // 2))

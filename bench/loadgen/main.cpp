@@ -233,7 +233,7 @@ long long available(const Options& o, const std::string& queue) {
 
 // Redis work per job completed between two snapshots. `command_us` sums the usec of
 // every commandstats entry: commands run inside a script are counted both in their
-// own entry and in the EVALSHA that ran them (Redis 7 does so), so it is an upper
+// own entry and in the FCALL (or EVALSHA) that ran them (Redis 7 does so), so it is an upper
 // bound, taken the same way before and after a change. `cpu_us` is the CPU time of
 // Redis's command thread (including socket I/O): what the one core actually spent.
 json redis_per_job(const ojs::bench::RedisUsage& before, const ojs::bench::RedisUsage& after, long long jobs,
@@ -253,7 +253,7 @@ json redis_per_job(const ojs::bench::RedisUsage& before, const ojs::bench::Redis
     if (dc <= 0 || name.rfind("config", 0) == 0 || name == "info") continue;  // our own probes
     usec += du;
     calls += dc;
-    if (name == "evalsha" || name == "eval") {
+    if (name == "fcall" || name == "fcall_ro" || name == "evalsha" || name == "eval") {  // the broker's scripts, either form
       script_usec += du;
       script_calls += dc;
     }
@@ -273,7 +273,7 @@ void print_redis_per_job(const json& r) {
     std::printf("Redis work (%s): %s\n", r["phase"].get<std::string>().c_str(), r["error"].get<std::string>().c_str());
     return;
   }
-  std::printf("Redis work per job, %s (%lld jobs): commandstats %.1f us (scripts %.1f us in %.2f EVALSHA), "
+  std::printf("Redis work per job, %s (%lld jobs): commandstats %.1f us (scripts %.1f us in %.2f FCALL/EVALSHA), "
               "%.1f calls; Redis main-thread CPU %.1f us\n",
               r["phase"].get<std::string>().c_str(), r["jobs"].get<long long>(), r["command_us_per_job"].get<double>(),
               r["script_us_per_job"].get<double>(), r["scripts_per_job"].get<double>(), r["calls_per_job"].get<double>(),

@@ -19,15 +19,15 @@ std::string upper(std::string_view s) {
 
 bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
 
-// Sent to every master (a script must be known wherever its keys may live).
-bool is_broadcast(const std::string& name) { return name == "SCRIPT"; }
+// Sent to every master (FUNCTION LOAD: the library must be known wherever keys may live).
+bool is_broadcast(const std::string& name) { return name == "FUNCTION"; }
 
 }  // namespace
 
 std::vector<std::string> command_keys(const std::vector<std::string>& argv) {
   if (argv.empty()) return {};
   const auto name = upper(argv[0]);
-  if (name == "EVAL" || name == "EVALSHA" || name == "EVAL_RO" || name == "EVALSHA_RO") {
+  if (name == "FCALL" || name == "FCALL_RO") {
     std::size_t n = 0;
     try { n = argv.size() > 2 ? std::stoul(argv[2]) : 0; } catch (...) { n = 0; }
     if (3 + n > argv.size()) n = argv.size() - 3;
@@ -35,7 +35,7 @@ std::vector<std::string> command_keys(const std::vector<std::string>& argv) {
   }
   if (name == "DEL" || name == "EXISTS" || name == "MGET" || name == "UNLINK" || name == "TOUCH" || name == "WATCH")
     return {argv.begin() + 1, argv.end()};
-  static const char* const keyless[] = {"PING", "INFO", "SCRIPT", "CLUSTER", "ECHO", "TIME", "DBSIZE", "CONFIG",
+  static const char* const keyless[] = {"PING", "INFO", "FUNCTION", "CLUSTER", "ECHO", "TIME", "DBSIZE", "CONFIG",
                                         "CLIENT", "WAIT", "ASKING", "AUTH", "SELECT", "FLUSHALL", "FLUSHDB", "KEYS", "SCAN"};
   for (const char* k : keyless)
     if (name == k) return {};
@@ -50,7 +50,7 @@ int command_slot(const std::vector<std::string>& argv) {
     return common_slot(keys);
   } catch (const std::invalid_argument& e) {
     // Loud: a script or command that spans slots cannot run on a cluster.
-    spdlog::error("cross-slot Redis call {}: {}", argv[0] == "EVALSHA" ? "EVALSHA " + argv[1] : argv[0], e.what());
+    spdlog::error("cross-slot Redis call {}: {}", upper(argv[0]) == "FCALL" ? "FCALL " + argv[1] : argv[0], e.what());
     throw std::logic_error(std::string("cross-slot Redis call refused: ") + e.what());
   }
 }
@@ -149,7 +149,7 @@ std::vector<RedisValue> ClusterRouter::pipeline(const std::vector<std::vector<st
   std::vector<int> slots(commands.size());
   for (std::size_t i = 0; i < commands.size(); ++i) slots[i] = command_slot(commands[i]);
 
-  // A SCRIPT command goes to every master, the first reply answers it.
+  // A FUNCTION command goes to every master, the first reply answers it.
   if (commands.size() == 1 && is_broadcast(upper(commands[0][0]))) {
     std::vector<NodeAddress> masters;
     std::uint64_t generation;
@@ -171,7 +171,7 @@ std::vector<RedisValue> ClusterRouter::pipeline(const std::vector<std::vector<st
         if (!answered) out[0] = std::move(reply);
         answered = true;
       } catch (const StoreUnavailable& e) {
-        last_error = e.what();  // a master that is down serves no keys now; it loads the script on its next NOSCRIPT
+        last_error = e.what();  // a master that is down serves no keys now; it gets the library on its first "Function not found"
       }
     }
     if (!answered) throw StoreUnavailable("Redis Cluster: no master answered " + commands[0][0] + " (" + last_error + ")");

@@ -22,8 +22,8 @@
 
 namespace ojs::broker::cluster {
 
-// The keys of one command: EVAL/EVALSHA its numkeys keys, DEL/EXISTS/MGET/UNLINK/
-// TOUCH every argument, keyless commands (PING, INFO, SCRIPT, CLUSTER, ...) none,
+// The keys of one command: FCALL/FCALL_RO its numkeys keys, DEL/EXISTS/MGET/UNLINK/
+// TOUCH every argument, keyless commands (PING, INFO, FUNCTION, CLUSTER, ...) none,
 // every other command its first argument.
 std::vector<std::string> command_keys(const std::vector<std::string>& argv);
 

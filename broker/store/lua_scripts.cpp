@@ -1,6 +1,9 @@
 #include "broker/store/lua_scripts.hpp"
 
+#include <openssl/sha.h>
+
 #include <atomic>
+#include <cstdio>
 #include <stdexcept>
 #include <string_view>
 
@@ -11,6 +14,28 @@ namespace {
 constexpr std::string_view kBoundLine = "local EVENTS_MAXLEN = 10000";
 std::atomic<long long> bound{10000};
 std::atomic<bool> frozen{false};
+
+std::string sha1_hex(const std::string& text) {
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  char hex[SHA_DIGEST_LENGTH * 2 + 1];
+  for (int i = 0; i < SHA_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+  return hex;
+}
+
+// The library text with `suffix` after each name ("_<hash>"; "" for the text that is hashed).
+// bench/lua-profile.py builds the same text: change both together.
+std::string library_text(const std::vector<LuaScriptSource>& sources, const std::string& suffix) {
+  std::string out = "#!lua name=ojs" + suffix + "\n";
+  for (const auto& s : sources)
+    if (s.name.starts_with('_')) out += s.body + "\n";
+  for (const auto& s : sources) {
+    if (s.name.starts_with('_')) continue;
+    out += "redis.register_function{function_name = '" + s.name + suffix +
+           "', callback = function(KEYS, ARGV)\nbegin_call()\n" + s.body + "\nend}\n";
+  }
+  return out;
+}
 }  // namespace
 
 void set_event_stream_bound(long long max_len) {
@@ -21,19 +46,26 @@ void set_event_stream_bound(long long max_len) {
 
 long long event_stream_bound() { return bound; }
 
-const std::vector<LuaScriptSource>& lua_script_sources() {
-  static const std::vector<LuaScriptSource> scripts = [] {
+const LuaLibrary& lua_library() {
+  static const LuaLibrary library = [] {
     frozen = true;
-    auto out = embedded_lua_sources();
-    const std::string line = "local EVENTS_MAXLEN = " + std::to_string(bound.load());
-    for (auto& s : out) {
+    auto sources = embedded_lua_sources();
+    bool bound_found = false;
+    for (auto& s : sources) {
       const auto at = s.body.find(kBoundLine);
-      if (at == std::string::npos) throw std::logic_error("Lua script " + s.name + " lacks _lib.lua's event bound");
-      s.body.replace(at, kBoundLine.size(), line);
+      if (at == std::string::npos) continue;
+      s.body.replace(at, kBoundLine.size(), "local EVENTS_MAXLEN = " + std::to_string(bound.load()));
+      bound_found = true;
     }
+    if (!bound_found) throw std::logic_error("the Lua helpers lack _lib.lua's event bound line");
+    std::string suffix(1, '_');
+    suffix += sha1_hex(library_text(sources, "")).substr(0, 12);
+    LuaLibrary out{"ojs" + suffix, library_text(sources, suffix), {}};
+    for (const auto& s : sources)
+      if (!s.name.starts_with('_')) out.functions.emplace(s.name, s.name + suffix);
     return out;
   }();
-  return scripts;
+  return library;
 }
 
 }  // namespace ojs::broker

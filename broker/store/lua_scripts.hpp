@@ -1,5 +1,7 @@
-// The Lua sources embedded at build time (see cmake/embed_lua.cmake).
+// The Lua sources embedded at build time (see cmake/embed_lua.cmake) and the Redis
+// Function library the broker serves them as (Redis >= 7.0).
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,12 +12,23 @@ struct LuaScriptSource {
   std::string body;
 };
 
-// As compiled in (cmake/embed_lua.cmake).
+// As compiled in, sorted by name: the `_lib*` helpers and one file per script.
 const std::vector<LuaScriptSource>& embedded_lua_sources();
 
-// As loaded into Redis: the embedded sources with the process's settings applied
-// (today the event stream bound, see set_event_stream_bound).
-const std::vector<LuaScriptSource>& lua_script_sources();
+// Every script as one Redis Function library: the helpers once, then one function
+// per script whose callback(KEYS, ARGV) is the script's body (begin_call first:
+// no state survives from one call to the next). Loaded once per Redis (FUNCTION
+// LOAD), called with FCALL. The library and its functions are named after a hash
+// of the text (ojs_<hash12>, <script>_<hash12>): brokers of other versions or
+// settings sharing a Redis each call their own code and never replace another's.
+struct LuaLibrary {
+  std::string name;  // ojs_<hash12>
+  std::string code;  // FUNCTION LOAD's argument
+  std::map<std::string, std::string> functions;  // script name -> function name
+};
+
+// Built on first use with the process's settings (the event stream bound).
+const LuaLibrary& lua_library();
 
 // The approximate length every queue's event stream is capped at (XADD MAXLEN ~);
 // 0 turns events off (the scripts emit nothing). Process-wide, like the log level:

@@ -1,7 +1,6 @@
 #include "broker/store/redis_client.hpp"
 
 #include <hiredis/hiredis.h>
-#include <openssl/sha.h>
 #include <poll.h>
 
 #include <condition_variable>
@@ -32,14 +31,6 @@ RedisValue convert(const redisReply* r) {
     default: break;
   }
   return v;
-}
-
-std::string sha1_hex(const std::string& body) {
-  unsigned char digest[SHA_DIGEST_LENGTH];
-  SHA1(reinterpret_cast<const unsigned char*>(body.data()), body.size(), digest);
-  char hex[SHA_DIGEST_LENGTH * 2 + 1];
-  for (int i = 0; i < SHA_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-  return hex;
 }
 
 void append_command(redisContext* ctx, const std::vector<std::string>& argv) {
@@ -137,7 +128,7 @@ RedisEndpoint parse_redis_url(const std::string& url) {
 }
 
 RedisPool::RedisPool(RedisEndpoint endpoint, std::size_t size) : endpoint_(std::move(endpoint)), size_(size) {
-  for (const auto& s : lua_script_sources()) script_shas_.emplace_back(s.name, sha1_hex(s.body));
+  lua_library();  // built now: the event bound is fixed from here on (lua_scripts.hpp)
 #ifndef NDEBUG
   check_slots_ = true;
 #endif
@@ -271,23 +262,32 @@ RedisValue RedisPool::eval(const std::string& script, const std::vector<std::str
 
 RedisValue RedisPool::eval(const std::string& script, const std::vector<std::string>& keys,
                            const std::vector<std::string>& args, const std::vector<std::vector<std::string>>& then) {
-  const std::string* sha = nullptr;
-  for (const auto& [name, s] : script_shas_)
-    if (name == script) sha = &s;
-  if (!sha) throw std::logic_error("unknown Lua script: " + script);
-  std::vector<std::string> argv{"EVALSHA", *sha, std::to_string(keys.size())};
+  const auto& library = lua_library();
+  const auto function = library.functions.find(script);
+  if (function == library.functions.end()) throw std::logic_error("unknown Lua script: " + script);
+  std::vector<std::string> argv{"FCALL", function->second, std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::vector<std::string>> batch{argv};
   batch.insert(batch.end(), then.begin(), then.end());
   RedisValue v = std::move(pipeline(batch).front());
-  if (v.is_error() && v.str.rfind("NOSCRIPT", 0) == 0) {
-    for (const auto& s : lua_script_sources())
-      if (s.name == script) command({"SCRIPT", "LOAD", s.body});
+  // A Redis without the library (restarted or flushed, a new cluster master): load it, call again.
+  if (v.is_error() && v.str.starts_with("ERR Function not found")) {
+    load_library();
     v = command(argv);
   }
+  if (v.is_error() && v.str.starts_with("ERR unknown command"))
+    throw std::runtime_error("Redis at " + endpoint_.describe() + " lacks Redis Functions (FCALL): Redis 7.0 or later is required");
   if (v.is_error()) throw std::runtime_error("Lua script " + script + " failed: " + v.str);
   return v;
+}
+
+void RedisPool::load_library() {
+  const auto& library = lua_library();
+  const auto v = command({"FUNCTION", "LOAD", library.code});
+  // Loaded already (another broker of this build, another thread): the same code, by its name.
+  if (v.is_error() && v.str.find("already exists") == std::string::npos)
+    throw std::runtime_error("FUNCTION LOAD of " + library.name + " failed: " + v.str);
 }
 
 bool RedisPool::ping() {

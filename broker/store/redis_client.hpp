@@ -53,10 +53,11 @@ class RedisPool {
   RedisValue command(const std::vector<std::string>& argv);
   // Several commands in one round trip, replies in order.
   std::vector<RedisValue> pipeline(const std::vector<std::vector<std::string>>& commands);
-  // EVALSHA of an embedded script (see lua_scripts.hpp), loading it on NOSCRIPT.
+  // FCALL of an embedded script's function (see lua_scripts.hpp), loading the
+  // library when Redis lacks it ("Function not found").
   RedisValue eval(const std::string& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
   // The same, with plain commands sent behind it in the same round trip (their
-  // replies are dropped; on NOSCRIPT they have run before the script does).
+  // replies are dropped; when the library had to be loaded they have run before the script does).
   RedisValue eval(const std::string& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
                   const std::vector<std::vector<std::string>>& then);
   bool ping();
@@ -77,13 +78,13 @@ class RedisPool {
   redisContext* acquire();
   void release(redisContext* ctx, bool broken);
   redisContext* connect();
+  void load_library();  // FUNCTION LOAD (every master of a cluster)
 
   RedisEndpoint endpoint_;
   std::size_t size_;
   std::mutex mutex_;
   std::vector<redisContext*> idle_;
   std::size_t open_ = 0;
-  std::vector<std::pair<std::string, std::string>> script_shas_;  // name -> sha1
   std::unique_ptr<cluster::ClusterRouter> cluster_;  // set for redis-cluster:// endpoints
   // Refuse multi-key calls that span slots on one node too (OJS_REDIS_CHECK_SLOTS=1,
   // set by the integration fixtures, or a debug build): a cluster would refuse them.

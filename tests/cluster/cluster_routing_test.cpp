@@ -50,10 +50,10 @@ TEST_F(ClusterRouting, PipelineOverEveryMasterKeepsTheOrder) {
   EXPECT_EQ(ports.size(), 3u);
 }
 
-TEST_F(ClusterRouting, ScriptIsLoadedOnTheMasterThatLacksIt) {
+TEST_F(ClusterRouting, ScriptLibraryIsLoadedOnTheMasterThatLacksIt) {
   RedisPool redis(parse_redis_url(seeds()), 2);
   const auto map = current_map();
-  for (const auto& m : map.masters()) direct(m.port).command({"SCRIPT", "FLUSH"});
+  for (const auto& m : map.masters()) direct(m.port).command({"FUNCTION", "FLUSH"});
   for (int i = 0; i < 30; ++i) {
     const auto lease = "route:{lease" + std::to_string(i) + "}:leader";
     EXPECT_EQ(redis.eval("lease", {lease}, {"me", "60000"}).integer, 1) << lease;

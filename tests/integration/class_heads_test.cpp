@@ -22,15 +22,6 @@ using namespace ojs::test;
 
 namespace {
 
-std::vector<std::string> redis_lines(const RedisServer& redis, std::vector<std::string> argv) {
-  argv.insert(argv.begin(), {"redis-cli", "-p", std::to_string(redis.port())});
-  std::istringstream out(run_process(argv, 10).output);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(out, line);)
-    if (!line.empty()) lines.push_back(line);
-  return lines;
-}
-
 // Every class of the queue: the index lists it with its ready set's first score, or
 // not at all when the set is empty. Returns the mismatches, readable.
 std::string index_mismatches(const RedisServer& redis, const std::string& queue) {

@@ -275,7 +275,7 @@ TEST(Store, ClaimSkipsClassesItFoundEmptyUntilAJobArrives) {
   probe.run({"CONFIG", "RESETSTAT"});
   constexpr int kFetches = 20;
   for (int i = 0; i < kFetches; ++i) EXPECT_TRUE(api.fetch({"skip"}, "w", 1, caps).empty());
-  EXPECT_GE(command_calls(probe, "evalsha"), kFetches) << "every FETCH still runs the claim script";
+  EXPECT_GE(command_calls(probe, "fcall"), kFetches) << "every FETCH still runs the claim script";
   EXPECT_EQ(command_calls(probe, "zrange"), 0) << "classes known empty were read (2 per FETCH without the skip)";
 
   const auto id = api.push(ml_job("skip", {{"ext_ml_gpu_count", 1}, {"ext_ml_gpu_memory_gb", 2}}));

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -184,6 +185,15 @@ RunResult run_process(const std::vector<std::string>& argv, int timeout_s) {
   waitpid(pid, &status, 0);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+std::vector<std::string> redis_lines(const RedisServer& redis, std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"redis-cli", "-p", std::to_string(redis.port())});
+  std::istringstream out(run_process(argv, 10).output);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(out, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
 }
 
 Api::Api(const std::string& base_url, const std::string& token)

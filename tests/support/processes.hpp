@@ -54,6 +54,9 @@ struct RunResult {
 };
 RunResult run_process(const std::vector<std::string>& argv, int timeout_s = 600);
 
+// A redis-cli command against the test Redis; its output's non-empty lines.
+std::vector<std::string> redis_lines(const RedisServer& redis, std::vector<std::string> argv);
+
 // HTTP client with JSON convenience for tests.
 class Api {
  public:

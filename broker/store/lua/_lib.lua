@@ -1,9 +1,16 @@
--- Shared helpers, prepended to every script by cmake/embed_lua.cmake.
+-- Shared helpers, defined once at the top of the Redis Function library that
+-- holds every script (broker/store/lua_scripts.cpp builds it).
 -- Every key a helper touches is passed to it, and every such key was declared in
 -- the calling script's KEYS. The only keys formed inside a script are a declared
 -- prefix key (job prefix ojs:{q}:job:, ready prefix ojs:{q}:ready:) plus an
 -- id read from a declared key: same hash tag, so the same slot.
 -- Each script reads a job hash once (read_job) and works on that table.
+
+-- The state of one call (what a claim reads once for all its classes). The library
+-- outlives its calls, so each function's wrapper starts with begin_call, which
+-- replaces this table; no other top-level local may change (cmake/embed_lua.cmake).
+local per_call = {}
+local function begin_call() per_call = {} end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -30,7 +37,7 @@ local function flat_job(job)
 end
 
 -- The approximate cap of every queue's event stream; 0: no events at all. The
--- broker rewrites this line when it loads the scripts (--events, --events-max-len;
+-- broker rewrites this line when it builds the library (--events, --events-max-len;
 -- broker/store/lua_scripts.cpp).
 local EVENTS_MAXLEN = 10000
 
@@ -122,21 +129,20 @@ local function release_budget(l, jk, job)
   end
 end
 
--- The queue budget, read once per script run (a claim may test many classes) and
--- kept current by budget_charge as the same script charges jobs.
+-- The queue budget, read once per call (a claim may test many classes) and
+-- kept current by budget_charge as the same call charges jobs.
 -- b: {config, ledger, limits = {max_total_gpus, max_concurrent_gpu_jobs} when the caller
 -- already read them from config}
-local budget_state = nil
 local function budget_block(b, gpus)
   if gpus <= 0 then return nil end
-  if not budget_state then
+  if not per_call.budget then
     local cfg = b.limits or redis.call('HMGET', b.config, 'max_total_gpus', 'max_concurrent_gpu_jobs')
     local max_gpus, max_jobs = tonumber(cfg[1] or ''), tonumber(cfg[2] or '')
     local led = {}  -- [hotpath] no budget configured: nothing to compare, no ledger read
     if max_gpus or max_jobs then led = redis.call('HMGET', b.ledger, 'gpus', 'gpu_jobs') end
-    budget_state = {used = tonumber(led[1] or '0'), jobs = tonumber(led[2] or '0'), max_gpus = max_gpus, max_jobs = max_jobs}
+    per_call.budget = {used = tonumber(led[1] or '0'), jobs = tonumber(led[2] or '0'), max_gpus = max_gpus, max_jobs = max_jobs}
   end
-  local s = budget_state
+  local s = per_call.budget
   if s.max_gpus and s.used + gpus > s.max_gpus then return {s.used, s.max_gpus, 'max_total_gpus'} end
   if s.max_jobs and s.jobs + 1 > s.max_jobs then return {s.jobs, s.max_jobs, 'max_concurrent_gpu_jobs'} end
   return nil
@@ -146,9 +152,10 @@ end
 local function budget_charge(b, gpus, gpus_s)
   redis.call('HINCRBY', b.ledger, 'gpus', gpus_s or tostring(gpus))
   redis.call('HINCRBY', b.ledger, 'gpu_jobs', '1')
-  if budget_state then
-    budget_state.used = budget_state.used + gpus
-    budget_state.jobs = budget_state.jobs + 1
+  local s = per_call.budget
+  if s then
+    s.used = s.used + gpus
+    s.jobs = s.jobs + 1
   end
 end
 
@@ -166,12 +173,11 @@ local function tenant_block(t, tenant, gpus)
   return nil
 end
 
-local tenant_quotas_present = nil  -- read once per script run
-local function has_tenant_quotas(t)
-  if tenant_quotas_present == nil then
-    tenant_quotas_present = redis.call('EXISTS', t.tenant_quotas) == 1
+local function has_tenant_quotas(t)  -- read once per call
+  if per_call.tenant_quotas == nil then
+    per_call.tenant_quotas = redis.call('EXISTS', t.tenant_quotas) == 1
   end
-  return tenant_quotas_present
+  return per_call.tenant_quotas
 end
 
 -- The first ready job of a class (at most 32 from the head) whose tenant is within

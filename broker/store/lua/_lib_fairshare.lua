@@ -7,13 +7,12 @@
 -- Keys: the config hash (field fair_tenants, written by the broker from the queue
 -- config) and t = {tenant_quotas, tenant_ledger, job_prefix}, all declared by claim.
 
-local fair_config_state = nil  -- read once per script run
-local function fair_config(config_key)
-  if fair_config_state == nil then
+local function fair_config(config_key)  -- read once per call
+  if per_call.fair_config == nil then
     local raw = redis.call('HGET', config_key, 'fair_tenants')
-    fair_config_state = raw and cjson.decode(raw) or {base = 4096, slots = 1, default_weight = 1, tenants = {}}
+    per_call.fair_config = raw and cjson.decode(raw) or {base = 4096, slots = 1, default_weight = 1, tenants = {}}
   end
-  return fair_config_state
+  return per_call.fair_config
 end
 
 local function fair_share(fc, tenant_ledger, tenant)

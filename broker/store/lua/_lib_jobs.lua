@@ -3,10 +3,11 @@
 -- so they build on its emit and make_available: the event record and the rank
 -- rule (rank = rank_base + seq) are written once.
 
--- The keys store_new_job needs: the job's eight keys declared in KEYS from `first`
+-- The keys store_new_job needs: the job's eight keys declared in KEYS (the calling
+-- function's, passed in: a library has no global KEYS) from `first`
 -- on (job, ready, delayed, seq, events, classes, classes version, class heads). The directories
 -- (global slot) are written by the caller before the script (JobStore::reserve_ids).
-local function new_job_keys(first)
+local function new_job_keys(KEYS, first)
   return {job = KEYS[first], ready = KEYS[first + 1], delayed = KEYS[first + 2],
           seq = KEYS[first + 3], events = KEYS[first + 4], classes = KEYS[first + 5], classes_ver = KEYS[first + 6],
           heads = KEYS[first + 7]}

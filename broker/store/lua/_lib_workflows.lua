@@ -7,10 +7,10 @@
 -- workflow in the queue's dispatch set; the broker then pushes them under the ids
 -- fixed at creation (idempotent) and the maintenance loop re-drives any it missed.
 
--- The workflow keys of a transition script, declared in KEYS from `first` on:
+-- The workflow keys of a transition script, declared in its KEYS (passed in) from `first` on:
 -- workflow prefix, job prefix, ready prefix, seq, delayed, classes, classes version,
 -- escalations, reservation waits, workflow dispatch set, class heads (+ the script's events key).
-local function workflow_keys(first, events)
+local function workflow_keys(KEYS, first, events)
   return {prefix = KEYS[first], job_prefix = KEYS[first + 1], ready_prefix = KEYS[first + 2], seq = KEYS[first + 3],
           delayed = KEYS[first + 4], classes = KEYS[first + 5], classes_ver = KEYS[first + 6],
           escalations = KEYS[first + 7], reservation_waits = KEYS[first + 8], dispatch = KEYS[first + 9],

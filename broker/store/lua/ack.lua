@@ -38,5 +38,5 @@ if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
 redis.call('ZREM', KEYS[2], job.id)
 redis.call('HINCRBY', KEYS[3], 'completed', '1')
 emit(KEYS[4], 'job.completed', job, {'duration_ms', tostring(now - tonumber(job.started_at or now))})
-workflow_job_ended(workflow_keys(7, KEYS[4]), job, 'completed', now)  -- [workflows]
+workflow_job_ended(workflow_keys(KEYS, 7, KEYS[4]), job, 'completed', now)  -- [workflows]
 return {'ok', flat_job(job)}

@@ -10,5 +10,5 @@ if is_terminal(job.state) then return {'conflict', job.state} end
 local now = now_ms()
 cancel_job({ready_prefix = KEYS[2], heads = KEYS[19], delayed = KEYS[3], active = KEYS[4], stats = KEYS[5], events = KEYS[6],
             ledger = KEYS[7], tenant_ledger = KEYS[8]}, jk, job, now)
-workflow_job_ended(workflow_keys(9, KEYS[6]), job, 'cancelled', now)  -- [workflows]
+workflow_job_ended(workflow_keys(KEYS, 9, KEYS[6]), job, 'cancelled', now)  -- [workflows]
 return {'ok', flat_job(job)}

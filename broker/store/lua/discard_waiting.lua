@@ -18,5 +18,5 @@ redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at'
 redis.call('HDEL', jk, 'next_attempt_at')
 redis.call('HINCRBY', KEYS[4], 'discarded', 1)
 emit(KEYS[5], 'job.discarded', job, {'dead_letter', '0'})
-workflow_job_ended(workflow_keys(7, KEYS[5]), job, 'failed', now)  -- [workflows]
+workflow_job_ended(workflow_keys(KEYS, 7, KEYS[5]), job, 'failed', now)  -- [workflows]
 return {'ok', flat_job(job)}

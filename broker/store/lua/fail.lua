@@ -61,6 +61,6 @@ else
   redis.call('HINCRBY', KEYS[5], 'discarded', 1)
   if outcome == 'dead_letter' then redis.call('ZADD', KEYS[4], now, job.id) end
   emit(KEYS[6], 'job.discarded', job, {'dead_letter', outcome == 'dead_letter' and '1' or '0'})
-  workflow_job_ended(workflow_keys(12, KEYS[6]), job, 'failed', now)  -- [workflows]
+  workflow_job_ended(workflow_keys(KEYS, 12, KEYS[6]), job, 'failed', now)  -- [workflows]
 end
 return {'ok', flat_job(job)}

@@ -29,7 +29,7 @@ end
 local now = now_ms()
 local snapshots = {}
 for j, job in ipairs(jobs) do
-  local k = new_job_keys(job.base + 1)
+  local k = new_job_keys(KEYS, job.base + 1)
   k.escalations, k.reservation_waits = KEYS[job.base + 9], KEYS[job.base + 10]
   snapshots[j] = store_new_job(k, job, now)
 end

@@ -18,29 +18,30 @@ RedisValue error(const std::string& text) {
 }
 
 TEST(ClusterClient, ScriptKeysAreItsDeclaredKeys) {
-  EXPECT_EQ(command_keys({"EVALSHA", "abc", "2", "ojs:{q}:a", "ojs:{q}:b", "arg"}),
+  EXPECT_EQ(command_keys({"FCALL", "claim_abc", "2", "ojs:{q}:a", "ojs:{q}:b", "arg"}),
             (std::vector<std::string>{"ojs:{q}:a", "ojs:{q}:b"}));
-  EXPECT_TRUE(command_keys({"EVALSHA", "abc", "0", "arg"}).empty());
-  EXPECT_EQ(command_keys({"evalsha", "abc", "9", "k"}), (std::vector<std::string>{"k"}));  // numkeys past the end
+  EXPECT_TRUE(command_keys({"FCALL", "claim_abc", "0", "arg"}).empty());
+  EXPECT_EQ(command_keys({"fcall", "claim_abc", "9", "k"}), (std::vector<std::string>{"k"}));  // numkeys past the end
+  EXPECT_EQ(command_keys({"FCALL_RO", "f", "1", "k", "arg"}), (std::vector<std::string>{"k"}));
 }
 
 TEST(ClusterClient, PlainCommandKeys) {
   EXPECT_EQ(command_keys({"HGET", "ojs:{q}:job:1", "state"}), (std::vector<std::string>{"ojs:{q}:job:1"}));
   EXPECT_EQ(command_keys({"DEL", "a", "b"}), (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(command_keys({"PING"}).empty());
-  EXPECT_TRUE(command_keys({"SCRIPT", "LOAD", "return 1"}).empty());
+  EXPECT_TRUE(command_keys({"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function('f', function() end)"}).empty());
   EXPECT_TRUE(command_keys({"CLUSTER", "SLOTS"}).empty());
 }
 
 TEST(ClusterClient, SlotOfACommand) {
   EXPECT_EQ(command_slot({"GET", "ojs:{gpu}:seq"}), key_slot("gpu"));
-  EXPECT_EQ(command_slot({"EVALSHA", "x", "2", "ojs:{gpu}:a", "ojs:{gpu}:b"}), key_slot("gpu"));
+  EXPECT_EQ(command_slot({"FCALL", "x", "2", "ojs:{gpu}:a", "ojs:{gpu}:b"}), key_slot("gpu"));
   EXPECT_EQ(command_slot({"PING"}), -1);
 }
 
 TEST(ClusterClient, CrossSlotCallIsRefusedNamingTheKey) {
   try {
-    command_slot({"EVALSHA", "x", "2", "ojs:{gpu}:a", "ojs:queues"});
+    command_slot({"FCALL", "x", "2", "ojs:{gpu}:a", "ojs:queues"});
     FAIL() << "cross-slot call accepted";
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("ojs:queues"), std::string::npos) << e.what();
@@ -56,8 +57,8 @@ TEST(ClusterClient, RedirectsAndRetriesAreTold) {
   EXPECT_EQ(classify(error("READONLY You can't write against a read only replica.")), ReplyAction::retry);
   EXPECT_EQ(classify(error("LOADING Redis is loading the dataset in memory")), ReplyAction::retry);
   EXPECT_EQ(classify(error("MASTERDOWN Link with MASTER is down")), ReplyAction::retry);
-  // The caller's errors stay the caller's (NOSCRIPT is RedisPool::eval's to handle).
-  EXPECT_EQ(classify(error("NOSCRIPT No matching script")), ReplyAction::done);
+  // The caller's errors stay the caller's (a missing library is RedisPool::eval's to load).
+  EXPECT_EQ(classify(error("ERR Function not found")), ReplyAction::done);
   EXPECT_EQ(classify(error("ERR wrong number of arguments")), ReplyAction::done);
   RedisValue ok;
   ok.type = RedisValue::Type::status;

@@ -8,6 +8,8 @@
 #include <regex>
 #include <sstream>
 
+#include "broker/store/lua_scripts.hpp"
+
 namespace {
 
 std::string read_file(const std::filesystem::path& p) {
@@ -61,4 +63,27 @@ TEST(LuaScripts, KeysAreExtendedOnlyFromDeclaredPrefixKeys) {
       EXPECT_TRUE(std::regex_search(body, declared)) << p.filename() << ": KEYS[" << n << "] is extended but not declared as a prefix";
     }
   }
+}
+
+// The Redis Function library: one function per script, every name carrying the
+// library's hash, and every function starting a call with fresh per-call state.
+TEST(LuaScripts, LibraryRegistersEveryScriptUnderItsHash) {
+  const auto& library = ojs::broker::lua_library();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(library.name, m, std::regex("ojs_([0-9a-f]{12})"))) << library.name;
+  const std::string hash = m[1];
+  EXPECT_TRUE(library.code.starts_with("#!lua name=" + library.name + "\n"));
+  std::size_t scripts_seen = 0;
+  for (const auto& p : scripts()) {
+    const auto name = p.stem().string();
+    if (name.front() == '_') continue;
+    ++scripts_seen;
+    ASSERT_TRUE(library.functions.contains(name)) << name;
+    EXPECT_EQ(library.functions.at(name), name + "_" + hash);
+    EXPECT_NE(library.code.find("function_name = '" + name + "_" + hash + "', callback = function(KEYS, ARGV)\nbegin_call()\n"),
+              std::string::npos) << name;
+  }
+  EXPECT_EQ(library.functions.size(), scripts_seen);
+  EXPECT_NE(library.code.find("local EVENTS_MAXLEN = " + std::to_string(ojs::broker::event_stream_bound()) + "\n"),
+            std::string::npos);
 }
