@@ -256,7 +256,7 @@ ClassSet JobService::classes_of(const std::string& queue, bool refresh) {
   return classes_cache_[queue] = std::move(fresh);
 }
 
-std::vector<json> JobService::fetch(const FetchRequest& request, const ml::WorkerLoad* known_load) {
+std::vector<json> JobService::fetch(const FetchRequest& request, const WorkerRegistry::Contact* contact) {
   std::vector<json> jobs;
   WorkerView worker;
   worker.worker_id = request.worker_id;
@@ -264,8 +264,9 @@ std::vector<json> JobService::fetch(const FetchRequest& request, const ml::Worke
     auto [caps, fingerprint] = scheduler_.capabilities(*request.capabilities);
     worker.capabilities = std::move(caps);
     worker.fingerprint = std::move(fingerprint);
-    worker.load = known_load ? *known_load : workers_.load(request.worker_id);
+    worker.load = contact ? contact->held.load : workers_.load(request.worker_id);
   }
+  worker.guards = contact ? contact->guards : store_.preemption().guards_for(request.worker_id);
   for (const auto& queue : request.queues) {
     if (static_cast<int>(jobs.size()) >= request.count) break;
     fetch_from_queue(queue, request, worker, jobs);

@@ -61,8 +61,9 @@ class JobService {
   nlohmann::json queue_diagnosis(const std::string& queue); // per class: waiting jobs and why
   nlohmann::json cancel(const std::string& id);             // -> envelope
   std::optional<std::string> tenant_of(const std::string& id);  // the job's tenant ("" = none); nullopt: no such job
-  // known_load: the worker's load when the caller already read it (WorkerRegistry::contact).
-  std::vector<nlohmann::json> fetch(const FetchRequest& request, const ml::WorkerLoad* known_load = nullptr);
+  // contact: what the caller already read with the worker's contact (WorkerRegistry::contact:
+  // its load and capacity-guard marks); without one, FETCH reads them itself.
+  std::vector<nlohmann::json> fetch(const FetchRequest& request, const WorkerRegistry::Contact* contact = nullptr);
   // worker_id (optional, may be empty) makes the transition conditional on that
   // worker still holding the job.
   nlohmann::json ack(const std::string& id, const nlohmann::json* result, const std::string& worker_id = {});

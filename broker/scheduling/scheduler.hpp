@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/store/guard_marks.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/store/priority_score.hpp"
 #include "ojs/ml/capabilities.hpp"
@@ -34,6 +35,9 @@ struct WorkerView {
   std::optional<ml::Capabilities> capabilities;  // empty: a plain OJS worker
   std::string fingerprint;
   ml::WorkerLoad load;
+  // The capacity hold on this worker and whether reservations exist (FETCH's capacity
+  // guards), read with the worker's contact: once per FETCH, not per queue or round.
+  GuardMarks guards;
 };
 
 struct ClassVerdict {
