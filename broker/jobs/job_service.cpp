@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -279,6 +280,15 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
                                   std::vector<json>& jobs) {
   ClassSet classes = classes_of(queue, false);
   fetch_gang(queue, classes, request, worker, jobs);  // [gangs] gang classes go to claim_gang only
+  // The cached class set may predate a gang class: once it is refreshed below, a
+  // gang class it did not have is offered to claim_gang in this same FETCH.
+  const auto refreshed = [&](ClassSet fresh) {
+    const bool new_gang = std::any_of(fresh.classes.begin(), fresh.classes.end(), [&](const auto& c) {
+      return !classes.classes.count(c.first) && is_gang_class(scheduler_, fresh, c.first);
+    });
+    classes = std::move(fresh);
+    if (new_gang && static_cast<int>(jobs.size()) < request.count) fetch_gang(queue, classes, request, worker, jobs);
+  };
   // A worker with capabilities claims one job at a time so that the GPUs and
   // devices of each claim are taken into account for the next.
   const bool one_by_one = worker.capabilities.has_value();
@@ -297,13 +307,13 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
       // The cached class set may predate a class this worker could take (claim's
       // version check never runs when nothing is eligible): look once more.
       if (round > 0 || store_.classes_version(queue) == classes.version) return;
-      classes = classes_of(queue, true);
+      refreshed(classes_of(queue, true));
       continue;
     }
     auto outcome = store_.claim(queue, worker.worker_id, request.visibility_timeout_ms,
                                 config_.default_visibility_timeout_ms, want, classes.version, eligible);
     if (outcome.status == TransitionStatus::stale) {  // a class appeared since we looked
-      classes = classes_of(queue, true);
+      refreshed(classes_of(queue, true));
       continue;
     }
     for (const auto& block : outcome.budget_blocked)
