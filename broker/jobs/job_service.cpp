@@ -93,6 +93,7 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
   if (body.contains("capabilities") && !body["capabilities"].is_null()) {
     if (!body["capabilities"].is_object()) throw invalid_field("capabilities", "must be an object");
     r.capabilities = body["capabilities"];
+    r.capabilities_text = r.capabilities->dump();
   }
   return r;
 }
@@ -262,7 +263,7 @@ std::vector<json> JobService::fetch(const FetchRequest& request, const WorkerReg
   WorkerView worker;
   worker.worker_id = request.worker_id;
   if (request.capabilities) {
-    auto [caps, fingerprint] = scheduler_.capabilities(*request.capabilities);
+    auto [caps, fingerprint] = scheduler_.capabilities(*request.capabilities, &request.capabilities_text);
     worker.capabilities = std::move(caps);
     worker.fingerprint = std::move(fingerprint);
     worker.load = contact ? contact->held.load : workers_.load(request.worker_id);

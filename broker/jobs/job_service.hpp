@@ -26,6 +26,7 @@ struct FetchRequest {
   std::string worker_id;
   std::optional<std::int64_t> visibility_timeout_ms;
   std::optional<nlohmann::json> capabilities;
+  std::string capabilities_text;  // the same as compact JSON, dumped once: the registry's change check and the scheduler's memo key
 
   static FetchRequest parse(const nlohmann::json& body, int max_count);
 };
