@@ -142,6 +142,8 @@ CeilingResult measure_claim_ceiling(const RedisTarget& target, const CeilingOpti
       redisAppendCommandArgv(admin.get(), static_cast<int>(argv.size()), argv.data(), lens.data());
     }, 50);
     result.seed_seconds = std::chrono::duration<double>(Clock::now() - seed_start).count();
+    // Still EVALSHA (the broker uses FCALL): the ceiling stays comparable with every earlier
+    // run; a one-line script has no prelude, so FCALL would save it little (bench/lua-profile.py).
     Reply loaded(static_cast<redisReply*>(redisCommand(admin.get(), "SCRIPT LOAD %s", kClaimScript)));
     if (!loaded || loaded->type != REDIS_REPLY_STRING) throw std::runtime_error("redis: SCRIPT LOAD failed");
     const std::string sha(loaded->str, loaded->len);
