@@ -99,7 +99,20 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
 }
 
 void JobService::admit_queue(const std::string& queue) {
-  if (config_.max_queues > 0 && !store_.queue_exists(queue) && store_.queue_count() >= static_cast<std::size_t>(config_.max_queues))
+  if (config_.max_queues <= 0) return;
+  const auto now = now_ms();
+  {
+    std::lock_guard lock(known_queues_mutex_);
+    auto it = known_queues_.find(queue);
+    if (it != known_queues_.end() && now - it->second < kKnownQueueMs) return;
+  }
+  if (store_.queue_exists(queue)) {
+    std::lock_guard lock(known_queues_mutex_);
+    if (known_queues_.size() >= static_cast<std::size_t>(config_.max_queues) * 2) known_queues_.clear();  // bounded
+    known_queues_[queue] = now;
+    return;
+  }
+  if (store_.queue_count() >= static_cast<std::size_t>(config_.max_queues))
     throw OjsError(ErrorCode::validation_error, "broker bound max_queues: " + std::to_string(config_.max_queues) + " queues exist; queue " +
                    queue + " would be a new one (an admin may delete empty queues)",
                    {{"field", "queue"}, {"limit", "max_queues"}, {"max", config_.max_queues}});
