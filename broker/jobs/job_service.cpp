@@ -333,6 +333,8 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
     for (const auto& block : outcome.budget_blocked)
       if (block.kind == "backfill") diagnosis_.note(queue, block.class_id, worker.worker_id, backfill_refusal(block.in_use, block.limit));
       else diagnosis_.note_budget(queue, block, worker.worker_id);
+    if (outcome.jobs.empty() && !outcome.rate_limited.empty())  // why-waiting names the queue's rate limit
+      for (const auto& c : eligible) diagnosis_.note_rate_limit(queue, c.id, worker.worker_id, outcome.rate_limited);
     if (outcome.jobs.empty()) return;
     for (const auto& record : outcome.jobs) {
       json envelope = record.envelope();
