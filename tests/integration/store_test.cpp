@@ -343,3 +343,22 @@ TEST(Store, ClaimAndAckRepliesEqualTheStoredJobAfterTheTransition) {
   EXPECT_FALSE(acked.body["job"].contains("error")) << "ACK deletes the last attempt's error";
   EXPECT_EQ(acked.body["job"]["result"], json({{"ok", true}}));
 }
+
+// PUSH checks --max-queues only for a queue it has not seen exist lately: a PUSH to
+// a known queue costs no round trip for the check.
+TEST(Store, PushToAKnownQueueSkipsTheQueueCountCheck) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--max-queues", "5"}};
+  Api api{broker.url()};
+  api.push(job_in("known"));  // creates it
+  api.push(job_in("known"));  // sees it exist
+  RedisProbe probe(redis.port());
+  probe.run({"CONFIG", "RESETSTAT"});
+  for (int i = 0; i < 10; ++i) api.push(job_in("known"));
+  EXPECT_EQ(command_calls(probe, "hexists"), 0) << "a PUSH to a known queue re-checked that it exists";
+  // The bound still holds for new queues.
+  for (int i = 0; i < 4; ++i) api.push(job_in("new-" + std::to_string(i)));
+  const auto r = api.post("/ojs/v1/jobs", job_in("one-too-many"));
+  EXPECT_EQ(r.status, 422) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["details"]["limit"], "max_queues") << r.body.dump();
+}
