@@ -46,13 +46,13 @@ void register_workers_api(Router& router, ApiContext& ctx) {
       throw invalid_field("queues", "must name at most " + std::to_string(ctx.config.max_fetch_queues) + " queues (--max-fetch-queues)");
     const auto request = FetchRequest::parse(body, ctx.config.max_fetch_count);
     auth::authorize_worker_id(body.contains("worker_id") ? request.worker_id : std::string());
-    // One pipeline records contact and reads what the worker holds (its load and preemption marks).
-    const auto contact = ctx.workers.contact(request.worker_id, request.capabilities ? &*request.capabilities : nullptr, request.queues);
+    // One pipeline records contact and reads what the worker holds (its load, preemption marks and capacity guards).
+    const auto contact = ctx.workers.contact(request.worker_id, request.capabilities ? &request.capabilities_text : nullptr, request.queues);
     const auto& state = contact.state;
     nlohmann::json jobs = nlohmann::json::array();
     // A worker told to be quiet or to terminate gets no new work.
     if (state == "running")
-      for (auto& j : ctx.jobs.fetch(request, &contact.held.load)) jobs.push_back(std::move(j));
+      for (auto& j : ctx.jobs.fetch(request, &contact)) jobs.push_back(std::move(j));
     nlohmann::json out = {{"jobs", jobs}, {"state", state}, {"directive", directive_for(state)}};
     out["job_directives"] = preemption_directives(contact.held.preempting);
     if (!jobs.empty()) out["job"] = jobs[0];
@@ -99,8 +99,9 @@ void register_workers_api(Router& router, ApiContext& ctx) {
         throw invalid_field("visibility_timeout_ms", "must be an integer between 0 and " + std::to_string(kMaxDurationMs));
       visibility = body["visibility_timeout_ms"].get<long long>();
     }
-    const nlohmann::json* caps = body.contains("capabilities") && body["capabilities"].is_object() ? &body["capabilities"] : nullptr;
-    const auto contact = ctx.workers.contact(worker_id, caps, {});
+    const bool has_caps = body.contains("capabilities") && body["capabilities"].is_object();
+    const std::string caps = has_caps ? body["capabilities"].dump() : std::string();
+    const auto contact = ctx.workers.contact(worker_id, has_caps ? &caps : nullptr, {});
     const auto& state = contact.state;
     nlohmann::json extended = nlohmann::json::array();
     for (auto& id : ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids))

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -92,6 +93,7 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
   if (body.contains("capabilities") && !body["capabilities"].is_null()) {
     if (!body["capabilities"].is_object()) throw invalid_field("capabilities", "must be an object");
     r.capabilities = body["capabilities"];
+    r.capabilities_text = r.capabilities->dump();
   }
   return r;
 }
@@ -256,16 +258,17 @@ ClassSet JobService::classes_of(const std::string& queue, bool refresh) {
   return classes_cache_[queue] = std::move(fresh);
 }
 
-std::vector<json> JobService::fetch(const FetchRequest& request, const ml::WorkerLoad* known_load) {
+std::vector<json> JobService::fetch(const FetchRequest& request, const WorkerRegistry::Contact* contact) {
   std::vector<json> jobs;
   WorkerView worker;
   worker.worker_id = request.worker_id;
   if (request.capabilities) {
-    auto [caps, fingerprint] = scheduler_.capabilities(*request.capabilities);
+    auto [caps, fingerprint] = scheduler_.capabilities(*request.capabilities, &request.capabilities_text);
     worker.capabilities = std::move(caps);
     worker.fingerprint = std::move(fingerprint);
-    worker.load = known_load ? *known_load : workers_.load(request.worker_id);
+    worker.load = contact ? contact->held.load : workers_.load(request.worker_id);
   }
+  worker.guards = contact ? contact->guards : store_.preemption().guards_for(request.worker_id);
   for (const auto& queue : request.queues) {
     if (static_cast<int>(jobs.size()) >= request.count) break;
     fetch_from_queue(queue, request, worker, jobs);
@@ -278,6 +281,15 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
                                   std::vector<json>& jobs) {
   ClassSet classes = classes_of(queue, false);
   fetch_gang(queue, classes, request, worker, jobs);  // [gangs] gang classes go to claim_gang only
+  // The cached class set may predate a gang class: once it is refreshed below, a
+  // gang class it did not have is offered to claim_gang in this same FETCH.
+  const auto refreshed = [&](ClassSet fresh) {
+    const bool new_gang = std::any_of(fresh.classes.begin(), fresh.classes.end(), [&](const auto& c) {
+      return !classes.classes.count(c.first) && is_gang_class(scheduler_, fresh, c.first);
+    });
+    classes = std::move(fresh);
+    if (new_gang && static_cast<int>(jobs.size()) < request.count) fetch_gang(queue, classes, request, worker, jobs);
+  };
   // A worker with capabilities claims one job at a time so that the GPUs and
   // devices of each claim are taken into account for the next.
   const bool one_by_one = worker.capabilities.has_value();
@@ -296,13 +308,13 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
       // The cached class set may predate a class this worker could take (claim's
       // version check never runs when nothing is eligible): look once more.
       if (round > 0 || store_.classes_version(queue) == classes.version) return;
-      classes = classes_of(queue, true);
+      refreshed(classes_of(queue, true));
       continue;
     }
     auto outcome = store_.claim(queue, worker.worker_id, request.visibility_timeout_ms,
                                 config_.default_visibility_timeout_ms, want, classes.version, eligible);
     if (outcome.status == TransitionStatus::stale) {  // a class appeared since we looked
-      classes = classes_of(queue, true);
+      refreshed(classes_of(queue, true));
       continue;
     }
     for (const auto& block : outcome.budget_blocked)

@@ -26,6 +26,7 @@ struct FetchRequest {
   std::string worker_id;
   std::optional<std::int64_t> visibility_timeout_ms;
   std::optional<nlohmann::json> capabilities;
+  std::string capabilities_text;  // the same as compact JSON, dumped once: the registry's change check and the scheduler's memo key
 
   static FetchRequest parse(const nlohmann::json& body, int max_count);
 };
@@ -61,8 +62,9 @@ class JobService {
   nlohmann::json queue_diagnosis(const std::string& queue); // per class: waiting jobs and why
   nlohmann::json cancel(const std::string& id);             // -> envelope
   std::optional<std::string> tenant_of(const std::string& id);  // the job's tenant ("" = none); nullopt: no such job
-  // known_load: the worker's load when the caller already read it (WorkerRegistry::contact).
-  std::vector<nlohmann::json> fetch(const FetchRequest& request, const ml::WorkerLoad* known_load = nullptr);
+  // contact: what the caller already read with the worker's contact (WorkerRegistry::contact:
+  // its load and capacity-guard marks); without one, FETCH reads them itself.
+  std::vector<nlohmann::json> fetch(const FetchRequest& request, const WorkerRegistry::Contact* contact = nullptr);
   // worker_id (optional, may be empty) makes the transition conditional on that
   // worker still holding the job.
   nlohmann::json ack(const std::string& id, const nlohmann::json* result, const std::string& worker_id = {});

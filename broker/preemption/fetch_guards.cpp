@@ -32,7 +32,7 @@ void apply_capacity_guards(JobStore& store, const Scheduler& scheduler, const st
                            const ml::AssignmentOptions& assignment) {
   auto marks = store.preemption();
   const auto now = now_ms();
-  const auto guards = marks.guards_for(worker.worker_id);  // one round trip
+  const GuardMarks& guards = worker.guards;  // read with the worker's contact (JobService::fetch)
   std::optional<CapacityHold> hold;
   if (guards.hold) hold = CapacityHold::parse(worker.worker_id, *guards.hold);
   if (hold && hold->until_ms <= now) hold.reset();

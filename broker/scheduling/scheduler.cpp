@@ -69,8 +69,8 @@ JobClassification Scheduler::classify(const nlohmann::json& job_document, int pr
   return c;
 }
 
-std::pair<ml::Capabilities, std::string> Scheduler::capabilities(const nlohmann::json& body) const {
-  std::string raw = body.dump();
+std::pair<ml::Capabilities, std::string> Scheduler::capabilities(const nlohmann::json& body, const std::string* known_raw) const {
+  std::string raw = known_raw ? *known_raw : body.dump();
   {
     std::lock_guard lock(impl_->caps_mutex);
     auto it = impl_->caps_memo.find(raw);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/store/guard_marks.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/store/priority_score.hpp"
 #include "ojs/ml/capabilities.hpp"
@@ -34,6 +35,9 @@ struct WorkerView {
   std::optional<ml::Capabilities> capabilities;  // empty: a plain OJS worker
   std::string fingerprint;
   ml::WorkerLoad load;
+  // The capacity hold on this worker and whether reservations exist (FETCH's capacity
+  // guards), read with the worker's contact: once per FETCH, not per queue or round.
+  GuardMarks guards;
 };
 
 struct ClassVerdict {
@@ -57,7 +61,8 @@ class Scheduler {
   std::vector<ClassVerdict> judge(const ClassSet& classes, const WorkerView& worker) const;
   // Parses a worker's advertisement (throws OjsError naming the field), memoised
   // on the raw body: a worker re-sends the same capabilities on every FETCH.
-  std::pair<ml::Capabilities, std::string> capabilities(const nlohmann::json& body) const;
+  // raw: the body as compact JSON text when the caller already has it (the memo's key).
+  std::pair<ml::Capabilities, std::string> capabilities(const nlohmann::json& body, const std::string* raw = nullptr) const;
   // The requirements of a class id (parsed once from its canonical JSON).
   const ml::Requirements& requirements(const std::string& class_id, const std::string& class_json) const;
 

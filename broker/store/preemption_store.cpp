@@ -87,12 +87,20 @@ std::optional<std::pair<std::string, double>> PreemptionStore::ready_head(const 
   return std::make_pair(head.elements[0].str, std::stod(head.elements[1].str));
 }
 
-PreemptionStore::Guards PreemptionStore::guards_for(const std::string& worker_id) {
-  auto replies = redis_.pipeline({{"HGET", keys::holds, worker_id}, {"EXISTS", keys::reservations}});
-  Guards g;
-  if (!replies[0].is_nil()) g.hold = replies[0].str;
-  g.reservations = replies[1].integer == 1;
+std::vector<std::vector<std::string>> guard_mark_reads(const std::string& worker_id) {
+  return {{"HGET", keys::holds, worker_id}, {"EXISTS", keys::reservations}};
+}
+
+GuardMarks guard_marks_from(const RedisValue& hold, const RedisValue& reservations_exist) {
+  GuardMarks g;
+  if (!hold.is_nil() && !hold.is_error()) g.hold = hold.str;
+  g.reservations = reservations_exist.integer == 1;
   return g;
+}
+
+GuardMarks PreemptionStore::guards_for(const std::string& worker_id) {
+  auto replies = redis_.pipeline(guard_mark_reads(worker_id));
+  return guard_marks_from(replies[0], replies[1]);
 }
 
 std::map<std::string, std::string> PreemptionStore::holds() { return as_map(redis_.command({"HGETALL", keys::holds})); }

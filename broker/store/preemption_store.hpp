@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "broker/store/guard_marks.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/store/redis_client.hpp"
 
@@ -48,13 +49,9 @@ class PreemptionStore {
   // The head (id, score) of a class's ready set.
   std::optional<std::pair<std::string, double>> ready_head(const std::string& queue, const std::string& class_id);
 
-  // What FETCH's capacity guards need, in one round trip: this worker's hold and
-  // whether any reservation exists.
-  struct Guards {
-    std::optional<std::string> hold;
-    bool reservations = false;
-  };
-  Guards guards_for(const std::string& worker_id);
+  // What FETCH's capacity guards need, in one round trip, for a caller that has no
+  // worker contact to read them with (guard_marks.hpp).
+  GuardMarks guards_for(const std::string& worker_id);
 
   // Capacity holds: worker id -> hold JSON.
   std::map<std::string, std::string> holds();

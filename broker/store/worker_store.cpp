@@ -57,10 +57,15 @@ std::string WorkerStore::touch(const std::string& worker_id, const std::string* 
 WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const std::string* capabilities_json,
                                           const std::string* queues_json) {
   const auto now = std::to_string(now_ms());
-  auto replies = redis_.pipeline({touch_command(worker_id, capabilities_json, queues_json, now), {"ZADD", kWorkers, now, worker_id},
-                                  {"HGET", worker_key(worker_id), "state"}, {"HGETALL", worker_jobs_key(worker_id)}});
+  std::vector<std::vector<std::string>> cmds{touch_command(worker_id, capabilities_json, queues_json, now),
+                                             {"ZADD", kWorkers, now, worker_id},
+                                             {"HGET", worker_key(worker_id), "state"},
+                                             {"HGETALL", worker_jobs_key(worker_id)}};
+  for (auto& read : guard_mark_reads(worker_id)) cmds.push_back(std::move(read));
+  auto replies = redis_.pipeline(cmds);
   Contact c;
   c.state = replies[2].is_nil() ? "running" : replies[2].str;
+  c.guards = guard_marks_from(replies[4], replies[5]);
   c.held = verify(worker_id, replies[3]);
   return c;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/store/guard_marks.hpp"
 #include "broker/store/redis_client.hpp"
 #include "ojs/ml/worker_load.hpp"
 
@@ -57,6 +58,7 @@ class WorkerStore {
   struct Contact {
     std::string state;
     HeldState held;
+    GuardMarks guards;  // read in the same pipeline: FETCH's capacity guards need no round trip of their own
   };
   Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::string* queues_json);
   // Lists the worker from now on if unknown (NX: a known worker keeps its last contact).

@@ -1,16 +1,20 @@
 #include "broker/workers/worker_registry.hpp"
 
+#include <string_view>
+
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker {
 
-WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, const nlohmann::json* capabilities,
+WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, const std::string* capabilities,
                                                 const std::vector<std::string>& queues) {
-  std::string caps_json, queues_json;
-  if (capabilities) caps_json = capabilities->dump();
+  static const std::string none;
+  const std::string& caps_json = capabilities ? *capabilities : none;
+  std::string queues_json;
   if (!queues.empty()) queues_json = nlohmann::json(queues).dump();
   bool write = capabilities || !queues.empty();
-  const std::size_t hash = std::hash<std::string>{}(caps_json + '\n' + queues_json);
+  const std::hash<std::string_view> text_hash;
+  const std::size_t hash = text_hash(caps_json) * 31 + text_hash(queues_json);
   const auto now = now_ms();
   if (write) {
     std::lock_guard lock(profiles_mutex_);

@@ -25,7 +25,8 @@ class WorkerRegistry {
   // for it, or that was kResendProfileMs ago (another broker, or an admin, may have
   // changed the record since), so an unchanged worker costs Redis a small HSET.
   using Contact = WorkerStore::Contact;
-  Contact contact(const std::string& worker_id, const nlohmann::json* capabilities, const std::vector<std::string>& queues);
+  // capabilities_json: the capabilities as compact JSON text (nullptr: none sent).
+  Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::vector<std::string>& queues);
   static constexpr std::int64_t kResendProfileMs = 30000;
   // The registry's retention window starts now for a worker it did not know.
   void set_state(const std::string& worker_id, const std::string& state) { store_.set_state(worker_id, state); }

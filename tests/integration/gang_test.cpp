@@ -302,3 +302,17 @@ TEST_F(Gang, ExpiredGangIsDiscardedInsteadOfHeldOrStarted) {
   EXPECT_EQ(info(late)["state"], "discarded");
   EXPECT_EQ(gpus_charged(q), 0);
 }
+
+// A broker caches each queue's class set; a gang class pushed after a worker's last
+// FETCH must be offered to that worker's next FETCH, not one FETCH later.
+TEST_F(Gang, AGangClassNewerThanTheCachedClassSetIsJoinedOnTheNextFetch) {
+  api.push(ml_job("gang-new", {{"ext_ml_gpu_count", 8}}));  // fits neither host: stays, and its class is cached
+  EXPECT_EQ(api.fetch({"gang-new"}, "w1", 1, w1).size(), 0u);
+  EXPECT_EQ(api.fetch({"gang-new"}, "w2", 1, w2).size(), 0u);
+  const auto id = api.push(gang_job("gang-new", {{"size", 2}, {"timeout_seconds", 60}}));
+  EXPECT_EQ(api.fetch({"gang-new"}, "w1", 1, w1).size(), 0u);
+  EXPECT_EQ(gpus_charged("gang-new"), 4) << "w1 is held as the gang's first member";
+  const auto started = api.fetch({"gang-new"}, "w2", 1, w2);
+  ASSERT_EQ(started.size(), 1u) << "w2 completes the gang";
+  EXPECT_EQ(started[0]["id"], id);
+}

@@ -3,6 +3,9 @@
 // unchanged worker does not rewrite a few KB per FETCH.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
@@ -57,4 +60,28 @@ TEST(WorkerProfile, AnIdleClusterDoesNotReadEveryWorkerProfileEachPreemptionPass
     if (seen.substr(at, end - at).find(":jobs\"") == std::string::npos) ++profile_reads;
   }
   EXPECT_EQ(profile_reads, 0u) << "about ten leader passes ran in those two seconds";
+}
+
+// FETCH's capacity guards (a hold on this worker, any reservation) are read in the
+// worker's contact pipeline, once per FETCH: not once per named queue and claim
+// round, each a round trip of its own.
+TEST(WorkerProfile, CapacityGuardsAreReadOncePerFetchWhateverTheQueues) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  std::vector<std::string> queues;
+  for (int i = 0; i < 4; ++i) {  // each queue holds a job the worker cannot take: every queue is judged
+    queues.push_back("guards-q" + std::to_string(i));
+    api.push(ml_job(queues.back(), {{"ext_ml_gpu_count", 8}}));
+  }
+  std::string seen;
+  std::thread monitor([&] { seen = run_process({"timeout", "3", "redis-cli", "-p", std::to_string(redis.port()), "monitor"}, 10).output; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // MONITOR is attached
+  const auto got = api.fetch(queues, "guard-probe", 1, {{"capabilities", example_worker("4xa100-pcie")}});
+  monitor.join();
+  ASSERT_TRUE(got.empty()) << got.dump();
+  std::size_t hold_reads = 0;
+  const std::string read = "\"HGET\" \"ojs:{_global}:holds\" \"guard-probe\"";
+  for (auto at = seen.find(read); at != std::string::npos; at = seen.find(read, at + 1)) ++hold_reads;
+  EXPECT_EQ(hold_reads, 1u) << "one FETCH over " << queues.size() << " queues";
 }
