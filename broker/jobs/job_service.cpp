@@ -99,7 +99,20 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
 }
 
 void JobService::admit_queue(const std::string& queue) {
-  if (config_.max_queues > 0 && !store_.queue_exists(queue) && store_.queue_count() >= static_cast<std::size_t>(config_.max_queues))
+  if (config_.max_queues <= 0) return;
+  const auto now = now_ms();
+  {
+    std::lock_guard lock(known_queues_mutex_);
+    auto it = known_queues_.find(queue);
+    if (it != known_queues_.end() && now - it->second < kKnownQueueMs) return;
+  }
+  if (store_.queue_exists(queue)) {
+    std::lock_guard lock(known_queues_mutex_);
+    if (known_queues_.size() >= static_cast<std::size_t>(config_.max_queues) * 2) known_queues_.clear();  // bounded
+    known_queues_[queue] = now;
+    return;
+  }
+  if (store_.queue_count() >= static_cast<std::size_t>(config_.max_queues))
     throw OjsError(ErrorCode::validation_error, "broker bound max_queues: " + std::to_string(config_.max_queues) + " queues exist; queue " +
                    queue + " would be a new one (an admin may delete empty queues)",
                    {{"field", "queue"}, {"limit", "max_queues"}, {"max", config_.max_queues}});
@@ -320,6 +333,8 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
     for (const auto& block : outcome.budget_blocked)
       if (block.kind == "backfill") diagnosis_.note(queue, block.class_id, worker.worker_id, backfill_refusal(block.in_use, block.limit));
       else diagnosis_.note_budget(queue, block, worker.worker_id);
+    if (outcome.jobs.empty() && !outcome.rate_limited.empty())  // why-waiting names the queue's rate limit
+      for (const auto& c : eligible) diagnosis_.note_rate_limit(queue, c.id, worker.worker_id, outcome.rate_limited);
     if (outcome.jobs.empty()) return;
     for (const auto& record : outcome.jobs) {
       json envelope = record.envelope();

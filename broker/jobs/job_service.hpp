@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "broker/config.hpp"
@@ -111,6 +112,12 @@ class JobService {
   DiagnosisLog& diagnosis_;
   std::mutex classes_mutex_;
   std::map<std::string, ClassSet> classes_cache_;  // per queue; validated by the claim script's version check
+  // Queues seen to exist (queue -> when, ms): PUSH to a known queue skips the
+  // --max-queues check's round trip for kKnownQueueMs. A queue deleted meanwhile
+  // (only an empty one can be) is registered again by the PUSH itself.
+  static constexpr std::int64_t kKnownQueueMs = 5000;
+  std::mutex known_queues_mutex_;
+  std::unordered_map<std::string, std::int64_t> known_queues_;
   const BrokerConfig& config_;
   PushAdmission admission_;
   BatchAdmission batch_admission_;

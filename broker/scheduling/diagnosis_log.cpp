@@ -67,6 +67,20 @@ void DiagnosisLog::note_budget(const std::string& queue, const BudgetBlock& bloc
   note(queue, block.class_id, worker_id, j);
 }
 
+void DiagnosisLog::note_rate_limit(const std::string& queue, const std::string& class_id, const std::string& worker_id,
+                                   const std::string& kind) {
+  ml::Refusal r;
+  r.predicate = "rate_limit";
+  const bool concurrency = kind == "concurrency";
+  r.summary = concurrency ? "queue rate limit: as many jobs run as rate_limit.concurrency allows"
+                          : "queue rate limit: rate_limit.rate allows no more starts in this period";
+  r.reason = r.summary + " (" + kind + ")";
+  r.facts = {{"limit_name", concurrency ? std::string("rate_limit.concurrency") : std::string("rate_limit.rate")}};
+  ml::Judgement j;
+  j.refusals.push_back(std::move(r));
+  note(queue, class_id, worker_id, j);
+}
+
 void DiagnosisLog::flush() {
   if (pending_.empty()) return;
   std::vector<DiagnosisStore::Record> records;

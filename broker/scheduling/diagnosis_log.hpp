@@ -26,6 +26,9 @@ class DiagnosisLog {
   void note(const std::string& queue, const std::string& class_id, const std::string& worker_id,
             const ml::Judgement& judgement);
   void note_budget(const std::string& queue, const BudgetBlock& block, const std::string& worker_id);
+  // The queue's rate limit held back a class this worker could take (kind: the
+  // claim's rate_limited, concurrency | rate): predicate `rate_limit`.
+  void note_rate_limit(const std::string& queue, const std::string& class_id, const std::string& worker_id, const std::string& kind);
   void flush();  // one pipelined write of what changed (called at the end of a FETCH)
 
   // Recent judgements of a class (younger than the window).

@@ -63,7 +63,11 @@ nlohmann::json JobRecord::envelope() const {
 
 JobRecord JobRecord::from_flat_array(const RedisValue& v) {
   JobRecord r;
-  for (std::size_t i = 0; i + 1 < v.elements.size(); i += 2) r.fields[v.elements[i].str] = v.elements[i + 1].str;
+  // A later pair overrides an earlier one; a nil value deletes the field (_lib.lua job_reply).
+  for (std::size_t i = 0; i + 1 < v.elements.size(); i += 2) {
+    if (v.elements[i + 1].is_nil()) r.fields.erase(v.elements[i].str);
+    else r.fields[v.elements[i].str] = v.elements[i + 1].str;
+  }
   return r;
 }
 

@@ -27,7 +27,8 @@ struct JobRecord {
   // The OJS job envelope: the producer's document with system fields overlaid.
   nlohmann::json envelope() const;
 
-  static JobRecord from_flat_array(const RedisValue& hgetall);
+  // Field/value pairs (HGETALL, or a script's job reply: a later pair overrides, a nil value deletes).
+  static JobRecord from_flat_array(const RedisValue& pairs);
 };
 
 }  // namespace ojs::broker

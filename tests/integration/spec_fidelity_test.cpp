@@ -164,6 +164,10 @@ TEST_F(SpecFidelity, QueueConcurrencyLimitIsEnforcedOnFetch) {
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(api.fetch({q}, "w2", 5).size(), 0u);
   EXPECT_EQ(api.get("/ojs/v1/queues/" + q + "/stats").body["queue"]["available"], 3);
+  // Why the others wait: the queue's rate limit, by name.
+  const auto why = api.get("/ojs/v1/queues/" + q + "/diagnosis").body;
+  ASSERT_EQ(why["classes"].size(), 1u) << why.dump();
+  EXPECT_TRUE(why["classes"][0]["by_predicate"].contains("rate_limit")) << why.dump();
   EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", first[0]["id"]}}).status, 200);
   EXPECT_EQ(api.fetch({q}, "w2", 5).size(), 1u);
   // GPU workers claim one by one: the limit holds across their rounds too.

@@ -314,3 +314,51 @@ TEST(Store, AckOfAJobThisBrokerHandedOutSkipsTheDirectoryRead) {
   ASSERT_EQ(r.status, 200) << r.body.dump();
   EXPECT_EQ(r.body["state"], "completed");
 }
+
+// claim and ack reply with the job hash as they read it plus what they changed
+// (_lib.lua job_reply: a later pair overrides, a nil deletes): the job a FETCH or an
+// ACK returns must equal the job as stored right after, deleted fields included.
+TEST(Store, ClaimAndAckRepliesEqualTheStoredJobAfterTheTransition) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  json job = job_in("replies");
+  job["options"]["retry"] = {{"max_attempts", 3}, {"initial_interval", "PT0S"}, {"backoff_coefficient", 1.0}, {"jitter", false}};
+  const auto id = api.push(job);
+  auto first = api.fetch({"replies"}, "w", 1);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", id}, {"worker_id", "w"}, {"error", {{"code", "boom"}, {"message", "first try"}}}}).status, 200);
+
+  auto second = api.fetch({"replies"}, "w", 1);  // the retry: attempt 2, the first attempt's error still shown
+  ASSERT_EQ(second.size(), 1u);
+  auto stored = api.get("/ojs/v1/jobs/" + id).body["job"];
+  EXPECT_EQ(second[0], stored) << "FETCH reply " << second[0].dump() << "\nstored " << stored.dump();
+  EXPECT_EQ(second[0]["attempt"], 2);
+  EXPECT_EQ(second[0]["state"], "active");
+
+  const auto acked = api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "w"}, {"result", {{"ok", true}}}});
+  ASSERT_EQ(acked.status, 200) << acked.body.dump();
+  stored = api.get("/ojs/v1/jobs/" + id).body["job"];
+  EXPECT_EQ(acked.body["job"], stored) << "ACK reply " << acked.body["job"].dump() << "\nstored " << stored.dump();
+  EXPECT_FALSE(acked.body["job"].contains("error")) << "ACK deletes the last attempt's error";
+  EXPECT_EQ(acked.body["job"]["result"], json({{"ok", true}}));
+}
+
+// PUSH checks --max-queues only for a queue it has not seen exist lately: a PUSH to
+// a known queue costs no round trip for the check.
+TEST(Store, PushToAKnownQueueSkipsTheQueueCountCheck) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--max-queues", "5"}};
+  Api api{broker.url()};
+  api.push(job_in("known"));  // creates it
+  api.push(job_in("known"));  // sees it exist
+  RedisProbe probe(redis.port());
+  probe.run({"CONFIG", "RESETSTAT"});
+  for (int i = 0; i < 10; ++i) api.push(job_in("known"));
+  EXPECT_EQ(command_calls(probe, "hexists"), 0) << "a PUSH to a known queue re-checked that it exists";
+  // The bound still holds for new queues.
+  for (int i = 0; i < 4; ++i) api.push(job_in("new-" + std::to_string(i)));
+  const auto r = api.post("/ojs/v1/jobs", job_in("one-too-many"));
+  EXPECT_EQ(r.status, 422) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["details"]["limit"], "max_queues") << r.body.dump();
+}

@@ -10,16 +10,19 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The job hash as a table (nil when the job does not exist): one HGETALL.
+-- The job hash as a table (nil when the job does not exist): one HGETALL. Also
+-- returns the hash as read (field/value pairs), for job_reply.
 local function read_job(jk)
   local flat = redis.call('HGETALL', jk)
   if #flat == 0 then return nil end
   local job = {}
   for i = 1, #flat, 2 do job[flat[i]] = flat[i + 1] end
-  return job
+  return job, flat
 end
 
--- A job table as field/value pairs (the reply format the C++ side parses).
+-- A job in a reply is field/value pairs where a later pair overrides an earlier one
+-- and a false value (a nil reply) deletes the field (JobRecord::from_flat_array).
+-- A job table as such pairs:
 local function flat_job(job)
   local out = {}
   for k, v in pairs(job) do
@@ -27,6 +30,18 @@ local function flat_job(job)
     out[#out + 1] = tostring(v)
   end
   return out
+end
+
+-- [hotpath] The same for a transition that holds the hash as read (read_job's flat)
+-- and the pairs it wrote (`set`, as given to HSET) and the fields it deleted: the
+-- read is extended, not rebuilt (about 45k instructions less per claim or ack).
+local function job_reply(flat, set, del)
+  for i = 1, #set do flat[#flat + 1] = set[i] end
+  for i = 1, #del do
+    flat[#flat + 1] = del[i]
+    flat[#flat + 1] = false
+  end
+  return flat
 end
 
 -- The approximate cap of every queue's event stream; 0: no events at all. The

@@ -5,7 +5,7 @@
 -- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
 local result, worker = ARGV[1], ARGV[2]
 local jk = KEYS[1]
-local job = read_job(jk)
+local job, flat = read_job(jk)
 if not job then return {'not_found'} end
 if job.state ~= 'active' then return {'conflict', job.state} end
 -- A worker whose reservation expired must not complete the job another worker now holds.
@@ -18,25 +18,27 @@ if job.gang_workers then
 end
 local now = now_ms()
 local now_s = tostring(now)  -- [hotpath] formatted once, not by every redis.call
+local del = {}
+if job.charged_gpus then del[1] = 'charged_gpus' end  -- release_budget deletes it
 release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job)
 job.state, job.completed_at = 'completed', now_s
+local set = {'state', 'completed', 'completed_at', now_s}
 if result ~= '' then
   job.result = result
-  redis.call('HSET', jk, 'state', 'completed', 'completed_at', now_s, 'result', result)
-else
-  redis.call('HSET', jk, 'state', 'completed', 'completed_at', now_s)
+  set[5], set[6] = 'result', result
 end
 if job.progress then  -- ecosystem: progress ends at 1.0
   job.progress = '1'
-  redis.call('HSET', jk, 'progress', '1')
+  set[#set + 1] = 'progress'; set[#set + 1] = '1'
 end
-local del = {}
+redis.call('HSET', jk, unpack(set))
+local gone = #del
 for _, f in ipairs({'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at'}) do
   if job[f] then job[f] = nil; del[#del + 1] = f end
 end
-if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
+if #del > gone then redis.call('HDEL', jk, unpack(del, gone + 1)) end
 redis.call('ZREM', KEYS[2], job.id)
 redis.call('HINCRBY', KEYS[3], 'completed', '1')
 emit(KEYS[4], 'job.completed', job, {'duration_ms', tostring(now - tonumber(job.started_at or now))})
 workflow_job_ended(workflow_keys(7, KEYS[4]), job, 'completed', now)  -- [workflows]
-return {'ok', flat_job(job)}
+return {'ok', job_reply(flat, set, del)}

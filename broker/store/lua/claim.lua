@@ -194,7 +194,8 @@ while #claimed < count do
   local best_gpus, best_devices = c.gpus, c.devices
   if best_id then
   local jk = KEYS[11] .. best_id
-  local job = read_job(jk) or {id = best_id}
+  local job, flat = read_job(jk)
+  if not job then job, flat = {id = best_id}, {'id', best_id} end
   local expires = tonumber(job.expires_at or '')
   if expires and expires <= now then
     discard_expired(jk, job, KEYS[13], KEYS[6], now)
@@ -238,7 +239,7 @@ while #claimed < count do
   if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
   redis.call('ZADD', KEYS[4], deadline, best_id)
   emit(KEYS[6], 'job.started', job, {'worker_id', worker})
-  claimed[#claimed + 1] = flat_job(job)
+  claimed[#claimed + 1] = job_reply(flat, set, del)
   if rate_starts and rate_period then rate_record(KEYS[14], rate_period, now_s, best_id .. ':' .. job.attempt) end  -- [spec #17]
   end
   end
