@@ -19,7 +19,10 @@ void Maintenance::run_once() {
   const std::set<std::string> lost_workers(lost.begin(), lost.end());
   // One queue's failure (or one step's) is logged and the pass goes on; only a
   // Redis outage ends the pass.
-  for (const auto& queue : store.queues()) {
+  const auto queues = store.queues();
+  const auto due = store.due_work(queues, now_ms());  // idle queues cost two cheap reads, no script
+  for (std::size_t qi = 0; qi < queues.size(); ++qi) {
+    const auto& queue = queues[qi];
     try {
       if (!lost_workers.empty())
         if (int n = jobs_.reclaim_from_lost_workers(queue, lost_workers); n > 0)
@@ -30,9 +33,10 @@ void Maintenance::run_once() {
       if (passes_ % kClassHeadsCheckEvery == 0)
         if (long long n = store.repair_class_heads(queue); n > 0)
           spdlog::warn("queue {}: corrected {} class-head index entr{}", queue, n, n == 1 ? "y" : "ies");
-      store.promote(queue);
-      if (long long n = store.expire_gangs(queue); n > 0)  // [gangs]
-        spdlog::info("queue {}: released {} gang(s) that did not complete before their hold deadline", queue, n);
+      if (due[qi].promote) store.promote(queue);
+      if (due[qi].gangs)  // [gangs]
+        if (long long n = store.expire_gangs(queue); n > 0)
+          spdlog::info("queue {}: released {} gang(s) that did not complete before their hold deadline", queue, n);
       if (int n = jobs_.reclaim_expired(queue); n > 0)
         spdlog::info("queue {}: reclaimed {} job(s) whose visibility timeout expired", queue, n);
     } catch (const StoreUnavailable&) {

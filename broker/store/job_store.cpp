@@ -332,6 +332,24 @@ long long JobStore::promote(const std::string& queue) {
       .integer;
 }
 
+std::vector<JobStore::DueWork> JobStore::due_work(const std::vector<std::string>& queues, std::int64_t now_ms) {
+  std::vector<DueWork> out(queues.size());
+  if (queues.empty()) return out;
+  const auto now = std::to_string(now_ms);
+  std::vector<std::vector<std::string>> cmds;
+  cmds.reserve(2 * queues.size());
+  for (const auto& q : queues) {
+    cmds.push_back({"ZRANGEBYSCORE", keys::delayed(q), "-inf", now, "LIMIT", "0", "1"});
+    cmds.push_back({"ZRANGEBYSCORE", keys::gangs(q), "-inf", now, "LIMIT", "0", "1"});
+  }
+  const auto replies = redis_.pipeline(cmds);
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    out[i].promote = !replies[2 * i].elements.empty();
+    out[i].gangs = !replies[2 * i + 1].elements.empty();
+  }
+  return out;
+}
+
 long long JobStore::repair_class_heads(const std::string& queue) {
   return redis_.eval("class_heads_repair", {keys::classes(queue), keys::ready_prefix(queue), keys::class_heads(queue)}, {})
       .integer;

@@ -171,6 +171,15 @@ class JobStore {
   // queue -> ids (unknown ids dropped), resolved in slices of one HMGET each.
   std::map<std::string, std::vector<std::string>> group_by_queue(const std::vector<std::string>& ids);
   long long promote(const std::string& queue);
+  // Maintenance: which queues have a scheduled job or retry due, or a forming gang
+  // past its hold deadline (now_ms on the broker's clock, as reclaim uses), in one
+  // pipeline of cheap reads: promote / expire_gangs run only where something is due
+  // (each script call costs Redis ~40k instructions even when nothing is).
+  struct DueWork {
+    bool promote = false;
+    bool gangs = false;
+  };
+  std::vector<DueWork> due_work(const std::vector<std::string>& queues, std::int64_t now_ms);
   // [heads] Makes the queue's class-head index match its ready sets; returns the entries corrected.
   long long repair_class_heads(const std::string& queue);
   // checkpoint.lua: the holder (worker_id '' = any) commits checkpoint metadata; the newest max_count are kept.

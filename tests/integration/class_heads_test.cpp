@@ -47,15 +47,6 @@ std::string index_mismatches(const RedisServer& redis, const std::string& queue)
   return out;
 }
 
-std::string iso_in(std::chrono::milliseconds from_now) {
-  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() + from_now + std::chrono::seconds(1));
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 json caps_of(const std::string& name) { return {{"capabilities", example_worker(name)}}; }
 
 }  // namespace

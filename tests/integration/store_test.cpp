@@ -362,3 +362,28 @@ TEST(Store, PushToAKnownQueueSkipsTheQueueCountCheck) {
   EXPECT_EQ(r.status, 422) << r.body.dump();
   EXPECT_EQ(r.body["error"]["details"]["limit"], "max_queues") << r.body.dump();
 }
+
+// The maintenance loop runs the promote and gang-expiry scripts only for queues with
+// something due (one pipeline of cheap reads first): an idle queue costs no script,
+// and a scheduled job still becomes available without any FETCH.
+TEST(Store, MaintenanceRunsNoScriptForAQueueWithNothingDue) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  for (const auto* q : {"idle-a", "idle-b", "idle-c"}) api.push(job_in(q));
+  std::string seen;
+  std::thread monitor([&] { seen = run_process({"timeout", "2", "redis-cli", "-p", std::to_string(redis.port()), "monitor"}, 10).output; });
+  monitor.join();
+  std::size_t scripts = 0;
+  for (const auto* first_key : {"\"ojs:{idle-a}:delayed\"", "\"ojs:{idle-a}:gangs\""})
+    for (auto at = seen.find(first_key); at != std::string::npos; at = seen.find(first_key, at + 1))
+      if (seen.rfind("\"EVALSHA\"", at) != std::string::npos && seen.rfind("\"EVALSHA\"", at) > seen.rfind('\n', at)) ++scripts;
+  EXPECT_EQ(scripts, 0u) << "about ten maintenance passes ran in those two seconds";
+  EXPECT_NE(seen.find("\"ZRANGEBYSCORE\" \"ojs:{idle-a}:delayed\""), std::string::npos) << "the due check itself ran";
+
+  json later = job_in("idle-a");
+  later["scheduled_at"] = iso_in(std::chrono::milliseconds(500));
+  const auto id = api.push(later);
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "scheduled");
+  EXPECT_EQ(wait_for_state(api, id, "available", 15000)["state"], "available") << "promoted by maintenance, no FETCH";
+}

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <ctime>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -26,6 +27,16 @@ inline nlohmann::json job_in(const std::string& queue, nlohmann::json retry = nl
   nlohmann::json j = {{"type", "t"}, {"args", nlohmann::json::array()}, {"options", {{"queue", queue}}}};
   if (!retry.empty()) j["options"]["retry"] = retry;
   return j;
+}
+
+// An RFC 3339 time (whole seconds, UTC) at least `from_now` ahead: a scheduled_at.
+inline std::string iso_in(std::chrono::milliseconds from_now) {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() + from_now + std::chrono::seconds(1));
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 inline void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
