@@ -8,7 +8,9 @@
 #include "broker/background/maintenance.hpp"
 #include "broker/cron/cron_service.hpp"
 #include "broker/events/event_hub.hpp"
+#include "broker/events/event_log.hpp"
 #include "broker/http/server.hpp"
+#include "broker/observability/observability.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/store/embedded_redis.hpp"
 #include "broker/store/legacy_keys.hpp"
@@ -26,6 +28,12 @@ struct BrokerApp::Impl {
   std::unique_ptr<JobService> jobs;
   std::unique_ptr<WorkerStore> worker_store;
   std::unique_ptr<WorkerRegistry> workers;
+  // The services the API calls beside JobService (api/ never names a store).
+  std::unique_ptr<QueueService> queues;
+  std::unique_ptr<obs::Observability> observability;
+  std::unique_ptr<EventLog> event_log;
+  std::unique_ptr<Checkpoints> checkpoints;
+  std::unique_ptr<Reservations> reservations;
   std::unique_ptr<ApiContext> api;
   Router router;
   std::unique_ptr<HttpServer> server;
@@ -66,8 +74,10 @@ void BrokerApp::start() {
   i.worker_store = std::make_unique<WorkerStore>(*i.redis);
   i.workers = std::make_unique<WorkerRegistry>(*i.worker_store);
   i.jobs = std::make_unique<JobService>(*i.store, *i.scheduler, *i.workers, *i.diagnosis, i.config);
-  i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.store, *i.workers, std::chrono::steady_clock::now()});
-  register_system_api(i.router, *i.api);
+  i.queues = std::make_unique<QueueService>(*i.jobs);
+  i.observability = std::make_unique<obs::Observability>(obs::OverviewSources{i.config, *i.jobs, *i.store, *i.workers});
+  i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.queues, *i.workers, std::chrono::steady_clock::now()});
+  register_system_api(i.router, *i.api, *i.observability);
   register_jobs_api(i.router, *i.api);
   register_batch_api(i.router, *i.api);
   i.cron = std::make_unique<CronService>(*i.jobs, i.config.maintenance_interval_ms);
@@ -83,12 +93,15 @@ void BrokerApp::start() {
   streams.keep_alive = std::chrono::milliseconds(i.config.event_stream_keepalive_ms);
   streams.poll = std::chrono::milliseconds(i.config.event_stream_poll_ms);
   i.event_hub = std::make_unique<EventHub>(*i.events, [jobs = i.jobs.get()](const std::string& id) { return jobs->tenant_of(id); }, streams);
-  register_events_api(i.router, *i.api, *i.events, *i.event_hub);
+  i.event_log = std::make_unique<EventLog>(*i.events);
+  register_events_api(i.router, *i.api, *i.event_log, *i.event_hub);
   register_dead_letter_api(i.router, *i.api);
   i.governance = governance::install(i.config, *i.redis, *i.jobs, i.router, *i.api);
   register_admin_api(i.router, *i.api, *i.governance->configs);
-  register_preemption_api(i.router, *i.api);
-  register_observability_api(i.router, *i.api);
+  i.checkpoints = std::make_unique<Checkpoints>(*i.store, i.config.checkpoint_prefixes);
+  i.reservations = std::make_unique<Reservations>(*i.store);
+  register_preemption_api(i.router, *i.checkpoints, *i.reservations);
+  register_observability_api(i.router, *i.observability);
 
   HttpServerOptions http;
   http.address = i.config.listen_address;

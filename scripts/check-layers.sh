@@ -5,6 +5,11 @@
 #     (hiredis, redis_client.hpp, RedisPool, RedisValue). The files at broker/'s
 #     root (app.cpp, main.cpp, access_and_governance.*) are the wiring: they may
 #     include any folder and hand the connection pool to the stores.
+#  3. the direction is api -> services -> store: broker/api (and broker/http)
+#     include no broker/store/ header; broker/api names no store type (JobStore,
+#     EventStore, ...) and does not reach one through a service (`.store()`);
+#     broker/store includes no other folder of broker/; no folder includes
+#     broker/api/ (only the wiring).
 # Usage: check-layers.sh [repository root]; exits 1 naming each violation.
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -37,5 +42,22 @@ if ((${#others[@]})) && redis=$(grep -rlE 'hiredis|redis_client\.hpp|\bRedisPool
   for f in $redis; do echo "Redis client used outside broker/store: broker/$f"; done
   status=1
 fi
-[[ $status == 0 ]] && echo "layers ok: folder dependencies one-way, Redis only in broker/store"
+# 3. api -> services -> store.
+while read -r from to file; do
+  if [[ ($from == api || $from == http) && $to == store ]]; then
+    echo "$from includes the store (handlers call services; the HTTP edge catches ojs::BackendUnavailable): broker/$file"
+    status=1
+  elif [[ $from == store ]]; then
+    echo "store depends on broker/$to/ (the store is the bottom layer): broker/$file"
+    status=1
+  elif [[ $to == api ]]; then
+    echo "broker/$from depends on the api (only the wiring at broker/'s root may): broker/$file"
+    status=1
+  fi
+done < <(sort -u "$edges")
+if [[ -d api ]] && named=$(grep -rnE '\b[A-Z][A-Za-z]*Store\b|\.store\(\)' --include='*.hpp' --include='*.cpp' api); then
+  while IFS= read -r line; do echo "api names the store (handlers call services): broker/$line"; done <<<"$named"
+  status=1
+fi
+[[ $status == 0 ]] && echo "layers ok: folder dependencies one-way, api -> services -> store, Redis only in broker/store"
 exit $status

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "broker/jobs/job_service.hpp"
-#include "broker/store/job_store.hpp"
 
 namespace ojs::broker::admin {
 
@@ -22,6 +21,6 @@ struct BulkRequest {
 
 // Validates {filter{queue, state?, type?}, confirm: true, limit?}; OjsError 400 names the field.
 BulkRequest parse_bulk_request(const std::string& action, const nlohmann::json& body);
-nlohmann::json run_bulk(JobService& jobs, JobStore& store, const BulkRequest& request);
+nlohmann::json run_bulk(JobService& jobs, const BulkRequest& request);
 
 }  // namespace ojs::broker::admin

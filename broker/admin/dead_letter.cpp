@@ -21,8 +21,9 @@ Transition act(JobStore& store, const std::string& id, const std::string& action
 
 }  // namespace
 
-nlohmann::json dead_letter_page(JobStore& store, const std::string& only, int offset, int limit) {
-  nlohmann::json jobs = nlohmann::json::array();
+nlohmann::json dead_letter_page(JobService& jobs, const std::string& only, int offset, int limit) {
+  JobStore& store = jobs.store();
+  nlohmann::json page = nlohmann::json::array();
   long long total = 0;
   int skipped = 0;
   for (const auto& queue : only.empty() ? store.queues() : std::vector<std::string>{only}) {
@@ -32,20 +33,21 @@ nlohmann::json dead_letter_page(JobStore& store, const std::string& only, int of
         ++skipped;
         continue;
       }
-      if (static_cast<int>(jobs.size()) < limit) jobs.push_back(record.envelope());
+      if (static_cast<int>(page.size()) < limit) page.push_back(record.envelope());
     }
   }
-  return {{"jobs", jobs}, {"pagination", {{"total", total}, {"limit", limit}, {"offset", offset}}}};
+  return {{"jobs", page}, {"pagination", {{"total", total}, {"limit", limit}, {"offset", offset}}}};
 }
 
-nlohmann::json retry_dead(JobStore& store, const std::string& id) { return act(store, id, "retry").job.envelope(); }
+nlohmann::json retry_dead(JobService& jobs, const std::string& id) { return act(jobs.store(), id, "retry").job.envelope(); }
 
-void discard_dead(JobStore& store, const std::string& id) {
-  act(store, id, "discard");
-  store.forget(id);
+void discard_dead(JobService& jobs, const std::string& id) {
+  act(jobs.store(), id, "discard");
+  jobs.store().forget(id);
 }
 
-nlohmann::json retry_job(JobStore& store, const std::string& id) {
+nlohmann::json retry_job(JobService& jobs, const std::string& id) {
+  JobStore& store = jobs.store();
   const auto queue = queue_of(store, id);
   auto t = store.dead_letter_action(queue, id, "retry");
   if (t.status != TransitionStatus::ok) {

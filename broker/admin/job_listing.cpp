@@ -27,7 +27,8 @@ bool is_listable_state(const std::string& state) {
   return std::any_of(std::begin(kListableStates), std::end(kListableStates), [&](const char* s) { return state == s; });
 }
 
-json list_jobs(JobStore& store, const std::string& queue, const std::string& state, int limit) {
+json list_jobs(JobService& service, const std::string& queue, const std::string& state, int limit) {
+  JobStore& store = service.store();
   JobIndexStore index = store.index();
   std::vector<std::string> ids;
   if (state == "available") ids = index.available(queue, store.load_classes(queue), limit);

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "broker/store/job_store.hpp"
+#include "broker/jobs/job_service.hpp"
 
 namespace ojs::broker::admin {
 
@@ -15,6 +15,6 @@ inline constexpr const char* kListableStates[] = {"available", "active", "schedu
 bool is_listable_state(const std::string& state);
 
 // {queue, state, jobs[{id, type, state, attempt, priority, gpus, tenant?, worker_id?, enqueued_at?, started_at?}], count}
-nlohmann::json list_jobs(JobStore& store, const std::string& queue, const std::string& state, int limit);
+nlohmann::json list_jobs(JobService& service, const std::string& queue, const std::string& state, int limit);
 
 }  // namespace ojs::broker::admin

@@ -21,11 +21,11 @@ using nlohmann::json;
 
 namespace {
 
-json queue_summary(JobStore& store, const std::string& name) {
-  const bool paused = store.is_paused(name);
+json queue_summary(QueueService& queues, const std::string& name) {
+  const auto q = queues.state(name);
   json counts = json::object();
-  for (const auto& [k, v] : store.queue_counts(name)) counts[k] = v;
-  return {{"name", name}, {"state", paused ? "paused" : "active"}, {"paused", paused}, {"counts", counts}};
+  for (const auto& [k, v] : q.counts) counts[k] = v;
+  return {{"name", name}, {"state", q.paused ? "paused" : "active"}, {"paused", q.paused}, {"counts", counts}};
 }
 
 json page_of(const json& items, long long total, int page, int per_page) {
@@ -38,16 +38,16 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
   router.add("GET", "/ojs/v1/admin/queues", [&ctx](const HttpRequest& r) {
     const int page = int_query(r, "page", 1, 1, 1000000);
     const int per_page = int_query(r, "per_page", 20, 1, 100);
-    const auto names = ctx.store.queues();
+    const auto names = ctx.queues.names();
     json items = json::array();
     for (std::size_t i = static_cast<std::size_t>(page - 1) * per_page; i < names.size() && items.size() < static_cast<std::size_t>(per_page); ++i)
-      items.push_back(queue_summary(ctx.store, names[i]));
+      items.push_back(queue_summary(ctx.queues, names[i]));
     return json_reply(200, page_of(items, static_cast<long long>(names.size()), page, per_page));
   });
   router.add("GET", "/ojs/v1/admin/queues/{name}", [&ctx, &configs](const HttpRequest& r) {
     const auto name = queue_name_param(r);
-    if (!ctx.store.queue_exists(name)) throw OjsError(ErrorCode::not_found, "queue " + name + " not found", {{"queue", name}});
-    json out = queue_summary(ctx.store, name);
+    ctx.queues.require(name);
+    json out = queue_summary(ctx.queues, name);
     out["configuration"] = governance::to_json(configs.load(name), name);
     return json_reply(200, out);
   });
@@ -63,8 +63,8 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     const int per_page = int_query(r, "per_page", 20, 1, 100);
     const int wanted = page * per_page;
     json matched = json::array();
-    for (const auto& queue : only.empty() ? ctx.store.queues() : std::vector<std::string>{only}) {
-      json listed = admin::list_jobs(ctx.store, queue, state, wanted);
+    for (const auto& queue : only.empty() ? ctx.queues.names() : std::vector<std::string>{only}) {
+      json listed = admin::list_jobs(ctx.jobs, queue, state, wanted);
       for (auto& job : listed["jobs"]) {
         const auto t = job.value("type", "");
         const bool type_ok = type.empty() || (type.back() == '*' ? t.rfind(type.substr(0, type.size() - 1), 0) == 0 : t == type);
@@ -81,7 +81,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
   // Bulk before {id}: "bulk" would otherwise be read as a job id.
   router.add("POST", "/ojs/v1/admin/jobs/bulk/{action}", [&ctx](const HttpRequest& r) {
     const auto request = admin::parse_bulk_request(r.params.at("action"), parse_json_body(r));
-    return json_reply(200, admin::run_bulk(ctx.jobs, ctx.store, request));
+    return json_reply(200, admin::run_bulk(ctx.jobs, request));
   });
   router.add("GET", "/ojs/v1/admin/jobs/{id}", [&ctx](const HttpRequest& r) {
     return json_reply(200, {{"job", ctx.jobs.info(r.params.at("id"))}});
@@ -90,14 +90,14 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     return json_reply(200, {{"job", ctx.jobs.cancel(r.params.at("id"))}});
   });
   router.add("POST", "/ojs/v1/admin/jobs/{id}/retry", [&ctx](const HttpRequest& r) {
-    return json_reply(200, {{"job", admin::retry_job(ctx.store, r.params.at("id"))}});
+    return json_reply(200, {{"job", admin::retry_job(ctx.jobs, r.params.at("id"))}});
   });
 
   router.add("GET", "/ojs/v1/admin/stats", [&ctx](const HttpRequest&) {
-    const auto queues = ctx.store.queues();
+    const auto queues = ctx.queues.names();
     json jobs = json::object();
     for (const auto& q : queues)
-      for (const auto& [k, v] : ctx.store.queue_counts(q)) jobs[k] = jobs.value(k, 0LL) + v;
+      for (const auto& [k, v] : ctx.queues.state(q).counts) jobs[k] = jobs.value(k, 0LL) + v;
     const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.started_at).count();
     return json_reply(200, {{"queues", queues.size()}, {"workers", ctx.workers.list().size()}, {"jobs", jobs}, {"uptime_seconds", uptime}});
   });
@@ -113,7 +113,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
       throw OjsError(ErrorCode::conflict, "worker " + id + " is still in contact; quiet or terminate it first",
                      {{"worker_id", id}, {"last_seen", format_rfc3339(worker->last_seen_ms)}});
     int reclaimed = 0;
-    for (const auto& queue : ctx.store.queues()) reclaimed += ctx.jobs.reclaim_from_lost_workers(queue, {id});
+    for (const auto& queue : ctx.queues.names()) reclaimed += ctx.jobs.reclaim_from_lost_workers(queue, {id});
     if (!ctx.workers.forget(id, silent_since))
       throw OjsError(ErrorCode::conflict, "worker " + id + " still holds jobs or made contact; retry", {{"worker_id", id}});
     return json_reply(200, {{"deleted", true}, {"worker_id", id}, {"jobs_reclaimed", reclaimed}});

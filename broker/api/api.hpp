@@ -1,11 +1,13 @@
 // Each API module registers its routes on the router. Dependencies are passed in
-// explicitly so that a module can be tested with the real store on its own.
+// explicitly so that a module can be tested with the real services on its own.
+// Handlers call services only, never the store (scripts/check-layers.sh).
 #pragma once
 #include <chrono>
 
 #include "broker/config.hpp"
 #include "broker/http/router.hpp"
 #include "broker/jobs/job_service.hpp"
+#include "broker/jobs/queue_service.hpp"
 #include "broker/workers/worker_registry.hpp"
 
 namespace ojs::broker {
@@ -13,12 +15,13 @@ namespace ojs::broker {
 struct ApiContext {
   const BrokerConfig& config;
   JobService& jobs;
-  JobStore& store;
+  QueueService& queues;
   WorkerRegistry& workers;
   std::chrono::steady_clock::time_point started_at;
 };
 
-void register_system_api(Router& router, ApiContext& ctx);
+namespace obs { class Observability; }
+void register_system_api(Router& router, ApiContext& ctx, obs::Observability& observability);  // manifest, health
 void register_jobs_api(Router& router, ApiContext& ctx);
 void register_batch_api(Router& router, ApiContext& ctx);  // POST /ojs/v1/jobs/batch
 class CronService;
@@ -28,14 +31,15 @@ void register_workflows_api(Router& router, WorkflowService& workflows);  // /oj
 void register_progress_api(Router& router, ApiContext& ctx);  // workers/progress, jobs/{id}/progress
 void register_workers_api(Router& router, ApiContext& ctx);
 void register_queues_api(Router& router, ApiContext& ctx);
-class EventStore;
+class EventLog;
 class EventHub;
-void register_events_api(Router& router, ApiContext& ctx, EventStore& events, EventHub& hub);  // polling and SSE
+void register_events_api(Router& router, ApiContext& ctx, EventLog& events, EventHub& hub);  // polling and SSE
 void register_dead_letter_api(Router& router, ApiContext& ctx);
 namespace governance { class QueueConfigs; }
 // Admin: queue config, budget/ledger, reconciliation, jobs by state.
 void register_governance_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs);
-void register_observability_api(Router& router, ApiContext& ctx);  // /metrics, /ojs/status, admin overview
+// /metrics, /ojs/status, admin overview
+void register_observability_api(Router& router, obs::Observability& observability);
 // The OJS admin API extension: queues, jobs, bulk actions, stats, worker deregistration.
 void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs);
 

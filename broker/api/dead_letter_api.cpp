@@ -17,14 +17,14 @@ void register_dead_letter_api(Router& router, ApiContext& ctx) {
       const int offset = int_query(r, "offset", 0, 0, 1000000);
       const auto only = r.query_or("queue", "");
       if (!only.empty() && !is_valid_queue_name(only)) throw invalid_field("queue", "must match ^[a-z0-9][a-z0-9.-]*$");
-      return json_reply(200, admin::dead_letter_page(ctx.store, only, offset, limit));
+      return json_reply(200, admin::dead_letter_page(ctx.jobs, only, offset, limit));
     });
     router.add("POST", base + "/{id}/retry", [&ctx](const HttpRequest& r) {
-      return json_reply(200, {{"job", admin::retry_dead(ctx.store, r.params.at("id"))}});
+      return json_reply(200, {{"job", admin::retry_dead(ctx.jobs, r.params.at("id"))}});
     });
     router.add("DELETE", base + "/{id}", [&ctx](const HttpRequest& r) {
       const auto& id = r.params.at("id");
-      admin::discard_dead(ctx.store, id);
+      admin::discard_dead(ctx.jobs, id);
       return json_reply(200, {{"deleted", true}, {"job_id", id}});
     });
   }

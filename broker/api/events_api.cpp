@@ -62,12 +62,12 @@ HttpResponse sse_response(std::shared_ptr<EventSubscription> sub) {
 
 }  // namespace
 
-void register_events_api(Router& router, ApiContext& ctx, EventStore& events, EventHub& hub) {
+void register_events_api(Router& router, ApiContext& ctx, EventLog& events, EventHub& hub) {
   router.add("GET", "/ojs/v1/events", [&ctx, &events](const HttpRequest& r) {
     require_events_on(ctx);
     const auto filter = filter_of(r);
     const int limit = int_query(r, "limit", 100, 1, 1000);
-    const auto queues = filter.queues.empty() ? ctx.store.queues() : std::vector<std::string>(filter.queues.begin(), filter.queues.end());
+    const auto queues = filter.queues.empty() ? ctx.queues.names() : std::vector<std::string>(filter.queues.begin(), filter.queues.end());
     JobVisibility visible;
     if (const auto scope = auth::tenant_scope(); !scope.empty()) {
       visible = [&ctx, scope, seen = std::map<std::string, bool>()](const std::string& job) mutable {
@@ -77,7 +77,7 @@ void register_events_api(Router& router, ApiContext& ctx, EventStore& events, Ev
       };
     }
     nlohmann::json out = nlohmann::json::array();
-    for (auto& e : list_events(events, queues, filter, visible, limit)) out.push_back(std::move(e));
+    for (auto& e : events.newest(queues, filter, visible, limit)) out.push_back(std::move(e));
     return json_reply(200, {{"events", out}});
   });
 
@@ -90,7 +90,7 @@ void register_events_api(Router& router, ApiContext& ctx, EventStore& events, Ev
   router.add("GET", "/ojs/v1/queues/{name}/events", [&ctx, &hub](const HttpRequest& r) {
     require_events_on(ctx);
     const auto queue = queue_name_param(r);
-    if (!ctx.store.queue_exists(queue)) throw OjsError(ErrorCode::not_found, "queue " + queue + " not found", {{"queue", queue}});
+    ctx.queues.require(queue);
     auto filter = filter_of(r);
     filter.queues = {queue};
     return sse_response(hub.subscribe(std::move(filter), auth::tenant_scope(), last_event_id(r)));

@@ -8,31 +8,27 @@
 
 namespace ojs::broker {
 
-void register_preemption_api(Router& router, ApiContext& ctx) {
-  router.add("POST", "/ojs/v1/jobs/{id}/checkpoint", [&ctx](const HttpRequest& r) {
-    return json_reply(200, commit_checkpoint(ctx.store, r.params.at("id"), parse_json_body(r), ctx.config.checkpoint_prefixes));
+void register_preemption_api(Router& router, Checkpoints& checkpoints, Reservations& reservations) {
+  router.add("POST", "/ojs/v1/jobs/{id}/checkpoint", [&checkpoints](const HttpRequest& r) {
+    return json_reply(200, checkpoints.commit(r.params.at("id"), parse_json_body(r)));
   });
   // Alias used by the conformance runner's `checkpoint` action: the job id is in the body.
-  router.add("POST", "/ojs/v1/workers/checkpoint", [&ctx](const HttpRequest& r) {
+  router.add("POST", "/ojs/v1/workers/checkpoint", [&checkpoints](const HttpRequest& r) {
     const auto body = parse_json_body(r);
     if (!body.contains("job_id") || !body["job_id"].is_string()) throw invalid_field("job_id", "is required");
-    return json_reply(200, commit_checkpoint(ctx.store, body["job_id"].get<std::string>(), body, ctx.config.checkpoint_prefixes));
+    return json_reply(200, checkpoints.commit(body["job_id"].get<std::string>(), body));
   });
   router.add("GET", "/ojs/v1/jobs/{id}/checkpoint",
-             [&ctx](const HttpRequest& r) { return json_reply(200, read_checkpoints(ctx.store, r.params.at("id"))); });
+             [&checkpoints](const HttpRequest& r) { return json_reply(200, checkpoints.read(r.params.at("id"))); });
 
-  router.add("POST", "/ojs/v1/admin/reservations", [&ctx](const HttpRequest& r) {
-    auto marks = ctx.store.preemption();
-    return json_reply(201, {{"reservation", create_reservation(marks, parse_json_body(r))}});
+  router.add("POST", "/ojs/v1/admin/reservations", [&reservations](const HttpRequest& r) {
+    return json_reply(201, {{"reservation", reservations.create(parse_json_body(r))}});
   });
-  router.add("GET", "/ojs/v1/admin/reservations", [&ctx](const HttpRequest&) {
-    auto marks = ctx.store.preemption();
-    return json_reply(200, {{"reservations", list_reservations(marks)}});
-  });
-  router.add("DELETE", "/ojs/v1/admin/reservations/{id}", [&ctx](const HttpRequest& r) {
+  router.add("GET", "/ojs/v1/admin/reservations",
+             [&reservations](const HttpRequest&) { return json_reply(200, {{"reservations", reservations.list()}}); });
+  router.add("DELETE", "/ojs/v1/admin/reservations/{id}", [&reservations](const HttpRequest& r) {
     const auto& id = r.params.at("id");
-    auto marks = ctx.store.preemption();
-    delete_reservation(marks, id);
+    reservations.remove(id);
     return json_reply(200, {{"deleted", true}, {"id", id}});
   });
 }

@@ -5,6 +5,8 @@
 
 namespace ojs::broker {
 
-void register_preemption_api(Router& router, ApiContext& ctx);
+class Checkpoints;
+class Reservations;
+void register_preemption_api(Router& router, Checkpoints& checkpoints, Reservations& reservations);
 
 }  // namespace ojs::broker

@@ -1,15 +1,15 @@
-// GET /ojs/v1/queues, GET /ojs/v1/queues/{name}/stats, POST .../pause and .../resume.
+// GET /ojs/v1/queues, GET /ojs/v1/queues/{name}/stats and .../diagnosis, POST
+// .../pause and .../resume, DELETE /ojs/v1/admin/queues/{name}; over QueueService.
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
-#include "ojs/core/envelope.hpp"
-#include "ojs/core/error.hpp"
 
 namespace ojs::broker {
 
 namespace {
-std::string queue_param(const HttpRequest& r, JobStore& store) {
+// The {name} parameter of a queue that must exist (400 when malformed, 404 when unknown).
+std::string queue_param(const HttpRequest& r, QueueService& queues) {
   const auto name = queue_name_param(r);
-  if (!store.queue_exists(name)) throw OjsError(ErrorCode::not_found, "queue " + name + " not found", {{"queue", name}});
+  queues.require(name);
   return name;
 }
 }  // namespace
@@ -17,37 +17,31 @@ std::string queue_param(const HttpRequest& r, JobStore& store) {
 void register_queues_api(Router& router, ApiContext& ctx) {
   router.add("GET", "/ojs/v1/queues", [&ctx](const HttpRequest&) {
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& q : ctx.store.queues())
-      list.push_back({{"name", q}, {"status", ctx.store.is_paused(q) ? "paused" : "active"}});
+    for (const auto& q : ctx.queues.names())
+      list.push_back({{"name", q}, {"status", ctx.queues.paused(q) ? "paused" : "active"}});
     return json_reply(200, {{"queues", list}, {"pagination", {{"total", list.size()}, {"limit", list.size()}, {"offset", 0}}}});
   });
   router.add("GET", "/ojs/v1/queues/{name}/stats", [&ctx](const HttpRequest& r) {
-    const auto name = queue_param(r, ctx.store);
-    nlohmann::json q = {{"name", name}, {"paused", ctx.store.is_paused(name)}};
-    for (const auto& [k, v] : ctx.store.queue_counts(name)) q[k] = v;
+    const auto state = ctx.queues.state(queue_param(r, ctx.queues));
+    nlohmann::json q = {{"name", state.name}, {"paused", state.paused}};
+    for (const auto& [k, v] : state.counts) q[k] = v;
     return json_reply(200, {{"queue", q}});
   });
   router.add("GET", "/ojs/v1/queues/{name}/diagnosis", [&ctx](const HttpRequest& r) {
-    return json_reply(200, ctx.jobs.queue_diagnosis(queue_param(r, ctx.store)));
+    return json_reply(200, ctx.jobs.queue_diagnosis(queue_param(r, ctx.queues)));
   });
   // Queues are created by PUSH and bounded by --max-queues; an admin deletes an empty one.
   router.add("DELETE", "/ojs/v1/admin/queues/{name}", [&ctx](const HttpRequest& r) {
-    const auto name = queue_param(r, ctx.store);
-    if (!ctx.store.delete_queue_if_empty(name))
-      throw OjsError(ErrorCode::conflict, "queue " + name + " still holds jobs (waiting, active, scheduled or dead-lettered)",
-                     {{"queue", name}, {"rule", "only an empty queue can be deleted"}});
+    const auto name = queue_name_param(r);
+    ctx.queues.remove(name);
     return json_reply(200, {{"queue", {{"name", name}, {"deleted", true}}}});
   });
   // Also under /ojs/v1/admin (ojs-admin-api.md §6.3), which answers name/paused top-level too.
   for (const std::string base : {"/ojs/v1/queues/{name}/", "/ojs/v1/admin/queues/{name}/"})
     for (const bool pause : {true, false}) {
       router.add("POST", base + (pause ? "pause" : "resume"), [&ctx, pause](const HttpRequest& r) {
-        // A queue named here exists for pause/resume even before its first job:
-        // pausing ahead of a rollout must work.
         const auto name = queue_name_param(r);
-        ctx.jobs.admit_queue(name);  // within --max-queues
-        ctx.store.register_queue(name);
-        ctx.store.set_paused(name, pause);
+        ctx.queues.set_paused(name, pause);  // creates the queue when new (QueueService)
         return json_reply(200, {{"queue", {{"name", name}, {"paused", pause}}}, {"name", name}, {"paused", pause}});
       });
     }

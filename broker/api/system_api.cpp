@@ -3,11 +3,12 @@
 
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
+#include "broker/observability/observability.hpp"
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker {
 
-void register_system_api(Router& router, ApiContext& ctx) {
+void register_system_api(Router& router, ApiContext& ctx, obs::Observability& observability) {
   router.add("GET", "/ojs/manifest", [](const HttpRequest&) {
     return json_reply(200, {
         {"specversion", "1.0"},
@@ -27,13 +28,12 @@ void register_system_api(Router& router, ApiContext& ctx) {
     });
   });
 
-  router.add("GET", "/ojs/v1/health", [&ctx](const HttpRequest&) {
-    const auto begin = std::chrono::steady_clock::now();
-    const bool up = ctx.store.reachable();
-    const auto latency = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begin).count();
+  router.add("GET", "/ojs/v1/health", [&ctx, &observability](const HttpRequest&) {
+    const auto health = observability.backend();
+    const bool up = health.up;
     const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.started_at).count();
-    nlohmann::json backend = {{"type", "redis"}, {"status", up ? "connected" : "disconnected"}, {"latency_ms", latency}};
-    if (!up) backend["error"] = "cannot reach Redis at " + ctx.store.where();
+    nlohmann::json backend = {{"type", "redis"}, {"status", up ? "connected" : "disconnected"}, {"latency_ms", health.latency_ms}};
+    if (!up) backend["error"] = "cannot reach Redis at " + health.where;
     return json_reply(up ? 200 : 503, {{"status", up ? "ok" : "error"},
                                        {"version", "1.0"},
                                        {"uptime_seconds", uptime},

@@ -29,10 +29,10 @@ nlohmann::json to_event(const StreamEntry& entry) {
           {"subject", data.value("job_id", "")}, {"data", data}};
 }
 
-std::vector<nlohmann::json> list_events(EventStore& events, const std::vector<std::string>& queues, const EventFilter& filter,
-                                        const JobVisibility& visible, int limit) {
+std::vector<nlohmann::json> EventLog::newest(const std::vector<std::string>& queues, const EventFilter& filter,
+                                             const JobVisibility& visible, int limit) {
   // Read enough from each stream to satisfy the filter, then merge newest first.
-  auto entries = events.newest(queues, std::max(limit * 10, 200));
+  auto entries = events_.newest(queues, std::max(limit * 10, 200));
   std::sort(entries.begin(), entries.end(), [](const StreamEntry& a, const StreamEntry& b) { return a.id > b.id; });
   std::vector<nlohmann::json> out;
   for (const auto& entry : entries) {

@@ -28,8 +28,16 @@ using JobVisibility = std::function<bool(const std::string& job_id)>;
 // {id, type, time, specversion, subject, data}: a CloudEvents-shaped OJS event.
 nlohmann::json to_event(const StreamEntry& entry);
 
-// Newest first, at most `limit`, filtered (visibility included) before the limit.
-std::vector<nlohmann::json> list_events(EventStore& events, const std::vector<std::string>& queues, const EventFilter& filter,
-                                        const JobVisibility& visible, int limit);
+// The polling read of GET /ojs/v1/events over the queues' event streams.
+class EventLog {
+ public:
+  explicit EventLog(EventStore& events) : events_(events) {}
+  // Newest first, at most `limit`, filtered (visibility included) before the limit.
+  std::vector<nlohmann::json> newest(const std::vector<std::string>& queues, const EventFilter& filter,
+                                     const JobVisibility& visible, int limit);
+
+ private:
+  EventStore& events_;
+};
 
 }  // namespace ojs::broker

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <string_view>
 
-#include "broker/store/store_error.hpp"
 #include "ojs/core/error.hpp"
 
 namespace ojs::broker {
@@ -137,7 +136,7 @@ HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
       return route.handler(request);
     } catch (const OjsError& e) {
       return error_response(e);
-    } catch (const StoreUnavailable& e) {
+    } catch (const BackendUnavailable& e) {  // the store's StoreUnavailable
       spdlog::warn("{} {}: backend unavailable: {}", request.method, request.path, e.what());
       return error_response(OjsError(ErrorCode::unavailable, std::string("backend unavailable: ") + e.what()));
     } catch (const nlohmann::json::exception& e) {

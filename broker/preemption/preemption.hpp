@@ -4,7 +4,7 @@
 //   FETCH: apply_capacity_guards (holds and reservations as named refusals)
 //   BEAT/FETCH replies: preemption_directives
 //   background: PreemptionController (leader-only decisions, every-broker reclaim)
-//   HTTP: api/preemption_api.cpp (checkpoint commit, reservations) calls these
+//   HTTP: api/preemption_api.cpp (checkpoint commit, reservations) calls Checkpoints and Reservations
 // One file per job: push_rules, fetch_guards, directives, reservations,
 // capacity_hold, checkpoints; the controller's passes in controller (lease, order),
 // reclaim_overdue, escalation, reservation_waits, capacity_preemption,
@@ -55,9 +55,16 @@ struct Reservation {
 std::map<std::string, Reservation> load_reservations(PreemptionStore& store);
 // The admin's reservations (api/preemption_api.cpp): create from a body (400 naming
 // the field), list with `active`, delete (404 when unknown).
-nlohmann::json create_reservation(PreemptionStore& store, const nlohmann::json& body);
-nlohmann::json list_reservations(PreemptionStore& store);
-void delete_reservation(PreemptionStore& store, const std::string& id);
+class Reservations {
+ public:
+  explicit Reservations(JobStore& store) : store_(store.preemption()) {}
+  nlohmann::json create(const nlohmann::json& body);
+  nlohmann::json list();
+  void remove(const std::string& id);
+
+ private:
+  PreemptionStore store_;
+};
 
 // ---- capacity hold: freed GPUs kept for the preemptor ----
 // [backfill] or for a waiting job's backfill reservation (backfill_start_ms > 0:
@@ -100,13 +107,21 @@ void apply_capacity_guards(JobStore& store, const Scheduler& scheduler, const st
 // Built from the marks WorkerRegistry::contact read with the worker's load (no Redis call).
 nlohmann::json preemption_directives(const std::vector<PreemptionMarkView>& marks);
 
-// ---- checkpoints ----
-// Validates the body and commits it atomically (checkpoint.lua); 409 when the job
-// is not active or (worker_id given) held by another worker.
-nlohmann::json commit_checkpoint(JobStore& store, const std::string& id, const nlohmann::json& body,
-                                 const std::vector<std::string>& prefixes);
-// A job's checkpoints (GET): 404 when it is absent or outside the caller's tenant scope.
-nlohmann::json read_checkpoints(JobStore& store, const std::string& id);
+// ---- checkpoints (api/preemption_api.cpp) ----
+class Checkpoints {
+ public:
+  // prefixes: --checkpoint-prefix, the storage URIs a checkpoint may name (none: any).
+  Checkpoints(JobStore& store, std::vector<std::string> prefixes) : store_(store), prefixes_(std::move(prefixes)) {}
+  // Validates the body and commits it atomically (checkpoint.lua); 409 when the job
+  // is not active or (worker_id given) held by another worker.
+  nlohmann::json commit(const std::string& id, const nlohmann::json& body);
+  // A job's checkpoints (GET): 404 when it is absent or outside the caller's tenant scope.
+  nlohmann::json read(const std::string& id);
+
+ private:
+  JobStore& store_;
+  std::vector<std::string> prefixes_;
+};
 
 // ---- background ----
 // Sends an active job back to its queue without consuming its attempt (NACK

@@ -86,16 +86,16 @@ std::map<std::string, Reservation> load_reservations(PreemptionStore& store) {
   return out;
 }
 
-json create_reservation(PreemptionStore& store, const json& body) {
+json Reservations::create(const json& body) {
   const auto reservation = Reservation::parse(body, now_ms());
-  store.put_reservation(reservation.id, reservation.to_json().dump());
+  store_.put_reservation(reservation.id, reservation.to_json().dump());
   return reservation.to_json();
 }
 
-json list_reservations(PreemptionStore& store) {
+json Reservations::list() {
   json list = json::array();
   const auto now = now_ms();
-  for (const auto& [id, res] : load_reservations(store)) {
+  for (const auto& [id, res] : load_reservations(store_)) {
     auto j = res.to_json();
     j["active"] = res.active(now);
     list.push_back(std::move(j));
@@ -103,8 +103,8 @@ json list_reservations(PreemptionStore& store) {
   return list;
 }
 
-void delete_reservation(PreemptionStore& store, const std::string& id) {
-  if (!store.delete_reservation(id))
+void Reservations::remove(const std::string& id) {
+  if (!store_.delete_reservation(id))
     throw OjsError(ErrorCode::not_found, "reservation " + id + " not found", {{"reservation_id", id}});
 }
 

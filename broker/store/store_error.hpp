@@ -1,14 +1,17 @@
 // Thrown by the store when Redis cannot be reached or answers with an error the
-// broker cannot act on. The HTTP edge turns it into 503 (never a crash).
+// broker cannot act on. It is an ojs::BackendUnavailable (ojs/core/error.hpp),
+// the type the HTTP edge turns into 503 (never a crash): code above the services
+// catches that base and never names the store.
 #pragma once
-#include <stdexcept>
 #include <string>
+
+#include "ojs/core/error.hpp"
 
 namespace ojs::broker {
 
-class StoreUnavailable : public std::runtime_error {
+class StoreUnavailable : public BackendUnavailable {
  public:
-  using std::runtime_error::runtime_error;
+  using BackendUnavailable::BackendUnavailable;
 };
 
 // No connection could be made: nothing was sent, so a retry cannot repeat a write.

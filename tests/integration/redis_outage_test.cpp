@@ -30,3 +30,40 @@ TEST(RedisOutage, ServesServiceUnavailableThenRecovers) {
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0]["id"], after);
 }
+
+// /ojs/v1/health and /metrics read the backend through the observability service,
+// and the router maps the store's error through ojs::BackendUnavailable: while
+// Redis is away, health names where it is, a scrape still answers (ojs_redis_up 0)
+// and any other route is a retryable 503 backend_unavailable.
+TEST(RedisOutage, HealthNamesTheBackendAndMetricsStillAnswer) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  ojs::HttpClientOptions options;
+  options.base_url = broker.url();
+  ojs::HttpClient http(options);
+  api.push({{"type", "t"}, {"args", json::array()}, {"options", {{"queue", "outage-h"}}}});
+  auto has_line = [](const std::string& text, const std::string& line) { return ("\n" + text).find("\n" + line + "\n") != std::string::npos; };
+  ASSERT_TRUE(has_line(http.get("/metrics").body, "ojs_redis_up 1"));
+
+  redis.kill9();
+  auto health = api.get("/ojs/v1/health");
+  EXPECT_EQ(health.status, 503) << health.body.dump();
+  EXPECT_EQ(health.body["status"], "error");
+  EXPECT_EQ(health.body["backend"]["status"], "disconnected");
+  EXPECT_EQ(health.body["backend"]["error"], "cannot reach Redis at 127.0.0.1:" + std::to_string(redis.port())) << health.body.dump();
+  const auto scrape = http.get("/metrics");
+  EXPECT_EQ(scrape.status, 200);
+  EXPECT_TRUE(has_line(scrape.body, "ojs_redis_up 0")) << scrape.body;
+  EXPECT_FALSE(has_line(scrape.body, "ojs_queue_jobs{queue=\"outage-h\",state=\"available\"} 1")) << "no cluster gauges without Redis";
+  for (const std::string path : {"/ojs/v1/queues", "/ojs/v1/queues/outage-h/stats", "/ojs/v1/admin/overview"}) {
+    auto r = api.get(path);
+    EXPECT_EQ(r.status, 503) << path << " " << r.body.dump();
+    EXPECT_EQ(r.body["error"]["code"], "backend_unavailable") << path;
+    EXPECT_EQ(r.body["error"]["retryable"], true) << path;
+  }
+
+  redis.start();
+  EXPECT_EQ(api.get("/ojs/v1/health").body["backend"]["status"], "connected");
+  EXPECT_TRUE(has_line(http.get("/metrics").body, "ojs_redis_up 1"));
+}

@@ -49,6 +49,15 @@ class OjsError : public std::runtime_error {
   Details* details_;
 };
 
+// The broker's backend (Redis) cannot be reached or answered what the broker
+// cannot act on. The store throws its own subclass (StoreUnavailable); the HTTP
+// edge and the metrics catch this base, so they answer 503 / ojs_redis_up 0
+// without knowing the store.
+class BackendUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Shorthand for the most common case: a field broke a rule.
 // details = {"field": field, "rule": rule}; message names both.
 OjsError invalid_field(const std::string& field, const std::string& rule);

@@ -1,0 +1,43 @@
+// Queues as the API manages them (GET /ojs/v1/queues, queue stats, pause and
+// resume, the admin's queue listing and deletion, the event endpoints' queue
+// check): the directory of queues, each one's counts and pause flag, and the
+// OJS errors an unknown or non-empty queue gets. PUSH creates queues
+// (JobService, within --max-queues); so does a pause/resume naming one.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "broker/jobs/job_service.hpp"
+
+namespace ojs::broker {
+
+struct QueueState {
+  std::string name;
+  bool paused = false;
+  std::map<std::string, long long> counts;  // by state: available, active, scheduled, ... (JobStore::queue_counts)
+};
+
+class QueueService {
+ public:
+  explicit QueueService(JobService& jobs) : jobs_(jobs), store_(jobs.store()) {}
+
+  std::vector<std::string> names();  // every known queue
+  bool exists(const std::string& queue);
+  // 404 naming the queue when it is unknown.
+  void require(const std::string& queue);
+  bool paused(const std::string& queue);
+  QueueState state(const std::string& queue);
+  // Pause or resume. The queue exists from now on, even before its first job
+  // (pausing ahead of a rollout must work), within --max-queues (422).
+  void set_paused(const std::string& queue, bool paused);
+  // Deletes an empty queue and its keys: 404 when unknown, 409 while it holds
+  // jobs (waiting, active, scheduled or dead-lettered).
+  void remove(const std::string& queue);
+
+ private:
+  JobService& jobs_;
+  JobStore& store_;
+};
+
+}  // namespace ojs::broker

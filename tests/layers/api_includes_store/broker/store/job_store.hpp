@@ -1,0 +1,2 @@
+// Fixture: the store.
+#include "broker/store/redis_client.hpp"

@@ -1,0 +1,2 @@
+// Fixture: a service.
+#pragma once
