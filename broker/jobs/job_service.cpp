@@ -118,6 +118,11 @@ void JobService::admit_queue(const std::string& queue) {
                    {{"field", "queue"}, {"limit", "max_queues"}, {"max", config_.max_queues}});
 }
 
+void JobService::forget_queue(const std::string& queue) {
+  std::lock_guard lock(known_queues_mutex_);
+  known_queues_.erase(queue);
+}
+
 // Everything PUSH decides before the store: envelope rules, governance, the
 // requirement class, and the job hash fields. Shared by PUSH and batch PUSH.
 PreparedJob JobService::prepare(const json& body) {

@@ -58,6 +58,8 @@ class JobService {
   nlohmann::json commit(const PreparedJob& prepared);       // the storing half of PUSH -> envelope
   // A queue not seen yet may be created only within --max-queues (422 otherwise).
   void admit_queue(const std::string& queue);
+  // A queue deleted through this broker: its next PUSH is checked against --max-queues.
+  void forget_queue(const std::string& queue);
   nlohmann::json info(const std::string& id);               // -> envelope (+ diagnosis while waiting)
   nlohmann::json diagnosis(const std::string& id);          // why a job waits
   nlohmann::json queue_diagnosis(const std::string& queue); // per class: waiting jobs and why

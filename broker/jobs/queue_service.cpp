@@ -27,6 +27,7 @@ void QueueService::remove(const std::string& queue) {
   if (!store_.delete_queue_if_empty(queue))
     throw OjsError(ErrorCode::conflict, "queue " + queue + " still holds jobs (waiting, active, scheduled or dead-lettered)",
                    {{"queue", queue}, {"rule", "only an empty queue can be deleted"}});
+  jobs_.forget_queue(queue);  // a PUSH to it counts against --max-queues again
 }
 
 }  // namespace ojs::broker

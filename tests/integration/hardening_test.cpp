@@ -267,6 +267,7 @@ TEST(HardeningQueues, QueueCountIsBoundedAndAnEmptyQueueCanBeDeleted) {
   const auto waiting = api.push(job("hard-q1"));
   api.push(job("hard-q2"));
   const auto cancelled = api.push(job("hard-q3"));
+  const auto cancelled2 = api.push(job("hard-q3"));  // a second PUSH: this broker now knows hard-q3 exists
   auto over = api.post("/ojs/v1/jobs", job("hard-q4"));
   EXPECT_EQ(over.status, 422) << over.body.dump();
   EXPECT_EQ(over.body["error"]["details"]["field"], "queue");
@@ -276,10 +277,12 @@ TEST(HardeningQueues, QueueCountIsBoundedAndAnEmptyQueueCanBeDeleted) {
   EXPECT_EQ(api.call("DELETE", "/ojs/v1/admin/queues/hard-q1").status, 409) << "a queue with a waiting job";
   EXPECT_EQ(api.call("DELETE", "/ojs/v1/admin/queues/nope").status, 404);
   ASSERT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + cancelled).status, 200);
+  ASSERT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + cancelled2).status, 200);
   auto del = api.call("DELETE", "/ojs/v1/admin/queues/hard-q3");
   ASSERT_EQ(del.status, 200) << del.body.dump();
   EXPECT_EQ(api.get("/ojs/v1/queues/hard-q3/stats").status, 404);
   EXPECT_EQ(api.post("/ojs/v1/jobs", job("hard-q4")).status, 201);
+  EXPECT_EQ(api.post("/ojs/v1/jobs", job("hard-q3")).status, 422) << "a deleted queue counts against the bound again";
   EXPECT_EQ(api.get("/ojs/v1/jobs/" + waiting).body["job"]["state"], "available");
 }
 
