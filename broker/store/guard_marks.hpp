@@ -17,7 +17,8 @@ struct GuardMarks {
   bool reservations = false;        // any reservation exists (then they are read in full)
 };
 
-// The two reads, to append to a pipeline, and their replies as marks.
+// The two reads, to append to a pipeline, and their replies as marks (defined in
+// preemption_store.cpp beside PreemptionStore::guards_for, the one other reader).
 std::vector<std::vector<std::string>> guard_mark_reads(const std::string& worker_id);
 GuardMarks guard_marks_from(const RedisValue& hold, const RedisValue& reservations_exist);
 

@@ -46,14 +46,6 @@ std::vector<std::string> touch_command(const std::string& worker_id, const std::
 }
 }  // namespace
 
-std::string WorkerStore::touch(const std::string& worker_id, const std::string* capabilities_json,
-                               const std::string* queues_json) {
-  const auto now = std::to_string(now_ms());
-  auto replies = redis_.pipeline({touch_command(worker_id, capabilities_json, queues_json, now), {"ZADD", kWorkers, now, worker_id},
-                                  {"HGET", worker_key(worker_id), "state"}});
-  return replies[2].is_nil() ? "running" : replies[2].str;
-}
-
 WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const std::string* capabilities_json,
                                           const std::string* queues_json) {
   const auto now = std::to_string(now_ms());

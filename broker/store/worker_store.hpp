@@ -51,10 +51,10 @@ class WorkerStore {
  public:
   explicit WorkerStore(RedisPool& redis) : redis_(redis) {}
 
-  // Records contact now (one pipeline); returns the directive state. The capabilities
-  // and queues (JSON text) are written when given; nullptr leaves the stored ones.
-  std::string touch(const std::string& worker_id, const std::string* capabilities_json, const std::string* queues_json);
-  // touch() plus the claim records, in the same pipeline, verified (a second one).
+  // Records contact now and reads the directive state, the claim records (verified
+  // in a second pipeline when there are any) and FETCH's capacity guards, in one
+  // pipeline. The capabilities and queues (JSON text) are written when given;
+  // nullptr leaves the stored ones.
   struct Contact {
     std::string state;
     HeldState held;

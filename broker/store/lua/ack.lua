@@ -18,8 +18,7 @@ if job.gang_workers then
 end
 local now = now_ms()
 local now_s = tostring(now)  -- [hotpath] formatted once, not by every redis.call
-local del = {}
-if job.charged_gpus then del[1] = 'charged_gpus' end  -- release_budget deletes it
+local charged = job.charged_gpus ~= nil  -- release_budget deletes it (its own HDEL)
 release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job)
 job.state, job.completed_at = 'completed', now_s
 local set = {'state', 'completed', 'completed_at', now_s}
@@ -32,11 +31,12 @@ if job.progress then  -- ecosystem: progress ends at 1.0
   set[#set + 1] = 'progress'; set[#set + 1] = '1'
 end
 redis.call('HSET', jk, unpack(set))
-local gone = #del
+local del = {}
 for _, f in ipairs({'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at'}) do
   if job[f] then job[f] = nil; del[#del + 1] = f end
 end
-if #del > gone then redis.call('HDEL', jk, unpack(del, gone + 1)) end
+if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
+if charged then del[#del + 1] = 'charged_gpus' end  -- for the reply
 redis.call('ZREM', KEYS[2], job.id)
 redis.call('HINCRBY', KEYS[3], 'completed', '1')
 emit(KEYS[4], 'job.completed', job, {'duration_ms', tostring(now - tonumber(job.started_at or now))})
