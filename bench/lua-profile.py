@@ -11,6 +11,8 @@
 #   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg/out.%p redis-server --port 6392 --save '' --appendonly no &
 #   CGPID=<its pid> CGDIR=/tmp/cg SHORT=1 python3 bench/lua-profile.py broker/store/lua 6392 300
 #
+# Phases: push (the script alone), pushrt (the whole PUSH's commands, as the broker sends
+# them, per job), claim, ack, min.
 # Env: CLASSES (10), ONLY0=1 (every job in class 0: the others stay empty), HINT=1 (claim
 # passes the empty-class hint), SHORT=1 (instruction counts only; without it, commandstats too).
 import socket, sys, os, glob, time, hashlib, json
@@ -82,12 +84,12 @@ def stats():
 import subprocess
 PID = int(os.environ['CGPID'])
 CGDIR = os.environ.get('CGDIR', '/tmp/cg')
-def phase(name, cmds):
+def phase(name, cmds, per=None):  # per: the operations the commands make up (default: one each)
     r('CONFIG', 'RESETSTAT'); c0 = stats()
     subprocess.run(['callgrind_control', '-z', str(PID)], capture_output=True)
     t0 = time.time()
     for i in range(0, len(cmds), 1):
-        res = r(*cmds[i])
+        res = r.pipe(cmds[i][1]) if cmds[i][0] == 'PIPE' else r(*cmds[i])  # ('PIPE', [cmd, ...]): one round trip
         if name == 'claim' and (not isinstance(res, list) or res[0] != 'ok' or not res[1]): print('claim reply', str(res)[:200]); break
     before = set(glob.glob(CGDIR + '/out.*'))
     subprocess.run(['callgrind_control', '-d', name, str(PID)], capture_output=True)
@@ -100,19 +102,23 @@ def phase(name, cmds):
         os.rename(f, CGDIR + '/last-' + name)
     ins = [tot, 0]
     c1 = stats()
-    cpu = (c1['used_cpu_user_main_thread'] + c1['used_cpu_sys_main_thread'] - c0['used_cpu_user_main_thread'] - c0['used_cpu_sys_main_thread']) * 1e6 / len(cmds)
+    n = per or len(cmds)
+    cpu = (c1['used_cpu_user_main_thread'] + c1['used_cpu_sys_main_thread'] - c0['used_cpu_user_main_thread'] - c0['used_cpu_sys_main_thread']) * 1e6 / n
     ev = c1.get('fcall', c1.get('evalsha', (0, 0)))
     nested = {k: v for k, v in c1.items() if k.startswith(('evalsha', 'fcall', 'function', 'config', 'info')) is False and isinstance(v, tuple)}
     nsum = sum(v[1] for v in nested.values())
-    print('%-6s %.1fk instructions per call' % (name, ins[0] / len(cmds) / 1e3))
+    print('%-6s %.1fk instructions per call' % (name, ins[0] / n / 1e3))
     if os.environ.get('SHORT'): return
     print('%-6s %s %.1f us/call (nested cmds %.1f us, %.1f calls) | cpu %.1f us/call | %s' % (
-        name, FORM.upper(), ev[1] / len(cmds), nsum / len(cmds), sum(v[0] for v in nested.values()) / len(cmds), cpu,
-        ' '.join('%s %.1fx %.2fus' % (k, v[0] / len(cmds), v[1] / len(cmds)) for k, v in sorted(nested.items(), key=lambda kv: -kv[1][1]))))
+        name, FORM.upper(), ev[1] / n, nsum / n, sum(v[0] for v in nested.values()) / n, cpu,
+        ' '.join('%s %.1fx %.2fus' % (k, v[0] / n, v[1] / n) for k, v in sorted(nested.items(), key=lambda kv: -kv[1][1]))))
 HEADS = 'ZMSCORE' in scripts['claim']  # the class-head index layout (keys.hpp class_heads)
 ids = ['0193%012x-7000-8000-%012x' % (i, i) for i in range(N)]
 ONLY0 = os.environ.get('ONLY0')  # every job in class 0: the other classes stay empty
-def push_cmd(i):
+# push.lua checks the version of the queue config the broker prepared the job with (KEYS 11, ARGV 8).
+CONFIG_CHECK = 'stale_config' in scripts['push']
+def push_cmd(i, q=q, ids=ids):
+    K = lambda n: 'ojs:{%s}:' % q + n
     c = 0 if ONLY0 else i % CLASSES
     doc = json.dumps({'id': ids[i], 'type': 'bench.noop', 'queue': q, 'args': [i], 'priority': 0, 'attempt': 0, 'state': 'available',
                       'specversion': '1.0', 'created_at': '2026-11-23T12:00:00.000Z', 'enqueued_at': '2026-11-23T12:00:00.000Z',
@@ -120,10 +126,22 @@ def push_cmd(i):
     rank = BAND * 100
     keys = [K('job:' + ids[i]), K('classes'), K('classes:ver'), K('ready:' + cls[c]), K('delayed'), K('seq'), K('events'), K('escalations'), K('reservation-waits')]
     if HEADS: keys.append(K('heads'))
-    args = [ids[i], cls[c], '{"gpu_count":1,"gpu_memory_gb":%d}' % (c + 1), str(rank), '', '', '',
-            'doc', doc, 'queue', q, 'type', 'bench.noop', 'priority', '0', 'max_attempts', '3', 'gpus', '1']
+    args = [ids[i], cls[c], '{"gpu_count":1,"gpu_memory_gb":%d}' % (c + 1), str(rank), '', '', '']
+    if CONFIG_CHECK: keys.append(K('config')); args.append('0')
+    args += ['doc', doc, 'queue', q, 'type', 'bench.noop', 'priority', '0', 'max_attempts', '3', 'gpus', '1']
     return call('push', keys, args)
 phase('push', [push_cmd(i) for i in range(N)])
+# The whole PUSH as the broker sends it, in another queue: before, the config read, the
+# directory pipeline and the script (3 round trips); with the check, the job directory
+# entry and the script in one pipeline (the queue's directory entry already written).
+q1, ids1 = 'p1', ['0194%012x-7000-8000-%012x' % (i, i) for i in range(N)]
+def push_trip(i):
+    cfg = ['HMGET', 'ojs:{%s}:config' % q1, 'version', 'updated_at', 'max_total_gpus', 'max_concurrent_gpu_jobs', 'ml_defaults',
+           'ml_limits', 'tenant_quotas', 'rate_limit', 'policy', 'tenant_fairness', 'backfill']
+    dir_job = ['HSETNX', 'ojs:{_global}:job-queue', ids1[i], q1]
+    if CONFIG_CHECK: return [('PIPE', [dir_job, push_cmd(i, q1, ids1)])]
+    return [cfg, ('PIPE', [dir_job, ['HSETNX', 'ojs:{_global}:queues', q1, '1']]), push_cmd(i, q1, ids1)]
+phase('pushrt', [c for i in range(N) for c in push_trip(i)], per=N)
 def claim_cmd():
     keys = [K('classes:ver'), K('paused'), K('delayed'), K('active'), K('seq'), K('events'), K('config'), K('ledger'), K('tenant-quotas'),
             K('tenant-ledger'), K('job:'), K('ready:'), K('stats'), K('rate-window')]

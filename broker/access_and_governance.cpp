@@ -44,8 +44,8 @@ std::unique_ptr<Installed> install(const BrokerConfig& config, RedisPool& redis,
   out->config_store = std::make_unique<QueueConfigStore>(redis);
   out->configs = std::make_unique<QueueConfigs>(*out->config_store);
   out->admission = std::make_unique<Admission>(*out->configs, admission_policy(config));
-  jobs.set_admission([admission = out->admission.get()](NewJob& job, JobOrder& order) {
-    return admission->admit(job, auth::current_identity(), &order);
+  jobs.set_admission([admission = out->admission.get()](NewJob& job, JobOrder& order, bool cached, long long& version) {
+    return admission->admit(job, auth::current_identity(), &order, cached, &version);
   });
   register_governance_api(router, api, *out->configs);
   return out;

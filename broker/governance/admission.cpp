@@ -78,8 +78,11 @@ void apply_timeout_bound(NewJob& job, const ml::Requirements& r, std::initialize
   job.document["timeout_ms"] = *job.timeout_ms;
 }
 
-std::string Admission::admit(NewJob& job, const auth::Identity* caller, JobOrder* order) {
-  const QueueConfig config = configs_.load(job.queue);
+std::string Admission::admit(NewJob& job, const auth::Identity* caller, JobOrder* order, bool cached_config,
+                             long long* config_version) {
+  const auto shared = cached_config ? configs_.cached(job.queue) : configs_.fresh(job.queue);
+  const QueueConfig& config = *shared;
+  if (config_version) *config_version = config.version;
   apply_defaults(job.document, config.ml_defaults);
   const ml::Requirements r = ml::parse_requirements(job.document);  // 400 naming the attribute
   enforce_limits(r, job.timeout_ms, policy_.global_bounds, "broker");

@@ -30,7 +30,10 @@ class Admission {
 
   // May edit job.document (defaults); throws OjsError to refuse; returns the tenant ("" = none).
   // `order` gets the queue's policy and the tenant's fair-share slot (the score's inputs).
-  std::string admit(NewJob& job, const auth::Identity* caller, JobOrder* order = nullptr);
+  // `cached_config`: the queue config may come from this broker's cache (QueueConfigs::cached);
+  // `config_version` gets the version of the config used, for the store to check.
+  std::string admit(NewJob& job, const auth::Identity* caller, JobOrder* order = nullptr, bool cached_config = false,
+                    long long* config_version = nullptr);
 
   const AdmissionPolicy& policy() const { return policy_; }
 

@@ -29,7 +29,16 @@ json to_json(const Reconciliation& r, const std::string& queue) {
           {"repaired", r.repaired}};
 }
 
-QueueConfig QueueConfigs::load(const std::string& queue) {
+std::shared_ptr<const QueueConfig> QueueConfigs::cached(const std::string& queue) {
+  {
+    std::lock_guard lock(cache_mutex_);
+    auto it = cache_.find(queue);
+    if (it != cache_.end()) return it->second;
+  }
+  return fresh(queue);
+}
+
+std::shared_ptr<const QueueConfig> QueueConfigs::fresh(const std::string& queue) {
   const auto s = store_.load(queue);
   QueueConfig c;
   c.version = s.version;
@@ -43,7 +52,10 @@ QueueConfig QueueConfigs::load(const std::string& queue) {
   if (!s.policy.empty()) c.policy = parse_policy(s.policy).value_or(QueuePolicy::priority);
   c.tenant_fairness = fairness_from_json(json_of(s.tenant_fairness));
   if (!s.backfill.empty()) c.backfill = parse_backfill(json_of(s.backfill));  // [backfill]
-  return c;
+  auto shared = std::make_shared<const QueueConfig>(std::move(c));
+  std::lock_guard lock(cache_mutex_);
+  if (cache_.size() >= kMaxCached && !cache_.count(queue)) cache_.clear();
+  return cache_[queue] = std::move(shared);
 }
 
 long long QueueConfigs::save(const std::string& queue, const QueueConfig& c, std::optional<long long> expected_version) {
@@ -67,6 +79,10 @@ long long QueueConfigs::save(const std::string& queue, const QueueConfig& c, std
   if (c.backfill.enabled) w.backfill = backfill_to_json(c.backfill).dump();  // [backfill]
   if (c.tenant_quotas.default_max_gpus) w.tenant_max_gpus.emplace_back("*", *c.tenant_quotas.default_max_gpus);
   for (const auto& [tenant, max] : c.tenant_quotas.max_gpus) w.tenant_max_gpus.emplace_back(tenant, max);
+  {
+    std::lock_guard lock(cache_mutex_);
+    cache_.erase(queue);
+  }
   const auto saved = store_.save(queue, w, expected_version);
   if (saved.conflict)
     throw OjsError(ErrorCode::conflict,

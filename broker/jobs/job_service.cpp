@@ -98,18 +98,29 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
   return r;
 }
 
-void JobService::admit_queue(const std::string& queue) {
+void JobService::note_known_queue(const std::string& queue, std::optional<long long> config_version) {
+  const std::size_t bound = std::max<std::size_t>(4096, static_cast<std::size_t>(std::max(config_.max_queues, 0)) * 2);
+  std::lock_guard lock(known_queues_mutex_);
+  if (known_queues_.size() >= bound && !known_queues_.count(queue)) known_queues_.clear();  // bounded
+  known_queues_[queue] = {now_ms(), config_version};
+}
+
+bool JobService::queue_registered(const std::string& queue, std::optional<long long> config_version) {
+  if (!config_version) return false;
+  std::lock_guard lock(known_queues_mutex_);
+  auto it = known_queues_.find(queue);
+  return it != known_queues_.end() && it->second.config_version == config_version && now_ms() - it->second.seen_ms < kKnownQueueMs;
+}
+
+void JobService::admit_queue(const std::string& queue, std::optional<long long> config_version) {
   if (config_.max_queues <= 0) return;
-  const auto now = now_ms();
   {
     std::lock_guard lock(known_queues_mutex_);
     auto it = known_queues_.find(queue);
-    if (it != known_queues_.end() && now - it->second < kKnownQueueMs) return;
+    if (it != known_queues_.end() && now_ms() - it->second.seen_ms < kKnownQueueMs) return;
   }
   if (store_.queue_exists(queue)) {
-    std::lock_guard lock(known_queues_mutex_);
-    if (known_queues_.size() >= static_cast<std::size_t>(config_.max_queues) * 2) known_queues_.clear();  // bounded
-    known_queues_[queue] = now;
+    note_known_queue(queue, config_version);
     return;
   }
   if (store_.queue_count() >= static_cast<std::size_t>(config_.max_queues))
@@ -125,16 +136,21 @@ void JobService::forget_queue(const std::string& queue) {
 
 // Everything PUSH decides before the store: envelope rules, governance, the
 // requirement class, and the job hash fields. Shared by PUSH and batch PUSH.
-PreparedJob JobService::prepare(const json& body) {
-  PreparedJob prepared{parse_enqueue_request(body, now_ms()), {}, {}};
+PreparedJob JobService::prepare(const json& body, bool cached_config) {
+  PreparedJob prepared{parse_enqueue_request(body, now_ms()), {}, {}, {}};
   NewJob& job = prepared.job;
   JobOrder order;
-  const std::string tenant = admission_ ? admission_(job, order) : std::string();  // defaults, limits, tenant, policy
+  std::string tenant;
+  if (admission_) {  // defaults, limits, tenant, policy
+    long long version = 0;
+    tenant = admission_(job, order, cached_config, version);
+    prepared.config_version = version;
+  }
   prepared.cls = scheduler_.classify(job.document, job.priority);  // validates ext_ml_*
   JobClassification& cls = prepared.cls;
   check_checkpoint_prefix(cls.requirements, config_.checkpoint_prefixes);
   bind_reservation(cls);  // a job naming a reservation runs only inside it: its own class
-  admit_queue(job.queue);
+  admit_queue(job.queue, prepared.config_version);
 
   auto& fields = prepared.fields;
   fields = {
@@ -178,7 +194,42 @@ BatchJob store_record(const PreparedJob& prepared) {
   return record;
 }
 
-json JobService::push(const json& body) { return commit(prepare(body)); }
+// PUSH in one round trip (docs/architecture.md, "PUSH"): admission applies this
+// broker's cached queue config and push.lua checks its version; a broker-minted id
+// (a UUIDv7: it cannot collide) has its directory entries written ahead of the
+// script in the same pipeline. A client's id is checked first, as commit does, for
+// duplicates across queues. A stale config (an admin changed it, on any broker)
+// stores nothing: PUSH prepares the job again from a fresh read.
+json JobService::push(const json& body) { return push(body, prepare(body, true)); }
+
+json JobService::push(const json& body, PreparedJob prepared) {
+  const bool minted = !body.contains("id");
+  bool reserved = false;
+  constexpr int kTries = 3;
+  for (int tries = 1;; ++tries) {
+    const NewJob& job = prepared.job;
+    if (!minted && !reserved) {
+      if (!store_.reserve_id(job.id, job.queue))
+        throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
+      reserved = true;
+    }
+    const bool register_queue = minted && !queue_registered(job.queue, prepared.config_version);
+    const Transition t = store_.push(store_record(prepared), {prepared.config_version, minted, register_queue});
+    if (t.status == TransitionStatus::ok) {
+      if (register_queue) note_known_queue(job.queue, prepared.config_version);
+      return t.job.envelope();
+    }
+    if (t.status == TransitionStatus::duplicate)
+      throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
+    if (tries == kTries)
+      throw OjsError(ErrorCode::conflict, "queue " + job.queue + " configuration kept changing while pushing; retry",
+                     {{"queue", job.queue}, {"config_version", t.detail}});
+    forget_queue(job.queue);  // seen at the old version only: its directory entry is checked or written again
+    json again = body;        // the same id (a minted one has its directory entry already)
+    again["id"] = job.id;
+    prepared = prepare(again, false);
+  }
+}
 
 json JobService::commit(const PreparedJob& prepared) {
   const NewJob& job = prepared.job;

@@ -37,6 +37,7 @@ struct PreparedJob {
   NewJob job;
   JobClassification cls;
   std::vector<std::pair<std::string, std::string>> fields;  // job hash fields
+  std::optional<long long> config_version;  // of the queue config admission applied (none without admission)
 };
 // [gangs] Whether a class is an ext_ml_gang class (claimed by claim_gang, never by claim).
 bool is_gang_class(const Scheduler& scheduler, const ClassSet& classes, const std::string& class_id);
@@ -52,12 +53,16 @@ class JobService {
       : store_(store), scheduler_(scheduler), workers_(workers), diagnosis_(diagnosis), config_(config) {}
 
   nlohmann::json push(const nlohmann::json& body);          // -> envelope
+  // The same, for `body` prepared already (prepare(body, true)): PUSH in one round trip.
+  nlohmann::json push(const nlohmann::json& body, PreparedJob prepared);
   // Validation and decisions of PUSH without storing anything (batch PUSH
-  // prepares every job before it stores one). Throws OjsError.
-  PreparedJob prepare(const nlohmann::json& body);
+  // prepares every job before it stores one). Throws OjsError. `cached_config`: admission
+  // may use this broker's copy of the queue config (PUSH, whose script checks its version).
+  PreparedJob prepare(const nlohmann::json& body, bool cached_config = false);
   nlohmann::json commit(const PreparedJob& prepared);       // the storing half of PUSH -> envelope
   // A queue not seen yet may be created only within --max-queues (422 otherwise).
-  void admit_queue(const std::string& queue);
+  // config_version: of the queue config read before (the known-queues cache notes it).
+  void admit_queue(const std::string& queue, std::optional<long long> config_version = std::nullopt);
   // A queue deleted through this broker: its next PUSH is checked against --max-queues.
   void forget_queue(const std::string& queue);
   nlohmann::json info(const std::string& id);               // -> envelope (+ diagnosis while waiting)
@@ -84,8 +89,9 @@ class JobService {
   JobStore& store() { return store_; }
   // Queue governance at PUSH (broker/governance): may fill the document (defaults),
   // throws OjsError to refuse (limits), returns the job's tenant ("" = none) and
-  // fills the queue's policy for the job's score.
-  using PushAdmission = std::function<std::string(NewJob&, JobOrder&)>;
+  // fills the queue's policy for the job's score. `cached`: it may read the queue config
+  // from this broker's cache; `config_version` gets the version of the config it applied.
+  using PushAdmission = std::function<std::string(NewJob&, JobOrder&, bool cached, long long& config_version)>;
   void set_admission(PushAdmission admission) { admission_ = std::move(admission); }
   // Batch PUSH, once its jobs are valid and counted: may throw OjsError (the
   // caller's PUSH rate limit takes one token per job).
@@ -114,12 +120,20 @@ class JobService {
   DiagnosisLog& diagnosis_;
   std::mutex classes_mutex_;
   std::map<std::string, ClassSet> classes_cache_;  // per queue; validated by the claim script's version check
-  // Queues seen to exist (queue -> when, ms): PUSH to a known queue skips the
+  // Queues seen to exist in the queue directory: PUSH to a known queue skips the
   // --max-queues check's round trip for kKnownQueueMs. A queue deleted meanwhile
-  // (only an empty one can be) is registered again by the PUSH itself.
+  // (only an empty one can be) is registered again by the PUSH itself: PUSH skips
+  // the directory write only for a queue seen at the config version push.lua then
+  // checks (a delete bumps it, delete_queue.lua).
+  struct KnownQueue {
+    std::int64_t seen_ms = 0;
+    std::optional<long long> config_version;  // read before the directory was seen
+  };
   static constexpr std::int64_t kKnownQueueMs = 5000;
   std::mutex known_queues_mutex_;
-  std::unordered_map<std::string, std::int64_t> known_queues_;
+  std::unordered_map<std::string, KnownQueue> known_queues_;
+  void note_known_queue(const std::string& queue, std::optional<long long> config_version);
+  bool queue_registered(const std::string& queue, std::optional<long long> config_version);
   const BrokerConfig& config_;
   PushAdmission admission_;
   BatchAdmission batch_admission_;

@@ -24,7 +24,7 @@ TransitionStatus status_of(const std::string& word) {
   if (word == "ok") return TransitionStatus::ok;
   if (word == "not_found") return TransitionStatus::not_found;
   if (word == "conflict") return TransitionStatus::conflict;
-  if (word == "stale") return TransitionStatus::stale;
+  if (word == "stale" || word == "stale_config") return TransitionStatus::stale;
   if (word == "extended") return TransitionStatus::extended;
   if (word == "duplicate") return TransitionStatus::duplicate;
   if (word == "paused") return TransitionStatus::paused;
@@ -56,6 +56,15 @@ namespace {
 std::vector<std::vector<std::string>> forget_held(const std::string& worker_id, const std::string& job_id) {
   if (worker_id.empty()) return {};
   return {{"HDEL", keys::worker_jobs(worker_id), job_id}};
+}
+
+// The directory entries a new job needs (global slot), written ahead of its queue's
+// script; HSETNX: the first write wins (the queue's value is when it was first seen).
+std::vector<std::string> job_directory_entry(const std::string& id, const std::string& queue) {
+  return {"HSETNX", keys::job_directory, id, queue};
+}
+std::vector<std::string> queue_directory_entry(const std::string& queue) {
+  return {"HSETNX", keys::queue_directory, queue, std::to_string(time(nullptr) * 1000LL)};
 }
 
 // [workflows] A job transition's keys followed by those that advance its workflow.
@@ -132,9 +141,8 @@ bool JobStore::reserve_id(const std::string& id, const std::string& queue) { ret
 // between the two leaves an entry without a job, never a job nobody can find.
 std::optional<std::string> JobStore::reserve_ids(const std::vector<std::pair<std::string, std::string>>& ids) {
   std::vector<std::vector<std::string>> cmds;
-  const auto now = std::to_string(time(nullptr) * 1000LL);
-  for (const auto& [id, queue] : ids) cmds.push_back({"HSETNX", keys::job_directory, id, queue});
-  for (const auto& [id, queue] : ids) cmds.push_back({"HSETNX", keys::queue_directory, queue, now});
+  for (const auto& [id, queue] : ids) cmds.push_back(job_directory_entry(id, queue));
+  for (const auto& [id, queue] : ids) cmds.push_back(queue_directory_entry(queue));
   const auto replies = redis_.pipeline(cmds);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (replies[i].integer == 1) continue;
@@ -148,17 +156,21 @@ std::optional<std::string> JobStore::reserve_ids(const std::vector<std::pair<std
   return std::nullopt;
 }
 
-Transition JobStore::push(const BatchJob& job) {
+Transition JobStore::push(const BatchJob& job, const PushInOneTrip& single) {
   const auto& q = job.queue;
   std::vector<std::string> args{job.id, job.class_id, job.class_json, rank_text(job.rank_base),
                                 optional_text(job.scheduled_at_ms), optional_text(job.escalate_after_ms),
-                                optional_text(job.reservation_timeout_ms)};
+                                optional_text(job.reservation_timeout_ms), optional_text(single.config_version)};
   append_fields(args, job.fields);
-  Transition t = transition_from(redis_.eval("push",
-                                             {keys::job(q, job.id), keys::classes(q), keys::classes_version(q),
-                                              keys::ready(q, job.class_id), keys::delayed(q), keys::seq(q), keys::events(q),
-                                              keys::escalations(q), keys::reservation_waits(q), keys::class_heads(q)},
-                                             args));
+  std::vector<std::vector<std::string>> directory;  // ahead of the script (see PushInOneTrip)
+  if (single.register_id) directory.push_back(job_directory_entry(job.id, q));
+  if (single.register_queue) directory.push_back(queue_directory_entry(q));
+  Transition t = transition_from(redis_.eval_after(directory, "push",
+                                                   {keys::job(q, job.id), keys::classes(q), keys::classes_version(q),
+                                                    keys::ready(q, job.class_id), keys::delayed(q), keys::seq(q), keys::events(q),
+                                                    keys::escalations(q), keys::reservation_waits(q), keys::class_heads(q),
+                                                    keys::config(q)},
+                                                   args));
   if (t.status != TransitionStatus::ok) return t;
   // The script replies with what it decided (state, timestamps); the rest of the
   // record is what was sent, as push.lua wrote it.
@@ -438,8 +450,8 @@ bool JobStore::delete_queue_if_empty(const std::string& queue) {
   for (const auto& [id, _] : classes.classes) ks.push_back(keys::ready(queue, id));
   // The seq stays: a queue created again under the same name goes on from it, so no
   // FIFO sequence number repeats.
-  for (const auto& k : {keys::active(queue), keys::delayed(queue), keys::dead(queue), keys::classes(queue), keys::classes_version(queue),
-                        keys::paused(queue), keys::stats(queue), keys::events(queue), keys::config(queue),
+  for (const auto& k : {keys::active(queue), keys::delayed(queue), keys::dead(queue), keys::config(queue), keys::classes(queue),
+                        keys::classes_version(queue), keys::paused(queue), keys::stats(queue), keys::events(queue),
                         keys::ledger(queue), keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::preempting(queue),
                         keys::escalations(queue), keys::reservation_waits(queue), keys::class_heads(queue)})
     ks.push_back(k);
@@ -449,7 +461,7 @@ bool JobStore::delete_queue_if_empty(const std::string& queue) {
   redis_.command({"HDEL", keys::queue_directory, queue});
   const auto reply = redis_.eval("delete_queue", ks, {std::to_string(classes.classes.size())});
   if (reply.elements.at(0).str == "ok") return true;
-  redis_.command({"HSETNX", keys::queue_directory, queue, std::to_string(time(nullptr) * 1000LL)});
+  redis_.command(queue_directory_entry(queue));
   return false;
 }
 
@@ -458,7 +470,7 @@ bool JobStore::queue_exists(const std::string& queue) {
 }
 
 void JobStore::register_queue(const std::string& queue) {
-  redis_.command({"HSETNX", keys::queue_directory, queue, std::to_string(time(nullptr) * 1000LL)});
+  redis_.command(queue_directory_entry(queue));
 }
 
 std::map<std::string, long long> JobStore::queue_counts(const std::string& queue) {

@@ -109,6 +109,16 @@ struct BatchJob {
   std::optional<std::int64_t> reservation_timeout_ms;  // reservation-wait index, written by the same script
 };
 
+// What lets PUSH take one round trip (JobService::commit): the directory writes sent
+// ahead of push.lua in its pipeline (directory first: a crash between them leaves an
+// entry without a job, which reserve_ids tolerates), and the version of the queue
+// config the job was prepared with, which push.lua checks.
+struct PushInOneTrip {
+  std::optional<long long> config_version;  // push.lua writes nothing unless the config is still at it
+  bool register_id = false;     // the job directory entry (only for an id the broker minted: it cannot collide)
+  bool register_queue = false;  // the queue directory entry (not needed for a queue this broker saw at this version)
+};
+
 struct BatchOutcome {
   TransitionStatus status = TransitionStatus::ok;  // ok or duplicate (nothing stored)
   std::string duplicate_id;
@@ -132,7 +142,9 @@ class JobStore {
   // made before it stay, as leftovers a later PUSH may reuse.
   std::optional<std::string> reserve_ids(const std::vector<std::pair<std::string, std::string>>& ids);
   // push.lua: the job, its ready or delayed index and its scheduling indexes in one step.
-  Transition push(const BatchJob& job);
+  // With `single`, PUSH's directory writes ride in the same round trip and the script
+  // checks the queue config version (status stale, detail the current version).
+  Transition push(const BatchJob& job, const PushInOneTrip& single = {});
 
   // Ids reserved first (a taken one stores nothing), then one script per queue,
   // all or nothing within the queue (store/job_store_batch.cpp).

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <stdexcept>
 
 #include "broker/store/cluster_client.hpp"
@@ -262,15 +263,39 @@ RedisValue RedisPool::eval(const std::string& script, const std::vector<std::str
 
 RedisValue RedisPool::eval(const std::string& script, const std::vector<std::string>& keys,
                            const std::vector<std::string>& args, const std::vector<std::vector<std::string>>& then) {
+  return eval_with({}, script, keys, args, then, nullptr);
+}
+
+RedisValue RedisPool::eval_after(const std::vector<std::vector<std::string>>& before, const std::string& script,
+                                 const std::vector<std::string>& keys, const std::vector<std::string>& args,
+                                 std::vector<RedisValue>* before_replies) {
+  return eval_with(before, script, keys, args, {}, before_replies);
+}
+
+RedisValue RedisPool::eval_with(const std::vector<std::vector<std::string>>& before, const std::string& script,
+                                const std::vector<std::string>& keys, const std::vector<std::string>& args,
+                                const std::vector<std::vector<std::string>>& then, std::vector<RedisValue>* before_replies) {
   const auto& library = lua_library();
   const auto function = library.functions.find(script);
   if (function == library.functions.end()) throw std::logic_error("unknown Lua script: " + script);
   std::vector<std::string> argv{"FCALL", function->second, std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<std::vector<std::string>> batch{argv};
+  std::vector<std::vector<std::string>> batch;
+  // A cluster pipeline orders commands per node only: the commands that must run
+  // first get a round trip of their own there. One Redis runs a pipeline in order.
+  if (cluster_ && !before.empty()) {
+    auto replies = pipeline(before);
+    if (before_replies) *before_replies = std::move(replies);
+  } else {
+    batch = before;
+  }
+  batch.push_back(argv);
   batch.insert(batch.end(), then.begin(), then.end());
-  RedisValue v = std::move(pipeline(batch).front());
+  auto replies = pipeline(batch);
+  const std::size_t at = batch.size() - 1 - then.size();
+  RedisValue v = std::move(replies[at]);
+  if (before_replies && at > 0) before_replies->assign(std::make_move_iterator(replies.begin()), std::make_move_iterator(replies.begin() + at));
   // A Redis without the library (restarted or flushed, a new cluster master): load it, call again.
   if (v.is_error() && v.str.starts_with("ERR Function not found")) {
     load_library();

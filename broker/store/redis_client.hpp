@@ -60,6 +60,12 @@ class RedisPool {
   // replies are dropped; when the library had to be loaded they have run before the script does).
   RedisValue eval(const std::string& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
                   const std::vector<std::vector<std::string>>& then);
+  // The same, with plain commands sent ahead of it in the same round trip: they run
+  // before the script, in order (on a cluster, whose pipeline orders commands per node
+  // only, they take a round trip of their own first); their replies in before_replies.
+  RedisValue eval_after(const std::vector<std::vector<std::string>>& before, const std::string& script,
+                        const std::vector<std::string>& keys, const std::vector<std::string>& args,
+                        std::vector<RedisValue>* before_replies = nullptr);
   bool ping();
 
   const RedisEndpoint& endpoint() const { return endpoint_; }
@@ -79,6 +85,9 @@ class RedisPool {
   void release(redisContext* ctx, bool broken);
   redisContext* connect();
   void load_library();  // FUNCTION LOAD (every master of a cluster)
+  RedisValue eval_with(const std::vector<std::vector<std::string>>& before, const std::string& script,
+                       const std::vector<std::string>& keys, const std::vector<std::string>& args,
+                       const std::vector<std::vector<std::string>>& then, std::vector<RedisValue>* before_replies);
 
   RedisEndpoint endpoint_;
   std::size_t size_;

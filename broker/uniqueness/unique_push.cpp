@@ -8,9 +8,10 @@
 namespace ojs::broker {
 
 PushResult push_job(JobService& jobs, const nlohmann::json& body) {
-  PreparedJob prepared = jobs.prepare(body);
+  PreparedJob prepared = jobs.prepare(body, true);  // this broker's queue config: push.lua checks its version
   const auto policy = parse_unique_policy(prepared.job.document);
-  if (!policy) return {jobs.commit(prepared), false};
+  if (!policy) return {jobs.push(body, std::move(prepared)), false};
+  prepared = jobs.prepare(body);  // push_unique.lua does not check the config version: read it afresh
 
   const auto& job = prepared.job;
   UniqueStore store = jobs.store().unique();

@@ -47,3 +47,70 @@ TEST(MultiBroker, ConcurrentFetchersAcrossTwoBrokersNeverShareAJob) {
   std::set<std::string> unique(delivered.begin(), delivered.end());
   EXPECT_EQ(unique.size(), delivered.size()) << "a job was delivered twice";
 }
+
+namespace {
+
+json cfg_job(const std::string& queue, json attrs = json::object()) {
+  json j = {{"type", "t"}, {"args", json::array()}, {"options", {{"queue", queue}}}};
+  for (auto it = attrs.begin(); it != attrs.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+
+void put_config(Api& api, const std::string& queue, const json& body) {
+  auto r = api.call("PUT", "/ojs/v1/admin/queues/" + queue + "/config", body);
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+}
+
+}  // namespace
+
+// PUSH applies a broker's cached copy of the queue config, and push.lua checks that
+// its version is current: a config written through broker B (limits, defaults,
+// policy) applies to the very next PUSH through broker A, which had the old one cached.
+TEST(MultiBroker, AQueueConfigChangedOnOneBrokerAppliesToTheNextPushOnTheOther) {
+  RedisServer redis;
+  BrokerProcess a{redis.url()};
+  BrokerProcess b{redis.url()};
+  Api on_a{a.url()}, on_b{b.url()};
+  ASSERT_EQ(on_a.post("/ojs/v1/jobs", cfg_job("cfg", {{"ext_ml_gpu_count", 4}})).status, 201);  // A caches config v0
+
+  put_config(on_b, "cfg", {{"ml_limits", {{"max_gpu_count", 2}}}});
+  auto r = on_a.post("/ojs/v1/jobs", cfg_job("cfg", {{"ext_ml_gpu_count", 4}}));
+  EXPECT_EQ(r.status, 422) << "broker A pushed under its stale config: " << r.body.dump();
+  EXPECT_EQ(r.body["error"]["details"]["limit"], "max_gpu_count") << r.body.dump();
+
+  put_config(on_b, "cfg", {{"ml_limits", {{"max_gpu_count", 2}}}, {"ml_defaults", {{"ext_ml_gpu_type", "nvidia-h100"}}}});
+  const auto id = on_a.push(cfg_job("cfg", {{"ext_ml_gpu_count", 1}}));
+  EXPECT_EQ(on_a.get("/ojs/v1/jobs/" + id).body["job"]["ext_ml_gpu_type"], "nvidia-h100") << "B's new default was not applied";
+
+  // Policy: under fifo a later high-priority job waits behind an earlier low one.
+  on_a.push(cfg_job("cfg-order"));  // A caches the priority policy
+  ASSERT_EQ(on_a.fetch({"cfg-order"}, "w0", 1).size(), 1u);
+  put_config(on_b, "cfg-order", {{"policy", "fifo"}});
+  json low = cfg_job("cfg-order"), high = cfg_job("cfg-order");
+  low["options"]["priority"] = -10;
+  high["options"]["priority"] = 10;
+  const auto first = on_a.push(low);
+  on_a.push(high);
+  const auto fetched = on_a.fetch({"cfg-order"}, "w1", 1);
+  ASSERT_EQ(fetched.size(), 1u);
+  EXPECT_EQ(fetched[0]["id"], first) << "broker A scored the job under its cached priority policy, not B's fifo";
+}
+
+// A queue deleted through broker B is registered again by the next PUSH through
+// broker A, although A saw the queue a moment before (the delete bumps the config
+// version, so A's push.lua check sends A back to a fresh read and the directory write).
+TEST(MultiBroker, APushAfterAQueueIsDeletedOnTheOtherBrokerRegistersItAgain) {
+  RedisServer redis;
+  BrokerProcess a{redis.url()};
+  BrokerProcess b{redis.url()};
+  Api on_a{a.url()}, on_b{b.url()};
+  const auto id = on_a.push(cfg_job("cfg-del"));
+  ASSERT_EQ(on_a.call("DELETE", "/ojs/v1/jobs/" + id).status, 200);
+  ASSERT_EQ(on_b.call("DELETE", "/ojs/v1/admin/queues/cfg-del").status, 200);
+  on_a.push(cfg_job("cfg-del"));
+  const auto queues = on_b.get("/ojs/v1/queues").body;
+  std::set<std::string> listed;
+  for (const auto& q : queues["queues"]) listed.insert(q["name"].get<std::string>());
+  EXPECT_TRUE(listed.count("cfg-del")) << "the queue holds a job but is missing from the queue directory: " << queues.dump();
+  EXPECT_EQ(on_b.get("/ojs/v1/queues/cfg-del/stats").body["queue"]["available"], 1);
+}

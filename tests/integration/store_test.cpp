@@ -363,6 +363,43 @@ TEST(Store, PushToAKnownQueueSkipsTheQueueCountCheck) {
   EXPECT_EQ(r.body["error"]["details"]["limit"], "max_queues") << r.body.dump();
 }
 
+// A number of INFO stats (total_reads_processed: the read events Redis served, one
+// per round trip a client makes).
+long long info_stat(RedisProbe& probe, const std::string& name) {
+  const auto info = probe.run({"INFO", "stats"})[0];
+  const auto at = info.find(name + ":");
+  if (at == std::string::npos) throw std::runtime_error("INFO stats lacks " + name);
+  return std::stoll(info.substr(at + name.size() + 1));
+}
+
+// PUSH is one round trip: the queue config comes from the broker's cache (push.lua
+// checks its version), and the directory entry of the id the broker minted rides in
+// the script's pipeline. Redis counts the read events it serves; the background
+// loops' own share is measured over an equal idle spell and taken off.
+TEST(Store, PushIsOneRoundTrip) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  api.push(job_in("one-trip"));  // creates the queue, caches its config
+  RedisProbe probe(redis.port());
+  constexpr int kPushes = 100;
+  probe.run({"CONFIG", "RESETSTAT"});
+  auto reads = info_stat(probe, "total_reads_processed");
+  const auto started = Clock::now();
+  for (int i = 0; i < kPushes; ++i) api.push(job_in("one-trip"));
+  const auto spell = Clock::now() - started;
+  const auto push_reads = info_stat(probe, "total_reads_processed") - reads - 1;  // less the INFO itself
+  EXPECT_LT(command_calls(probe, "hmget"), kPushes / 2) << "PUSH read the queue config";  // (background loops may read)
+  // push.lua's own HSETNX of the class, and one directory write (the queue's entry is known).
+  EXPECT_LT(command_calls(probe, "hsetnx"), kPushes * 5 / 2) << "PUSH wrote the queue's directory entry again";
+  reads = info_stat(probe, "total_reads_processed");
+  std::this_thread::sleep_for(spell);
+  const auto idle_reads = info_stat(probe, "total_reads_processed") - reads - 1;
+  EXPECT_LE(push_reads - idle_reads, kPushes * 3 / 2) << "round trips for " << kPushes << " PUSHes (" << push_reads
+                                                       << " read events, " << idle_reads << " while idle)";
+  std::printf("%d PUSHes: %lld read events, %lld in an idle spell as long\n", kPushes, push_reads, idle_reads);
+}
+
 // The maintenance loop runs the promote and gang-expiry scripts only for queues with
 // something due (one pipeline of cheap reads first): an idle queue costs no script,
 // and a scheduled job still becomes available without any FETCH.

@@ -1,15 +1,24 @@
 -- PUSH: store a new job and make it available (or scheduled), with its
 -- scheduling indexes, in one step: an accepted job is always complete.
--- KEYS (10): 1 job hash, 2 classes hash, 3 classes version, 4 ready set of the job's class,
---           5 delayed, 6 seq, 7 events, 8 escalations, 9 reservation waits, 10 class heads
+-- KEYS (11): 1 job hash, 2 classes hash, 3 classes version, 4 ready set of the job's class,
+--           5 delayed, 6 seq, 7 events, 8 escalations, 9 reservation waits, 10 class heads,
+--           11 queue config hash
 -- ARGV: id, class, class_json, rank_base, scheduled_at_ms ('' = now),
---       escalate_after_ms ('' = none), reservation_timeout_ms ('' = none), then field/value pairs
+--       escalate_after_ms ('' = none), reservation_timeout_ms ('' = none),
+--       config version ('' = not checked), then field/value pairs
 -- Reply: {'ok', {fields the script wrote beyond ARGV: state, created_at, enqueued_at | scheduled_at}}
---        | {'duplicate'}
+--        | {'duplicate'} | {'stale_config', current version} (nothing written)
 -- [hotpath] The caller holds every field it sent, so the reply carries only what the
 -- script decided (a small reply; the job hash is written in one HSET from ARGV).
-local id, class, class_json, rank_base, scheduled_at, escalate_after, reservation_timeout =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local id, class, class_json, rank_base, scheduled_at, escalate_after, reservation_timeout, config_version =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+-- The broker prepared the job with its cached queue config (admission: defaults,
+-- limits, policy): it must still be the current one (every config write bumps
+-- `version`: queue_config.lua, delete_queue.lua), else the broker reads it again.
+if config_version ~= '' then
+  local current = redis.call('HGET', KEYS[11], 'version') or '0'
+  if current ~= config_version then return {'stale_config', tonumber(current)} end
+end
 local jk = KEYS[1]
 if redis.call('EXISTS', jk) == 1 then return {'duplicate'} end
 local now = now_ms()
@@ -17,7 +26,7 @@ local now_s = tostring(now)
 if redis.call('HSETNX', KEYS[2], class, class_json) == 1 then redis.call('INCR', KEYS[3]) end
 local job = {id = id, attempt = '0'}  -- what emit reads
 local order_base = nil
-for i = 8, #ARGV, 2 do
+for i = 9, #ARGV, 2 do
   local f = ARGV[i]
   if f == 'type' then job.type = ARGV[i + 1] elseif f == 'queue' then job.queue = ARGV[i + 1]
   elseif f == 'order_base' then order_base = ARGV[i + 1] end  -- [fairshare] the queue policy's band
@@ -31,7 +40,7 @@ else
   ready_add(KEYS[10], KEYS[4], class, tonumber(order_base or rank_base) + redis.call('INCR', KEYS[6]), id)  -- [fairshare] policy base
 end
 redis.call('HSET', jk, 'id', id, 'class', class, 'rank_base', rank_base, 'attempt', '0', 'created_at', now_s,
-           'state', state, at_field, at, unpack(ARGV, 8))
+           'state', state, at_field, at, unpack(ARGV, 9))
 if escalate_after ~= '' then redis.call('ZADD', KEYS[8], tostring(now + tonumber(escalate_after)), id) end
 if reservation_timeout ~= '' then redis.call('ZADD', KEYS[9], tostring(now + tonumber(reservation_timeout)), id) end
 emit(KEYS[7], 'job.enqueued', job, {'state', state})
