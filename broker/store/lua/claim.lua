@@ -37,8 +37,11 @@ promote_due(q, now, 1000)
 -- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
 local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',
-                     'max_total_gpus', 'max_concurrent_gpu_jobs', 'policy')  -- [hotpath] budget limits and policy in the same read
+                     'max_total_gpus', 'max_concurrent_gpu_jobs', 'policy', 'tenant_quotas')  -- [hotpath] budget limits, policy, quotas in one read
 b.limits = {rl[4], rl[5]}
+-- queue_config.lua writes the config's tenant_quotas field with the tenant quota hash:
+-- without it there is no quota, and has_tenant_quotas needs no EXISTS of its own.
+per_call.tenant_quotas = rl[7] ~= false
 local rate_starts, rate_period = tonumber(rl[2] or ''), tonumber(rl[3] or '')
 local room, why = rate_room(tonumber(rl[1] or ''), rate_starts, rate_period, KEYS[4], KEYS[14], now)
 if room and room < count then count = math.max(room, 0); rate_limited = why end
