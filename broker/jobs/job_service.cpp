@@ -197,7 +197,7 @@ BatchJob store_record(const PreparedJob& prepared) {
 // PUSH in one round trip (docs/architecture.md, "PUSH"): admission applies this
 // broker's cached queue config and push.lua checks its version; a broker-minted id
 // (a UUIDv7: it cannot collide) has its directory entries written ahead of the
-// script in the same pipeline. A client's id is checked first, as commit does, for
+// script in the same pipeline. A client's id is checked first (JobStore::reserve_id), for
 // duplicates across queues. A stale config (an admin changed it, on any broker)
 // stores nothing: PUSH prepares the job again from a fresh read.
 json JobService::push(const json& body) { return push(body, prepare(body, true)); }
@@ -229,16 +229,6 @@ json JobService::push(const json& body, PreparedJob prepared) {
     again["id"] = job.id;
     prepared = prepare(again, false);
   }
-}
-
-json JobService::commit(const PreparedJob& prepared) {
-  const NewJob& job = prepared.job;
-  if (!store_.reserve_id(job.id, job.queue))
-    throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
-  const Transition t = store_.push(store_record(prepared));
-  if (t.status == TransitionStatus::duplicate)
-    throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
-  return t.job.envelope();
 }
 
 std::string JobService::queue_of_or_404(const std::string& id) {
@@ -381,7 +371,8 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
       continue;
     }
     auto outcome = store_.claim(queue, worker.worker_id, request.visibility_timeout_ms,
-                                config_.default_visibility_timeout_ms, want, classes.version, eligible);
+                                config_.default_visibility_timeout_ms, want, classes.version, eligible,
+                                worker.capabilities.has_value());
     if (outcome.status == TransitionStatus::stale) {  // a class appeared since we looked
       refreshed(classes_of(queue, true));
       continue;
@@ -399,8 +390,7 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
         const int gpus = static_cast<int>(record.get_int("charged_gpus").value_or(record.get_int("gpus").value_or(0)));
         ml::ActiveJob active = ml::active_job_from(envelope, gpus);
         const std::vector<int> devices = v ? v->judgement.devices : std::vector<int>{};
-        workers_.record_claim(worker.worker_id, record.id(), queue, active, devices);
-        worker.load.active.push_back(active);
+        worker.load.active.push_back(active);  // claim.lua listed it in the worker's held set
         worker.load.hold(devices);
       }
       jobs.push_back(std::move(envelope));

@@ -59,7 +59,6 @@ class JobService {
   // prepares every job before it stores one). Throws OjsError. `cached_config`: admission
   // may use this broker's copy of the queue config (PUSH, whose script checks its version).
   PreparedJob prepare(const nlohmann::json& body, bool cached_config = false);
-  nlohmann::json commit(const PreparedJob& prepared);       // the storing half of PUSH -> envelope
   // A queue not seen yet may be created only within --max-queues (422 otherwise).
   // config_version: of the queue config read before (the known-queues cache notes it).
   void admit_queue(const std::string& queue, std::optional<long long> config_version = std::nullopt);
