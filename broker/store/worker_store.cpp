@@ -93,7 +93,7 @@ WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const st
     c.queues.insert(c.queues.end(), unlisted.begin() + 2, unlisted.end());
   }
   append_held(worker_id, unread, entries);
-  c.held = verify(worker_id, entries, replies[listed_at + 1], nullptr);
+  c.held = verify(worker_id, std::move(entries), replies[listed_at + 1]);
   return c;
 }
 
@@ -134,21 +134,33 @@ bool WorkerStore::prune(const std::string& worker_id, std::int64_t silent_since_
                      {worker_id, std::to_string(silent_since_ms)}).integer == 1;
 }
 
-std::vector<HeldJob> WorkerStore::held_jobs(const std::string& worker_id) {
-  std::vector<HeldJob> out;
-  read_held(worker_id, &out);
-  return out;
+std::vector<WorkerStore::HeldEntry> WorkerStore::held_ids(const std::string& worker_id, const std::vector<std::string>& known_queues) {
+  auto read = read_entries(worker_id, known_queues);
+  for (std::size_t i = 0; i + 1 < read.legacy.elements.size(); i += 2) {
+    const auto record = nlohmann::json::parse(read.legacy.elements[i + 1].str, nullptr, false);
+    if (record.is_object() && !record.value("queue", "").empty()) read.entries.push_back({record.value("queue", ""), read.legacy.elements[i].str});
+  }
+  return read.entries;
 }
 
-HeldState WorkerStore::held_state(const std::string& worker_id) { return read_held(worker_id, nullptr); }
+HeldState WorkerStore::held_state(const std::string& worker_id, const std::vector<std::string>& known_queues) {
+  auto read = read_entries(worker_id, known_queues);
+  return verify(worker_id, std::move(read.entries), read.legacy);
+}
 
-HeldState WorkerStore::read_held(const std::string& worker_id, std::vector<HeldJob>* jobs) {
-  auto replies = redis_.pipeline({{"SMEMBERS", keys::worker_queues(worker_id)}, {"HGETALL", keys::legacy_worker_jobs(worker_id)}});
-  std::vector<std::string> queues;
-  for (const auto& q : replies[0].elements) queues.push_back(q.str);
-  std::vector<HeldEntry> entries;
-  append_held(worker_id, queues, entries);
-  return verify(worker_id, entries, replies[1], jobs);
+WorkerStore::HeldRead WorkerStore::read_entries(const std::string& worker_id, const std::vector<std::string>& known_queues) {
+  std::vector<std::vector<std::string>> cmds{{"SMEMBERS", keys::worker_queues(worker_id)}, {"HGETALL", keys::legacy_worker_jobs(worker_id)}};
+  for (const auto& q : known_queues) cmds.push_back({"SMEMBERS", keys::held(q, worker_id)});
+  auto replies = redis_.pipeline(cmds);
+  HeldRead read;
+  read.legacy = std::move(replies[1]);
+  for (std::size_t i = 0; i < known_queues.size(); ++i)
+    for (const auto& id : replies[2 + i].elements) read.entries.push_back({known_queues[i], id.str});
+  std::vector<std::string> unread;
+  for (const auto& q : replies[0].elements)
+    if (std::find(known_queues.begin(), known_queues.end(), q.str) == known_queues.end()) unread.push_back(q.str);
+  append_held(worker_id, unread, read.entries);
+  return read;
 }
 
 void WorkerStore::append_held(const std::string& worker_id, const std::vector<std::string>& queues, std::vector<HeldEntry>& entries) {
@@ -169,8 +181,7 @@ const std::vector<std::string> kHeldFields{"id",           "queue",         "sta
                                            "preempt_checkpoint",            "preempted_for"};
 }  // namespace
 
-HeldState WorkerStore::verify(const std::string& worker_id, std::vector<HeldEntry> entries, const RedisValue& legacy,
-                              std::vector<HeldJob>* jobs) {
+HeldState WorkerStore::verify(const std::string& worker_id, std::vector<HeldEntry> entries, const RedisValue& legacy) {
   // Claim records an older broker wrote (keys.hpp legacy_worker_jobs): verified like
   // the held sets; those still held move into them, and the hash drains.
   const std::size_t legacy_from = entries.size();
@@ -209,7 +220,6 @@ HeldState WorkerStore::verify(const std::string& worker_id, std::vector<HeldEntr
     }
     out.load.active.push_back({id, load->gpus, load->labels});
     out.load.hold(load->devices);
-    if (jobs) jobs->push_back({id, queue, load->gpus, load->devices, load->labels});
     if (const auto deadline = job.get_int("preempt_deadline"))
       out.preempting.push_back({id, *deadline, job.get("preempt_checkpoint") == "1", job.get("preempted_for")});
   }

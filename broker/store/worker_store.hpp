@@ -40,14 +40,6 @@ struct HeldState {
   std::vector<PreemptionMarkView> preempting;
 };
 
-// A job a worker holds, as verified against the job (JobRecord::load_on).
-struct HeldJob {
-  std::string job_id, queue;
-  int gpus = 0;
-  std::vector<int> devices;
-  ml::Labels labels;
-};
-
 class WorkerStore {
  public:
   explicit WorkerStore(RedisPool& redis) : redis_(redis) {}
@@ -81,19 +73,25 @@ class WorkerStore {
 
   // What the worker holds, verified against the job hashes: entries of jobs that
   // finished or moved to another worker are dropped (so they heal after any crash).
-  std::vector<HeldJob> held_jobs(const std::string& worker_id);
-  HeldState held_state(const std::string& worker_id);
-
- private:
+  // known_queues: the worker's queue list as the caller last saw it (their held sets
+  // are read in the first round trip; others the list names, in a second).
+  HeldState held_state(const std::string& worker_id, const std::vector<std::string>& known_queues);
+  // The same entries unverified ({queue, job id}), for a caller that reads the jobs
+  // anyway (the preemption controller: JobRecord::load_on tells what each weighs).
   struct HeldEntry {
     std::string queue, id;
   };
-  HeldState read_held(const std::string& worker_id, std::vector<HeldJob>* jobs);
+  std::vector<HeldEntry> held_ids(const std::string& worker_id, const std::vector<std::string>& known_queues);
+
+ private:
+  struct HeldRead {
+    std::vector<HeldEntry> entries;
+    RedisValue legacy;  // the worker's claim-record hash an older broker wrote (HGETALL reply)
+  };
+  HeldRead read_entries(const std::string& worker_id, const std::vector<std::string>& known_queues);
   // The entries of the worker's held sets in `queues` (one pipeline).
   void append_held(const std::string& worker_id, const std::vector<std::string>& queues, std::vector<HeldEntry>& entries);
-  // legacy: the worker's claim-record hash an older broker wrote (HGETALL reply).
-  HeldState verify(const std::string& worker_id, std::vector<HeldEntry> entries, const RedisValue& legacy,
-                   std::vector<HeldJob>* jobs);
+  HeldState verify(const std::string& worker_id, std::vector<HeldEntry> entries, const RedisValue& legacy);
   RedisPool& redis_;
 };
 

@@ -22,11 +22,7 @@ WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, co
     auto it = profiles_.find(worker_id);
     write = it == profiles_.end() || it->second.hash != hash || now - it->second.at_ms >= kResendProfileMs;
   }
-  std::vector<std::string> known;
-  {
-    std::lock_guard lock(profiles_mutex_);
-    if (auto it = queue_lists_.find(worker_id); it != queue_lists_.end()) known = it->second;
-  }
+  const std::vector<std::string> known = known_queues(worker_id);
   auto contact = store_.contact(worker_id, write && capabilities ? &caps_json : nullptr,
                                 write && !queues.empty() ? &queues_json : nullptr,
                                 capabilities ? queues : std::vector<std::string>{}, known);  // only a worker with capabilities has claims listed
@@ -38,6 +34,12 @@ WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, co
   if (queue_lists_.size() >= kMaxProfiles && !queue_lists_.count(worker_id)) queue_lists_.clear();
   queue_lists_[worker_id] = contact.queues;
   return contact;
+}
+
+std::vector<std::string> WorkerRegistry::known_queues(const std::string& worker_id) {
+  std::lock_guard lock(profiles_mutex_);
+  auto it = queue_lists_.find(worker_id);
+  return it == queue_lists_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::vector<std::string> WorkerRegistry::prune(std::int64_t older_than_ms, int limit) {

@@ -48,12 +48,14 @@ class WorkerRegistry {
   // read (entries of jobs that finished or moved to another worker are dropped), so
   // it heals after any crash.
   ml::WorkerLoad load(const std::string& worker_id) { return held_state(worker_id).load; }
-  HeldState held_state(const std::string& worker_id) { return store_.held_state(worker_id); }
-  // The same per job (queue, GPUs, devices, labels), for the preemption controller.
-  using HeldJob = ojs::broker::HeldJob;
-  std::vector<HeldJob> held_jobs(const std::string& worker_id) { return store_.held_jobs(worker_id); }
+  HeldState held_state(const std::string& worker_id) { return store_.held_state(worker_id, known_queues(worker_id)); }
+  // The same jobs unverified, {queue, job id}: for the preemption controller, which
+  // reads the jobs (JobRecord::load_on: what each weighs on the worker).
+  using HeldEntry = WorkerStore::HeldEntry;
+  std::vector<HeldEntry> held_ids(const std::string& worker_id) { return store_.held_ids(worker_id, known_queues(worker_id)); }
 
  private:
+  std::vector<std::string> known_queues(const std::string& worker_id);
   WorkerStore& store_;
   // worker id -> (hash of the capabilities and queues last written, when): bounded,
   // starts over past kMaxProfiles (a miss only costs one full write).
