@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "broker/http/handler_pool.hpp"
 #include "ojs/core/error.hpp"
 
 namespace ojs::broker {
@@ -124,10 +125,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
  public:
-  Session(tcp::socket socket, const Router& router, asio::thread_pool& handlers, std::size_t max_body, OpenStreams& streams)
+  Session(tcp::socket socket, const Router& router, HandlerPool& handlers, std::size_t max_body, OpenStreams& streams)
     requires(!kTls)
       : stream_(std::move(socket)), router_(router), handlers_(handlers), max_body_(max_body), streams_(streams) {}
-  Session(tcp::socket socket, asio::ssl::context& tls, const Router& router, asio::thread_pool& handlers, std::size_t max_body,
+  Session(tcp::socket socket, asio::ssl::context& tls, const Router& router, HandlerPool& handlers, std::size_t max_body,
           OpenStreams& streams)
     requires kTls
       : stream_(std::move(socket), tls), router_(router), handlers_(handlers), max_body_(max_body), streams_(streams) {}
@@ -177,7 +178,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     auto& req = parser_->get();
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
-    asio::post(handlers_, [self = this->shared_from_this(), &req, keep_alive, version] {
+    handlers_.post([self = this->shared_from_this(), &req, keep_alive, version] {
       // The router renders every handler error; this guard keeps a bug in it (or an
       // allocation failure) from unwinding into the pool and killing the broker.
       HttpResponse response;
@@ -351,7 +352,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   const Router& router_;
-  asio::thread_pool& handlers_;
+  HandlerPool& handlers_;
   std::size_t max_body_;
   OpenStreams& streams_;
   // Set while the response is a stream.
@@ -376,7 +377,7 @@ struct HttpServer::Impl {
   std::size_t next_ioc = 0;
   tcp::acceptor acceptor;
   std::vector<std::thread> threads;
-  std::unique_ptr<asio::thread_pool> handlers;  // runs the request handlers (blocking store calls)
+  std::unique_ptr<HandlerPool> handlers;  // runs the request handlers (blocking store calls)
   std::uint16_t bound_port = 0;
   std::optional<asio::ssl::context> tls;  // set when a certificate and key are configured
 
@@ -427,7 +428,7 @@ void HttpServer::start() {
   i.acceptor.bind(endpoint);
   i.acceptor.listen(asio::socket_base::max_listen_connections);
   i.bound_port = i.acceptor.local_endpoint().port();
-  i.handlers = std::make_unique<asio::thread_pool>(static_cast<std::size_t>(std::max(1, i.options.handler_threads)));
+  i.handlers = std::make_unique<HandlerPool>(static_cast<std::size_t>(std::max(1, i.options.handler_threads)));
   i.accept();
   for (auto& ioc : i.iocs) i.threads.emplace_back([&ioc = *ioc] { ioc.run(); });
 }
