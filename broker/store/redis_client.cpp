@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <charconv>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -64,16 +65,34 @@ RedisValue take_value(void* reply) {
   return std::move(*root);
 }
 
-void append_command(redisContext* ctx, const std::vector<std::string>& argv) {
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  ptrs.reserve(argv.size());
-  lens.reserve(argv.size());
-  for (const auto& a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
+// The commands in RESP (arrays of bulk strings), formatted here and handed to
+// hiredis in one piece: redisAppendCommandArgv formats every argument with
+// sdscatfmt, which parses a format string per argument (7% of the broker's
+// instructions under FETCH+ACK load, a job's document being one argument).
+void append_commands(redisContext* ctx, const std::vector<std::vector<std::string>>& commands) {
+  std::size_t size = 0;
+  for (const auto& argv : commands) {
+    size += 16;
+    for (const auto& a : argv) size += a.size() + 24;
   }
-  redisAppendCommandArgv(ctx, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+  std::string out;
+  out.reserve(size);
+  const auto put_length = [&out](char mark, std::size_t n) {
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+    out.push_back(mark);
+    out.append(digits, end);
+    out.append("\r\n", 2);
+  };
+  for (const auto& argv : commands) {
+    put_length('*', argv.size());
+    for (const auto& a : argv) {
+      put_length('$', a.size());
+      out.append(a);
+      out.append("\r\n", 2);
+    }
+  }
+  redisAppendFormattedCommand(ctx, out.data(), out.size());
 }
 
 // Redis refusing writes (persistence failure, OOM, loading) is an outage too.
@@ -194,7 +213,7 @@ redisContext* RedisPool::connect() {
   const timeval command_timeout{5, 0};
   redisSetTimeout(ctx, command_timeout);
   auto init = [&](const std::vector<std::string>& argv) {
-    append_command(ctx, argv);
+    append_commands(ctx, {argv});
     void* reply = nullptr;
     if (redisGetReply(ctx, &reply) != REDIS_OK || !reply) {
       std::string msg = std::string("Redis handshake failed: ") + ctx->errstr;
@@ -268,7 +287,7 @@ std::vector<RedisValue> RedisPool::pipeline(const std::vector<std::vector<std::s
 
 std::vector<RedisValue> RedisPool::send(const std::vector<std::vector<std::string>>& commands) {
   redisContext* ctx = acquire();
-  for (const auto& argv : commands) append_command(ctx, argv);
+  append_commands(ctx, commands);
   std::vector<RedisValue> out;
   out.reserve(commands.size());
   for (std::size_t i = 0; i < commands.size(); ++i) {
