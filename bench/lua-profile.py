@@ -130,18 +130,25 @@ def claim_cmd():
     # The class-head index (claim reads every eligible head in one ZMSCORE) replaced
     # the per-class ready-set keys and the empty-class hint.
     keys += [K('heads')] if HEADS else [K('ready:' + c) for c in cls]
+    HELD = 'KEYS[16]' in scripts['claim']
+    if HELD: keys.append(K('held:w1'))  # the worker's held set (claim.lua lists its claims there)
     hint = ['', '']
     if os.environ.get('HINT'): hint = [r('GET', K('seq')), '0' + '1' * (CLASSES - 1)]
     if HEADS or 'seq_now' not in scripts['claim']: hint = []
     args = ['w1', '', '30000', '1', r('GET', K('classes:ver')), str(BAND)] + hint
     if HEADS: args += ['0.000000', str(len(cls)), ''.join('\n%s\t0.000000\t0\t1\t[0]' % c for c in cls)]
+    if HELD: args.append('1')
     else:
         for c in cls: args += [c, '0.000000', '0', '1', '[0]']
     return call('claim', keys, args)
 cc = claim_cmd()
 phase('claim', [cc] * (N // 2))
 active = r('ZRANGE', K('active'), 0, -1)
-phase('ack', [call('ack', [K('job:' + a), K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger')], ['', 'w1']) for a in active])
+ACK_KEYS = [K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger')]
+if 'release_holder' in scripts['ack']:  # the held prefix, then the workflow keys the broker declares (keys.hpp)
+    ACK_KEYS += [K('held:'), K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
+                 K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads')]
+phase('ack', [call('ack', [K('job:' + a)] + ACK_KEYS, ['', 'w1']) for a in active])
 # minimal claim for reference, in the same form
 r('DEL', 'min:z'); r.pipe([['ZADD', 'min:z', i, 'm%d' % i] for i in range(N)])
 MIN = "local m = redis.call('ZPOPMIN', KEYS[1]) if m[1] then redis.call('HSET', KEYS[2] .. m[1], 'state', 'active', 'worker_id', ARGV[1], 'started_at', ARGV[2]) end return m[1]"

@@ -11,11 +11,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <sstream>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "common/stats.hpp"
 #include "loadgen/redis_ceiling.hpp"
@@ -44,7 +49,25 @@ struct Options {
   long long ceiling_ops = 200000;
   bool skip_plain = false;
   bool json_output = false;
+  int broker_pid = 0;  // > 0: also report that process's CPU per job (a broker on this machine)
 };
+
+// CPU seconds (user + system) a process has used, from /proc/<pid>/stat; -1 when unreadable.
+double process_cpu_s(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');  // the name may hold spaces; the fields follow it
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  double utime = -1, stime = -1;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15: utime, stime (clock ticks)
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  if (utime < 0 || stime < 0) return -1;
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
 
 // One operation's figures over a phase.
 struct OpStats {
@@ -264,6 +287,10 @@ json redis_per_job(const ojs::bench::RedisUsage& before, const ojs::bench::Redis
   out["scripts_per_job"] = script_calls / n;
   out["calls_per_job"] = calls / n;
   out["cpu_us_per_job"] = (after.cpu_main_s - before.cpu_main_s) * 1e6 / n;
+  // Read events Redis processed: a request or a pipeline of them is one (when it
+  // arrives in one piece), so this counts round trips, the broker's background
+  // passes and this tool's own probes included.
+  out["reads_per_job"] = (after.reads - before.reads) / n;
   out["commands"] = per_command;
   return out;
 }
@@ -274,10 +301,10 @@ void print_redis_per_job(const json& r) {
     return;
   }
   std::printf("Redis work per job, %s (%lld jobs): commandstats %.1f us (scripts %.1f us in %.2f FCALL/EVALSHA), "
-              "%.1f calls; Redis main-thread CPU %.1f us\n",
+              "%.1f calls, %.1f round trips (read events); Redis main-thread CPU %.1f us\n",
               r["phase"].get<std::string>().c_str(), r["jobs"].get<long long>(), r["command_us_per_job"].get<double>(),
               r["script_us_per_job"].get<double>(), r["scripts_per_job"].get<double>(), r["calls_per_job"].get<double>(),
-              r["cpu_us_per_job"].get<double>());
+              r["reads_per_job"].get<double>(), r["cpu_us_per_job"].get<double>());
   std::vector<std::pair<double, std::string>> top;
   for (auto it = r["commands"].begin(); it != r["commands"].end(); ++it)
     top.emplace_back(it.value()["us_per_job"].get<double>(), it.key());
@@ -316,6 +343,8 @@ int main(int argc, char** argv) {
   app.add_option("--ceiling-pipeline", o.ceiling_pipeline, "claim scripts in flight per ceiling connection (1 = none)")->check(CLI::Range(1, 1024));
   app.add_option("--ceiling-ops", o.ceiling_ops, "claims seeded for the ceiling measurement")->check(CLI::Range(1000LL, 10000000LL));
   app.add_flag("--skip-plain", o.skip_plain, "skip the PUSH/FETCH+ACK phase of workers without capabilities");
+  app.add_option("--broker-pid", o.broker_pid, "the broker's process id (same machine): report its CPU per job beside Redis's and this tool's")
+      ->check(CLI::Range(1, 1 << 30));
   app.add_flag("--json", o.json_output, "print one JSON object instead of tables");
   CLI11_PARSE(app, argc, argv);
 
@@ -348,11 +377,22 @@ int main(int argc, char** argv) {
   report["redis_per_job"] = json::array();
 
   auto usage_before = usage();
+  const double broker_cpu_before = o.broker_pid ? process_cpu_s(o.broker_pid) : -1, own_cpu_before = process_cpu_s(getpid());
   const auto push = push_phase(o, o.queue, o.jobs, o.producers, o.duration_s, false, "PUSH (ml)");
   ops.push_back(push);
   auto caps = fetch_ack_phase(o, o.queue, push.ok, true, "caps");
   ops.insert(ops.end(), {caps.fetch, caps.ack, caps.cycle});
   if (redis) report["redis_per_job"].push_back(redis_per_job(usage_before, usage(), caps.cycle.ok, "PUSH+FETCH+ACK (caps)"));
+  // The other processes' share of the same jobs: on a small machine they compete with Redis for the cores.
+  if (caps.cycle.ok > 0) {
+    json cpu = {{"phase", "PUSH+FETCH+ACK (caps)"}, {"loadgen_us_per_job", (process_cpu_s(getpid()) - own_cpu_before) * 1e6 / caps.cycle.ok}};
+    if (o.broker_pid) {
+      const double after = process_cpu_s(o.broker_pid);
+      if (after >= 0 && broker_cpu_before >= 0) cpu["broker_us_per_job"] = (after - broker_cpu_before) * 1e6 / caps.cycle.ok;
+      else cpu["error"] = "cannot read /proc/" + std::to_string(o.broker_pid) + "/stat";
+    }
+    report["process_cpu_per_job"] = cpu;
+  }
   report["pending_after_measure"] = available(o, o.queue);
   std::optional<CycleStats> plain;
   if (!o.skip_plain) {
@@ -410,6 +450,13 @@ int main(int argc, char** argv) {
     if (redis) {
       std::printf("\n");
       for (const auto& r : report["redis_per_job"]) print_redis_per_job(r);
+    }
+    if (report.contains("process_cpu_per_job")) {
+      const auto& c = report["process_cpu_per_job"];
+      std::printf("CPU per job, %s: loadgen %.1f us", c["phase"].get<std::string>().c_str(), c["loadgen_us_per_job"].get<double>());
+      if (c.contains("broker_us_per_job")) std::printf(", broker %.1f us", c["broker_us_per_job"].get<double>());
+      if (c.contains("error")) std::printf(" (broker: %s)", c["error"].get<std::string>().c_str());
+      std::printf("\n");
     }
     if (report.contains("redis_ceiling")) {
       std::printf("\nRedis ceiling: minimal claim script (ZPOPMIN + HSET) over %d hiredis connections\n", o.workers);

@@ -94,7 +94,7 @@ RedisUsage read_redis_usage(const RedisTarget& target) {
   RedisUsage usage;
   try {
     Context c = connect(target);
-    for (const char* section : {"commandstats", "cpu"}) {
+    for (const char* section : {"commandstats", "cpu", "stats"}) {
       Reply r(static_cast<redisReply*>(redisCommand(c.get(), "INFO %s", section)));
       if (!r || r->type != REDIS_REPLY_STRING) throw std::runtime_error(std::string("redis: INFO ") + section + " failed");
       std::istringstream in(std::string(r->str, r->len));
@@ -110,6 +110,8 @@ RedisUsage read_redis_usage(const RedisTarget& target) {
           usage.commands[name.substr(8)] = cmd;
         } else if (name == "used_cpu_sys_main_thread" || name == "used_cpu_user_main_thread") {
           usage.cpu_main_s += std::stod(value);
+        } else if (name == "total_reads_processed") {
+          usage.reads = std::stoll(value);
         }
       }
     }

@@ -51,6 +51,7 @@ struct RedisUsage {
   };
   std::map<std::string, Command> commands;  // "evalsha", "hget", ... (INFO commandstats)
   double cpu_main_s = 0;                    // used_cpu_{user,sys}_main_thread: Redis's one command thread
+  long long reads = 0;                      // total_reads_processed: read events, about one per round trip
   std::string error;                        // non-empty: could not read
 };
 RedisUsage read_redis_usage(const RedisTarget& target);

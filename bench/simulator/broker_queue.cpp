@@ -67,7 +67,8 @@ void BrokerQueue::push(int job, const SimJob& j) {
 
 int BrokerQueue::claim(const std::string& worker, const std::vector<broker::EligibleClass>& eligible) {
   for (int attempt = 0; attempt < 3; ++attempt) {
-    auto out = impl_->store->claim(kQueue, worker, std::nullopt, 1LL << 40, 1, impl_->version, eligible);
+    // record_held false: the simulator keeps each worker's load itself (sim.cpp), not the registry.
+    auto out = impl_->store->claim(kQueue, worker, std::nullopt, 1LL << 40, 1, impl_->version, eligible, false);
     if (out.status == broker::TransitionStatus::stale) {  // a new class was pushed since
       impl_->version = out.current_version;
       continue;

@@ -34,10 +34,7 @@ GangMemberInfo member_info(const WorkerView& worker) {
   return m;
 }
 
-std::vector<int> member_devices(const json& member) {
-  const auto devices = json::parse(member.value("devices", std::string()), nullptr, false);
-  return devices.is_array() ? devices.get<std::vector<int>>() : std::vector<int>{};
-}
+std::vector<int> member_devices(const json& member) { return device_list(member.value("devices", std::string())); }
 
 }  // namespace
 
@@ -92,7 +89,8 @@ void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, c
   if (claim.kind == GangClaim::Kind::blocked) diagnosis_.note_budget(queue, claim.blocked, worker.worker_id);
   if (claim.kind != GangClaim::Kind::held && claim.kind != GangClaim::Kind::start) return;
 
-  // The member's GPUs count in the worker's load from the moment it is held.
+  // The member's GPUs count in the worker's load from the moment it is held
+  // (claim_gang.lua listed the job in the worker's held set).
   json envelope;
   ml::ActiveJob active;
   std::vector<int> devices;
@@ -108,7 +106,6 @@ void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, c
       if (c.id == claim.class_id) active.gpus = c.gpus;
     devices = devices_of[claim.class_id];
   }
-  workers_.record_claim(worker.worker_id, active.job_id, queue, active, devices);
   const bool counted = std::any_of(worker.load.active.begin(), worker.load.active.end(),
                                    [&](const ml::ActiveJob& j) { return j.job_id == active.job_id; });
   if (!counted) {  // a delivered member was in the load since it was held

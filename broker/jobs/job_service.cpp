@@ -330,7 +330,8 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
       continue;
     }
     auto outcome = store_.claim(queue, worker.worker_id, request.visibility_timeout_ms,
-                                config_.default_visibility_timeout_ms, want, classes.version, eligible);
+                                config_.default_visibility_timeout_ms, want, classes.version, eligible,
+                                worker.capabilities.has_value());
     if (outcome.status == TransitionStatus::stale) {  // a class appeared since we looked
       refreshed(classes_of(queue, true));
       continue;
@@ -348,8 +349,7 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
         const int gpus = static_cast<int>(record.get_int("charged_gpus").value_or(record.get_int("gpus").value_or(0)));
         ml::ActiveJob active = ml::active_job_from(envelope, gpus);
         const std::vector<int> devices = v ? v->judgement.devices : std::vector<int>{};
-        workers_.record_claim(worker.worker_id, record.id(), queue, active, devices);
-        worker.load.active.push_back(active);
+        worker.load.active.push_back(active);  // claim.lua listed it in the worker's held set
         worker.load.hold(devices);
       }
       jobs.push_back(std::move(envelope));

@@ -43,22 +43,23 @@ std::vector<PreemptionController::LiveWorker> PreemptionController::live_workers
 
 std::vector<RunningJob> PreemptionController::running_on(const std::string& worker_id) {
   std::vector<RunningJob> out;
-  const auto held = workers_.held_jobs(worker_id);
+  const auto held = workers_.held_ids(worker_id);
   if (held.empty()) return out;
   std::vector<std::pair<std::string, std::string>> wanted;
-  for (const auto& h : held) wanted.emplace_back(h.queue, h.job_id);
+  for (const auto& h : held) wanted.emplace_back(h.queue, h.id);
   const auto jobs = store_.get_many(wanted);
   const auto now = now_ms();
   for (std::size_t i = 0; i < held.size(); ++i) {
-    if (!jobs[i]) continue;
+    if (!jobs[i] || jobs[i]->state() != "active") continue;  // a forming gang's member runs nothing yet
     const JobRecord& job = *jobs[i];
     // [gangs] a gang member's worker runs the gang's job too: preempting it takes the whole gang down.
-    if (job.state() != "active" || (job.get("worker_id") != worker_id && !job.has_gang_member(worker_id))) continue;
+    const auto load = job.load_on(worker_id);
+    if (!load) continue;
     RunningJob r = running_job_from(job, held[i].queue, now);
     r.worker_id = worker_id;
-    r.gpus = held[i].gpus;
-    r.devices = held[i].devices;
-    r.labels = held[i].labels;
+    r.gpus = load->gpus;
+    r.devices = load->devices;
+    r.labels = load->labels;
     out.push_back(std::move(r));
   }
   return out;

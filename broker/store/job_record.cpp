@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ojs/core/time.hpp"
+#include "ojs/ml/worker_load.hpp"
 
 namespace ojs::broker {
 
@@ -69,6 +70,41 @@ JobRecord JobRecord::from_flat_array(const RedisValue& v) {
     else r.fields[v.elements[i].str] = v.elements[i + 1].str;
   }
   return r;
+}
+
+std::vector<int> device_list(const std::string& json_text) {
+  if (json_text.empty()) return {};
+  const auto devices = nlohmann::json::parse(json_text, nullptr, false);
+  std::vector<int> out;
+  if (!devices.is_array()) return out;
+  for (const auto& d : devices)
+    if (d.is_number_integer()) out.push_back(d.get<int>());
+  return out;
+}
+
+std::optional<JobRecord::Load> JobRecord::load_on(const std::string& worker_id) const {
+  Load load;
+  const auto& s = state();
+  if (has("gang_workers")) {  // [gangs] a member holds its share while the gang forms (available) and runs (active)
+    if (s != "active" && s != "available") return std::nullopt;
+    const auto members = nlohmann::json::parse(get("gang_members"), nullptr, false);
+    if (!members.is_array()) return std::nullopt;
+    const auto member = std::find_if(members.begin(), members.end(), [&](const nlohmann::json& m) {
+      return m.is_object() && m.value("worker_id", std::string()) == worker_id;
+    });
+    if (member == members.end()) return std::nullopt;
+    load.gpus = member->value("gpus", 0);
+    load.devices = device_list(member->value("devices", std::string()));
+  } else {
+    if (s != "active" || get("worker_id") != worker_id) return std::nullopt;
+    load.gpus = static_cast<int>(get_int("charged_gpus").value_or(get_int("gpus").value_or(0)));
+    load.devices = device_list(get("ext_ml_assigned_devices"));
+  }
+  nlohmann::json doc = nlohmann::json::parse(get("doc"), nullptr, false);
+  if (!doc.is_object()) doc = nlohmann::json::object();
+  doc["id"] = id();
+  load.labels = ml::job_labels(doc);
+  return load;
 }
 
 bool JobRecord::has_gang_member(const std::string& worker_id) const {

@@ -6,8 +6,10 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "broker/store/redis_client.hpp"
+#include "ojs/ml/types.hpp"
 
 namespace ojs::broker {
 
@@ -24,11 +26,25 @@ struct JobRecord {
   const std::string& queue() const { return get("queue"); }
   int attempt() const;
 
+  // What the job weighs on a worker that holds it: the GPUs and devices it took
+  // there (a gang member's own share) and the labels anti-affinity reads (from the
+  // document, ml::job_labels). nullopt when `worker_id` does not hold it: another
+  // worker does, or it ended. Needs the fields WorkerStore reads for its held sets.
+  struct Load {
+    int gpus = 0;
+    std::vector<int> devices;
+    ml::Labels labels;
+  };
+  std::optional<Load> load_on(const std::string& worker_id) const;
+
   // The OJS job envelope: the producer's document with system fields overlaid.
   nlohmann::json envelope() const;
 
   // Field/value pairs (HGETALL, or a script's job reply: a later pair overrides, a nil value deletes).
   static JobRecord from_flat_array(const RedisValue& pairs);
 };
+
+// Device indices from their JSON text ("[0,1]"); empty for "" or anything else.
+std::vector<int> device_list(const std::string& json_text);
 
 }  // namespace ojs::broker

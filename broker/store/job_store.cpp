@@ -50,14 +50,6 @@ void append_fields(std::vector<std::string>& args, const std::vector<std::pair<s
 
 namespace {
 
-// A worker that finishes or gives up a job no longer holds it: its claim record
-// (ojs:{_global}:worker:<id>:jobs, a global key, so not in the queue script) is dropped in
-// the same round trip, sparing the next FETCH a verification read.
-std::vector<std::vector<std::string>> forget_held(const std::string& worker_id, const std::string& job_id) {
-  if (worker_id.empty()) return {};
-  return {{"HDEL", keys::worker_jobs(worker_id), job_id}};
-}
-
 // [workflows] A job transition's keys followed by those that advance its workflow.
 std::vector<std::string> with_workflow_keys(std::vector<std::string> script_keys, const std::string& queue) {
   for (auto& k : keys::workflow_transition_keys(queue)) script_keys.push_back(std::move(k));
@@ -218,7 +210,8 @@ ClassSet JobStore::load_classes(const std::string& queue) {
 
 ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker_id,
                              std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
-                             int count, const std::string& classes_version, const std::vector<EligibleClass>& eligible) {
+                             int count, const std::string& classes_version, const std::vector<EligibleClass>& eligible,
+                             bool record_held) {
   std::vector<std::string> args{worker_id,
                                 optional_text(request_visibility_ms),
                                 std::to_string(default_visibility_ms),
@@ -229,7 +222,8 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
                                       keys::active(queue),          keys::seq(queue),    keys::events(queue),
                                       keys::config(queue),          keys::ledger(queue), keys::tenant_quotas(queue),
                                       keys::tenant_ledger(queue),   keys::job_prefix(queue), keys::ready_prefix(queue),
-                                      keys::stats(queue),           keys::rate_window(queue), keys::class_heads(queue)};
+                                      keys::stats(queue),           keys::rate_window(queue), keys::class_heads(queue),
+                                      keys::held(queue, worker_id)};
   // One line per eligible class, parsed by claim.lua only for the classes it looks at.
   std::string lines;
   double max_bonus = eligible.empty() ? 0 : eligible.front().bonus;
@@ -242,6 +236,7 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
   args.push_back(std::to_string(max_bonus));
   args.push_back(std::to_string(eligible.size()));
   args.push_back(std::move(lines));
+  args.push_back(record_held ? "1" : "");
   auto reply = redis_.eval("claim", claim_keys, args);
   ClaimOutcome out;
   out.status = status_of(reply.elements.at(0).str);
@@ -261,9 +256,10 @@ Transition JobStore::ack(const std::string& queue, const std::string& id, const 
                          const std::string& worker_id) {
   Transition t = transition_from(redis_.eval("ack",
                                              with_workflow_keys({keys::job(queue, id), keys::active(queue), keys::stats(queue),
-                                                                 keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue)},
+                                                                 keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
+                                                                 keys::held_prefix(queue)},
                                                                 queue),
-                                             {result_json, worker_id}, forget_held(worker_id, id)));
+                                             {result_json, worker_id}));
   if (t.status == TransitionStatus::ok) hints().forget_claimed(redis_.endpoint().describe() + '|' + id);
   return t;
 }
@@ -277,11 +273,10 @@ Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome,
                                                          keys::delayed(queue), keys::dead(queue), keys::stats(queue),
                                                          keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
                                                          keys::preempting(queue), keys::ready(queue, snapshot.get("class")),
-                                                         keys::seq(queue)},
+                                                         keys::seq(queue), keys::held_prefix(queue)},
                                                         queue),
                                      {std::to_string(snapshot.attempt()), outcome, std::to_string(due_ms), error_json,
-                                      errors_json, require_expired ? "1" : "0", worker_id},
-                                     forget_held(worker_id, snapshot.id())));
+                                      errors_json, require_expired ? "1" : "0", worker_id}));
   if (t.status == TransitionStatus::ok) hints().forget_claimed(redis_.endpoint().describe() + '|' + snapshot.id());
   return t;
 }

@@ -146,9 +146,11 @@ class JobStore {
 
   ClassSet load_classes(const std::string& queue);
   std::string classes_version(const std::string& queue);  // "0" before the first class
+  // record_held: each claimed job joins the worker's held set in the queue (keys.hpp
+  // held), in the same script: a worker with capabilities has a load to keep.
   ClaimOutcome claim(const std::string& queue, const std::string& worker_id, std::optional<std::int64_t> request_visibility_ms,
                      std::int64_t default_visibility_ms, int count, const std::string& classes_version,
-                     const std::vector<EligibleClass>& eligible);
+                     const std::vector<EligibleClass>& eligible, bool record_held);
 
   // [gangs] claim_gang.lua: deliver a started gang to a held member, or hold this
   // worker as the next member of the queue's forming gang (store/job_store_gang.cpp).

@@ -12,7 +12,8 @@ GangClaim JobStore::claim_gang(const std::string& queue, const GangMemberInfo& m
                                      keys::gangs(queue),   keys::gang_deliveries(queue), keys::active(queue),
                                      keys::events(queue),  keys::config(queue),        keys::ledger(queue),
                                      keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::seq(queue),
-                                     keys::class_heads(queue), keys::stats(queue), keys::rate_window(queue)};
+                                     keys::class_heads(queue), keys::stats(queue), keys::rate_window(queue),
+                                     keys::held(queue, member.worker_id)};
   std::vector<std::string> args{member.worker_id, optional_text(request_visibility_ms), std::to_string(default_visibility_ms),
                                 member.address, member.port};
   for (const auto& c : eligible) {

@@ -49,6 +49,12 @@ inline std::string reservation_waits(const std::string& queue) { return queue_pr
 // and the starts not yet delivered to held members (lex zset "worker\tjob id\tstart no", score 0).
 inline std::string gangs(const std::string& queue) { return queue_prefix(queue) + "gangs"; }
 inline std::string gang_deliveries(const std::string& queue) { return queue_prefix(queue) + "gang-deliveries"; }
+// What each worker holds in this queue: set of job ids, one set per worker, written by
+// the claim scripts in the same step as the claim and emptied by ack/fail (verified
+// against the jobs when read: WorkerStore). Beside the jobs, so a FETCH needs no
+// write to the global slot after its claim.
+inline std::string held_prefix(const std::string& queue) { return queue_prefix(queue) + "held:"; }  // + worker id
+inline std::string held(const std::string& queue, const std::string& worker_id) { return held_prefix(queue) + worker_id; }
 // Workflows (OJS level 3), in the slot of the queue their jobs share: the workflow
 // hash, and the workflows whose batch callbacks are due to be enqueued (id -> since ms).
 inline std::string workflow_prefix(const std::string& queue) { return queue_prefix(queue) + "workflow:"; }  // + id
@@ -72,7 +78,12 @@ inline const std::string job_directory = "ojs:{_global}:job-queue";  // hash job
 inline const std::string workflow_directory = "ojs:{_global}:workflow-queue";  // hash workflow id -> queue of its jobs
 inline const std::string workers = "ojs:{_global}:workers";          // zset worker id -> last contact (ms)
 inline std::string worker(const std::string& id) { return "ojs:{_global}:worker:" + id; }  // hash: last_seen, capabilities, queues, state
-inline std::string worker_jobs(const std::string& id) { return "ojs:{_global}:worker:" + id + ":jobs"; }  // hash job id -> load JSON
+// The queues where a worker may hold jobs (their held:<worker> sets): added by the
+// worker's contact before it can claim there, dropped when the worker is forgotten.
+inline std::string worker_queues(const std::string& id) { return "ojs:{_global}:worker:" + id + ":queues"; }  // set of queues
+// Before the held sets: hash job id -> load JSON, written by the broker after each
+// claim. Only read now, to fold what an older broker left into the held sets (legacy_keys.cpp).
+inline std::string legacy_worker_jobs(const std::string& id) { return "ojs:{_global}:worker:" + id + ":jobs"; }
 inline const std::string holds = "ojs:{_global}:holds";                 // hash worker id -> capacity hold JSON
 inline const std::string reservations = "ojs:{_global}:reservations";   // hash reservation id -> JSON
 inline const std::string preemption_leader = "ojs:{_global}:preemption:leader";  // string: lease owner, PX

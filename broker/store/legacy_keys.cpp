@@ -23,7 +23,8 @@ std::vector<std::pair<std::string, std::string>> legacy_names() {
 }
 
 std::vector<std::pair<std::string, std::string>> legacy_families() {
-  // worker(id) and worker_jobs(id) share the prefix: "ojs:worker:<id>[:jobs]".
+  // worker(id) and its claim-record hash share the prefix: "ojs:worker:<id>[:jobs]"
+  // (the hash's records then fold into the held sets: WorkerStore::verify).
   const std::string worker_prefix = keys::worker("");
   return {{"ojs:worker:", worker_prefix}, {"ojs:unique:", keys::unique("")}, {"ojs:cron:state:", keys::cron_state("")}};
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "broker/store/job_record.hpp"
 #include "broker/store/keys.hpp"
 #include "ojs/core/time.hpp"
 
@@ -10,7 +11,6 @@ namespace ojs::broker {
 namespace {
 const std::string& kWorkers = keys::workers;
 std::string worker_key(const std::string& id) { return keys::worker(id); }
-std::string worker_jobs_key(const std::string& id) { return keys::worker_jobs(id); }
 
 WorkerInfo from_hash(const std::string& id, const RedisValue& v) {
   WorkerInfo w;
@@ -47,18 +47,53 @@ std::vector<std::string> touch_command(const std::string& worker_id, const std::
 }  // namespace
 
 WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const std::string* capabilities_json,
-                                          const std::string* queues_json) {
+                                          const std::string* queues_json, const std::vector<std::string>& claim_queues,
+                                          const std::vector<std::string>& known_queues) {
   const auto now = std::to_string(now_ms());
+  std::vector<std::string> read_queues = known_queues, register_queues;
+  for (const auto& q : claim_queues)
+    if (std::find(known_queues.begin(), known_queues.end(), q) == known_queues.end()) {
+      register_queues.push_back(q);
+      read_queues.push_back(q);
+    }
   std::vector<std::vector<std::string>> cmds{touch_command(worker_id, capabilities_json, queues_json, now),
                                              {"ZADD", kWorkers, now, worker_id},
-                                             {"HGET", worker_key(worker_id), "state"},
-                                             {"HGETALL", worker_jobs_key(worker_id)}};
+                                             {"HGET", worker_key(worker_id), "state"}};
+  if (!register_queues.empty()) {  // before any claim there can list a job in the queue's held set
+    std::vector<std::string> sadd{"SADD", keys::worker_queues(worker_id)};
+    sadd.insert(sadd.end(), register_queues.begin(), register_queues.end());
+    cmds.push_back(std::move(sadd));
+  }
+  const std::size_t listed_at = cmds.size();
+  cmds.push_back({"SMEMBERS", keys::worker_queues(worker_id)});
+  cmds.push_back({"HGETALL", keys::legacy_worker_jobs(worker_id)});
+  const std::size_t guards_at = cmds.size();
   for (auto& read : guard_mark_reads(worker_id)) cmds.push_back(std::move(read));
+  const std::size_t held_at = cmds.size();
+  for (const auto& q : read_queues) cmds.push_back({"SMEMBERS", keys::held(q, worker_id)});
   auto replies = redis_.pipeline(cmds);
+
   Contact c;
   c.state = replies[2].is_nil() ? "running" : replies[2].str;
-  c.guards = guard_marks_from(replies[4], replies[5]);
-  c.held = verify(worker_id, replies[3]);
+  c.guards = guard_marks_from(replies[guards_at], replies[guards_at + 1]);
+  for (const auto& q : replies[listed_at].elements) c.queues.push_back(q.str);
+  // A queue this FETCH names must be listed before it claims there (the list may
+  // have been dropped since the caller last saw it: the worker was forgotten).
+  std::vector<std::string> unlisted{"SADD", keys::worker_queues(worker_id)};
+  for (const auto& q : claim_queues)
+    if (std::find(c.queues.begin(), c.queues.end(), q) == c.queues.end()) unlisted.push_back(q);
+  std::vector<HeldEntry> entries;
+  std::vector<std::string> unread;
+  for (std::size_t i = 0; i < read_queues.size(); ++i)
+    for (const auto& id : replies[held_at + i].elements) entries.push_back({read_queues[i], id.str});
+  for (const auto& q : c.queues)
+    if (std::find(read_queues.begin(), read_queues.end(), q) == read_queues.end()) unread.push_back(q);
+  if (unlisted.size() > 2) {
+    redis_.command(unlisted);
+    c.queues.insert(c.queues.end(), unlisted.begin() + 2, unlisted.end());
+  }
+  append_held(worker_id, unread, entries);
+  c.held = verify(worker_id, std::move(entries), replies[listed_at + 1]);
   return c;
 }
 
@@ -95,86 +130,101 @@ std::vector<std::string> WorkerStore::silent_since(std::int64_t older_than_ms, i
 }
 
 bool WorkerStore::prune(const std::string& worker_id, std::int64_t silent_since_ms) {
-  return redis_.eval("prune_worker", {kWorkers, worker_key(worker_id), worker_jobs_key(worker_id)},
+  return redis_.eval("prune_worker", {kWorkers, worker_key(worker_id), keys::worker_queues(worker_id)},
                      {worker_id, std::to_string(silent_since_ms)}).integer == 1;
 }
 
-void WorkerStore::record_claim(const std::string& worker_id, const std::string& job_id, const nlohmann::json& entry) {
-  redis_.command({"HSET", worker_jobs_key(worker_id), job_id, entry.dump()});
-}
-
-std::vector<HeldJob> WorkerStore::held_jobs(const std::string& worker_id) {
-  std::vector<HeldJob> out;
-  auto entries = redis_.command({"HGETALL", worker_jobs_key(worker_id)});
-  for (std::size_t i = 0; i + 1 < entries.elements.size(); i += 2) {
-    auto entry = nlohmann::json::parse(entries.elements[i + 1].str, nullptr, false);
-    if (!entry.is_object()) continue;
-    HeldJob job;
-    job.job_id = entries.elements[i].str;
-    job.queue = entry.value("queue", "");
-    job.gpus = entry.value("gpus", 0);
-    if (entry.contains("devices") && entry["devices"].is_array()) job.devices = entry["devices"].get<std::vector<int>>();
-    if (entry.contains("labels") && entry["labels"].is_object())
-      for (auto it = entry["labels"].begin(); it != entry["labels"].end(); ++it)
-        if (it.value().is_string()) job.labels[it.key()] = it.value().get<std::string>();
-    out.push_back(std::move(job));
+std::vector<WorkerStore::HeldEntry> WorkerStore::held_ids(const std::string& worker_id, const std::vector<std::string>& known_queues) {
+  auto read = read_entries(worker_id, known_queues);
+  for (std::size_t i = 0; i + 1 < read.legacy.elements.size(); i += 2) {
+    const auto record = nlohmann::json::parse(read.legacy.elements[i + 1].str, nullptr, false);
+    if (record.is_object() && !record.value("queue", "").empty()) read.entries.push_back({record.value("queue", ""), read.legacy.elements[i].str});
   }
-  return out;
+  return read.entries;
 }
 
-HeldState WorkerStore::held_state(const std::string& worker_id) {
-  return verify(worker_id, redis_.command({"HGETALL", worker_jobs_key(worker_id)}));
+HeldState WorkerStore::held_state(const std::string& worker_id, const std::vector<std::string>& known_queues) {
+  auto read = read_entries(worker_id, known_queues);
+  return verify(worker_id, std::move(read.entries), read.legacy);
 }
 
-// [gangs] A gang member holds its GPUs while the gang forms (available) and runs (active).
-static bool gang_member(const std::string& state, const RedisValue& gang_workers, const std::string& worker_id) {
-  if (gang_workers.is_nil() || (state != "active" && state != "available")) return false;
-  const auto workers = nlohmann::json::parse(gang_workers.str, nullptr, false);
-  return workers.is_array() && std::find(workers.begin(), workers.end(), worker_id) != workers.end();
+WorkerStore::HeldRead WorkerStore::read_entries(const std::string& worker_id, const std::vector<std::string>& known_queues) {
+  std::vector<std::vector<std::string>> cmds{{"SMEMBERS", keys::worker_queues(worker_id)}, {"HGETALL", keys::legacy_worker_jobs(worker_id)}};
+  for (const auto& q : known_queues) cmds.push_back({"SMEMBERS", keys::held(q, worker_id)});
+  auto replies = redis_.pipeline(cmds);
+  HeldRead read;
+  read.legacy = std::move(replies[1]);
+  for (std::size_t i = 0; i < known_queues.size(); ++i)
+    for (const auto& id : replies[2 + i].elements) read.entries.push_back({known_queues[i], id.str});
+  std::vector<std::string> unread;
+  for (const auto& q : replies[0].elements)
+    if (std::find(known_queues.begin(), known_queues.end(), q.str) == known_queues.end()) unread.push_back(q.str);
+  append_held(worker_id, unread, read.entries);
+  return read;
 }
 
-HeldState WorkerStore::verify(const std::string& worker_id, const RedisValue& entries) {
+void WorkerStore::append_held(const std::string& worker_id, const std::vector<std::string>& queues, std::vector<HeldEntry>& entries) {
+  if (queues.empty()) return;
+  std::vector<std::vector<std::string>> reads;
+  for (const auto& q : queues) reads.push_back({"SMEMBERS", keys::held(q, worker_id)});
+  const auto sets = redis_.pipeline(reads);
+  for (std::size_t i = 0; i < queues.size(); ++i)
+    for (const auto& id : sets[i].elements) entries.push_back({queues[i], id.str});
+}
+
+namespace {
+// Per held job: whether the worker still holds it and what it weighs there
+// (JobRecord::load_on), and the preemption directive on it.
+const std::vector<std::string> kHeldFields{"id",           "queue",         "state",          "worker_id",
+                                           "gang_workers", "gang_members",  "charged_gpus",   "gpus",
+                                           "ext_ml_assigned_devices",       "doc",            "preempt_deadline",
+                                           "preempt_checkpoint",            "preempted_for"};
+}  // namespace
+
+HeldState WorkerStore::verify(const std::string& worker_id, std::vector<HeldEntry> entries, const RedisValue& legacy) {
+  // Claim records an older broker wrote (keys.hpp legacy_worker_jobs): verified like
+  // the held sets; those still held move into them, and the hash drains.
+  const std::size_t legacy_from = entries.size();
+  for (std::size_t i = 0; i + 1 < legacy.elements.size(); i += 2) {
+    const auto record = nlohmann::json::parse(legacy.elements[i + 1].str, nullptr, false);
+    const std::string queue = record.is_object() ? record.value("queue", "") : "";
+    if (!queue.empty()) entries.push_back({queue, legacy.elements[i].str});
+  }
   HeldState out;
-  ml::WorkerLoad& load = out.load;
-  if (entries.elements.empty()) return out;
-  std::vector<std::pair<std::string, nlohmann::json>> listed;
-  std::vector<std::vector<std::string>> checks;
-  for (std::size_t i = 0; i + 1 < entries.elements.size(); i += 2) {
-    auto entry = nlohmann::json::parse(entries.elements[i + 1].str, nullptr, false);
-    if (!entry.is_object()) continue;
-    const auto& id = entries.elements[i].str;
-    // One read per job serves the load (state, holder) and the preemption directive.
-    checks.push_back({"HMGET", keys::job(entry.value("queue", ""), id), "state", "worker_id", "preempt_deadline",
-                      "preempt_checkpoint", "preempted_for", "gang_workers"});
-    listed.emplace_back(id, std::move(entry));
+  if (entries.empty()) return out;
+  std::vector<std::vector<std::string>> reads;
+  for (const auto& e : entries) {
+    std::vector<std::string> hmget{"HMGET", keys::job(e.queue, e.id)};
+    hmget.insert(hmget.end(), kHeldFields.begin(), kHeldFields.end());
+    reads.push_back(std::move(hmget));
   }
-  if (checks.empty()) return out;
-  auto states = redis_.pipeline(checks);
-  std::vector<std::string> gone{"HDEL", worker_jobs_key(worker_id)};
-  for (std::size_t i = 0; i < listed.size(); ++i) {
-    const auto& f = states[i].elements;
-    const bool held = f.size() == 6 && ((f[0].str == "active" && f[1].str == worker_id) || gang_member(f[0].str, f[5], worker_id));
-    const auto& [id, entry] = listed[i];
-    if (!held) {
-      gone.push_back(id);
+  const auto replies = redis_.pipeline(reads);
+  std::vector<std::vector<std::string>> fixes;
+  std::vector<std::string> drained{"HDEL", keys::legacy_worker_jobs(worker_id)};
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& [queue, id] = entries[i];
+    const bool legacy_entry = i >= legacy_from;
+    if (legacy_entry) drained.push_back(id);
+    JobRecord job;
+    const auto& f = replies[i].elements;
+    for (std::size_t k = 0; k < f.size() && k < kHeldFields.size(); ++k)
+      if (!f[k].is_nil()) job.fields[kHeldFields[k]] = f[k].str;
+    const auto load = job.load_on(worker_id);
+    if (!load) {  // finished, or moved to another worker: the entry heals here
+      if (!legacy_entry) fixes.push_back({"SREM", keys::held(queue, worker_id), id});
       continue;
     }
-    ml::ActiveJob job;
-    job.job_id = id;
-    job.gpus = entry.value("gpus", 0);
-    if (entry.contains("labels") && entry["labels"].is_object())
-      for (auto it = entry["labels"].begin(); it != entry["labels"].end(); ++it)
-        if (it.value().is_string()) job.labels[it.key()] = it.value().get<std::string>();
-    if (entry.contains("devices") && entry["devices"].is_array()) load.hold(entry["devices"].get<std::vector<int>>());
-    load.active.push_back(std::move(job));
-    if (!f[2].is_nil()) {
-      try {
-        out.preempting.push_back({id, std::stoll(f[2].str), f[3].str == "1", f[4].str});
-      } catch (const std::exception&) {
-      }
+    if (legacy_entry) {
+      fixes.push_back({"SADD", keys::worker_queues(worker_id), queue});
+      fixes.push_back({"SADD", keys::held(queue, worker_id), id});
     }
+    out.load.active.push_back({id, load->gpus, load->labels});
+    out.load.hold(load->devices);
+    if (const auto deadline = job.get_int("preempt_deadline"))
+      out.preempting.push_back({id, *deadline, job.get("preempt_checkpoint") == "1", job.get("preempted_for")});
   }
-  if (gone.size() > 2) redis_.command(gone);
+  if (drained.size() > 2) fixes.push_back(std::move(drained));
+  if (!fixes.empty()) redis_.pipeline(fixes);
   return out;
 }
 

@@ -1,6 +1,7 @@
-// The worker registry in Redis, in the global slot (keys.hpp: workers, worker:<id>,
-// worker:<id>:jobs): contact, capabilities, directive state and the claim records
-// that make a worker's load. What the records mean (whether a worker may be
+// The worker registry in Redis: contact, capabilities and directive state in the
+// global slot (keys.hpp: workers, worker:<id>, worker:<id>:queues), and what each
+// worker holds, in the held sets the claim scripts keep beside the jobs (keys.hpp
+// held: one per queue and worker). What the records mean (whether a worker may be
 // forgotten) is the registry's (workers/worker_registry.hpp).
 #pragma once
 #include <nlohmann/json.hpp>
@@ -39,45 +40,58 @@ struct HeldState {
   std::vector<PreemptionMarkView> preempting;
 };
 
-// A claim record as written at claim (not verified against the job).
-struct HeldJob {
-  std::string job_id, queue;
-  int gpus = 0;
-  std::vector<int> devices;
-  ml::Labels labels;
-};
-
 class WorkerStore {
  public:
   explicit WorkerStore(RedisPool& redis) : redis_(redis) {}
 
-  // Records contact now and reads the directive state, the claim records (verified
-  // in a second pipeline when there are any) and FETCH's capacity guards, in one
-  // pipeline. The capabilities and queues (JSON text) are written when given;
-  // nullptr leaves the stored ones.
+  // Records contact now and reads, in one pipeline, the directive state, the
+  // worker's queue list (keys.hpp worker_queues), FETCH's capacity guards and its
+  // held sets in `claim_queues` and `known_queues` (held sets of other listed queues
+  // follow in a second round trip; what they list is verified against the jobs in
+  // one more when there is any). `claim_queues` (a FETCH's: it may claim there) are
+  // on the list when this returns; `known_queues` is the list as the caller last saw
+  // it (those need no write). The
+  // capabilities and queues (JSON text) are written when given; nullptr leaves the
+  // stored ones.
   struct Contact {
     std::string state;
     HeldState held;
     GuardMarks guards;  // read in the same pipeline: FETCH's capacity guards need no round trip of their own
+    std::vector<std::string> queues;  // the worker's queue list as read
   };
-  Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::string* queues_json);
+  Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::string* queues_json,
+                  const std::vector<std::string>& claim_queues, const std::vector<std::string>& known_queues);
   // Lists the worker from now on if unknown (NX: a known worker keeps its last contact).
   void set_state(const std::string& worker_id, const std::string& state);
   std::optional<WorkerInfo> get(const std::string& worker_id);
   std::vector<WorkerInfo> list();
   // Ids silent since older_than_ms (at most `limit`, 0 = all).
   std::vector<std::string> silent_since(std::int64_t older_than_ms, int limit = 0);
-  // prune_worker.lua: drops the worker's entry and both hashes if still silent since then.
+  // prune_worker.lua: drops the worker's entry, hash and queue list if still silent
+  // since then (its held sets are empty: the caller checked).
   bool prune(const std::string& worker_id, std::int64_t silent_since_ms);
 
-  void record_claim(const std::string& worker_id, const std::string& job_id, const nlohmann::json& entry);
-  std::vector<HeldJob> held_jobs(const std::string& worker_id);
-  // The claim records verified against the job hashes: records of jobs that
+  // What the worker holds, verified against the job hashes: entries of jobs that
   // finished or moved to another worker are dropped (so they heal after any crash).
-  HeldState held_state(const std::string& worker_id);
+  // known_queues: the worker's queue list as the caller last saw it (their held sets
+  // are read in the first round trip; others the list names, in a second).
+  HeldState held_state(const std::string& worker_id, const std::vector<std::string>& known_queues);
+  // The same entries unverified ({queue, job id}), for a caller that reads the jobs
+  // anyway (the preemption controller: JobRecord::load_on tells what each weighs).
+  struct HeldEntry {
+    std::string queue, id;
+  };
+  std::vector<HeldEntry> held_ids(const std::string& worker_id, const std::vector<std::string>& known_queues);
 
  private:
-  HeldState verify(const std::string& worker_id, const RedisValue& entries);
+  struct HeldRead {
+    std::vector<HeldEntry> entries;
+    RedisValue legacy;  // the worker's claim-record hash an older broker wrote (HGETALL reply)
+  };
+  HeldRead read_entries(const std::string& worker_id, const std::vector<std::string>& known_queues);
+  // The entries of the worker's held sets in `queues` (one pipeline).
+  void append_held(const std::string& worker_id, const std::vector<std::string>& queues, std::vector<HeldEntry>& entries);
+  HeldState verify(const std::string& worker_id, std::vector<HeldEntry> entries, const RedisValue& legacy);
   RedisPool& redis_;
 };
 

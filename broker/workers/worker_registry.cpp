@@ -1,5 +1,6 @@
 #include "broker/workers/worker_registry.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 #include "ojs/core/time.hpp"
@@ -21,14 +22,24 @@ WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, co
     auto it = profiles_.find(worker_id);
     write = it == profiles_.end() || it->second.hash != hash || now - it->second.at_ms >= kResendProfileMs;
   }
+  const std::vector<std::string> known = known_queues(worker_id);
   auto contact = store_.contact(worker_id, write && capabilities ? &caps_json : nullptr,
-                                write && !queues.empty() ? &queues_json : nullptr);
+                                write && !queues.empty() ? &queues_json : nullptr,
+                                capabilities ? queues : std::vector<std::string>{}, known);  // only a worker with capabilities has claims listed
+  std::lock_guard lock(profiles_mutex_);
   if (write) {  // remembered once Redis has it (a failed write is retried by the next contact)
-    std::lock_guard lock(profiles_mutex_);
     if (profiles_.size() >= kMaxProfiles && !profiles_.count(worker_id)) profiles_.clear();
     profiles_[worker_id] = {hash, now};
   }
+  if (queue_lists_.size() >= kMaxProfiles && !queue_lists_.count(worker_id)) queue_lists_.clear();
+  queue_lists_[worker_id] = contact.queues;
   return contact;
+}
+
+std::vector<std::string> WorkerRegistry::known_queues(const std::string& worker_id) {
+  std::lock_guard lock(profiles_mutex_);
+  auto it = queue_lists_.find(worker_id);
+  return it == queue_lists_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::vector<std::string> WorkerRegistry::prune(std::int64_t older_than_ms, int limit) {
@@ -40,12 +51,10 @@ std::vector<std::string> WorkerRegistry::prune(std::int64_t older_than_ms, int l
 
 bool WorkerRegistry::forget(const std::string& worker_id, std::int64_t silent_since_ms) {
   if (!load(worker_id).active.empty()) return false;  // still holds a job: reclaim comes first (load() drops stale records)
-  return store_.prune(worker_id, silent_since_ms);
-}
-
-void WorkerRegistry::record_claim(const std::string& worker_id, const std::string& job_id, const std::string& queue,
-                                  const ml::ActiveJob& job, const std::vector<int>& devices) {
-  store_.record_claim(worker_id, job_id, {{"queue", queue}, {"gpus", job.gpus}, {"devices", devices}, {"labels", job.labels}});
+  if (!store_.prune(worker_id, silent_since_ms)) return false;
+  std::lock_guard lock(profiles_mutex_);
+  queue_lists_.erase(worker_id);
+  return true;
 }
 
 }  // namespace ojs::broker

@@ -19,8 +19,11 @@ namespace ojs::broker {
 class WorkerRegistry {
  public:
   explicit WorkerRegistry(WorkerStore& store) : store_(store) {}
-  // FETCH and BEAT: records contact and reads what the worker holds, in two round
-  // trips (one pipeline each). A worker sends its capabilities (a few KB) with every
+  // FETCH and BEAT: records contact and reads what the worker holds: one round trip
+  // for an idle worker, one more to verify what it holds. The held sets read are
+  // those of the queues it names and of the queue list this broker last read for it
+  // (another broker may have added one: then a round trip more). A FETCH's queues
+  // join the list before it claims there. A worker sends its capabilities (a few KB) with every
   // FETCH; they are written only when they differ from what this broker last wrote
   // for it, or that was kResendProfileMs ago (another broker, or an admin, may have
   // changed the record since), so an unchanged worker costs Redis a small HSET.
@@ -40,19 +43,19 @@ class WorkerRegistry {
   // One worker, if silent since `silent_since_ms` and holding no job; true when forgotten.
   bool forget(const std::string& worker_id, std::int64_t silent_since_ms);
 
-  // What runs on a worker, for the dynamic half of matching: recorded at claim,
-  // verified against the jobs themselves at read (entries of jobs that finished
-  // or moved to another worker are dropped), so it heals after any crash.
-  void record_claim(const std::string& worker_id, const std::string& job_id, const std::string& queue,
-                    const ml::ActiveJob& job, const std::vector<int>& devices);
+  // What runs on a worker, for the dynamic half of matching: listed by the claim
+  // scripts in the same step as each claim, verified against the jobs themselves at
+  // read (entries of jobs that finished or moved to another worker are dropped), so
+  // it heals after any crash.
   ml::WorkerLoad load(const std::string& worker_id) { return held_state(worker_id).load; }
-  HeldState held_state(const std::string& worker_id) { return store_.held_state(worker_id); }
-  // The claim records of a worker, per job (not verified against the jobs): the
-  // preemption controller reads the jobs themselves.
-  using HeldJob = ojs::broker::HeldJob;
-  std::vector<HeldJob> held_jobs(const std::string& worker_id) { return store_.held_jobs(worker_id); }
+  HeldState held_state(const std::string& worker_id) { return store_.held_state(worker_id, known_queues(worker_id)); }
+  // The same jobs unverified, {queue, job id}: for the preemption controller, which
+  // reads the jobs (JobRecord::load_on: what each weighs on the worker).
+  using HeldEntry = WorkerStore::HeldEntry;
+  std::vector<HeldEntry> held_ids(const std::string& worker_id) { return store_.held_ids(worker_id, known_queues(worker_id)); }
 
  private:
+  std::vector<std::string> known_queues(const std::string& worker_id);
   WorkerStore& store_;
   // worker id -> (hash of the capabilities and queues last written, when): bounded,
   // starts over past kMaxProfiles (a miss only costs one full write).
@@ -63,6 +66,9 @@ class WorkerRegistry {
   static constexpr std::size_t kMaxProfiles = 100000;
   std::mutex profiles_mutex_;
   std::unordered_map<std::string, WrittenProfile> profiles_;
+  // worker id -> its queue list as this broker last read it (same bound): which held
+  // sets the next contact reads in its first round trip, and which queues it need not add.
+  std::unordered_map<std::string, std::vector<std::string>> queue_lists_;
 };
 
 }  // namespace ojs::broker

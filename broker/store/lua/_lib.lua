@@ -2,8 +2,8 @@
 -- holds every script (broker/store/lua_scripts.cpp builds it).
 -- Every key a helper touches is passed to it, and every such key was declared in
 -- the calling script's KEYS. The only keys formed inside a script are a declared
--- prefix key (job prefix ojs:{q}:job:, ready prefix ojs:{q}:ready:) plus an
--- id read from a declared key: same hash tag, so the same slot.
+-- prefix key (job prefix ojs:{q}:job:, ready prefix ojs:{q}:ready:, held prefix
+-- ojs:{q}:held:) plus an id read from a declared key: same hash tag, so the same slot.
 -- Each script reads a job hash once (read_job) and works on that table.
 
 -- The state of one call (what a claim reads once for all its classes). The library
@@ -11,6 +11,11 @@
 -- replaces this table; no other top-level local may change (cmake/embed_lua.cmake).
 local per_call = {}
 local function begin_call() per_call = {} end
+
+-- [hotpath] An integral number as text. tostring (and a number handed to redis.call)
+-- formats with '%.14g' / '%.17g', several thousand instructions each; '%d' is a
+-- fraction of that.
+local function int_s(n) return string.format('%d', n) end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -67,6 +72,14 @@ local function emit(events_key, event_type, job, extra)
   redis.call('XADD', events_key, 'MAXLEN', '~', tostring(EVENTS_MAXLEN), '*', unpack(fields))
 end
 
+-- The worker's held set (keys.hpp held) no longer lists a job it finished or gave
+-- up: the holder is the job's worker_id, read from the job (held prefix + it).
+-- Paths that skip this (cancel, a gang's release) leave an entry that the next read
+-- of the set drops (WorkerStore verifies every entry against its job).
+local function release_holder(held_prefix, job)
+  if job.worker_id and job.worker_id ~= '' then redis.call('SREM', held_prefix .. job.worker_id, job.id) end
+end
+
 local function is_terminal(state)
   return state == 'completed' or state == 'cancelled' or state == 'discarded'
 end
@@ -112,7 +125,7 @@ end
 -- Scheduled jobs and due retries become available.
 -- q: {delayed, seq, heads, events, job_prefix, ready_prefix}
 local function promote_due(q, now, limit)
-  local due = redis.call('ZRANGEBYSCORE', q.delayed, '-inf', tostring(now), 'LIMIT', '0', tostring(limit))
+  local due = redis.call('ZRANGEBYSCORE', q.delayed, '-inf', int_s(now), 'LIMIT', '0', int_s(limit))
   for _, id in ipairs(due) do
     redis.call('ZREM', q.delayed, id)
     local jk = q.job_prefix .. id
@@ -129,19 +142,20 @@ end
 
 -- GPU budget ledger of a queue: charged at claim, released by every transition
 -- that ends an attempt (ack, fail, cancel, requeue), inside the same script.
--- l: {ledger, tenant_ledger}
-local function release_budget(l, jk, job)
+-- l: {ledger, tenant_ledger}. keep_field: the caller deletes charged_gpus itself (in
+-- the HDEL it sends anyway); returns whether there was one.
+local function release_budget(l, jk, job, keep_field)
   local charged = tonumber(job.charged_gpus or '0')
   if charged > 0 then
-    local release = tostring(-charged)  -- [hotpath] formatted once
+    local release = int_s(-charged)  -- [hotpath] formatted once
     redis.call('HINCRBY', l.ledger, 'gpus', release)
     redis.call('HINCRBY', l.ledger, 'gpu_jobs', '-1')
     if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', l.tenant_ledger, job.tenant, release) end
   end
-  if job.charged_gpus then
-    job.charged_gpus = nil
-    redis.call('HDEL', jk, 'charged_gpus')
-  end
+  if not job.charged_gpus then return false end
+  job.charged_gpus = nil
+  if not keep_field then redis.call('HDEL', jk, 'charged_gpus') end
+  return true
 end
 
 -- The queue budget, read once per call (a claim may test many classes) and
@@ -165,7 +179,7 @@ end
 
 -- gpus_s: the same count as text (no number formatting inside redis.call).
 local function budget_charge(b, gpus, gpus_s)
-  redis.call('HINCRBY', b.ledger, 'gpus', gpus_s or tostring(gpus))
+  redis.call('HINCRBY', b.ledger, 'gpus', gpus_s or int_s(gpus))
   redis.call('HINCRBY', b.ledger, 'gpu_jobs', '1')
   local s = per_call.budget
   if s then

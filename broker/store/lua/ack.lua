@@ -1,6 +1,6 @@
 -- ACK: active -> completed.
--- KEYS (16): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
---            7-16 workflow keys (_lib_workflows.lua)
+-- KEYS (18): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
+--            7 held prefix (keys.hpp held_prefix), 8-18 workflow keys (_lib_workflows.lua)
 -- ARGV: result_json ('' = none), worker_id ('' = any: plain OJS ACKs carry none)
 -- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
 local result, worker = ARGV[1], ARGV[2]
@@ -17,9 +17,8 @@ if job.gang_workers then
   result = gang_result
 end
 local now = now_ms()
-local now_s = tostring(now)  -- [hotpath] formatted once, not by every redis.call
-local charged = job.charged_gpus ~= nil  -- release_budget deletes it (its own HDEL)
-release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job)
+local now_s = int_s(now)  -- [hotpath] formatted once, not by every redis.call
+local charged = release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job, true)  -- charged_gpus goes in the HDEL below
 job.state, job.completed_at = 'completed', now_s
 local set = {'state', 'completed', 'completed_at', now_s}
 if result ~= '' then
@@ -32,13 +31,14 @@ if job.progress then  -- ecosystem: progress ends at 1.0
 end
 redis.call('HSET', jk, unpack(set))
 local del = {}
+if charged then del[1] = 'charged_gpus' end
 for _, f in ipairs({'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at'}) do
   if job[f] then job[f] = nil; del[#del + 1] = f end
 end
-if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
-if charged then del[#del + 1] = 'charged_gpus' end  -- for the reply
+if #del > 0 then redis.call('HDEL', jk, unpack(del)) end  -- one HDEL for all (the reply lists them too)
 redis.call('ZREM', KEYS[2], job.id)
+release_holder(KEYS[7], job)
 redis.call('HINCRBY', KEYS[3], 'completed', '1')
-emit(KEYS[4], 'job.completed', job, {'duration_ms', tostring(now - tonumber(job.started_at or now))})
-workflow_job_ended(workflow_keys(KEYS, 7, KEYS[4]), job, 'completed', now)  -- [workflows]
+emit(KEYS[4], 'job.completed', job, {'duration_ms', int_s(now - tonumber(job.started_at or now))})
+workflow_job_ended(workflow_keys(KEYS, 8, KEYS[4]), job, 'completed', now)  -- [workflows]
 return {'ok', job_reply(flat, set, del)}

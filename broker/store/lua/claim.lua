@@ -1,9 +1,10 @@
 -- FETCH: atomically claim up to `count` jobs of the eligible requirement classes.
 -- A job past its expires_at when it would be delivered is discarded instead
 -- (OJS core; at most 100 per call) and the next best is taken.
--- KEYS (15): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
+-- KEYS (16): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
 --   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
---   13 stats, 14 rate window (zset: claim times in the rate period), 15 class heads
+--   13 stats, 14 rate window (zset: claim times in the rate period), 15 class heads,
+--   16 this worker's held set in the queue (keys.hpp held)
 --   ([fairshare] config 7 also gives policy / fair_tenants; tenant ledger 10 the shares)
 --   The ready set of a class is the ready prefix + the class id, a member of the
 --   declared class-heads index (keys.hpp).
@@ -13,7 +14,8 @@
 --       (each line starts with a newline): class id TAB bonus (soft score) TAB hold cutoff (skip a head
 --       enqueued after this ms; 0 = none) TAB gpus the class needs (charged to the queue
 --       budget) TAB assigned devices JSON ('' = none) [TAB [backfill] the reservation start
---       (ms) its jobs must end by, when the class would use GPUs held for one]
+--       (ms) its jobs must end by, when the class would use GPUs held for one],
+--       10 '1' = list each claimed job in the held set ('': the worker has no load to keep)
 -- Reply: {'ok', {job fields...}, {budget-blocked: class, in_use, limit, kind, ...},
 --         rate limit that cut this claim short ('' = none | concurrency | rate)}
 --        | {'paused'} | {'stale', current version}
@@ -29,14 +31,17 @@ local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[
 local now = now_ms()
 -- [hotpath] numbers handed to redis.call are formatted with snprintf('%.17g') on
 -- every call: constant and repeated arguments go as strings, each formatted once.
-local now_s = tostring(now)
+local now_s = int_s(now)
 promote_due(q, now, 1000)
 
 -- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
 local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',
-                     'max_total_gpus', 'max_concurrent_gpu_jobs', 'policy')  -- [hotpath] budget limits and policy in the same read
+                     'max_total_gpus', 'max_concurrent_gpu_jobs', 'policy', 'tenant_quotas')  -- [hotpath] budget limits, policy, quotas in one read
 b.limits = {rl[4], rl[5]}
+-- queue_config.lua writes the config's tenant_quotas field with the tenant quota hash:
+-- without it there is no quota, and has_tenant_quotas needs no EXISTS of its own.
+per_call.tenant_quotas = rl[7] ~= false
 local rate_starts, rate_period = tonumber(rl[2] or ''), tonumber(rl[3] or '')
 local room, why = rate_room(tonumber(rl[1] or ''), rate_starts, rate_period, KEYS[4], KEYS[14], now)
 if room and room < count then count = math.max(room, 0); rate_limited = why end
@@ -46,6 +51,7 @@ if room and room < count then count = math.max(room, 0); rate_limited = why end
 -- (the class-head index), so a claim usually reads one entry of the index and one
 -- line of ARGV, whatever the number of classes.
 local packed, max_bonus, n_eligible = ARGV[9], tonumber(ARGV[7]), tonumber(ARGV[8])
+local record = ARGV[10] == '1'
 local info = {}
 local function class_info(id)
   local c = info[id]
@@ -68,7 +74,7 @@ end
 -- one, its ready set is read directly (the read its claim needs anyway).
 local direct = nil
 local function heads_from(pos, n)
-  if n_eligible > 4 then return redis.call('ZRANGE', KEYS[15], tostring(pos), tostring(pos + n - 1), 'WITHSCORES') end
+  if n_eligible > 4 then return redis.call('ZRANGE', KEYS[15], int_s(pos), int_s(pos + n - 1), 'WITHSCORES') end
   if not direct and n_eligible == 1 then
     local c = class_info(string.match(packed, '^\n([^\t]*)\t'))
     if c then c.head = redis.call('ZRANGE', c.ready, '0', '1', 'WITHSCORES') end
@@ -208,22 +214,22 @@ while #claimed < count do
   -- reservation: heartbeats extend visibility but never past it.
   local deadline = now + vis
   local timeout = tonumber(job.timeout_ms or '')
-  job.attempt = tostring(tonumber(job.attempt or '0') + 1)
+  job.attempt = int_s(tonumber(job.attempt or '0') + 1)
   job.state, job.started_at, job.worker_id = 'active', now_s, worker
   local set = {'state', 'active', 'started_at', now_s, 'worker_id', worker, 'attempt', job.attempt}
   local del = {}
   if timeout and timeout > 0 then
-    job.execution_deadline = tostring(now + timeout)
+    job.execution_deadline = int_s(now + timeout)
     set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline
     if now + timeout < deadline then deadline = now + timeout end
   elseif job.execution_deadline then
     job.execution_deadline = nil; del[#del + 1] = 'execution_deadline'
   end
-  deadline = tostring(deadline)
+  deadline = int_s(deadline)
   job.visibility_deadline = deadline
   set[#set + 1] = 'visibility_deadline'; set[#set + 1] = deadline
   if best_gpus > 0 then
-    local gpus_s = tostring(best_gpus)
+    local gpus_s = int_s(best_gpus)
     job.charged_gpus = gpus_s
     set[#set + 1] = 'charged_gpus'; set[#set + 1] = gpus_s
     budget_charge(b, best_gpus, gpus_s)
@@ -238,6 +244,7 @@ while #claimed < count do
   redis.call('HSET', jk, unpack(set))
   if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
   redis.call('ZADD', KEYS[4], deadline, best_id)
+  if record then redis.call('SADD', KEYS[16], best_id) end  -- the worker's load, in the same step as the claim
   emit(KEYS[6], 'job.started', job, {'worker_id', worker})
   claimed[#claimed + 1] = job_reply(flat, set, del)
   if rate_starts and rate_period then rate_record(KEYS[14], rate_period, now_s, best_id .. ':' .. job.attempt) end  -- [spec #17]

@@ -8,10 +8,10 @@
 -- members at once, this worker gets it now, the others on their next FETCH.
 -- The queue rate limit binds a gang as one job (room to start forming it, and to
 -- start it), and a gang past its expires_at is discarded instead of held or started.
--- KEYS (15 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
+-- KEYS (16 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
 --   6 active, 7 events, 8 config, 9 ledger, 10 tenant quotas, 11 tenant ledger, 12 seq,
---   13 class heads, 14 stats, 15 rate window, then the ready set of each eligible gang
---   class (in ARGV order)
+--   13 class heads, 14 stats, 15 rate window, 16 this worker's held set (keys.hpp held),
+--   then the ready set of each eligible gang class (in ARGV order)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, rendezvous
 --   address, rendezvous port, then per eligible gang class 4 values: class id, GPUs per
 --   member, assigned devices JSON ('' = none), the worker's value of the gang's same_label
@@ -80,7 +80,7 @@ end
 if not forming then
   local best_score = nil
   for i = 6, #ARGV, 4 do
-    local head = redis.call('ZRANGE', KEYS[15 + (i - 2) / 4], 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGE', KEYS[16 + (i - 2) / 4], 0, 0, 'WITHSCORES')
     if head[1] and (best_score == nil or tonumber(head[2]) < best_score) then
       local candidate = read_job(KEYS[2] .. head[1])
       if candidate and expired(candidate) then candidate = nil end
@@ -128,6 +128,7 @@ if rank == 0 then
   redis.call('ZADD', KEYS[4], job.gang_deadline, job.id)
 end
 redis.call('HSET', jk, unpack(set))
+redis.call('SADD', KEYS[16], job.id)  -- the member's GPUs are in its worker's load from now on
 emit(KEYS[7], 'job.gang_member_held', job, {'worker_id', worker, 'rank', rank, 'members', #members})
 if #members < tonumber(job.gang_size) then return {'held', job.id, rank, job.class} end
 

@@ -1,8 +1,8 @@
 -- NACK / reclaim: the broker decided the outcome from a snapshot; apply it if the
 -- job is still the attempt that snapshot saw (compare-and-set on attempt).
--- KEYS (21): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
+-- KEYS (23): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
 --            8 tenant ledger, 9 preempting, 10 ready set of the job's class, 11 seq,
---            12-22 workflow keys (_lib_workflows.lua; 22 the class heads)
+--            12 held prefix (keys.hpp held_prefix), 13-23 workflow keys (_lib_workflows.lua; 23 the class heads)
 -- ARGV: expected_attempt, outcome (retry|discard|dead_letter|requeue|reclaim), due_ms (retry),
 --       error_json, errors_json, require_expired ('1' = only if the visibility deadline
 --       has passed: used by the reaper), worker_id ('' = any)
@@ -18,10 +18,12 @@ if job.attempt ~= expected then return {'stale', job.attempt} end
 local now = now_ms()
 if require_expired == '1' and tonumber(job.visibility_deadline or '0') > now then return {'extended'} end
 redis.call('ZREM', KEYS[2], job.id)
-release_budget({ledger = KEYS[7], tenant_ledger = KEYS[8]}, jk, job)
+release_holder(KEYS[12], job)
+local charged = release_budget({ledger = KEYS[7], tenant_ledger = KEYS[8]}, jk, job, true)
 gang_reset(jk, job)  -- [gangs] one member's failure or release brings the whole gang down
 job.visibility_deadline, job.execution_deadline = nil, nil
-redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline')
+if charged then redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline', 'charged_gpus')  -- one HDEL for both
+else redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline') end
 -- A job marked preempting (preempt.lua) leaves that state; released by requeue it
 -- counts one preemption (the attempt is given back below, so never against max_attempts).
 if job.preempt_deadline then
@@ -47,13 +49,13 @@ if outcome == 'retry' then
 elseif outcome == 'reclaim' then
   -- [spec #17] Lost reservation (visibility timeout, dead worker): available again at
   -- once, the attempt stays consumed (ojs-worker-protocol.md §5.5).
-  make_available({seq = KEYS[11], heads = KEYS[22], ready = KEYS[10]}, jk, job, now)
+  make_available({seq = KEYS[11], heads = KEYS[23], ready = KEYS[10]}, jk, job, now)
   emit(KEYS[6], 'job.available', job, {'reason', 'reservation_lost'})
 elseif outcome == 'requeue' then
   -- Released without consuming an attempt (preemption, graceful shutdown).
   job.attempt = tonumber(job.attempt) - 1
   redis.call('HSET', jk, 'attempt', job.attempt)
-  make_available({seq = KEYS[11], heads = KEYS[22], ready = KEYS[10]}, jk, job, now)
+  make_available({seq = KEYS[11], heads = KEYS[23], ready = KEYS[10]}, jk, job, now)
   emit(KEYS[6], 'job.requeued', job, nil)
 else
   job.state, job.completed_at, job.discarded_at = 'discarded', now, now
@@ -61,6 +63,6 @@ else
   redis.call('HINCRBY', KEYS[5], 'discarded', 1)
   if outcome == 'dead_letter' then redis.call('ZADD', KEYS[4], now, job.id) end
   emit(KEYS[6], 'job.discarded', job, {'dead_letter', outcome == 'dead_letter' and '1' or '0'})
-  workflow_job_ended(workflow_keys(KEYS, 12, KEYS[6]), job, 'failed', now)  -- [workflows]
+  workflow_job_ended(workflow_keys(KEYS, 13, KEYS[6]), job, 'failed', now)  -- [workflows]
 end
 return {'ok', flat_job(job)}

@@ -1,0 +1,129 @@
+// What a worker holds lives beside the jobs: the claim scripts list each claimed
+// job in the worker's held set of that queue (keys.hpp held) and ack/fail take it
+// out, in the same step as the transition. A FETCH that claims writes nothing after
+// its claim, an ACK is its one script, and any broker reads the same load.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "support/ml_fixtures.hpp"
+#include "support/processes.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+
+namespace {
+
+// A one-line reply ("" for none).
+std::string redis_cli(const RedisServer& redis, std::vector<std::string> argv) {
+  const auto lines = redis_lines(redis, std::move(argv));
+  return lines.empty() ? std::string() : lines.front();
+}
+
+// The commands clients sent (not those scripts ran) while `action` ran, as MONITOR saw them.
+template <class Action>
+std::vector<std::string> top_level_commands(const RedisServer& redis, Action action) {
+  std::string seen;
+  std::thread monitor([&] { seen = run_process({"timeout", "2", "redis-cli", "-p", std::to_string(redis.port()), "monitor"}, 10).output; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // MONITOR is attached
+  action();
+  monitor.join();
+  std::vector<std::string> out;
+  for (std::size_t at = 0, end; at < seen.size(); at = end + 1) {
+    end = seen.find('\n', at);
+    if (end == std::string::npos) end = seen.size();
+    const auto line = seen.substr(at, end - at);
+    if (line.find("[0 lua]") == std::string::npos && line.find('"') != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
+std::size_t count_naming(const std::vector<std::string>& lines, const std::string& text) {
+  std::size_t n = 0;
+  for (const auto& l : lines) n += l.find(text) != std::string::npos;
+  return n;
+}
+
+}  // namespace
+
+TEST(HeldSets, AClaimIsListedByTheClaimScriptAndAnAckIsOneCommand) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  const json caps = example_worker("4xa100-pcie");
+  api.fetch({"held-q"}, "held-w", 1, {{"capabilities", caps}});  // the worker's queue list is written here
+  const auto id = api.push(ml_job("held-q", {{"ext_ml_gpu_count", 2}}));
+
+  json got;
+  const auto fetch_cmds = top_level_commands(redis, [&] { got = api.fetch({"held-q"}, "held-w", 1, {{"capabilities", caps}}); });
+  ASSERT_EQ(got.size(), 1u) << got.dump();
+  ASSERT_EQ(got[0]["id"], id);
+  EXPECT_EQ(redis_cli(redis, {"SMEMBERS", "ojs:{held-q}:held:held-w"}), id) << "claim.lua lists the job it claimed";
+  // Before: a HSET of ojs:{_global}:worker:held-w:jobs followed the claim, a round trip of its own.
+  EXPECT_EQ(count_naming(fetch_cmds, id), 0u) << "no command names the claimed job after the claim script";
+  EXPECT_EQ(count_naming(fetch_cmds, "\"HSET\" \"ojs:{_global}:worker:held-w:jobs\""), 0u);
+
+  const auto ack_cmds = top_level_commands(redis, [&] {
+    ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "held-w"}}).status, 200);
+  });
+  EXPECT_EQ(count_naming(ack_cmds, id), 1u) << "the ack script alone (it empties the held set itself)";
+  EXPECT_EQ(redis_cli(redis, {"EXISTS", "ojs:{held-q}:held:held-w"}), "0");
+}
+
+// Broker B never handed this worker anything, and the worker's job is in a queue its
+// FETCH through B does not name: B still counts it, from the worker's queue list.
+TEST(HeldSets, AnotherBrokerCountsAJobHeldInAQueueTheFetchDoesNotName) {
+  RedisServer redis;
+  BrokerProcess a{redis.url()};
+  BrokerProcess b{redis.url()};
+  Api via_a{a.url()}, via_b{b.url()};
+  const json caps = example_worker("4xa100-pcie");
+  const auto big = via_a.push(ml_job("held-one", {{"ext_ml_gpu_count", 4}}));
+  const auto got = via_a.fetch({"held-one"}, "held-box", 1, {{"capabilities", caps}});
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0]["id"], big);
+
+  via_b.push(ml_job("held-two", {{"ext_ml_gpu_count", 1}}));
+  EXPECT_TRUE(via_b.fetch({"held-two"}, "held-box", 1, {{"capabilities", caps}}).empty())
+      << "all 4 GPUs are taken by the job in held-one";
+  ASSERT_EQ(via_a.post("/ojs/v1/workers/ack", {{"job_id", big}, {"worker_id", "held-box"}}).status, 200);
+  EXPECT_EQ(via_b.fetch({"held-two"}, "held-box", 1, {{"capabilities", caps}}).size(), 1u) << "free again after the ACK";
+}
+
+// A held entry whose job ended by a path that does not empty the set (an admin's
+// CANCEL) is dropped when read, and the worker's load is free again.
+TEST(HeldSets, AnEntryOfAJobThatEndedElsewhereHealsWhenRead) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  const json caps = example_worker("4xa100-pcie");
+  const auto id = api.push(ml_job("heal-q", {{"ext_ml_gpu_count", 4}}));
+  ASSERT_EQ(api.fetch({"heal-q"}, "heal-w", 1, {{"capabilities", caps}}).size(), 1u);
+  ASSERT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + id).status, 200);
+  EXPECT_EQ(redis_cli(redis, {"SMEMBERS", "ojs:{heal-q}:held:heal-w"}), id) << "cancel leaves the entry";
+  api.push(ml_job("heal-q", {{"ext_ml_gpu_count", 4}}));
+  EXPECT_EQ(api.fetch({"heal-q"}, "heal-w", 1, {{"capabilities", caps}}).size(), 1u) << "the cancelled job weighs nothing";
+  EXPECT_EQ(redis_cli(redis, {"SISMEMBER", "ojs:{heal-q}:held:heal-w", id}), "0") << "its entry was dropped when read";
+}
+
+// A job claimed under an older broker has a claim record in the worker's global
+// hash (ojs:{_global}:worker:<id>:jobs): it still counts, and moves into the held sets.
+TEST(HeldSets, AClaimRecordAnOlderBrokerWroteCountsAndMovesIntoTheHeldSet) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  const json caps = example_worker("4xa100-pcie");
+  const auto id = api.push(ml_job("legacy-q", {{"ext_ml_gpu_count", 4}}));
+  ASSERT_EQ(api.fetch({"legacy-q"}, "legacy-w", 1, {{"capabilities", caps}}).size(), 1u);
+  // What the older broker left: the record in the hash, no held set, no queue list.
+  redis_cli(redis, {"DEL", "ojs:{legacy-q}:held:legacy-w", "ojs:{_global}:worker:legacy-w:queues"});
+  redis_cli(redis, {"HSET", "ojs:{_global}:worker:legacy-w:jobs", id,
+                    R"({"queue":"legacy-q","gpus":4,"devices":[],"labels":{}})"});
+  BrokerProcess upgraded{redis.url()};  // a broker that never saw this worker
+  Api api2{upgraded.url()};
+  api2.push(ml_job("legacy-other", {{"ext_ml_gpu_count", 1}}));
+  EXPECT_TRUE(api2.fetch({"legacy-other"}, "legacy-w", 1, {{"capabilities", caps}}).empty()) << "the recorded job holds all 4 GPUs";
+  EXPECT_EQ(redis_cli(redis, {"SMEMBERS", "ojs:{legacy-q}:held:legacy-w"}), id);
+  EXPECT_EQ(redis_cli(redis, {"EXISTS", "ojs:{_global}:worker:legacy-w:jobs"}), "0") << "the old hash drained";
+}
