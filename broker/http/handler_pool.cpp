@@ -41,6 +41,11 @@ void HandlerPool::join() {
     if (t.joinable()) t.join();
 }
 
+std::size_t HandlerPool::idle_threads() {
+  std::lock_guard lock(mutex_);
+  return idle_.size();
+}
+
 void HandlerPool::run() {
   Idle self;
   std::unique_lock lock(mutex_);

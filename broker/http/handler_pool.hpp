@@ -26,6 +26,7 @@ class HandlerPool {
   void post(std::function<void()> task);
   void stop();  // tasks not started are dropped; running ones finish
   void join();
+  std::size_t idle_threads();  // threads waiting for a task now
 
  private:
   struct Idle {

@@ -53,9 +53,9 @@ TEST(HandlerPool, TasksPostedWhileEveryThreadIsBusyAllRun) {
 // went idle takes the next one, so a pool of 8 serves them all from one thread.
 TEST(HandlerPool, TheThreadIdleTheShortestTimeTakesTheNextTask) {
   HandlerPool pool(8);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // all eight idle
   std::set<std::thread::id> threads;
   for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(wait_until([&] { return pool.idle_threads() == 8; }));  // the last one is back among the idle
     std::atomic<bool> done{false};
     std::thread::id who;
     pool.post([&] {
@@ -63,7 +63,6 @@ TEST(HandlerPool, TheThreadIdleTheShortestTimeTakesTheNextTask) {
       done = true;
     });
     ASSERT_TRUE(wait_until([&] { return done.load(); }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the thread is idle again
     threads.insert(who);
   }
   EXPECT_EQ(threads.size(), 1u);
