@@ -23,10 +23,10 @@ std::string required_string(const nlohmann::json& body, const char* field) {
 
 // ACK and FAIL answer with the job's top-level attributes (id, state, attempt,
 // timestamps) plus `job_id` and the full `job`, as the OJS response schemas allow.
-nlohmann::json transition_reply(const nlohmann::json& job) {
+nlohmann::json transition_reply(nlohmann::json job) {
   nlohmann::json out = job;
   out["job_id"] = job["id"];
-  out["job"] = job;
+  out["job"] = std::move(job);  // one copy of the job, not two
   return out;
 }
 
@@ -49,11 +49,11 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     // One pipeline records contact and reads what the worker holds (its load, preemption marks and capacity guards).
     const auto contact = ctx.workers.contact(request.worker_id, request.capabilities ? &request.capabilities_text : nullptr, request.queues);
     const auto& state = contact.state;
-    nlohmann::json jobs = nlohmann::json::array();
+    nlohmann::json out = {{"jobs", nlohmann::json::array()}, {"state", state}, {"directive", directive_for(state)}};
+    auto& jobs = out["jobs"];  // filled in place: each job is copied once, for "job"
     // A worker told to be quiet or to terminate gets no new work.
     if (state == "running")
       for (auto& j : ctx.jobs.fetch(request, &contact)) jobs.push_back(std::move(j));
-    nlohmann::json out = {{"jobs", jobs}, {"state", state}, {"directive", directive_for(state)}};
     out["job_directives"] = preemption_directives(contact.held.preempting);
     if (!jobs.empty()) out["job"] = jobs[0];
     return json_reply(200, out);

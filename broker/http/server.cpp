@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <cerrno>
 #include <condition_variable>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "broker/http/handler_pool.hpp"
 #include "ojs/core/error.hpp"
 
 namespace ojs::broker {
@@ -45,7 +47,7 @@ std::string percent_decode(std::string_view in) {
   return out;
 }
 
-HttpRequest to_request(const http::request<http::string_body>& req) {
+HttpRequest to_request(http::request<http::string_body>& req) {
   HttpRequest out;
   out.method = std::string(req.method_string());
   const std::string_view target = req.target();
@@ -67,7 +69,7 @@ HttpRequest to_request(const http::request<http::string_body>& req) {
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     out.headers[name] = std::string(field.value());
   }
-  out.body = req.body();
+  out.body = std::move(req.body());  // the parser is replaced before the next read
   return out;
 }
 
@@ -110,18 +112,23 @@ using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 // One connection: plain HTTP, or HTTPS when Stream is TlsStream (handshake first,
-// TLS close_notify last). The I/O thread reads and writes; the handler runs on the
-// handler pool (its Redis calls block), and the reply is written back on the
-// connection's strand. A slow request holds one pool thread, never an I/O thread.
+// TLS close_notify last). The I/O thread reads; the handler runs on the handler
+// pool (its Redis calls block). A slow request holds one pool thread, never an I/O
+// thread. Plain HTTP: the pool thread that ran the handler also writes the reply
+// (one non-blocking send; the socket's buffer takes a reply whole, nearly always)
+// and starts the next read itself, so a request costs one thread handoff, not
+// two. Nothing else is pending on the connection meanwhile, which is what makes
+// it safe outside the strand. A reply the socket does not take at once, a stream,
+// and every TLS reply are written by the I/O thread, as before.
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
  public:
-  Session(tcp::socket socket, const Router& router, asio::thread_pool& handlers, std::size_t max_body, OpenStreams& streams)
+  Session(tcp::socket socket, const Router& router, HandlerPool& handlers, std::size_t max_body, OpenStreams& streams)
     requires(!kTls)
       : stream_(std::move(socket)), router_(router), handlers_(handlers), max_body_(max_body), streams_(streams) {}
-  Session(tcp::socket socket, asio::ssl::context& tls, const Router& router, asio::thread_pool& handlers, std::size_t max_body,
+  Session(tcp::socket socket, asio::ssl::context& tls, const Router& router, HandlerPool& handlers, std::size_t max_body,
           OpenStreams& streams)
     requires kTls
       : stream_(std::move(socket), tls), router_(router), handlers_(handlers), max_body_(max_body), streams_(streams) {}
@@ -171,23 +178,25 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     auto& req = parser_->get();
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
-    asio::post(handlers_, [self = this->shared_from_this(), &req, keep_alive, version] {
+    handlers_.post([self = this->shared_from_this(), &req, keep_alive, version] {
       // The router renders every handler error; this guard keeps a bug in it (or an
       // allocation failure) from unwinding into the pool and killing the broker.
-      auto response = std::make_shared<HttpResponse>();
+      HttpResponse response;
       try {
-        *response = self->router_.dispatch(to_request(req));
+        response = self->router_.dispatch(to_request(req));
       } catch (...) {
-        *response = json_response(500, R"({"error":{"code":"internal_error","message":"internal error","retryable":false}})");
+        response = json_response(500, R"({"error":{"code":"internal_error","message":"internal error","retryable":false}})");
       }
-      asio::post(self->stream_.get_executor(), [self, response, keep_alive, version] {
-        self->write(std::move(*response), keep_alive, version);
+      if constexpr (!kTls) {
+        if (!response.stream) return self->write_from_pool(std::move(response), keep_alive, version);
+      }
+      asio::post(self->stream_.get_executor(), [self, response = std::move(response), keep_alive, version]() mutable {
+        self->write(std::move(response), keep_alive, version);
       });
     });
   }
 
-  void write(HttpResponse response, bool keep_alive, unsigned version) {
-    if (response.stream) return start_stream(std::move(response), version);
+  static std::shared_ptr<http::response<http::string_body>> make_response(HttpResponse response, bool keep_alive, unsigned version) {
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(response.status), version);
     res->set(http::field::server, "ojs-gpu-broker");
     res->set(http::field::content_type, response.content_type);
@@ -196,6 +205,52 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     res->body() = std::move(response.body);
     res->keep_alive(keep_alive);
     res->prepare_payload();
+    return res;
+  }
+
+  // On the pool thread that ran the handler (plain HTTP): send the reply without
+  // blocking, then read the next request. What the socket does not take now is
+  // left to the I/O thread (async_write continues the same serializer).
+  void write_from_pool(HttpResponse response, bool keep_alive, unsigned version) {
+    auto res = make_response(std::move(response), keep_alive, version);
+    auto serializer = std::make_shared<http::response_serializer<http::string_body>>(*res);
+    const int fd = stream_.socket().native_handle();
+    beast::error_code ec;
+    while (!ec && !serializer->is_done()) {
+      iovec parts[16];
+      std::size_t count = 0;
+      serializer->next(ec, [&](beast::error_code&, const auto& buffers) {
+        for (const auto b : beast::buffers_range_ref(buffers)) {
+          if (count == std::size(parts)) break;
+          parts[count++] = iovec{const_cast<void*>(b.data()), b.size()};
+        }
+      });
+      if (ec) break;
+      msghdr message{};
+      message.msg_iov = parts;
+      message.msg_iovlen = count;
+      const ssize_t sent = ::sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (sent < 0 && errno == EINTR) continue;
+      if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;  // full: the I/O thread waits for room
+      if (sent < 0) return close();
+      serializer->consume(static_cast<std::size_t>(sent));
+    }
+    if (ec) return close();
+    if (serializer->is_done()) {
+      if (!keep_alive) return close();
+      return read();
+    }
+    asio::post(stream_.get_executor(), [self = this->shared_from_this(), res, serializer, keep_alive] {
+      http::async_write(self->stream_, *serializer, [self, res, serializer, keep_alive](beast::error_code ec, std::size_t) {
+        if (ec || !keep_alive) return self->close();
+        self->read();
+      });
+    });
+  }
+
+  void write(HttpResponse response, bool keep_alive, unsigned version) {
+    if (response.stream) return start_stream(std::move(response), version);
+    auto res = make_response(std::move(response), keep_alive, version);
     http::async_write(stream_, *res, [self = this->shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
       if (ec || !keep_alive) return self->close();
       self->read();
@@ -297,7 +352,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   const Router& router_;
-  asio::thread_pool& handlers_;
+  HandlerPool& handlers_;
   std::size_t max_body_;
   OpenStreams& streams_;
   // Set while the response is a stream.
@@ -314,16 +369,31 @@ struct HttpServer::Impl {
   HttpServerOptions options;
   OpenStreams streams;  // outlives the sessions that the io_context may still own
   const Router& router;
-  asio::io_context ioc;
-  tcp::acceptor acceptor{ioc};
+  // One io_context per I/O thread, connections dealt round-robin: a request wakes
+  // only the thread that owns its connection (threads sharing one io_context woke
+  // a second one to take over epoll on every event).
+  std::vector<std::unique_ptr<asio::io_context>> iocs;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;  // an idle one waits, never returns
+  std::size_t next_ioc = 0;
+  tcp::acceptor acceptor;
   std::vector<std::thread> threads;
-  std::unique_ptr<asio::thread_pool> handlers;  // runs the request handlers (blocking store calls)
+  std::unique_ptr<HandlerPool> handlers;  // runs the request handlers (blocking store calls)
   std::uint16_t bound_port = 0;
   std::optional<asio::ssl::context> tls;  // set when a certificate and key are configured
 
-  Impl(HttpServerOptions o, const Router& r) : options(std::move(o)), router(r), ioc(o.threads) {}
+  Impl(HttpServerOptions o, const Router& r)
+      : options(std::move(o)), router(r), iocs(make_contexts(options.threads)), acceptor(*iocs.front()) {
+    for (auto& ioc : iocs) keep_running.push_back(asio::make_work_guard(*ioc));
+  }
+
+  static std::vector<std::unique_ptr<asio::io_context>> make_contexts(int threads) {
+    std::vector<std::unique_ptr<asio::io_context>> out;
+    for (int t = 0; t < std::max(1, threads); ++t) out.push_back(std::make_unique<asio::io_context>(1));
+    return out;
+  }
 
   void accept() {
+    auto& ioc = *iocs[next_ioc++ % iocs.size()];
     acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
@@ -358,22 +428,22 @@ void HttpServer::start() {
   i.acceptor.bind(endpoint);
   i.acceptor.listen(asio::socket_base::max_listen_connections);
   i.bound_port = i.acceptor.local_endpoint().port();
-  i.handlers = std::make_unique<asio::thread_pool>(static_cast<std::size_t>(std::max(1, i.options.handler_threads)));
+  i.handlers = std::make_unique<HandlerPool>(static_cast<std::size_t>(std::max(1, i.options.handler_threads)));
   i.accept();
-  for (int t = 0; t < std::max(1, i.options.threads); ++t) i.threads.emplace_back([&i] { i.ioc.run(); });
+  for (auto& ioc : i.iocs) i.threads.emplace_back([&ioc = *ioc] { ioc.run(); });
 }
 
 void HttpServer::stop() {
   auto& i = *impl_;
   if (i.threads.empty()) return;
-  asio::post(i.ioc, [&i] {
+  asio::post(*i.iocs.front(), [&i] {
     beast::error_code ec;
     i.acceptor.close(ec);
   });
   // Open streams end on their own when their sources say goodbye (the broker
   // stops its event hub first); whatever is left after the grace is cut.
   i.streams.close_all(i.options.stream_close_grace);
-  i.ioc.stop();
+  for (auto& ioc : i.iocs) ioc->stop();
   for (auto& t : i.threads) t.join();
   i.threads.clear();
   i.handlers->stop();

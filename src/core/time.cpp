@@ -15,6 +15,32 @@ std::string format_rfc3339(std::int64_t epoch_ms) {
   std::time_t secs = static_cast<std::time_t>(epoch_ms / 1000);
   int millis = static_cast<int>(epoch_ms % 1000);
   if (millis < 0) { millis += 1000; --secs; }
+  // Years 1970-9999 by hand (civil_from_days, H. Hinnant): every job reply formats
+  // several timestamps, and gmtime_r + snprintf cost ~3,800 instructions each.
+  if (secs >= 0 && secs < 253402300800) {
+    const std::int64_t days = secs / 86400 + 719468;
+    const int of_day = static_cast<int>(secs % 86400);
+    const auto era = days / 146097;
+    const auto doe = static_cast<unsigned>(days - era * 146097);
+    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const unsigned mp = (5 * doy + 2) / 153;
+    const unsigned day = doy - (153 * mp + 2) / 5 + 1;
+    const unsigned month = mp < 10 ? mp + 3 : mp - 9;
+    const auto year = static_cast<unsigned>(yoe + era * 400 + (month <= 2 ? 1 : 0));
+    char buf[] = "0000-00-00T00:00:00.000Z";
+    const auto put = [&buf](int at, unsigned value, int width) {
+      for (int i = at + width - 1; i >= at; --i, value /= 10) buf[i] = static_cast<char>('0' + value % 10);
+    };
+    put(0, year, 4);
+    put(5, month, 2);
+    put(8, day, 2);
+    put(11, static_cast<unsigned>(of_day / 3600), 2);
+    put(14, static_cast<unsigned>(of_day / 60 % 60), 2);
+    put(17, static_cast<unsigned>(of_day % 60), 2);
+    put(20, static_cast<unsigned>(millis), 3);
+    return std::string(buf, sizeof buf - 1);
+  }
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[40];

@@ -13,6 +13,15 @@ TEST(Time, Rfc3339RoundTripsAndHonoursOffsets) {
   EXPECT_EQ(parse_rfc3339("2026-11-22T12:00:00+02:00"), parse_rfc3339("2026-11-22T10:00:00Z"));
   EXPECT_EQ(format_rfc3339(1795341600123LL), "2026-11-22T10:00:00.123Z");
   EXPECT_EQ(parse_rfc3339(format_rfc3339(1234567890123LL)), 1234567890123LL);
+  // The hand-written path (1970-9999) agrees with gmtime_r at the edges of days, months, leap years and its range.
+  EXPECT_EQ(format_rfc3339(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(format_rfc3339(951868799999LL), "2000-02-29T23:59:59.999Z");
+  EXPECT_EQ(format_rfc3339(951868800000LL), "2000-03-01T00:00:00.000Z");
+  EXPECT_EQ(format_rfc3339(4107542400000LL), "2100-03-01T00:00:00.000Z");
+  EXPECT_EQ(format_rfc3339(253402300799999LL), "9999-12-31T23:59:59.999Z");
+  EXPECT_EQ(format_rfc3339(-1), "1969-12-31T23:59:59.999Z");
+  for (std::int64_t ms = 0; ms < 253402300800000LL; ms += 7919LL * 86400000LL + 3600123LL)
+    EXPECT_EQ(parse_rfc3339(format_rfc3339(ms)), ms) << ms;
   EXPECT_FALSE(parse_rfc3339("2026-11-22T10:00:00"));   // no zone
   EXPECT_FALSE(parse_rfc3339("2026-13-01T00:00:00Z"));  // month 13
   EXPECT_FALSE(parse_rfc3339("yesterday"));
