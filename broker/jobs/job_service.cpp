@@ -387,8 +387,7 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
       json envelope = record.envelope();
       if (worker.capabilities) {
         const auto* v = verdict_of[record.get("class")];
-        const int gpus = static_cast<int>(record.get_int("charged_gpus").value_or(record.get_int("gpus").value_or(0)));
-        ml::ActiveJob active = ml::active_job_from(envelope, gpus);
+        ml::ActiveJob active = ml::active_job_from(envelope, record.held_gpus());
         const std::vector<int> devices = v ? v->judgement.devices : std::vector<int>{};
         worker.load.active.push_back(active);  // claim.lua listed it in the worker's held set
         worker.load.hold(devices);

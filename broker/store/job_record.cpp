@@ -97,7 +97,7 @@ std::optional<JobRecord::Load> JobRecord::load_on(const std::string& worker_id) 
     load.devices = device_list(member->value("devices", std::string()));
   } else {
     if (s != "active" || get("worker_id") != worker_id) return std::nullopt;
-    load.gpus = static_cast<int>(get_int("charged_gpus").value_or(get_int("gpus").value_or(0)));
+    load.gpus = held_gpus();
     load.devices = device_list(get("ext_ml_assigned_devices"));
   }
   nlohmann::json doc = nlohmann::json::parse(get("doc"), nullptr, false);

@@ -36,6 +36,8 @@ struct JobRecord {
     ml::Labels labels;
   };
   std::optional<Load> load_on(const std::string& worker_id) const;
+  // The GPUs a claimed (not gang) job holds: those charged to the budget at claim, else its gpu_count.
+  int held_gpus() const { return static_cast<int>(get_int("charged_gpus").value_or(get_int("gpus").value_or(0))); }
 
   // The OJS job envelope: the producer's document with system fields overlaid.
   nlohmann::json envelope() const;

@@ -64,36 +64,27 @@ WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const st
     sadd.insert(sadd.end(), register_queues.begin(), register_queues.end());
     cmds.push_back(std::move(sadd));
   }
-  const std::size_t listed_at = cmds.size();
-  cmds.push_back({"SMEMBERS", keys::worker_queues(worker_id)});
-  cmds.push_back({"HGETALL", keys::legacy_worker_jobs(worker_id)});
   const std::size_t guards_at = cmds.size();
   for (auto& read : guard_mark_reads(worker_id)) cmds.push_back(std::move(read));
   const std::size_t held_at = cmds.size();
-  for (const auto& q : read_queues) cmds.push_back({"SMEMBERS", keys::held(q, worker_id)});
+  append_held_reads(worker_id, read_queues, cmds);
   auto replies = redis_.pipeline(cmds);
 
   Contact c;
   c.state = replies[2].is_nil() ? "running" : replies[2].str;
   c.guards = guard_marks_from(replies[guards_at], replies[guards_at + 1]);
-  for (const auto& q : replies[listed_at].elements) c.queues.push_back(q.str);
+  HeldRead read = held_from(worker_id, read_queues, replies, held_at);
+  c.queues = std::move(read.listed);
   // A queue this FETCH names must be listed before it claims there (the list may
   // have been dropped since the caller last saw it: the worker was forgotten).
   std::vector<std::string> unlisted{"SADD", keys::worker_queues(worker_id)};
   for (const auto& q : claim_queues)
     if (std::find(c.queues.begin(), c.queues.end(), q) == c.queues.end()) unlisted.push_back(q);
-  std::vector<HeldEntry> entries;
-  std::vector<std::string> unread;
-  for (std::size_t i = 0; i < read_queues.size(); ++i)
-    for (const auto& id : replies[held_at + i].elements) entries.push_back({read_queues[i], id.str});
-  for (const auto& q : c.queues)
-    if (std::find(read_queues.begin(), read_queues.end(), q) == read_queues.end()) unread.push_back(q);
   if (unlisted.size() > 2) {
     redis_.command(unlisted);
     c.queues.insert(c.queues.end(), unlisted.begin() + 2, unlisted.end());
   }
-  append_held(worker_id, unread, entries);
-  c.held = verify(worker_id, std::move(entries), replies[listed_at + 1]);
+  c.held = verify(worker_id, std::move(read));
   return c;
 }
 
@@ -135,41 +126,54 @@ bool WorkerStore::prune(const std::string& worker_id, std::int64_t silent_since_
 }
 
 std::vector<WorkerStore::HeldEntry> WorkerStore::held_ids(const std::string& worker_id, const std::vector<std::string>& known_queues) {
-  auto read = read_entries(worker_id, known_queues);
-  for (std::size_t i = 0; i + 1 < read.legacy.elements.size(); i += 2) {
-    const auto record = nlohmann::json::parse(read.legacy.elements[i + 1].str, nullptr, false);
-    if (record.is_object() && !record.value("queue", "").empty()) read.entries.push_back({record.value("queue", ""), read.legacy.elements[i].str});
-  }
+  HeldRead read = read_entries(worker_id, known_queues);
+  read.entries.insert(read.entries.end(), read.legacy.begin(), read.legacy.end());
   return read.entries;
 }
 
 HeldState WorkerStore::held_state(const std::string& worker_id, const std::vector<std::string>& known_queues) {
-  auto read = read_entries(worker_id, known_queues);
-  return verify(worker_id, std::move(read.entries), read.legacy);
+  return verify(worker_id, read_entries(worker_id, known_queues));
 }
 
 WorkerStore::HeldRead WorkerStore::read_entries(const std::string& worker_id, const std::vector<std::string>& known_queues) {
-  std::vector<std::vector<std::string>> cmds{{"SMEMBERS", keys::worker_queues(worker_id)}, {"HGETALL", keys::legacy_worker_jobs(worker_id)}};
-  for (const auto& q : known_queues) cmds.push_back({"SMEMBERS", keys::held(q, worker_id)});
-  auto replies = redis_.pipeline(cmds);
-  HeldRead read;
-  read.legacy = std::move(replies[1]);
-  for (std::size_t i = 0; i < known_queues.size(); ++i)
-    for (const auto& id : replies[2 + i].elements) read.entries.push_back({known_queues[i], id.str});
-  std::vector<std::string> unread;
-  for (const auto& q : replies[0].elements)
-    if (std::find(known_queues.begin(), known_queues.end(), q.str) == known_queues.end()) unread.push_back(q.str);
-  append_held(worker_id, unread, read.entries);
-  return read;
+  std::vector<std::vector<std::string>> cmds;
+  append_held_reads(worker_id, known_queues, cmds);
+  return held_from(worker_id, known_queues, redis_.pipeline(cmds), 0);
 }
 
-void WorkerStore::append_held(const std::string& worker_id, const std::vector<std::string>& queues, std::vector<HeldEntry>& entries) {
-  if (queues.empty()) return;
-  std::vector<std::vector<std::string>> reads;
-  for (const auto& q : queues) reads.push_back({"SMEMBERS", keys::held(q, worker_id)});
-  const auto sets = redis_.pipeline(reads);
+void WorkerStore::append_held_reads(const std::string& worker_id, const std::vector<std::string>& queues,
+                                    std::vector<std::vector<std::string>>& cmds) {
+  cmds.push_back({"SMEMBERS", keys::worker_queues(worker_id)});
+  cmds.push_back({"HGETALL", keys::legacy_worker_jobs(worker_id)});
+  for (const auto& q : queues) cmds.push_back({"SMEMBERS", keys::held(q, worker_id)});
+}
+
+WorkerStore::HeldRead WorkerStore::held_from(const std::string& worker_id, const std::vector<std::string>& queues,
+                                             const std::vector<RedisValue>& replies, std::size_t first) {
+  HeldRead read;
+  for (const auto& q : replies[first].elements) read.listed.push_back(q.str);
+  // Claim records an older broker wrote (keys.hpp legacy_worker_jobs): job id -> {queue, ...}.
+  const auto& legacy = replies[first + 1].elements;
+  for (std::size_t i = 0; i + 1 < legacy.size(); i += 2) {
+    const auto record = nlohmann::json::parse(legacy[i + 1].str, nullptr, false);
+    const std::string queue = record.is_object() ? record.value("queue", "") : "";
+    if (!queue.empty()) read.legacy.push_back({queue, legacy[i].str});
+  }
   for (std::size_t i = 0; i < queues.size(); ++i)
-    for (const auto& id : sets[i].elements) entries.push_back({queues[i], id.str});
+    for (const auto& id : replies[first + 2 + i].elements) read.entries.push_back({queues[i], id.str});
+  // Listed queues the caller did not know of (another broker added them): one more round trip.
+  std::vector<std::vector<std::string>> more;
+  std::vector<std::string> unread;
+  for (const auto& q : read.listed)
+    if (std::find(queues.begin(), queues.end(), q) == queues.end()) {
+      unread.push_back(q);
+      more.push_back({"SMEMBERS", keys::held(q, worker_id)});
+    }
+  if (more.empty()) return read;
+  const auto sets = redis_.pipeline(more);
+  for (std::size_t i = 0; i < unread.size(); ++i)
+    for (const auto& id : sets[i].elements) read.entries.push_back({unread[i], id.str});
+  return read;
 }
 
 namespace {
@@ -181,15 +185,12 @@ const std::vector<std::string> kHeldFields{"id",           "queue",         "sta
                                            "preempt_checkpoint",            "preempted_for"};
 }  // namespace
 
-HeldState WorkerStore::verify(const std::string& worker_id, std::vector<HeldEntry> entries, const RedisValue& legacy) {
-  // Claim records an older broker wrote (keys.hpp legacy_worker_jobs): verified like
-  // the held sets; those still held move into them, and the hash drains.
+HeldState WorkerStore::verify(const std::string& worker_id, HeldRead read) {
+  // The legacy records are verified like the held sets' entries; those still held
+  // move into the sets, and the old hash drains.
+  std::vector<HeldEntry>& entries = read.entries;
   const std::size_t legacy_from = entries.size();
-  for (std::size_t i = 0; i + 1 < legacy.elements.size(); i += 2) {
-    const auto record = nlohmann::json::parse(legacy.elements[i + 1].str, nullptr, false);
-    const std::string queue = record.is_object() ? record.value("queue", "") : "";
-    if (!queue.empty()) entries.push_back({queue, legacy.elements[i].str});
-  }
+  entries.insert(entries.end(), read.legacy.begin(), read.legacy.end());
   HeldState out;
   if (entries.empty()) return out;
   std::vector<std::vector<std::string>> reads;

@@ -85,13 +85,19 @@ class WorkerStore {
 
  private:
   struct HeldRead {
-    std::vector<HeldEntry> entries;
-    RedisValue legacy;  // the worker's claim-record hash an older broker wrote (HGETALL reply)
+    std::vector<std::string> listed;  // the worker's queue list
+    std::vector<HeldEntry> entries;   // its held sets' entries
+    std::vector<HeldEntry> legacy;    // the claim records an older broker wrote (keys.hpp legacy_worker_jobs)
   };
   HeldRead read_entries(const std::string& worker_id, const std::vector<std::string>& known_queues);
-  // The entries of the worker's held sets in `queues` (one pipeline).
-  void append_held(const std::string& worker_id, const std::vector<std::string>& queues, std::vector<HeldEntry>& entries);
-  HeldState verify(const std::string& worker_id, std::vector<HeldEntry> entries, const RedisValue& legacy);
+  // The reads of what the worker holds, appended to a pipeline: its queue list, the
+  // legacy records, the held sets of `queues`; held_from parses their replies (from
+  // `first` on) and reads the held sets of listed queues not among `queues`.
+  static void append_held_reads(const std::string& worker_id, const std::vector<std::string>& queues,
+                                std::vector<std::vector<std::string>>& cmds);
+  HeldRead held_from(const std::string& worker_id, const std::vector<std::string>& queues, const std::vector<RedisValue>& replies,
+                     std::size_t first);
+  HeldState verify(const std::string& worker_id, HeldRead read);
   RedisPool& redis_;
 };
 

@@ -22,8 +22,9 @@ release_holder(KEYS[12], job)
 local charged = release_budget({ledger = KEYS[7], tenant_ledger = KEYS[8]}, jk, job, true)
 gang_reset(jk, job)  -- [gangs] one member's failure or release brings the whole gang down
 job.visibility_deadline, job.execution_deadline = nil, nil
-if charged then redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline', 'charged_gpus')  -- one HDEL for both
-else redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline') end
+local gone = {'visibility_deadline', 'execution_deadline'}
+if charged then gone[3] = 'charged_gpus' end  -- one HDEL for both
+redis.call('HDEL', jk, unpack(gone))
 -- A job marked preempting (preempt.lua) leaves that state; released by requeue it
 -- counts one preemption (the attempt is given back below, so never against max_attempts).
 if job.preempt_deadline then
