@@ -146,7 +146,8 @@ TEST_F(BrokerOnCluster, MasterKilledUnderLoadLosesNoJob) {
   for (const auto& [id, n] : acked) twice += n > 1;
   EXPECT_EQ(twice, 0);
   for (const auto& id : pushed) {
-    ASSERT_EQ(acked.count(id), 1u) << id << " was never completed";
+    ASSERT_EQ(acked.count(id), 1u) << id << " was never completed; the job now: " << api.get("/ojs/v1/jobs/" + id).body.dump()
+                                   << " (ACKs answered neither 200 nor 503: " << ack_conflicts << ")";
   }
   int completed = 0;
   for (const auto& id : pushed) completed += api.get("/ojs/v1/jobs/" + id).body["job"]["state"] == "completed";
