@@ -43,7 +43,7 @@ std::string format_rfc3339(std::int64_t epoch_ms) {
   }
   std::tm tm{};
   gmtime_r(&secs, &tm);
-  char buf[40];
+  char buf[80];  // room for any int in every field (years beyond 9999 come here)
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
   return buf;
@@ -86,7 +86,7 @@ std::int64_t days_from_civil(int y, unsigned m, unsigned d) {
 
 std::optional<std::int64_t> parse_rfc3339(std::string_view s) {
   std::size_t pos = 0;
-  int year, month, day, hour, minute, second;
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
   if (!read_digits(s, pos, 4, year) || !expect(s, pos, '-') || !read_digits(s, pos, 2, month) ||
       !expect(s, pos, '-') || !read_digits(s, pos, 2, day) || !expect(s, pos, 'T') ||
       !read_digits(s, pos, 2, hour) || !expect(s, pos, ':') || !read_digits(s, pos, 2, minute) ||

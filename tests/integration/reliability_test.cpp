@@ -98,6 +98,33 @@ TEST_F(Reliability, LateAckOfAReclaimedJobIsRefusedWith409) {
   EXPECT_EQ(late.body["error"]["details"]["state"], "available");
 }
 
+// A worker whose ACK was answered 503 (the reply lost, e.g. Redis failing over after the
+// ACK ran) retries it, as the protocol says: the same ACK of the job it completed is
+// answered 200 again and changes nothing; anyone else's, or another result, is a conflict.
+TEST_F(Reliability, RetriedAckOfTheJobItsWorkerCompletedAnswers200AndChangesNothing) {
+  const auto id = api.push(job_in("rel-replay"));
+  ASSERT_EQ(api.fetch({"rel-replay"}, "w1").size(), 1u);
+  const json ack = {{"job_id", id}, {"worker_id", "w1"}, {"result", {{"loss", 0.25}}}};
+  const auto first = api.post("/ojs/v1/workers/ack", ack);
+  ASSERT_EQ(first.status, 200) << first.body.dump();
+  const auto again = api.post("/ojs/v1/workers/ack", ack);
+  ASSERT_EQ(again.status, 200) << again.body.dump();
+  EXPECT_EQ(again.body["state"], "completed");
+  EXPECT_EQ(again.body["completed_at"], first.body["completed_at"]);
+  EXPECT_EQ(again.body["result"], json({{"loss", 0.25}}));
+
+  EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "w1"}, {"result", {{"loss", 0.5}}}}).status, 409);
+  EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "w1"}}).status, 409);
+  EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "w2"}, {"result", {{"loss", 0.25}}}}).status, 409);
+  const auto anonymous = api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"result", {{"loss", 0.25}}}});
+  EXPECT_EQ(anonymous.status, 409);  // OJS: completed is terminal; only the completing worker's replay is recognised
+  EXPECT_EQ(anonymous.body["error"]["details"]["state"], "completed");
+
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["result"], json({{"loss", 0.25}}));
+  EXPECT_EQ(api.get("/ojs/v1/queues/rel-replay/stats").body["queue"]["completed"], 1);
+  EXPECT_EQ(api.get("/ojs/v1/events?queues=rel-replay&types=job.completed").body["events"].size(), 1u);
+}
+
 TEST_F(Reliability, HeartbeatKeepsAJobReservedPastItsVisibilityTimeout) {
   const auto id = api.push(job_in("rel-beat"));
   ASSERT_EQ(api.fetch({"rel-beat"}, "beater", 1, {{"visibility_timeout_ms", 400}}).size(), 1u);

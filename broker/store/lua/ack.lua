@@ -2,12 +2,22 @@
 -- KEYS (18): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
 --            7 held prefix (keys.hpp held_prefix), 8-18 workflow keys (_lib_workflows.lua)
 -- ARGV: result_json ('' = none), worker_id ('' = any: plain OJS ACKs carry none)
--- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
+-- Reply: {'ok', job fields} (also for a replay: the completing worker's same ACK again)
+--        | {'not_found'} | {'conflict', state}
 local result, worker = ARGV[1], ARGV[2]
 local jk = KEYS[1]
 local job, flat = read_job(jk)
 if not job then return {'not_found'} end
-if job.state ~= 'active' then return {'conflict', job.state} end
+if job.state ~= 'active' then
+  -- A retried ACK (its first reply lost: the broker answered 503) by the worker that
+  -- completed the job, with the same result, answers as the first did. Nothing is
+  -- written: no event, no count. Any other ACK of a finished job is a conflict.
+  if job.state == 'completed' and worker ~= '' and job.worker_id == worker and not job.gang_workers
+     and (job.result or '') == result then
+    return {'ok', flat}
+  end
+  return {'conflict', job.state}
+end
 -- A worker whose reservation expired must not complete the job another worker now holds.
 if worker ~= '' and not held_by(job, worker) then return {'conflict', 'active (held by another worker)'} end
 -- [gangs] a gang completes when every rank has acknowledged; it keeps rank 0's result.

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The fixed measurement of issue 11 (docs/benchmarks.md "Redis work per job"): one
+# broker on its embedded Redis, one loadgen run of PUSH (ml) then FETCH+ACK (caps) over
+# 10 requirement classes, then the pipeline-1 ceiling on the same Redis. Prints
+# loadgen's tables: throughput, latency percentiles, round trips, Redis commandstats
+# and CPU per job, the broker's and loadgen's CPU per job, the ratio to the ceiling.
+#
+#   bench/redis-per-job.sh [BUILD_DIR] [LABEL]
+#
+# BUILD_DIR (default build) must hold broker/broker and bench/loadgen, built Release.
+# Run it on a quiet machine and compare runs taken back to back: every µs figure is
+# wall or CPU time and moves with the load. Knobs (environment): CLASSES (10),
+# PENDING (1000), JOBS (3000), PRODUCERS (4), WORKERS (8), DURATION_S (20),
+# CEILING_OPS (50000), LOADGEN (the loadgen binary; default BUILD_DIR's), JSON=1.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+LABEL=${2:-$(basename "$BUILD")}
+LOADGEN=${LOADGEN:-$BUILD/bench/loadgen}
+for binary in "$BUILD/broker/broker" "$LOADGEN"; do
+  [[ -x "$binary" ]] || { echo "redis-per-job: $binary is missing (build the broker and loadgen targets)" >&2; exit 2; }
+done
+
+DATA=$(mktemp -d /tmp/ojs-per-job.XXXXXX)
+BROKER_PID=
+cleanup() {
+  if [[ -n "$BROKER_PID" ]]; then kill "$BROKER_PID" 2>/dev/null || true; wait "$BROKER_PID" 2>/dev/null || true; fi
+  rm -rf "$DATA"
+}
+trap cleanup EXIT
+
+"$BUILD/broker/broker" --port 0 --data-dir "$DATA" --log-level warn >"$DATA/broker.out" 2>"$DATA/broker.err" &
+BROKER_PID=$!
+PORT=
+for _ in $(seq 1 300); do
+  PORT=$(sed -n 's/.*OJS_BROKER_READY port=\([0-9]*\).*/\1/p' "$DATA/broker.out" | head -n1)
+  [[ -n "$PORT" ]] && break
+  kill -0 "$BROKER_PID" 2>/dev/null || { cat "$DATA/broker.err" >&2; echo "redis-per-job: the broker exited" >&2; exit 1; }
+  sleep 0.1
+done
+[[ -n "$PORT" ]] || { echo "redis-per-job: the broker did not become ready" >&2; exit 1; }
+
+echo "== $LABEL ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), load $(cut -d' ' -f1-3 /proc/loadavg))"
+args=(--url "http://127.0.0.1:$PORT" --redis "$DATA/redis.sock" --queue k10
+      --classes "${CLASSES:-10}" --pending "${PENDING:-1000}" --jobs "${JOBS:-3000}"
+      --producers "${PRODUCERS:-4}" --workers "${WORKERS:-8}" --duration-s "${DURATION_S:-20}"
+      --ceiling-ops "${CEILING_OPS:-50000}" --skip-plain --broker-pid "$BROKER_PID")
+[[ "${JSON:-0}" == 1 ]] && args+=(--json)
+"$LOADGEN" "${args[@]}"
