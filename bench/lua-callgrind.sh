@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Instructions per script call (push, PUSH's whole round trip, claim, ack, the minimal
+# claim): a redis-server under callgrind, fed the real scripts by bench/lua-profile.py.
+# Exact and load-independent, unlike commandstats µs (docs/benchmarks.md).
+#
+#   bench/lua-callgrind.sh [LUA_DIR] [JOBS]     (defaults: broker/store/lua, 300)
+#
+# Env: PORT (6392), CLASSES (10), FORM (fcall | evalsha), ONLY0, HINT; see lua-profile.py.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LUA_DIR=${1:-$ROOT/broker/store/lua}
+JOBS=${2:-300}
+PORT=${PORT:-6392}
+for tool in valgrind callgrind_control callgrind_annotate redis-server python3; do
+  command -v "$tool" >/dev/null || { echo "lua-callgrind: $tool is missing (apt-get install valgrind redis-server python3)" >&2; exit 2; }
+done
+CGDIR=$(mktemp -d /tmp/ojs-callgrind.XXXXXX)
+valgrind --tool=callgrind --callgrind-out-file="$CGDIR/out.%p" \
+  redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no >"$CGDIR/redis.log" 2>&1 &
+CGPID=$!
+trap 'kill $CGPID 2>/dev/null || true; wait $CGPID 2>/dev/null || true; rm -rf "$CGDIR"' EXIT
+for _ in $(seq 1 300); do
+  redis-cli -p "$PORT" ping >/dev/null 2>&1 && break
+  kill -0 "$CGPID" 2>/dev/null || { cat "$CGDIR/redis.log" >&2; exit 1; }
+  sleep 0.2
+done
+CGPID=$CGPID CGDIR=$CGDIR SHORT=1 python3 "$ROOT/bench/lua-profile.py" "$LUA_DIR" "$PORT" "$JOBS"
