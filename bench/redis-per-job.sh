@@ -47,3 +47,7 @@ args=(--url "http://127.0.0.1:$PORT" --redis "$DATA/redis.sock" --queue k10
       --ceiling-ops "${CEILING_OPS:-50000}" --skip-plain --broker-pid "$BROKER_PID")
 [[ "${JSON:-0}" == 1 ]] && args+=(--json)
 "$LOADGEN" "${args[@]}"
+# The broker's CPU over its whole life (pre-fill included), split user / kernel: the
+# kernel share is its thread hand-offs and socket I/O.
+read -r utime stime < <(awk '{print $14, $15}' "/proc/$BROKER_PID/stat")
+echo "broker CPU since start: user $((utime * 1000 / $(getconf CLK_TCK))) ms, kernel $((stime * 1000 / $(getconf CLK_TCK))) ms"

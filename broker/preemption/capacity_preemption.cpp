@@ -41,6 +41,12 @@ std::vector<PreemptionController::LiveWorker> PreemptionController::live_workers
   return live;
 }
 
+int PreemptionController::head_class_rank(const std::string& queue, const std::pair<std::string, double>& head) {
+  if (const auto rank = class_rank_of_ready_score(head.second)) return *rank;
+  const auto job = store_.get(queue, head.first);  // fifo / sjf / fair: the score's band is the policy's
+  return job ? class_rank_of_score(static_cast<double>(job->get_int("rank_base").value_or(0))) : -1;
+}
+
 std::vector<RunningJob> PreemptionController::running_on(const std::string& worker_id) {
   std::vector<RunningJob> out;
   const auto held = workers_.held_ids(worker_id);
@@ -99,8 +105,8 @@ int PreemptionController::preempt() {
       const auto head = marks.ready_head(queue, class_id);
       if (!head) continue;
       const std::string preemptor = head->first;
-      const int rank = class_rank_of_score(head->second);
-      if (rank == 0 || pending_preemptors.count(preemptor)) continue;
+      const int rank = head_class_rank(queue, *head);
+      if (rank <= 0 || pending_preemptors.count(preemptor)) continue;
       if (live().empty()) return started;
       const ml::Requirements& req = scheduler_.requirements(class_id, class_json);
       if (!req.scheduling.reservation_id.empty()) continue;  // reservations hold their own capacity

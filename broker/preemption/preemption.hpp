@@ -155,6 +155,9 @@ class PreemptionController {
   // Workers that are running, seen within --worker-dead-after-ms, with capabilities.
   std::vector<LiveWorker> live_workers();
   std::vector<RunningJob> running_on(const std::string& worker_id);
+  // The priority class rank of a class's waiting head {job id, ready-set score}: the
+  // score's band under the `priority` policy, else the job's rank_base (-1: it is gone).
+  int head_class_rank(const std::string& queue, const std::pair<std::string, double>& head);
   // The queue's active jobs charged to its GPU budget (on any worker).
   std::vector<RunningJob> charged_in(const std::string& queue);
   QueueBudget budget_of(const std::string& queue);

@@ -19,10 +19,19 @@ inline double rank_base(int priority_class_rank, int priority) {
   return band * kScoreBand;
 }
 
-// Class rank (spot 0, on-demand 1, reserved 2) of a score or rank base.
+// Class rank (spot 0, on-demand 1, reserved 2) of a rank base (a job's `rank_base`
+// field, which stays the priority band whatever the queue's policy).
 inline int class_rank_of_score(double score) {
   const auto band = static_cast<long long>(std::floor(score / kScoreBand));
   return 2 - static_cast<int>(band / kPrioritiesPerClass);
+}
+
+// The class rank a ready-set score tells, when it tells one: under the queue policy
+// `priority` the score is rank_base + seq; under fifo, sjf and fair its band is the
+// policy's (below), so nullopt: the job's own rank_base says.
+inline std::optional<int> class_rank_of_ready_score(double score) {
+  if (std::floor(score / kScoreBand) >= 3 * kPrioritiesPerClass) return std::nullopt;
+  return class_rank_of_score(score);
 }
 
 // kScoreBand as the scripts receive it.

@@ -145,6 +145,31 @@ TEST_F(Preemption, WorkerThatIgnoresTheDirectiveLosesTheJobAtTheDeadline) {
   EXPECT_EQ(got[0]["id"], reserved);
 }
 
+// Under fifo, sjf and fair a ready set's score carries the policy's band, not the
+// priority class: a reserved job at the head of its class still preempts spot work
+// (its class comes from the job's rank_base). Before, it waited for the spot job.
+TEST_F(Preemption, ReservedJobPreemptsSpotWorkUnderEveryQueuePolicy) {
+  const auto l4 = caps_body("l4-inference");  // 1 GPU
+  for (const std::string policy : {"priority", "fifo", "sjf", "fair"}) {
+    const std::string queue = "pre-pol-" + policy;
+    auto put = api.call("PUT", "/ojs/v1/admin/queues/" + queue + "/config", {{"policy", policy}});
+    ASSERT_EQ(put.status, 200) << put.body.dump();
+    const std::string worker = "l4-" + policy;
+    const auto spot = api.push(spot_job(queue, 30));
+    ASSERT_EQ(api.fetch({queue}, worker, 1, l4).size(), 1u) << policy;
+    const auto reserved = api.push(reserved_job(queue));
+    const auto directives = wait_for_directive(worker, spot);
+    ASSERT_EQ(directives.size(), 1u) << policy << ": the reserved job did not preempt the spot job";
+    EXPECT_EQ(directives[0]["preempted_for"], reserved) << policy;
+    // The spot job gives the GPU back; the reserved job takes it; the worker is free for the next policy.
+    EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", spot}, {"worker_id", worker}}).status, 200) << policy;
+    auto next = api.fetch({queue}, worker, 1, l4);
+    ASSERT_EQ(next.size(), 1u) << policy;
+    EXPECT_EQ(next[0]["id"], reserved) << policy;
+    EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", reserved}, {"worker_id", worker}}).status, 200) << policy;
+  }
+}
+
 TEST_F(Preemption, NoPreemptionForSameClassOrWhenTheJobWouldNotFit) {
   const auto l4 = caps_body("l4-inference");
   const auto spot = api.push(spot_job("pre-none", 30));
