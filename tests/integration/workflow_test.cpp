@@ -205,9 +205,11 @@ TEST_F(Workflows, CancelStopsWaitingPendingAndActiveJobsOnce) {
 
   auto group = create({{"type", "group"}, {"jobs", {step("c.g1", "wf-cancel2"), step("c.g2", "wf-cancel2")}}});
   ASSERT_EQ(api.call("DELETE", "/ojs/v1/workflows/" + group["id"].get<std::string>()).status, 200);
-  for (const auto& j : workflow(group["id"])["jobs"]) {
+  const json cancelled = workflow(group["id"]);  // named: a range-for over a temporary's element reads freed memory
+  ASSERT_EQ(cancelled["jobs"].size(), 2u) << cancelled.dump();
+  for (const auto& j : cancelled["jobs"]) {
     EXPECT_EQ(j["state"], "cancelled");
-    EXPECT_EQ(api.get("/ojs/v1/jobs/" + j["job_id"].get<std::string>()).body["state"], "cancelled");
+    EXPECT_EQ(api.get("/ojs/v1/jobs/" + j["job_id"].get<std::string>()).body["job"]["state"], "cancelled");
   }
   EXPECT_TRUE(api.fetch({"wf-cancel2"}, "w").empty());
   EXPECT_EQ(api.get("/ojs/v1/workflows/019a0000-0000-7000-8000-000000000000").status, 404);
