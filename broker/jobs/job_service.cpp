@@ -49,6 +49,21 @@ json normalise_error(const json& error, int attempt) {
   return e;
 }
 
+// A retried NACK (its first reply lost: the broker answered 503) by the worker whose
+// failure the job last recorded, with the same error, answers as the first did; it is
+// read only, so nothing is written twice. Requeues record no error: they stay conflicts.
+bool replays_its_last_failure(const JobRecord& job, const json& error, bool requeue, const std::string& worker_id) {
+  const auto& state = job.state();
+  if (requeue || worker_id.empty() || job.get("worker_id") != worker_id) return false;
+  if (state != "retryable" && state != "available" && state != "discarded") return false;
+  json last = json::parse(job.get("error"), nullptr, false);
+  if (!last.is_object()) return false;
+  json again = normalise_error(error, job.attempt());
+  last.erase("occurred_at");
+  again.erase("occurred_at");
+  return last == again;
+}
+
 // [workflows] The transition that ended a batch's last job marked its callbacks
 // due; they are enqueued here, right after (the maintenance loop retries what a
 // failure here leaves due).
@@ -470,7 +485,10 @@ json JobService::fail(const std::string& id, const json& error, bool requeue, co
   for (int tries = 0; tries < 3; ++tries) {
     auto snapshot = store_.get(queue, id);
     if (!snapshot) throw not_found(id);
-    if (snapshot->state() != "active") checked(Transition{TransitionStatus::conflict, snapshot->state(), {}}, id, "fail");
+    if (snapshot->state() != "active") {
+      if (replays_its_last_failure(*snapshot, error, requeue, worker_id)) return snapshot->envelope();
+      checked(Transition{TransitionStatus::conflict, snapshot->state(), {}}, id, "fail");
+    }
     const FailurePlan plan = plan_failure(*snapshot, error, requeue);
     const Transition t = store_.fail(*snapshot, plan.outcome, plan.due_ms, requeue ? std::string() : plan.error.dump(),
                                      plan.errors.dump(), false, worker_id);

@@ -125,6 +125,29 @@ TEST_F(Reliability, RetriedAckOfTheJobItsWorkerCompletedAnswers200AndChangesNoth
   EXPECT_EQ(api.get("/ojs/v1/events?queues=rel-replay&types=job.completed").body["events"].size(), 1u);
 }
 
+// The same for a NACK: its retry after a lost reply finds the failure it recorded and
+// answers 200 without recording it again; another error or worker is a conflict.
+TEST_F(Reliability, RetriedNackOfTheFailureItsWorkerRecordedAnswers200AndChangesNothing) {
+  const auto id = api.push(job_in("rel-renack", {{"max_attempts", 3}, {"initial_interval", "PT30S"}, {"jitter", false}}));
+  ASSERT_EQ(api.fetch({"rel-renack"}, "w1").size(), 1u);
+  const json nack = {{"job_id", id}, {"worker_id", "w1"}, {"error", {{"code", "oom"}, {"message", "CUDA out of memory"}}}};
+  const auto first = api.post("/ojs/v1/workers/nack", nack);
+  ASSERT_EQ(first.status, 200) << first.body.dump();
+  ASSERT_EQ(first.body["state"], "retryable");
+  const auto again = api.post("/ojs/v1/workers/nack", nack);
+  ASSERT_EQ(again.status, 200) << again.body.dump();
+  EXPECT_EQ(again.body["state"], "retryable");
+  EXPECT_EQ(again.body["next_attempt_at"], first.body["next_attempt_at"]);
+
+  EXPECT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", id}, {"worker_id", "w1"}, {"error", {{"code", "oom"}, {"message", "other"}}}}).status, 409);
+  EXPECT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", id}, {"worker_id", "w2"}, {"error", nack["error"]}}).status, 409);
+  EXPECT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", id}, {"error", nack["error"]}}).status, 409);
+  const auto job = api.get("/ojs/v1/jobs/" + id).body["job"];
+  EXPECT_EQ(job["errors"].size(), 1u) << job.dump();
+  EXPECT_EQ(job["attempt"], 1);
+  EXPECT_EQ(api.get("/ojs/v1/events?queues=rel-renack&types=job.retrying").body["events"].size(), 1u);
+}
+
 TEST_F(Reliability, HeartbeatKeepsAJobReservedPastItsVisibilityTimeout) {
   const auto id = api.push(job_in("rel-beat"));
   ASSERT_EQ(api.fetch({"rel-beat"}, "beater", 1, {{"visibility_timeout_ms", 400}}).size(), 1u);
