@@ -21,24 +21,8 @@ for binary in "$BUILD/broker/broker" "$LOADGEN"; do
   [[ -x "$binary" ]] || { echo "redis-per-job: $binary is missing (build the broker and loadgen targets)" >&2; exit 2; }
 done
 
-DATA=$(mktemp -d /tmp/ojs-per-job.XXXXXX)
-BROKER_PID=
-cleanup() {
-  if [[ -n "$BROKER_PID" ]]; then kill "$BROKER_PID" 2>/dev/null || true; wait "$BROKER_PID" 2>/dev/null || true; fi
-  rm -rf "$DATA"
-}
-trap cleanup EXIT
-
-"$BUILD/broker/broker" --port 0 --data-dir "$DATA" --log-level warn >"$DATA/broker.out" 2>"$DATA/broker.err" &
-BROKER_PID=$!
-PORT=
-for _ in $(seq 1 300); do
-  PORT=$(sed -n 's/.*OJS_BROKER_READY port=\([0-9]*\).*/\1/p' "$DATA/broker.out" | head -n1)
-  [[ -n "$PORT" ]] && break
-  kill -0 "$BROKER_PID" 2>/dev/null || { cat "$DATA/broker.err" >&2; echo "redis-per-job: the broker exited" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n "$PORT" ]] || { echo "redis-per-job: the broker did not become ready" >&2; exit 1; }
+source "$ROOT/bench/start-broker.sh"
+start_broker "$BUILD"
 
 echo "== $LABEL ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), load $(cut -d' ' -f1-3 /proc/loadavg))"
 args=(--url "http://127.0.0.1:$PORT" --redis "$DATA/redis.sock" --queue k10

@@ -29,24 +29,8 @@ fi
 
 RESULTS=$BUILD_DIR/bench-results
 mkdir -p "$RESULTS"
-DATA=$(mktemp -d /tmp/ojs-bench.XXXXXX)
-BROKER_PID=
-cleanup() {
-  if [[ -n "$BROKER_PID" ]]; then kill "$BROKER_PID" 2>/dev/null || true; wait "$BROKER_PID" 2>/dev/null || true; fi
-  rm -rf "$DATA"
-}
-trap cleanup EXIT
-
-"$BUILD_DIR/broker/broker" --port 0 --data-dir "$DATA" --log-level warn >"$DATA/broker.out" 2>"$DATA/broker.err" &
-BROKER_PID=$!
-PORT=
-for _ in $(seq 1 300); do
-  PORT=$(sed -n 's/.*OJS_BROKER_READY port=\([0-9]*\).*/\1/p' "$DATA/broker.out" | head -n1)
-  [[ -n "$PORT" ]] && break
-  kill -0 "$BROKER_PID" 2>/dev/null || { cat "$DATA/broker.err" >&2; echo "broker exited" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n "$PORT" ]] || { echo "broker did not become ready" >&2; exit 1; }
+source "$ROOT/bench/start-broker.sh"
+start_broker "$BUILD_DIR"
 echo "broker on port $PORT, embedded Redis at $DATA/redis.sock"
 
 run_loadgen() {  # classes pending extra-args...
