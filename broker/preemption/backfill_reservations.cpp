@@ -88,7 +88,7 @@ int PreemptionController::reserve_for_backfill() {
       hold.for_job = head.job_id;
       hold.queue = queue;
       hold.class_id = head.class_id;
-      hold.class_rank = class_rank_of_score(static_cast<double>(job->get_int("rank_base").value_or(0)));
+      hold.class_rank = job->priority_class_rank();
       hold.backfill_start_ms = plan.start_ms;
       hold.gpus = head.req->gpu_count();
       hold.until_ms = plan.start_ms + config_.capacity_hold_ms;

@@ -44,7 +44,7 @@ std::vector<PreemptionController::LiveWorker> PreemptionController::live_workers
 int PreemptionController::head_class_rank(const std::string& queue, const std::pair<std::string, double>& head) {
   if (const auto rank = class_rank_of_ready_score(head.second)) return *rank;
   const auto job = store_.get(queue, head.first);  // fifo / sjf / fair: the score's band is the policy's
-  return job ? class_rank_of_score(static_cast<double>(job->get_int("rank_base").value_or(0))) : -1;
+  return job ? job->priority_class_rank() : -1;
 }
 
 std::vector<RunningJob> PreemptionController::running_on(const std::string& worker_id) {

@@ -33,7 +33,7 @@ int PreemptionController::escalate(const std::string& queue) {
     auto job = store.get(queue, id);
     auto req = job ? requirements_of(*job) : std::nullopt;
     const bool waiting = job && (job->state() == "available" || job->state() == "scheduled" || job->state() == "retryable");
-    const int from = job ? class_rank_of_score(static_cast<double>(job->get_int("rank_base").value_or(0))) : 0;
+    const int from = job ? job->priority_class_rank() : 0;
     const int to = req ? target_rank(req->scheduling, from) : 0;
     if (!req || !waiting || from >= to) {
       indexes.drop(queue, PreemptionStore::Index::escalations, id);

@@ -25,7 +25,7 @@ RunningJob running_job_from(const JobRecord& job, const std::string& queue, std:
   r.job_id = job.id();
   r.queue = queue;
   r.worker_id = job.get("worker_id");
-  r.class_rank = class_rank_of_score(static_cast<double>(job.get_int("rank_base").value_or(0)));
+  r.class_rank = job.priority_class_rank();
   r.preempting = job.has("preempt_deadline");
   if (auto req = requirements_of(job)) {
     r.preemptible = req->scheduling.preemptible;

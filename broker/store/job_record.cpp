@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "broker/store/priority_score.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/worker_load.hpp"
 
@@ -38,6 +39,10 @@ std::optional<std::int64_t> JobRecord::get_int(const std::string& name) const {
 }
 
 int JobRecord::attempt() const { return static_cast<int>(get_int("attempt").value_or(0)); }
+
+int JobRecord::priority_class_rank() const {
+  return class_rank_of_score(static_cast<double>(get_int("rank_base").value_or(0)));
+}
 
 nlohmann::json JobRecord::envelope() const {
   nlohmann::json doc = nlohmann::json::parse(get("doc"), nullptr, false);

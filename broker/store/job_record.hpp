@@ -36,6 +36,9 @@ struct JobRecord {
     ml::Labels labels;
   };
   std::optional<Load> load_on(const std::string& worker_id) const;
+  // Its priority class rank (spot 0, on-demand 1, reserved 2) from its rank_base, which
+  // stays the priority band whatever the queue's policy (escalation rewrites it).
+  int priority_class_rank() const;
   // The GPUs a claimed (not gang) job holds: those charged to the budget at claim, else its gpu_count.
   int held_gpus() const { return static_cast<int>(get_int("charged_gpus").value_or(get_int("gpus").value_or(0))); }
 
