@@ -42,7 +42,9 @@ struct RecordedGpu {
   bool retired_pages_pending = false;
   bool query_failed = false;        // a basic query failed: the device is lost or broken
   int compute_mode = 0;             // nvmlDeviceGetComputeMode: 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive process
+  bool mig_supported = false;       // nvmlDeviceGetMigMode answered (NOT_SUPPORTED on GPUs without MIG)
   bool mig_enabled = false;         // nvmlDeviceGetMigMode current mode
+  bool mig_pending_enabled = false; // its pending mode: what the GPU becomes after its next reset
   unsigned max_mig_devices = 0;     // nvmlDeviceGetMaxMigDeviceCount (7 on A100/H100)
   std::vector<RecordedMigDevice> mig_devices;
 };
@@ -60,8 +62,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RecordedMigDevice, index, uuid, 
                                                 compute_instance_slice_count, multiprocessor_count, query_failed)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RecordedGpu, index, name, uuid, memory_total_bytes, cuda_compute_capability,
                                                 pci_bus_id, numa_node, nvlinks, ecc_uncorrected_volatile,
-                                                retired_pages_pending, query_failed, compute_mode, mig_enabled,
-                                                max_mig_devices, mig_devices)
+                                                retired_pages_pending, query_failed, compute_mode, mig_supported,
+                                                mig_enabled, mig_pending_enabled, max_mig_devices, mig_devices)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RecordedGpuInventory, driver_version, cuda_driver_version, gpus)
 
 }  // namespace ojs::worker

@@ -118,9 +118,28 @@ std::string cuda_version_string(int cuda_driver_version) {
   return std::to_string(cuda_driver_version / 1000) + "." + std::to_string((cuda_driver_version % 1000) / 10);
 }
 
-bool is_gpu_healthy(const RecordedGpu& gpu) {
-  return !gpu.query_failed && gpu.ecc_uncorrected_volatile <= 0 && !gpu.retired_pages_pending;
+std::string compute_mode_name(int mode) {
+  switch (mode) {
+    case 0: return "default";
+    case 1: return "exclusive_thread";
+    case 2: return "prohibited";
+    case 3: return "exclusive_process";
+    default: return "unknown";
+  }
 }
+
+std::string gpu_health_fault(const RecordedGpu& gpu) {
+  if (gpu.query_failed) return "an NVML query failed: the GPU is lost or broken";
+  if (gpu.ecc_uncorrected_volatile > 0)
+    return std::to_string(gpu.ecc_uncorrected_volatile) + " uncorrected ECC errors since driver load";
+  if (gpu.retired_pages_pending) return "retired memory pages pending: the GPU needs a reset";
+  // An operator setting (nvidia-smi -c PROHIBITED), not a fault, but no process
+  // can create a CUDA context on it, so no job may be placed there.
+  if (gpu.compute_mode == 2) return "compute mode prohibited: no CUDA context can be created";
+  return {};
+}
+
+bool is_gpu_healthy(const RecordedGpu& gpu) { return gpu_health_fault(gpu).empty(); }
 
 std::string mig_profile_name(const RecordedMigDevice& mig) {
   const unsigned gi = mig.gpu_instance_slice_count;
@@ -152,7 +171,18 @@ nlohmann::json device_json(const Advertised& d, const std::set<unsigned>& peers)
                       {"pci_bus_id", canonical_pci_bus_id(gpu.pci_bus_id)},
                       {"numa_node", gpu.numa_node},
                       {"nvlink_peers", peers},  // MIG devices have none: MIG disables peer-to-peer
-                      {"healthy", d.healthy}};
+                      {"healthy", d.healthy},
+                      {"compute_mode", compute_mode_name(gpu.compute_mode)}};
+  if (!d.healthy) {
+    const std::string fault = gpu_health_fault(gpu);
+    j["health_reason"] = fault.empty() ? "the MIG device's query failed" : fault;
+  }
+  if (!d.mig && gpu.mig_supported) {
+    // A MIG-capable GPU used whole; a pending mode other than the current one
+    // takes effect at its next reset, when this advertisement will change.
+    j["mig_mode"] = "disabled";
+    if (gpu.mig_pending_enabled) j["mig_mode_pending"] = "enabled";
+  }
   if (d.mig) {
     j["mig_profile"] = mig_profile_name(*d.mig);
     j["parent_index"] = gpu.index;
@@ -232,6 +262,10 @@ GpuCapabilities map_gpu_inventory(const RecordedGpuInventory& inventory) {
              {"interconnect", all_nvlinked ? "nvlink" : "pcie"}};
   out.labels["nvidia.com/gpu.product"] = healthy.front()->gpu->name;
   if (any_mig) out.labels["nvidia.com/mig.enabled"] = "true";
+  // The label NVIDIA's GPU feature discovery sets, so selectors written for it match here.
+  const bool mig_capable = std::any_of(inventory.gpus.begin(), inventory.gpus.end(),
+                                       [](const RecordedGpu& gpu) { return gpu.mig_supported; });
+  out.labels["nvidia.com/mig.capable"] = mig_capable ? "true" : "false";
   return out;
 }
 

@@ -27,7 +27,14 @@ double bytes_to_gb(std::uint64_t bytes);
 // Driver/CUDA versions as labels; e.g. 12040 -> "12.4".
 std::string cuda_version_string(int cuda_driver_version);
 
+// Why a GPU must not take jobs (lost, uncorrected ECC errors, pages pending
+// retirement, compute mode prohibited), or "" when it may.
+std::string gpu_health_fault(const RecordedGpu& gpu);
 bool is_gpu_healthy(const RecordedGpu& gpu);
+
+// nvmlComputeMode_t as nvidia-smi spells it: default, exclusive_thread,
+// prohibited, exclusive_process.
+std::string compute_mode_name(int mode);
 
 // The MIG profile as nvidia-smi names it: compute slices, "g.", memory rounded
 // up to whole GiB ("1g.10gb", "3g.40gb"); "1c.2g.20gb" when the compute

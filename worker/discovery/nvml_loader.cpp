@@ -91,7 +91,10 @@ std::vector<RecordedNvLink> read_nvlinks(const NvmlApi& api, Device device) {
 void read_mig(const NvmlApi& api, Device device, RecordedGpu& gpu) {
   if (!api.has_mig()) return;
   unsigned current = 0, pending = 0;
-  if (api.get_mig_mode(device, &current, &pending) != SUCCESS || current != DEVICE_MIG_ENABLE) return;
+  if (api.get_mig_mode(device, &current, &pending) != SUCCESS) return;  // NOT_SUPPORTED: no MIG on this GPU
+  gpu.mig_supported = true;
+  gpu.mig_pending_enabled = pending == DEVICE_MIG_ENABLE;
+  if (current != DEVICE_MIG_ENABLE) return;
   gpu.mig_enabled = true;
   if (api.get_max_mig_devices(device, &gpu.max_mig_devices) != SUCCESS) return;
   for (unsigned slot = 0; slot < gpu.max_mig_devices; ++slot) {

@@ -1,8 +1,11 @@
 #include "worker/config/json_file.hpp"
 #include "worker/discovery/gpu_mapping.hpp"
+#include "worker/discovery/gpu_sharing.hpp"
 #include "test_helpers.hpp"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace ojs::worker {
 namespace {
@@ -97,6 +100,77 @@ TEST(GpuMapping, HealthSignals) {
   gpu.retired_pages_pending = false;
   gpu.query_failed = true;
   EXPECT_FALSE(is_gpu_healthy(gpu));
+}
+
+TEST(GpuMapping, ProhibitedComputeModeTakesNoJobsAndSaysWhy) {
+  RecordedGpu gpu;
+  gpu.compute_mode = 2;  // nvidia-smi -c PROHIBITED
+  EXPECT_FALSE(is_gpu_healthy(gpu));
+  EXPECT_EQ(gpu_health_fault(gpu), "compute mode prohibited: no CUDA context can be created");
+  auto inventory = load_fixture("a100-pcie-4x.json");
+  inventory.gpus[1].compute_mode = 2;
+  const auto caps = map_gpu_inventory(inventory);
+  EXPECT_FALSE(caps.devices[1]["healthy"].get<bool>());
+  EXPECT_EQ(caps.devices[1]["compute_mode"], "prohibited");
+  EXPECT_EQ(caps.devices[1]["health_reason"], "compute mode prohibited: no CUDA context can be created");
+  EXPECT_EQ(caps.devices[0]["compute_mode"], "default");
+  EXPECT_FALSE(caps.devices[0].contains("health_reason"));
+  EXPECT_EQ(compute_mode_name(3), "exclusive_process");
+}
+
+TEST(GpuMapping, MigCapableGpuUsedWholeSaysSoAndItsPendingMode) {
+  auto inventory = load_fixture("dgx-h100.json");
+  inventory.gpus[2].mig_pending_enabled = true;  // nvidia-smi -mig 1 issued, reset not yet done
+  const auto caps = map_gpu_inventory(inventory);
+  EXPECT_EQ(caps.labels["nvidia.com/mig.capable"], "true");
+  EXPECT_FALSE(caps.labels.contains("nvidia.com/mig.enabled"));
+  EXPECT_EQ(caps.devices[0]["mig_mode"], "disabled");
+  EXPECT_FALSE(caps.devices[0].contains("mig_mode_pending"));
+  EXPECT_EQ(caps.devices[2]["mig_mode_pending"], "enabled");
+  EXPECT_EQ(caps.gpu["count"], 8);  // still advertised whole until the reset
+
+  for (auto& gpu : inventory.gpus) gpu.mig_supported = false;  // e.g. an L4 or a T4
+  const auto plain = map_gpu_inventory(inventory);
+  EXPECT_EQ(plain.labels["nvidia.com/mig.capable"], "false");
+  EXPECT_FALSE(plain.devices[0].contains("mig_mode"));
+}
+
+// Recorded on a real H200 (scripts/capture-gpu.sh; see h200-1gpu.capture.log and
+// the nvidia-smi files beside it): the raw NVML values must map to what the
+// worker advertised there, and agree with nvidia-smi.
+TEST(GpuMapping, H200CapturedOnRealHardwareMapsToItsAdvertisement) {
+  const auto inventory = load_fixture("h200-1gpu.json");
+  const auto advertised = read_json_file(testing::fixture_path("nvml/h200-1gpu.capabilities.json").string());
+  const auto caps = map_gpu_inventory(inventory);
+  EXPECT_EQ(caps.gpu, advertised["gpu"]);
+  ASSERT_EQ(caps.devices.size(), 1u);
+  auto device = advertised["devices"][0];
+  device.erase("sharing");  // added by apply_gpu_sharing
+  auto mapped = caps.devices[0];
+  mapped.erase("numa_node");  // joined in from hwloc on the machine
+  device.erase("numa_node");
+  EXPECT_EQ(mapped, device);
+  for (const auto& [key, value] : caps.labels.items()) EXPECT_EQ(advertised["labels"][key], value) << key;
+
+  // nvidia-smi on the same machine: NVIDIA H200, 143771 MiB, 9.0, MIG Disabled/Disabled, compute mode Default.
+  EXPECT_EQ(caps.gpu["type"], "nvidia-h200");
+  EXPECT_DOUBLE_EQ(caps.gpu["memory_gb"].get<double>(), std::floor(143771.0 * 1048576 / 1e8) / 10);
+  EXPECT_EQ(caps.gpu["compute_capability"], "9.0");
+  EXPECT_EQ(caps.devices[0]["mig_mode"], "disabled");
+  EXPECT_EQ(caps.devices[0]["compute_mode"], "default");
+  EXPECT_EQ(caps.labels["nvidia.com/mig.capable"], "true");
+  EXPECT_EQ(caps.labels["nvidia.com/driver-version"], "580.159.04");
+}
+
+// The same machine while an MPS control daemon ran: the worker's "auto" sharing
+// found it and advertised two jobs per GPU at the default 50 % of threads.
+TEST(GpuSharing, H200WithItsMpsDaemonAdvertisedTwoJobsPerGpu) {
+  const auto with_mps = read_json_file(testing::fixture_path("nvml/h200-1gpu.mps.capabilities.json").string());
+  const auto without = read_json_file(testing::fixture_path("nvml/h200-1gpu.capabilities.json").string());
+  const auto shared = apply_gpu_sharing(without, resolve_gpu_sharing({}, true, nullptr));
+  EXPECT_EQ(shared["devices"], with_mps["devices"]);
+  EXPECT_EQ(shared["labels"], with_mps["labels"]);
+  EXPECT_EQ(with_mps["devices"][0]["max_jobs"], 2);
 }
 
 TEST(GpuMapping, SickGpuDoesNotLowerTheAggregates) {
