@@ -182,3 +182,27 @@ TEST_F(HardeningCronBatch, IdleCronsCostNothingPerMaintenancePass) {
   // About 20 passes of 50 ms in two seconds: 300 idle crons read on each would be 6,000+.
   EXPECT_LT(reads, 600) << "HGETALL calls over two ticks with 300 idle crons";
 }
+
+// #11: one batch could create more queues than --max-queues, and a refused batch
+// registered its queues anyway.
+TEST_F(HardeningCronBatch, BatchChecksTheQueueCapAsAWholeAndRegistersNothingWhenRefused) {
+  BrokerProcess broker{redis.url(), {"--max-queues", "3"}};
+  Api api{broker.url()};
+  api.push(job("h3-q0"));
+  ASSERT_EQ(hlen(redis, kQueueDirectory), 1);
+  const json batch = {{"jobs", {job("h3-q1"), job("h3-q2"), job("h3-q3"), job("h3-q0")}}};
+  const auto r = api.post("/ojs/v1/jobs/batch", batch);
+  EXPECT_EQ(r.status, 422) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["details"]["limit"], "max_queues");
+  EXPECT_EQ(hlen(redis, kQueueDirectory), 1) << "a refused batch registered queues";
+
+  // Refused for a duplicate id: its new queues are not registered either.
+  const auto taken = api.push(job("h3-q0"));
+  const json dup = {{"jobs", {job("h3-q1"), job("h3-q0", {{"id", taken}})}}};
+  EXPECT_EQ(api.post("/ojs/v1/jobs/batch", dup).status, 409);
+  EXPECT_EQ(hlen(redis, kQueueDirectory), 1);
+
+  const json fits = {{"jobs", {job("h3-q1"), job("h3-q2"), job("h3-q0")}}};
+  EXPECT_EQ(api.post("/ojs/v1/jobs/batch", fits).status, 201);
+  EXPECT_EQ(hlen(redis, kQueueDirectory), 3);
+}
