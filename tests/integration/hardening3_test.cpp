@@ -206,3 +206,73 @@ TEST_F(HardeningCronBatch, BatchChecksTheQueueCapAsAWholeAndRegistersNothingWhen
   EXPECT_EQ(api.post("/ojs/v1/jobs/batch", fits).status, 201);
   EXPECT_EQ(hlen(redis, kQueueDirectory), 3);
 }
+
+// #12: refused batches and workflows and rejected or ignored unique PUSHes left
+// their reserved ids in the job directory (5 refused batches: +4,995 entries).
+TEST_F(HardeningCronBatch, RefusedRequestsReleaseTheIdsTheyReserved) {
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  const auto taken = api.push(job("h3-ids"));
+  const auto entries = hlen(redis, kJobDirectory);
+
+  json batch = {{"jobs", json::array()}};
+  for (int i = 0; i < 200; ++i) batch["jobs"].push_back(job("h3-ids"));
+  batch["jobs"].push_back(job("h3-ids", {{"id", taken}}));
+  for (int round = 0; round < 3; ++round) EXPECT_EQ(api.post("/ojs/v1/jobs/batch", batch).status, 409);
+  EXPECT_EQ(hlen(redis, kJobDirectory), entries) << "refused batches";
+
+  const json workflow = {{"type", "group"}, {"jobs", {job("h3-ids"), job("h3-ids"), job("h3-ids", {{"id", taken}})}}};
+  EXPECT_EQ(api.post("/ojs/v1/workflows", workflow).status, 409);
+  EXPECT_EQ(hlen(redis, kJobDirectory), entries) << "a refused workflow";
+  EXPECT_EQ(hlen(redis, "ojs:{_global}:workflow-queue"), 0) << "a refused workflow";
+
+  auto unique = [](const std::string& on_conflict) {
+    return job("h3-ids", {{"args", {"same"}}, {"unique", {{"keys", {"type", "args"}}, {"on_conflict", on_conflict}}}});
+  };
+  ASSERT_EQ(api.post("/ojs/v1/jobs", unique("reject")).status, 201);
+  const auto with_holder = hlen(redis, kJobDirectory);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(api.post("/ojs/v1/jobs", unique("reject")).status, 409);
+    EXPECT_EQ(api.post("/ojs/v1/jobs", unique("ignore")).status, 200);
+  }
+  EXPECT_EQ(hlen(redis, kJobDirectory), with_holder) << "rejected and ignored unique PUSHes";
+}
+
+// #14: 50 concurrent unique PUSHes with on_conflict replace got 500s ("uniqueness
+// key kept changing") and left a cancelled holder whose replaced_by was never stored.
+TEST_F(HardeningCronBatch, ConcurrentUniqueReplaceNeverFailsAndReplacedByIsAlwaysStored) {
+  BrokerProcess broker{redis.url(), {"--handler-threads", "16"}};
+  const json body = job("h3-unique", {{"args", {"k"}}, {"unique", {{"keys", {"type", "args"}}, {"on_conflict", "replace"}}}});
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::thread> threads;
+    std::mutex mutex;
+    std::vector<std::string> created;
+    std::vector<std::string> failures;
+    for (int t = 0; t < 50; ++t)
+      threads.emplace_back([&] {
+        Api api{broker.url()};
+        const auto r = api.post("/ojs/v1/jobs", body);
+        std::lock_guard lock(mutex);
+        if (r.status == 201) created.push_back(r.body["job"]["id"].get<std::string>());
+        else if (r.status != 409) failures.push_back(std::to_string(r.status) + " " + r.body.dump());
+      });
+    for (auto& t : threads) t.join();
+    EXPECT_TRUE(failures.empty()) << failures.size() << " failed, e.g. " << failures[0];
+    ASSERT_FALSE(created.empty());
+    Api api{broker.url()};
+    int alive = 0;
+    for (const auto& id : created) {
+      const auto info = api.get("/ojs/v1/jobs/" + id);
+      ASSERT_EQ(info.status, 200);
+      const auto& j = info.body["job"];
+      if (j["state"] != "cancelled") {
+        ++alive;
+        continue;
+      }
+      ASSERT_TRUE(j.contains("replaced_by")) << j.dump();
+      const auto by = api.get("/ojs/v1/jobs/" + j["replaced_by"].get<std::string>());
+      EXPECT_EQ(by.status, 200) << id << " names a replacement never stored: " << j["replaced_by"];
+    }
+    EXPECT_GE(alive, 1) << "the job holding the uniqueness key";
+  }
+}
