@@ -276,3 +276,21 @@ TEST_F(HardeningCronBatch, ConcurrentUniqueReplaceNeverFailsAndReplacedByIsAlway
     EXPECT_GE(alive, 1) << "the job holding the uniqueness key";
   }
 }
+
+// #18: a queue config with 4,000 tenant quotas answered 500 (Lua unpack limit).
+TEST_F(HardeningCronBatch, TenantQuotaListsAreBoundedAndWrittenInSlices) {
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  auto config_with = [](int tenants) {
+    json list = json::object();
+    for (int i = 0; i < tenants; ++i) list["t" + std::to_string(i)] = {{"max_gpus", 1}};
+    return json{{"tenant_quotas", {{"tenants", list}}}};
+  };
+  const auto too_many = api.call("PUT", "/ojs/v1/admin/queues/h3-quotas/config", config_with(4000));
+  EXPECT_EQ(too_many.status, 400) << too_many.body.dump().substr(0, 300);
+  EXPECT_EQ(too_many.body["error"]["details"]["field"], "tenant_quotas.tenants");
+  EXPECT_NE(too_many.body["error"]["message"].get<std::string>().find("3999"), std::string::npos) << too_many.body.dump();
+  const auto most = api.call("PUT", "/ojs/v1/admin/queues/h3-quotas/config", config_with(3999));
+  ASSERT_EQ(most.status, 200) << most.body.dump().substr(0, 300);
+  EXPECT_EQ(hlen(redis, "ojs:{h3-quotas}:tenant-quotas"), 3999);
+}
