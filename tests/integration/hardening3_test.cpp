@@ -294,3 +294,42 @@ TEST_F(HardeningCronBatch, TenantQuotaListsAreBoundedAndWrittenInSlices) {
   ASSERT_EQ(most.status, 200) << most.body.dump().substr(0, 300);
   EXPECT_EQ(hlen(redis, "ojs:{h3-quotas}:tenant-quotas"), 3999);
 }
+
+// #10: kill -9 of the embedded redis-server left the broker answering 503 forever
+// with a zombie child. The broker restarts it from its AOF.
+TEST(HardeningEmbeddedRedis, ABrokerRestartsItsKilledRedisFromTheAof) {
+  const std::string dir = make_temp_dir("h3-embedded") + "/data";
+  BrokerProcess broker("", {"--data-dir", dir});
+  Api api{broker.url()};
+  const auto id = api.push(job("h3-embedded"));
+  // The AOF is fsynced every second: wait until the job is on disk (what a
+  // SIGKILL cannot take back).
+  ASSERT_TRUE(wait_until([&] {
+    std::string all;
+    for (const auto& f : std::filesystem::directory_iterator(dir + "/appendonlydir")) {
+      std::ifstream in(f.path());
+      all.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    return all.find(id) != std::string::npos;
+  }));
+
+  for (int round = 0; round < 2; ++round) {
+    // The embedded redis-server: the broker's child process.
+    pid_t redis_pid = -1;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream stat(entry.path() / "stat");
+      std::string pid, comm, state, ppid;
+      if (!(stat >> pid >> comm >> state >> ppid)) continue;
+      if (comm.find("redis-server") != std::string::npos && std::stoi(ppid) == broker.pid()) redis_pid = std::stoi(pid);
+    }
+    ASSERT_GT(redis_pid, 0) << "no redis-server child of the broker";
+    ASSERT_EQ(::kill(redis_pid, SIGKILL), 0);
+    ASSERT_TRUE(wait_until([&] { return api.get("/ojs/v1/health").status == 200; })) << "round " << round;
+    const auto info = api.get("/ojs/v1/jobs/" + id);
+    EXPECT_EQ(info.status, 200) << "round " << round << ": " << info.body.dump();
+    EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(redis_pid))) << "the killed redis-server was not reaped";
+    EXPECT_EQ(api.post("/ojs/v1/jobs", job("h3-embedded")).status, 201);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(std::filesystem::path(dir).parent_path(), ec);
+}
