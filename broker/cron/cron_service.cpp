@@ -217,9 +217,19 @@ void CronService::cancel_previous_run(const std::string& name, const CronRecord&
   }
 }
 
-bool CronService::tick_admitted(const std::string& name, const json& definition) {
-  if (!admit_tick_ || admit_tick_(definition.value("registered_by", std::string()))) return true;
-  spdlog::info("cron {}: tick waits, {} is over its PUSH rate", name, definition.value("registered_by", std::string()));
+// A tick that will enqueue takes a PUSH token of whoever registered the cron; one
+// the overlap policy skips or defers does not (the previous run read just before;
+// cron_fire.lua decides on the same state).
+bool CronService::tick_admitted(const std::string& name, const json& definition, const CronRecord& record, bool deferred_turn) {
+  if (!admit_tick_) return true;
+  const auto policy = definition.value("overlap_policy", "skip");
+  if (!deferred_turn && (policy == "skip" || policy == "enqueue")) {
+    if (!store_.previous_run_finished(name)) return true;            // skipped or deferred
+    if (policy == "enqueue" && !deferred_ticks(record).empty()) return true;  // deferred behind the others
+  }
+  const auto who = definition.value("registered_by", std::string());
+  if (admit_tick_(who)) return true;
+  spdlog::info("cron {}: tick waits, {} is over its PUSH rate", name, who);
   return false;
 }
 
@@ -228,10 +238,10 @@ void CronService::fire_deferred(const std::string& name) {
   const auto record = store_.get(name);
   if (!record) return;
   const auto deferred = deferred_ticks(*record);
-  if (deferred.empty()) return;
+  if (deferred.empty() || !store_.previous_run_finished(name)) return;  // not its turn yet: no token, no job prepared
   try {
     const json definition = json::parse(record->definition);
-    if (definition.value("enabled", true) && tick_admitted(name, definition))
+    if (definition.value("enabled", true) && tick_admitted(name, definition, *record, true))
       store_.fire_deferred(name, deferred.front(), tick_job(name, definition, record->tenant, deferred.front()));
   } catch (const std::exception& e) {
     spdlog::warn("cron {}: deferred tick at {} failed: {}", name, format_rfc3339(deferred.front()), e.what());
@@ -260,7 +270,7 @@ void CronService::run_once() {
     }
     try {
       const json definition = json::parse(record->definition);
-      if (!definition.value("enabled", true) || !tick_admitted(name, definition)) continue;
+      if (!definition.value("enabled", true) || !tick_admitted(name, definition, *record, false)) continue;
       fire(name, definition, *record, *tick, now);
     } catch (const std::exception& e) {
       spdlog::warn("cron {}: tick at {} failed: {}", name, format_rfc3339(*tick), e.what());

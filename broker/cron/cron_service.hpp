@@ -55,7 +55,7 @@ class CronService {
   nlohmann::json view(const std::string& name, const CronRecord& record);
   std::optional<CronRecord> in_scope(const std::string& name, const std::string& scope);
   BatchJob tick_job(const std::string& name, const nlohmann::json& definition, const std::string& tenant, std::int64_t tick_ms);
-  bool tick_admitted(const std::string& name, const nlohmann::json& definition);
+  bool tick_admitted(const std::string& name, const nlohmann::json& definition, const CronRecord& record, bool deferred_turn);
   void fire(const std::string& name, const nlohmann::json& definition, const CronRecord& record, std::int64_t tick_ms,
             std::int64_t now);
   void fire_deferred(const std::string& name);

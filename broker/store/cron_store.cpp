@@ -99,19 +99,25 @@ void CronStore::index_all() {
 // Two steps in two slots: the tick's compare-and-set (global), then the PUSH (the
 // job's queue). The previous run's state is read before: `skip` and `enqueue` see
 // it at most one step late, as a broker reading it a moment earlier would.
-CronFire CronStore::fire(const std::string& name, std::int64_t tick_ms, std::int64_t following_ms, const std::string& overlap,
-                         const BatchJob& job) {
-  const auto state = keys::cron_state(name);
-  std::string previous_id, previous_state;
-  const auto last = redis_.command({"HGET", state, "last_job"});
+std::pair<std::string, std::string> CronStore::previous_run(const std::string& name) {
+  const auto last = redis_.command({"HGET", keys::cron_state(name), "last_job"});
   if (!last.is_nil())
     if (const auto space = last.str.find(' '); space != std::string::npos) {
       const auto f = redis_.command({"HMGET", keys::job(last.str.substr(0, space), last.str.substr(space + 1)), "state", "id"});
-      if (f.elements.size() == 2 && !f.elements[0].is_nil()) {
-        previous_state = f.elements[0].str;
-        previous_id = f.elements[1].str;
-      }
+      if (f.elements.size() == 2 && !f.elements[0].is_nil()) return {f.elements[1].str, f.elements[0].str};
     }
+  return {};
+}
+
+bool CronStore::previous_run_finished(const std::string& name) {
+  const auto state = previous_run(name).second;  // cron_fire.lua's is_terminal, on the same read
+  return state.empty() || state == "completed" || state == "cancelled" || state == "discarded";
+}
+
+CronFire CronStore::fire(const std::string& name, std::int64_t tick_ms, std::int64_t following_ms, const std::string& overlap,
+                         const BatchJob& job) {
+  const auto state = keys::cron_state(name);
+  const auto [previous_id, previous_state] = previous_run(name);
   const auto reply = redis_.eval("cron_fire", {state, keys::cron_due, keys::cron_deferred},
                                  {std::to_string(tick_ms), std::to_string(following_ms), overlap, previous_state,
                                   job.queue + " " + job.id, name});

@@ -59,9 +59,13 @@ class CronStore {
   // once the previous run has finished (fired), else stale.
   CronFire fire_deferred(const std::string& name, std::int64_t tick_ms, const BatchJob& job);
   bool lead(const std::string& owner, std::int64_t ttl_ms);  // the ticker's leader lease
+  // The cron's last run has ended (or there is none): what the overlap policies ask.
+  bool previous_run_finished(const std::string& name);
 
  private:
   RedisPool& redis_;
+  // The last run's id and state as read now ("" when none or gone).
+  std::pair<std::string, std::string> previous_run(const std::string& name);
   // A cron event in the queue's stream (emit_event.lua: the --events bound applies).
   void emit(const std::string& queue, const std::string& type, const std::string& job_id, std::vector<std::string> extra);
 };
