@@ -20,6 +20,7 @@ namespace ojs::broker {
 
 struct BrokerApp::Impl {
   BrokerConfig config;
+  CronLimits cron_limits;
   std::unique_ptr<EmbeddedRedis> embedded;
   std::unique_ptr<RedisPool> redis;
   std::unique_ptr<JobStore> store;
@@ -46,7 +47,10 @@ struct BrokerApp::Impl {
   std::unique_ptr<EventHub> event_hub;  // the SSE fan-out
 };
 
-BrokerApp::BrokerApp(BrokerConfig config) : impl_(std::make_unique<Impl>()) { impl_->config = std::move(config); }
+BrokerApp::BrokerApp(BrokerConfig config, CronLimits crons) : impl_(std::make_unique<Impl>()) {
+  impl_->config = std::move(config);
+  impl_->cron_limits = crons;
+}
 
 BrokerApp::~BrokerApp() { stop(); }
 
@@ -80,7 +84,7 @@ void BrokerApp::start() {
   register_system_api(i.router, *i.api, *i.observability);
   register_jobs_api(i.router, *i.api);
   register_batch_api(i.router, *i.api);
-  i.cron = std::make_unique<CronService>(*i.jobs, i.config.maintenance_interval_ms);
+  i.cron = std::make_unique<CronService>(*i.jobs, i.config.maintenance_interval_ms, i.cron_limits);
   register_cron_api(i.router, *i.cron);
   i.workflows = std::make_unique<WorkflowService>(*i.jobs);
   register_workflows_api(i.router, *i.workflows);
@@ -98,6 +102,8 @@ void BrokerApp::start() {
   register_dead_letter_api(i.router, *i.api);
   i.governance = governance::install(i.config, *i.redis, *i.jobs, i.router, *i.api);
   register_admin_api(i.router, *i.api, *i.governance->configs);
+  // Cron ticks are PUSHes of the identity that registered the cron: --push-rate binds them.
+  i.cron->set_tick_admission([access = i.governance->access.get()](const std::string& identity) { return access->take_push_token(identity); });
   i.checkpoints = std::make_unique<Checkpoints>(*i.store, i.config.checkpoint_prefixes);
   i.reservations = std::make_unique<Reservations>(*i.store);
   register_preemption_api(i.router, *i.checkpoints, *i.reservations);

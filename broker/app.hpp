@@ -4,12 +4,13 @@
 #include <memory>
 
 #include "broker/config.hpp"
+#include "broker/cron/cron_limits.hpp"
 
 namespace ojs::broker {
 
 class BrokerApp {
  public:
-  explicit BrokerApp(BrokerConfig config);
+  explicit BrokerApp(BrokerConfig config, CronLimits crons = {});
   ~BrokerApp();
   void start();  // throws on failure to start Redis or bind the port
   void stop();

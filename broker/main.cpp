@@ -10,6 +10,7 @@
 
 int main(int argc, char** argv) {
   ojs::broker::BrokerConfig config;
+  ojs::broker::CronLimits crons;
   CLI::App cli{"OJS broker with capability-aware FETCH for GPU job queues"};
   cli.add_option("--listen", config.listen_address, "Address to bind")->capture_default_str();
   cli.add_option("--port", config.port, "HTTP port (0 picks a free one; it is printed)")->capture_default_str();
@@ -32,6 +33,8 @@ int main(int argc, char** argv) {
   cli.add_option("--max-fetch-queues", config.max_fetch_queues, "Most queues one FETCH may name")->capture_default_str()->check(CLI::Range(1, 100000));
   cli.add_option("--max-heartbeat-jobs", config.max_heartbeat_jobs, "Most job ids one heartbeat may name")->capture_default_str()->check(CLI::Range(1, 1000000));
   cli.add_option("--max-queues", config.max_queues, "Most queues that may exist (0: no bound)")->capture_default_str()->check(CLI::Range(0, 100000000));
+  cli.add_option("--max-crons", crons.max_crons, "Most crons that may be registered (0: no bound)")->capture_default_str()->check(CLI::Range(0, 100000000));
+  cli.add_option("--max-crons-per-tenant", crons.max_crons_per_tenant, "Most crons of one tenant (0: no bound)")->capture_default_str()->check(CLI::Range(0, 100000000));
   // Access control, governance bounds, TLS (docs/operations.md).
   cli.add_option("--auth-file", config.auth_file, "Token file: JSON [{name, roles[], sha256[, tenant]}]. Absent: anonymous admin mode, loopback only");
   cli.add_flag("--allow-anonymous", config.allow_anonymous, "Serve anonymous callers (no --auth-file) on a non-loopback address");
@@ -67,7 +70,7 @@ int main(int argc, char** argv) {
 
   // Before any Redis connection: the scripts are loaded with the bound in them.
   ojs::broker::set_event_stream_bound(config.events == "off" ? 0 : config.events_max_len);
-  ojs::broker::BrokerApp app(config);
+  ojs::broker::BrokerApp app(config, crons);
   try {
     app.start();
   } catch (const std::exception& e) {

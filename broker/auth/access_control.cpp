@@ -77,6 +77,10 @@ void AccessControl::charge_push(const Identity& who, std::size_t jobs) {
   }
 }
 
+bool AccessControl::take_push_token(const std::string& identity) {
+  return !push_limiter_.enabled() || push_limiter_.acquire(identity, 1) == 0;
+}
+
 void AccessControl::install(Router& router) {
   router.use([this](const HttpRequest& request, const std::string& route) { admit(request, route); });
 }

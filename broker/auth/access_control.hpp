@@ -33,6 +33,8 @@ class AccessControl {
   // Takes `jobs` PUSH tokens of the identity (a batch PUSH, once its jobs are
   // counted), all or none; throws OjsError rate_limited.
   void charge_push(const Identity& who, std::size_t jobs);
+  // One PUSH token of the identity named (a cron tick it registered): false when none is left.
+  bool take_push_token(const std::string& identity);
   void install(Router& router);
 
  private:

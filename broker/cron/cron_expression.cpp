@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "ojs/core/time.hpp"
+
 namespace ojs::broker::cron {
 
 namespace {
@@ -133,7 +135,9 @@ std::int64_t parse_every(const std::string& text) {
     static const std::map<std::string, std::int64_t> kUnits = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
     const auto u = kUnits.find(unit);
     if (u == kUnits.end()) throw std::invalid_argument("@every: unit '" + unit + "' is not one of ms, s, m, h");
-    total += n * u->second;
+    total += n * u->second;  // each term < 2^52 and the sum checked below: no overflow
+    // The broker's bound on any duration; a longer interval once wrapped next_run_at negative.
+    if (total > kMaxDurationMs) throw std::invalid_argument("@every: the interval must be at most 100 years (876000h)");
     i = k;
   }
   if (total < 1000) throw std::invalid_argument("@every: the interval must be at least 1s");

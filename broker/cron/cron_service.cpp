@@ -46,10 +46,14 @@ std::shared_ptr<const cron::TimeZone> zone_of(const json& definition) {
 
 }  // namespace
 
-CronService::CronService(JobService& jobs, std::int64_t tick_interval_ms)
-    : jobs_(jobs), store_(jobs.store().crons()), owner_(make_uuidv7()), lease_ms_(std::max<std::int64_t>(2000, 3 * tick_interval_ms)) {}
+CronService::CronService(JobService& jobs, std::int64_t tick_interval_ms, CronLimits limits)
+    : jobs_(jobs),
+      store_(jobs.store().crons()),
+      owner_(make_uuidv7()),
+      lease_ms_(std::max<std::int64_t>(2000, 3 * tick_interval_ms)),
+      limits_(limits) {}
 
-json CronService::put(const json& body) {
+json CronService::put(const json& body, const std::string& scope, const std::string& identity) {
   if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
   if (!body.contains("name") || !body["name"].is_string() || !std::regex_match(body["name"].get<std::string>(), kName))
     throw invalid_field("name", "must match ^[a-z0-9][a-z0-9.-]*$ (at most 255 characters)");
@@ -57,6 +61,9 @@ json CronService::put(const json& body) {
   const char* expr_field = body.contains("cron") ? "cron" : "expression";
   if (!body.contains(expr_field) || !body[expr_field].is_string()) throw invalid_field("cron", "is required: a cron expression such as \"0 9 * * *\"");
   const auto text = body[expr_field].get<std::string>();
+  // Parsed again on every tick: a 2 MB expression once cost half a core.
+  if (text.size() > kMaxCronExpressionLength)
+    throw invalid_field(expr_field, "must be at most " + std::to_string(kMaxCronExpressionLength) + " characters");
   std::optional<cron::CronExpression> expression;
   try {
     expression = cron::CronExpression::parse(text);
@@ -76,20 +83,42 @@ json CronService::put(const json& body) {
   if (def.contains("enabled") && !def["enabled"].is_boolean()) throw invalid_field("enabled", "must be a boolean");
   def["enabled"] = def.value("enabled", true);
   if (def.contains("job_template") && !def["job_template"].is_object()) throw invalid_field("job_template", "must be an object");
-  // The job must be a valid PUSH now, not at 3 a.m.
+  // The job must be a valid PUSH now, not at 3 a.m.; its tenant (the caller's, or
+  // meta.tenant_id when the caller may name one) is the tenant of every tick.
+  std::string tenant;
   try {
-    jobs_.prepare(job_body(def));
+    const auto prepared = jobs_.prepare(job_body(def));
+    for (const auto& [field, value] : prepared.fields)
+      if (field == "tenant") tenant = value;
   } catch (const OjsError& e) {
     json details = e.details();
     const std::string prefix = def.contains("job_template") ? "job_template." : "";
     if (details.is_object() && details.contains("field")) details["field"] = prefix + details["field"].get<std::string>();
     throw OjsError(e.code(), prefix + e.what(), details);
   }
-  const auto existing = store_.get(name);
+  def["registered_by"] = identity;  // its ticks take this identity's PUSH tokens
+  const auto existing = in_scope(name, scope);
   def["created_at"] = existing ? json::parse(existing->definition).value("created_at", format_rfc3339(now_ms())) : format_rfc3339(now_ms());
   std::optional<std::int64_t> next;
   if (def["enabled"].get<bool>()) next = expression->next_after(now_ms(), *zone_of(def));
-  return view(name, store_.put(name, def.dump(), next));
+  const auto put = store_.put(name, def.dump(), next, tenant, scope, limits_.max_crons, limits_.max_crons_per_tenant);
+  if (put.status == CronPut::Status::forbidden)
+    throw OjsError(ErrorCode::conflict, "cron name " + name + " is taken; choose another name",
+                   {{"field", "name"}, {"rule", "must not name another tenant's cron"}});
+  if (put.status == CronPut::Status::limit)
+    throw OjsError(ErrorCode::validation_error,
+                   "broker bound " + put.limit + ": " + std::to_string(put.max) + " crons exist" +
+                       (put.limit == "max_crons_per_tenant" ? " for tenant '" + tenant + "'" : std::string()) +
+                       "; delete one or replace one by its name",
+                   {{"field", "name"}, {"limit", put.limit}, {"max", put.max}});
+  return view(name, put.record);
+}
+
+// A cron outside the caller's scope is as absent as a missing one.
+std::optional<CronRecord> CronService::in_scope(const std::string& name, const std::string& scope) {
+  auto record = store_.get(name);
+  if (record && !scope.empty() && record->tenant != scope) return std::nullopt;
+  return record;
 }
 
 json CronService::view(const std::string& name, const CronRecord& record) {
@@ -103,30 +132,32 @@ json CronService::view(const std::string& name, const CronRecord& record) {
   out["last_run_at"] = last ? json(format_rfc3339(*last)) : json(nullptr);
   out["run_count"] = to_ms(record.state, "run_count").value_or(0);
   out["deferred_runs"] = deferred_ticks(record).size();  // enqueue policy: occurrences waiting for the previous run
+  if (!record.tenant.empty()) out["tenant"] = record.tenant;
   return out;
 }
 
-json CronService::get(const std::string& name) {
-  auto record = store_.get(name);
+json CronService::get(const std::string& name, const std::string& scope) {
+  auto record = in_scope(name, scope);
   if (!record) throw cron_not_found(name);
   return view(name, *record);
 }
 
-json CronService::list() {
+json CronService::list(const std::string& scope) {
   json crons = json::array();
-  for (const auto& [name, record] : store_.list()) crons.push_back(view(name, record));
+  for (const auto& [name, record] : store_.list(scope)) crons.push_back(view(name, record));
   return {{"crons", crons}};
 }
 
-json CronService::remove(const std::string& name) {
-  auto record = store_.get(name);
-  if (!record || !store_.remove(name)) throw cron_not_found(name);
+json CronService::remove(const std::string& name, const std::string& scope) {
+  auto record = in_scope(name, scope);
+  if (!record || !store_.remove(name, scope)) throw cron_not_found(name);
   return view(name, *record);
 }
 
-BatchJob CronService::tick_job(const std::string& name, const json& definition, std::int64_t tick_ms) {
+BatchJob CronService::tick_job(const std::string& name, const json& definition, const std::string& tenant, std::int64_t tick_ms) {
   json body = job_body(definition);
   if (!body.contains("meta") || !body["meta"].is_object()) body["meta"] = json::object();
+  if (!tenant.empty()) body["meta"]["tenant_id"] = tenant;  // quotas, fair share and the owner's view read it
   body["meta"]["cron_name"] = name;
   body["meta"]["cron_triggered_at"] = format_rfc3339(tick_ms);
   PreparedJob prepared = jobs_.prepare(body);
@@ -146,7 +177,8 @@ void CronService::fire(const std::string& name, const json& definition, const Cr
   // first (a no-op when it has finished meanwhile), then the tick enqueues as allow.
   if (policy == "cancel_previous") cancel_previous_run(name, record);
   // No following tick within five years: park the cron far ahead rather than spin.
-  const auto result = store_.fire(name, tick_ms, following.value_or(tick_ms + 5LL * 366 * 86400000), policy, tick_job(name, definition, tick_ms));
+  const auto result = store_.fire(name, tick_ms, following.value_or(tick_ms + 5LL * 366 * 86400000), policy,
+                                  tick_job(name, definition, record.tenant, tick_ms));
   if (result == CronFire::skipped) spdlog::info("cron {}: tick skipped, the previous run is still active", name);
   if (result == CronFire::deferred) {
     const auto waiting = deferred_ticks(record).size() + 1;
@@ -185,25 +217,61 @@ void CronService::cancel_previous_run(const std::string& name, const CronRecord&
   }
 }
 
+// A tick that will enqueue takes a PUSH token of whoever registered the cron; one
+// the overlap policy skips or defers does not (the previous run read just before;
+// cron_fire.lua decides on the same state).
+bool CronService::tick_admitted(const std::string& name, const json& definition, const CronRecord& record, bool deferred_turn) {
+  if (!admit_tick_) return true;
+  const auto policy = definition.value("overlap_policy", "skip");
+  if (!deferred_turn && (policy == "skip" || policy == "enqueue")) {
+    if (!store_.previous_run_finished(name)) return true;            // skipped or deferred
+    if (policy == "enqueue" && !deferred_ticks(record).empty()) return true;  // deferred behind the others
+  }
+  const auto who = definition.value("registered_by", std::string());
+  if (admit_tick_(who)) return true;
+  spdlog::info("cron {}: tick waits, {} is over its PUSH rate", name, who);
+  return false;
+}
+
+// enqueue policy: the oldest deferred occurrence runs once the previous run has finished.
+void CronService::fire_deferred(const std::string& name) {
+  const auto record = store_.get(name);
+  if (!record) return;
+  const auto deferred = deferred_ticks(*record);
+  if (deferred.empty() || !store_.previous_run_finished(name)) return;  // not its turn yet: no token, no job prepared
+  try {
+    const json definition = json::parse(record->definition);
+    if (definition.value("enabled", true) && tick_admitted(name, definition, *record, true))
+      store_.fire_deferred(name, deferred.front(), tick_job(name, definition, record->tenant, deferred.front()));
+  } catch (const std::exception& e) {
+    spdlog::warn("cron {}: deferred tick at {} failed: {}", name, format_rfc3339(deferred.front()), e.what());
+  }
+}
+
 void CronService::run_once() {
   if (!store_.lead(owner_, lease_ms_)) return;
+  if (!indexed_) {
+    store_.index_all();
+    indexed_ = true;
+  }
   const auto now = now_ms();
-  for (const auto& [name, record] : store_.list()) {
-    // enqueue policy: the oldest deferred occurrence runs once the previous run has finished.
-    if (const auto deferred = deferred_ticks(record); !deferred.empty()) {
-      try {
-        const json definition = json::parse(record.definition);
-        if (definition.value("enabled", true)) store_.fire_deferred(name, deferred.front(), tick_job(name, definition, deferred.front()));
-      } catch (const std::exception& e) {
-        spdlog::warn("cron {}: deferred tick at {} failed: {}", name, format_rfc3339(deferred.front()), e.what());
-      }
+  const auto crons = store_.to_tick(now, kMaxTicksPerPass);
+  for (const auto& name : crons.deferred) fire_deferred(name);
+  for (const auto& name : crons.due) {
+    const auto record = store_.get(name);
+    if (!record) {  // removed meanwhile
+      store_.reindex(name, std::nullopt);
+      continue;
     }
-    const auto tick = to_ms(record.state, "next_run_at");
-    if (!tick || *tick > now) continue;
+    const auto tick = to_ms(record->state, "next_run_at");
+    if (!tick || *tick > now) {  // the index was behind the cron's state: repair it
+      store_.reindex(name, tick);
+      continue;
+    }
     try {
-      const json definition = json::parse(record.definition);
-      if (!definition.value("enabled", true)) continue;
-      fire(name, definition, record, *tick, now);
+      const json definition = json::parse(record->definition);
+      if (!definition.value("enabled", true) || !tick_admitted(name, definition, *record, false)) continue;
+      fire(name, definition, *record, *tick, now);
     } catch (const std::exception& e) {
       spdlog::warn("cron {}: tick at {} failed: {}", name, format_rfc3339(*tick), e.what());
     }

@@ -95,6 +95,10 @@ TenantQuotas parse_quotas(const json& q) {
   if (q.contains("default_max_gpus")) out.default_max_gpus = non_negative_int(q["default_max_gpus"], "tenant_quotas.default_max_gpus");
   if (q.contains("tenants")) {
     const auto& tenants = object_member(q, "tenants", "tenant_quotas.tenants");
+    // As many named tenants as fair share weighs (its slots bound them); 4,000 once hit Lua's unpack limit.
+    constexpr std::size_t kMaxQuotaTenants = kMaxFairSlots - 1;
+    if (tenants.size() > kMaxQuotaTenants)
+      throw invalid_field("tenant_quotas.tenants", "at most " + std::to_string(kMaxQuotaTenants) + " tenants");
     for (auto it = tenants.begin(); it != tenants.end(); ++it) {
       const std::string field = "tenant_quotas.tenants." + it.key();
       if (!is_valid_tenant(it.key())) throw invalid_field(field, "tenant names are 1-64 of [A-Za-z0-9._-]");

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 
 #include "broker/preemption/preemption.hpp"
 #include "ojs/core/error.hpp"
@@ -12,6 +13,24 @@ using nlohmann::json;
 
 namespace {
 
+// --max-queues for the batch as a whole: JobService::admit_queue admitted each job's
+// queue alone, so five new queues passed one by one where one more would fit.
+void admit_new_queues(JobStore& store, const std::vector<PreparedJob>& prepared, int max_queues) {
+  if (max_queues <= 0) return;
+  std::set<std::string> queues, fresh;
+  for (const auto& p : prepared) queues.insert(p.job.queue);
+  if (queues.size() < 2) return;  // one queue: admit_queue has checked exactly this
+  for (const auto& queue : queues)
+    if (!store.queue_exists(queue)) fresh.insert(queue);
+  if (fresh.size() < 2) return;
+  const auto existing = store.queue_count();
+  if (existing + fresh.size() <= static_cast<std::size_t>(max_queues)) return;
+  throw OjsError(ErrorCode::validation_error,
+                 "broker bound max_queues: " + std::to_string(existing) + " of " + std::to_string(max_queues) + " queues exist; the batch's " +
+                     std::to_string(fresh.size()) + " new queues (" + *fresh.begin() + ", ...) would pass it (an admin may delete empty queues)",
+                 {{"field", "jobs"}, {"limit", "max_queues"}, {"max", max_queues}});
+}
+
 json refusal(std::size_t index, const OjsError& e) {
   json details = e.details();
   if (details.is_object() && details.contains("field") && details["field"].is_string())
@@ -21,7 +40,7 @@ json refusal(std::size_t index, const OjsError& e) {
 
 }  // namespace
 
-json push_batch(JobService& jobs, const json& body) {
+json push_batch(JobService& jobs, const json& body, int max_queues) {
   if (!body.is_object() || !body.contains("jobs")) throw invalid_field("jobs", "is required");
   const auto& list = body["jobs"];
   if (!list.is_array() || list.empty()) throw invalid_field("jobs", "must be a non-empty array of jobs");
@@ -55,6 +74,7 @@ json push_batch(JobService& jobs, const json& body) {
                                       "]: " + r["message"].get<std::string>(), details);
   }
 
+  admit_new_queues(jobs.store(), prepared, max_queues);
   jobs.admit_batch(prepared.size());
   std::vector<BatchJob> batch;
   batch.reserve(prepared.size());

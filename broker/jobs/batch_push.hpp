@@ -13,7 +13,8 @@ inline constexpr std::size_t kMaxBatchJobs = 1000;  // jobs per batch (docs/oper
 
 // body = {"jobs": [EnqueueRequest, ...]}; returns {"jobs": [envelope...], "count": n}.
 // Throws OjsError: the first refused job's code, with every refusal in
-// details.errors ({index, code, message, details}) and field "jobs[i].<field>".
-nlohmann::json push_batch(JobService& jobs, const nlohmann::json& body);
+// details.errors ({index, code, message, details}) and field "jobs[i].<field>";
+// 422 `limit: max_queues` when its new queues together pass `max_queues` (0 = none).
+nlohmann::json push_batch(JobService& jobs, const nlohmann::json& body, int max_queues);
 
 }  // namespace ojs::broker

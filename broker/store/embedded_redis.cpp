@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 #include <thread>
@@ -52,12 +53,22 @@ void EmbeddedRedis::start() {
   socket_path_ = (dir / "redis.sock").string();
   if (socket_path_.size() > 100) throw std::runtime_error("data dir path too long for a unix socket: " + socket_path_);
   if (lock_fd_ < 0) lock_data_dir(dir.string());
+  log_path_ = (dir / "redis.log").string();
+  launch();
+  if (!supervisor_.joinable()) supervisor_ = std::thread([this] { supervise(); });
+}
+
+void EmbeddedRedis::launch() {
+  const fs::path dir = fs::absolute(data_dir_);
   std::error_code ec;
   fs::remove(socket_path_, ec);
-  const std::string log = (dir / "redis.log").string();
+  const std::string& log = log_path_;
   std::vector<std::string> args{binary_, "--port", "0", "--unixsocket", socket_path_, "--unixsocketperm", "700",
                                 "--dir", dir.string(), "--appendonly", "yes", "--appendfsync", "everysec",
                                 "--save", "", "--daemonize", "no", "--logfile", log, "--protected-mode", "yes"};
+  std::vector<char*> argv;  // built before fork: the child of a threaded process must not allocate
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed while starting redis-server");
   if (pid_ == 0) {
@@ -68,9 +79,6 @@ void EmbeddedRedis::start() {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
     execvp(argv[0], argv.data());
     _exit(127);
   }
@@ -99,11 +107,60 @@ void EmbeddedRedis::start() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  stop();
+  terminate_child();
   throw std::runtime_error("redis-server did not become ready within 10 s; see " + log);
 }
 
+// A redis-server that exits while the broker runs is reaped (no zombie) and
+// started again from its AOF, with a doubling backoff; too many restarts in the
+// window and the broker exits non-zero (a supervisor such as systemd restarts it).
+void EmbeddedRedis::supervise() {
+  using Clock = std::chrono::steady_clock;
+  std::unique_lock lock(mutex_);
+  int restarts = 0;
+  auto window = Clock::now();
+  while (!stopping_) {
+    if (wake_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stopping_; })) break;
+    if (pid_ > 0) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) != pid_) continue;  // still running
+      spdlog::error("embedded redis-server (pid {}) exited unexpectedly ({} {}); restarting it from its AOF", pid_,
+                    WIFSIGNALED(status) ? "signal" : "status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+      pid_ = -1;
+    }
+    if (Clock::now() - window > kRestartWindow) {
+      restarts = 0;
+      window = Clock::now();
+    }
+    if (restarts >= kMaxRestarts) {
+      spdlog::critical("embedded redis-server could not be kept running ({} restarts within {} s; see {}); the broker exits",
+                       restarts, kRestartWindow.count(), log_path_);
+      spdlog::default_logger()->flush();
+      std::_Exit(kExitRedisLost);
+    }
+    const auto backoff = std::chrono::milliseconds(250) * (1 << restarts);
+    ++restarts;
+    if (wake_.wait_for(lock, backoff, [this] { return stopping_; })) break;
+    try {
+      launch();
+      spdlog::warn("embedded redis-server restarted (pid {}, restart {} within {} s)", pid_, restarts, kRestartWindow.count());
+    } catch (const std::exception& e) {
+      spdlog::error("restarting the embedded redis-server failed: {}", e.what());
+    }
+  }
+}
+
 void EmbeddedRedis::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (supervisor_.joinable()) supervisor_.join();
+  terminate_child();
+}
+
+void EmbeddedRedis::terminate_child() {
   if (pid_ <= 0) return;
   kill(pid_, SIGTERM);  // redis flushes the AOF on SIGTERM
   int status = 0;

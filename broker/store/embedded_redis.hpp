@@ -2,20 +2,34 @@
 // redis-server as a child process on a private unix socket, with persistence
 // (AOF) in the data directory, and stops it on exit. The data directory is
 // locked (broker.lock) while the broker or its redis-server lives.
+//
+// Supervised: a redis-server that dies (kill -9, OOM killer, crash) is reaped and
+// started again from its AOF, after a backoff (250 ms, doubling); when it cannot be
+// kept running (kMaxRestarts restarts within kRestartWindow) the broker exits with
+// kExitRedisLost rather than answer 503 forever (docs/operations.md).
 #pragma once
-#include <string>
 #include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
 
 namespace ojs::broker {
 
 class EmbeddedRedis {
  public:
+  static constexpr int kMaxRestarts = 5;
+  static constexpr std::chrono::seconds kRestartWindow{60};
+  static constexpr int kExitRedisLost = 3;
+
   EmbeddedRedis(std::string binary, std::string data_dir);
   ~EmbeddedRedis();
   EmbeddedRedis(const EmbeddedRedis&) = delete;
   EmbeddedRedis& operator=(const EmbeddedRedis&) = delete;
 
-  void start();  // throws std::runtime_error with the reason (binary missing, no ready socket)
+  void start();  // throws std::runtime_error with the reason (binary missing, no ready socket); then supervises
   void stop();
   std::string url() const { return "unix://" + socket_path_; }
 
@@ -23,11 +37,19 @@ class EmbeddedRedis {
   std::string binary_;
   std::string data_dir_;
   std::string socket_path_;
+  std::string log_path_;
   pid_t pid_ = -1;
   int lock_fd_ = -1;  // flock on <data dir>/broker.lock, shared with the redis-server child
   static constexpr int kLockWaitSeconds = 15;
+  std::mutex mutex_;  // pid_ and stopping_, between the supervisor and stop()
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread supervisor_;
 
   void lock_data_dir(const std::string& dir);
+  void launch();          // forks redis-server and waits until it answers PING
+  void terminate_child(); // SIGTERM (AOF flush), SIGKILL after 5 s; reaps it
+  void supervise();
 };
 
 }  // namespace ojs::broker

@@ -129,22 +129,56 @@ Transition JobStore::transition_from(const RedisValue& reply) {
 
 bool JobStore::reserve_id(const std::string& id, const std::string& queue) { return !reserve_ids({{id, queue}}); }
 
+namespace {
+// Drops the directory entries of ids this call reserved, for a request then refused.
+void release_ids(RedisPool& redis, const std::vector<std::string>& ids) {
+  for (std::size_t at = 0; at < ids.size(); at += kSlice) {
+    std::vector<std::string> cmd{"HDEL", keys::job_directory};
+    for (std::size_t i = at; i < std::min(ids.size(), at + kSlice); ++i) cmd.push_back(ids[i]);
+    redis.command(cmd);
+  }
+}
+}  // namespace
+
 // The directory (global slot) is written before the job (its queue's slot): a crash
 // between the two leaves an entry without a job, never a job nobody can find.
+// All or none: when an id is taken nothing is registered, no id and no queue. The
+// ids are read before any is written, so a hostile producer's refused batches
+// cannot grow the directory (issue 26 #12); an id a concurrent PUSH takes in between
+// has this call's own entries released.
 std::optional<std::string> JobStore::reserve_ids(const std::vector<std::pair<std::string, std::string>>& ids) {
+  // An id is taken only if its job really exists (a PUSH interrupted between the
+  // two writes leaves a dangling entry, which is reused).
+  const auto taken = [this](const std::string& id) {
+    const auto existing = queue_of(id);
+    return existing && redis_.command({"EXISTS", keys::job(*existing, id)}).integer == 1;
+  };
+  for (std::size_t at = 0; at < ids.size(); at += kSlice) {
+    std::vector<std::string> read{"HMGET", keys::job_directory};
+    for (std::size_t i = at; i < std::min(ids.size(), at + kSlice); ++i) read.push_back(ids[i].first);
+    const auto entries = redis_.command(read);
+    for (std::size_t k = 0; k < entries.elements.size(); ++k)
+      if (!entries.elements[k].is_nil() && taken(ids[at + k].first)) return ids[at + k].first;
+  }
+
   std::vector<std::vector<std::string>> cmds;
   for (const auto& [id, queue] : ids) cmds.push_back(job_directory_entry(id, queue));
-  for (const auto& [id, queue] : ids) cmds.push_back(queue_directory_entry(queue));
   const auto replies = redis_.pipeline(cmds);
+  std::vector<std::string> written;  // this call's entries: released if an id turns out taken
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (replies[i].integer == 1) continue;
     const auto& [id, queue] = ids[i];
-    // The id is registered; it is only a duplicate if that job really exists
-    // (a PUSH interrupted between the two writes leaves a dangling entry).
-    auto existing = queue_of(id);
-    if (existing && redis_.command({"EXISTS", keys::job(*existing, id)}).integer == 1) return id;
-    redis_.command({"HSET", keys::job_directory, id, queue});
+    if (replies[i].integer != 1) {
+      if (taken(id)) {  // a concurrent PUSH stored it since the read
+        release_ids(redis_, written);
+        return id;
+      }
+      redis_.command({"HSET", keys::job_directory, id, queue});
+    }
+    written.push_back(id);
   }
+  std::vector<std::vector<std::string>> queues;
+  for (const auto& [id, queue] : ids) queues.push_back(queue_directory_entry(queue));
+  redis_.pipeline(queues);
   return std::nullopt;
 }
 

@@ -138,8 +138,8 @@ class JobStore {
 
   // Registers id -> queue; false if the id is taken by a job that exists.
   bool reserve_id(const std::string& id, const std::string& queue);
-  // The same for several (id, queue): the first id that is taken, if any. Entries
-  // made before it stay, as leftovers a later PUSH may reuse.
+  // The same for several (id, queue), all or none: the first id that is taken, if
+  // any, and then no id and no queue is registered (see job_store.cpp).
   std::optional<std::string> reserve_ids(const std::vector<std::pair<std::string, std::string>>& ids);
   // push.lua: the job, its ready or delayed index and its scheduling indexes in one step.
   // With `single`, PUSH's directory writes ride in the same round trip and the script

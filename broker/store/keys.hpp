@@ -95,6 +95,11 @@ inline std::string unique(const std::string& uniqueness_key) { return "ojs:{_glo
 inline const std::string cron_registry = "ojs:{_global}:cron";
 inline std::string cron_state(const std::string& name) { return "ojs:{_global}:cron:state:" + name; }
 inline const std::string cron_leader = "ojs:{_global}:cron:leader";
+// The ticker's indexes, so that a pass reads the due crons only: name -> next_run_at ms
+// (zset), the names with deferred ticks (set), and name -> tenant ("" = none) of each cron.
+inline const std::string cron_due = "ojs:{_global}:cron:due";
+inline const std::string cron_deferred = "ojs:{_global}:cron:deferred";
+inline const std::string cron_tenants = "ojs:{_global}:cron:tenants";
 inline const std::string& worker_index = workers;  // (spec's name for the same key)
 
 }  // namespace ojs::broker::keys

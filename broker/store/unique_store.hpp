@@ -1,6 +1,7 @@
-// Unique-job PUSH in the store: reads who holds a uniqueness key, applies the
-// conflict policy to the holder (push_unique.lua), takes the key (unique_claim.lua)
-// and pushes the job (push.lua): one slot per call (see unique_store.cpp).
+// Unique-job PUSH in the store: reads who holds a uniqueness key, decides the
+// conflict policy against the holder (push_unique.lua), takes the key
+// (unique_claim.lua), cancels a replaced holder (push_unique.lua again) and pushes
+// the job (push.lua): one slot per call (see unique_store.cpp).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -13,7 +14,8 @@
 namespace ojs::broker {
 
 struct UniquePushOutcome {
-  enum class Kind { created, conflict, ignored, duplicate_id } kind = Kind::created;
+  // contended: the key changed hands on every round (many concurrent PUSHes): nothing was stored
+  enum class Kind { created, conflict, ignored, duplicate_id, contended } kind = Kind::created;
   JobRecord job;            // created: the new job; ignored: the holder
   std::string holder_id;    // conflict
   std::string holder_state; // conflict

@@ -47,8 +47,12 @@ bool WorkflowStore::create(const std::string& queue, const std::string& id, cons
                            const std::vector<std::pair<std::string, std::string>>& ids) {
   auto& redis = jobs_.redis();
   if (redis.command({"HSETNX", keys::workflow_directory, id, queue}).integer != 1) return false;
-  for (const auto& [job_id, job_queue] : ids)
-    if (!jobs_.reserve_id(job_id, job_queue)) return false;
+  // A refused workflow leaves no directory entry behind (all or none).
+  const auto refuse = [&] {
+    redis.command({"HDEL", keys::workflow_directory, id});
+    return false;
+  };
+  if (jobs_.reserve_ids(ids)) return refuse();
   std::vector<std::string> script_keys{keys::workflow(queue, id), keys::delayed(queue),         keys::seq(queue),
                                        keys::events(queue),       keys::classes(queue),         keys::classes_version(queue),
                                        keys::escalations(queue),  keys::reservation_waits(queue), keys::class_heads(queue)};
@@ -59,7 +63,10 @@ bool WorkflowStore::create(const std::string& queue, const std::string& id, cons
     args.push_back(payload(job));
   }
   append_fields(args, fields);
-  return JobStore::transition_from(redis.eval("workflow_create", script_keys, args)).status == TransitionStatus::ok;
+  // Refused here, a concurrent PUSH stored a job under one of the ids since they were
+  // reserved: its directory entry is that job's now, so the ids stay.
+  if (JobStore::transition_from(redis.eval("workflow_create", script_keys, args)).status == TransitionStatus::ok) return true;
+  return refuse();
 }
 
 std::optional<WorkflowRecord> WorkflowStore::get(const std::string& id) {

@@ -26,6 +26,9 @@ PushResult push_job(JobService& jobs, const nlohmann::json& body) {
                          : "a job matching the uniqueness key already exists",
                      {{"existing_job_id", outcome.holder_id}, {"existing_job_state", outcome.holder_state},
                       {"uniqueness_key", policy->key}});
+    case Kind::contended:
+      throw OjsError(ErrorCode::conflict, "the uniqueness key changed hands on every try (concurrent PUSHes); nothing was stored, retry",
+                     {{"uniqueness_key", policy->key}, {"rule", "contended"}});
     case Kind::duplicate_id:
       throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
     case Kind::ignored:

@@ -1,16 +1,21 @@
-// Fuzzing the HTTP edge (issue 12): mutated bodies from a fixed seed against a
-// real broker, per endpoint. Whatever the body, the answer is a JSON error or
-// success below 500 and the broker stays up. Its own ctest entry (fuzz_tests),
-// bounded in time: each endpoint gets an equal share of about a minute and a
-// cap on bodies; the counts actually sent are printed and asserted.
+// Fuzzing the HTTP edge (issues 12 and 26): mutated bodies, paths and queries
+// from a fixed seed against a real broker, on every endpoint docs/http-api.md
+// lists (the test fails when one is missing here). Whatever is sent, the answer
+// is below 500 (a JSON error or success for bodies) and the broker stays up. Its
+// own ctest entry (fuzz_tests), bounded in time: about a minute shared by the
+// endpoints, a cap per endpoint; the counts actually sent are printed and asserted.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <iterator>
 #include <limits>
 #include <random>
+#include <regex>
+#include <set>
 
 #include "ojs/client/http_client.hpp"
 #include "support/processes.hpp"
+#include "support/sse_client.hpp"
 
 using nlohmann::json;
 using namespace ojs::test;
@@ -18,7 +23,8 @@ using namespace ojs::test;
 namespace {
 
 constexpr int kBodiesPerEndpoint = 2500;
-constexpr int kMinBodiesPerEndpoint = 200;  // below this the run proves too little: fail
+constexpr int kMinBodiesPerEndpoint = 50;  // below this the run proves too little: fail
+constexpr int kMinPathsPerEndpoint = 10;   // paths and queries: fewer shapes to try
 constexpr double kTotalSeconds = 60;
 
 class Mutator {
@@ -124,52 +130,236 @@ class Mutator {
 struct Endpoint {
   std::string method;
   std::string path;
-  json seed;
+  json seed;  // null: no body (the path and query are what is mutated)
+  std::string route = "";  // as docs/http-api.md lists it ("" = method + path)
 };
+
+// Hostile path segments and query values, percent-encoded where needed.
+class PathMutator {
+ public:
+  explicit PathMutator(std::uint64_t seed) : rng_(seed) {}
+
+  // `path` with one {param}-like segment (one of `params`) replaced, and a query of
+  // `keys` with hostile values now and then.
+  std::string mutate(const std::string& path, const std::vector<std::string>& params, const std::vector<std::string>& keys) {
+    std::string out = path;
+    if (!params.empty() && pick(2) == 0) {
+      const auto& p = params[static_cast<std::size_t>(pick(static_cast<int>(params.size())))];
+      if (const auto at = out.find(p); at != std::string::npos) out.replace(at, p.size(), segment());
+    }
+    if (!keys.empty() && pick(3) != 0) {
+      out += '?';
+      const int n = 1 + pick(3);
+      for (int i = 0; i < n; ++i) {
+        if (i) out += '&';
+        out += keys[static_cast<std::size_t>(pick(static_cast<int>(keys.size())))] + "=" + segment();
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::mt19937_64 rng_;
+  int pick(int n) { return static_cast<int>(rng_() % static_cast<std::uint64_t>(n)); }
+  std::string segment() {
+    static const char* values[] = {"", "%ff", "%c3%28", "a%2Fb", "..", "%2e%2e", "-1", "0", "99999999999999999999", "1e308",
+                                   "x:y", "0196a0f0-0000-7000-8000-000000000000", "fuzz", "%00", "a,b,,c", "%20",
+                                   "job.completed,job.started", "available", "dead", "*"};
+    if (pick(10) == 0) return std::string(static_cast<std::size_t>(1 + pick(3000)), 'a');
+    return values[pick(static_cast<int>(std::size(values)))];
+  }
+};
+
+struct PathEndpoint {
+  std::string method;
+  std::string path;                 // with live values in the {param} places
+  std::vector<std::string> params;  // which parts of `path` the mutator may replace
+  std::vector<std::string> query;   // the documented query keys
+  std::string route;                // as docs/http-api.md lists it
+};
+
+// "METHOD /path" of every row of the endpoint tables in docs/http-api.md (the query dropped).
+std::set<std::string> documented_routes() {
+  std::ifstream in(std::string(OJS_SOURCE_DIR) + "/docs/http-api.md");
+  std::set<std::string> out;
+  std::string line;
+  const std::regex row(R"(^\| `([A-Z]+ /[^`?]*))");
+  std::smatch m;
+  while (std::getline(in, line))
+    if (std::regex_search(line, m, row)) out.insert(m[1].str());
+  return out;
+}
 
 }  // namespace
 
 TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
   RedisServer redis;
-  BrokerProcess broker{redis.url(), {"--checkpoint-prefix", "s3://allowed/"}};
+  // Event streams opened by the query fuzzing are closed at once; the bound on open
+  // streams (a documented 503) is set out of their way.
+  BrokerProcess broker{redis.url(), {"--checkpoint-prefix", "s3://allowed/", "--max-event-streams", "10000",
+                                     "--event-stream-keepalive-ms", "200"}};
   Api api{broker.url()};
   ojs::HttpClient raw({broker.url()});
-  // A live job for the endpoints that name one.
-  const auto id = api.push({{"type", "fuzz.task"}, {"args", json::array()}, {"options", {{"queue", "fuzz"}}}});
+  // Live things for the endpoints that name one: a job active on "fuzzer", a
+  // dead-lettered job, a workflow, a cron, a reservation.
+  const json task = {{"type", "fuzz.task"}, {"args", json::array()}, {"options", {{"queue", "fuzz"}}}};
+  const auto id = api.push(task);
   api.fetch({"fuzz"}, "fuzzer");
+  const auto dead = api.push({{"type", "fuzz.task"}, {"args", json::array()}, {"options", {{"queue", "fuzz-dead"}, {"retry", {{"max_attempts", 1}}}}}});
+  api.fetch({"fuzz-dead"}, "fuzzer");
+  api.post("/ojs/v1/workers/nack", {{"job_id", dead}, {"worker_id", "fuzzer"}, {"error", {{"message", "x"}, {"retryable", false}}}});
+  const auto workflow = api.post("/ojs/v1/workflows", {{"type", "chain"}, {"steps", {task, task}}}).body["workflow"]["id"].get<std::string>();
+  const json cron = {{"name", "fuzz-cron"}, {"cron", "0 3 * * *"}, {"type", "fuzz.task"}, {"args", json::array()}, {"options", {{"queue", "fuzz"}}}};
+  ASSERT_EQ(api.post("/ojs/v1/cron", cron).status, 201);
+  ASSERT_EQ(api.post("/ojs/v1/admin/reservations", {{"id", "r1"}, {"worker_ids", {"fuzzer"}}, {"ttl_s", 60}}).status, 201);
 
   const json caps = {{"gpu", {{"count", 2}, {"model", "A100"}, {"memory_gb", 80}}}, {"labels", {{"zone", "a"}}}};
+  const json gang_job = {{"type", "fuzz.gang"}, {"args", json::array()}, {"options", {{"queue", "fuzz"}}},
+                         {"ext_ml_gpu_count", 1}, {"ext_ml_gang", {{"size", 2}, {"same_label", "zone"}, {"timeout_seconds", 5}}}};
   const std::vector<Endpoint> endpoints = {
       {"POST", "/ojs/v1/jobs",
        {{"type", "fuzz.task"}, {"args", {1, "a"}}, {"ext_ml_gpu_count", 1},
         {"options", {{"queue", "fuzz"}, {"priority", 1}, {"retry", {{"max_attempts", 2}, {"initial_interval", "PT1S"}}},
-                     {"scheduled_at", "+PT1S"}, {"expires_at", "2099-01-01T00:00:00Z"}, {"timeout_ms", 1000}}}}},
+                     {"scheduled_at", "+PT1S"}, {"expires_at", "2099-01-01T00:00:00Z"}, {"timeout_ms", 1000},
+                     {"unique", {{"keys", {"type", "args"}}, {"on_conflict", "replace"}, {"period", "PT1M"}}}}}}},
+      {"POST", "/ojs/v1/jobs", gang_job, "POST /ojs/v1/jobs (gang)"},
+      {"POST", "/ojs/v1/jobs/batch", {{"jobs", {task, gang_job, task}}}},
       {"POST", "/ojs/v1/workers/fetch", {{"queues", {"fuzz"}}, {"worker_id", "fuzzer"}, {"count", 1}, {"capabilities", caps}}},
       {"POST", "/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "fuzzer"}, {"result", {{"ok", true}}}}},
       {"POST", "/ojs/v1/workers/nack", {{"job_id", id}, {"worker_id", "fuzzer"}, {"error", {{"message", "x"}, {"retryable", true}}}}},
       {"POST", "/ojs/v1/workers/heartbeat", {{"worker_id", "fuzzer"}, {"active_jobs", {id}}, {"visibility_timeout_ms", 1000}}},
-      {"POST", "/ojs/v1/jobs/" + id + "/checkpoint", {{"worker_id", "fuzzer"}, {"step", 10}, {"epoch", 1}, {"storage_key", "s3://allowed/c/1"}}},
-      {"PUT", "/ojs/v1/admin/queues/fuzz/config", {{"max_total_gpus", 8}, {"ml_limits", {{"max_timeout_seconds", 60}}}}},
-      {"POST", "/ojs/v1/admin/reservations", {{"id", "r1"}, {"worker_ids", {"fuzzer"}}, {"ttl_s", 60}, {"gpus", 1}}},
+      {"POST", "/ojs/v1/workers/progress", {{"job_id", id}, {"worker_id", "fuzzer"}, {"progress", 0.5}, {"data", {{"step", 1}}}, {"message", "m"}}},
+      {"PUT", "/ojs/v1/jobs/" + id + "/progress", {{"worker_id", "fuzzer"}, {"progress", 0.6}, {"message", "m"}}, "PUT /ojs/v1/jobs/{id}/progress"},
+      {"POST", "/ojs/v1/jobs/" + id + "/checkpoint", {{"worker_id", "fuzzer"}, {"step", 10}, {"epoch", 1}, {"storage_key", "s3://allowed/c/1"}},
+       "POST /ojs/v1/jobs/{id}/checkpoint"},
+      {"POST", "/ojs/v1/workers/checkpoint", {{"job_id", id}, {"worker_id", "fuzzer"}, {"step", 11}, {"storage_key", "s3://allowed/c/2"}}},
+      {"POST", "/ojs/v1/cron", {{"name", "fuzz-cron-2"}, {"cron", "@every 1h"}, {"timezone", "Europe/Paris"}, {"overlap_policy", "skip"},
+                                {"job_template", task}}},
+      {"POST", "/ojs/v1/workflows", {{"type", "batch"}, {"jobs", {task, task}}, {"callbacks", {{"on_complete", task}}}}},
+      {"POST", "/ojs/v1/workflows", {{"type", "chain"}, {"steps", {task, gang_job}}, {"name", "c"}}, "POST /ojs/v1/workflows (chain)"},
+      {"PUT", "/ojs/v1/admin/queues/fuzz/config",
+       {{"max_total_gpus", 8}, {"ml_limits", {{"max_timeout_seconds", 60}}}, {"tenant_quotas", {{"default_max_gpus", 2}, {"tenants", {{"a", {{"max_gpus", 1}}}}}}},
+        {"policy", "fair"}, {"tenant_fairness", {{"weights", {{"a", 2}}}}}, {"rate_limit", {{"concurrency", 2}}}, {"backfill", true}},
+       "PUT /ojs/v1/admin/queues/{name}/config"},
+      {"PUT", "/ojs/v1/admin/queues/fuzz/rate-limit", {{"concurrency", 2}, {"rate", {{"limit", 10}, {"period", "PT1S"}}}},
+       "PUT /ojs/v1/admin/queues/{name}/rate-limit"},
+      {"POST", "/ojs/v1/admin/reservations", {{"id", "r2"}, {"worker_ids", {"fuzzer"}}, {"ttl_s", 60}, {"gpus", 1}}},
+      {"POST", "/ojs/v1/admin/jobs/bulk/cancel", {{"filter", {{"queue", "fuzz-bulk"}, {"state", "available"}}}, {"confirm", true}, {"limit", 10}},
+       "POST /ojs/v1/admin/jobs/bulk/{retry|cancel|delete}"},
+  };
+  const std::vector<PathEndpoint> paths = {
+      {"GET", "/ojs/manifest", {}, {}, "GET /ojs/manifest"},
+      {"GET", "/ojs/v1/health", {}, {}, "GET /ojs/v1/health"},
+      {"GET", "/metrics", {}, {}, "GET /metrics"},
+      {"GET", "/ojs/status", {}, {}, "GET /ojs/status"},
+      {"GET", "/ojs/v1/jobs/" + id, {id}, {}, "GET /ojs/v1/jobs/{id}"},
+      {"GET", "/ojs/v1/jobs/" + id + "/diagnosis", {id}, {}, "GET /ojs/v1/jobs/{id}/diagnosis"},
+      {"GET", "/ojs/v1/jobs/" + id + "/progress", {id}, {}, "GET /ojs/v1/jobs/{id}/progress"},
+      {"GET", "/ojs/v1/jobs/" + id + "/checkpoint", {id}, {}, "GET /ojs/v1/jobs/{id}/checkpoint"},
+      {"GET", "/ojs/v1/queues", {}, {}, "GET /ojs/v1/queues"},
+      {"GET", "/ojs/v1/queues/fuzz/stats", {"fuzz"}, {}, "GET /ojs/v1/queues/{name}/stats"},
+      {"GET", "/ojs/v1/queues/fuzz/diagnosis", {"fuzz"}, {}, "GET /ojs/v1/queues/{name}/diagnosis"},
+      {"POST", "/ojs/v1/queues/fuzz-paused/pause", {"fuzz-paused"}, {}, "POST /ojs/v1/queues/{name}/pause"},
+      {"POST", "/ojs/v1/queues/fuzz-paused/resume", {"fuzz-paused"}, {}, "POST /ojs/v1/queues/{name}/resume"},
+      {"GET", "/ojs/v1/dead-letter", {}, {"queue", "limit", "offset"}, "GET /ojs/v1/dead-letter"},
+      {"POST", "/ojs/v1/dead-letter/" + dead + "/retry", {dead}, {}, "POST /ojs/v1/dead-letter/{id}/retry"},
+      {"GET", "/ojs/v1/events", {}, {"types", "queues", "job_types", "job_id", "limit"}, "GET /ojs/v1/events"},
+      {"GET", "/ojs/v1/cron", {}, {}, "GET /ojs/v1/cron"},
+      {"GET", "/ojs/v1/cron/fuzz-cron", {"fuzz-cron"}, {}, "GET /ojs/v1/cron/{name}"},
+      {"GET", "/ojs/v1/workflows/" + workflow, {workflow}, {}, "GET /ojs/v1/workflows/{id}"},
+      {"GET", "/ojs/v1/admin/queues", {}, {"page", "per_page"}, "GET /ojs/v1/admin/queues"},
+      {"GET", "/ojs/v1/admin/queues/fuzz", {"fuzz"}, {}, "GET /ojs/v1/admin/queues/{name}"},
+      {"POST", "/ojs/v1/admin/queues/fuzz-paused/pause", {"fuzz-paused"}, {}, "POST /ojs/v1/admin/queues/{name}/pause"},
+      {"POST", "/ojs/v1/admin/queues/fuzz-paused/resume", {"fuzz-paused"}, {}, "POST /ojs/v1/admin/queues/{name}/resume"},
+      {"GET", "/ojs/v1/admin/jobs", {}, {"queue", "state", "type", "page", "per_page"}, "GET /ojs/v1/admin/jobs"},
+      {"GET", "/ojs/v1/admin/jobs/" + id, {id}, {}, "GET /ojs/v1/admin/jobs/{id}"},
+      {"POST", "/ojs/v1/admin/jobs/" + dead + "/retry", {dead}, {}, "POST /ojs/v1/admin/jobs/{id}/retry"},
+      {"GET", "/ojs/v1/admin/stats", {}, {}, "GET /ojs/v1/admin/stats"},
+      {"GET", "/ojs/v1/admin/dead-letter", {}, {"queue", "limit", "offset"}, "GET /ojs/v1/admin/dead-letter"},
+      {"GET", "/ojs/v1/admin/workers", {}, {}, "GET /ojs/v1/admin/workers"},
+      {"POST", "/ojs/v1/admin/workers/fuzz-w/quiet", {"fuzz-w"}, {}, "POST /ojs/v1/admin/workers/{id}/quiet"},
+      {"POST", "/ojs/v1/admin/workers/fuzz-w/terminate", {"fuzz-w"}, {}, "POST /ojs/v1/admin/workers/{id}/terminate"},
+      {"POST", "/ojs/v1/admin/workers/fuzz-w/resume", {"fuzz-w"}, {}, "POST /ojs/v1/admin/workers/{id}/resume"},
+      {"GET", "/ojs/v1/admin/queues/fuzz/config", {"fuzz"}, {}, "GET /ojs/v1/admin/queues/{name}/config"},
+      {"GET", "/ojs/v1/admin/queues/fuzz/rate-limit", {"fuzz"}, {}, "GET /ojs/v1/admin/queues/{name}/rate-limit"},
+      {"GET", "/ojs/v1/admin/queues/fuzz/budget", {"fuzz"}, {}, "GET /ojs/v1/admin/queues/{name}/budget"},
+      {"GET", "/ojs/v1/admin/queues/fuzz/reconcile", {"fuzz"}, {}, "GET /ojs/v1/admin/queues/{name}/reconcile"},
+      {"POST", "/ojs/v1/admin/queues/fuzz/reconcile", {"fuzz"}, {}, "POST /ojs/v1/admin/queues/{name}/reconcile"},
+      {"GET", "/ojs/v1/admin/queues/fuzz/jobs", {"fuzz"}, {"state", "limit"}, "GET /ojs/v1/admin/queues/{name}/jobs"},
+      {"GET", "/ojs/v1/admin/overview", {}, {}, "GET /ojs/v1/admin/overview"},
+      {"GET", "/ojs/v1/admin/reservations", {}, {}, "GET /ojs/v1/admin/reservations"},
+      // Destructive ones last: their live target goes with the first valid call.
+      {"POST", "/ojs/v1/admin/jobs/" + dead + "/cancel", {dead}, {}, "POST /ojs/v1/admin/jobs/{id}/cancel"},
+      {"DELETE", "/ojs/v1/dead-letter/" + dead, {dead}, {}, "DELETE /ojs/v1/dead-letter/{id}"},
+      {"DELETE", "/ojs/v1/admin/reservations/r1", {"r1"}, {}, "DELETE /ojs/v1/admin/reservations/{id}"},
+      {"DELETE", "/ojs/v1/admin/workers/fuzz-w", {"fuzz-w"}, {}, "DELETE /ojs/v1/admin/workers/{id}"},
+      {"DELETE", "/ojs/v1/cron/fuzz-cron", {"fuzz-cron"}, {}, "DELETE /ojs/v1/cron/{name}"},
+      {"DELETE", "/ojs/v1/workflows/" + workflow, {workflow}, {}, "DELETE /ojs/v1/workflows/{id}"},
+      {"DELETE", "/ojs/v1/jobs/" + id, {id}, {}, "DELETE /ojs/v1/jobs/{id}"},
+      {"DELETE", "/ojs/v1/admin/queues/fuzz-paused", {"fuzz-paused"}, {}, "DELETE /ojs/v1/admin/queues/{name}"},
+  };
+  // Server-sent events: the query is mutated; a valid one opens a stream, which is closed.
+  const std::vector<PathEndpoint> streams = {
+      {"GET", "/ojs/v1/events/stream", {}, {"types", "queues", "job_types", "job_id"}, "GET /ojs/v1/events/stream"},
+      {"GET", "/ojs/v1/queues/fuzz/events", {"fuzz"}, {"types", "job_types"}, "GET /ojs/v1/queues/{name}/events"},
+      {"GET", "/ojs/v1/jobs/" + id + "/events", {id}, {"types"}, "GET /ojs/v1/jobs/{id}/events"},
   };
 
+  // Every endpoint docs/http-api.md lists is fuzzed here.
+  std::set<std::string> covered;
+  for (const auto& ep : endpoints) covered.insert(ep.route.empty() ? ep.method + " " + ep.path : ep.route);
+  for (const auto* list : {&paths, &streams})
+    for (const auto& ep : *list) covered.insert(ep.route);
+  const auto documented = documented_routes();
+  ASSERT_GT(documented.size(), 50u) << "docs/http-api.md not read";
+  for (const auto& route : documented) EXPECT_TRUE(covered.count(route)) << route << " (docs/http-api.md) is not fuzzed";
+
+  auto check = [&](const std::string& what, const ojs::HttpResponse& r, const std::string& sent) {
+    ASSERT_GT(r.status, 0) << "no answer (broker down?) on " << what << " after:\n" << sent.substr(0, 2000);
+    ASSERT_LT(r.status, 500) << what << " answered " << r.status << ": " << r.body.substr(0, 500) << "\nsent:\n" << sent.substr(0, 2000);
+  };
   Mutator mutator(20261123);
-  const auto per_endpoint = std::chrono::duration<double>(kTotalSeconds / static_cast<double>(endpoints.size()));
+  // Bodies get most of the time; paths and queries the rest.
+  const auto per_body = std::chrono::duration<double>(kTotalSeconds * 0.7 / static_cast<double>(endpoints.size()));
   for (const auto& ep : endpoints) {
-    const auto stop_at = std::chrono::steady_clock::now() + per_endpoint;
+    const auto stop_at = std::chrono::steady_clock::now() + per_body;
     int sent = 0;
     for (; sent < kBodiesPerEndpoint && std::chrono::steady_clock::now() < stop_at; ++sent) {
       const std::string body = mutator.mutate(ep.seed);
       const auto r = raw.request(ep.method, ep.path, body);
-      ASSERT_GT(r.status, 0) << "no answer (broker down?) on " << ep.method << " " << ep.path << " after body:\n" << body.substr(0, 2000);
-      ASSERT_LT(r.status, 500) << ep.method << " " << ep.path << " answered " << r.status << ": " << r.body.substr(0, 500)
-                               << "\nbody:\n" << body.substr(0, 2000);
+      check(ep.method + " " + ep.path, r, body);
       ASSERT_TRUE(json::accept(r.body)) << r.body.substr(0, 500);
     }
     std::printf("fuzz %s %s: %d bodies\n", ep.method.c_str(), ep.path.c_str(), sent);
     EXPECT_GE(sent, kMinBodiesPerEndpoint) << ep.path;
     ASSERT_EQ(raw.get("/ojs/v1/health").status, 200);
   }
+  PathMutator paths_mutator(20261126);
+  const auto per_path = std::chrono::duration<double>(kTotalSeconds * 0.3 / static_cast<double>(paths.size() + streams.size()));
+  for (const auto& ep : paths) {
+    const auto stop_at = std::chrono::steady_clock::now() + per_path;
+    int sent = 0;
+    for (; sent < kBodiesPerEndpoint && std::chrono::steady_clock::now() < stop_at; ++sent) {
+      const auto target = paths_mutator.mutate(ep.path, ep.params, ep.query);
+      check(ep.method + " " + target, raw.request(ep.method, target, ep.method == "POST" ? "{}" : ""), target);
+    }
+    std::printf("fuzz %s %s: %d paths\n", ep.method.c_str(), ep.path.c_str(), sent);
+    EXPECT_GE(sent, kMinPathsPerEndpoint) << ep.path;
+  }
+  for (const auto& ep : streams) {
+    const auto stop_at = std::chrono::steady_clock::now() + per_path;
+    int sent = 0;
+    for (; sent < kBodiesPerEndpoint && std::chrono::steady_clock::now() < stop_at; ++sent) {
+      const auto target = paths_mutator.mutate(ep.path, ep.params, ep.query);
+      SseClient sse(broker.port(), target);
+      const int status = sse.status(std::chrono::seconds(10));
+      ASSERT_GT(status, 0) << "no answer on " << target;
+      ASSERT_LT(status, 500) << target << ": " << sse.error_body().substr(0, 300);
+    }
+    std::printf("fuzz %s %s: %d queries\n", ep.method.c_str(), ep.path.c_str(), sent);
+    EXPECT_GE(sent, kMinPathsPerEndpoint) << ep.path;
+  }
+  ASSERT_EQ(raw.get("/ojs/v1/health").status, 200);
 }
 
 // The two shapes that crashed the broker outright, on every body-taking endpoint.

@@ -223,6 +223,19 @@ nlohmann::json Api::fetch(const std::vector<std::string>& queues, const std::str
   return r.body.is_object() && r.body.contains("jobs") ? r.body["jobs"] : nlohmann::json::array();
 }
 
+bool wait_until(const std::function<bool()>& condition, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return condition();
+}
+
+std::string token_sha256(const std::string& token) {
+  return run_process({"sh", "-c", "printf %s '" + token + "' | sha256sum"}, 10).output.substr(0, 64);
+}
+
 nlohmann::json wait_for_state(Api& api, const std::string& job_id, const std::string& state, int timeout_ms) {
   nlohmann::json job;
   for (int waited = 0; waited < timeout_ms; waited += 100) {

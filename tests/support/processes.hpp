@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,7 @@ class BrokerProcess {
   ~BrokerProcess();
   void stop();
   void kill9();
+  pid_t pid() const { return pid_; }
   std::uint16_t port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
@@ -79,6 +81,12 @@ class Api {
 };
 
 std::string binary_path(const std::string& relative);  // under OJS_BINARY_DIR
+
+// Polls `condition` every 100 ms until it holds or `seconds` pass; its last answer.
+bool wait_until(const std::function<bool()>& condition, int seconds = 30);
+
+// A token's SHA-256 as a token file stores it (lowercase hex, as sha256sum prints it).
+std::string token_sha256(const std::string& token);
 
 // Polls INFO until the job is in `state` (or the time is up); returns the last job seen.
 nlohmann::json wait_for_state(Api& api, const std::string& job_id, const std::string& state, int timeout_ms = 30000);

@@ -72,6 +72,20 @@ local function emit(events_key, event_type, job, extra)
   redis.call('XADD', events_key, 'MAXLEN', '~', tostring(EVENTS_MAXLEN), '*', unpack(fields))
 end
 
+-- HSET of values[first..last] (field, value, ...) into `key` in slices: unpack has a
+-- bound (about 8,000 values), which an unbounded list must never reach in one call.
+local function hset_slices(key, values, first, last)
+  local slice = {}
+  for i = first, last do
+    slice[#slice + 1] = values[i]
+    if #slice >= 400 then
+      redis.call('HSET', key, unpack(slice))
+      slice = {}
+    end
+  end
+  if #slice > 0 then redis.call('HSET', key, unpack(slice)) end
+end
+
 -- The worker's held set (keys.hpp held) no longer lists a job it finished or gave
 -- up: the holder is the job's worker_id, read from the job (held prefix + it).
 -- Paths that skip this (cancel, a gang's release) leave an entry that the next read

@@ -1,11 +1,13 @@
 -- PUSH of a job with a unique policy (spec/ojs-unique-jobs.md), the holder's part,
 -- in the holder's queue slot: the conflict policy against the job holding the
--- uniqueness key. UniqueStore::push then takes the key (unique_claim.lua, global
--- slot) and pushes the new job (push.lua, its queue's slot).
+-- uniqueness key. UniqueStore::push runs it to decide ('check': nothing is
+-- written), takes the key (unique_claim.lua, global slot), runs it again to cancel
+-- a replaced holder ('apply') and pushes the new job (push.lua, its queue's slot).
 -- KEYS (6): 1 holder's job hash, 2 its class's ready set, 3 its delayed,
 --   4 its events, 5 its stats, 6 its class heads  (the holder's queue)
 -- ARGV: 1 new job id, 2 holder class the caller read, 3 states (comma-separated),
---       4 period ms ('' = none), 5 on_conflict (reject|ignore|replace|replace_except_schedule)
+--       4 period ms ('' = none), 5 on_conflict (reject|ignore|replace|replace_except_schedule),
+--       6 'check' (decide only) | 'apply' (cancel a replaced holder: the caller holds the key)
 -- Reply: {'free'} (the holder does not block) | {'missing'} (no such job: a PUSH
 --        between its steps, or a leftover of a crash) | {'ignored', holder job}
 --        | {'conflict', holder_id, holder_state} (reject, or replace of an active job)
@@ -28,6 +30,7 @@ if h[4] ~= seen_class then return {'retry'} end  -- re-ranked since the caller r
 -- replace / replace_except_schedule: the holder is cancelled (not active: it
 -- may be waiting, scheduled or retrying; an active job is never replaced).
 if policy == 'replace_except_schedule' and state == 'scheduled' and h[5] then scheduled_at = h[5] end
+if ARGV[6] == 'check' then return {'replaced', scheduled_at} end
 if not is_terminal(state) then  -- a terminal holder (states listed it) is left as it is
   ready_remove(KEYS[6], KEYS[2], h[4], holder_id)
   redis.call('ZREM', KEYS[3], holder_id)

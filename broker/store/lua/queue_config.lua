@@ -11,13 +11,9 @@ redis.call('HDEL', KEYS[1], 'max_total_gpus', 'max_concurrent_gpu_jobs', 'ml_def
            'policy', 'tenant_fairness', 'fair_tenants',  -- [fairshare] queue policy and tenant weights
            'backfill')  -- [backfill]
 local n = tonumber(ARGV[3])
-local fields = {}
-for i = 4, 3 + 2 * n do table.insert(fields, ARGV[i]) end
-if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
+hset_slices(KEYS[1], ARGV, 4, 3 + 2 * n)
 redis.call('DEL', KEYS[2])
-local quotas = {}
-for i = 4 + 2 * n, #ARGV do table.insert(quotas, ARGV[i]) end
-if #quotas > 0 then redis.call('HSET', KEYS[2], unpack(quotas)) end
+hset_slices(KEYS[2], ARGV, 4 + 2 * n, #ARGV)  -- up to 3,999 tenants (queue_config.cpp)
 local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
 redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
 return {'ok', version}
