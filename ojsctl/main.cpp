@@ -2,7 +2,7 @@
 //   ojsctl [--url URL] [--token T] [--ca-file F] [--json] <command>
 //     queue config get NAME | queue config set NAME --file f.json [--expected-version N]
 //     queue budget NAME | queue reconcile NAME [--repair]
-//     why JOB_ID | workers list | jobs list QUEUE [--state S] [--limit N]
+//     why JOB_ID | workers list | workers quiet|drain|terminate|resume ID | jobs list QUEUE [--state S] [--limit N]
 // Exit status: 0 ok, 1 the broker refused or was unreachable, 2 usage, 3 reconcile found drift.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -145,6 +145,19 @@ int main(int argc, char** argv) {
       std::cout << (raw_json ? r.dump(2) + "\n" : ojsctl::render_workers(r));
     };
   });
+  // The admin directives: quiet (no new job), drain (quiet, then terminate once it
+  // holds no job), terminate (finish and exit), resume (back to running).
+  std::string worker_id;
+  for (const std::string verb : {"quiet", "drain", "terminate", "resume"}) {
+    auto* directive = workers->add_subcommand(verb, "Tell a worker to " + verb + " (its next heartbeat or fetch hears it)");
+    directive->add_option("ID", worker_id, "Worker id")->required();
+    directive->callback([&, verb] {
+      action = [&, verb](Broker& b) {
+        const auto r = b.call("POST", "/ojs/v1/admin/workers/" + worker_id + "/" + verb, "{}")["worker"];
+        std::cout << (raw_json ? r.dump(2) : r.value("id", "") + ": " + r.value("state", "")) << "\n";
+      };
+    });
+  }
 
   auto* jobs = app.add_subcommand("jobs", "Jobs")->require_subcommand(1);
   auto* jobs_list = jobs->add_subcommand("list", "Jobs of a queue in one state");

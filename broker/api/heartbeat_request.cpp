@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ojs/core/error.hpp"
+#include "ojs/core/time.hpp"
 
 namespace ojs::broker {
 
@@ -42,6 +43,28 @@ std::vector<std::string> heartbeat_job_ids(const nlohmann::json& body) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
+}
+
+std::string worker_incarnation(const nlohmann::json& body) {
+  std::string out;
+  if (body.contains("started_at")) {
+    const auto& v = body["started_at"];
+    if (!v.is_string() || !parse_rfc3339(v.get<std::string>())) throw invalid_field("started_at", "must be an RFC 3339 timestamp");
+    out += v.get<std::string>();
+  }
+  out += '|';
+  if (body.contains("hostname")) {
+    const auto& v = body["hostname"];
+    if (!v.is_string() || v.get<std::string>().size() > 255) throw invalid_field("hostname", "must be a string of at most 255 characters");
+    out += v.get<std::string>();
+  }
+  out += '|';
+  if (body.contains("pid")) {
+    const auto& v = body["pid"];
+    if (!v.is_number_integer() || v.get<long long>() < 1) throw invalid_field("pid", "must be an integer >= 1");
+    out += std::to_string(v.get<long long>());
+  }
+  return out == "||" ? std::string() : out;
 }
 
 }  // namespace ojs::broker

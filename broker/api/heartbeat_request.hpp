@@ -13,4 +13,10 @@ namespace ojs::broker {
 // Throws 400 invalid_request naming the field and the rule on a malformed body.
 std::vector<std::string> heartbeat_job_ids(const nlohmann::json& body);
 
+// Which run of the worker process sends a FETCH or heartbeat: the worker
+// protocol's `started_at` (RFC 3339), `hostname` and `pid` (section 4.2), those
+// present, joined; "" when none is. A terminate directive ends with the
+// incarnation it reached (WorkerRegistry::contact). Throws 400 on a malformed one.
+std::string worker_incarnation(const nlohmann::json& body);
+
 }  // namespace ojs::broker

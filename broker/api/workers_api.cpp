@@ -47,7 +47,8 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     const auto request = FetchRequest::parse(body, ctx.config.max_fetch_count);
     auth::authorize_worker_id(body.contains("worker_id") ? request.worker_id : std::string());
     // One pipeline records contact and reads what the worker holds (its load, preemption marks and capacity guards).
-    const auto contact = ctx.workers.contact(request.worker_id, request.capabilities ? &request.capabilities_text : nullptr, request.queues);
+    const auto contact = ctx.workers.contact(request.worker_id, request.capabilities ? &request.capabilities_text : nullptr, request.queues,
+                                             worker_incarnation(body));
     const auto& state = contact.state;
     nlohmann::json out = {{"jobs", nlohmann::json::array()}, {"state", state}, {"directive", directive_for(state)}};
     auto& jobs = out["jobs"];  // filled in place: each job is copied once, for "job"
@@ -101,7 +102,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     }
     const bool has_caps = body.contains("capabilities") && body["capabilities"].is_object();
     const std::string caps = has_caps ? body["capabilities"].dump() : std::string();
-    const auto contact = ctx.workers.contact(worker_id, has_caps ? &caps : nullptr, {});
+    const auto contact = ctx.workers.contact(worker_id, has_caps ? &caps : nullptr, {}, worker_incarnation(body), ids.size());
     const auto& state = contact.state;
     nlohmann::json extended = nlohmann::json::array();
     for (auto& id : ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids))
@@ -127,13 +128,16 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     }
     return json_reply(200, {{"workers", list}});
   });
-  for (const std::string state : {"quiet", "terminate", "running"}) {
+  // drain: quiet until the worker holds no job, then terminate (WorkerRegistry::contact).
+  for (const std::string state : {"quiet", "terminate", "running", "drain"}) {
     const std::string path = "/ojs/v1/admin/workers/{id}/" + std::string(state == "running" ? "resume" : state);
     router.add("POST", path, [&ctx, state](const HttpRequest& r) {
       const auto& id = r.params.at("id");
       if (!is_valid_worker_id(id)) throw invalid_field("id", kWorkerIdRule);  // checked before anything is written
-      ctx.workers.set_state(id, state);
-      return json_reply(200, {{"worker", {{"id", id}, {"state", state}, {"directive", directive_for(state)}}}});
+      if (!ctx.workers.set_state(id, state))  // no phantom record for an id never in contact
+        throw OjsError(ErrorCode::not_found, "worker " + id + " not found", {{"worker_id", id}});
+      const std::string told = state == "drain" ? "quiet" : state;  // what its next contact hears first
+      return json_reply(200, {{"worker", {{"id", id}, {"state", state}, {"directive", directive_for(told)}}}});
     });
   }
 }

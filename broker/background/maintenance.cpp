@@ -33,6 +33,17 @@ void Maintenance::run_once() {
       if (passes_ % kClassHeadsCheckEvery == 0)
         if (long long n = store.repair_class_heads(queue); n > 0)
           spdlog::warn("queue {}: corrected {} class-head index entr{}", queue, n, n == 1 ? "y" : "ies");
+      // Expiry before promotion: a scheduled job past its expires_at never becomes available.
+      if (due[qi].expired) {
+        constexpr int kSweepSlice = 1000;  // entries per script call: Redis is never held long
+        long long discarded = 0;
+        for (;;) {
+          const auto s = store.sweep_expired(queue, kSweepSlice);
+          discarded += s.discarded;
+          if (s.handled < kSweepSlice) break;
+        }
+        if (discarded > 0) spdlog::info("queue {}: discarded {} job(s) past their expires_at", queue, discarded);
+      }
       if (due[qi].promote) store.promote(queue);
       if (due[qi].gangs)  // [gangs]
         if (long long n = store.expire_gangs(queue); n > 0)

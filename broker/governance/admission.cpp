@@ -85,8 +85,8 @@ std::string Admission::admit(NewJob& job, const auth::Identity* caller, JobOrder
   if (config_version) *config_version = config.version;
   apply_defaults(job.document, config.ml_defaults);
   const ml::Requirements r = ml::parse_requirements(job.document);  // 400 naming the attribute
-  enforce_limits(r, job.timeout_ms, policy_.global_bounds, "broker");
-  enforce_limits(r, job.timeout_ms, config.ml_limits, "queue");
+  enforce_limits(r, job.timeout_ms, policy_.global_bounds, "broker", job.timeout_field);
+  enforce_limits(r, job.timeout_ms, config.ml_limits, "queue", job.timeout_field);
   apply_timeout_bound(job, r, {policy_.global_bounds.max_timeout_seconds, config.ml_limits.max_timeout_seconds});
   if (!caller || !caller->has(auth::Role::admin)) check_label_keys(r, policy_.admin_label_prefixes);
   check_model_allowed(r, policy_.allowed_models);

@@ -12,8 +12,10 @@
 
 namespace ojs::broker::governance {
 
-// job_timeout_ms: the OJS timeout_ms of the job (ext_ml_timeout_seconds overrides it).
+// job_timeout_ms: the OJS timeout of the job (ext_ml_timeout_seconds overrides it),
+// given as timeout_field (timeout_ms, or the OJS `timeout` in seconds): a refusal
+// names the field in details.field, as every limit refusal does.
 void enforce_limits(const ml::Requirements& requirements, std::optional<std::int64_t> job_timeout_ms,
-                    const MlLimits& limits, const std::string& scope);
+                    const MlLimits& limits, const std::string& scope, const std::string& timeout_field = "timeout_ms");
 
 }  // namespace ojs::broker::governance

@@ -7,7 +7,9 @@
 #include <set>
 
 #include "ojs/core/envelope.hpp"
+#include "ojs/ml/affinity.hpp"
 #include "ojs/ml/capabilities.hpp"
+#include "ojs/ml/worker_load.hpp"
 #include "ojs/ml/requirement_class.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
@@ -367,6 +369,7 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
   // A worker with capabilities claims one job at a time so that the GPUs and
   // devices of each claim are taken into account for the next.
   const bool one_by_one = worker.capabilities.has_value();
+  std::set<std::string> given_back;  // classes of a job handed back by symmetric anti-affinity: not claimed again this FETCH
   for (int round = 0; round < 2 * request.count + 3 && static_cast<int>(jobs.size()) < request.count; ++round) {
     const int want = one_by_one ? 1 : request.count - static_cast<int>(jobs.size());
     std::vector<EligibleClass> eligible;
@@ -375,7 +378,8 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
     apply_capacity_guards(store_, scheduler_, queue, classes, worker, verdicts, assignment_options(config_));
     for (const auto& v : verdicts) {
       verdict_of[v.class_id] = &v;
-      if (v.judgement.eligible() && !is_gang_class(scheduler_, classes, v.class_id)) eligible.push_back(v.claim);
+      if (v.judgement.eligible() && !is_gang_class(scheduler_, classes, v.class_id) && !given_back.count(v.class_id))
+        eligible.push_back(v.claim);
       diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);
     }
     if (eligible.empty()) {
@@ -400,6 +404,10 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
     if (outcome.jobs.empty()) return;
     for (const auto& record : outcome.jobs) {
       json envelope = record.envelope();
+      if (worker.capabilities && excluded_by_running_job(record, envelope, worker.load)) {
+        given_back.insert(record.get("class"));
+        continue;
+      }
       if (worker.capabilities) {
         const auto* v = verdict_of[record.get("class")];
         ml::ActiveJob active = ml::active_job_from(envelope, record.held_gpus());
@@ -410,6 +418,24 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
       jobs.push_back(std::move(envelope));
     }
     if (!one_by_one) return;
+  }
+}
+
+// Symmetric anti-affinity on what only the job knows (its type, id, meta.labels,
+// tenant: the predicate judged its class on its ML attributes): a job a running job's
+// anti-affinity excludes goes back at once, requeued without consuming the attempt.
+bool JobService::excluded_by_running_job(const JobRecord& record, const json& envelope, const ml::WorkerLoad& load) {
+  const auto ex = ml::excluded_by_running(load, ml::job_labels(envelope), false);
+  if (!ex) return false;
+  const json error = {{"code", "anti_affinity"},
+                      {"message", "worker runs job " + ex->job_id + " whose anti-affinity " + ml::describe(ex->rule) + " excludes this job"},
+                      {"retryable", true}};
+  try {
+    fail(record.id(), error, true, record.get("worker_id"));
+    return true;
+  } catch (const std::exception& e) {  // left with the worker rather than stranded until its visibility timeout
+    spdlog::warn("job {}: handing it back for anti-affinity failed ({}); the worker keeps it", record.id(), e.what());
+    return false;
   }
 }
 

@@ -105,6 +105,8 @@ class JobService {
   int reclaim(const std::string& queue, const std::vector<std::string>& ids, bool require_expired);
   JobRecord checked(const Transition& t, const std::string& id, const char* operation);
 
+  // Symmetric anti-affinity on the claimed job itself: true when it was handed back.
+  bool excluded_by_running_job(const JobRecord& record, const nlohmann::json& envelope, const ml::WorkerLoad& load);
   // Claims from one queue for a worker; appends envelopes to `jobs`.
   void fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
                         std::vector<nlohmann::json>& jobs);

@@ -138,9 +138,9 @@ void render_cluster_metrics(const json& overview, Exposition& out) {
   per_queue("ojs_preemptions_total", "counter", "Jobs preempted in the queue (stats hash field 'preempted')",
             [&](const json& q, const std::string& name) { out.sample("ojs_preemptions_total", {{"queue", name}}, q["preemptions"].get<double>()); });
 
-  std::map<std::string, long long> by_state = {{"running", 0}, {"quiet", 0}, {"terminate", 0}, {"lost", 0}};
+  std::map<std::string, long long> by_state = {{"running", 0}, {"quiet", 0}, {"terminate", 0}, {"drain", 0}, {"lost", 0}};
   for (const auto& w : overview["workers"]) ++by_state[w["live"].get<bool>() ? w["state"].get<std::string>() : std::string("lost")];
-  out.family("ojs_workers", "gauge", "Workers seen, by state (running, quiet, terminate; lost = silent past --worker-dead-after-ms)");
+  out.family("ojs_workers", "gauge", "Workers seen, by state (running, quiet, terminate, drain; lost = silent past --worker-dead-after-ms)");
   for (const auto& [state, n] : by_state) out.sample("ojs_workers", {{"state", state}}, static_cast<double>(n));
   const auto& totals = overview["totals"];
   out.family("ojs_gpus_advertised", "gauge", "GPUs advertised by live workers");

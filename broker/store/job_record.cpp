@@ -109,6 +109,7 @@ std::optional<JobRecord::Load> JobRecord::load_on(const std::string& worker_id) 
   if (!doc.is_object()) doc = nlohmann::json::object();
   doc["id"] = id();
   load.labels = ml::job_labels(doc);
+  load.anti_affinity = ml::job_anti_affinity(doc);
   return load;
 }
 

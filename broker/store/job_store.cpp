@@ -191,6 +191,7 @@ Transition JobStore::push(const BatchJob& job, const PushInOneTrip& single) {
   std::vector<std::vector<std::string>> directory;  // ahead of the script (see PushInOneTrip)
   if (single.register_id) directory.push_back(job_directory_entry(job.id, q));
   if (single.register_queue) directory.push_back(queue_directory_entry(q));
+  if (auto entry = expiring_entry(job)) directory.push_back(std::move(*entry));
   Transition t = transition_from(redis_.eval_after(directory, "push",
                                                    {keys::job(q, job.id), keys::classes(q), keys::classes_version(q),
                                                     keys::ready(q, job.class_id), keys::delayed(q), keys::seq(q), keys::events(q),
@@ -365,12 +366,21 @@ std::map<std::string, std::vector<std::string>> JobStore::group_by_queue(const s
   return out;
 }
 
+std::optional<std::vector<std::string>> JobStore::expiring_entry(const BatchJob& job) {
+  for (const auto& [field, value] : job.fields)
+    if (field == "expires_at") return std::vector<std::string>{"ZADD", keys::expiring(job.queue), value, job.id};
+  return std::nullopt;
+}
+
 long long JobStore::promote(const std::string& queue) {
-  return redis_.eval("promote",
-                     {keys::delayed(queue), keys::seq(queue), keys::events(queue), keys::job_prefix(queue),
-                      keys::ready_prefix(queue), keys::class_heads(queue)},
-                     {})
-      .integer;
+  return redis_.eval("promote", with_workflow_keys({keys::stats(queue), keys::events(queue)}, queue), {}).integer;
+}
+
+JobStore::ExpirySweep JobStore::sweep_expired(const std::string& queue, int limit) {
+  const auto reply = redis_.eval("expire_sweep", with_workflow_keys({keys::expiring(queue), keys::stats(queue), keys::events(queue)}, queue),
+                                 {std::to_string(limit)});
+  if (reply.elements.size() < 2) throw std::runtime_error("malformed expire_sweep reply");
+  return {reply.elements[0].integer, reply.elements[1].integer};
 }
 
 std::vector<JobStore::DueWork> JobStore::due_work(const std::vector<std::string>& queues, std::int64_t now_ms) {
@@ -378,15 +388,17 @@ std::vector<JobStore::DueWork> JobStore::due_work(const std::vector<std::string>
   if (queues.empty()) return out;
   const auto now = std::to_string(now_ms);
   std::vector<std::vector<std::string>> cmds;
-  cmds.reserve(2 * queues.size());
+  cmds.reserve(3 * queues.size());
   for (const auto& q : queues) {
     cmds.push_back({"ZRANGEBYSCORE", keys::delayed(q), "-inf", now, "LIMIT", "0", "1"});
     cmds.push_back({"ZRANGEBYSCORE", keys::gangs(q), "-inf", now, "LIMIT", "0", "1"});
+    cmds.push_back({"ZRANGEBYSCORE", keys::expiring(q), "-inf", now, "LIMIT", "0", "1"});
   }
   const auto replies = redis_.pipeline(cmds);
   for (std::size_t i = 0; i < queues.size(); ++i) {
-    out[i].promote = !replies[2 * i].elements.empty();
-    out[i].gangs = !replies[2 * i + 1].elements.empty();
+    out[i].promote = !replies[3 * i].elements.empty();
+    out[i].gangs = !replies[3 * i + 1].elements.empty();
+    out[i].expired = !replies[3 * i + 2].elements.empty();
   }
   return out;
 }
@@ -482,7 +494,7 @@ bool JobStore::delete_queue_if_empty(const std::string& queue) {
   for (const auto& k : {keys::active(queue), keys::delayed(queue), keys::dead(queue), keys::config(queue), keys::classes(queue),
                         keys::classes_version(queue), keys::paused(queue), keys::stats(queue), keys::events(queue),
                         keys::ledger(queue), keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::preempting(queue),
-                        keys::escalations(queue), keys::reservation_waits(queue), keys::class_heads(queue)})
+                        keys::escalations(queue), keys::reservation_waits(queue), keys::class_heads(queue), keys::expiring(queue)})
     ks.push_back(k);
   for (const auto& [id, _] : classes.classes) ks.push_back(keys::diagnosis(queue, id));
   // Out of the directory first: a PUSH racing the delete re-adds it (reserve_id) and

@@ -184,14 +184,25 @@ class JobStore {
                                   const std::vector<std::string>& ids);
   // queue -> ids (unknown ids dropped), resolved in slices of one HMGET each.
   std::map<std::string, std::vector<std::string>> group_by_queue(const std::vector<std::string>& ids);
+  // promote.lua: due scheduled jobs and retries become available (those already past
+  // their expires_at are discarded instead).
   long long promote(const std::string& queue);
-  // Maintenance: which queues have a scheduled job or retry due, or a forming gang
-  // past its hold deadline (now_ms on the broker's clock, as reclaim uses), in one
-  // pipeline of cheap reads: promote / expire_gangs run only where something is due
-  // (each script call costs Redis ~40k instructions even when nothing is).
+  // expire_sweep.lua: up to `limit` entries of the queue's expiring index past due;
+  // their jobs that still wait are discarded (error code `expired`).
+  struct ExpirySweep {
+    long long handled = 0;
+    long long discarded = 0;
+  };
+  ExpirySweep sweep_expired(const std::string& queue, int limit);
+  // Maintenance: which queues have a scheduled job or retry due, a forming gang
+  // past its hold deadline, or a job past its expires_at (now_ms on the broker's
+  // clock, as reclaim uses), in one pipeline of cheap reads: promote / expire_gangs /
+  // sweep_expired run only where something is due (each script call costs Redis
+  // ~40k instructions even when nothing is).
   struct DueWork {
     bool promote = false;
     bool gangs = false;
+    bool expired = false;
   };
   std::vector<DueWork> due_work(const std::vector<std::string>& queues, std::int64_t now_ms);
   // [heads] Makes the queue's class-head index match its ready sets; returns the entries corrected.
@@ -239,6 +250,9 @@ class JobStore {
 
  private:
   BatchOutcome push_batch_of_queue(const std::vector<BatchJob>& jobs);  // push_batch.lua, one queue's slot
+  // The expiring-index entry of a job pushed with an expires_at (nullopt: none), sent
+  // ahead of its push script: an entry whose job was never stored is dropped by the sweep.
+  static std::optional<std::vector<std::string>> expiring_entry(const BatchJob& job);
   RedisPool& redis_;
 };
 

@@ -44,7 +44,10 @@ BatchOutcome JobStore::push_batch_of_queue(const std::vector<BatchJob>& jobs) {
       args.push_back(a);
     append_fields(args, j.fields);
   }
-  const auto reply = redis_.eval("push_batch", keys, args);
+  std::vector<std::vector<std::string>> expiring;  // ahead of the script, as for a single PUSH
+  for (const auto& j : jobs)
+    if (auto entry = expiring_entry(j)) expiring.push_back(std::move(*entry));
+  const auto reply = redis_.eval_after(expiring, "push_batch", keys, args);
   BatchOutcome out;
   if (reply.type != RedisValue::Type::array || reply.elements.size() < 2) throw std::runtime_error("malformed push_batch reply");
   if (reply.elements[0].str == "duplicate") {

@@ -43,6 +43,8 @@ inline std::string tenant_ledger(const std::string& queue) { return queue_prefix
 inline std::string rate_window(const std::string& queue) { return queue_prefix(queue) + "rate-window"; }  // starts (ms) in the rate period
 inline std::string diagnosis(const std::string& queue, const std::string& cls) { return queue_prefix(queue) + "diag:" + cls; }
 inline std::string preempting(const std::string& queue) { return queue_prefix(queue) + "preempting"; }    // zset id -> deadline
+// [issue #27] jobs pushed with an expires_at, for the maintenance pass's sweep (expire_sweep.lua).
+inline std::string expiring(const std::string& queue) { return queue_prefix(queue) + "expiring"; }  // zset id -> expires_at ms
 inline std::string escalations(const std::string& queue) { return queue_prefix(queue) + "escalations"; }  // zset id -> due
 inline std::string reservation_waits(const std::string& queue) { return queue_prefix(queue) + "reservation-waits"; }  // zset id -> due
 // [gangs] the gang forming in a queue (at most one holds members: id -> hold deadline ms),

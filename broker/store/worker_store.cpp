@@ -58,7 +58,7 @@ WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const st
     }
   std::vector<std::vector<std::string>> cmds{touch_command(worker_id, capabilities_json, queues_json, now),
                                              {"ZADD", kWorkers, now, worker_id},
-                                             {"HGET", worker_key(worker_id), "state"}};
+                                             {"HMGET", worker_key(worker_id), "state", "terminated_by"}};
   if (!register_queues.empty()) {  // before any claim there can list a job in the queue's held set
     std::vector<std::string> sadd{"SADD", keys::worker_queues(worker_id)};
     sadd.insert(sadd.end(), register_queues.begin(), register_queues.end());
@@ -71,7 +71,9 @@ WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const st
   auto replies = redis_.pipeline(cmds);
 
   Contact c;
-  c.state = replies[2].is_nil() ? "running" : replies[2].str;
+  const auto& directive = replies[2].elements;
+  c.state = directive.empty() || directive[0].is_nil() ? "running" : directive[0].str;
+  if (directive.size() > 1 && !directive[1].is_nil()) c.terminated_by = directive[1].str;
   c.guards = guard_marks_from(replies[guards_at], replies[guards_at + 1]);
   HeldRead read = held_from(worker_id, read_queues, replies, held_at);
   c.queues = std::move(read.listed);
@@ -88,10 +90,12 @@ WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const st
   return c;
 }
 
-void WorkerStore::set_state(const std::string& worker_id, const std::string& state) {
-  // Listed from now on (NX: a known worker keeps its last contact), so the
-  // registry's retention window starts now, not at the epoch.
-  redis_.pipeline({{"HSET", worker_key(worker_id), "state", state}, {"ZADD", kWorkers, "NX", std::to_string(now_ms()), worker_id}});
+bool WorkerStore::set_state(const std::string& worker_id, const std::string& state) {
+  return redis_.eval("set_worker_state", {kWorkers, worker_key(worker_id)}, {worker_id, state}).integer == 1;
+}
+
+std::string WorkerStore::deliver_directive(const std::string& worker_id, const std::string& incarnation, bool idle) {
+  return redis_.eval("deliver_directive", {worker_key(worker_id)}, {incarnation, idle ? "1" : "0"}).str;
 }
 
 std::optional<WorkerInfo> WorkerStore::get(const std::string& worker_id) {
@@ -219,7 +223,7 @@ HeldState WorkerStore::verify(const std::string& worker_id, HeldRead read) {
       fixes.push_back({"SADD", keys::worker_queues(worker_id), queue});
       fixes.push_back({"SADD", keys::held(queue, worker_id), id});
     }
-    out.load.active.push_back({id, load->gpus, load->labels});
+    out.load.active.push_back({id, load->gpus, load->labels, load->anti_affinity});
     out.load.hold(load->devices);
     if (const auto deadline = job.get_int("preempt_deadline"))
       out.preempting.push_back({id, *deadline, job.get("preempt_checkpoint") == "1", job.get("preempted_for")});

@@ -19,7 +19,7 @@ namespace ojs::broker {
 
 struct WorkerInfo {
   std::string id;
-  std::string state = "running";  // running | quiet | terminate
+  std::string state = "running";  // running | quiet | terminate | drain (admin: quiet, then terminate once idle)
   std::int64_t last_seen_ms = 0;
   nlohmann::json capabilities;     // null when the worker never sent any
   std::vector<std::string> queues;
@@ -55,14 +55,17 @@ class WorkerStore {
   // stored ones.
   struct Contact {
     std::string state;
+    std::string terminated_by;  // the incarnation a terminate directive reached ("" when none yet)
     HeldState held;
     GuardMarks guards;  // read in the same pipeline: FETCH's capacity guards need no round trip of their own
     std::vector<std::string> queues;  // the worker's queue list as read
   };
   Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::string* queues_json,
                   const std::vector<std::string>& claim_queues, const std::vector<std::string>& known_queues);
-  // Lists the worker from now on if unknown (NX: a known worker keeps its last contact).
-  void set_state(const std::string& worker_id, const std::string& state);
+  // set_worker_state.lua: false (and nothing written) when the worker is unknown.
+  bool set_state(const std::string& worker_id, const std::string& state);
+  // deliver_directive.lua: the state a contact of a terminate or drain worker is told.
+  std::string deliver_directive(const std::string& worker_id, const std::string& incarnation, bool idle);
   std::optional<WorkerInfo> get(const std::string& worker_id);
   std::vector<WorkerInfo> list();
   // Ids silent since older_than_ms (at most `limit`, 0 = all).

@@ -8,7 +8,8 @@
 namespace ojs::broker {
 
 WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, const std::string* capabilities,
-                                                const std::vector<std::string>& queues) {
+                                                const std::vector<std::string>& queues, const std::string& incarnation,
+                                                std::size_t reported_jobs) {
   static const std::string none;
   const std::string& caps_json = capabilities ? *capabilities : none;
   std::string queues_json;
@@ -26,6 +27,9 @@ WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, co
   auto contact = store_.contact(worker_id, write && capabilities ? &caps_json : nullptr,
                                 write && !queues.empty() ? &queues_json : nullptr,
                                 capabilities ? queues : std::vector<std::string>{}, known);  // only a worker with capabilities has claims listed
+  // Only a terminate the worker's incarnation has not yet been told, or a drain, needs the script.
+  if (contact.state == "drain" || (contact.state == "terminate" && !incarnation.empty() && contact.terminated_by != incarnation))
+    contact.state = store_.deliver_directive(worker_id, incarnation, contact.held.load.active.empty() && reported_jobs == 0);
   std::lock_guard lock(profiles_mutex_);
   if (write) {  // remembered once Redis has it (a failed write is retried by the next contact)
     if (profiles_.size() >= kMaxProfiles && !profiles_.count(worker_id)) profiles_.clear();

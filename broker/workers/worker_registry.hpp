@@ -29,10 +29,17 @@ class WorkerRegistry {
   // changed the record since), so an unchanged worker costs Redis a small HSET.
   using Contact = WorkerStore::Contact;
   // capabilities_json: the capabilities as compact JSON text (nullptr: none sent).
-  Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::vector<std::string>& queues);
+  // incarnation: which run of the worker process this is (worker_incarnation in
+  // api/heartbeat_request.hpp; "" when it sent nothing to tell). Contact::state is
+  // what the worker is told: running, quiet or terminate. A terminate directive
+  // ends with the incarnation it reached (a restarted worker runs); drain is quiet
+  // while the worker holds a job (by its held sets, or the jobs its heartbeat
+  // reports, `reported_jobs`: a worker without capabilities has no held sets), then terminate.
+  Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::vector<std::string>& queues,
+                  const std::string& incarnation, std::size_t reported_jobs = 0);
   static constexpr std::int64_t kResendProfileMs = 30000;
-  // The registry's retention window starts now for a worker it did not know.
-  void set_state(const std::string& worker_id, const std::string& state) { store_.set_state(worker_id, state); }
+  // An admin's directive (running, quiet, terminate, drain); false when the worker is unknown.
+  bool set_state(const std::string& worker_id, const std::string& state) { return store_.set_state(worker_id, state); }
   std::optional<WorkerInfo> get(const std::string& worker_id) { return store_.get(worker_id); }
   std::vector<WorkerInfo> list() { return store_.list(); }
   std::vector<std::string> stale(std::int64_t older_than_ms) { return store_.silent_since(older_than_ms); }

@@ -198,12 +198,21 @@ NewJob parse_enqueue_request(const json& body, std::int64_t now) {
     job.queue = q->get<std::string>();
   }
   if (const json* p = option("priority")) job.priority = static_cast<int>(require_int(*p, "priority", -100, 100));
-  if (const json* t = option("timeout_ms")) job.timeout_ms = require_int(*t, "timeout_ms", 0, kMaxDurationMs);
+  if (const json* t = option("timeout_ms")) {
+    job.timeout_ms = require_int(*t, "timeout_ms", 0, kMaxDurationMs);
+  } else if (const json* ts = option("timeout")) {  // OJS core: seconds (0 = the default); timeout_ms wins when both are sent
+    job.timeout_ms = require_int(*ts, "timeout", 0, kMaxDurationMs / 1000) * 1000;
+    job.timeout_field = "timeout";
+  }
   if (const json* vt = option("visibility_timeout_ms")) job.visibility_timeout_ms = require_int(*vt, "visibility_timeout_ms", 0, kMaxDurationMs);
   else if (const json* vts = option("visibility_timeout")) job.visibility_timeout_ms = require_duration(*vts, "visibility_timeout");
   if (const json* s = option("scheduled_at")) job.scheduled_at_ms = require_time(*s, "scheduled_at", now);
   else if (const json* d = option("delay_until")) job.scheduled_at_ms = require_time(*d, "delay_until", now);
-  if (const json* e = option("expires_at")) job.expires_at_ms = require_time(*e, "expires_at", now);
+  if (const json* e = option("expires_at")) {
+    job.expires_at_ms = require_time(*e, "expires_at", now);
+    // A job already expired could never run: refused rather than stored to be discarded.
+    if (*job.expires_at_ms <= now) throw invalid_field("expires_at", "must be in the future (the job would expire before it is stored)");
+  }
   if (const json* r = option("retry")) job.retry = parse_retry_policy(*r, "retry");
   else if (const json* rp = option("retry_policy")) job.retry = parse_retry_policy(*rp, "retry_policy");
   if (const json* tags = option("tags")) {

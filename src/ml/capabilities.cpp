@@ -109,9 +109,8 @@ Labels read_labels(const Field& f) {
   // worker-info style ["region=us-east-1", "canary"]: "k=v" or a bare flag.
   Labels out;
   for (const auto& s : read_string_list(f)) {
-    auto eq = s.find('=');
-    if (eq == std::string::npos) out[s] = "true";
-    else out[s.substr(0, eq)] = s.substr(eq + 1);
+    auto [key, value] = split_label(s);
+    out[key] = std::move(value);
   }
   return out;
 }

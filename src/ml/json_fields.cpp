@@ -101,4 +101,11 @@ nlohmann::json canonical_number(double v) {
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return static_cast<long long>(v);
   return v;
 }
+
+std::pair<std::string, std::string> split_label(const std::string& entry) {
+  const auto eq = entry.find('=');
+  if (eq == std::string::npos) return {entry, "true"};
+  return {entry.substr(0, eq), entry.substr(eq + 1)};
+}
+
 }  // namespace ojs::ml

@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ojs/ml/types.hpp"
@@ -34,6 +35,9 @@ Labels read_string_map(const Field& f);
 Field member(const Field& f, std::string_view name);
 
 bool parse_double(const std::string& s, double& out);
+
+// One worker-info style label entry: "k=v" -> {k, v}; a bare flag -> {flag, "true"}.
+std::pair<std::string, std::string> split_label(const std::string& entry);
 
 }  // namespace ojs::ml
 

@@ -7,6 +7,7 @@
 
 #include "json_fields.hpp"
 #include "ojs/ml/affinity.hpp"
+#include "ojs/ml/requirement_class.hpp"
 
 namespace ojs::ml {
 namespace {
@@ -216,13 +217,22 @@ Result model_format(const MatchContext& c) {
 
 // ---- dynamic predicates ----
 
+// Both ways: the class's own rules against what runs, and what runs against the
+// class (a running job's anti-affinity refuses the jobs it names). The class knows
+// its jobs' ML attributes only: rules on their type, id or meta.labels are judged
+// on the claimed job (JobService, the same excluded_by_running).
 Result anti_affinity(const MatchContext& c) {
-  if (c.req.hard.anti_affinity.empty() || !c.load) return std::nullopt;
+  if (!c.load) return std::nullopt;
   for (const auto& rule : c.req.hard.anti_affinity)
     for (const auto& job : c.load->active)
       if (rule_matches(rule, job.labels))
         return refuse("anti_affinity", "runs job " + job.job_id + " matching anti-affinity " + describe(rule),
                       "run a job matching anti-affinity " + describe(rule), {{"job_id", job.job_id}});
+  const bool any_rules = std::any_of(c.load->active.begin(), c.load->active.end(), [](const ActiveJob& j) { return !j.anti_affinity.empty(); });
+  if (!any_rules) return std::nullopt;  // the common case: no class labels to build
+  if (auto ex = excluded_by_running(*c.load, job_labels(class_json(c.req)), true))
+    return refuse("anti_affinity", "runs job " + ex->job_id + " whose anti-affinity " + describe(ex->rule) + " excludes this job",
+                  "run a job whose anti-affinity " + describe(ex->rule) + " excludes it", {{"job_id", ex->job_id}});
   return std::nullopt;
 }
 

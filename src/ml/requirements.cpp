@@ -447,6 +447,15 @@ bool Requirements::has_hard_constraints() const {
          !h.model_format.empty() || h.gang.size > 0;
 }
 
+std::map<std::string, const nlohmann::json*> ml_attributes(const nlohmann::json& job) {
+  FieldMap fields;
+  collect_meta(job, fields);       // lower precedence
+  collect_top_level(job, fields);  // top level wins
+  std::map<std::string, const nlohmann::json*> out;
+  for (const auto& [name, field] : fields) out.emplace(name, field.value);
+  return out;
+}
+
 Requirements parse_requirements(const nlohmann::json& job) {
   FieldMap fields;
   collect_meta(job, fields);       // lower precedence

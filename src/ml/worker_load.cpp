@@ -2,6 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_fields.hpp"
+#include "ojs/ml/affinity.hpp"
+#include "ojs/ml/requirements.hpp"
+
 namespace ojs::ml {
 
 void WorkerLoad::hold(const std::vector<int>& devices) {
@@ -17,6 +21,15 @@ int WorkerLoad::gpus_in_use() const {
   return n;
 }
 
+namespace {
+// A scalar as a label value: strings verbatim, numbers and booleans as JSON text.
+std::optional<std::string> scalar_label(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number() || v.is_boolean()) return v.dump();
+  return std::nullopt;
+}
+}  // namespace
+
 Labels job_labels(const nlohmann::json& job) {
   Labels out;
   if (!job.is_object()) return out;
@@ -24,23 +37,39 @@ Labels job_labels(const nlohmann::json& job) {
     if (auto it = job.find(key); it != job.end() && it->is_string()) out[label] = it->get<std::string>();
   };
   put_string("type", "type");
+  put_string("type", "job_type");  // the key of the spec's anti-affinity example (ojs-ml-resources.md 7.3)
   put_string("queue", "queue");
   put_string("id", "job_id");
-  for (auto it = job.begin(); it != job.end(); ++it) {
-    if (it.key().rfind("ext_ml_", 0) != 0) continue;
-    const auto& v = it.value();
-    std::string name = it.key().substr(7);
-    if (v.is_string()) out[name] = v.get<std::string>();
-    else if (v.is_number() || v.is_boolean()) out[name] = v.dump();
+  std::map<std::string, const nlohmann::json*> attributes;
+  try {
+    attributes = ml_attributes(job);
+  } catch (const std::exception&) {  // a malformed meta.* never passed PUSH; read what the top level has
   }
-  if (auto meta = job.find("meta"); meta != job.end() && meta->is_object()) {
-    if (auto model = meta->find("model"); model != meta->end() && model->is_object())
-      if (auto id = model->find("id"); id != model->end() && id->is_string()) out.try_emplace("model_id", id->get<std::string>());
-    if (auto labels = meta->find("labels"); labels != meta->end() && labels->is_object())
-      for (auto it = labels->begin(); it != labels->end(); ++it)
-        if (it.value().is_string()) out.try_emplace(it.key(), it.value().get<std::string>());
+  for (const auto& [name, value] : attributes)
+    if (auto label = scalar_label(*value)) out[name] = std::move(*label);
+  const auto meta = job.find("meta");
+  if (meta == job.end() || !meta->is_object()) return out;
+  if (auto tenant = meta->find("tenant_id"); tenant != meta->end() && tenant->is_string())
+    out.try_emplace("tenant_id", tenant->get<std::string>());
+  const auto labels = meta->find("labels");
+  if (labels == meta->end()) return out;
+  if (labels->is_object()) {
+    for (auto it = labels->begin(); it != labels->end(); ++it)
+      if (auto label = scalar_label(it.value())) out.try_emplace(it.key(), std::move(*label));
+  } else if (labels->is_array()) {
+    for (const auto& entry : *labels)
+      if (entry.is_string()) out.insert(split_label(entry.get<std::string>()));  // try_emplace: the first wins
   }
   return out;
+}
+
+std::vector<AffinityRule> job_anti_affinity(const nlohmann::json& job) {
+  try {
+    if (!job.is_object() || !ml_attributes(job).count("anti_affinity")) return {};  // most jobs: no full parse
+    return parse_requirements(job).hard.anti_affinity;
+  } catch (const std::exception&) {
+    return {};
+  }
 }
 
 ActiveJob active_job_from(const nlohmann::json& job, int gpus) {
@@ -48,7 +77,17 @@ ActiveJob active_job_from(const nlohmann::json& job, int gpus) {
   if (auto id = job.find("id"); id != job.end() && id->is_string()) a.job_id = id->get<std::string>();
   a.gpus = gpus;
   a.labels = job_labels(job);
+  a.anti_affinity = job_anti_affinity(job);
   return a;
+}
+
+std::optional<Exclusion> excluded_by_running(const WorkerLoad& load, const Labels& candidate, bool known_keys_only) {
+  for (const auto& job : load.active)
+    for (const auto& rule : job.anti_affinity) {
+      if (known_keys_only && !candidate.count(rule.key)) continue;
+      if (rule_matches(rule, candidate)) return Exclusion{job.job_id, rule};
+    }
+  return std::nullopt;
 }
 
 }  // namespace ojs::ml

@@ -164,6 +164,7 @@ TEST_F(Reliability, HeartbeatKeepsAJobReservedPastItsVisibilityTimeout) {
 
 TEST_F(Reliability, QuietAndTerminateDirectives) {
   api.push(job_in("rel-quiet"));
+  api.post("/ojs/v1/workers/heartbeat", {{"worker_id", "w9"}});  // directives are for known workers
   EXPECT_EQ(api.post("/ojs/v1/admin/workers/w9/quiet", json::object()).status, 200);
   auto beat = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", "w9"}});
   EXPECT_EQ(beat.body["directive"], "quiet");

@@ -56,6 +56,7 @@ TEST_F(SdkWorkerProtocol, JobLongerThanItsVisibilityTimeoutCompletesOnAttemptOne
 }
 
 TEST_F(SdkWorkerProtocol, QuietAndTerminateReachTheWorkerAsStateInHeartbeatAndFetch) {
+  api.post("/ojs/v1/workers/heartbeat", sdk_beat("sdk-q", {}));  // directives are for known workers
   EXPECT_EQ(api.post("/ojs/v1/admin/workers/sdk-q/quiet", json::object()).status, 200);
   auto beat = api.post("/ojs/v1/workers/heartbeat", sdk_beat("sdk-q", {}));
   ASSERT_EQ(beat.status, 200) << beat.body.dump();

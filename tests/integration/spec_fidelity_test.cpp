@@ -256,7 +256,7 @@ TEST(WorkerRetention, WorkersGonePastRetentionAreForgottenAfterTheirJobsAreRecla
   const auto id = api.push(job_in("sf-prune"));
   // A long reservation: only the dead-worker path can free the job.
   ASSERT_EQ(api.fetch({"sf-prune"}, "gone", 1, {{"visibility_timeout_ms", 600000}, {"capabilities", gpu_worker(2)["capabilities"]}}).size(), 1u);
-  for (int i = 0; i < 10; ++i) api.post("/ojs/v1/admin/workers/idle-" + std::to_string(i) + "/quiet", json::object());
+  for (int i = 0; i < 10; ++i) api.post("/ojs/v1/workers/heartbeat", {{"worker_id", "idle-" + std::to_string(i)}});
   auto listed = [&](const std::string& worker) {
     const json workers = api.get("/ojs/v1/admin/workers").body["workers"];
     for (const auto& w : workers)

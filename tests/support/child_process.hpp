@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace ojs::test {
@@ -28,9 +30,22 @@ class ChildProcess {
     }
   }
   ~ChildProcess() {
+    if (pid_ <= 0) return;  // already reaped by exited_within
     kill(pid_, SIGTERM);
     int status = 0;
     waitpid(pid_, &status, 0);
+  }
+  // Whether the process exits on its own within `limit` (reaped then); its exit status in *status.
+  bool exited_within(std::chrono::milliseconds limit, int* status = nullptr) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    int raw = 0;
+    while (waitpid(pid_, &raw, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    pid_ = -1;
+    if (status) *status = raw;
+    return true;
   }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

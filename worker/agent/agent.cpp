@@ -2,6 +2,7 @@
 
 #include "worker/config/command_table.hpp"
 #include "worker/execution/job_environment.hpp"
+#include "ojs/core/time.hpp"
 #include "ojs/ml/device_assignment.hpp"
 
 #include <spdlog/spdlog.h>
@@ -51,7 +52,8 @@ Agent::Agent(BrokerApi& api, WorkerConfig config, AgentOptions options, nlohmann
       execution_settings_{config_.work_dir, config_.default_timeout_s, config_.kill_grace_s},
       capabilities_(std::move(capabilities)),
       gpu_devices_(parsed_devices(capabilities_)),
-      stop_requested_(std::move(stop_requested)) {
+      stop_requested_(std::move(stop_requested)),
+      started_at_(format_rfc3339(now_ms())) {
   for (const auto& device : gpu_devices_) devices_.set_capacity(device.index, device.max_jobs);
 }
 
@@ -117,6 +119,7 @@ void Agent::fetch(SteadyClock::time_point now) {
   const nlohmann::json body = {{"queues", options_.queues},
                                {"count", config_.concurrency - running_.size()},
                                {"worker_id", options_.worker_id},
+                               {"started_at", started_at_},
                                {"capabilities", current_capabilities()},
                                {"visibility_timeout_ms", options_.visibility_timeout_ms}};
   const BrokerReply reply = api_.fetch(body);
@@ -241,6 +244,7 @@ void Agent::heartbeat(SteadyClock::time_point now) {
   nlohmann::json active = nlohmann::json::array();
   for (const auto& [id, job] : running_) active.push_back(id);
   const BrokerReply reply = api_.heartbeat({{"worker_id", options_.worker_id},
+                                            {"started_at", started_at_},
                                             {"active_jobs", active},
                                             {"capabilities", current_capabilities()},
                                             {"visibility_timeout_ms", options_.visibility_timeout_ms}});

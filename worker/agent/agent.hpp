@@ -73,6 +73,10 @@ class Agent {
   nlohmann::json capabilities_;
   std::vector<ml::GpuDevice> gpu_devices_;  // capabilities_.devices parsed: MIG UUIDs for CUDA_VISIBLE_DEVICES
   std::function<bool()> stop_requested_;
+  // This run's start, sent with every FETCH and heartbeat (the worker protocol's
+  // started_at): a terminate directive ends with this run, so a restart under the
+  // same worker id is told to run.
+  std::string started_at_;
 
   std::map<std::string, Running> running_;  // by job id
   DevicePool devices_;

@@ -138,7 +138,9 @@ end
 
 -- Scheduled jobs and due retries become available.
 -- q: {delayed, seq, heads, events, job_prefix, ready_prefix}
-local function promote_due(q, now, limit)
+-- [issue #27] expired(jk, job): called instead of promoting a job already past its
+-- expires_at (expiry is checked before promotion: the caller discards it).
+local function promote_due(q, now, limit, expired)
   local due = redis.call('ZRANGEBYSCORE', q.delayed, '-inf', int_s(now), 'LIMIT', '0', int_s(limit))
   for _, id in ipairs(due) do
     redis.call('ZREM', q.delayed, id)
@@ -147,8 +149,13 @@ local function promote_due(q, now, limit)
     if f[1] == 'scheduled' or f[1] == 'retryable' then
       local job = {id = id, state = f[1], rank_base = f[2], class = f[3], type = f[4], queue = f[5], attempt = f[6],
                    next_attempt_at = f[7] or nil, order_base = f[8] or nil}
-      make_available({seq = q.seq, heads = q.heads, ready = q.ready_prefix .. f[3]}, jk, job, now)
-      emit(q.events, 'job.available', job, nil)
+      local expires = tonumber(redis.call('HGET', jk, 'expires_at') or '')
+      if expires and expires <= now then
+        expired(jk, read_job(jk))
+      else
+        make_available({seq = q.seq, heads = q.heads, ready = q.ready_prefix .. f[3]}, jk, job, now)
+        emit(q.events, 'job.available', job, nil)
+      end
     end
   end
   return #due

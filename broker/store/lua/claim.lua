@@ -32,7 +32,7 @@ local now = now_ms()
 -- [hotpath] numbers handed to redis.call are formatted with snprintf('%.17g') on
 -- every call: constant and repeated arguments go as strings, each formatted once.
 local now_s = int_s(now)
-promote_due(q, now, 1000)
+promote_due(q, now, 1000, function(jk, job) discard_expired(jk, job, KEYS[13], KEYS[6], now) end)
 
 -- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''

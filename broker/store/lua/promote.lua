@@ -1,6 +1,15 @@
--- Background promoter: due scheduled jobs and retries become available.
--- KEYS (6): 1 delayed, 2 seq, 3 events, 4 job prefix, 5 ready prefix, 6 class heads
+-- Background promoter: due scheduled jobs and retries become available; one
+-- already past its expires_at is discarded instead (expiry before promotion), and
+-- ends its workflow step as any discard does.
+-- KEYS (13): 1 stats, 2 events, 3-13 workflow keys (_lib_workflows.lua: job prefix,
+--   ready prefix, seq, delayed and class heads among them)
 -- ARGV: (none)
 -- Reply: the number of due entries handled
-return promote_due({delayed = KEYS[1], seq = KEYS[2], events = KEYS[3], job_prefix = KEYS[4], ready_prefix = KEYS[5], heads = KEYS[6]},
-                   now_ms(), 1000)
+local now = now_ms()
+local wk = workflow_keys(KEYS, 3, KEYS[2])
+return promote_due({delayed = wk.delayed, seq = wk.seq, events = KEYS[2], job_prefix = wk.job_prefix,
+                    ready_prefix = wk.ready_prefix, heads = wk.heads},
+                   now, 1000, function(jk, job)
+                     discard_expired(jk, job, KEYS[1], KEYS[2], now)
+                     workflow_job_ended(wk, job, 'failed', now)  -- [workflows] as any discard
+                   end)

@@ -33,6 +33,7 @@ struct NewJob {
   int priority = 0;
   RetryPolicy retry;
   std::optional<std::int64_t> timeout_ms;
+  std::string timeout_field = "timeout_ms";  // how the producer gave it: timeout_ms, or the OJS `timeout` (seconds)
   std::optional<std::int64_t> scheduled_at_ms;
   std::optional<std::int64_t> expires_at_ms;
   std::optional<std::int64_t> visibility_timeout_ms;

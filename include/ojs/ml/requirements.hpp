@@ -8,6 +8,7 @@
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -130,6 +131,12 @@ struct Requirements {
 // Throws ojs::OjsError (invalid_request, 400) via ojs::invalid_field naming the
 // attribute as the producer spelled it (e.g. "meta.resources.gpu.count") and the rule.
 Requirements parse_requirements(const nlohmann::json& job);
+
+// Every ML attribute of a job by its name without "ext_ml_" (values as sent,
+// unvalidated), from both encodings through the one alias table: meta.* spellings
+// (meta.compute.runtime -> runtime, meta.model.id -> model_id, ...), then the top
+// level, which wins. Throws like parse_requirements on a meta.* that is not an object.
+std::map<std::string, const nlohmann::json*> ml_attributes(const nlohmann::json& job);
 
 // The minimum compute capability a precision needs: bf16 8.0, fp8 8.9, int8/int4
 // 7.5, fp16/fp32 7.0; nullopt for an unknown precision.

@@ -4,6 +4,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ struct ActiveJob {
   int gpus = 0;  // GPUs the job holds (its gpu_count)
   // Labels that anti-affinity rules of other jobs are evaluated against; see job_labels().
   Labels labels;
+  // The job's own required anti-affinity: it refuses candidates these match (symmetric).
+  std::vector<AffinityRule> anti_affinity;
 };
 
 struct WorkerLoad {
@@ -28,13 +31,30 @@ struct WorkerLoad {
   void hold(const std::vector<int>& devices);
 };
 
-// The labels a job exposes to anti-affinity: "type", "queue", "job_id", every scalar
-// ext_ml_* attribute under its name without the prefix ("model_id", "gpu_type",
-// "priority_class", ...), the SDK meta.model.id as "model_id" when no top-level one,
-// and the string entries of meta.labels{} verbatim.
+// The labels a job exposes to anti-affinity: "type" (also as "job_type", the spec
+// example's key), "queue", "job_id", every scalar ML attribute under its name
+// without the prefix ("model_id", "gpu_type", "runtime", "priority_class", ...) in
+// either encoding (top-level ext_ml_*, or the SDK meta.* spellings such as
+// meta.compute.runtime: ml_attributes), meta.tenant_id as "tenant_id", and
+// meta.labels, an object (scalar entries verbatim) or a worker-info style array
+// of "k=v" entries and bare flags.
 Labels job_labels(const nlohmann::json& job);
+
+// The job's required anti-affinity rules in either encoding (none when it has none
+// or they do not parse: PUSH validated them).
+std::vector<AffinityRule> job_anti_affinity(const nlohmann::json& job);
 
 // ActiveJob for a job document that was just claimed.
 ActiveJob active_job_from(const nlohmann::json& job, int gpus);
+
+// Symmetric anti-affinity: the first running job whose own anti-affinity matches a
+// candidate with these labels. known_keys_only: judge only rules whose key the
+// labels carry (a requirement class knows its jobs' ML attributes, not their type,
+// id or meta.labels; rules on those are judged on the claimed job).
+struct Exclusion {
+  std::string job_id;
+  AffinityRule rule;
+};
+std::optional<Exclusion> excluded_by_running(const WorkerLoad& load, const Labels& candidate, bool known_keys_only);
 
 }  // namespace ojs::ml

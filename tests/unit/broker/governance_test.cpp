@@ -73,13 +73,14 @@ TEST(Limits, RefuseWith422NamingTheLimit) {
   ojs::ErrorCode code{};
   auto d = error_details([&] { governance::enforce_limits(req({{"ext_ml_gpu_count", 16}, {"ext_ml_gpu_type", "nvidia-a100"}}), {}, limits, "queue"); }, &code);
   EXPECT_EQ(code, ojs::ErrorCode::validation_error);
-  EXPECT_EQ(d, json({{"limit", "max_gpu_count"}, {"value", 16}, {"max", 8}, {"scope", "queue"}}));
+  EXPECT_EQ(d, json({{"limit", "max_gpu_count"}, {"field", "ext_ml_gpu_count"}, {"value", 16}, {"max", 8}, {"scope", "queue"}}));
   d = error_details([&] { governance::enforce_limits(req({{"ext_ml_gpu_type", "nvidia-h100"}}), {}, limits, "queue"); });
   EXPECT_EQ(d["limit"], "allowed_gpu_types");
   d = error_details([&] { governance::enforce_limits(req({{"ext_ml_gpu_count", 1}}), {}, limits, "queue"); });
   EXPECT_EQ(d["limit"], "allowed_gpu_types");  // untyped GPU job on a typed queue
   d = error_details([&] { governance::enforce_limits(req(json::object()), 7200000, limits, "queue"); });
   EXPECT_EQ(d["limit"], "max_timeout_seconds");
+  EXPECT_EQ(d["field"], "timeout_ms");
   EXPECT_TRUE(error_details([&] { governance::enforce_limits(req({{"ext_ml_gpu_type", "nvidia-a100"}}), 1000, limits, "queue"); }).is_null());
   EXPECT_TRUE(error_details([&] { governance::enforce_limits(req(json::object()), {}, limits, "queue"); }).is_null());  // CPU job
 }
