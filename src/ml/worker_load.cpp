@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ojs/ml/meta_aliases.hpp"
+
 namespace ojs::ml {
 
 void WorkerLoad::hold(const std::vector<int>& devices) {
@@ -34,8 +36,7 @@ Labels job_labels(const nlohmann::json& job) {
     else if (v.is_number() || v.is_boolean()) out[name] = v.dump();
   }
   if (auto meta = job.find("meta"); meta != job.end() && meta->is_object()) {
-    if (auto model = meta->find("model"); model != meta->end() && model->is_object())
-      if (auto id = model->find("id"); id != model->end() && id->is_string()) out.try_emplace("model_id", id->get<std::string>());
+    if (const auto* id = meta_value(job, "model_id"); id && id->is_string()) out.try_emplace("model_id", id->get<std::string>());
     if (auto labels = meta->find("labels"); labels != meta->end() && labels->is_object())
       for (auto it = labels->begin(); it != labels->end(); ++it)
         if (it.value().is_string()) out.try_emplace(it.key(), it.value().get<std::string>());
