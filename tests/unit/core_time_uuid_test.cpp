@@ -27,6 +27,14 @@ TEST(Time, Rfc3339RoundTripsAndHonoursOffsets) {
   EXPECT_FALSE(parse_rfc3339("yesterday"));
 }
 
+// A date that does not exist is refused, not rolled over (2026-02-31 read as 3 March).
+TEST(Time, Rfc3339RefusesDatesThatDoNotExist) {
+  EXPECT_FALSE(parse_rfc3339("2026-02-31T00:00:00Z"));
+  EXPECT_FALSE(parse_rfc3339("2026-02-29T00:00:00Z"));  // not a leap year
+  EXPECT_FALSE(parse_rfc3339("2026-04-31T00:00:00Z"));
+  EXPECT_EQ(parse_rfc3339("2028-02-29T00:00:00Z"), parse_rfc3339("2028-03-01T00:00:00Z").value() - 86400000);
+}
+
 TEST(Time, Iso8601Durations) {
   EXPECT_EQ(parse_iso8601_duration("PT1S"), 1000);
   EXPECT_EQ(parse_iso8601_duration("PT5M"), 300000);
