@@ -3,6 +3,8 @@
 #include <openssl/sha.h>
 
 #include <atomic>
+#include <cctype>
+#include <numeric>
 #include <cstdio>
 #include <stdexcept>
 #include <string_view>
@@ -38,6 +40,49 @@ std::string library_text(const std::vector<LuaScriptSource>& sources, const std:
 }
 }  // namespace
 
+KeyCount declared_key_count(const LuaScriptSource& script) {
+  const auto bad = [&](const std::string& why) {
+    return std::logic_error("Lua script " + script.name + ": " + why + " (the header declares \"-- KEYS (18):\" or \"-- KEYS (16 + n):\")");
+  };
+  const auto at = script.body.find("-- KEYS (");
+  if (at == std::string::npos) throw bad("no KEYS header");
+  const auto open = at + std::string_view("-- KEYS (").size();
+  const auto close = script.body.find("):", open);
+  if (close == std::string::npos) throw bad("unreadable KEYS header");
+  KeyCount count;
+  std::size_t items_gcd = 0;
+  std::string_view terms(script.body.data() + open, close - open);
+  while (!terms.empty()) {
+    const auto plus = terms.find('+');
+    std::string_view term = terms.substr(0, plus);
+    terms = plus == std::string_view::npos ? std::string_view() : terms.substr(plus + 1);
+    while (!term.empty() && term.front() == ' ') term.remove_prefix(1);
+    while (!term.empty() && term.back() == ' ') term.remove_suffix(1);
+    std::size_t digits = 0, value = 0;
+    while (digits < term.size() && std::isdigit(static_cast<unsigned char>(term[digits])))
+      value = value * 10 + static_cast<std::size_t>(term[digits++] - '0');
+    if (digits == term.size() && digits > 0) {
+      count.fixed += value;  // "18"
+    } else if (digits + 1 == term.size() && std::islower(static_cast<unsigned char>(term.back()))) {
+      items_gcd = std::gcd(items_gcd, digits == 0 ? 1 : value);  // "n", "2n", "10n"
+    } else {
+      throw bad("unreadable term '" + std::string(term) + "' in the KEYS count");
+    }
+  }
+  count.per_item = items_gcd;
+  return count;
+}
+
+void check_key_count(const std::string& script, std::size_t keys) {
+  const auto& counts = lua_library().key_counts;
+  const auto it = counts.find(script);
+  if (it == counts.end()) throw std::logic_error("unknown Lua script: " + script);
+  if (!it->second.accepts(keys))
+    throw std::logic_error("Lua script " + script + " called with " + std::to_string(keys) + " keys; its header declares " +
+                           std::to_string(it->second.fixed) +
+                           (it->second.per_item ? " + " + std::to_string(it->second.per_item) + "n" : std::string()));
+}
+
 void set_event_stream_bound(long long max_len) {
   if (max_len < 0) throw std::invalid_argument("event stream bound must be >= 0");
   if (frozen && max_len != bound) throw std::logic_error("the event stream bound is set before the scripts are loaded");
@@ -60,9 +105,12 @@ const LuaLibrary& lua_library() {
     if (!bound_found) throw std::logic_error("the Lua helpers lack _lib.lua's event bound line");
     std::string suffix(1, '_');
     suffix += sha1_hex(library_text(sources, "")).substr(0, 12);
-    LuaLibrary out{"ojs" + suffix, library_text(sources, suffix), {}};
+    LuaLibrary out{"ojs" + suffix, library_text(sources, suffix), {}, {}};
     for (const auto& s : sources)
-      if (!s.name.starts_with('_')) out.functions.emplace(s.name, s.name + suffix);
+      if (!s.name.starts_with('_')) {
+        out.functions.emplace(s.name, s.name + suffix);
+        out.key_counts.emplace(s.name, declared_key_count(s));
+      }
     return out;
   }();
   return library;
