@@ -2,12 +2,15 @@
 
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <numeric>
 #include <cstdio>
 #include <stdexcept>
 #include <string_view>
+
+#include "broker/store/priority_score.hpp"
 
 namespace ojs::broker {
 
@@ -103,6 +106,15 @@ const LuaLibrary& lua_library() {
       bound_found = true;
     }
     if (!bound_found) throw std::logic_error("the Lua helpers lack _lib.lua's event bound line");
+    // The score rule's two constants, written on both sides of the language line:
+    // the library is refused when _lib.lua's differ from priority_score.hpp's.
+    for (const auto& line : {"local SCORE_BAND = " + std::to_string(static_cast<long long>(kScoreBand)) + " ",
+                             "local SCORE_BANDS = " + std::to_string(kScoreBands) + " "}) {
+      const bool found = std::any_of(sources.begin(), sources.end(), [&](const LuaScriptSource& s) {
+        return s.name == "_lib" && s.body.find("\n" + line) != std::string::npos;
+      });
+      if (!found) throw std::logic_error("_lib.lua lacks '" + line + "' (broker/store/priority_score.hpp)");
+    }
     std::string suffix(1, '_');
     suffix += sha1_hex(library_text(sources, "")).substr(0, 12);
     LuaLibrary out{"ojs" + suffix, library_text(sources, suffix), {}, {}};
