@@ -1,16 +1,14 @@
 #include "broker/store/lua_scripts.hpp"
 
-#include <openssl/sha.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <numeric>
-#include <cstdio>
 #include <stdexcept>
 #include <string_view>
 
 #include "broker/store/priority_score.hpp"
+#include "ojs/core/digest.hpp"
 
 namespace ojs::broker {
 
@@ -19,14 +17,6 @@ namespace {
 constexpr std::string_view kBoundLine = "local EVENTS_MAXLEN = 10000";
 std::atomic<long long> bound{10000};
 std::atomic<bool> frozen{false};
-
-std::string sha1_hex(const std::string& text) {
-  unsigned char digest[SHA_DIGEST_LENGTH];
-  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  char hex[SHA_DIGEST_LENGTH * 2 + 1];
-  for (int i = 0; i < SHA_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-  return hex;
-}
 
 // The library text with `suffix` after each name ("_<hash>"; "" for the text that is hashed).
 // bench/lua-profile.py builds the same text: change both together.
