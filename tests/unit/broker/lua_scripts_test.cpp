@@ -56,8 +56,8 @@ TEST(LuaScripts, NoScriptFormsAKeyFromArgvOrALiteral) {
 
 // The count in a header is the number of keys the script uses: the highest KEYS[n]
 // it reads, directly or through a helper handed KEYS and a first index
-// (workflow_keys(KEYS, 9, ...) reads 9 .. 19). A fixed count equals it; a count with
-// items ("16 + n") covers its fixed part.
+// (workflow_keys(KEYS, 9, ...) reads 9 .. 19). A fixed count equals it (covers it
+// when the script also loops to #KEYS); a count with items ("16 + n") covers its fixed part.
 TEST(LuaScripts, EveryHeaderCountsTheKeysItsScriptUses) {
   // Each helper taking (KEYS, first): how far past `first` it reads.
   std::map<std::string, int> helper_span;
@@ -92,7 +92,11 @@ TEST(LuaScripts, EveryHeaderCountsTheKeysItsScriptUses) {
     for (auto it = std::sregex_iterator(body.begin(), body.end(), helper_call); it != std::sregex_iterator(); ++it)
       if (helper_span.count((*it)[1])) used = std::max(used, std::stoi((*it)[2]) + helper_span[(*it)[1]]);
     std::smatch m;
-    if (std::regex_search(body, m, fixed)) {
+    if (std::regex_search(body, m, fixed) && body.find("#KEYS") != std::string::npos) {
+      // A loop to #KEYS reads the tail (delete_queue.lua's keys to delete): the count covers what is named.
+      EXPECT_GE(std::stoi(m[1]), used) << p.filename() << " declares " << m[1] << " keys and uses KEYS[" << used << "]";
+      ++checked;
+    } else if (std::regex_search(body, m, fixed)) {
       EXPECT_EQ(std::stoi(m[1]), used) << p.filename() << " declares " << m[1] << " keys and uses KEYS[" << used << "]";
       ++checked;
     } else if (std::regex_search(body, m, with_items)) {
