@@ -30,7 +30,8 @@ struct WorkerLoad {
 
 // The labels a job exposes to anti-affinity: "type", "queue", "job_id", every scalar
 // ext_ml_* attribute under its name without the prefix ("model_id", "gpu_type",
-// "priority_class", ...), the SDK meta.model.id as "model_id" when no top-level one,
+// "priority_class", ...), the SDK meta.model.id (or .name: meta_aliases.hpp) as
+// "model_id" when no top-level one,
 // and the string entries of meta.labels{} verbatim.
 Labels job_labels(const nlohmann::json& job);
 
