@@ -13,6 +13,8 @@ packages=(
   python3 python3-jsonschema         # schema checks of our published JSON Schemas and examples
   curl
   tzdata                             # IANA time zones for cron schedules (broker/cron/time_zone.cpp reads /usr/share/zoneinfo)
+  libabsl-dev                        # Abseil time zones (cctz) read those files for cron, footer rule included: a
+                                     # hand-written TZif reader got DST wrong after 2037 and on slim files
   chromium                           # headless screenshot test of the status page (fails when absent)
 )
 missing=()

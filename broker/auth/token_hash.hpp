@@ -5,10 +5,12 @@
 #include <string>
 #include <string_view>
 
+#include "ojs/core/digest.hpp"
+
 namespace ojs::broker::auth {
 
-// Lowercase hex SHA-256 of the token, as `printf %s TOKEN | sha256sum` prints it.
-std::string sha256_hex(std::string_view token);
+// A token's hash: lowercase hex SHA-256, as `printf %s TOKEN | sha256sum` prints it.
+using ojs::sha256_hex;
 
 // Constant-time equality of two strings of equal length; false when lengths differ
 // (the length of a hex digest is public).

@@ -2,41 +2,29 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
 
+#include "ojs/core/civil_date.hpp"
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker::cron {
 
 namespace {
 
-// Days since 1970-01-01 of a civil date, and back (H. Hinnant's algorithms).
-std::int64_t days_from_civil(std::int64_t y, int m, int d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+// Civil dates come from ojs/core/time.hpp (std::chrono::year_month_day): the
+// days of a date the cron loop builds (always a real one), its weekday (0 = Sunday).
+std::int64_t day_number(int year, int month, int day) {
+  return days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)).value();
 }
 
-void civil_from_days(std::int64_t z, int& y, int& m, int& d) {
-  z += 719468;
-  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  d = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
-  m = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
-  y = static_cast<int>(static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2));
+int weekday_of(std::int64_t days) {
+  return static_cast<int>(std::chrono::weekday{std::chrono::sys_days{std::chrono::days{days}}}.c_encoding());
 }
-
-int weekday_of(std::int64_t days) { return static_cast<int>(((days % 7) + 11) % 7); }  // 1970-01-01 was a Thursday (4)
 
 std::string upper(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -116,7 +104,9 @@ std::string take_specials(const std::string& text, const std::function<bool(cons
 }
 
 int days_in_month(int year, int month) {
-  return static_cast<int>(days_from_civil(year + (month == 12), month % 12 + 1, 1) - days_from_civil(year, month, 1));
+  using namespace std::chrono;
+  const year_month_day_last last{std::chrono::year{year}, month_day_last{std::chrono::month{static_cast<unsigned>(month)}}};
+  return static_cast<int>(static_cast<unsigned>(last.day()));
 }
 
 // Go-style durations for @every: "1h30m", "45s", "500ms".
@@ -227,13 +217,13 @@ CronExpression CronExpression::parse(const std::string& raw) {
 
 bool CronExpression::day_matches(int year, int month, int day) const {
   const int last = days_in_month(year, month);
-  const int weekday = weekday_of(days_from_civil(year, month, day));
+  const int weekday = weekday_of(day_number(year, month, day));
   bool dom = days_.test(day) || (last - day <= 30 && before_last_.test(last - day));
   if (last_weekday_ || nearest_weekday_.any()) {
     // The weekday nearest day n, never leaving the month: Saturday -> Friday (or
     // Monday the 3rd for the 1st), Sunday -> Monday (or Friday for the last day).
     auto nearest = [&](int n) {
-      const int wd = weekday_of(days_from_civil(year, month, n));
+      const int wd = weekday_of(day_number(year, month, n));
       if (wd == 6) return n == 1 ? 3 : n - 1;
       if (wd == 0) return n == last ? n - 2 : n + 1;
       return n;
@@ -257,8 +247,10 @@ std::optional<std::int64_t> CronExpression::next_after(std::int64_t after_ms, co
   const std::int64_t local_after = after_s + zone.offset_at(after_s);
   const std::int64_t first_day = local_after >= 0 ? local_after / 86400 : -((-local_after + 86399) / 86400);
   for (std::int64_t day = first_day; day < first_day + 5 * 366 + 2; ++day) {
-    int y = 0, m = 0, d = 0;
-    civil_from_days(day, y, m, d);
+    const auto date = civil_from_days(day);
+    const int y = static_cast<int>(date.year());
+    const int m = static_cast<int>(static_cast<unsigned>(date.month()));
+    const int d = static_cast<int>(static_cast<unsigned>(date.day()));
     if (!months_.test(m) || !day_matches(y, m, d)) continue;
     for (int h = 0; h < 24; ++h) {
       if (!hours_.test(h)) continue;

@@ -1,29 +1,15 @@
 #include "broker/governance/defaults.hpp"
 
-#include <array>
-#include <utility>
+#include "ojs/ml/meta_aliases.hpp"
 
 namespace ojs::broker::governance {
 
-namespace {
-// Attribute-name prefixes (without ext_ml_) of the meta groups; first match wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 24> kGroups = {{
-    {"model_", "model"},          {"node_selector", "node_selector"}, {"node_affinity", "affinity"},
-    {"anti_affinity", "affinity"}, {"affinity", "affinity"},           {"checkpoint_", "checkpoint"},
-    {"priority_class", "preemption"}, {"preempt", "preemption"},      {"reservation_", "preemption"},
-    {"priority_escalation", "preemption"}, {"escalation_", "preemption"}, {"max_tokens", "compute"},
-    {"max_batch_size", "compute"}, {"timeout_seconds", "compute"},     {"runtime", "compute"},
-    {"precision", "compute"},      {"distributed_strategy", "compute"}, {"accelerator", "resources"},
-    {"gpu_", "resources"},         {"tpu_", "resources"},              {"memory_gb", "resources"},
-    {"cpu_cores", "resources"},    {"storage_gb", "resources"},        {"shm_size_gb", "resources"},
-}};
-}  // namespace
-
-std::string meta_group_of(const std::string& attribute) {
-  const std::string_view name = std::string_view(attribute).substr(attribute.rfind("ext_ml_", 0) == 0 ? 7 : 0);
-  for (const auto& [prefix, group] : kGroups)
-    if (name.substr(0, prefix.size()) == prefix) return std::string(group);
-  return {};
+std::vector<std::string> meta_groups_of(const std::string& attribute) {
+  std::string_view name = std::string_view(attribute).substr(attribute.rfind("ext_ml_", 0) == 0 ? 7 : 0);
+  if (name == "node_affinity") name = "affinity";  // the top-level synonym (requirements.cpp)
+  std::vector<std::string> groups;
+  for (const auto group : ml::meta_groups_of(name)) groups.emplace_back(group);
+  return groups;
 }
 
 std::vector<std::string> apply_defaults(nlohmann::json& document, const nlohmann::json& ml_defaults) {
@@ -35,8 +21,10 @@ std::vector<std::string> apply_defaults(nlohmann::json& document, const nlohmann
     const std::string& name = it.key();
     if (document.contains(name)) continue;
     if (name == "ext_ml_affinity" && affinity_synonym) continue;
-    const std::string group = meta_group_of(name);
-    if (meta && !group.empty() && meta->contains(group)) continue;
+    bool said_in_meta = false;
+    if (meta)
+      for (const auto& group : meta_groups_of(name)) said_in_meta = said_in_meta || meta->contains(group);
+    if (said_in_meta) continue;
     document[name] = it.value();
     filled.push_back(name);
   }

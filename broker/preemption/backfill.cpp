@@ -41,7 +41,7 @@ std::optional<std::int64_t> earliest_start(const ml::Requirements& req, const ml
 }
 
 std::tuple<int, double, double> backfill_order(double score, int gpus) {
-  return {-gpus, std::floor(score / kScoreBand), score};
+  return {-gpus, static_cast<double>(unpack_score(score).band), score};
 }
 
 BackfillPlan plan_backfill(const ml::Requirements& req, const std::vector<BackfillCandidate>& candidates, std::int64_t now,

@@ -1,8 +1,7 @@
 // PUSH rules of the preemption extension: a job naming a reservation gets its own
 // class; checkpoint storage URIs must use an allowed prefix.
-#include <openssl/evp.h>
-
 #include "broker/preemption/preemption.hpp"
+#include "ojs/core/digest.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/storage_uri.hpp"
@@ -10,23 +9,6 @@
 namespace ojs::broker {
 
 using nlohmann::json;
-
-namespace {
-
-std::string sha256_hex16(const std::string& text) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < 8 && i < len; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
-  }
-  return out;
-}
-
-}  // namespace
 
 void bind_reservation(JobClassification& cls) {
   const auto& id = cls.requirements.scheduling.reservation_id;

@@ -486,21 +486,21 @@ std::vector<std::string> JobStore::queues() {
 std::size_t JobStore::queue_count() { return static_cast<std::size_t>(redis_.command({"HLEN", keys::queue_directory}).integer); }
 
 bool JobStore::delete_queue_if_empty(const std::string& queue) {
-  const auto classes = load_classes(queue);
-  std::vector<std::string> ks;
-  for (const auto& [id, _] : classes.classes) ks.push_back(keys::ready(queue, id));
-  // The seq stays: a queue created again under the same name goes on from it, so no
-  // FIFO sequence number repeats.
-  for (const auto& k : {keys::active(queue), keys::delayed(queue), keys::dead(queue), keys::config(queue), keys::classes(queue),
-                        keys::classes_version(queue), keys::paused(queue), keys::stats(queue), keys::events(queue),
-                        keys::ledger(queue), keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::preempting(queue),
-                        keys::escalations(queue), keys::reservation_waits(queue), keys::class_heads(queue), keys::expiring(queue)})
-    ks.push_back(k);
-  for (const auto& [id, _] : classes.classes) ks.push_back(keys::diagnosis(queue, id));
+  // The ready and diagnosis keys of each class are found by the script, from the
+  // classes hash as it is when the script runs (delete_queue.lua). The seq stays: a
+  // queue created again under the same name goes on from it, so no FIFO sequence
+  // number repeats.
+  const std::vector<std::string> ks{keys::classes(queue), keys::ready_prefix(queue), keys::active(queue),
+                                    keys::delayed(queue), keys::dead(queue), keys::config(queue),
+                                    keys::diagnosis(queue, ""), keys::classes_version(queue), keys::paused(queue),
+                                    keys::stats(queue), keys::events(queue), keys::ledger(queue),
+                                    keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::preempting(queue),
+                                    keys::escalations(queue), keys::reservation_waits(queue), keys::class_heads(queue),
+                                    keys::rate_window(queue), keys::expiring(queue)};
   // Out of the directory first: a PUSH racing the delete re-adds it (reserve_id) and
   // then the script sees its job and refuses.
   redis_.command({"HDEL", keys::queue_directory, queue});
-  const auto reply = redis_.eval("delete_queue", ks, {std::to_string(classes.classes.size())});
+  const auto reply = redis_.eval("delete_queue", ks, {});
   if (reply.elements.at(0).str == "ok") return true;
   redis_.command(queue_directory_entry(queue));
   return false;

@@ -1,11 +1,14 @@
 #include "broker/store/lua_scripts.hpp"
 
-#include <openssl/sha.h>
-
+#include <algorithm>
 #include <atomic>
-#include <cstdio>
+#include <cctype>
+#include <numeric>
 #include <stdexcept>
 #include <string_view>
+
+#include "broker/store/priority_score.hpp"
+#include "ojs/core/digest.hpp"
 
 namespace ojs::broker {
 
@@ -14,14 +17,6 @@ namespace {
 constexpr std::string_view kBoundLine = "local EVENTS_MAXLEN = 10000";
 std::atomic<long long> bound{10000};
 std::atomic<bool> frozen{false};
-
-std::string sha1_hex(const std::string& text) {
-  unsigned char digest[SHA_DIGEST_LENGTH];
-  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  char hex[SHA_DIGEST_LENGTH * 2 + 1];
-  for (int i = 0; i < SHA_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-  return hex;
-}
 
 // The library text with `suffix` after each name ("_<hash>"; "" for the text that is hashed).
 // bench/lua-profile.py builds the same text: change both together.
@@ -37,6 +32,49 @@ std::string library_text(const std::vector<LuaScriptSource>& sources, const std:
   return out;
 }
 }  // namespace
+
+KeyCount declared_key_count(const LuaScriptSource& script) {
+  const auto bad = [&](const std::string& why) {
+    return std::logic_error("Lua script " + script.name + ": " + why + " (the header declares \"-- KEYS (18):\" or \"-- KEYS (16 + n):\")");
+  };
+  const auto at = script.body.find("-- KEYS (");
+  if (at == std::string::npos) throw bad("no KEYS header");
+  const auto open = at + std::string_view("-- KEYS (").size();
+  const auto close = script.body.find("):", open);
+  if (close == std::string::npos) throw bad("unreadable KEYS header");
+  KeyCount count;
+  std::size_t items_gcd = 0;
+  std::string_view terms(script.body.data() + open, close - open);
+  while (!terms.empty()) {
+    const auto plus = terms.find('+');
+    std::string_view term = terms.substr(0, plus);
+    terms = plus == std::string_view::npos ? std::string_view() : terms.substr(plus + 1);
+    while (!term.empty() && term.front() == ' ') term.remove_prefix(1);
+    while (!term.empty() && term.back() == ' ') term.remove_suffix(1);
+    std::size_t digits = 0, value = 0;
+    while (digits < term.size() && std::isdigit(static_cast<unsigned char>(term[digits])))
+      value = value * 10 + static_cast<std::size_t>(term[digits++] - '0');
+    if (digits == term.size() && digits > 0) {
+      count.fixed += value;  // "18"
+    } else if (digits + 1 == term.size() && std::islower(static_cast<unsigned char>(term.back()))) {
+      items_gcd = std::gcd(items_gcd, digits == 0 ? 1 : value);  // "n", "2n", "10n"
+    } else {
+      throw bad("unreadable term '" + std::string(term) + "' in the KEYS count");
+    }
+  }
+  count.per_item = items_gcd;
+  return count;
+}
+
+void check_key_count(const std::string& script, std::size_t keys) {
+  const auto& counts = lua_library().key_counts;
+  const auto it = counts.find(script);
+  if (it == counts.end()) throw std::logic_error("unknown Lua script: " + script);
+  if (!it->second.accepts(keys))
+    throw std::logic_error("Lua script " + script + " called with " + std::to_string(keys) + " keys; its header declares " +
+                           std::to_string(it->second.fixed) +
+                           (it->second.per_item ? " + " + std::to_string(it->second.per_item) + "n" : std::string()));
+}
 
 void set_event_stream_bound(long long max_len) {
   if (max_len < 0) throw std::invalid_argument("event stream bound must be >= 0");
@@ -58,11 +96,23 @@ const LuaLibrary& lua_library() {
       bound_found = true;
     }
     if (!bound_found) throw std::logic_error("the Lua helpers lack _lib.lua's event bound line");
+    // The score rule's two constants, written on both sides of the language line:
+    // the library is refused when _lib.lua's differ from priority_score.hpp's.
+    for (const auto& line : {"local SCORE_BAND = " + std::to_string(static_cast<long long>(kScoreBand)) + " ",
+                             "local SCORE_BANDS = " + std::to_string(kScoreBands) + " "}) {
+      const bool found = std::any_of(sources.begin(), sources.end(), [&](const LuaScriptSource& s) {
+        return s.name == "_lib" && s.body.find("\n" + line) != std::string::npos;
+      });
+      if (!found) throw std::logic_error("_lib.lua lacks '" + line + "' (broker/store/priority_score.hpp)");
+    }
     std::string suffix(1, '_');
     suffix += sha1_hex(library_text(sources, "")).substr(0, 12);
-    LuaLibrary out{"ojs" + suffix, library_text(sources, suffix), {}};
+    LuaLibrary out{"ojs" + suffix, library_text(sources, suffix), {}, {}};
     for (const auto& s : sources)
-      if (!s.name.starts_with('_')) out.functions.emplace(s.name, s.name + suffix);
+      if (!s.name.starts_with('_')) {
+        out.functions.emplace(s.name, s.name + suffix);
+        out.key_counts.emplace(s.name, declared_key_count(s));
+      }
     return out;
   }();
   return library;

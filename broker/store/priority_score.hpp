@@ -1,40 +1,64 @@
 // The priority score of a ready set, the one definition of the rule (the Lua
-// scripts receive kBand as ARGV; escalation gets its new base from here).
+// scripts use _lib.lua's score_pack / score_unpack, whose constants the loader
+// checks against these; escalation gets its new base from here).
 // score = band * 2^40 + seq, lower is served first: band orders priority class
 // (reserved, on-demand, spot) then OJS priority (100 .. -100); seq is FIFO.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace ojs::broker {
 
 inline constexpr double kScoreBand = 1099511627776.0;  // 2^40: room for the FIFO sequence below a band
+inline constexpr long long kScoreBands = 8192;         // bands 0 .. 8191: every score below 2^53, exact as a double
 inline constexpr int kPrioritiesPerClass = 201;        // OJS priority -100 .. 100
+
+// A score taken apart: its band and its FIFO sequence number within the band.
+struct ScoreParts {
+  long long band = 0;
+  long long seq = 0;
+};
+
+// band * 2^40 + seq; std::out_of_range when the band is outside 0 .. kScoreBands - 1
+// or the sequence outside 0 .. 2^40 - 1 (a score past 2^53 would lose its order).
+inline double pack_score(long long band, long long seq) {
+  if (band < 0 || band >= kScoreBands) throw std::out_of_range("score band " + std::to_string(band) + " is outside 0 .. 8191");
+  if (seq < 0 || seq >= static_cast<long long>(kScoreBand))
+    throw std::out_of_range("score sequence " + std::to_string(seq) + " is outside 0 .. 2^40 - 1");
+  return static_cast<double>(band) * kScoreBand + static_cast<double>(seq);
+}
+
+// The band and sequence of a score; std::out_of_range when no pack_score gives it.
+inline ScoreParts unpack_score(double score) {
+  if (!(score >= 0 && score < static_cast<double>(kScoreBands) * kScoreBand) || score != std::floor(score))
+    throw std::out_of_range("score " + std::to_string(score) + " is outside the bands (0 .. 2^53 - 1, integer)");
+  const auto band = static_cast<long long>(std::floor(score / kScoreBand));
+  return {band, static_cast<long long>(score - static_cast<double>(band) * kScoreBand)};
+}
 
 // The band part of a score: class rank (spot 0, on-demand 1, reserved 2) and priority.
 inline double rank_base(int priority_class_rank, int priority) {
-  const int band = (2 - priority_class_rank) * kPrioritiesPerClass + (100 - priority);
-  return band * kScoreBand;
+  return pack_score((2 - priority_class_rank) * kPrioritiesPerClass + (100 - priority), 0);
 }
 
 // Class rank (spot 0, on-demand 1, reserved 2) of a rank base (a job's `rank_base`
 // field, which stays the priority band whatever the queue's policy).
 inline int class_rank_of_score(double score) {
-  const auto band = static_cast<long long>(std::floor(score / kScoreBand));
-  return 2 - static_cast<int>(band / kPrioritiesPerClass);
+  return 2 - static_cast<int>(unpack_score(score).band / kPrioritiesPerClass);
 }
 
 // The class rank a ready-set score tells, when it tells one: under the queue policy
 // `priority` the score is rank_base + seq; under fifo, sjf and fair its band is the
 // policy's (below), so nullopt: the job's own rank_base says.
 inline std::optional<int> class_rank_of_ready_score(double score) {
-  if (std::floor(score / kScoreBand) >= 3 * kPrioritiesPerClass) return std::nullopt;
+  if (unpack_score(score).band >= 3 * kPrioritiesPerClass) return std::nullopt;
   return class_rank_of_score(score);
 }
 
-// kScoreBand as the scripts receive it.
+// kScoreBand as the scripts receive it (claim.lua checks it against _lib.lua's).
 inline const std::string& score_band_arg() {
   static const std::string text = "1099511627776";
   return text;
@@ -58,7 +82,7 @@ inline constexpr int kFifoBand = 700;
 inline constexpr int kSjfBandBase = 1000;
 inline constexpr int kSjfBuckets = 2048;       // the last bucket: no declared duration
 inline constexpr int kFairBandBase = 4096;
-inline constexpr int kMaxFairSlots = 4000;     // (4096 + 4000) * 2^40 < 2^53: scores stay exact doubles
+inline constexpr int kMaxFairSlots = 4000;     // 4096 + 4000 < kScoreBands: scores stay exact doubles
 
 // Log-scale duration buckets (~0.9% wide): 80 * log2(1 + s), 1 year -> 1993.
 inline int sjf_bucket(std::optional<long long> estimated_seconds) {
@@ -72,9 +96,9 @@ inline int sjf_bucket(std::optional<long long> estimated_seconds) {
 inline double order_base(QueuePolicy policy, int priority_class_rank, int priority, std::optional<long long> estimated_seconds,
                          int fair_slot) {
   switch (policy) {
-    case QueuePolicy::fifo: return kFifoBand * kScoreBand;
-    case QueuePolicy::sjf: return (kSjfBandBase + sjf_bucket(estimated_seconds)) * kScoreBand;
-    case QueuePolicy::fair: return (kFairBandBase + std::clamp(fair_slot, 0, kMaxFairSlots - 1)) * kScoreBand;
+    case QueuePolicy::fifo: return pack_score(kFifoBand, 0);
+    case QueuePolicy::sjf: return pack_score(kSjfBandBase + sjf_bucket(estimated_seconds), 0);
+    case QueuePolicy::fair: return pack_score(kFairBandBase + std::clamp(fair_slot, 0, kMaxFairSlots - 1), 0);
     case QueuePolicy::priority: break;
   }
   return rank_base(priority_class_rank, priority);

@@ -328,6 +328,7 @@ RedisValue RedisPool::eval_with(const std::vector<std::vector<std::string>>& bef
   const auto& library = lua_library();
   const auto function = library.functions.find(script);
   if (function == library.functions.end()) throw std::logic_error("unknown Lua script: " + script);
+  check_key_count(script, keys.size());  // the script's header says how many (lua_scripts.hpp)
   std::vector<std::string> argv{"FCALL", function->second, std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "broker/auth/token_hash.hpp"
+#include "ojs/core/digest.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 
@@ -85,7 +85,7 @@ std::optional<UniquePolicy> parse_unique_policy(const json& document) {
     if (!std::set<std::string>{"keys", "args_keys", "meta_keys", "period", "states", "on_conflict"}.count(field))
       throw invalid_field("unique." + field, "is not a unique policy field (keys, args_keys, meta_keys, period, states, on_conflict)");
   UniquePolicy out;
-  out.key = auth::sha256_hex(canonical_dimensions(document, policy));
+  out.key = sha256_hex(canonical_dimensions(document, policy));
   out.states = policy.contains("states") ? string_list(policy, "states", &kStates)
                                          : std::vector<std::string>{"available", "active", "scheduled", "retryable", "pending"};
   if (out.states.empty()) throw invalid_field("unique.states", "must name at least one state");

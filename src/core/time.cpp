@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "ojs/core/civil_date.hpp"
+
 namespace ojs {
 
 std::int64_t now_ms() {
@@ -11,23 +13,30 @@ std::int64_t now_ms() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+std::optional<std::int64_t> days_from_civil(int year, unsigned month, unsigned day) {
+  using namespace std::chrono;
+  const year_month_day date{std::chrono::year{year}, std::chrono::month{month}, std::chrono::day{day}};
+  if (!date.ok()) return std::nullopt;
+  return sys_days{date}.time_since_epoch().count();
+}
+
+std::chrono::year_month_day civil_from_days(std::int64_t days) {
+  using namespace std::chrono;
+  return year_month_day{sys_days{std::chrono::days{days}}};
+}
+
 std::string format_rfc3339(std::int64_t epoch_ms) {
   std::time_t secs = static_cast<std::time_t>(epoch_ms / 1000);
   int millis = static_cast<int>(epoch_ms % 1000);
   if (millis < 0) { millis += 1000; --secs; }
-  // Years 1970-9999 by hand (civil_from_days, H. Hinnant): every job reply formats
-  // several timestamps, and gmtime_r + snprintf cost ~3,800 instructions each.
+  // Years 1970-9999 by hand: every job reply formats several timestamps, and
+  // gmtime_r + snprintf cost ~3,800 instructions each.
   if (secs >= 0 && secs < 253402300800) {
-    const std::int64_t days = secs / 86400 + 719468;
     const int of_day = static_cast<int>(secs % 86400);
-    const auto era = days / 146097;
-    const auto doe = static_cast<unsigned>(days - era * 146097);
-    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    const unsigned mp = (5 * doy + 2) / 153;
-    const unsigned day = doy - (153 * mp + 2) / 5 + 1;
-    const unsigned month = mp < 10 ? mp + 3 : mp - 9;
-    const auto year = static_cast<unsigned>(yoe + era * 400 + (month <= 2 ? 1 : 0));
+    const auto date = civil_from_days(secs / 86400);
+    const auto year = static_cast<unsigned>(static_cast<int>(date.year()));
+    const auto month = static_cast<unsigned>(date.month());
+    const auto day = static_cast<unsigned>(date.day());
     char buf[] = "0000-00-00T00:00:00.000Z";
     const auto put = [&buf](int at, unsigned value, int width) {
       for (int i = at + width - 1; i >= at; --i, value /= 10) buf[i] = static_cast<char>('0' + value % 10);
@@ -72,16 +81,6 @@ bool expect(std::string_view s, std::size_t& pos, char c) {
   return false;
 }
 
-// Days since 1970-01-01 for a proleptic Gregorian date (Howard Hinnant's algorithm).
-std::int64_t days_from_civil(int y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return static_cast<std::int64_t>(era) * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
 }  // namespace
 
 std::optional<std::int64_t> parse_rfc3339(std::string_view s) {
@@ -120,8 +119,9 @@ std::optional<std::int64_t> parse_rfc3339(std::string_view s) {
     return std::nullopt;  // RFC 3339 requires a zone designator
   }
   if (pos != s.size()) return std::nullopt;
-  const std::int64_t days = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
-  const std::int64_t secs = days * 86400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
+  const auto days = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  if (!days) return std::nullopt;  // 2026-02-31 is no date (it is not 3 March)
+  const std::int64_t secs = *days * 86400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
   return secs * 1000 + millis;
 }
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "digest.hpp"
+#include "ojs/core/digest.hpp"
 #include "json_fields.hpp"
 #include "ojs/core/error.hpp"
 

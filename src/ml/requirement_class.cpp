@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "digest.hpp"
+#include "ojs/core/digest.hpp"
 #include "json_fields.hpp"
 #include "ojs/core/error.hpp"
 

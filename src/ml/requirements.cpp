@@ -9,6 +9,7 @@
 
 #include "ojs/core/error.hpp"
 #include "json_fields.hpp"
+#include "ojs/ml/meta_aliases.hpp"
 #include "ojs/ml/storage_uri.hpp"
 
 namespace ojs::ml {
@@ -20,61 +21,6 @@ using nlohmann::json;
 // and remembering how the producer spelled it so errors name the right field.
 using FieldMap = std::map<std::string, Field, std::less<>>;
 
-// The SDK encoding (meta.*) mapped onto ext_ml_ attribute names.
-struct MetaAlias {
-  std::array<std::string_view, 3> path;  // under meta; unused tail entries empty
-  std::string_view attribute;
-};
-constexpr MetaAlias kMetaAliases[] = {
-    {{"resources", "accelerator"}, "accelerator"},
-    {{"resources", "gpu", "count"}, "gpu_count"},
-    {{"resources", "gpu", "type"}, "gpu_type"},
-    {{"resources", "gpu", "memory_gb"}, "gpu_memory_gb"},
-    {{"resources", "gpu", "compute_capability"}, "gpu_compute_capability"},
-    {{"resources", "gpu", "interconnect"}, "gpu_interconnect"},
-    {{"resources", "tpu", "type"}, "tpu_type"},
-    {{"resources", "tpu", "topology"}, "tpu_topology"},
-    {{"resources", "tpu", "chip_count"}, "tpu_chip_count"},
-    {{"resources", "cpu_cores"}, "cpu_cores"},
-    {{"resources", "memory_gb"}, "memory_gb"},
-    {{"resources", "storage_gb"}, "storage_gb"},
-    {{"resources", "shm_size_gb"}, "shm_size_gb"},
-    {{"model", "name"}, "model_id"},  // the spec RFC's and the SDK ML helpers' name; model.id wins when both are sent
-    {{"model", "id"}, "model_id"},
-    {{"model", "version"}, "model_version"},
-    {{"model", "provider"}, "model_provider"},
-    {{"model", "checksum"}, "model_checksum"},
-    {{"model", "format"}, "model_format"},
-    {{"model", "registry"}, "model_registry"},
-    {{"model", "registry_uri"}, "model_registry_uri"},
-    {{"compute", "max_tokens"}, "max_tokens"},
-    {{"compute", "max_batch_size"}, "max_batch_size"},
-    {{"compute", "timeout_seconds"}, "timeout_seconds"},
-    {{"compute", "estimated_duration_seconds"}, "estimated_duration_seconds"},
-    {{"compute", "runtime"}, "runtime"},
-    {{"compute", "precision"}, "precision"},
-    {{"compute", "distributed_strategy"}, "distributed_strategy"},
-    {{"affinity"}, "affinity"},
-    {{"node_affinity"}, "affinity"},
-    {{"anti_affinity"}, "anti_affinity"},
-    {{"node_selector"}, "node_selector"},
-    {{"checkpoint", "enabled"}, "checkpoint_enabled"},
-    {{"checkpoint", "interval_s"}, "checkpoint_interval_s"},
-    {{"checkpoint", "storage_uri"}, "checkpoint_storage_uri"},
-    {{"checkpoint", "max_checkpoints"}, "checkpoint_max_count"},  // SDK ML helpers; max_count wins when both are sent
-    {{"checkpoint", "max_count"}, "checkpoint_max_count"},
-    {{"checkpoint", "on_preempt"}, "checkpoint_on_preempt"},
-    {{"preemption", "priority_class"}, "priority_class"},
-    {{"preemption", "preemptible"}, "preemptible"},
-    {{"preemption", "grace_period_s"}, "preemption_grace_period_s"},
-    {{"preemption", "checkpoint_on_preempt"}, "checkpoint_on_preempt"},
-    {{"preemption", "reservation_id"}, "reservation_id"},
-    {{"preemption", "reservation_timeout_s"}, "reservation_timeout_s"},
-    {{"preemption", "priority_escalation"}, "priority_escalation"},
-    {{"preemption", "escalation_after_s"}, "escalation_after_s"},
-    {{"preemption", "escalation_target_class"}, "escalation_target_class"},
-};
-
 constexpr std::string_view kGpuFields[] = {"gpu_count", "gpu_type", "gpu_memory_gb", "gpu_compute_capability",
                                            "gpu_interconnect"};
 constexpr std::string_view kTpuFields[] = {"tpu_type", "tpu_topology", "tpu_chip_count"};
@@ -82,7 +28,7 @@ constexpr std::string_view kTpuFields[] = {"tpu_type", "tpu_topology", "tpu_chip
 void collect_meta(const json& job, FieldMap& fields) {
   auto meta = job.find("meta");
   if (meta == job.end() || !meta->is_object()) return;
-  for (const auto& alias : kMetaAliases) {
+  for (const auto& alias : meta_aliases()) {  // the one table (meta_aliases.hpp)
     const json* node = &*meta;
     std::string path = "meta";
     for (std::string_view part : alias.path) {

@@ -69,6 +69,17 @@ TEST_F(Cron, InvalidRegistrationsNameTheField) {
   EXPECT_TRUE(api.get("/ojs/v1/cron").body["crons"].empty());
 }
 
+// Issue 26 #17: a zoneinfo directory is no zone: 400 naming the field (it was a 500,
+// the directory read as a zone file).
+TEST_F(Cron, ADirectoryOfZonesIsAnInvalidTimezone) {
+  for (const char* zone : {"America", "Europe/"}) {
+    const auto reply = api.post("/ojs/v1/cron", cron("bad", "* * * * *", "cron-b", {{"timezone", zone}}));
+    EXPECT_EQ(reply.status, 400) << zone << ": " << reply.body.dump();
+    EXPECT_EQ(reply.body["error"]["details"]["field"], "timezone") << zone;
+  }
+  EXPECT_TRUE(api.get("/ojs/v1/cron").body["crons"].empty());
+}
+
 TEST_F(Cron, EveryTickEnqueuesExactlyOnceAcrossTwoBrokers) {
   BrokerProcess second{redis.url()};
   ASSERT_EQ(api.post("/ojs/v1/cron", cron("every-second", "* * * * * *", "cron-c", {{"overlap_policy", "allow"}})).status, 201);

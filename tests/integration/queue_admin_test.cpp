@@ -5,9 +5,11 @@
 // the admin totals, and --max-queues for a queue first named by a pause.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <map>
 
 #include "support/processes.hpp"
+#include "support/redis_gate.hpp"
 
 using nlohmann::json;
 using namespace ojs::test;
@@ -98,4 +100,36 @@ TEST(QueueAdmin, PauseOfANewQueueCountsAgainstMaxQueues) {
   EXPECT_EQ(over.body["error"]["details"]["limit"], "max_queues");
   EXPECT_EQ(listed(api), (std::map<std::string, std::string>{{"qa-one", "active"}}));
   EXPECT_EQ(api.post("/ojs/v1/queues/qa-one/pause", json::object()).status, 200) << "an existing queue is within the bound";
+}
+
+// A PUSH of a new requirement class between the delete's start and its script: the
+// gate holds the delete's FCALL until the PUSH has answered, the interleaving that
+// once stranded the job (the script counted only the classes read before it ran,
+// then deleted `classes` and the heads: the job stayed in a ready set no claim reads).
+// The script now reads the classes itself: the delete is refused, the job is served.
+TEST(QueueAdmin, DeleteRacingAPushOfANewClassStrandsNoJob) {
+  RedisServer redis;
+  RedisGate gate{redis.port()};
+  BrokerProcess broker{gate.url()};
+  Api api{broker.url()};
+  // The queue exists with one (default) class and no job.
+  ASSERT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + api.push(job_in("qa-race"))).status, 200);
+
+  gate.hold("\r\ndelete_queue_");  // the delete's FCALL (delete_queue_<library hash>)
+  auto deleting = std::async(std::launch::async, [&] {
+    Api admin{broker.url()};
+    return admin.call("DELETE", "/ojs/v1/admin/queues/qa-race");
+  });
+  ASSERT_TRUE(gate.wait_held(30000)) << "the delete never reached its script";
+  json gpu_job = job_in("qa-race");
+  gpu_job["ext_ml_gpu_count"] = 1;  // a class the queue has never seen
+  const auto id = api.push(gpu_job);
+  gate.release();
+  const auto deleted = deleting.get();
+  EXPECT_EQ(deleted.status, 409) << deleted.body.dump();
+
+  const json gpu_worker = {{"capabilities", {{"accelerator", "gpu"}, {"gpu", {{"type", "nvidia-a100"}, {"count", 8}, {"memory_gb", 80}}}}}};
+  const auto fetched = api.fetch({"qa-race"}, "w-race", 1, gpu_worker);
+  ASSERT_EQ(fetched.size(), 1u) << "the job pushed during the delete is stranded";
+  EXPECT_EQ(fetched[0]["id"], id);
 }

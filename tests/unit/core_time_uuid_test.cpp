@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "ojs/core/digest.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/core/uuid.hpp"
 
@@ -25,6 +26,14 @@ TEST(Time, Rfc3339RoundTripsAndHonoursOffsets) {
   EXPECT_FALSE(parse_rfc3339("2026-11-22T10:00:00"));   // no zone
   EXPECT_FALSE(parse_rfc3339("2026-13-01T00:00:00Z"));  // month 13
   EXPECT_FALSE(parse_rfc3339("yesterday"));
+}
+
+// A date that does not exist is refused, not rolled over (2026-02-31 read as 3 March).
+TEST(Time, Rfc3339RefusesDatesThatDoNotExist) {
+  EXPECT_FALSE(parse_rfc3339("2026-02-31T00:00:00Z"));
+  EXPECT_FALSE(parse_rfc3339("2026-02-29T00:00:00Z"));  // not a leap year
+  EXPECT_FALSE(parse_rfc3339("2026-04-31T00:00:00Z"));
+  EXPECT_EQ(parse_rfc3339("2028-02-29T00:00:00Z"), parse_rfc3339("2028-03-01T00:00:00Z").value() - 86400000);
 }
 
 TEST(Time, Iso8601Durations) {
@@ -56,4 +65,15 @@ TEST(Time, DurationsBeyondTheBoundAreRefusedNotWrapped) {
   EXPECT_FALSE(parse_iso8601_duration("PT1e400S"));
   EXPECT_FALSE(parse_iso8601_duration("P36501D"));  // just over 100 years
   EXPECT_EQ(parse_iso8601_duration("P36500D"), kMaxDurationMs);
+}
+
+// One hex and one SHA-256 for the tree (ojs/core/digest.hpp): the known answers.
+TEST(Digest, Sha256AndHexKnownAnswers) {
+  // printf %s secret | sha256sum
+  EXPECT_EQ(ojs::sha256_hex("secret"), "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b");
+  EXPECT_EQ(ojs::sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(ojs::sha256_hex16("secret"), "2bb80d537b1da3e3");
+  EXPECT_EQ(ojs::sha1_hex("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+  const unsigned char bytes[] = {0x00, 0x0f, 0xa0, 0xff};
+  EXPECT_EQ(ojs::hex_lower(bytes, sizeof bytes), "000fa0ff");
 }

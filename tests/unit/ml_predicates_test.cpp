@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ojs/ml/predicates.hpp"
+#include "ojs/ml/worker_load.hpp"
 
 using nlohmann::json;
 using namespace ojs::ml;
@@ -214,4 +215,11 @@ TEST(MlPredicates, FastPathAgreesWithJudge) {
     auto req = parse_requirements(job);
     EXPECT_EQ(fits(req, &caps, {}), judge(req, &caps, {}).eligible()) << job.dump();
   }
+}
+
+// Anti-affinity reads a running job's model as PUSH does (meta_aliases.hpp): meta.model.name too.
+TEST(WorkerLoad, JobLabelsReadTheModelNameToo) {
+  EXPECT_EQ(job_labels(json{{"type", "t"}, {"meta", {{"model", {{"name", "llama"}}}}}}).at("model_id"), "llama");
+  EXPECT_EQ(job_labels(json{{"type", "t"}, {"meta", {{"model", {{"name", "a"}, {"id", "b"}}}}}}).at("model_id"), "b");
+  EXPECT_EQ(job_labels(json{{"ext_ml_model_id", "top"}, {"meta", {{"model", {{"id", "b"}}}}}}).at("model_id"), "top");
 }

@@ -1,5 +1,7 @@
-// Exponential backoff with full jitter for calls to an unreachable broker:
-// many workers restarting together must not hammer it in lockstep.
+// Exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff
+// And Jitter": sleep = random_between(0, min(cap, base * 2^attempt))) for calls to
+// an unreachable broker: many workers restarting together must not hammer it in
+// lockstep, and full jitter spreads them over the whole window.
 #pragma once
 #include <chrono>
 #include <random>
@@ -9,10 +11,13 @@ namespace ojs::worker {
 class ExponentialBackoff {
  public:
   using Duration = std::chrono::milliseconds;
-  ExponentialBackoff(Duration initial = Duration(200), Duration maximum = Duration(30000))
-      : initial_(initial), maximum_(maximum), random_(std::random_device{}()) {}
+  // seed: the random sequence (tests fix it; the default differs per process).
+  ExponentialBackoff(Duration initial = Duration(200), Duration maximum = Duration(30000),
+                     std::mt19937::result_type seed = std::random_device{}())
+      : initial_(initial), maximum_(maximum), random_(seed) {}
 
-  // The wait before the next try: uniform in [ceiling/2, ceiling], ceiling doubling per failure.
+  // The wait before the next try: uniform in [0, ceiling], the ceiling doubling per
+  // failure from `initial` up to `maximum`.
   Duration next_delay();
   void reset() { failures_ = 0; }
   unsigned failures() const { return failures_; }

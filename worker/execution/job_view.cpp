@@ -2,29 +2,21 @@
 
 #include <stdexcept>
 
+#include "ojs/ml/meta_aliases.hpp"
+
 namespace ojs::worker {
 
 namespace {
 
-// ext_ml_<name> at top level wins; otherwise meta.<group>.<name> as the SDKs send it.
-const nlohmann::json* ml_attribute(const nlohmann::json& job, const std::string& name, const char* meta_group,
-                                   const char* meta_name) {
-  if (auto it = job.find("ext_ml_" + name); it != job.end() && !it->is_null()) return &*it;
-  const auto meta = job.find("meta");
-  if (meta == job.end() || !meta->is_object()) return nullptr;
-  const auto group = meta->find(meta_group);
-  if (group == meta->end() || !group->is_object()) return nullptr;
-  const auto value = group->find(meta_name);
-  return (value != group->end() && !value->is_null()) ? &*value : nullptr;
-}
+using ojs::ml::ml_attribute;  // top-level ext_ml_* wins, else the SDK meta encoding (one alias table)
 
-std::string ml_string(const nlohmann::json& job, const std::string& name, const char* group, const char* meta_name) {
-  const auto* value = ml_attribute(job, name, group, meta_name);
+std::string ml_string(const nlohmann::json& job, std::string_view name) {
+  const auto* value = ml_attribute(job, name);
   return value && value->is_string() ? value->get<std::string>() : std::string();
 }
 
 std::optional<double> job_timeout_s(const nlohmann::json& job) {
-  if (const auto* ml = ml_attribute(job, "timeout_seconds", "compute", "timeout_seconds"); ml && ml->is_number())
+  if (const auto* ml = ml_attribute(job, "timeout_seconds"); ml && ml->is_number())
     return ml->get<double>();
   if (auto it = job.find("timeout_ms"); it != job.end() && it->is_number()) return it->get<double>() / 1000.0;
   if (auto it = job.find("timeout"); it != job.end() && it->is_number() && it->get<double>() > 0)
@@ -46,15 +38,15 @@ JobView read_job(const nlohmann::json& job) {
   if (auto it = job.find("ext_ml_assigned_devices"); it != job.end() && it->is_array())
     view.assigned_devices = it->get<std::vector<int>>();
   view.timeout_s = job_timeout_s(job);
-  view.model_id = ml_string(job, "model_id", "model", "id");
-  view.model_checksum = ml_string(job, "model_checksum", "model", "checksum");
-  view.model_registry_uri = ml_string(job, "model_registry_uri", "model", "registry_uri");
+  view.model_id = ml_string(job, "model_id");
+  view.model_checksum = ml_string(job, "model_checksum");
+  view.model_registry_uri = ml_string(job, "model_registry_uri");
   if (auto it = job.find("last_checkpoint"); it != job.end()) view.last_checkpoint = *it;
   if (auto it = job.find("ext_ml_gang_rank"); it != job.end() && it->is_number_integer()) {  // [gangs]
     view.gang = JobView::Gang{it->get<int>(), job.value("ext_ml_gang_world_size", 0), job.value("ext_ml_gang_master_addr", ""),
                               job.value("ext_ml_gang_master_port", 0)};
   }
-  if (const auto* grace = ml_attribute(job, "preemption_grace_period_s", "preemption", "grace_period_s");
+  if (const auto* grace = ml_attribute(job, "preemption_grace_period_s");
       grace && grace->is_number_integer())
     view.preemption_grace_period_s = grace->get<int>();
   return view;

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "ojs/core/digest.hpp"
+
 namespace ojs::worker {
 
 namespace fs = std::filesystem;
@@ -31,13 +33,7 @@ std::string file_digest_hex(const std::string& path, const std::string& algorith
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_DigestFinal_ex(ctx.get(), digest, &length);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < length; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 0xf];
-  }
-  return out;
+  return hex_lower(digest, length);
 }
 
 std::string local_model_path(const JobView& job, const WorkerConfig& config) {

@@ -98,6 +98,39 @@ local function is_terminal(state)
   return state == 'completed' or state == 'cancelled' or state == 'discarded'
 end
 
+-- [score] A ready-set score: band * SCORE_BAND + seq, lower served first. The rule
+-- and its bounds are broker/store/priority_score.hpp's pack_score / unpack_score:
+-- the loader (lua_scripts.cpp) refuses a library whose two constants differ.
+local SCORE_BAND = 1099511627776  -- 2^40: room for the FIFO sequence below a band
+local SCORE_BANDS = 8192          -- bands 0 .. 8191: every score below 2^53, exact as a double
+
+local function score_pack(band, seq)
+  if band < 0 or band >= SCORE_BANDS or band ~= math.floor(band) then
+    error('score band ' .. string.format('%.17g', band) .. ' is outside 0 .. ' .. (SCORE_BANDS - 1))
+  end
+  if seq < 0 or seq >= SCORE_BAND or seq ~= math.floor(seq) then
+    error('score sequence ' .. string.format('%.17g', seq) .. ' is outside 0 .. 2^40 - 1')
+  end
+  return band * SCORE_BAND + seq
+end
+
+-- The band and the sequence of a score.
+local function score_unpack(score)
+  if not (score >= 0 and score < SCORE_BANDS * SCORE_BAND) or score ~= math.floor(score) then
+    error('score ' .. string.format('%.17g', score) .. ' is outside the bands (0 .. 2^53 - 1, integer)')
+  end
+  local band = math.floor(score / SCORE_BAND)
+  return band, score - band * SCORE_BAND
+end
+
+-- The score of FIFO number `seq` in the band that starts at `base` (a job's
+-- rank_base or order_base, a band's first score).
+local function score_at(base, seq)
+  local band, rest = score_unpack(base)
+  if rest ~= 0 then error('score base ' .. string.format('%.17g', base) .. ' is not the start of a band') end
+  return score_pack(band, seq)
+end
+
 -- [heads] The queue's class-head index (keys.hpp class_heads): class id -> score of
 -- the first job of its ready set, absent when the set is empty. Claim reads the heads
 -- of all eligible classes in one ZMSCORE instead of one read per class, so every
@@ -122,7 +155,7 @@ local function ready_remove(heads, ready_key, class, id)
   if redis.call('ZREM', ready_key, id) == 1 then head_refresh(heads, ready_key, class) end
 end
 
--- Makes a job fetchable: next FIFO sequence, score = rank_base + seq
+-- Makes a job fetchable: next FIFO sequence, score = rank_base + seq (score_at)
 -- ([fairshare] order_base instead of rank_base when the queue policy gave one).
 -- r: {seq, heads, ready} (keys; ready: the ready set of job.class)
 local function make_available(r, jk, job, now)
@@ -133,7 +166,7 @@ local function make_available(r, jk, job, now)
     job.next_attempt_at = nil
     redis.call('HDEL', jk, 'next_attempt_at')
   end
-  ready_add(r.heads, r.ready, job.class, tonumber(job.order_base or job.rank_base) + seq, job.id)
+  ready_add(r.heads, r.ready, job.class, score_at(tonumber(job.order_base or job.rank_base), seq), job.id)
 end
 
 -- Scheduled jobs and due retries become available.

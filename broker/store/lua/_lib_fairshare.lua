@@ -2,7 +2,7 @@
 -- (docs/matching.md#fair-share). Measure: weighted DRF with the GPU as the one
 -- resource, i.e. a tenant's share = GPUs it holds now (tenant ledger) / its weight;
 -- the claim serves the tenant with the lowest share first.
--- PUSH scored a fair job (fair_tenants.base + tenant slot) * band + seq, so each
+-- PUSH scored a fair job score_pack(fair_tenants.base + tenant slot, seq), so each
 -- tenant's oldest job in a ready set is one ZRANGEBYSCORE over its slot's band.
 -- Keys: the config hash (field fair_tenants, written by the broker from the queue
 -- config) and t = {tenant_quotas, tenant_ledger, job_prefix}, all declared by claim.
@@ -25,10 +25,10 @@ end
 -- The job a `fair` claim takes from one ready set, as {id, score, share, seq}, or
 -- nil and the first quota block. A head scored under an earlier policy (below the
 -- fair bands) is served first, with share -1, so a policy change strands nothing.
-local function fair_head(fc, t, ready_key, gpus, band)
+local function fair_head(fc, t, ready_key, gpus)
   local head = redis.call('ZRANGE', ready_key, 0, 0, 'WITHSCORES')
   if not head[1] then return nil, nil end
-  if tonumber(head[2]) < fc.base * band then
+  if score_unpack(tonumber(head[2])) < fc.base then
     local h, over = within_tenant_quota(t, ready_key, head, gpus)
     if h then return {h[1], h[2], -1, tonumber(h[2])}, nil end
     return nil, over
@@ -37,8 +37,8 @@ local function fair_head(fc, t, ready_key, gpus, band)
   -- One more range past the last slot: jobs scored under earlier weights with more
   -- named tenants (a candidate's tenant is read from the job, not from its slot).
   for slot = 0, fc.slots do
-    local low = (fc.base + slot) * band
-    local high = slot == fc.slots and '+inf' or '(' .. string.format('%.0f', low + band)
+    local low = score_pack(fc.base + slot, 0)
+    local high = slot == fc.slots and '+inf' or '(' .. string.format('%.0f', score_pack(fc.base + slot + 1, 0))
     local r = redis.call('ZRANGEBYSCORE', ready_key, string.format('%.0f', low), high, 'WITHSCORES', 'LIMIT', 0, 1)
     if r[1] then
       local tenant = redis.call('HGET', t.job_prefix .. r[1], 'tenant') or ''

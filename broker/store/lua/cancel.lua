@@ -1,5 +1,5 @@
 -- CANCEL: any non-terminal state -> cancelled.
--- KEYS (18): 1 job hash, 2 ready prefix (+ the job's class), 3 delayed, 4 active, 5 stats,
+-- KEYS (19): 1 job hash, 2 ready prefix (+ the job's class), 3 delayed, 4 active, 5 stats,
 --           6 events, 7 ledger, 8 tenant ledger, 9-19 workflow keys (_lib_workflows.lua; 19 the class heads)
 -- ARGV: (none)
 -- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}

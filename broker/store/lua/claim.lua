@@ -9,7 +9,7 @@
 --   The ready set of a class is the ready prefix + the class id, a member of the
 --   declared class-heads index (keys.hpp).
 -- ARGV: 1 worker_id, 2 request_visibility_ms ('' = none), 3 default_visibility_ms, 4 count,
---       5 classes_version, 6 score band (2^40, priority_score.hpp), 7 the highest bonus
+--       5 classes_version, 6 score band (2^40, priority_score.hpp; must equal _lib.lua's), 7 the highest bonus
 --       among the eligible classes, 8 their number, 9 the eligible classes, one line each
 --       (each line starts with a newline): class id TAB bonus (soft score) TAB hold cutoff (skip a head
 --       enqueued after this ms; 0 = none) TAB gpus the class needs (charged to the queue
@@ -19,8 +19,9 @@
 -- Reply: {'ok', {job fields...}, {budget-blocked: class, in_use, limit, kind, ...},
 --         rate limit that cut this claim short ('' = none | concurrency | rate)}
 --        | {'paused'} | {'stale', current version}
-local worker, request_vis, default_vis, count, version, BAND =
-  ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+local worker, request_vis, default_vis, count, version =
+  ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+if tonumber(ARGV[6]) ~= SCORE_BAND then error('the broker scores with band ' .. ARGV[6] .. ', _lib.lua with ' .. SCORE_BAND) end
 local state = redis.call('MGET', KEYS[2], KEYS[1])  -- [hotpath] paused flag and classes version in one read
 if state[1] then return {'paused'} end
 local current = state[2] or '0'
@@ -132,14 +133,14 @@ local function choose()
     local entries = heads_from(pos, page)
     for j = 1, #entries, 2 do
       local score = tonumber(entries[j + 1])
-      local band = math.floor(score / BAND)
+      local band = score_unpack(score)
       -- Heads come in score order: past the best's band nothing can beat it.
       if best and not fair and band > b1 then return best, best_id end
       local c = class_info(entries[j])
       if c and not c.done then
         local head, over = {nil, score}, budget_block(b, c.gpus)  -- the id is read only if this class is taken
         if not over then
-          if fair then head, over = fair_head(fair, t, c.ready, c.gpus, BAND)  -- [fairshare]
+          if fair then head, over = fair_head(fair, t, c.ready, c.gpus)  -- [fairshare]
           elseif c.gpus > 0 and has_tenant_quotas(t) then head, over = within_tenant_quota(t, c.ready, head, c.gpus) end
         end
         if over then
@@ -156,7 +157,7 @@ local function choose()
           -- [backfill] On GPUs held for a reservation, only a job declared to end before its start (_lib_backfill.lua).
           if not c.done and c.backfill then
             local id, sc, declared = backfill_pick(t, c.ready, c.backfill, now, c.gpus)
-            if id then head, band = {id, sc, head[3], head[4]}, math.floor(tonumber(sc) / BAND)
+            if id then head, band = {id, sc, head[3], head[4]}, (score_unpack(tonumber(sc)))
             else
               report_blocked(c, declared, c.backfill, 'backfill')
             end

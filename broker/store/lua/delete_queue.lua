@@ -1,19 +1,26 @@
 -- Admin DELETE of an empty queue (issue 12): refuses while any job waits, runs,
 -- is scheduled or sits in the dead letter; else deletes the queue's keys.
--- KEYS (n + 4 + m): the queue's n ready sets, then active, delayed, dead, the config
---       hash, then the m keys to delete (classes, classes:ver, paused, stats, events,
---       ledger, tenant-quotas, tenant-ledger, diag:<class>...)
--- ARGV: n (the number of ready sets)
+-- The ready sets are found here, from the classes hash, not from a list the
+-- broker read before the call: a PUSH of a new class in between would leave its
+-- job in a ready set nobody counted, stranded once classes and heads are gone.
+-- KEYS (20): 1 classes hash, 2 ready prefix (+ each class id read from 1), 3 active,
+--            4 delayed, 5 dead, 6 config hash, 7 diag prefix (+ each class id),
+--            8-20 the other keys to delete (classes:ver, paused, stats, events, ledger,
+--            tenant-quotas, tenant-ledger, preempting, escalations, reservation-waits,
+--            class heads, rate window, expiring index)
+-- ARGV: (none)
 -- Reply: {'ok'} or {'not_empty', jobs}
-local ready = tonumber(ARGV[1])
+local classes = redis.call('HKEYS', KEYS[1])
 local jobs = 0
-for i = 1, ready + 3 do jobs = jobs + redis.call('ZCARD', KEYS[i]) end
+for _, class in ipairs(classes) do jobs = jobs + redis.call('ZCARD', KEYS[2] .. class) end
+for i = 3, 5 do jobs = jobs + redis.call('ZCARD', KEYS[i]) end
 if jobs > 0 then return {'not_empty', jobs} end
 -- The configuration goes, its version stays (bumped): a broker's cached copy of the
 -- old queue's config never matches a new one of the same name (push.lua's check).
-local config = KEYS[ready + 4]
-local version = redis.call('HINCRBY', config, 'version', 1)
-redis.call('DEL', config)
-redis.call('HSET', config, 'version', version)
-for i = ready + 5, #KEYS do redis.call('DEL', KEYS[i]) end
+local version = redis.call('HINCRBY', KEYS[6], 'version', 1)
+redis.call('DEL', KEYS[6])
+redis.call('HSET', KEYS[6], 'version', version)
+for _, class in ipairs(classes) do redis.call('DEL', KEYS[7] .. class) end
+redis.call('DEL', KEYS[1])
+for i = 8, #KEYS do redis.call('DEL', KEYS[i]) end
 return {'ok'}

@@ -1,6 +1,6 @@
 -- Discard a job that is still waiting (available, scheduled or retryable) with an
 -- error: used when its reservation is missing or expired after reservation_timeout_s.
--- KEYS (16): 1 job hash, 2 ready set of the job's class, 3 delayed, 4 stats, 5 events,
+-- KEYS (17): 1 job hash, 2 ready set of the job's class, 3 delayed, 4 stats, 5 events,
 --           6 reservation waits, 7-17 workflow keys (_lib_workflows.lua; 17 the class heads)
 -- ARGV: error_json
 -- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}

@@ -17,7 +17,8 @@ redis.call('HSET', jk, 'rank_base', base, 'escalated_at', now_ms(), 'escalated_f
 if f[1] == 'available' and not f[6] then
   local score = redis.call('ZSCORE', KEYS[3], id)
   if score then
-    redis.call('ZADD', KEYS[3], string.format('%.0f', tonumber(base) + (tonumber(score) - tonumber(expected))), id)
+    local _, seq = score_unpack(tonumber(score))
+    redis.call('ZADD', KEYS[3], string.format('%.0f', score_at(tonumber(base), seq)), id)
     head_refresh(KEYS[5], KEYS[3], f[7])
   end
 end

@@ -37,7 +37,7 @@ if scheduled_at ~= '' and tonumber(scheduled_at) > now then
   redis.call('ZADD', KEYS[5], scheduled_at, id)
 else
   state, at_field, at = 'available', 'enqueued_at', now_s
-  ready_add(KEYS[10], KEYS[4], class, tonumber(order_base or rank_base) + redis.call('INCR', KEYS[6]), id)  -- [fairshare] policy base
+  ready_add(KEYS[10], KEYS[4], class, score_at(tonumber(order_base or rank_base), redis.call('INCR', KEYS[6])), id)  -- [fairshare] policy base
 end
 redis.call('HSET', jk, 'id', id, 'class', class, 'rank_base', rank_base, 'attempt', '0', 'created_at', now_s,
            'state', state, at_field, at, unpack(ARGV, 9))

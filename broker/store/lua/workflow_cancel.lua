@@ -1,7 +1,7 @@
 -- [workflows] DELETE /ojs/v1/workflows/{id}: running -> cancelled; every job of it
 -- that has not ended is cancelled (as cancel.lua does), waiting steps never start,
 -- callbacks not yet enqueued never will be.
--- KEYS (10): 1 workflow hash, 2 job prefix, 3 ready prefix, 4 delayed, 5 active, 6 stats,
+-- KEYS (11): 1 workflow hash, 2 job prefix, 3 ready prefix, 4 delayed, 5 active, 6 stats,
 --            7 events, 8 ledger, 9 tenant ledger, 10 workflow dispatch set, 11 class heads
 -- ARGV: workflow id
 -- Reply: {'ok', workflow fields} | {'not_found'} | {'conflict', state}

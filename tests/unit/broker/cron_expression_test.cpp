@@ -1,6 +1,11 @@
 // Cron expressions and time zones: next tick, DST rules (spec/ojs-cron.md 5.2), validation.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
+#include <unistd.h>
+
 #include "broker/cron/cron_expression.hpp"
 #include "ojs/core/time.hpp"
 
@@ -102,4 +107,49 @@ TEST(TimeZone, UnknownAndHostileNamesAreRefused) {
   EXPECT_FALSE(TimeZone::load("Mars/Olympus"));
   EXPECT_FALSE(TimeZone::load("../../etc/passwd"));
   EXPECT_TRUE(TimeZone::load("UTC"));
+}
+
+// The TZif footer rule (POSIX TZ string) gives the offsets after the last explicit
+// transition: in every zone file after 2037, where New York is still on EDT in July.
+TEST(TimeZone, FooterRuleGivesDaylightTimeAfter2037) {
+  const auto ny = TimeZone::load("America/New_York");
+  ASSERT_TRUE(ny);
+  EXPECT_EQ(ny->offset_at(*ojs::parse_rfc3339("2040-07-15T12:00:00Z") / 1000), -4 * 3600);
+  EXPECT_EQ(ny->offset_at(*ojs::parse_rfc3339("2040-01-15T12:00:00Z") / 1000), -5 * 3600);
+  EXPECT_EQ(next("0 9 * * *", "America/New_York", "2040-07-01T00:00:00Z"), "2040-07-01T13:00:00.000Z");
+  EXPECT_EQ(next("30 2 * * *", "America/New_York", "2040-03-11T05:00:00Z"), "2040-03-12T06:30:00.000Z");  // spring forward
+}
+
+// A slim zone file (zic -b slim, zic's default since 2020b) keeps one explicit
+// transition here and leaves every later one to the footer rule: DST is right
+// today only when that rule is read. The file is compiled from
+// tests/fixtures/tz/ojs-slim.zi with zic when it is installed (libc-bin), else the
+// copy compiled with it is used; $TZDIR points the zone library at it.
+TEST(TimeZone, SlimZoneFileGivesTodaysDaylightTime) {
+  namespace fs = std::filesystem;
+  const fs::path fixtures = fs::path(OJS_SOURCE_DIR) / "tests/fixtures/tz";
+  fs::path dir = fs::temp_directory_path() / ("ojs-slim-tz-" + std::to_string(::getpid()));
+  const std::string zic = "zic -b slim -d '" + dir.string() + "' '" + (fixtures / "ojs-slim.zi").string() + "' 2>/dev/null";
+  if (std::system(zic.c_str()) != 0) dir = fixtures / "slim";
+  ASSERT_TRUE(fs::exists(dir / "OjsTest/Slim")) << dir;
+  const char* saved = std::getenv("TZDIR");
+  const std::string saved_value = saved ? saved : "";
+  ::setenv("TZDIR", dir.c_str(), 1);
+  const auto zone = TimeZone::load("OjsTest/Slim");
+  if (saved) ::setenv("TZDIR", saved_value.c_str(), 1);
+  else ::unsetenv("TZDIR");
+  ASSERT_TRUE(zone);
+  EXPECT_EQ(zone->offset_at(*ojs::parse_rfc3339("2026-01-15T12:00:00Z") / 1000), -5 * 3600);
+  EXPECT_EQ(zone->offset_at(*ojs::parse_rfc3339("2026-07-15T12:00:00Z") / 1000), -4 * 3600);
+  EXPECT_EQ(next("0 9 * * *", "OjsTest/Slim", "2026-01-01T00:00:00Z"), "2026-01-01T14:00:00.000Z");
+  EXPECT_EQ(next("0 9 * * *", "OjsTest/Slim", "2026-07-01T00:00:00Z"), "2026-07-01T13:00:00.000Z");
+  if (dir != fixtures / "slim") fs::remove_all(dir);
+}
+
+// A directory of zones is no zone: refused (the HTTP layer answers 400 naming the
+// field), not an exception from reading a directory as a file (a 500).
+TEST(TimeZone, ADirectoryOfZonesIsRefused) {
+  EXPECT_FALSE(TimeZone::load("America"));
+  EXPECT_FALSE(TimeZone::load("Europe/"));
+  EXPECT_FALSE(TimeZone::load("/usr/share/zoneinfo/UTC"));
 }

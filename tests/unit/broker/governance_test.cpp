@@ -11,6 +11,7 @@
 #include "broker/governance/limits.hpp"
 #include "broker/governance/queue_config.hpp"
 #include "ojs/core/error.hpp"
+#include "ojs/ml/requirements.hpp"
 
 using nlohmann::json;
 using namespace ojs::broker;
@@ -92,9 +93,25 @@ TEST(Defaults, FillOnlyWhatTheProducerDidNotSay) {
   EXPECT_EQ(filled, std::vector<std::string>{"ext_ml_gpu_type"});
   EXPECT_EQ(doc["ext_ml_priority_class"], "reserved");
   EXPECT_FALSE(doc.contains("ext_ml_checkpoint_enabled"));
-  EXPECT_EQ(governance::meta_group_of("ext_ml_gpu_memory_gb"), "resources");
-  EXPECT_EQ(governance::meta_group_of("ext_ml_model_version"), "model");
-  EXPECT_EQ(governance::meta_group_of("ext_ml_preemption_grace_period_s"), "preemption");
+  using Groups = std::vector<std::string>;
+  EXPECT_EQ(governance::meta_groups_of("ext_ml_gpu_memory_gb"), Groups{"resources"});
+  EXPECT_EQ(governance::meta_groups_of("ext_ml_model_version"), Groups{"model"});
+  EXPECT_EQ(governance::meta_groups_of("ext_ml_preemption_grace_period_s"), Groups{"preemption"});
+  EXPECT_EQ(governance::meta_groups_of("ext_ml_checkpoint_on_preempt"), (Groups{"checkpoint", "preemption"}));
+}
+
+// A queue default never beats what the producer said in the SDK meta encoding: the
+// defaults and the requirements read one alias table (ojs/ml/meta_aliases.hpp).
+TEST(Defaults, ProducerMetaEstimatedDurationBeatsTheQueueDefault) {
+  json doc = {{"type", "t"}, {"meta", {{"compute", {{"estimated_duration_seconds", 120}}}}}};
+  governance::apply_defaults(doc, {{"ext_ml_estimated_duration_seconds", 5}});
+  EXPECT_EQ(ojs::ml::parse_requirements(doc).scheduling.estimated_duration_seconds, 120) << doc.dump();
+}
+
+TEST(Defaults, ProducerMetaCheckpointOnPreemptBeatsTheQueueDefault) {
+  json doc = {{"type", "t"}, {"meta", {{"preemption", {{"checkpoint_on_preempt", false}}}}}};
+  governance::apply_defaults(doc, {{"ext_ml_checkpoint_on_preempt", true}});
+  EXPECT_FALSE(ojs::ml::parse_requirements(doc).scheduling.checkpoint.on_preempt) << doc.dump();
 }
 
 TEST(Admission, TenantFromMetaOrToken) {

@@ -3,10 +3,13 @@
 // a key from ARGV or from a literal key name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 
 #include "broker/store/lua_scripts.hpp"
 
@@ -51,6 +54,87 @@ TEST(LuaScripts, NoScriptFormsAKeyFromArgvOrALiteral) {
   }
 }
 
+// The count in a header is the number of keys the script uses: the highest KEYS[n]
+// it reads, directly or through a helper handed KEYS and a first index
+// (workflow_keys(KEYS, 9, ...) reads 9 .. 19). A fixed count equals it (covers it
+// when the script also loops to #KEYS); a count with items ("16 + n") covers its fixed part.
+TEST(LuaScripts, EveryHeaderCountsTheKeysItsScriptUses) {
+  // Each helper taking (KEYS, first): how far past `first` it reads.
+  std::map<std::string, int> helper_span;
+  const std::regex helper_def(R"(local function (\w+)\(KEYS, first)");
+  for (const auto& p : scripts()) {
+    if (p.filename().string().front() != '_') continue;
+    const auto body = read_file(p);
+    for (auto it = std::sregex_iterator(body.begin(), body.end(), helper_def); it != std::sregex_iterator(); ++it) {
+      const auto from = static_cast<std::size_t>(it->position(0));
+      const auto to = body.find("\nlocal function", from + 1);
+      const std::string def = body.substr(from, to == std::string::npos ? std::string::npos : to - from);
+      int span = 0;
+      const std::regex offset(R"(KEYS\[first \+ (\d+)\])");
+      for (auto o = std::sregex_iterator(def.begin(), def.end(), offset); o != std::sregex_iterator(); ++o)
+        span = std::max(span, std::stoi((*o)[1]));
+      helper_span[(*it)[1]] = span;
+    }
+  }
+  ASSERT_EQ(helper_span.count("workflow_keys"), 1u);
+  EXPECT_EQ(helper_span["workflow_keys"], 10);
+  const std::regex literal(R"(KEYS\[(\d+)\])");
+  const std::regex helper_call(R"((\w+)\(KEYS, (\d+))");
+  const std::regex fixed(R"(-- KEYS \((\d+)\):)");
+  const std::regex with_items(R"(-- KEYS \((\d+) \+ \d*[a-z]\):)");
+  int checked = 0;
+  for (const auto& p : scripts()) {
+    if (p.filename().string().front() == '_') continue;
+    const auto body = read_file(p);
+    int used = 0;
+    for (auto it = std::sregex_iterator(body.begin(), body.end(), literal); it != std::sregex_iterator(); ++it)
+      used = std::max(used, std::stoi((*it)[1]));
+    for (auto it = std::sregex_iterator(body.begin(), body.end(), helper_call); it != std::sregex_iterator(); ++it)
+      if (helper_span.count((*it)[1])) used = std::max(used, std::stoi((*it)[2]) + helper_span[(*it)[1]]);
+    std::smatch m;
+    if (std::regex_search(body, m, fixed) && body.find("#KEYS") != std::string::npos) {
+      // A loop to #KEYS reads the tail (delete_queue.lua's keys to delete): the count covers what is named.
+      EXPECT_GE(std::stoi(m[1]), used) << p.filename() << " declares " << m[1] << " keys and uses KEYS[" << used << "]";
+      ++checked;
+    } else if (std::regex_search(body, m, fixed)) {
+      EXPECT_EQ(std::stoi(m[1]), used) << p.filename() << " declares " << m[1] << " keys and uses KEYS[" << used << "]";
+      ++checked;
+    } else if (std::regex_search(body, m, with_items)) {
+      EXPECT_GE(std::stoi(m[1]), used) << p.filename() << " declares " << m[1] << " fixed keys and uses KEYS[" << used << "]";
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20);
+}
+
+// The loader reads every header's count and every FCALL is checked against it
+// (RedisPool::eval calls check_key_count): a caller passing another number fails.
+TEST(LuaScripts, EveryCallIsCheckedAgainstTheDeclaredCount) {
+  using ojs::broker::check_key_count;
+  EXPECT_NO_THROW(check_key_count("cancel", 19));
+  EXPECT_THROW(check_key_count("cancel", 18), std::logic_error);
+  EXPECT_THROW(check_key_count("cancel", 20), std::logic_error);
+  EXPECT_NO_THROW(check_key_count("claim_gang", 16));  // 16 + n
+  EXPECT_NO_THROW(check_key_count("claim_gang", 19));
+  EXPECT_THROW(check_key_count("claim_gang", 15), std::logic_error);
+  EXPECT_NO_THROW(check_key_count("push_batch", 30));  // 10n
+  EXPECT_THROW(check_key_count("push_batch", 25), std::logic_error);
+  EXPECT_NO_THROW(check_key_count("workflow_create", 13));  // 9 + 2n
+  EXPECT_THROW(check_key_count("workflow_create", 12), std::logic_error);
+  EXPECT_THROW(check_key_count("no_such_script", 1), std::logic_error);
+  try {
+    check_key_count("discard_waiting", 16);
+    FAIL();
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("discard_waiting called with 16 keys; its header declares 17"), std::string::npos) << e.what();
+  }
+  // A header the loader cannot read stops the library from being built.
+  using ojs::broker::declared_key_count;
+  EXPECT_THROW(declared_key_count({"x", "-- no header\nreturn 1"}), std::logic_error);
+  EXPECT_THROW(declared_key_count({"x", "-- KEYS (a few): 1 job\nreturn 1"}), std::logic_error);
+  EXPECT_EQ(declared_key_count({"x", "-- KEYS (9 + 2n): ..."}).per_item, 2u);
+}
+
 // Only the declared prefix keys are extended with an id: KEYS[n] .. something.
 TEST(LuaScripts, KeysAreExtendedOnlyFromDeclaredPrefixKeys) {
   const std::regex keys_concat(R"(KEYS\[(\d+)\]\s*\.\.)");
@@ -59,7 +143,7 @@ TEST(LuaScripts, KeysAreExtendedOnlyFromDeclaredPrefixKeys) {
     for (auto it = std::sregex_iterator(body.begin(), body.end(), keys_concat); it != std::sregex_iterator(); ++it) {
       const std::string n = (*it)[1];
       // The header must call that key a prefix.
-      const std::regex declared("-- KEYS[^\\n]*(\\n--[^\\n]*)*\\b" + n + " (job|ready) prefix");
+      const std::regex declared("-- KEYS[^\\n]*(\\n--[^\\n]*)*\\b" + n + " (job|ready|diag) prefix");
       EXPECT_TRUE(std::regex_search(body, declared)) << p.filename() << ": KEYS[" << n << "] is extended but not declared as a prefix";
     }
   }

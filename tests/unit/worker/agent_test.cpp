@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <fstream>
@@ -285,16 +286,36 @@ TEST_F(AgentTest, UnreachableBrokerIsRetriedWithBackoff) {
 }
 
 TEST(Backoff, GrowsWithJitterUpToTheCap) {
-  ExponentialBackoff backoff(std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
-  const auto first = backoff.next_delay();
-  EXPECT_GE(first.count(), 50);
-  EXPECT_LE(first.count(), 100);
-  const auto second = backoff.next_delay();
-  EXPECT_GE(second.count(), 100);
-  EXPECT_LE(second.count(), 200);
+  ExponentialBackoff backoff(std::chrono::milliseconds(100), std::chrono::milliseconds(1000), 7);
+  EXPECT_LE(backoff.next_delay().count(), 100);
+  EXPECT_LE(backoff.next_delay().count(), 200);
   for (int i = 0; i < 30; ++i) EXPECT_LE(backoff.next_delay().count(), 1000);
   backoff.reset();
   EXPECT_LE(backoff.next_delay().count(), 100);
+}
+
+// Full jitter (backoff.hpp): each wait is uniform over [0, ceiling], so the waits of
+// many workers cover the whole window, its lower half included (equal jitter, which
+// the header did not promise, never goes below ceiling / 2).
+TEST(Backoff, FullJitterSpreadsOverTheWholeWindow) {
+  for (unsigned failures = 0; failures < 6; ++failures) {
+    const long long ceiling = std::min(1000LL, 100LL << failures);
+    long long low = ceiling, high = 0, below_half = 0;
+    for (std::mt19937::result_type seed = 1; seed <= 2000; ++seed) {
+      ExponentialBackoff backoff(std::chrono::milliseconds(100), std::chrono::milliseconds(1000), seed);
+      for (unsigned i = 0; i < failures; ++i) backoff.next_delay();
+      const long long d = backoff.next_delay().count();
+      low = std::min(low, d);
+      high = std::max(high, d);
+      below_half += d < ceiling / 2;
+    }
+    EXPECT_GE(low, 0) << failures;
+    EXPECT_LE(high, ceiling) << failures;
+    EXPECT_LT(low, ceiling / 10) << failures << ": the window starts at 0";
+    EXPECT_GT(high, ceiling * 9 / 10) << failures << ": and ends at the ceiling";
+    EXPECT_GT(below_half, 800) << failures << ": about half the waits in the lower half";
+    EXPECT_LT(below_half, 1200) << failures;
+  }
 }
 
 TEST(Directives, ReadsWorkerStateAndPreemptions) {

@@ -201,5 +201,14 @@ TEST(JobView, ReadsSpecAndSdkEncodings) {
   EXPECT_THROW(read_job(nlohmann::json::object()), std::invalid_argument);
 }
 
+// The broker accepts meta.model.name for the model (the spec RFC's name); the worker
+// reads the model it verifies and caches from the same alias table.
+TEST(JobView, ReadsTheModelNameTheBrokerAccepts) {
+  const auto named = read_job(make_job({{"meta", {{"model", {{"name", "llama-3-8b"}}}}}}));
+  EXPECT_EQ(named.model_id, "llama-3-8b");
+  const auto both = read_job(make_job({{"meta", {{"model", {{"name", "a"}, {"id", "b"}}}}}}));
+  EXPECT_EQ(both.model_id, "b");  // model.id wins, as at PUSH
+}
+
 }  // namespace
 }  // namespace ojs::worker
