@@ -1,8 +1,9 @@
 // Fuzzing the HTTP edge (issue 12): mutated bodies from a fixed seed against a
 // real broker, per endpoint. Whatever the body, the answer is a JSON error or
-// success below 500 and the broker stays up. Its own ctest entry (fuzz_tests),
+// success below 500 and the broker stays up. Its own ctest entry (integration.fuzz),
 // bounded in time: each endpoint gets an equal share of about a minute and a
 // cap on bodies; the counts actually sent are printed and asserted.
+// ctest-timeout: 600
 #include <gtest/gtest.h>
 
 #include <iterator>
