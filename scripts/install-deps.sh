@@ -7,6 +7,7 @@ packages=(
   libboost-dev libboost-system-dev   # Beast/Asio HTTP server
   libhiredis-dev redis-server redis-tools  # Redis client + the server tests and the embedded mode run
   nlohmann-json3-dev libspdlog-dev libcli11-dev
+  libvalijson-dev                    # header-only JSON Schema validator: requests checked against schema/*.schema.json
   libhwloc-dev                       # worker hardware discovery
   libcurl4-openssl-dev libssl-dev    # worker/CLI client, TLS, SHA-256, token hashing
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -13,13 +13,10 @@ using nlohmann::json;
 
 namespace {
 
-// The version the writer read: body "expected_version", else an If-Match header ("3" or 3).
+// The version the writer read: body "expected_version" (the schema checked it in
+// parse_queue_config), else an If-Match header ("3" or 3).
 std::optional<long long> expected_version(const json& body, const HttpRequest& r) {
-  if (body.contains("expected_version")) {
-    if (!body["expected_version"].is_number_integer() || body["expected_version"].get<long long>() < 0)
-      throw invalid_field("expected_version", "must be an integer >= 0");
-    return body["expected_version"].get<long long>();
-  }
+  if (body.contains("expected_version")) return body["expected_version"].get<long long>();
   std::string tag = r.header("if-match");
   if (tag.empty() || tag == "*") return std::nullopt;
   if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') tag = tag.substr(1, tag.size() - 2);

@@ -97,6 +97,8 @@ std::shared_ptr<EventSubscription> EventHub::subscribe(EventFilter filter, std::
                          " (--max-event-streams); retry later or poll GET /ojs/v1/events",
                      {{"retry_after_s", 5}, {"limit", options_.max_streams}});
   }
+  // An id we never issued: resume from now (spec/ojs-realtime.md 2.5), no error.
+  const auto from = last_event_id.empty() ? std::nullopt : parse_position(last_event_id);
   std::int64_t until_ms = 0;
   std::vector<std::string> queues;
   {
@@ -104,22 +106,33 @@ std::shared_ptr<EventSubscription> EventHub::subscribe(EventFilter filter, std::
     if (!reading_) start_reading();
     until_ms = watermark_ms_;
     for (const auto& [q, _] : cursors_) queues.push_back(q);
+    if (!from) sub->start_after(last_ids(sub->filter()));  // under the read position: no poll in between
     std::lock_guard subs_lock(subs_mutex_);  // joins under the read position: live events start after until_ms
     subs_.push_back(sub);
   }
   wake_.notify_all();
-  if (!last_event_id.empty()) {
-    // An id we never issued: resume from now (spec/ojs-realtime.md 2.5), no error.
-    if (auto from = parse_position(last_event_id)) {
-      try {
-        replay(*sub, *from, until_ms, queues);
-      } catch (...) {
-        sub->abandon();  // no response will carry it: free its place
-        throw;
-      }
+  if (from) {
+    try {
+      replay(*sub, *from, until_ms, queues);
+    } catch (...) {
+      sub->abandon();  // no response will carry it: free its place
+      throw;
     }
   }
   return sub;
+}
+
+// A stream from now starts at what the streams hold now, not at the reader's
+// position: that lags by up to a poll, and ends a millisecond before Redis's TIME,
+// so entries written before the subscription (the PUSH the client made before it
+// opened the stream) would still come. Every entry written before this read is at
+// or before these ids; a queue created later has only later entries.
+std::map<std::string, StreamId> EventHub::last_ids(const EventFilter& filter) {
+  std::vector<std::string> queues(filter.queues.begin(), filter.queues.end());
+  if (queues.empty()) queues = store_.clock_and_queues().second;
+  std::map<std::string, StreamId> out;
+  for (const auto& entry : store_.newest(queues, 1)) out[entry.queue] = entry.id;
+  return out;
 }
 
 void EventHub::start_reading() {
@@ -220,7 +233,7 @@ void EventHub::deliver(const std::vector<StreamEntry>& entries) {
     const auto id = sse_id(entry);
     std::string frame;  // rendered once, for the first subscriber that wants it
     for (const auto& sub : subs) {
-      if (!visible(*sub, event, tenants_)) continue;
+      if (!sub->is_new(entry) || !visible(*sub, event, tenants_)) continue;
       if (frame.empty())
         frame = sse_frame(id, event.value("type", ""), event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       sub->offer(id, frame, sub->until_terminal() && is_terminal_event(event.value("type", "")));

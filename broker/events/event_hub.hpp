@@ -64,6 +64,7 @@ class EventHub {
 
   void run();
   void start_reading();  // under read_mutex_: cursors at Redis's now
+  std::map<std::string, StreamId> last_ids(const EventFilter& filter);  // under read_mutex_: where a new stream starts
   void poll_once();      // under read_mutex_
   void deliver(const std::vector<StreamEntry>& entries);
   void replay(EventSubscription& sub, const Position& from, std::int64_t until_ms, const std::vector<std::string>& queues);

@@ -6,6 +6,7 @@
 #pragma once
 #include <chrono>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -28,6 +29,15 @@ class EventSubscription : public BodySource {
   bool until_terminal() const { return until_terminal_; }
   bool abandoned() const;
 
+  // Where a stream opened "from now" starts: per queue, the last id its stream had
+  // when the subscription was established (set by the hub before it joins; a queue
+  // not named has no entry before that). A resumed stream has none: all is new.
+  void start_after(std::map<std::string, StreamId> last_ids) { start_ = std::move(last_ids); }
+  bool is_new(const StreamEntry& entry) const {
+    auto it = start_.find(entry.queue);
+    return it == start_.end() || it->second < entry.id;
+  }
+
   // Hub side.
   void offer(const std::string& event_id, std::string frame, bool last = false);  // one event, in order; last: then the end
   void offer_front(std::string frames);                        // replayed events, before what waits
@@ -42,6 +52,7 @@ class EventSubscription : public BodySource {
   const std::string tenant_;
   const std::size_t buffer_events_;
   const bool until_terminal_;
+  std::map<std::string, StreamId> start_;  // written before the hub shares the subscription
   mutable std::mutex mutex_;
   std::string head_;  // preface and replay, sent before the queued events
   std::deque<std::pair<std::string, std::string>> queued_;  // event id, frame

@@ -1,10 +1,11 @@
 #include "broker/governance/queue_config.hpp"
 
 #include <algorithm>
-#include <initializer_list>
 #include <iterator>
 
+#include "broker/governance/queue_config_schema.hpp"
 #include "ojs/core/error.hpp"
+#include "ojs/core/json_schema.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/requirements.hpp"
 #include "ojs/ml/types.hpp"
@@ -15,127 +16,254 @@ using nlohmann::json;
 
 namespace {
 
-void only_keys(const json& object, std::initializer_list<std::string_view> allowed, const std::string& prefix) {
-  for (auto it = object.begin(); it != object.end(); ++it)
-    if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end())
-      throw invalid_field(prefix + it.key(), "is not a known member");
+// The request's rules: the published schema, compiled into the broker.
+const JsonSchema& schema() {
+  static const JsonSchema compiled(json::parse(queue_config_schema_text()));
+  return compiled;
 }
 
-const json& object_member(const json& parent, const char* name, const std::string& field) {
-  if (!parent[name].is_object()) throw invalid_field(field, "must be an object");
-  return parent[name];
-}
+long long integer(const json& v) { return v.get<long long>(); }
 
-long long non_negative_int(const json& v, const std::string& field) {
-  if (!v.is_number_integer() || v.get<long long>() < 0) throw invalid_field(field, "must be an integer >= 0");
-  return v.get<long long>();
-}
-
-double positive_number(const json& v, const std::string& field) {
-  if (!v.is_number() || v.get<double>() <= 0) throw invalid_field(field, "must be a number > 0");
-  return v.get<double>();
-}
-
-std::vector<std::string> lowercase_strings(const json& v, const std::string& field) {
-  if (!v.is_array()) throw invalid_field(field, "must be an array of strings");
+std::vector<std::string> lowercase_strings(const json& v) {
   std::vector<std::string> out;
-  for (const auto& s : v) {
-    if (!s.is_string() || s.get<std::string>().empty()) throw invalid_field(field, "must be an array of non-empty strings");
-    out.push_back(ml::lowercase(s.get<std::string>()));
-  }
+  for (const auto& s : v) out.push_back(ml::lowercase(s.get<std::string>()));
   return out;
 }
 
-json parse_defaults(const json& defaults) {
-  if (!defaults.is_object()) throw invalid_field("ml_defaults", "must be an object of ext_ml_* attributes");
-  for (auto it = defaults.begin(); it != defaults.end(); ++it)
-    if (it.key().rfind("ext_ml_", 0) != 0) throw invalid_field("ml_defaults." + it.key(), "must be an ext_ml_* attribute");
+template <class T>
+void put(json& out, const char* name, const std::optional<T>& v) {
+  if (v) out[name] = *v;
+}
+
+void put(QueueConfigWrite& w, const char* field, std::optional<long long> n) {
+  if (n) w.fields.emplace_back(field, std::to_string(*n));
+}
+
+std::optional<long long> stored_integer(const StoredQueueConfig& s, const char* field) {
+  auto it = s.fields.find(field);
+  if (it == s.fields.end()) return std::nullopt;
   try {
-    (void)ml::parse_requirements(defaults);  // the same rules as a job's attributes
+    return std::stoll(it->second);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// ml_defaults: the schema says "ext_ml_* members"; the values follow a job's rules.
+void parse_defaults(const json& defaults, QueueConfig& c) {
+  try {
+    (void)ml::parse_requirements(defaults);
   } catch (const OjsError& e) {
     const auto& d = e.details();
     const std::string field = d.is_object() && d.contains("field") ? d["field"].get<std::string>() : std::string("?");
     const std::string rule = d.is_object() && d.contains("rule") ? d["rule"].get<std::string>() : std::string(e.what());
-    throw invalid_field("ml_defaults." + field, rule);
+    throw invalid_field("ml_defaults." + field, rule, "/ml_defaults/" + field);
   }
-  return defaults;
+  c.ml_defaults = defaults;
 }
 
-MlLimits parse_limits(const json& l) {
-  only_keys(l, {"max_gpu_count", "max_gpu_memory_gb", "max_memory_gb", "max_timeout_seconds", "allowed_gpu_types",
-                "allowed_priority_classes"},
-            "ml_limits.");
+void parse_limits(const json& l, QueueConfig& c) {
   MlLimits out;
-  if (l.contains("max_gpu_count")) out.max_gpu_count = non_negative_int(l["max_gpu_count"], "ml_limits.max_gpu_count");
-  if (l.contains("max_gpu_memory_gb")) out.max_gpu_memory_gb = positive_number(l["max_gpu_memory_gb"], "ml_limits.max_gpu_memory_gb");
-  if (l.contains("max_memory_gb")) out.max_memory_gb = positive_number(l["max_memory_gb"], "ml_limits.max_memory_gb");
-  if (l.contains("max_timeout_seconds"))
-    out.max_timeout_seconds = non_negative_int(l["max_timeout_seconds"], "ml_limits.max_timeout_seconds");
-  if (l.contains("allowed_gpu_types")) out.allowed_gpu_types = lowercase_strings(l["allowed_gpu_types"], "ml_limits.allowed_gpu_types");
-  if (l.contains("allowed_priority_classes")) {
-    out.allowed_priority_classes = lowercase_strings(l["allowed_priority_classes"], "ml_limits.allowed_priority_classes");
-    for (const auto& c : out.allowed_priority_classes)
-      if (!ml::parse_priority_class(c)) throw invalid_field("ml_limits.allowed_priority_classes", "unknown class '" + c + "' (spot, on-demand, reserved)");
-  }
+  if (l.contains("max_gpu_count")) out.max_gpu_count = integer(l["max_gpu_count"]);
+  if (l.contains("max_gpu_memory_gb")) out.max_gpu_memory_gb = l["max_gpu_memory_gb"].get<double>();
+  if (l.contains("max_memory_gb")) out.max_memory_gb = l["max_memory_gb"].get<double>();
+  if (l.contains("max_timeout_seconds")) out.max_timeout_seconds = integer(l["max_timeout_seconds"]);
+  if (l.contains("allowed_gpu_types")) out.allowed_gpu_types = lowercase_strings(l["allowed_gpu_types"]);
+  if (l.contains("allowed_priority_classes")) out.allowed_priority_classes = lowercase_strings(l["allowed_priority_classes"]);
+  c.ml_limits = std::move(out);
+}
+
+json render_limits(const QueueConfig& c) {
+  const auto& l = c.ml_limits;
+  json out = json::object();
+  put(out, "max_gpu_count", l.max_gpu_count);
+  put(out, "max_gpu_memory_gb", l.max_gpu_memory_gb);
+  put(out, "max_memory_gb", l.max_memory_gb);
+  put(out, "max_timeout_seconds", l.max_timeout_seconds);
+  if (!l.allowed_gpu_types.empty()) out["allowed_gpu_types"] = l.allowed_gpu_types;
+  if (!l.allowed_priority_classes.empty()) out["allowed_priority_classes"] = l.allowed_priority_classes;
   return out;
 }
 
-Budgets parse_budgets(const json& b) {
-  only_keys(b, {"max_concurrent_gpu_jobs", "max_total_gpus"}, "budgets.");
-  Budgets out;
-  if (b.contains("max_concurrent_gpu_jobs"))
-    out.max_concurrent_gpu_jobs = non_negative_int(b["max_concurrent_gpu_jobs"], "budgets.max_concurrent_gpu_jobs");
-  if (b.contains("max_total_gpus")) out.max_total_gpus = non_negative_int(b["max_total_gpus"], "budgets.max_total_gpus");
+// Budgets live as two integer fields, which claim.lua reads.
+void parse_budgets(const json& b, QueueConfig& c) {
+  c.budgets = {};
+  if (b.contains("max_concurrent_gpu_jobs")) c.budgets.max_concurrent_gpu_jobs = integer(b["max_concurrent_gpu_jobs"]);
+  if (b.contains("max_total_gpus")) c.budgets.max_total_gpus = integer(b["max_total_gpus"]);
+}
+
+json render_budgets(const QueueConfig& c) {
+  json out = json::object();
+  put(out, "max_concurrent_gpu_jobs", c.budgets.max_concurrent_gpu_jobs);
+  put(out, "max_total_gpus", c.budgets.max_total_gpus);
   return out;
 }
 
-TenantQuotas parse_quotas(const json& q) {
-  only_keys(q, {"default_max_gpus", "tenants"}, "tenant_quotas.");
+void store_budgets(const QueueConfig& c, QueueConfigWrite& w) {
+  put(w, "max_total_gpus", c.budgets.max_total_gpus);
+  put(w, "max_concurrent_gpu_jobs", c.budgets.max_concurrent_gpu_jobs);
+}
+
+void load_budgets(const StoredQueueConfig& s, QueueConfig& c) {
+  c.budgets.max_total_gpus = stored_integer(s, "max_total_gpus");
+  c.budgets.max_concurrent_gpu_jobs = stored_integer(s, "max_concurrent_gpu_jobs");
+}
+
+void parse_quotas(const json& q, QueueConfig& c) {
   TenantQuotas out;
-  if (q.contains("default_max_gpus")) out.default_max_gpus = non_negative_int(q["default_max_gpus"], "tenant_quotas.default_max_gpus");
-  if (q.contains("tenants")) {
-    const auto& tenants = object_member(q, "tenants", "tenant_quotas.tenants");
-    // As many named tenants as fair share weighs (its slots bound them); 4,000 once hit Lua's unpack limit.
-    constexpr std::size_t kMaxQuotaTenants = kMaxFairSlots - 1;
-    if (tenants.size() > kMaxQuotaTenants)
-      throw invalid_field("tenant_quotas.tenants", "at most " + std::to_string(kMaxQuotaTenants) + " tenants");
-    for (auto it = tenants.begin(); it != tenants.end(); ++it) {
-      const std::string field = "tenant_quotas.tenants." + it.key();
-      if (!is_valid_tenant(it.key())) throw invalid_field(field, "tenant names are 1-64 of [A-Za-z0-9._-]");
-      if (!it.value().is_object() || !it.value().contains("max_gpus")) throw invalid_field(field, "must be {\"max_gpus\": N}");
-      only_keys(it.value(), {"max_gpus"}, field + ".");
-      out.max_gpus[it.key()] = non_negative_int(it.value()["max_gpus"], field + ".max_gpus");
-    }
+  if (q.contains("default_max_gpus")) out.default_max_gpus = integer(q["default_max_gpus"]);
+  if (q.contains("tenants"))
+    for (auto it = q["tenants"].begin(); it != q["tenants"].end(); ++it) out.max_gpus[it.key()] = integer(it.value()["max_gpus"]);
+  c.tenant_quotas = std::move(out);
+}
+
+json render_quotas(const QueueConfig& c) {
+  json out = json::object();
+  put(out, "default_max_gpus", c.tenant_quotas.default_max_gpus);
+  if (!c.tenant_quotas.max_gpus.empty()) {
+    out["tenants"] = json::object();
+    for (const auto& [tenant, max] : c.tenant_quotas.max_gpus) out["tenants"][tenant] = {{"max_gpus", max}};
   }
   return out;
+}
+
+// The quotas as sent (read back) and as the tenant quota hash claim.lua reads.
+void store_quotas(const QueueConfig& c, QueueConfigWrite& w) {
+  if (!c.tenant_quotas.empty()) w.fields.emplace_back("tenant_quotas", render_quotas(c).dump());
+  if (c.tenant_quotas.default_max_gpus) w.tenant_max_gpus.emplace_back("*", *c.tenant_quotas.default_max_gpus);
+  for (const auto& [tenant, max] : c.tenant_quotas.max_gpus) w.tenant_max_gpus.emplace_back(tenant, max);
+}
+
+// The rate limit as JSON (read back) and as plain integers (read by claim.lua).
+void store_rate_limit(const QueueConfig& c, QueueConfigWrite& w) {
+  if (c.rate_limit.empty()) return;
+  w.fields.emplace_back("rate_limit", rate_limit_to_json(c.rate_limit).dump());
+  put(w, "rate_concurrency", c.rate_limit.concurrency);
+  if (c.rate_limit.rate_limit) {
+    put(w, "rate_limit_starts", c.rate_limit.rate_limit);
+    put(w, "rate_period_ms", c.rate_limit.rate_period_ms);
+  }
+}
+
+// [fairshare] The policy is kept as its name, which claim.lua reads.
+void store_policy(const QueueConfig& c, QueueConfigWrite& w) {
+  if (c.policy != QueuePolicy::priority) w.fields.emplace_back("policy", policy_name(c.policy));
+}
+
+void load_policy(const StoredQueueConfig& s, QueueConfig& c) {
+  auto it = s.fields.find("policy");
+  if (it != s.fields.end()) c.policy = parse_policy(it->second).value_or(QueuePolicy::priority);
 }
 
 // [fairshare] {"weights": {"tenant": w, ...}, "default_weight": w}; the spec's
 // "tenant:" key prefix is accepted and dropped; enabled/strategy are accepted
 // (the queue's `policy` is what switches fair share on).
-TenantFairness parse_fairness(const json& f) {
-  only_keys(f, {"weights", "default_weight", "enabled", "strategy"}, "tenant_fairness.");
+void parse_fairness(const json& f, QueueConfig& c) {
   TenantFairness out;
-  if (f.contains("strategy") && f["strategy"] != "fair-share")
-    throw invalid_field("tenant_fairness.strategy", "must be \"fair-share\"");
-  if (f.contains("enabled") && !f["enabled"].is_boolean()) throw invalid_field("tenant_fairness.enabled", "must be a boolean");
-  if (f.contains("default_weight")) out.default_weight = positive_number(f["default_weight"], "tenant_fairness.default_weight");
-  if (f.contains("weights")) {
-    const auto& weights = object_member(f, "weights", "tenant_fairness.weights");
-    if (weights.size() >= static_cast<std::size_t>(kMaxFairSlots))
-      throw invalid_field("tenant_fairness.weights", "at most " + std::to_string(kMaxFairSlots - 1) + " tenants");
-    for (auto it = weights.begin(); it != weights.end(); ++it) {
+  if (f.contains("default_weight")) out.default_weight = f["default_weight"].get<double>();
+  if (f.contains("weights"))
+    for (auto it = f["weights"].begin(); it != f["weights"].end(); ++it) {
       std::string tenant = it.key();
       if (tenant.rfind("tenant:", 0) == 0) tenant = tenant.substr(7);
-      const std::string field = "tenant_fairness.weights." + it.key();
-      if (!is_valid_tenant(tenant)) throw invalid_field(field, "tenant names are 1-64 of [A-Za-z0-9._-]");
-      out.weights[tenant] = positive_number(it.value(), field);
+      out.weights[tenant] = it.value().get<double>();
     }
-  }
+  c.tenant_fairness = std::move(out);
+}
+
+json render_fairness(const QueueConfig& c) {
+  json out = json::object();
+  if (!c.tenant_fairness.weights.empty()) out["weights"] = c.tenant_fairness.weights;
+  if (c.tenant_fairness.default_weight != 1) out["default_weight"] = c.tenant_fairness.default_weight;
   return out;
 }
 
+// The weights as sent, and under the fair policy their claim.lua form.
+void store_fairness(const QueueConfig& c, QueueConfigWrite& w) {
+  if (!c.tenant_fairness.empty()) w.fields.emplace_back("tenant_fairness", render_fairness(c).dump());
+  if (c.policy == QueuePolicy::fair) w.fields.emplace_back("fair_tenants", fairness_for_claim(c.tenant_fairness).dump());
+}
+
+json backfill_to_json(const BackfillSettings& b) {
+  if (!b.enabled) return false;
+  return {{"after_s", b.after_s}, {"max_start_s", b.max_start_s}};
+}
+
 }  // namespace
+
+// The members of a queue's configuration, in the answer's order.
+const std::vector<QueueConfigField>& queue_config_fields() {
+  static const std::vector<QueueConfigField> fields = {
+      {"ml_defaults", parse_defaults, [](const QueueConfig& c) { return c.ml_defaults; }, {"ml_defaults"}},
+      {"ml_limits", parse_limits, render_limits, {"ml_limits"}},
+      {"budgets", parse_budgets, render_budgets, {"max_total_gpus", "max_concurrent_gpu_jobs"}, store_budgets, load_budgets},
+      {"tenant_quotas", parse_quotas, render_quotas, {"tenant_quotas"}, store_quotas},
+      {"rate_limit", [](const json& r, QueueConfig& c) { c.rate_limit = parse_rate_limit(r, "rate_limit."); },
+       [](const QueueConfig& c) { return rate_limit_to_json(c.rate_limit); },
+       {"rate_limit", "rate_concurrency", "rate_limit_starts", "rate_period_ms"}, store_rate_limit},
+      {"policy", [](const json& p, QueueConfig& c) { c.policy = parse_policy(p.get<std::string>()).value_or(QueuePolicy::priority); },
+       [](const QueueConfig& c) { return json(policy_name(c.policy)); }, {"policy"}, store_policy, load_policy},
+      {"tenant_fairness", parse_fairness, render_fairness, {"tenant_fairness", "fair_tenants"}, store_fairness},
+      {"backfill", [](const json& b, QueueConfig& c) { c.backfill = parse_backfill(b); },  // [backfill]
+       [](const QueueConfig& c) { return backfill_to_json(c.backfill); }, {"backfill"}},
+  };
+  return fields;
+}
+
+std::vector<std::string> queue_config_hash_fields() {
+  std::vector<std::string> out;
+  for (const auto& f : queue_config_fields()) out.insert(out.end(), f.hash_fields.begin(), f.hash_fields.end());
+  return out;
+}
+
+QueueConfig parse_queue_config(const json& body) {
+  schema().check(body);
+  QueueConfig c;
+  for (const auto& f : queue_config_fields())
+    if (body.contains(f.name)) f.parse(body[f.name], c);
+  return c;
+}
+
+json to_json(const QueueConfig& c, const std::string& queue) {
+  json out = {{"queue", queue}, {"version", c.version}};
+  for (const auto& f : queue_config_fields()) out[f.name] = f.render(c);
+  if (!c.updated_at.empty()) out["updated_at"] = c.updated_at;
+  return out;
+}
+
+QueueConfigWrite to_stored(const QueueConfig& c) {
+  QueueConfigWrite w;
+  w.replaced = queue_config_hash_fields();
+  for (const auto& f : queue_config_fields()) {
+    if (f.store) {
+      f.store(c, w);
+      continue;
+    }
+    const auto value = f.render(c);
+    if (value != json::object() && value != json(false)) w.fields.emplace_back(f.name, value.dump());
+  }
+  return w;
+}
+
+QueueConfig from_stored(const StoredQueueConfig& s) {
+  QueueConfig c;
+  c.version = s.version;
+  if (s.updated_at_ms) c.updated_at = format_rfc3339(*s.updated_at_ms);
+  for (const auto& f : queue_config_fields()) {
+    if (f.load) {
+      f.load(s, c);
+      continue;
+    }
+    auto it = s.fields.find(f.name);
+    if (it == s.fields.end()) continue;
+    const auto value = json::parse(it->second, nullptr, false);
+    if (value.is_discarded()) continue;
+    try {
+      f.parse(value, c);  // what this broker wrote: no schema check
+    } catch (const std::exception&) {
+    }
+  }
+  return c;
+}
 
 BackfillSettings parse_backfill(const json& b) {
   BackfillSettings out;
@@ -143,24 +271,10 @@ BackfillSettings parse_backfill(const json& b) {
     out.enabled = b.get<bool>();
     return out;
   }
-  if (!b.is_object()) throw invalid_field("backfill", "must be a boolean or an object");
-  only_keys(b, {"after_s", "max_start_s"}, "backfill.");
   out.enabled = true;
-  if (b.contains("after_s")) {
-    out.after_s = non_negative_int(b["after_s"], "backfill.after_s");
-    if (out.after_s > 86400) throw invalid_field("backfill.after_s", "must be an integer between 0 and 86400");
-  }
-  if (b.contains("max_start_s")) {
-    out.max_start_s = non_negative_int(b["max_start_s"], "backfill.max_start_s");
-    if (out.max_start_s < 1 || out.max_start_s > 31536000)
-      throw invalid_field("backfill.max_start_s", "must be an integer between 1 and 31536000");
-  }
+  if (b.contains("after_s")) out.after_s = integer(b["after_s"]);
+  if (b.contains("max_start_s")) out.max_start_s = integer(b["max_start_s"]);
   return out;
-}
-
-json backfill_to_json(const BackfillSettings& b) {
-  if (!b.enabled) return false;
-  return {{"after_s", b.after_s}, {"max_start_s", b.max_start_s}};
 }
 
 std::optional<QueuePolicy> parse_policy(const std::string& name) {
@@ -186,35 +300,25 @@ int TenantFairness::slot_of(const std::string& tenant) const {
   return it == weights.end() ? 0 : 1 + static_cast<int>(std::distance(weights.begin(), it));
 }
 
-json fairness_to_json(const TenantFairness& f) {
-  json out = json::object();
-  if (!f.weights.empty()) out["weights"] = f.weights;
-  if (f.default_weight != 1) out["default_weight"] = f.default_weight;
-  return out;
-}
-
-TenantFairness fairness_from_json(const json& stored) { return stored.is_object() ? parse_fairness(stored) : TenantFairness{}; }
-
 json fairness_for_claim(const TenantFairness& f) {
   json tenants = json::object();
   for (const auto& [tenant, weight] : f.weights) tenants[tenant] = {f.slot_of(tenant), weight};
   return {{"base", kFairBandBase}, {"slots", f.weights.size() + 1}, {"default_weight", f.default_weight}, {"tenants", tenants}};
 }
 
+// The schema's rate_limit property, then the period, which a schema cannot parse.
 QueueRateLimit parse_rate_limit(const json& r, const std::string& prefix) {
-  if (!r.is_object()) throw invalid_field(prefix.empty() ? "$" : prefix.substr(0, prefix.size() - 1), "must be an object");
-  only_keys(r, {"concurrency", "rate"}, prefix);
+  static const JsonSchema rate_limit_schema = schema().at("/properties/rate_limit");
+  rate_limit_schema.check(r, prefix, prefix.empty() ? "" : "/" + prefix.substr(0, prefix.size() - 1));
   QueueRateLimit out;
-  if (r.contains("concurrency")) out.concurrency = non_negative_int(r["concurrency"], prefix + "concurrency");
+  if (r.contains("concurrency")) out.concurrency = integer(r["concurrency"]);
   if (r.contains("rate")) {
-    const auto& rate = object_member(r, "rate", prefix + "rate");
-    only_keys(rate, {"limit", "period"}, prefix + "rate.");
-    if (!rate.contains("limit") || !rate["limit"].is_number_integer() || rate["limit"].get<long long>() < 1)
-      throw invalid_field(prefix + "rate.limit", "is required: an integer >= 1");
-    if (!rate.contains("period") || !rate["period"].is_string()) throw invalid_field(prefix + "rate.period", "is required: an ISO 8601 duration such as \"PT1M\"");
+    const auto& rate = r["rate"];
     const auto ms = parse_iso8601_duration(rate["period"].get<std::string>());
-    if (!ms || *ms <= 0) throw invalid_field(prefix + "rate.period", "must be a positive ISO 8601 duration such as \"PT1M\"");
-    out.rate_limit = rate["limit"].get<long long>();
+    if (!ms || *ms <= 0)
+      throw invalid_field(prefix + "rate.period", "must be a positive ISO 8601 duration such as \"PT1M\"",
+                          (prefix.empty() ? "" : "/" + prefix.substr(0, prefix.size() - 1)) + "/rate/period");
+    out.rate_limit = integer(rate["limit"]);
     out.rate_period_ms = *ms;
     out.rate_period = rate["period"].get<std::string>();
   }
@@ -228,15 +332,6 @@ json rate_limit_to_json(const QueueRateLimit& l) {
   return out;
 }
 
-namespace {
-
-template <class T>
-void put(json& out, const char* name, const std::optional<T>& v) {
-  if (v) out[name] = *v;
-}
-
-}  // namespace
-
 bool MlLimits::empty() const {
   return !max_gpu_count && !max_gpu_memory_gb && !max_memory_gb && !max_timeout_seconds && allowed_gpu_types.empty() &&
          allowed_priority_classes.empty();
@@ -246,70 +341,6 @@ bool is_valid_tenant(const std::string& tenant) {
   if (tenant.empty() || tenant.size() > 64) return false;
   return std::all_of(tenant.begin(), tenant.end(),
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'; });
-}
-
-QueueConfig parse_queue_config(const json& body) {
-  if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
-  only_keys(body, {"ml_defaults", "ml_limits", "budgets", "tenant_quotas", "rate_limit", "policy", "tenant_fairness", "backfill", "version",
-                    "expected_version", "updated_at", "queue"},
-            "");
-  QueueConfig c;
-  if (body.contains("ml_defaults")) c.ml_defaults = parse_defaults(body["ml_defaults"]);
-  if (body.contains("ml_limits")) c.ml_limits = parse_limits(object_member(body, "ml_limits", "ml_limits"));
-  if (body.contains("budgets")) c.budgets = parse_budgets(object_member(body, "budgets", "budgets"));
-  if (body.contains("tenant_quotas")) c.tenant_quotas = parse_quotas(object_member(body, "tenant_quotas", "tenant_quotas"));
-  if (body.contains("rate_limit")) c.rate_limit = parse_rate_limit(body["rate_limit"], "rate_limit.");
-  if (body.contains("policy")) {
-    const auto p = body["policy"].is_string() ? parse_policy(body["policy"].get<std::string>()) : std::nullopt;
-    if (!p) throw invalid_field("policy", "must be one of \"fifo\", \"priority\", \"sjf\", \"fair\"");
-    c.policy = *p;
-  }
-  if (body.contains("tenant_fairness")) c.tenant_fairness = parse_fairness(object_member(body, "tenant_fairness", "tenant_fairness"));
-  if (body.contains("backfill")) c.backfill = parse_backfill(body["backfill"]);  // [backfill]
-  return c;
-}
-
-json limits_to_json(const MlLimits& l) {
-  json out = json::object();
-  put(out, "max_gpu_count", l.max_gpu_count);
-  put(out, "max_gpu_memory_gb", l.max_gpu_memory_gb);
-  put(out, "max_memory_gb", l.max_memory_gb);
-  put(out, "max_timeout_seconds", l.max_timeout_seconds);
-  if (!l.allowed_gpu_types.empty()) out["allowed_gpu_types"] = l.allowed_gpu_types;
-  if (!l.allowed_priority_classes.empty()) out["allowed_priority_classes"] = l.allowed_priority_classes;
-  return out;
-}
-
-MlLimits limits_from_json(const json& stored) { return stored.is_object() ? parse_limits(stored) : MlLimits{}; }
-
-json quotas_to_json(const TenantQuotas& q) {
-  json out = json::object();
-  put(out, "default_max_gpus", q.default_max_gpus);
-  if (!q.max_gpus.empty()) {
-    out["tenants"] = json::object();
-    for (const auto& [tenant, max] : q.max_gpus) out["tenants"][tenant] = {{"max_gpus", max}};
-  }
-  return out;
-}
-
-TenantQuotas quotas_from_json(const json& stored) { return stored.is_object() ? parse_quotas(stored) : TenantQuotas{}; }
-
-json to_json(const QueueConfig& c, const std::string& queue) {
-  json budgets = json::object();
-  put(budgets, "max_concurrent_gpu_jobs", c.budgets.max_concurrent_gpu_jobs);
-  put(budgets, "max_total_gpus", c.budgets.max_total_gpus);
-  json out = {{"queue", queue},
-              {"version", c.version},
-              {"ml_defaults", c.ml_defaults},
-              {"ml_limits", limits_to_json(c.ml_limits)},
-              {"budgets", budgets},
-              {"tenant_quotas", quotas_to_json(c.tenant_quotas)},
-              {"rate_limit", rate_limit_to_json(c.rate_limit)},
-              {"policy", policy_name(c.policy)},
-              {"tenant_fairness", fairness_to_json(c.tenant_fairness)},
-              {"backfill", backfill_to_json(c.backfill)}};
-  if (!c.updated_at.empty()) out["updated_at"] = c.updated_at;
-  return out;
 }
 
 }  // namespace ojs::broker::governance

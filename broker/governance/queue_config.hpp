@@ -1,7 +1,7 @@
 // A queue's governance configuration (admin PUT /ojs/v1/admin/queues/{name}/config):
 // ml_defaults fill unset ext_ml_* attributes at PUSH, ml_limits reject at PUSH
 // (422), budgets and tenant quotas make jobs wait at FETCH (never reject).
-// Published as schema/queue-config.schema.json.
+// Published as schema/queue-config.schema.json, which checks every request.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "broker/store/priority_score.hpp"
+#include "broker/store/queue_config_hash.hpp"
 
 namespace ojs::broker::governance {
 
@@ -79,31 +80,52 @@ struct QueueConfig {
   std::string updated_at;         // RFC 3339, empty when never configured
 };
 
-// Validates an admin's body; throws OjsError invalid_request (400) naming the field,
-// e.g. "ml_limits.max_gpu_count". Unknown top-level members are refused (typos must
-// not silently configure nothing). `version`, `expected_version`, `updated_at` are ignored.
+// Validates an admin's body against schema/queue-config.schema.json, then the
+// rules a schema cannot state; throws OjsError invalid_request (400) naming the
+// field, the rule and the JSON pointer, e.g. "ml_limits.max_gpu_count",
+// "/ml_limits/max_gpu_count". Unknown members are refused (typos must not
+// silently configure nothing). `version`, `expected_version`, `updated_at`,
+// `queue` are checked by the schema and otherwise ignored.
 QueueConfig parse_queue_config(const nlohmann::json& body);
-
-nlohmann::json limits_to_json(const MlLimits& limits);
-MlLimits limits_from_json(const nlohmann::json& stored);     // trusted (already validated) form
-nlohmann::json quotas_to_json(const TenantQuotas& quotas);
-TenantQuotas quotas_from_json(const nlohmann::json& stored);
 nlohmann::json to_json(const QueueConfig& config, const std::string& queue);
-QueueRateLimit parse_rate_limit(const nlohmann::json& body, const std::string& prefix);  // "rate_limit." or ""
+
+// One row per member of the configuration: the one place that says how a member
+// is read from a request, answered, stored in the queue's config hash and read
+// back. The schema states the member's rules (they are not repeated in `parse`).
+// Adding a member: its property in schema/queue-config.schema.json, its
+// QueueConfig member, and a row in queue_config.cpp (docs/architecture.md).
+struct QueueConfigField {
+  const char* name;                                               // the JSON member
+  void (*parse)(const nlohmann::json& value, QueueConfig& into);  // a schema-valid value (or the stored one)
+  nlohmann::json (*render)(const QueueConfig& config);            // the member in the answer
+  // The config hash fields the member is kept in: all removed by every write. A
+  // row without `store`/`load` keeps its rendered JSON under `name`, unless it
+  // renders as {} or false.
+  std::vector<std::string> hash_fields;
+  void (*store)(const QueueConfig& config, QueueConfigWrite& write) = nullptr;
+  void (*load)(const StoredQueueConfig& stored, QueueConfig& into) = nullptr;
+};
+const std::vector<QueueConfigField>& queue_config_fields();
+
+// The config hash fields of every row, what a write replaces and a read asks for.
+std::vector<std::string> queue_config_hash_fields();
+QueueConfigWrite to_stored(const QueueConfig& config);
+QueueConfig from_stored(const StoredQueueConfig& stored);
+
+// The rate limit alone (PUT /admin/queues/{q}/rate-limit): the schema's
+// rate_limit property; `prefix` is put before the field names.
+QueueRateLimit parse_rate_limit(const nlohmann::json& body, const std::string& prefix);
 nlohmann::json rate_limit_to_json(const QueueRateLimit& limit);
 
 // [fairshare] "fifo" | "priority" | "sjf" | "fair" <-> QueuePolicy.
 std::optional<QueuePolicy> parse_policy(const std::string& name);
 const char* policy_name(QueuePolicy policy);
-nlohmann::json fairness_to_json(const TenantFairness& fairness);
-TenantFairness fairness_from_json(const nlohmann::json& stored);
 // What claim.lua reads (config hash field fair_tenants): the band base, the default
 // weight and tenant -> [slot, weight].
 nlohmann::json fairness_for_claim(const TenantFairness& fairness);
 
-// [backfill] `true`, `false` or {"after_s": 0..86400, "max_start_s": 1..31536000}.
-BackfillSettings parse_backfill(const nlohmann::json& body);  // 400 naming backfill.<member>
-nlohmann::json backfill_to_json(const BackfillSettings& backfill);
+// [backfill] The stored form: false, or {"after_s": .., "max_start_s": ..}.
+BackfillSettings parse_backfill(const nlohmann::json& stored);
 
 // Tenant names: 1-64 of [A-Za-z0-9._-].
 bool is_valid_tenant(const std::string& tenant);

@@ -10,21 +10,11 @@ namespace ojs::broker {
 
 namespace {
 
-std::string text_of(const RedisValue& v) { return v.is_nil() ? std::string() : v.str; }
-
 std::map<std::string, long long> integer_hash(const RedisValue& flat) {
   std::map<std::string, long long> out;
   for (std::size_t i = 0; i + 1 < flat.elements.size(); i += 2)
     if (auto n = integer_of(flat.elements[i + 1])) out[flat.elements[i].str] = *n;
   return out;
-}
-
-void put(std::vector<std::pair<std::string, std::string>>& fields, const char* name, const std::string& text) {
-  if (!text.empty()) fields.emplace_back(name, text);
-}
-
-void put(std::vector<std::pair<std::string, std::string>>& fields, const char* name, std::optional<long long> n) {
-  if (n) fields.emplace_back(name, std::to_string(*n));
 }
 
 }  // namespace
@@ -36,45 +26,24 @@ bool Reconciliation::drift() const {
   return false;
 }
 
-StoredQueueConfig QueueConfigStore::load(const std::string& queue) {
-  auto v = redis_.command({"HMGET", keys::config(queue), "version", "updated_at", "max_total_gpus", "max_concurrent_gpu_jobs",
-                           "ml_defaults", "ml_limits", "tenant_quotas", "rate_limit", "policy", "tenant_fairness",
-                           "backfill"});
+StoredQueueConfig QueueConfigStore::load(const std::string& queue, const std::vector<std::string>& fields) {
+  std::vector<std::string> cmd{"HMGET", keys::config(queue), "version", "updated_at"};
+  cmd.insert(cmd.end(), fields.begin(), fields.end());
+  const auto v = redis_.command(cmd);
   StoredQueueConfig c;
-  if (v.elements.size() < 10) return c;
+  if (v.elements.size() != cmd.size() - 2) return c;
   c.version = integer_of(v.elements[0]).value_or(0);
   c.updated_at_ms = integer_of(v.elements[1]);
-  c.max_total_gpus = integer_of(v.elements[2]);
-  c.max_concurrent_gpu_jobs = integer_of(v.elements[3]);
-  c.ml_defaults = text_of(v.elements[4]);
-  c.ml_limits = text_of(v.elements[5]);
-  c.tenant_quotas = text_of(v.elements[6]);
-  c.rate_limit = text_of(v.elements[7]);
-  c.policy = text_of(v.elements[8]);
-  c.tenant_fairness = text_of(v.elements[9]);
-  if (v.elements.size() > 10) c.backfill = text_of(v.elements[10]);  // [backfill]
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (!v.elements[i + 2].is_nil()) c.fields[fields[i]] = v.elements[i + 2].str;
   return c;
 }
 
 QueueConfigSaved QueueConfigStore::save(const std::string& queue, const QueueConfigWrite& c, std::optional<long long> expected_version) {
-  std::vector<std::pair<std::string, std::string>> fields;
-  put(fields, "max_total_gpus", c.max_total_gpus);
-  put(fields, "max_concurrent_gpu_jobs", c.max_concurrent_gpu_jobs);
-  put(fields, "ml_defaults", c.ml_defaults);
-  put(fields, "ml_limits", c.ml_limits);
-  put(fields, "tenant_quotas", c.tenant_quotas);
-  put(fields, "rate_limit", c.rate_limit);
-  put(fields, "rate_concurrency", c.rate_concurrency);
-  if (c.rate_limit_starts) {
-    put(fields, "rate_limit_starts", c.rate_limit_starts);
-    put(fields, "rate_period_ms", c.rate_period_ms);
-  }
-  put(fields, "policy", c.policy);
-  put(fields, "tenant_fairness", c.tenant_fairness);
-  put(fields, "fair_tenants", c.fair_tenants);
-  put(fields, "backfill", c.backfill);  // [backfill]
-  std::vector<std::string> args{optional_text(expected_version), std::to_string(now_ms()), std::to_string(fields.size())};
-  append_fields(args, fields);
+  std::vector<std::string> args{optional_text(expected_version), std::to_string(now_ms()), std::to_string(c.replaced.size())};
+  args.insert(args.end(), c.replaced.begin(), c.replaced.end());
+  args.push_back(std::to_string(c.fields.size()));
+  append_fields(args, c.fields);
   for (const auto& [tenant, max] : c.tenant_max_gpus) {
     args.push_back(tenant);
     args.push_back(std::to_string(max));

@@ -1,9 +1,9 @@
 // Queue governance in Redis: the config hash and the tenant quota hash (written
 // together by queue_config.lua), read back as text, and the reads of the ledgers
 // they limit. The fields and keys are listed once, in docs/architecture.md
-// ("Redis keys") and keys.hpp; claim.lua reads the integer fields. What the fields
-// mean (parsing, validation, the QueueConfig type) is governance's
-// (governance/queue_configs.hpp).
+// ("Redis keys") and keys.hpp; claim.lua reads the integer fields. Which fields
+// there are and what they mean is governance's (the field table in
+// governance/queue_config.hpp).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -13,32 +13,10 @@
 #include <vector>
 
 #include "broker/store/job_store.hpp"
+#include "broker/store/queue_config_hash.hpp"
 #include "broker/store/redis_client.hpp"
 
 namespace ojs::broker {
-
-// The config hash as stored. JSON members are text, "" when absent.
-struct StoredQueueConfig {
-  long long version = 0;  // 0: never configured
-  std::optional<std::int64_t> updated_at_ms;
-  std::optional<long long> max_total_gpus, max_concurrent_gpu_jobs;
-  std::string ml_defaults, ml_limits, tenant_quotas, rate_limit, tenant_fairness;
-  std::string policy;    // "" = priority
-  std::string backfill;  // [backfill] JSON, "" = off
-};
-
-// A whole configuration to write: every field present here replaces the stored
-// one, every governance field absent is removed (queue_config.lua).
-struct QueueConfigWrite {
-  std::optional<long long> max_total_gpus, max_concurrent_gpu_jobs;
-  std::string ml_defaults, ml_limits, tenant_quotas, rate_limit, tenant_fairness;  // JSON text, "" = none
-  // claim.lua's integer form of the rate limit (rate_period_ms only with rate_limit_starts).
-  std::optional<long long> rate_concurrency, rate_limit_starts, rate_period_ms;
-  std::string policy;        // "" = priority
-  std::string fair_tenants;  // claim.lua's form of the weights, "" = none
-  std::string backfill;      // [backfill] JSON (read by the preemption controller's backfill pass), "" = off
-  std::vector<std::pair<std::string, long long>> tenant_max_gpus;  // the tenant quota hash ('*' = default)
-};
 
 struct QueueConfigSaved {
   bool conflict = false;  // expected version was not the current one
@@ -69,7 +47,8 @@ class QueueConfigStore {
  public:
   explicit QueueConfigStore(RedisPool& redis) : redis_(redis) {}
 
-  StoredQueueConfig load(const std::string& queue);
+  // The version, updated_at and the given fields of the config hash (one HMGET).
+  StoredQueueConfig load(const std::string& queue, const std::vector<std::string>& fields);
   // queue_config.lua: compare-and-set on the version (expected_version nullopt = any).
   QueueConfigSaved save(const std::string& queue, const QueueConfigWrite& config, std::optional<long long> expected_version);
   BudgetWithTenants budget(const std::string& queue);

@@ -118,8 +118,12 @@ nlohmann::json OjsError::to_json() const {
   return {{"error", err}};
 }
 
-OjsError invalid_field(const std::string& field, const std::string& rule) {
-  return OjsError(ErrorCode::invalid_request, field + ": " + rule, {{"field", field}, {"rule", rule}});
+OjsError invalid_field(const std::string& field, const std::string& rule) { return invalid_field(field, rule, ""); }
+
+OjsError invalid_field(const std::string& field, const std::string& rule, const std::string& pointer) {
+  nlohmann::json details = {{"field", field}, {"rule", rule}};
+  if (!pointer.empty()) details["pointer"] = pointer;
+  return OjsError(ErrorCode::invalid_request, field + ": " + rule, std::move(details));
 }
 
 }  // namespace ojs

@@ -247,6 +247,28 @@ TEST_F(EventStream, PerQueueStream) {
   EXPECT_FALSE(sse.next(1s).has_value());
 }
 
+// A stream starts at the streams' last ids when it is established: an event
+// written before the subscription is never delivered, even while the reader's
+// position lags behind (another stream open, a slow poll cadence) or the event
+// shares the subscription's millisecond. Another open stream keeps the reader
+// going; its first event proves a poll happened after it joined, and the next
+// poll is a cadence away, so on a lagging start PUSH `before` would come first.
+TEST(EventStreamStart, AStreamOpenedAfterAPushDoesNotDeliverIt) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--event-stream-poll-ms", "2000"}};
+  Api api{broker.url()};
+  SseClient other(broker.port(), "/ojs/v1/events/stream?event_types=job.enqueued");
+  ASSERT_EQ(other.status(), 200);
+  const auto warmup = api.push(job("start-q"));
+  EXPECT_EQ(next_event(other)["subject"], warmup);
+  const auto before = api.push(job("start-q"));
+  SseClient sse(broker.port(), "/ojs/v1/queues/start-q/events?event_types=job.enqueued");
+  ASSERT_EQ(sse.status(), 200);
+  const auto after = api.push(job("start-q"));
+  EXPECT_EQ(next_event(sse)["subject"], after) << "the PUSH before the stream opened is not in it (" << before << ")";
+  EXPECT_FALSE(sse.next(1s).has_value());
+}
+
 class EventStreamTenants : public ::testing::Test {
  protected:
   std::string dir = make_temp_dir("sse-tenants");

@@ -2,8 +2,9 @@
 // from a fixed seed against a real broker, on every endpoint docs/http-api.md
 // lists (the test fails when one is missing here). Whatever is sent, the answer
 // is below 500 (a JSON error or success for bodies) and the broker stays up. Its
-// own ctest entry (fuzz_tests), bounded in time: about a minute shared by the
+// own ctest entry (integration.fuzz), bounded in time: about a minute shared by the
 // endpoints, a cap per endpoint; the counts actually sent are printed and asserted.
+// ctest-timeout: 600
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "support/processes.hpp"
 
@@ -80,6 +81,41 @@ TEST_F(Governance, LimitsRejectWith422AndDefaultsAreFilled) {
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.body["error"]["details"]["field"], "ml_limits.max_gpu_count");
   EXPECT_EQ(api.get(config_path("gov-l")).body["config"]["version"], 1);
+}
+
+// The published schema is what checks a PUT (schema/queue-config.schema.json):
+// the answer-only members keep their types too, a read-back config is accepted
+// as a write, and each error names the field, the rule and the JSON pointer.
+TEST_F(Governance, ConfigIsCheckedAgainstThePublishedSchema) {
+  const std::vector<std::tuple<json, std::string, std::string>> bad = {
+      {{{"queue", 7}}, "queue", "/queue"},
+      {{{"updated_at", 5}}, "updated_at", "/updated_at"},
+      {{{"version", "three"}}, "version", "/version"},
+      {{{"ml_limits", {{"max_gpu_count", -1}}}}, "ml_limits.max_gpu_count", "/ml_limits/max_gpu_count"},
+      {{{"ml_limits", {{"allowed_priority_classes", {"spot", "gold"}}}}}, "ml_limits.allowed_priority_classes",
+       "/ml_limits/allowed_priority_classes/1"},
+      {{{"tenant_quotas", {{"tenants", {{"team-a", json::object()}}}}}}, "tenant_quotas.tenants.team-a.max_gpus",
+       "/tenant_quotas/tenants/team-a/max_gpus"},
+  };
+  for (const auto& [body, field, pointer] : bad) {
+    auto r = api.call("PUT", config_path("gov-schema"), body);
+    EXPECT_EQ(r.status, 400) << body.dump();
+    EXPECT_EQ(r.body["error"]["details"]["field"], field) << r.body.dump();
+    EXPECT_EQ(r.body["error"]["details"]["pointer"], pointer) << r.body.dump();
+    EXPECT_TRUE(r.body["error"]["details"]["rule"].is_string()) << r.body.dump();
+  }
+  EXPECT_EQ(api.get(config_path("gov-schema")).body["config"]["version"], 0);
+  put_config(api, "gov-schema", {{"budgets", {{"max_total_gpus", 4}}}, {"policy", "fifo"}, {"backfill", true},
+                                 {"rate_limit", {{"concurrency", 2}}}, {"tenant_fairness", {{"weights", {{"team-a", 2}}}}}});
+  auto read = api.get(config_path("gov-schema")).body["config"];
+  put_config(api, "gov-schema", read);  // GET's answer is a valid PUT body
+  auto again = api.get(config_path("gov-schema")).body["config"];
+  EXPECT_EQ(again["version"], 2);
+  read.erase("version");
+  read.erase("updated_at");
+  again.erase("version");
+  again.erase("updated_at");
+  EXPECT_EQ(again, read);
 }
 
 TEST_F(Governance, GlobalBoundsProtectUnconfiguredQueues) {

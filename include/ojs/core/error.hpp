@@ -59,7 +59,9 @@ class BackendUnavailable : public std::runtime_error {
 };
 
 // Shorthand for the most common case: a field broke a rule.
-// details = {"field": field, "rule": rule}; message names both.
+// details = {"field": field, "rule": rule}; message names both. With `pointer`
+// (RFC 6901, e.g. "/ml_limits/max_gpu_count") details carry it too.
 OjsError invalid_field(const std::string& field, const std::string& rule);
+OjsError invalid_field(const std::string& field, const std::string& rule, const std::string& pointer);
 
 }  // namespace ojs

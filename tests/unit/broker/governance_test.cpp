@@ -2,6 +2,9 @@
 // defaults, tenant resolution, token hashing, role policy, rate limiter.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <set>
+
 #include "broker/auth/rate_limiter.hpp"
 #include "broker/auth/roles.hpp"
 #include "broker/auth/token_file.hpp"
@@ -63,6 +66,60 @@ TEST(QueueConfig, ErrorsNameTheField) {
     EXPECT_EQ(code, ojs::ErrorCode::invalid_request);
     EXPECT_EQ(d["field"], field) << body.dump();
   }
+}
+
+// One field table drives parsing, the answer and storage; the published schema
+// checks requests. The table and the schema name the same members.
+TEST(QueueConfigFields, TheTableAndThePublishedSchemaNameTheSameMembers) {
+  std::ifstream in(std::string(OJS_SOURCE_DIR) + "/schema/queue-config.schema.json");
+  const auto schema = json::parse(in);
+  std::set<std::string> in_schema;
+  for (const auto& [name, _] : schema["properties"].items())
+    if (name != "queue" && name != "version" && name != "updated_at" && name != "expected_version") in_schema.insert(name);
+  std::set<std::string> in_table;
+  for (const auto& f : governance::queue_config_fields()) EXPECT_TRUE(in_table.insert(f.name).second) << f.name;
+  EXPECT_EQ(in_table, in_schema);
+  const auto hash_fields = governance::queue_config_hash_fields();
+  EXPECT_EQ(std::set<std::string>(hash_fields.begin(), hash_fields.end()).size(), hash_fields.size()) << "a hash field has two owners";
+}
+
+TEST(QueueConfigFields, AConfigSurvivesTheStoredForm) {
+  const json body = {{"ml_defaults", {{"ext_ml_gpu_type", "nvidia-a100"}}},
+                     {"ml_limits", {{"max_gpu_count", 8}, {"max_gpu_memory_gb", 40.5}, {"allowed_gpu_types", {"nvidia-a100"}}}},
+                     {"budgets", {{"max_total_gpus", 16}, {"max_concurrent_gpu_jobs", 3}}},
+                     {"tenant_quotas", {{"default_max_gpus", 4}, {"tenants", {{"team-a", {{"max_gpus", 8}}}}}}},
+                     {"rate_limit", {{"concurrency", 2}, {"rate", {{"limit", 5}, {"period", "PT1M"}}}}},
+                     {"policy", "fair"},
+                     {"tenant_fairness", {{"weights", {{"tenant:team-a", 3}}}, {"default_weight", 2}}},
+                     {"backfill", {{"after_s", 5}, {"max_start_s", 600}}}};
+  const auto config = governance::parse_queue_config(body);
+  const auto write = governance::to_stored(config);
+  EXPECT_EQ(write.replaced, governance::queue_config_hash_fields());
+  StoredQueueConfig stored;
+  stored.version = 3;
+  for (const auto& [field, text] : write.fields) stored.fields[field] = text;
+  EXPECT_EQ(stored.fields.at("max_total_gpus"), "16");  // what claim.lua reads
+  EXPECT_EQ(stored.fields.at("policy"), "fair");
+  EXPECT_EQ(stored.fields.at("rate_period_ms"), "60000");
+  EXPECT_TRUE(stored.fields.count("fair_tenants"));
+  EXPECT_EQ(write.tenant_max_gpus, (std::vector<std::pair<std::string, long long>>{{"*", 4}, {"team-a", 8}}));
+  auto answer = governance::to_json(governance::from_stored(stored), "q");
+  EXPECT_EQ(answer["version"], 3);
+  answer.erase("version");
+  auto expected = governance::to_json(config, "q");
+  expected.erase("version");
+  EXPECT_EQ(answer, expected);
+  EXPECT_EQ(answer["tenant_fairness"]["weights"], (json{{"team-a", 3}}));
+}
+
+TEST(QueueConfig, ErrorsCarryTheJsonPointerAndTheRule) {
+  const auto d = error_details([] { governance::parse_queue_config({{"backfill", {{"after_s", -1}}}}); });
+  EXPECT_EQ(d["field"], "backfill.after_s");
+  EXPECT_EQ(d["pointer"], "/backfill/after_s");
+  EXPECT_EQ(d["rule"], "must be >= 0 and <= 86400");
+  const auto rate = error_details([] { governance::parse_rate_limit({{"rate", {{"limit", 0}, {"period", "PT1S"}}}}, ""); });
+  EXPECT_EQ(rate["field"], "rate.limit");
+  EXPECT_EQ(rate["pointer"], "/rate/limit");
 }
 
 TEST(Limits, RefuseWith422NamingTheLimit) {

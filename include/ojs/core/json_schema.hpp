@@ -1,0 +1,37 @@
+// A JSON Schema that checks request bodies (valijson, draft 7 rules; our published
+// schemas use no keyword whose meaning differs in 2020-12). The first error, the
+// most specific one, becomes an OJS 400 naming the field, the rule and the JSON
+// pointer: details {"field": "ml_limits.max_gpu_count", "rule": "...",
+// "pointer": "/ml_limits/max_gpu_count"}.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+
+namespace ojs {
+
+class JsonSchema {
+ public:
+  // `schema`: the schema document; throws std::runtime_error when it is not one.
+  explicit JsonSchema(nlohmann::json schema);
+  ~JsonSchema();
+  JsonSchema(JsonSchema&&) noexcept;
+
+  // Throws OjsError invalid_request (invalid_field) on the first violation.
+  // `field_prefix` is put before the field names ("rate_limit." for a member
+  // checked on its own), and `pointer_prefix` before the pointers.
+  void check(const nlohmann::json& document, const std::string& field_prefix = "", const std::string& pointer_prefix = "") const;
+
+  // The schema of one property ("/properties/rate_limit"), as a schema of its own.
+  JsonSchema at(const std::string& pointer) const;
+
+  const nlohmann::json& document() const { return document_; }
+
+ private:
+  struct Compiled;
+  nlohmann::json document_;
+  std::unique_ptr<Compiled> compiled_;
+};
+
+}  // namespace ojs
