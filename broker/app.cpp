@@ -109,6 +109,10 @@ void BrokerApp::start() {
   http.threads = i.config.http_threads;
   http.handler_threads = i.config.handler_threads;
   http.max_body_bytes = i.config.max_body_bytes;
+  http.header_timeout = std::chrono::milliseconds(i.config.http_header_timeout_ms);
+  http.body_timeout = std::chrono::milliseconds(i.config.http_body_timeout_ms);
+  http.idle_timeout = std::chrono::milliseconds(i.config.http_idle_timeout_ms);
+  http.max_connections = i.config.max_connections;
   http.tls_cert = i.config.tls_cert;
   http.tls_key = i.config.tls_key;
   i.server = std::make_unique<HttpServer>(http, i.router);

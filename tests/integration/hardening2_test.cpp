@@ -1,0 +1,131 @@
+// Hardening II (issue 26): the surfaces added in the round before (events,
+// workflows, progress, gangs, worker documents, the HTTP server itself) under
+// hostile use. Each test names the item of the issue it proves.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <csignal>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "support/ml_fixtures.hpp"
+#include "support/processes.hpp"
+#include "support/sse_client.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+
+namespace {
+
+std::string sha256_of(const std::string& token) {
+  return run_process({"sh", "-c", "printf %s '" + token + "' | sha256sum"}, 10).output.substr(0, 64);
+}
+
+// Bound worker tokens, tenant-pinned producers and an admin.
+std::string write_tokens(const std::string& dir) {
+  const json entries = json::array({
+      {{"name", "node-a"}, {"roles", {"worker"}}, {"worker_ids", {"node-a"}}, {"sha256", sha256_of("node-a-token")}},
+      {{"name", "pool"}, {"roles", {"worker"}}, {"worker_id_prefix", "pool-"}, {"sha256", sha256_of("pool-token")}},
+      {{"name", "team-a"}, {"roles", {"producer"}}, {"tenant", "team-a"}, {"sha256", sha256_of("team-a-token")}},
+      {{"name", "team-b"}, {"roles", {"producer"}}, {"tenant", "team-b"}, {"sha256", sha256_of("team-b-token")}},
+      {{"name", "ops"}, {"roles", {"admin"}}, {"sha256", sha256_of("admin-token")}},
+  });
+  const std::string path = dir + "/tokens.json";
+  std::ofstream(path) << entries.dump(2);
+  return path;
+}
+
+// A raw loopback connection to the broker (no HTTP client: it may send half a request).
+class RawConnection {
+ public:
+  explicit RawConnection(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    timeval limit{30, 0};  // a bound for the test, not an expected time
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  }
+  ~RawConnection() { ::close(fd_); }
+  RawConnection(const RawConnection&) = delete;
+  bool connected() const { return connected_; }
+  bool send(const std::string& bytes) { return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()); }
+  // True when the broker closed the connection (end of stream or reset) before the test's bound.
+  bool closed_by_peer() {
+    char buf[512];
+    for (;;) {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n == 0) return true;
+      if (n < 0) return errno == ECONNRESET;
+      // a reply (e.g. 408) before the close is fine: read on
+    }
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+};
+
+json job(const std::string& queue, const std::string& type = "h2.task") {
+  return {{"type", type}, {"args", json::array()}, {"options", {{"queue", queue}}}};
+}
+
+// Calls of one Redis command so far (INFO commandstats), e.g. "hgetall".
+long long redis_calls(const RedisServer& redis, const std::string& command) {
+  for (const auto& line : redis_lines(redis, {"INFO", "commandstats"})) {
+    const std::string prefix = "cmdstat_" + command + ":calls=";
+    if (line.rfind(prefix, 0) == 0) return std::stoll(line.substr(prefix.size()));
+  }
+  return 0;
+}
+
+}  // namespace
+
+class Hardening2Tokens : public ::testing::Test {
+ protected:
+  std::string dir = make_temp_dir("hardening2");
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--auth-file", write_tokens(dir)}};
+  Api node_a{broker.url(), "node-a-token"};
+  Api pool{broker.url(), "pool-token"};
+  Api team_a{broker.url(), "team-a-token"};
+  Api team_b{broker.url(), "team-b-token"};
+  Api admin{broker.url(), "admin-token"};
+};
+
+// Item 9 (slowloris): a half-sent request and an idle connection are closed by the
+// read and idle timeouts, unauthenticated or not.
+TEST(Hardening2Http, HalfSentRequestsAndIdleConnectionsAreClosed) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--http-header-timeout-ms", "300", "--http-idle-timeout-ms", "300", "--http-body-timeout-ms", "300"}};
+  RawConnection half_header(broker.port());
+  ASSERT_TRUE(half_header.connected());
+  ASSERT_TRUE(half_header.send("POST /ojs/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"));
+  RawConnection half_body(broker.port());
+  ASSERT_TRUE(half_body.send("POST /ojs/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"type\":"));
+  RawConnection idle(broker.port());
+  EXPECT_TRUE(half_header.closed_by_peer());
+  EXPECT_TRUE(half_body.closed_by_peer());
+  EXPECT_TRUE(idle.closed_by_peer());
+  EXPECT_EQ(Api(broker.url()).get("/ojs/v1/health").status, 200);
+}
+
+// Item 9: at --max-connections, one more connection closes the one that has waited
+// longest for its request; /health still answers while many half-sent requests are open.
+TEST(Hardening2Http, TheConnectionCapClosesTheLongestWaitingAndHealthAnswers) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--max-connections", "40", "--http-header-timeout-ms", "600000", "--http-idle-timeout-ms", "600000"}};
+  std::vector<std::unique_ptr<RawConnection>> slow;
+  for (int i = 0; i < 120; ++i) {
+    slow.push_back(std::make_unique<RawConnection>(broker.port()));
+    ASSERT_TRUE(slow.back()->connected()) << i;
+    slow.back()->send("GET /ojs/v1/health HTTP/1.1\r\nHost: x\r\n");  // never finished
+  }
+  Api api(broker.url());
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(api.get("/ojs/v1/health").status, 200);
+  EXPECT_TRUE(slow.front()->closed_by_peer()) << "the oldest half-sent request was not closed at the cap";
+}
