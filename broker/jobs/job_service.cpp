@@ -109,6 +109,7 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
     if (!body["capabilities"].is_object()) throw invalid_field("capabilities", "must be an object");
     r.capabilities = body["capabilities"];
     r.capabilities_text = r.capabilities->dump();
+    ml::require_bounded_capabilities(*r.capabilities, r.capabilities_text.size());
   }
   return r;
 }

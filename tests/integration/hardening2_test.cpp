@@ -97,6 +97,37 @@ class Hardening2Tokens : public ::testing::Test {
   Api admin{broker.url(), "admin-token"};
 };
 
+class Hardening2 : public ::testing::Test {
+ protected:
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+};
+
+// Item 19: a worker's capabilities document is bounded (bytes and list lengths),
+// on heartbeat and FETCH alike, with a 400 naming the field; nothing is stored.
+TEST_F(Hardening2, CapabilitiesDocumentsAreBounded) {
+  const json big = {{"labels", {{"pad", std::string(70 * 1024, 'x')}}}};
+  auto r = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", "fat-1"}, {"capabilities", big}});
+  EXPECT_EQ(r.status, 400) << r.body.dump().substr(0, 300);
+  EXPECT_EQ(r.body["error"]["details"]["field"], "capabilities");
+  r = api.post("/ojs/v1/workers/fetch", {{"worker_id", "fat-2"}, {"queues", {"h2-caps"}}, {"capabilities", big}});
+  EXPECT_EQ(r.status, 400) << r.body.dump().substr(0, 300);
+  EXPECT_EQ(r.body["error"]["details"]["field"], "capabilities");
+
+  json runtimes = json::array();
+  for (int i = 0; i < 300; ++i) runtimes.push_back("rt" + std::to_string(i));
+  r = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", "fat-3"}, {"capabilities", {{"runtimes", runtimes}}}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"]["details"]["field"], "capabilities.runtimes");
+
+  for (const auto& w : api.get("/ojs/v1/admin/workers").body["workers"]) EXPECT_NE(w["id"].get<std::string>().rfind("fat-", 0), 0u) << w["id"];
+  // A real document still passes.
+  r = api.post("/ojs/v1/workers/heartbeat",
+               {{"worker_id", "thin-1"}, {"capabilities", {{"gpu", {{"type", "nvidia-h100"}, {"count", 8}, {"memory_gb", 80}}}}}});
+  EXPECT_EQ(r.status, 200) << r.body.dump();
+}
+
 // Item 9 (slowloris): a half-sent request and an idle connection are closed by the
 // read and idle timeouts, unauthenticated or not.
 TEST(Hardening2Http, HalfSentRequestsAndIdleConnectionsAreClosed) {
