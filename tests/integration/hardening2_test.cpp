@@ -97,6 +97,36 @@ class Hardening2Tokens : public ::testing::Test {
   Api admin{broker.url(), "admin-token"};
 };
 
+// Item 5: a worker that does not hold the job neither writes its progress nor
+// extends its reservation; another tenant neither reads nor writes it.
+TEST_F(Hardening2Tokens, ProgressIsTheHoldersAndItsTenants) {
+  const auto id = team_a.push(job("h2-prog"));
+  ASSERT_EQ(node_a.fetch({"h2-prog"}, "node-a").size(), 1u);
+
+  // Without a worker_id a bound token is refused, as on ACK; with its own it is not the holder.
+  auto r = pool.post("/ojs/v1/workers/progress", {{"job_id", id}, {"progress", 0.5}});
+  EXPECT_EQ(r.status, 403) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["details"]["field"], "worker_id");
+  r = pool.call("PUT", "/ojs/v1/jobs/" + id + "/progress", {{"progress", 0.5}});
+  EXPECT_EQ(r.status, 403) << r.body.dump();
+  r = pool.post("/ojs/v1/workers/progress", {{"job_id", id}, {"worker_id", "pool-1"}, {"progress", 0.5}});
+  EXPECT_EQ(r.status, 409) << r.body.dump();
+  r = pool.call("PUT", "/ojs/v1/jobs/" + id + "/progress", {{"worker_id", "pool-1"}, {"progress", 0.5}});
+  EXPECT_EQ(r.status, 409) << r.body.dump();
+  auto info = admin.get("/ojs/v1/jobs/" + id).body["job"];
+  EXPECT_FALSE(info.contains("progress")) << info.dump();
+
+  // Another tenant gets 404, as for INFO.
+  EXPECT_EQ(team_b.get("/ojs/v1/jobs/" + id + "/progress").status, 404);
+  EXPECT_EQ(team_a.get("/ojs/v1/jobs/" + id + "/progress").status, 200);
+
+  // The holder reports.
+  r = node_a.post("/ojs/v1/workers/progress", {{"job_id", id}, {"worker_id", "node-a"}, {"progress", 0.5}});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["accepted"], true);
+  EXPECT_DOUBLE_EQ(team_a.get("/ojs/v1/jobs/" + id + "/progress").body["progress"].get<double>(), 0.5);
+}
+
 class Hardening2 : public ::testing::Test {
  protected:
   RedisServer redis;
