@@ -236,6 +236,7 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
                                       keys::tenant_ledger(queue),   keys::job_prefix(queue), keys::ready_prefix(queue),
                                       keys::stats(queue),           keys::rate_window(queue), keys::class_heads(queue),
                                       keys::held(queue, worker_id)};
+  claim_keys = with_workflow_keys(std::move(claim_keys), queue);  // [workflows] an expired step ends it
   // One line per eligible class, parsed by claim.lua only for the classes it looks at.
   std::string lines;
   double max_bonus = eligible.empty() ? 0 : eligible.front().bonus;

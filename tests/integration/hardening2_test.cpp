@@ -158,6 +158,29 @@ TEST_F(Hardening2, CapabilitiesDocumentsAreBounded) {
   EXPECT_EQ(r.status, 200) << r.body.dump();
 }
 
+// Item 3: a workflow step discarded because its expires_at passed ends its step,
+// on the plain claim and on the gang claim alike: the workflow does not stay running.
+TEST_F(Hardening2, AStepDiscardedByExpiresAtEndsItsWorkflowStep) {
+  json plain = job("h2-wf-exp", "exp.plain");
+  plain["options"]["expires_at"] = "2001-01-01T00:00:00Z";
+  auto r = api.post("/ojs/v1/workflows", {{"type", "chain"}, {"steps", {plain, job("h2-wf-exp", "exp.never")}}});
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  const std::string chain = r.body["workflow"]["id"];
+  EXPECT_TRUE(api.fetch({"h2-wf-exp"}, "w").empty());  // discarded, never delivered
+  auto wf = api.get("/ojs/v1/workflows/" + chain).body["workflow"];
+  EXPECT_EQ(wf["state"], "failed") << wf.dump();
+  EXPECT_EQ(wf["failed_step_index"], 0) << wf.dump();
+
+  json gang = ml_job("h2-wf-gang", {{"ext_ml_gpu_count", 4}, {"ext_ml_gang", {{"size", 2}}}});
+  gang["options"]["expires_at"] = "2001-01-01T00:00:00Z";
+  r = api.post("/ojs/v1/workflows", {{"type", "group"}, {"jobs", {gang}}});
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  const std::string group = r.body["workflow"]["id"];
+  EXPECT_TRUE(api.fetch({"h2-wf-gang"}, "g1", 1, {{"capabilities", example_worker("4xa100-pcie")}}).empty());
+  wf = api.get("/ojs/v1/workflows/" + group).body["workflow"];
+  EXPECT_EQ(wf["state"], "failed") << wf.dump();
+}
+
 // Item 9 (slowloris): a half-sent request and an idle connection are closed by the
 // read and idle timeouts, unauthenticated or not.
 TEST(Hardening2Http, HalfSentRequestsAndIdleConnectionsAreClosed) {
