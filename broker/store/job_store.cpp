@@ -143,8 +143,26 @@ std::optional<std::string> JobStore::reserve_ids(const std::vector<std::pair<std
     // (a PUSH interrupted between the two writes leaves a dangling entry).
     auto existing = queue_of(id);
     if (existing && redis_.command({"EXISTS", keys::job(*existing, id)}).integer == 1) return id;
+    // Not a leftover: a workflow holds it for a step or callback it stores later.
+    if (redis_.command({"HEXISTS", keys::workflow_job_ids, id}).integer == 1) return id;
     redis_.command({"HSET", keys::job_directory, id, queue});
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> JobStore::reserve_workflow_ids(const std::string& workflow_id,
+                                                          const std::vector<std::pair<std::string, std::string>>& ids) {
+  if (auto taken = reserve_ids(ids)) return taken;
+  std::vector<std::vector<std::string>> cmds;
+  for (std::size_t from = 0; from < ids.size(); from += kSlice) {  // one HSET per slice, not one huge command
+    std::vector<std::string> hset{"HSET", keys::workflow_job_ids};
+    for (std::size_t i = from; i < std::min(ids.size(), from + kSlice); ++i) {
+      hset.push_back(ids[i].first);
+      hset.push_back(workflow_id);
+    }
+    cmds.push_back(std::move(hset));
+  }
+  if (!cmds.empty()) redis_.pipeline(cmds);
   return std::nullopt;
 }
 
@@ -409,7 +427,18 @@ Transition JobStore::dead_letter_action(const std::string& queue, const std::str
                                      {id, action}));
 }
 
-void JobStore::forget(const std::string& id) { redis_.command({"HDEL", keys::job_directory, id}); }
+std::string JobStore::write_refusal() {
+  try {
+    redis_.command({"SET", keys::health_probe, std::to_string(time(nullptr)), "PX", "60000"});
+    return {};
+  } catch (const StoreUnavailable& e) {
+    return e.what();
+  }
+}
+
+void JobStore::forget(const std::string& id) {
+  redis_.pipeline({{"HDEL", keys::job_directory, id}, {"HDEL", keys::workflow_job_ids, id}});
+}
 
 std::vector<std::pair<std::string, std::string>> JobStore::active_jobs(const std::string& queue) {
   auto ids = redis_.command({"ZRANGE", keys::active(queue), "0", "-1"});

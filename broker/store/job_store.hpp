@@ -136,11 +136,16 @@ class JobStore {
  public:
   explicit JobStore(RedisPool& redis) : redis_(redis) {}
 
-  // Registers id -> queue; false if the id is taken by a job that exists.
+  // Registers id -> queue; false if the id is taken by a job that exists or a
+  // workflow reserved it (reserve_workflow_ids).
   bool reserve_id(const std::string& id, const std::string& queue);
   // The same for several (id, queue): the first id that is taken, if any. Entries
   // made before it stay, as leftovers a later PUSH may reuse.
   std::optional<std::string> reserve_ids(const std::vector<std::pair<std::string, std::string>>& ids);
+  // reserve_ids, then marks the ids as the workflow's (keys::workflow_job_ids): its
+  // later steps and callbacks are stored under them by the workflow alone.
+  std::optional<std::string> reserve_workflow_ids(const std::string& workflow_id,
+                                                  const std::vector<std::pair<std::string, std::string>>& ids);
   // push.lua: the job, its ready or delayed index and its scheduling indexes in one step.
   // With `single`, PUSH's directory writes ride in the same round trip and the script
   // checks the queue config version (status stale, detail the current version).

@@ -181,6 +181,28 @@ TEST_F(Hardening2, AStepDiscardedByExpiresAtEndsItsWorkflowStep) {
   EXPECT_EQ(wf["state"], "failed") << wf.dump();
 }
 
+// Item 7: the ids a workflow reserved for later steps (and callbacks) are its own:
+// a plain PUSH naming one is a 409, and the step is later stored as the workflow's.
+TEST_F(Hardening2, APlainPushCannotTakeAChainStepsReservedId) {
+  auto r = api.post("/ojs/v1/workflows", {{"type", "chain"}, {"steps", {job("h2-wf-id", "chain.first"), job("h2-wf-id", "chain.second")}}});
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  const std::string second = r.body["workflow"]["steps"][1]["job_id"];
+  json intruder = job("h2-other", "intruder");
+  intruder["id"] = second;
+  r = api.post("/ojs/v1/jobs", intruder);
+  EXPECT_EQ(r.status, 409) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["code"], "duplicate") << r.body.dump();
+
+  auto first = api.fetch({"h2-wf-id"}, "w");
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", first[0]["id"]}, {"result", 1}}).status, 200);
+  auto next = api.fetch({"h2-wf-id"}, "w");
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0]["id"], second);
+  EXPECT_EQ(next[0]["type"], "chain.second");
+  EXPECT_TRUE(api.fetch({"h2-other"}, "w").empty());
+}
+
 // Item 9 (slowloris): a half-sent request and an idle connection are closed by the
 // read and idle timeouts, unauthenticated or not.
 TEST(Hardening2Http, HalfSentRequestsAndIdleConnectionsAreClosed) {
