@@ -235,3 +235,29 @@ TEST(Hardening2Http, TheConnectionCapClosesTheLongestWaitingAndHealthAnswers) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(api.get("/ojs/v1/health").status, 200);
   EXPECT_TRUE(slow.front()->closed_by_peer()) << "the oldest half-sent request was not closed at the cap";
 }
+
+// Item 6: a chain step gets only its immediate parent's result (at its step index),
+// so storage grows with the results, not with their square.
+TEST_F(Hardening2, ChainStepsCarryOnlyTheirParentsResult) {
+  std::vector<json> steps;
+  for (int i = 0; i < 4; ++i) steps.push_back(job("h2-chain", "c.step" + std::to_string(i)));
+  auto r = api.post("/ojs/v1/workflows", {{"type", "chain"}, {"steps", steps}});
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  const std::string wf = r.body["workflow"]["id"];
+  const std::string big(10000, 'r');
+  json last;
+  for (int i = 0; i < 4; ++i) {
+    auto got = api.fetch({"h2-chain"}, "w");
+    ASSERT_EQ(got.size(), 1u) << i;
+    last = got[0];
+    ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", last["id"]}, {"result", {{"step", i}, {"pad", big}}}}).status, 200);
+  }
+  EXPECT_EQ(last["parent_results"].size(), 3u) << "indexed by step";
+  EXPECT_TRUE(last["parent_results"][0].is_null());
+  EXPECT_TRUE(last["parent_results"][1].is_null());
+  EXPECT_EQ(last["parent_results"][2]["step"], 2);
+  // Earlier results stay readable on the workflow.
+  auto view = api.get("/ojs/v1/workflows/" + wf).body["workflow"];
+  EXPECT_EQ(view["state"], "completed");
+  EXPECT_EQ(view["steps"][0]["result"]["step"], 0);
+}
