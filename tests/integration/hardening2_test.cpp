@@ -261,3 +261,23 @@ TEST_F(Hardening2, ChainStepsCarryOnlyTheirParentsResult) {
   EXPECT_EQ(view["state"], "completed");
   EXPECT_EQ(view["steps"][0]["result"]["step"], 0);
 }
+
+// Item 8: a gang that cannot form (no second worker exists) is released at its hold
+// deadline and then backs off: the worker it held runs the higher-priority 1-GPU
+// job that fits instead of being held again by the same gang on every FETCH.
+TEST_F(Hardening2, AGangThatCannotFormYieldsToAJobThatFits) {
+  const json w1 = {{"capabilities", example_worker("4xa100-pcie")}};
+  api.push(ml_job("h2-gang", {{"ext_ml_gpu_count", 4}, {"ext_ml_gang", {{"size", 2}, {"timeout_seconds", 1}}}}));
+  EXPECT_TRUE(api.fetch({"h2-gang"}, "w1", 1, w1).empty());  // held as rank 0
+  json small = ml_job("h2-gang", {{"ext_ml_gpu_count", 1}});
+  small["options"]["priority"] = 50;
+  const auto fits = api.push(small);
+  EXPECT_TRUE(api.fetch({"h2-gang"}, "w1", 1, w1).empty());  // its GPUs are the gang's while it forms
+  bool released = false;  // the hold deadline passes (the maintenance loop releases it)
+  for (int i = 0; i < 100 && !released; ++i, sleep_ms(100))
+    released = !api.get("/ojs/v1/events?queues=h2-gang&types=job.gang_released").body["events"].empty();
+  ASSERT_TRUE(released);
+  auto got = api.fetch({"h2-gang"}, "w1", 1, w1);
+  ASSERT_EQ(got.size(), 1u) << "the gang was held again ahead of a job that fits";
+  EXPECT_EQ(got[0]["id"], fits);
+}

@@ -2,8 +2,9 @@
 -- 1. a started gang not yet delivered to this held member is delivered;
 -- 2. forming gangs past their hold deadline release their members;
 -- 3. the worker joins the queue's forming gang, or starts forming the best gang
---    head among its eligible gang classes when none forms. Only one gang per queue
---    holds members, so two half-built gangs never wait on each other's workers.
+--    head among its eligible gang classes when none forms (a head backing off
+--    after a hold that timed out is skipped). Only one gang per queue holds
+--    members, so two half-built gangs never wait on each other's workers.
 -- The member that completes the gang starts it: the job turns active on all
 -- members at once, this worker gets it now, the others on their next FETCH.
 -- The queue rate limit binds a gang as one job (room to start forming it, and to
@@ -86,6 +87,7 @@ if not forming then
     if head[1] and (best_score == nil or tonumber(head[2]) < best_score) then
       local candidate = read_job(KEYS[2] .. head[1])
       if candidate and expired(candidate) then candidate = nil end
+      if candidate and gang_backing_off(candidate, now) then candidate = nil end  -- its workers run what fits meanwhile
       if candidate and ((candidate.gang_label or '') == '' or ARGV[i + 3] ~= '') then
         job, class_at, best_score = candidate, i, tonumber(head[2])
       end
