@@ -262,6 +262,40 @@ TEST_F(Hardening2, ChainStepsCarryOnlyTheirParentsResult) {
   EXPECT_EQ(view["steps"][0]["result"]["step"], 0);
 }
 
+// Item 13: a PUSH that reached a stalled Redis (SIGSTOP) is answered 504
+// backend_timeout, not retryable, with the id it was sent under; resending it with
+// that id stores the job exactly once, however the stall ends.
+TEST_F(Hardening2, APushDuringARedisStallIsSafeToRetryWithItsId) {
+  api.push(job("h2-stall"));  // the queue exists; the pool holds connections
+  std::string pid;
+  for (const auto& line : redis_lines(redis, {"INFO", "server"}))
+    if (line.rfind("process_id:", 0) == 0) pid = line.substr(11);
+  while (!pid.empty() && (pid.back() == '\r' || pid.back() == '\n')) pid.pop_back();
+  ASSERT_FALSE(pid.empty());
+  ASSERT_EQ(::kill(std::stoi(pid), SIGSTOP), 0);
+  auto r = api.post("/ojs/v1/jobs", job("h2-stall", "stalled"));
+  ASSERT_EQ(::kill(std::stoi(pid), SIGCONT), 0);
+  EXPECT_EQ(r.status, 504) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["code"], "backend_timeout");
+  EXPECT_EQ(r.body["error"]["retryable"], false);
+  ASSERT_TRUE(r.body["error"]["details"].contains("job_id")) << r.body.dump();
+  const std::string id = r.body["error"]["details"]["job_id"];
+
+  json again = job("h2-stall", "stalled");
+  again["id"] = id;
+  r = api.post("/ojs/v1/jobs", again);
+  EXPECT_TRUE(r.status == 201 || (r.status == 409 && r.body["error"]["code"] == "duplicate")) << r.status << " " << r.body.dump();
+  // Exactly one job of that type, under that id.
+  int stalled = 0;
+  for (const auto& j : api.fetch({"h2-stall"}, "w", 10)) {
+    if (j["type"] == "stalled") {
+      ++stalled;
+      EXPECT_EQ(j["id"], id);
+    }
+  }
+  EXPECT_EQ(stalled, 1);
+}
+
 // Item 8: a gang that cannot form (no second worker exists) is released at its hold
 // deadline and then backs off: the worker it held runs the higher-priority 1-GPU
 // job that fits instead of being held again by the same gang on every FETCH.
