@@ -92,7 +92,7 @@ void BrokerApp::start() {
   streams.max_streams = static_cast<std::size_t>(i.config.max_event_streams);
   streams.keep_alive = std::chrono::milliseconds(i.config.event_stream_keepalive_ms);
   streams.poll = std::chrono::milliseconds(i.config.event_stream_poll_ms);
-  i.event_hub = std::make_unique<EventHub>(*i.events, [jobs = i.jobs.get()](const std::string& id) { return jobs->tenant_of(id); }, streams);
+  i.event_hub = std::make_unique<EventHub>(*i.events, streams);
   i.event_log = std::make_unique<EventLog>(*i.events);
   register_events_api(i.router, *i.api, *i.event_log, *i.event_hub);
   register_dead_letter_api(i.router, *i.api);

@@ -236,6 +236,47 @@ TEST(Hardening2Http, TheConnectionCapClosesTheLongestWaitingAndHealthAnswers) {
   EXPECT_TRUE(slow.front()->closed_by_peer()) << "the oldest half-sent request was not closed at the cap";
 }
 
+// Item 1: event reads are bounded per request (kEventScanBudget entries over all
+// queues, paged; `truncated` says when it ran out), and a tenant-pinned reader is
+// filtered by the tenant carried in each entry, not by reading every job.
+TEST_F(Hardening2Tokens, EventReadsAreBoundedAndTenantFilteringReadsNoJobs) {
+  std::vector<std::string> mine;
+  for (int i = 0; i < 3; ++i) mine.push_back(team_a.push(job("h2-ev-a")));
+  json batch = {{"jobs", json::array()}};
+  for (int i = 0; i < 1000; ++i) batch["jobs"].push_back(job("h2-ev-a"));
+  json batch_b = {{"jobs", json::array()}};
+  for (int i = 0; i < 1000; ++i) batch_b["jobs"].push_back(job("h2-ev-b"));
+  for (int i = 0; i < 6; ++i) {  // 12,000 newer events of team-b's jobs
+    ASSERT_EQ(team_b.post("/ojs/v1/jobs/batch", batch).status, 201);
+    ASSERT_EQ(team_b.post("/ojs/v1/jobs/batch", batch_b).status, 201);
+  }
+
+  const auto reads_before = redis_calls(redis, "hgetall");
+  auto r = team_a.get("/ojs/v1/events?limit=100");  // every queue: more than one request may read
+  ASSERT_EQ(r.status, 200) << r.body.dump().substr(0, 300);
+  EXPECT_EQ(r.body.value("truncated", false), true) << "12,003 entries were not all read: the reply says so";
+  EXPECT_TRUE(r.body["events"].empty()) << r.body["events"].dump().substr(0, 300);
+  // One queue (6,003 entries) is within the bound: team-a's three oldest events are found.
+  r = team_a.get("/ojs/v1/events?queues=h2-ev-a&limit=100");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_FALSE(r.body.contains("truncated")) << r.body.dump().substr(0, 300);
+  ASSERT_EQ(r.body["events"].size(), 3u) << r.body["events"].dump().substr(0, 300);
+  for (const auto& e : r.body["events"]) EXPECT_NE(std::find(mine.begin(), mine.end(), e["subject"]), mine.end()) << e.dump();
+  EXPECT_LT(redis_calls(redis, "hgetall") - reads_before, 20) << "the tenant filter read the jobs";
+
+  // An SSE replay from team-a's first event: bounded too, and what it could not
+  // replay is a system.gap, not a read of every job.
+  const std::string from = r.body["events"][2]["id"].get<std::string>() + "@h2-ev-a";
+  const auto replay_reads = redis_calls(redis, "hgetall");
+  SseClient sse(broker.port(), "/ojs/v1/events/stream", {"Authorization: Bearer team-a-token", "Last-Event-ID: " + from});
+  ASSERT_EQ(sse.status(), 200);
+  auto first = sse.next();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->event, "system.gap") << first->data;
+  EXPECT_LT(redis_calls(redis, "hgetall") - replay_reads, 20) << "the replay read the jobs";
+  EXPECT_EQ(admin.get("/ojs/v1/health").status, 200);
+}
+
 // Item 6: a chain step gets only its immediate parent's result (at its step index),
 // so storage grows with the results, not with their square.
 TEST_F(Hardening2, ChainStepsCarryOnlyTheirParentsResult) {
