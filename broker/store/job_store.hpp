@@ -228,6 +228,8 @@ class JobStore {
 
   // /health: whether Redis answers PING, and where it is (for the error text).
   bool reachable() { return redis_.ping(); }
+  // /health: why Redis refuses a write (OOM under maxmemory, READONLY, MISCONF), "" when it takes one.
+  std::string write_refusal();
   std::string where() const { return redis_.endpoint().describe(); }
   RedisPool& redis() { return redis_; }  // for the other stores (outside broker/store: scripts/check-layers.sh)
   // Preemption marks, escalation, reservations, holds, the controller lease.

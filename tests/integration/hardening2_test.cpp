@@ -356,3 +356,17 @@ TEST_F(Hardening2, AGangThatCannotFormYieldsToAJobThatFits) {
   ASSERT_EQ(got.size(), 1u) << "the gang was held again ahead of a job that fits";
   EXPECT_EQ(got[0]["id"], fits);
 }
+
+// Decided (docs/operations.md, Security): /health answers 503 while Redis answers
+// PING but refuses every write (OOM under maxmemory): the broker cannot serve.
+TEST_F(Hardening2, HealthIsUnavailableWhileRedisRefusesWrites) {
+  ASSERT_EQ(api.get("/ojs/v1/health").status, 200);
+  redis_lines(redis, {"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+  redis_lines(redis, {"CONFIG", "SET", "maxmemory", "1"});
+  auto r = api.get("/ojs/v1/health");
+  redis_lines(redis, {"CONFIG", "SET", "maxmemory", "0"});
+  EXPECT_EQ(r.status, 503) << r.body.dump();
+  EXPECT_EQ(r.body["backend"]["status"], "refusing_writes") << r.body.dump();
+  EXPECT_NE(r.body["backend"].value("error", "").find("OOM"), std::string::npos) << r.body.dump();
+  EXPECT_EQ(api.get("/ojs/v1/health").status, 200);
+}
