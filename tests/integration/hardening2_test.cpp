@@ -9,7 +9,9 @@
 #include <csignal>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
@@ -161,21 +163,26 @@ TEST_F(Hardening2, CapabilitiesDocumentsAreBounded) {
 // Item 3: a workflow step discarded because its expires_at passed ends its step,
 // on the plain claim and on the gang claim alike: the workflow does not stay running.
 TEST_F(Hardening2, AStepDiscardedByExpiresAtEndsItsWorkflowStep) {
+  // expires_at 1-2 s ahead (a past one is refused at creation), then let it pass.
+  const auto expired_by = std::chrono::system_clock::now() + std::chrono::seconds(3);
+  const std::string soon = iso_in(std::chrono::milliseconds(1000));
   json plain = job("h2-wf-exp", "exp.plain");
-  plain["options"]["expires_at"] = "2001-01-01T00:00:00Z";
+  plain["options"]["expires_at"] = soon;
   auto r = api.post("/ojs/v1/workflows", {{"type", "chain"}, {"steps", {plain, job("h2-wf-exp", "exp.never")}}});
   ASSERT_EQ(r.status, 201) << r.body.dump();
   const std::string chain = r.body["workflow"]["id"];
+  json gang = ml_job("h2-wf-gang", {{"ext_ml_gpu_count", 4}, {"ext_ml_gang", {{"size", 2}}}});
+  gang["options"]["expires_at"] = soon;
+  r = api.post("/ojs/v1/workflows", {{"type", "group"}, {"jobs", {gang}}});
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  const std::string group = r.body["workflow"]["id"];
+  std::this_thread::sleep_until(expired_by);
+
   EXPECT_TRUE(api.fetch({"h2-wf-exp"}, "w").empty());  // discarded, never delivered
   auto wf = api.get("/ojs/v1/workflows/" + chain).body["workflow"];
   EXPECT_EQ(wf["state"], "failed") << wf.dump();
   EXPECT_EQ(wf["failed_step_index"], 0) << wf.dump();
 
-  json gang = ml_job("h2-wf-gang", {{"ext_ml_gpu_count", 4}, {"ext_ml_gang", {{"size", 2}}}});
-  gang["options"]["expires_at"] = "2001-01-01T00:00:00Z";
-  r = api.post("/ojs/v1/workflows", {{"type", "group"}, {"jobs", {gang}}});
-  ASSERT_EQ(r.status, 201) << r.body.dump();
-  const std::string group = r.body["workflow"]["id"];
   EXPECT_TRUE(api.fetch({"h2-wf-gang"}, "g1", 1, {{"capabilities", example_worker("4xa100-pcie")}}).empty());
   wf = api.get("/ojs/v1/workflows/" + group).body["workflow"];
   EXPECT_EQ(wf["state"], "failed") << wf.dump();
