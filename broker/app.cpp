@@ -96,7 +96,7 @@ void BrokerApp::start() {
   streams.max_streams = static_cast<std::size_t>(i.config.max_event_streams);
   streams.keep_alive = std::chrono::milliseconds(i.config.event_stream_keepalive_ms);
   streams.poll = std::chrono::milliseconds(i.config.event_stream_poll_ms);
-  i.event_hub = std::make_unique<EventHub>(*i.events, [jobs = i.jobs.get()](const std::string& id) { return jobs->tenant_of(id); }, streams);
+  i.event_hub = std::make_unique<EventHub>(*i.events, streams);
   i.event_log = std::make_unique<EventLog>(*i.events);
   register_events_api(i.router, *i.api, *i.event_log, *i.event_hub);
   register_dead_letter_api(i.router, *i.api);
@@ -115,6 +115,10 @@ void BrokerApp::start() {
   http.threads = i.config.http_threads;
   http.handler_threads = i.config.handler_threads;
   http.max_body_bytes = i.config.max_body_bytes;
+  http.header_timeout = std::chrono::milliseconds(i.config.http_header_timeout_ms);
+  http.body_timeout = std::chrono::milliseconds(i.config.http_body_timeout_ms);
+  http.idle_timeout = std::chrono::milliseconds(i.config.http_idle_timeout_ms);
+  http.max_connections = i.config.max_connections;
   http.tls_cert = i.config.tls_cert;
   http.tls_key = i.config.tls_key;
   i.server = std::make_unique<HttpServer>(http, i.router);

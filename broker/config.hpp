@@ -62,6 +62,13 @@ struct BrokerConfig {
   int max_event_streams = 256;                 // open GET /ojs/v1/events/stream per broker; beyond: 503
   std::int64_t event_stream_keepalive_ms = 15000;  // ":heartbeat" comment on an idle stream
   std::int64_t event_stream_poll_ms = 100;     // the shared reader's cadence while streams are open
+
+  // Slow and idle clients (docs/operations.md "Security"): header and body read
+  // timeouts, the idle keep-alive timeout and the connection cap.
+  std::int64_t http_header_timeout_ms = 10000;
+  std::int64_t http_body_timeout_ms = 60000;
+  std::int64_t http_idle_timeout_ms = 60000;
+  std::size_t max_connections = 4096;
 };
 
 }  // namespace ojs::broker

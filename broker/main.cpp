@@ -30,6 +30,15 @@ int main(int argc, char** argv) {
   cli.add_option("--locality-delay-ms", config.locality_delay_ms, "Delay scheduling bound for model locality")->capture_default_str();
   cli.add_option("--placement", config.placement, "GPU device placement: pack or spread")->capture_default_str()->check(CLI::IsMember({"pack", "spread"}));
   cli.add_option("--max-body-bytes", config.max_body_bytes, "Largest accepted request body")->capture_default_str();
+  cli.add_option("--http-header-timeout-ms", config.http_header_timeout_ms, "A request's header must arrive within this of its first byte")
+      ->capture_default_str()->check(CLI::Range(1, 3600000));
+  cli.add_option("--http-body-timeout-ms", config.http_body_timeout_ms, "A request's body must arrive within this after its header")
+      ->capture_default_str()->check(CLI::Range(1, 3600000));
+  cli.add_option("--http-idle-timeout-ms", config.http_idle_timeout_ms, "An idle keep-alive connection is closed after this")
+      ->capture_default_str()->check(CLI::Range(1, 3600000));
+  cli.add_option("--max-connections", config.max_connections,
+                 "Open HTTP connections; one more closes the one waiting longest for its request")
+      ->capture_default_str()->check(CLI::Range(1, 1000000));
   cli.add_option("--max-fetch-queues", config.max_fetch_queues, "Most queues one FETCH may name")->capture_default_str()->check(CLI::Range(1, 100000));
   cli.add_option("--max-heartbeat-jobs", config.max_heartbeat_jobs, "Most job ids one heartbeat may name")->capture_default_str()->check(CLI::Range(1, 1000000));
   cli.add_option("--max-queues", config.max_queues, "Most queues that may exist (0: no bound)")->capture_default_str()->check(CLI::Range(0, 100000000));

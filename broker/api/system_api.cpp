@@ -30,10 +30,15 @@ void register_system_api(Router& router, ApiContext& ctx, obs::Observability& ob
 
   router.add("GET", "/ojs/v1/health", [&ctx, &observability](const HttpRequest&) {
     const auto health = observability.backend();
-    const bool up = health.up;
+    // Healthy means able to serve: a Redis that answers PING but refuses every
+    // write (OOM under maxmemory, READONLY) cannot take a job or a transition.
+    const bool up = health.up && health.write_refusal.empty();
     const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.started_at).count();
-    nlohmann::json backend = {{"type", "redis"}, {"status", up ? "connected" : "disconnected"}, {"latency_ms", health.latency_ms}};
-    if (!up) backend["error"] = "cannot reach Redis at " + health.where;
+    nlohmann::json backend = {{"type", "redis"},
+                              {"status", !health.up ? "disconnected" : up ? "connected" : "refusing_writes"},
+                              {"latency_ms", health.latency_ms}};
+    if (!health.up) backend["error"] = "cannot reach Redis at " + health.where;
+    else if (!up) backend["error"] = health.write_refusal;
     return json_reply(up ? 200 : 503, {{"status", up ? "ok" : "error"},
                                        {"version", "1.0"},
                                        {"uptime_seconds", uptime},

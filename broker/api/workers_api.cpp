@@ -102,6 +102,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     }
     const bool has_caps = body.contains("capabilities") && body["capabilities"].is_object();
     const std::string caps = has_caps ? body["capabilities"].dump() : std::string();
+    if (has_caps) ml::require_bounded_capabilities(body["capabilities"], caps.size());
     const auto contact = ctx.workers.contact(worker_id, has_caps ? &caps : nullptr, {}, worker_incarnation(body), ids.size());
     const auto& state = contact.state;
     nlohmann::json extended = nlohmann::json::array();

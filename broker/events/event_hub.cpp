@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "broker/events/event_log.hpp"
 #include "broker/store/store_error.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
@@ -14,7 +15,6 @@ namespace ojs::broker {
 namespace {
 
 constexpr int kReadBatch = 1000;  // entries per queue per round trip
-constexpr std::size_t kTenantCacheMax = 100000;
 constexpr std::int64_t kSeqMax = std::numeric_limits<std::int64_t>::max();
 
 // Total order of the reader: time, then queue, then the stream's own sequence.
@@ -30,8 +30,7 @@ bool before(const StreamEntry& a, const StreamEntry& b) {
 
 }  // namespace
 
-EventHub::EventHub(EventStore& store, TenantOf tenant_of, EventHubOptions options)
-    : store_(store), tenant_of_(std::move(tenant_of)), options_(options) {}
+EventHub::EventHub(EventStore& store, EventHubOptions options) : store_(store), options_(options) {}
 
 EventHub::~EventHub() { stop(); }
 
@@ -140,7 +139,6 @@ void EventHub::start_reading() {
   watermark_ms_ = now - 1;
   cursors_.clear();
   for (const auto& q : queues) cursors_[q] = StreamId{watermark_ms_, kSeqMax};
-  tenants_.clear();
   reading_ = true;
 }
 
@@ -212,17 +210,8 @@ void EventHub::poll_once() {
   deliver(entries);
 }
 
-bool EventHub::visible(const EventSubscription& sub, const nlohmann::json& event, TenantCache& tenants) {
-  if (!sub.filter().matches(event)) return false;
-  if (sub.tenant().empty()) return true;
-  const auto job = event.value("subject", "");
-  if (job.empty()) return false;
-  auto it = tenants.find(job);
-  if (it == tenants.end()) {
-    if (tenants.size() >= kTenantCacheMax) tenants.clear();
-    it = tenants.emplace(job, tenant_of_(job).value_or("")).first;
-  }
-  return it->second == sub.tenant();
+bool EventHub::visible(const EventSubscription& sub, const nlohmann::json& event) {
+  return sub.filter().matches(event) && visible_to(event, sub.tenant());
 }
 
 void EventHub::deliver(const std::vector<StreamEntry>& entries) {
@@ -233,7 +222,7 @@ void EventHub::deliver(const std::vector<StreamEntry>& entries) {
     const auto id = sse_id(entry);
     std::string frame;  // rendered once, for the first subscriber that wants it
     for (const auto& sub : subs) {
-      if (!sub->is_new(entry) || !visible(*sub, event, tenants_)) continue;
+      if (!sub->is_new(entry) || !visible(*sub, event)) continue;
       if (frame.empty())
         frame = sse_frame(id, event.value("type", ""), event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       sub->offer(id, frame, sub->until_terminal() && is_terminal_event(event.value("type", "")));
@@ -250,41 +239,36 @@ void EventHub::replay(EventSubscription& sub, const Position& from, std::int64_t
     else if (q == from.queue) after.emplace_back(q, from.id);
     else after.emplace_back(q, from.id.ms > 0 ? StreamId{from.id.ms - 1, kSeqMax} : StreamId{0, 0});
   }
-  std::string frames;
   const auto trimmed = store_.trimmed_after(after);
-  std::vector<StreamEntry> entries;
-  while (!after.empty()) {
-    auto batches = store_.range(after, until_ms, kReadBatch);
-    std::vector<std::pair<std::string, StreamId>> more;
-    for (std::size_t i = 0; i < batches.size(); ++i) {
-      if (static_cast<int>(batches[i].size()) == kReadBatch) more.emplace_back(after[i].first, batches[i].back().id);
-      for (auto& e : batches[i]) entries.push_back(std::move(e));
-    }
-    after.swap(more);
-  }
-  std::sort(entries.begin(), entries.end(), before);
-  if (std::find(trimmed.begin(), trimmed.end(), true) != trimmed.end()) {
-    // spec/ojs-realtime.md 4.5: events after Last-Event-ID were trimmed from the streams.
+  // Bounded (kEventScanBudget entries), newest first: the newest buffer_events
+  // visible ones, as live backpressure keeps the newest. One more is asked for to
+  // tell whether any were left out.
+  std::vector<std::pair<StreamEntry, nlohmann::json>> kept;
+  auto scan = scan_newest(
+      store_, queues, std::map<std::string, StreamId>(after.begin(), after.end()), until_ms,
+      [&](const StreamEntry& entry) {
+        auto event = to_event(entry);
+        if (!visible(sub, event)) return false;
+        kept.emplace_back(entry, std::move(event));
+        return true;
+      },
+      options_.buffer_events + 1);
+  const bool left_out = !scan.complete || kept.size() > options_.buffer_events;
+  if (kept.size() > options_.buffer_events) kept.pop_back();  // the oldest: only a sign that more exist
+  std::reverse(kept.begin(), kept.end());                      // the reader's order
+  std::string frames;
+  if (left_out || std::find(trimmed.begin(), trimmed.end(), true) != trimmed.end()) {
+    // spec/ojs-realtime.md 4.5: events after Last-Event-ID are not replayed (trimmed
+    // from the streams, or beyond what one replay reads): the client resyncs.
     const nlohmann::json gap = {{"channel", "events"}, {"gap_start", format_rfc3339(from.id.ms)},
-                                {"gap_end", format_rfc3339(entries.empty() ? until_ms : entries.front().id.ms)}};
+                                {"gap_end", format_rfc3339(kept.empty() ? until_ms : kept.front().first.id.ms)}};
     frames += sse_frame("", "system.gap", gap.dump());
   }
-  // Backpressure as for live events: the newest buffer_events, and a note of the rest.
-  TenantCache tenants;
-  std::vector<std::string> kept;
   bool ended = false;
-  for (const auto& entry : entries) {
-    const auto event = to_event(entry);
-    if (!visible(sub, event, tenants)) continue;
-    kept.push_back(sse_frame(sse_id(entry), event.value("type", ""), event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  for (const auto& [entry, event] : kept) {
+    frames += sse_frame(sse_id(entry), event.value("type", ""), event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if ((ended = sub.until_terminal() && is_terminal_event(event.value("type", "")))) break;
   }
-  const std::size_t skip = kept.size() > options_.buffer_events ? kept.size() - options_.buffer_events : 0;
-  if (skip > 0) {
-    const nlohmann::json note = {{"channel", "events"}, {"dropped_count", skip}, {"timestamp", format_rfc3339(now_ms())}};
-    frames += ":events-dropped " + std::to_string(skip) + "\n\n" + sse_frame("", "system.events_dropped", note.dump());
-  }
-  for (std::size_t i = skip; i < kept.size(); ++i) frames += kept[i];
   sub.offer_front(std::move(frames));
   if (ended) sub.finish("");  // the job's stream is over
 }

@@ -8,7 +8,9 @@
 // events go out in one total order (ms, queue, seq) and never behind one already
 // sent. An SSE id names that position ("<ms>-<seq>@<queue>"); a client that comes
 // back with Last-Event-ID is replayed exactly what follows it, up to where the
-// live stream takes over (system.gap when trimming lost some of it).
+// live stream takes over (system.gap when trimming lost some of it). A replay
+// reads at most kEventScanBudget entries (event_log.hpp), newest first, and keeps
+// the newest buffer_events; what it leaves out is a system.gap too.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -37,9 +39,7 @@ struct EventHubOptions {
 
 class EventHub {
  public:
-  // tenant_of: the tenant of a job ("" = none; nullopt = gone), for tenant-pinned streams.
-  using TenantOf = std::function<std::optional<std::string>(const std::string& job_id)>;
-  EventHub(EventStore& store, TenantOf tenant_of, EventHubOptions options);
+  EventHub(EventStore& store, EventHubOptions options);
   ~EventHub();
   void start();
   // Every open stream gets server.shutdown and ends; new subscriptions are refused.
@@ -68,19 +68,17 @@ class EventHub {
   void poll_once();      // under read_mutex_
   void deliver(const std::vector<StreamEntry>& entries);
   void replay(EventSubscription& sub, const Position& from, std::int64_t until_ms, const std::vector<std::string>& queues);
-  using TenantCache = std::map<std::string, std::string>;  // job id -> tenant
-  bool visible(const EventSubscription& sub, const nlohmann::json& event, TenantCache& tenants);
+  // The subscription's filters and tenant; the tenant is in the entry (no job read).
+  static bool visible(const EventSubscription& sub, const nlohmann::json& event);
   std::vector<std::shared_ptr<EventSubscription>> live_subscriptions();  // prunes the abandoned
 
   EventStore& store_;
-  TenantOf tenant_of_;
   const EventHubOptions options_;
 
   std::mutex read_mutex_;  // the reader's position: polls and new subscriptions take turns
   bool reading_ = false;
   std::int64_t watermark_ms_ = 0;              // every entry with ms <= this has been delivered
   std::map<std::string, StreamId> cursors_;    // queue -> last entry read
-  TenantCache tenants_;                        // the reader's, for pinned streams
 
   std::mutex subs_mutex_;
   std::condition_variable wake_;

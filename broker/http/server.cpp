@@ -8,14 +8,18 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "broker/http/handler_pool.hpp"
@@ -108,6 +112,47 @@ class OpenStreams {
   std::uint64_t next_ = 0;
 };
 
+// One open connection as the cap sees it: whether it waits for a request (idle,
+// or a request still arriving) and since when, read and written without a lock.
+struct Connection {
+  std::atomic<std::uint64_t> waiting_since{0};  // an order number (Connections::tick); 0: a request runs, or a stream
+  std::function<void()> close;                  // posts the close to the connection's executor
+};
+
+// The open connections, for HttpServerOptions::max_connections. One more than
+// the cap closes the one that has waited longest for its request (a slow or
+// half-sent one first, an idle keep-alive one next); one whose request runs is
+// never cut. Only accept and close take the lock.
+class Connections {
+ public:
+  std::uint64_t tick() { return ++clock_; }
+  void set_cap(std::size_t cap) { cap_ = std::max<std::size_t>(cap, 1); }
+  void add(const std::shared_ptr<Connection>& c) {
+    std::shared_ptr<Connection> evict;
+    {
+      std::lock_guard lock(mutex_);
+      open_.insert(c);
+      if (open_.size() > cap_) {
+        std::uint64_t oldest = std::numeric_limits<std::uint64_t>::max();
+        for (const auto& o : open_)
+          if (const auto since = o->waiting_since.load(); since != 0 && since < oldest) oldest = since, evict = o;
+        if (evict) open_.erase(evict);  // counted out now: its session ends on its own thread
+      }
+    }
+    if (evict) evict->close();
+  }
+  void remove(const std::shared_ptr<Connection>& c) {
+    std::lock_guard lock(mutex_);
+    open_.erase(c);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_set<std::shared_ptr<Connection>> open_;
+  std::atomic<std::uint64_t> clock_{0};
+  std::size_t cap_ = 4096;
+};
+
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
@@ -125,21 +170,30 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
  public:
-  Session(tcp::socket socket, const Router& router, HandlerPool& handlers, std::size_t max_body, OpenStreams& streams)
+  Session(tcp::socket socket, const Router& router, HandlerPool& handlers, const HttpServerOptions& options, OpenStreams& streams,
+          Connections& connections)
     requires(!kTls)
-      : stream_(std::move(socket)), router_(router), handlers_(handlers), max_body_(max_body), streams_(streams) {}
-  Session(tcp::socket socket, asio::ssl::context& tls, const Router& router, HandlerPool& handlers, std::size_t max_body,
-          OpenStreams& streams)
+      : stream_(std::move(socket)), router_(router), handlers_(handlers), options_(options), max_body_(options.max_body_bytes),
+        streams_(streams), connections_(connections) {}
+  Session(tcp::socket socket, asio::ssl::context& tls, const Router& router, HandlerPool& handlers, const HttpServerOptions& options,
+          OpenStreams& streams, Connections& connections)
     requires kTls
-      : stream_(std::move(socket), tls), router_(router), handlers_(handlers), max_body_(max_body), streams_(streams) {}
+      : stream_(std::move(socket), tls), router_(router), handlers_(handlers), options_(options), max_body_(options.max_body_bytes),
+        streams_(streams), connections_(connections) {}
   ~Session() {
     if (source_ && !stream_done_) {  // the I/O loop was torn down under an open stream
       source_->abandon();
       streams_.remove(stream_id_);
     }
+    connections_.remove(connection_);
   }
 
   void run() {
+    connection_->waiting_since = connections_.tick();
+    connection_->close = [weak = std::weak_ptr<Session>(this->shared_from_this())] {
+      if (auto self = weak.lock()) asio::post(self->stream_.get_executor(), [self] { self->evict(); });
+    };
+    connections_.add(connection_);
     asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
       if constexpr (kTls) {
         beast::get_lowest_layer(self->stream_).expires_after(std::chrono::seconds(30));
@@ -154,12 +208,37 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
  private:
+  // The next request: idle_timeout for its first byte, header_timeout from there
+  // for its header, body_timeout for its body. A slow or half-sent request is
+  // closed, whoever sent it (no token is read before the header is whole).
   void read() {
     parser_.emplace();
     parser_->body_limit(max_body_);
-    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(120));  // idle keep-alive connections are closed
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    connection_->waiting_since = connections_.tick();
+    if (buffer_.size() > 0) return read_header();  // pipelined: its first bytes are here
+    beast::get_lowest_layer(stream_).expires_after(options_.idle_timeout);  // idle keep-alive connections are closed
+    stream_.async_read_some(buffer_.prepare(4096), [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+      if (ec) return self->close();  // closed by the peer, idle too long, or cut at the cap
+      self->buffer_.commit(n);
+      self->read_header();
+    });
+  }
+
+  void read_header() {
+    beast::get_lowest_layer(stream_).expires_after(options_.header_timeout);
+    http::async_read_header(stream_, buffer_, *parser_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec || self->parser_->is_done()) return self->on_read(ec);
+      beast::get_lowest_layer(self->stream_).expires_after(self->options_.body_timeout);
+      http::async_read(self->stream_, self->buffer_, *self->parser_,
+                       [self](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    });
+  }
+
+  // Cut at the cap (Connections::add): what is pending ends with an error and the session closes.
+  void evict() {
+    beast::error_code ec;
+    beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ec);
+    beast::get_lowest_layer(stream_).cancel();
   }
 
   void on_read(beast::error_code ec) {
@@ -175,6 +254,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       return write(std::move(r), false, 11);
     }
     if (ec) return close();
+    connection_->waiting_since = 0;  // its request runs: never cut at the cap
     auto& req = parser_->get();
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
@@ -353,8 +433,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::optional<http::request_parser<http::string_body>> parser_;
   const Router& router_;
   HandlerPool& handlers_;
+  const HttpServerOptions& options_;
   std::size_t max_body_;
   OpenStreams& streams_;
+  Connections& connections_;
+  std::shared_ptr<Connection> connection_ = std::make_shared<Connection>();
   // Set while the response is a stream.
   static constexpr auto kStreamWriteTimeout = std::chrono::seconds(30);
   std::shared_ptr<BodySource> source_;
@@ -368,6 +451,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 struct HttpServer::Impl {
   HttpServerOptions options;
   OpenStreams streams;  // outlives the sessions that the io_context may still own
+  Connections connections;  // the same
   const Router& router;
   // One io_context per I/O thread, connections dealt round-robin: a request wakes
   // only the thread that owns its connection (threads sharing one io_context woke
@@ -398,8 +482,8 @@ struct HttpServer::Impl {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
         socket.set_option(tcp::no_delay(true), ec);
-        if (tls) std::make_shared<Session<TlsStream>>(std::move(socket), *tls, router, *handlers, options.max_body_bytes, streams)->run();
-        else std::make_shared<Session<PlainStream>>(std::move(socket), router, *handlers, options.max_body_bytes, streams)->run();
+        if (tls) std::make_shared<Session<TlsStream>>(std::move(socket), *tls, router, *handlers, options, streams, connections)->run();
+        else std::make_shared<Session<PlainStream>>(std::move(socket), router, *handlers, options, streams, connections)->run();
       }
       accept();
     });
@@ -428,6 +512,18 @@ void HttpServer::start() {
   i.acceptor.bind(endpoint);
   i.acceptor.listen(asio::socket_base::max_listen_connections);
   i.bound_port = i.acceptor.local_endpoint().port();
+  // The cap stays under the descriptor limit, leaving room for Redis connections and files.
+  std::size_t cap = i.options.max_connections;
+  if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+    constexpr rlim_t kReserve = 256;
+    const std::size_t room = nofile.rlim_cur > 2 * kReserve ? static_cast<std::size_t>(nofile.rlim_cur - kReserve) : nofile.rlim_cur / 2;
+    if (cap > room) {
+      spdlog::warn("--max-connections {} exceeds what the descriptor limit allows (ulimit -n {}): using {}", cap,
+                   static_cast<unsigned long long>(nofile.rlim_cur), room);
+      cap = room;
+    }
+  }
+  i.connections.set_cap(cap);
   i.handlers = std::make_unique<HandlerPool>(static_cast<std::size_t>(std::max(1, i.options.handler_threads)));
   i.accept();
   for (auto& ioc : i.iocs) i.threads.emplace_back([&ioc = *ioc] { ioc.run(); });

@@ -18,6 +18,15 @@ struct HttpServerOptions {
   std::size_t max_body_bytes = 4 * 1024 * 1024;
   std::string tls_cert, tls_key;  // PEM files; both set: HTTPS (TLS 1.2+) instead of HTTP
   std::chrono::milliseconds stream_close_grace{2000};  // stop(): streaming responses left to end, then cut
+  // Against slow or idle clients (docs/operations.md "Security"): a request's
+  // header must arrive within header_timeout of its first byte and its body
+  // within body_timeout after; a connection waits idle_timeout for the next
+  // request. At most max_connections are open: one more closes the oldest that
+  // is waiting for (or still receiving) a request, never one whose request runs.
+  std::chrono::milliseconds header_timeout{10000};
+  std::chrono::milliseconds body_timeout{60000};
+  std::chrono::milliseconds idle_timeout{60000};
+  std::size_t max_connections = 4096;
 };
 
 class HttpServer {

@@ -16,6 +16,7 @@
 #include "ojs/core/uuid.hpp"
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "broker/store/store_error.hpp"
 #include "broker/store/workflow_store.hpp"
 
 namespace ojs::broker {
@@ -111,6 +112,7 @@ FetchRequest FetchRequest::parse(const json& body, int max_count) {
     if (!body["capabilities"].is_object()) throw invalid_field("capabilities", "must be an object");
     r.capabilities = body["capabilities"];
     r.capabilities_text = r.capabilities->dump();
+    ml::require_bounded_capabilities(*r.capabilities, r.capabilities_text.size());
   }
   return r;
 }
@@ -231,7 +233,19 @@ json JobService::push(const json& body, PreparedJob prepared) {
       reserved = true;
     }
     const bool register_queue = minted && !queue_registered(job.queue, prepared.config_version);
-    const Transition t = store_.push(store_record(prepared), {prepared.config_version, minted, register_queue});
+    Transition t;
+    try {
+      t = store_.push(store_record(prepared), {prepared.config_version, minted, register_queue});
+    } catch (const StoreTimedOut& e) {
+      // Sent to a stalled Redis: it may store the job when it resumes. A client's
+      // own id makes a plain retry safe (409 once stored); a minted one does not,
+      // so the client gets the id to retry with instead of `retryable: true`.
+      if (!minted) throw;
+      throw OjsError(ErrorCode::backend_timeout,
+                     "Redis did not answer in time: job " + job.id + " may or may not have been stored (" + e.what() +
+                         "); resend the PUSH with this id, never without it",
+                     {{"job_id", job.id}, {"check", "/ojs/v1/jobs/" + job.id}});
+    }
     if (t.status == TransitionStatus::ok) {
       if (register_queue) note_known_queue(job.queue, prepared.config_version);
       return t.job.envelope();

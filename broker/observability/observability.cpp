@@ -24,6 +24,7 @@ BackendHealth Observability::backend() {
   const auto begin = std::chrono::steady_clock::now();
   BackendHealth health;
   health.up = sources_.store.reachable();
+  if (health.up) health.write_refusal = sources_.store.write_refusal();
   health.latency_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begin).count();
   health.where = sources_.store.where();
   return health;

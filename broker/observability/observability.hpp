@@ -17,6 +17,7 @@ struct BackendHealth {
   bool up = false;
   std::int64_t latency_ms = 0;
   std::string where;  // the endpoint, for the error text of /health
+  std::string write_refusal;  // up, but a write was refused (OOM, READONLY...): why
 };
 
 class Observability {

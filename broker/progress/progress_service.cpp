@@ -41,6 +41,10 @@ json report_progress(JobService& jobs, const std::string& job_id, const json& bo
   ProgressStore store = jobs.store().progress();
   const auto outcome = store.report(*queue, job_id, worker, value, data.is_null() ? std::string() : data.dump(), default_visibility_ms);
   if (outcome.kind == ProgressOutcome::Kind::not_found) throw job_not_found(job_id);
+  // As ACK: a worker that does not hold the job neither writes its progress nor extends it.
+  if (outcome.kind == ProgressOutcome::Kind::conflict)
+    throw OjsError(ErrorCode::conflict, "cannot report progress of job " + job_id + ": " + outcome.reason,
+                   {{"job_id", job_id}, {"worker_id", worker}});
   json out = read_progress(jobs, job_id);
   out["accepted"] = outcome.kind == ProgressOutcome::Kind::recorded;
   if (outcome.kind == ProgressOutcome::Kind::ignored) out["reason"] = outcome.reason;

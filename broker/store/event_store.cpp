@@ -44,14 +44,13 @@ std::optional<StreamId> parse_stream_id(const std::string& text) {
   return StreamId{*ms, *seq};
 }
 
-std::vector<StreamEntry> EventStore::newest(const std::vector<std::string>& queues, int count) {
+std::vector<std::vector<StreamEntry>> EventStore::revrange(const std::vector<RevRange>& ranges) {
   std::vector<std::vector<std::string>> cmds;
-  for (const auto& q : queues) cmds.push_back({"XREVRANGE", keys::events(q), "+", "-", "COUNT", std::to_string(count)});
-  std::vector<StreamEntry> out;
+  for (const auto& r : ranges) cmds.push_back({"XREVRANGE", keys::events(r.queue), r.end, r.start, "COUNT", std::to_string(r.count)});
+  std::vector<std::vector<StreamEntry>> out;
   if (cmds.empty()) return out;
   const auto replies = redis_.pipeline(cmds);
-  for (std::size_t i = 0; i < replies.size(); ++i)
-    for (auto& e : entries_of(queues[i], replies[i])) out.push_back(std::move(e));
+  for (std::size_t i = 0; i < replies.size(); ++i) out.push_back(entries_of(ranges[i].queue, replies[i]));
   return out;
 }
 

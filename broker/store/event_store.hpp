@@ -33,8 +33,14 @@ class EventStore {
  public:
   explicit EventStore(RedisPool& redis) : redis_(redis) {}
 
-  // Up to `count` newest entries of each queue's stream, newest first per queue.
-  std::vector<StreamEntry> newest(const std::vector<std::string>& queues, int count);
+  // One XREVRANGE per range, pipelined: at most `count` entries of the queue's
+  // stream from `end` down to `start` (as Redis takes them: "+", "-", "<id>",
+  // "(<id>" exclusive), newest first.
+  struct RevRange {
+    std::string queue, end, start;
+    std::size_t count = 0;
+  };
+  std::vector<std::vector<StreamEntry>> revrange(const std::vector<RevRange>& ranges);
 
   // One round trip: Redis TIME (ms), then the queue directory. Every entry
   // appended after it has ms >= the time, and every queue that has an entry

@@ -149,9 +149,11 @@ void release_ids(RedisPool& redis, const std::vector<std::string>& ids) {
 std::optional<std::string> JobStore::reserve_ids(const std::vector<std::pair<std::string, std::string>>& ids) {
   // An id is taken only if its job really exists (a PUSH interrupted between the
   // two writes leaves a dangling entry, which is reused).
+  // Nor is an id a workflow holds for a step or callback it stores later (issue 26 #7).
   const auto taken = [this](const std::string& id) {
     const auto existing = queue_of(id);
-    return existing && redis_.command({"EXISTS", keys::job(*existing, id)}).integer == 1;
+    if (existing && redis_.command({"EXISTS", keys::job(*existing, id)}).integer == 1) return true;
+    return redis_.command({"HEXISTS", keys::workflow_job_ids, id}).integer == 1;
   };
   for (std::size_t at = 0; at < ids.size(); at += kSlice) {
     std::vector<std::string> read{"HMGET", keys::job_directory};
@@ -179,6 +181,22 @@ std::optional<std::string> JobStore::reserve_ids(const std::vector<std::pair<std
   std::vector<std::vector<std::string>> queues;
   for (const auto& [id, queue] : ids) queues.push_back(queue_directory_entry(queue));
   redis_.pipeline(queues);
+  return std::nullopt;
+}
+
+std::optional<std::string> JobStore::reserve_workflow_ids(const std::string& workflow_id,
+                                                          const std::vector<std::pair<std::string, std::string>>& ids) {
+  if (auto taken = reserve_ids(ids)) return taken;
+  std::vector<std::vector<std::string>> cmds;
+  for (std::size_t from = 0; from < ids.size(); from += kSlice) {  // one HSET per slice, not one huge command
+    std::vector<std::string> hset{"HSET", keys::workflow_job_ids};
+    for (std::size_t i = from; i < std::min(ids.size(), from + kSlice); ++i) {
+      hset.push_back(ids[i].first);
+      hset.push_back(workflow_id);
+    }
+    cmds.push_back(std::move(hset));
+  }
+  if (!cmds.empty()) redis_.pipeline(cmds);
   return std::nullopt;
 }
 
@@ -271,6 +289,7 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
                                       keys::tenant_ledger(queue),   keys::job_prefix(queue), keys::ready_prefix(queue),
                                       keys::stats(queue),           keys::rate_window(queue), keys::class_heads(queue),
                                       keys::held(queue, worker_id)};
+  claim_keys = with_workflow_keys(std::move(claim_keys), queue);  // [workflows] an expired step ends it
   // One line per eligible class, parsed by claim.lua only for the classes it looks at.
   std::string lines;
   double max_bonus = eligible.empty() ? 0 : eligible.front().bonus;
@@ -454,7 +473,18 @@ Transition JobStore::dead_letter_action(const std::string& queue, const std::str
                                      {id, action}));
 }
 
-void JobStore::forget(const std::string& id) { redis_.command({"HDEL", keys::job_directory, id}); }
+std::string JobStore::write_refusal() {
+  try {
+    redis_.command({"SET", keys::health_probe, std::to_string(time(nullptr)), "PX", "60000"});
+    return {};
+  } catch (const StoreUnavailable& e) {
+    return e.what();
+  }
+}
+
+void JobStore::forget(const std::string& id) {
+  redis_.pipeline({{"HDEL", keys::job_directory, id}, {"HDEL", keys::workflow_job_ids, id}});
+}
 
 std::vector<std::pair<std::string, std::string>> JobStore::active_jobs(const std::string& queue) {
   auto ids = redis_.command({"ZRANGE", keys::active(queue), "0", "-1"});

@@ -136,11 +136,16 @@ class JobStore {
  public:
   explicit JobStore(RedisPool& redis) : redis_(redis) {}
 
-  // Registers id -> queue; false if the id is taken by a job that exists.
+  // Registers id -> queue; false if the id is taken by a job that exists or a
+  // workflow reserved it (reserve_workflow_ids).
   bool reserve_id(const std::string& id, const std::string& queue);
   // The same for several (id, queue), all or none: the first id that is taken, if
   // any, and then no id and no queue is registered (see job_store.cpp).
   std::optional<std::string> reserve_ids(const std::vector<std::pair<std::string, std::string>>& ids);
+  // reserve_ids, then marks the ids as the workflow's (keys::workflow_job_ids): its
+  // later steps and callbacks are stored under them by the workflow alone.
+  std::optional<std::string> reserve_workflow_ids(const std::string& workflow_id,
+                                                  const std::vector<std::pair<std::string, std::string>>& ids);
   // push.lua: the job, its ready or delayed index and its scheduling indexes in one step.
   // With `single`, PUSH's directory writes ride in the same round trip and the script
   // checks the queue config version (status stale, detail the current version).
@@ -234,6 +239,8 @@ class JobStore {
 
   // /health: whether Redis answers PING, and where it is (for the error text).
   bool reachable() { return redis_.ping(); }
+  // /health: why Redis refuses a write (OOM under maxmemory, READONLY, MISCONF), "" when it takes one.
+  std::string write_refusal();
   std::string where() const { return redis_.endpoint().describe(); }
   RedisPool& redis() { return redis_; }  // for the other stores (outside broker/store: scripts/check-layers.sh)
   // Preemption marks, escalation, reservations, holds, the controller lease.

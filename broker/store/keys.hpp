@@ -78,6 +78,10 @@ inline std::vector<std::string> workflow_transition_keys(const std::string& queu
 inline const std::string queue_directory = "ojs:{_global}:queues";   // hash queue -> first seen (ms)
 inline const std::string job_directory = "ojs:{_global}:job-queue";  // hash job id -> queue
 inline const std::string workflow_directory = "ojs:{_global}:workflow-queue";  // hash workflow id -> queue of its jobs
+// hash job id -> workflow id: every job id a workflow reserved at creation (later
+// chain steps, callbacks), so that a plain PUSH never takes one before it is stored.
+inline const std::string workflow_job_ids = "ojs:{_global}:workflow-job-ids";
+inline const std::string health_probe = "ojs:{_global}:health-probe";  // string: /health's write probe (expires in 60 s)
 inline const std::string workers = "ojs:{_global}:workers";          // zset worker id -> last contact (ms)
 inline std::string worker(const std::string& id) { return "ojs:{_global}:worker:" + id; }  // hash: last_seen, capabilities, queues, state
 // The queues where a worker may hold jobs (their held:<worker> sets): added by the

@@ -20,8 +20,8 @@ ProgressOutcome ProgressStore::report(const std::string& queue, const std::strin
   ProgressOutcome out;
   const auto& word = reply.elements.at(0).str;
   if (word == "not_found") out.kind = ProgressOutcome::Kind::not_found;
-  else if (word == "ignored") {
-    out.kind = ProgressOutcome::Kind::ignored;
+  else if (word == "ignored" || word == "conflict") {
+    out.kind = word == "ignored" ? ProgressOutcome::Kind::ignored : ProgressOutcome::Kind::conflict;
     out.reason = reply.elements.at(1).str;
   } else {
     out.progress = reply.elements.at(1).str;

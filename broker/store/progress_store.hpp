@@ -9,9 +9,9 @@
 namespace ojs::broker {
 
 struct ProgressOutcome {
-  enum class Kind { recorded, ignored, not_found } kind = Kind::recorded;
+  enum class Kind { recorded, ignored, conflict, not_found } kind = Kind::recorded;
   std::string progress;  // recorded: the value now stored ("" = none reported)
-  std::string reason;    // ignored: why
+  std::string reason;    // ignored, conflict: why
 };
 
 class ProgressStore {

@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <condition_variable>
 #include <cstdio>
@@ -294,8 +295,11 @@ std::vector<RedisValue> RedisPool::send(const std::vector<std::vector<std::strin
   for (std::size_t i = 0; i < commands.size(); ++i) {
     void* reply = nullptr;
     if (redisGetReply(ctx, &reply) != REDIS_OK || !reply) {
+      const int error = errno;
+      const bool timed_out = ctx->err == REDIS_ERR_IO && (error == EAGAIN || error == EWOULDBLOCK || error == ETIMEDOUT);
       std::string msg = ctx->errstr[0] ? ctx->errstr : "connection lost";
       release(ctx, true);
+      if (timed_out) throw StoreTimedOut("Redis at " + endpoint_.describe() + " did not answer in time: " + msg);
       throw StoreUnavailable("Redis at " + endpoint_.describe() + ": " + msg);
     }
     out.push_back(take_value(reply));

@@ -20,4 +20,12 @@ class StoreUnreachable : public StoreUnavailable {
   using StoreUnavailable::StoreUnavailable;
 };
 
+// Sent, and no answer within the command timeout: Redis is stalled (SIGSTOP, a
+// long fork, a partition), not gone, and may still run the commands when it
+// resumes. A write's outcome is unknown: a blind retry could repeat it.
+class StoreTimedOut : public StoreUnavailable {
+ public:
+  using StoreUnavailable::StoreUnavailable;
+};
+
 }  // namespace ojs::broker

@@ -52,7 +52,7 @@ bool WorkflowStore::create(const std::string& queue, const std::string& id, cons
     redis.command({"HDEL", keys::workflow_directory, id});
     return false;
   };
-  if (jobs_.reserve_ids(ids)) return refuse();
+  if (jobs_.reserve_workflow_ids(id, ids)) return refuse();  // a later PUSH of one of them is a 409
   std::vector<std::string> script_keys{keys::workflow(queue, id), keys::delayed(queue),         keys::seq(queue),
                                        keys::events(queue),       keys::classes(queue),         keys::classes_version(queue),
                                        keys::escalations(queue),  keys::reservation_waits(queue), keys::class_heads(queue)};
@@ -97,8 +97,9 @@ void WorkflowStore::dispatch_due(const std::string& queue, const std::string& id
     if (wf.get("cbs:" + k) != "due") continue;
     BatchJob job = from_payload(wf.get("cb:" + k));
     job.fields.emplace_back("parent_results", wf.get("cb_parent_results"));
-    // reserve_id is false only when the job exists: an earlier dispatch stored it.
-    if (jobs_.reserve_id(job.id, job.queue)) jobs_.push(job);  // a concurrent push answers duplicate: stored once
+    // Its id was reserved at creation (reserve_workflow_ids); push.lua answers
+    // duplicate when an earlier dispatch stored it: stored once.
+    jobs_.push(job);
     redis.command({"HSET", keys::workflow(queue, id), "cbs:" + k, "enqueued"});
   }
   redis.command({"ZREM", keys::workflow_dispatch(queue), id});

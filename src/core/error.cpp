@@ -24,6 +24,7 @@ const char* to_string(ErrorCode code) {
     case ErrorCode::rate_limited: return "rate_limited";
     case ErrorCode::internal_error: return "internal_error";
     case ErrorCode::unavailable: return "backend_unavailable";
+    case ErrorCode::backend_timeout: return "backend_timeout";
     case ErrorCode::unsupported: return "unsupported";
   }
   return "internal_error";
@@ -46,6 +47,7 @@ int http_status(ErrorCode code) {
     case ErrorCode::rate_limited: return 429;
     case ErrorCode::internal_error: return 500;
     case ErrorCode::unavailable: return 503;
+    case ErrorCode::backend_timeout: return 504;
   }
   return 500;
 }
@@ -65,6 +67,9 @@ const char* hint_for(ErrorCode code) {
     case ErrorCode::invalid_payload: return "Fix the field named in details and resend.";
     case ErrorCode::validation_error: return "The queue's ml_limits refuse this job; see details.limit.";
     case ErrorCode::unavailable: return "The backend store is unreachable; retry with backoff.";
+    case ErrorCode::backend_timeout:
+      return "The request may still take effect: do not resend it as it was. For a PUSH resend it with \"id\": details.job_id "
+             "(201: stored now; 409 duplicate: the first attempt stored it), or GET /ojs/v1/jobs/{details.job_id}.";
     case ErrorCode::unauthorized: return "Send 'Authorization: Bearer <token>'.";
     case ErrorCode::forbidden: return "Your token's role does not allow this operation.";
     case ErrorCode::rate_limited: return "Slow down and retry after the Retry-After interval.";

@@ -141,6 +141,18 @@ bool Capabilities::has_model(std::string_view id, std::string_view version) cons
   });
 }
 
+void require_bounded_capabilities(const nlohmann::json& body, std::size_t json_bytes) {
+  if (json_bytes > kMaxCapabilitiesBytes)
+    throw invalid_field("capabilities", "must be at most " + std::to_string(kMaxCapabilitiesBytes) + " bytes as compact JSON (is " +
+                                            std::to_string(json_bytes) + ")");
+  if (!body.is_object()) return;
+  for (const char* list : {"devices", "models_loaded", "runtimes", "model_formats", "labels"}) {
+    const auto it = body.find(list);
+    if (it != body.end() && it->size() > kMaxCapabilityItems)
+      throw invalid_field(std::string("capabilities.") + list, "must have at most " + std::to_string(kMaxCapabilityItems) + " entries");
+  }
+}
+
 Capabilities parse_capabilities(const nlohmann::json& body) {
   const Field root{&body, "capabilities"};
   if (!body.is_object()) throw invalid_field(root.path, "must be an object");

@@ -65,7 +65,7 @@ class Workflows : public ::testing::Test {
   }
 };
 
-TEST_F(Workflows, ChainRunsStepsInOrderPassingEveryEarlierResult) {
+TEST_F(Workflows, ChainRunsStepsInOrderPassingTheParentsResult) {
   auto wf = create({{"type", "chain"}, {"name", "etl"},
                     {"steps", {step("s.extract", "wf-chain"), step("s.transform", "wf-chain"), step("s.load", "wf-chain")}}});
   EXPECT_EQ(wf["state"], "running");
@@ -86,7 +86,7 @@ TEST_F(Workflows, ChainRunsStepsInOrderPassingEveryEarlierResult) {
 
   auto s2 = fetch_one("wf-chain");
   EXPECT_EQ(s2["type"], "s.load");
-  EXPECT_EQ(s2["parent_results"], json::array({{{"rows", 42}}, {{"path", "/tmp/t"}}}));
+  EXPECT_EQ(s2["parent_results"], json::array({nullptr, {{"path", "/tmp/t"}}}));  // the immediate parent's (issue 26)
   EXPECT_EQ(workflow(id)["steps_completed"], 2);
   ack(s2, "done");
 

@@ -66,6 +66,8 @@ local function emit(events_key, event_type, job, extra)
   if EVENTS_MAXLEN == 0 then return end
   local fields = {'type', event_type, 'job_id', job.id or '', 'job_type', job.type or '',
                   'queue', job.queue or '', 'attempt', tostring(job.attempt or '0')}
+  -- The job's tenant rides in the entry: a tenant-pinned reader filters without reading the job.
+  if job.tenant and job.tenant ~= '' then fields[#fields + 1] = 'tenant'; fields[#fields + 1] = job.tenant end
   if extra then
     for i = 1, #extra do fields[#fields + 1] = extra[i] end
   end
@@ -178,10 +180,11 @@ local function promote_due(q, now, limit, expired)
   for _, id in ipairs(due) do
     redis.call('ZREM', q.delayed, id)
     local jk = q.job_prefix .. id
-    local f = redis.call('HMGET', jk, 'state', 'rank_base', 'class', 'type', 'queue', 'attempt', 'next_attempt_at', 'order_base')
+    local f = redis.call('HMGET', jk, 'state', 'rank_base', 'class', 'type', 'queue', 'attempt', 'next_attempt_at', 'order_base',
+                         'tenant')
     if f[1] == 'scheduled' or f[1] == 'retryable' then
       local job = {id = id, state = f[1], rank_base = f[2], class = f[3], type = f[4], queue = f[5], attempt = f[6],
-                   next_attempt_at = f[7] or nil, order_base = f[8] or nil}
+                   next_attempt_at = f[7] or nil, order_base = f[8] or nil, tenant = f[9] or nil}
       local expires = tonumber(redis.call('HGET', jk, 'expires_at') or '')
       if expires and expires <= now then
         expired(jk, read_job(jk))

@@ -49,7 +49,10 @@ end
 
 -- A forming gang whose hold deadline passed (or that ended meanwhile) leaves the
 -- queue's forming slot; a waiting one releases every member and goes to the back
--- of its class (new FIFO seq), so the next gang of the queue gets its turn.
+-- of its class (new FIFO seq), so the next gang of the queue gets its turn. One
+-- that timed out also backs off (gang_retry_at): it is not held again for as
+-- long as it held, so the workers it held run the jobs that fit them meanwhile
+-- instead of being re-held at once by a gang that may never complete.
 -- g: {gangs, seq, heads, events, ledger, tenant_ledger, job_prefix, ready_prefix}
 local function gang_release(g, id, now, reason)
   redis.call('ZREM', g.gangs, id)
@@ -58,12 +61,20 @@ local function gang_release(g, id, now, reason)
   if not job or job.state ~= 'available' or not job.gang_workers then return 0 end
   local held = job.gang_workers
   release_budget({ledger = g.ledger, tenant_ledger = g.tenant_ledger}, jk, job)
+  if reason == 'gang_timeout' then
+    redis.call('HSET', jk, 'gang_retry_at', now + tonumber(job.gang_timeout_ms or '60000'))
+  end
   gang_reset(jk, job)
   local ready = g.ready_prefix .. job.class
   ready_remove(g.heads, ready, job.class, id)
   make_available({seq = g.seq, heads = g.heads, ready = ready}, jk, job, now)
   emit(g.events, 'job.gang_released', job, {'workers', held, 'reason', reason})
   return 1
+end
+
+-- Whether a gang head backs off after a hold that timed out (gang_release).
+local function gang_backing_off(job, now)
+  return tonumber(job.gang_retry_at or '0') > now
 end
 
 local function gang_release_expired(g, now)

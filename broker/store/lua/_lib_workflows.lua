@@ -48,6 +48,15 @@ local function workflow_results(wk, first, last, i, known)
   return '[' .. table.concat(out, ',') .. ']'
 end
 
+-- A chain step's parent_results: the result of step i (the one just completed) at
+-- index i, earlier indexes null. Only the immediate parent's result (what
+-- ojs-workflows.md 7.2 requires), so a chain stores each result once or twice,
+-- never every earlier one in every later step (quadratic). The earlier results
+-- stay readable in GET /ojs/v1/workflows/{id} (steps[i].result).
+local function chain_parent_results(i, result)
+  return '[' .. string.rep('null,', i) .. result .. ']'
+end
+
 -- A job of a workflow reached a terminal state (outcome: completed | failed |
 -- cancelled): count it once, then advance the workflow. No-op for other jobs.
 -- Reads only the fields it needs (HMGET), never the whole workflow hash.
@@ -75,7 +84,7 @@ local function workflow_job_ended(w, job, outcome, now)
       upd[#upd + 1] = 'failed_step_index'; upd[#upd + 1] = i
     elseif i + 1 < total then
       local next_field = 'p:' .. (i + 1)
-      workflow_push_member(w, redis.call('HGET', wk, next_field), workflow_results(wk, 0, i, i, result), now)
+      workflow_push_member(w, redis.call('HGET', wk, next_field), chain_parent_results(i, result), now)
       redis.call('HDEL', wk, next_field)  -- stored now: the job hash holds it
     else
       final = 'completed'

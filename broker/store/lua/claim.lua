@@ -1,10 +1,11 @@
 -- FETCH: atomically claim up to `count` jobs of the eligible requirement classes.
 -- A job past its expires_at when it would be delivered is discarded instead
 -- (OJS core; at most 100 per call) and the next best is taken.
--- KEYS (16): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
+-- KEYS (27): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
 --   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
 --   13 stats, 14 rate window (zset: claim times in the rate period), 15 class heads,
---   16 this worker's held set in the queue (keys.hpp held)
+--   16 this worker's held set in the queue (keys.hpp held),
+--   17-27 workflow keys (_lib_workflows.lua: an expired step ends its workflow's step)
 --   ([fairshare] config 7 also gives policy / fair_tenants; tenant ledger 10 the shares)
 --   The ready set of a class is the ready prefix + the class id, a member of the
 --   declared class-heads index (keys.hpp).
@@ -206,6 +207,7 @@ while #claimed < count do
   local expires = tonumber(job.expires_at or '')
   if expires and expires <= now then
     discard_expired(jk, job, KEYS[13], KEYS[6], now)
+    workflow_job_ended(workflow_keys(KEYS, 17, KEYS[6]), job, 'failed', now)  -- [workflows] as any discard
     expired_left = expired_left - 1
     if expired_left == 0 then break end
   else

@@ -10,7 +10,7 @@
 local id, expected, base, from, to = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local jk = KEYS[1]
 redis.call('ZREM', KEYS[2], id)
-local f = redis.call('HMGET', jk, 'state', 'rank_base', 'type', 'queue', 'attempt', 'order_base', 'class')
+local f = redis.call('HMGET', jk, 'state', 'rank_base', 'type', 'queue', 'attempt', 'order_base', 'class', 'tenant')
 if not f[1] or is_terminal(f[1]) or f[2] ~= expected then return {'skipped'} end
 redis.call('HSET', jk, 'rank_base', base, 'escalated_at', now_ms(), 'escalated_from', from)
 -- [fairshare] under a policy with its own order (order_base) the class changes, not the order.
@@ -22,5 +22,5 @@ if f[1] == 'available' and not f[6] then
     head_refresh(KEYS[5], KEYS[3], f[7])
   end
 end
-emit(KEYS[4], 'job.escalated', {id = id, type = f[3], queue = f[4], attempt = f[5]}, {'from_rank', from, 'to_rank', to})
+emit(KEYS[4], 'job.escalated', {id = id, type = f[3], queue = f[4], attempt = f[5], tenant = f[8] or nil}, {'from_rank', from, 'to_rank', to})
 return {'ok'}

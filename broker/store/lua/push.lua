@@ -29,6 +29,7 @@ local order_base = nil
 for i = 9, #ARGV, 2 do
   local f = ARGV[i]
   if f == 'type' then job.type = ARGV[i + 1] elseif f == 'queue' then job.queue = ARGV[i + 1]
+  elseif f == 'tenant' then job.tenant = ARGV[i + 1]
   elseif f == 'order_base' then order_base = ARGV[i + 1] end  -- [fairshare] the queue policy's band
 end
 local state, at_field, at

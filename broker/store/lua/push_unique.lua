@@ -16,7 +16,7 @@
 local id, seen_class = ARGV[1], ARGV[2]
 local now = now_ms()
 local scheduled_at = ''
-local h = redis.call('HMGET', KEYS[1], 'state', 'created_at', 'id', 'class', 'scheduled_at', 'type', 'queue', 'attempt')
+local h = redis.call('HMGET', KEYS[1], 'state', 'created_at', 'id', 'class', 'scheduled_at', 'type', 'queue', 'attempt', 'tenant')
 if not h[1] then return {'missing'} end
 local state, created_at, holder_id = h[1], tonumber(h[2] or '0'), h[3]
 local states = {}
@@ -37,7 +37,7 @@ if not is_terminal(state) then  -- a terminal holder (states listed it) is left 
   redis.call('HSET', KEYS[1], 'state', 'cancelled', 'cancelled_at', now, 'replaced_by', id)
   redis.call('HDEL', KEYS[1], 'next_attempt_at')
   redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
-  emit(KEYS[4], 'job.cancelled', {id = holder_id, type = h[6], queue = h[7], attempt = h[8]},
+  emit(KEYS[4], 'job.cancelled', {id = holder_id, type = h[6], queue = h[7], attempt = h[8], tenant = h[9] or nil},
        {'reason', 'replaced', 'replaced_by', id})
 end
 return {'replaced', scheduled_at}

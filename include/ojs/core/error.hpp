@@ -24,6 +24,7 @@ enum class ErrorCode {
   internal_error,    // 500
   unavailable,       // 503: backend (Redis) unreachable
   unsupported,       // 422
+  backend_timeout,   // 504: a write was sent and the backend did not answer in time: its outcome is unknown
 };
 
 const char* to_string(ErrorCode code);

@@ -81,6 +81,15 @@ struct Capabilities {
   bool has_model(std::string_view id, std::string_view version = {}) const;
 };
 
+// What one worker id may store (FETCH and heartbeat keep the document as sent, and
+// GET /ojs/v1/admin/workers returns it): at most kMaxCapabilitiesBytes of compact
+// JSON, at most kMaxCapabilityItems entries in each list (devices, models_loaded,
+// runtimes, model_formats) and labels. A real 8-GPU node with MIG slices and a
+// few hundred models sends a few KiB. Throws ojs::invalid_field naming the field.
+inline constexpr std::size_t kMaxCapabilitiesBytes = 64 * 1024;
+inline constexpr std::size_t kMaxCapabilityItems = 256;
+void require_bounded_capabilities(const nlohmann::json& body, std::size_t json_bytes);
+
 // Throws ojs::invalid_field with paths such as "capabilities.gpu.count" and rules
 // such as "must be an integer >= 0".
 Capabilities parse_capabilities(const nlohmann::json& body);
