@@ -130,7 +130,10 @@ std::map<std::string, StreamId> EventHub::last_ids(const EventFilter& filter) {
   std::vector<std::string> queues(filter.queues.begin(), filter.queues.end());
   if (queues.empty()) queues = store_.clock_and_queues().second;
   std::map<std::string, StreamId> out;
-  for (const auto& entry : store_.newest(queues, 1)) out[entry.queue] = entry.id;
+  std::vector<EventStore::RevRange> newest;
+  for (const auto& queue : queues) newest.push_back({queue, "+", "-", 1});
+  for (const auto& entries : store_.revrange(newest))
+    for (const auto& entry : entries) out[entry.queue] = entry.id;
   return out;
 }
 
