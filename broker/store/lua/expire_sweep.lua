@@ -18,7 +18,10 @@ for _, id in ipairs(due) do
   local jk = wk.job_prefix .. id
   local job = read_job(jk)
   local expires = job and tonumber(job.expires_at or '')
-  local waiting = job and (job.state == 'available' or job.state == 'scheduled' or job.state == 'retryable')
+  -- A forming gang that holds members is left to the gang claim, which releases the
+  -- GPUs it charged before discarding it (claim_gang.lua expired()).
+  local waiting = job and not job.gang_workers and
+                  (job.state == 'available' or job.state == 'scheduled' or job.state == 'retryable')
   if waiting and expires and expires > now then
     redis.call('ZADD', KEYS[1], expires, id)  -- listed early (a duplicate PUSH of its id): back at its own time
   elseif waiting and expires then
