@@ -63,6 +63,7 @@ nlohmann::json JobRecord::envelope() const {
   }
   if (has("worker_id")) doc["worker_id"] = get("worker_id");
   if (has("workflow_id")) doc["workflow_id"] = get("workflow_id");  // [workflows]
+  if (has("replaced_by")) doc["replaced_by"] = get("replaced_by");  // a unique PUSH with on_conflict replace cancelled it
   if (auto n = get_int("preemption_count")) doc["preemption_count"] = *n;
   return doc;
 }
