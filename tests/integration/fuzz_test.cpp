@@ -281,6 +281,7 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"POST", "/ojs/v1/admin/workers/fuzz-w/quiet", {"fuzz-w"}, {}, "POST /ojs/v1/admin/workers/{id}/quiet"},
       {"POST", "/ojs/v1/admin/workers/fuzz-w/terminate", {"fuzz-w"}, {}, "POST /ojs/v1/admin/workers/{id}/terminate"},
       {"POST", "/ojs/v1/admin/workers/fuzz-w/resume", {"fuzz-w"}, {}, "POST /ojs/v1/admin/workers/{id}/resume"},
+      {"POST", "/ojs/v1/admin/workers/fuzz-w/drain", {"fuzz-w"}, {}, "POST /ojs/v1/admin/workers/{id}/drain"},
       {"GET", "/ojs/v1/admin/queues/fuzz/config", {"fuzz"}, {}, "GET /ojs/v1/admin/queues/{name}/config"},
       {"GET", "/ojs/v1/admin/queues/fuzz/rate-limit", {"fuzz"}, {}, "GET /ojs/v1/admin/queues/{name}/rate-limit"},
       {"GET", "/ojs/v1/admin/queues/fuzz/budget", {"fuzz"}, {}, "GET /ojs/v1/admin/queues/{name}/budget"},

@@ -64,7 +64,7 @@ TEST_F(Governance, LimitsRejectWith422AndDefaultsAreFilled) {
     EXPECT_EQ(r.body["error"]["details"]["limit"], limit) << r.body.dump();
   }
   auto r = api.post("/ojs/v1/jobs", job("gov-l", {{"ext_ml_gpu_count", 16}}));
-  EXPECT_EQ(r.body["error"]["details"], json({{"limit", "max_gpu_count"}, {"value", 16}, {"max", 8}, {"scope", "queue"}}));
+  EXPECT_EQ(r.body["error"]["details"], json({{"field", "ext_ml_gpu_count"}, {"limit", "max_gpu_count"}, {"value", 16}, {"max", 8}, {"scope", "queue"}}));
 
   // Defaults fill what the producer left unset and never override what it said.
   const auto id = api.push(job("gov-l", {{"ext_ml_gpu_count", 2}}));

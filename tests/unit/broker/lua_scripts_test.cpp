@@ -114,9 +114,9 @@ TEST(LuaScripts, EveryCallIsCheckedAgainstTheDeclaredCount) {
   EXPECT_NO_THROW(check_key_count("cancel", 19));
   EXPECT_THROW(check_key_count("cancel", 18), std::logic_error);
   EXPECT_THROW(check_key_count("cancel", 20), std::logic_error);
-  EXPECT_NO_THROW(check_key_count("claim_gang", 16));  // 16 + n
-  EXPECT_NO_THROW(check_key_count("claim_gang", 19));
-  EXPECT_THROW(check_key_count("claim_gang", 15), std::logic_error);
+  EXPECT_NO_THROW(check_key_count("claim_gang", 27));  // 27 + n
+  EXPECT_NO_THROW(check_key_count("claim_gang", 30));
+  EXPECT_THROW(check_key_count("claim_gang", 26), std::logic_error);
   EXPECT_NO_THROW(check_key_count("push_batch", 30));  // 10n
   EXPECT_THROW(check_key_count("push_batch", 25), std::logic_error);
   EXPECT_NO_THROW(check_key_count("workflow_create", 13));  // 9 + 2n
