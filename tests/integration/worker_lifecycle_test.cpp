@@ -26,7 +26,9 @@ ChildProcess start_agent(const std::string& broker_url, const std::string& id, c
 }
 
 json worker_listed(Api& api, const std::string& id) {
-  for (const auto& w : api.get("/ojs/v1/admin/workers").body["workers"])
+  // The reply is named: a range-for over a member of the temporary reply reads freed memory.
+  const auto listing = api.get("/ojs/v1/admin/workers");
+  for (const auto& w : listing.body["workers"])
     if (w["id"] == id) return w;
   return nullptr;
 }
