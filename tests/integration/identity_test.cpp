@@ -7,28 +7,12 @@
 #include <fstream>
 
 #include "support/processes.hpp"
+#include "support/role_tokens.hpp"
 
 using nlohmann::json;
 using namespace ojs::test;
 
 namespace {
-
-std::string sha256_of(const std::string& token) {
-  return run_process({"sh", "-c", "printf %s '" + token + "' | sha256sum"}, 10).output.substr(0, 64);
-}
-
-std::string write_tokens(const std::string& dir) {
-  const json entries = json::array({
-      {{"name", "node-a"}, {"roles", {"worker"}}, {"worker_ids", {"node-a"}}, {"sha256", sha256_of("node-a-token")}},
-      {{"name", "pool"}, {"roles", {"worker"}}, {"worker_id_prefix", "pool-"}, {"sha256", sha256_of("pool-token")}},
-      {{"name", "team-a"}, {"roles", {"producer"}}, {"tenant", "team-a"}, {"sha256", sha256_of("team-a-token")}},
-      {{"name", "team-b"}, {"roles", {"producer"}}, {"tenant", "team-b"}, {"sha256", sha256_of("team-b-token")}},
-      {{"name", "ops"}, {"roles", {"admin"}}, {"sha256", sha256_of("admin-token")}},
-  });
-  const std::string path = dir + "/tokens.json";
-  std::ofstream(path) << entries.dump(2);
-  return path;
-}
 
 json job(const std::string& queue) { return {{"type", "id.task"}, {"args", json::array()}, {"options", {{"queue", queue}}}}; }
 
@@ -38,7 +22,7 @@ class Identity : public ::testing::Test {
  protected:
   std::string dir = make_temp_dir("identity");
   RedisServer redis;
-  BrokerProcess broker{redis.url(), {"--auth-file", write_tokens(dir)}};
+  BrokerProcess broker{redis.url(), {"--auth-file", write_role_tokens(dir)}};
   Api node_a{broker.url(), "node-a-token"};
   Api pool{broker.url(), "pool-token"};
   Api team_a{broker.url(), "team-a-token"};

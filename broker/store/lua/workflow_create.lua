@@ -15,16 +15,8 @@ for j = 1, n do
 end
 local now = now_ms()
 -- In slices: unpack has a bound (a workflow of 1000 steps has thousands of fields).
-local fields = {'created_at', now}
-for i = 2 + n, #ARGV, 2 do
-  fields[#fields + 1] = ARGV[i]
-  fields[#fields + 1] = ARGV[i + 1]
-  if #fields >= 400 then
-    redis.call('HSET', wk, unpack(fields))
-    fields = {}
-  end
-end
-if #fields > 0 then redis.call('HSET', wk, unpack(fields)) end
+redis.call('HSET', wk, 'created_at', now)
+hset_slices(wk, ARGV, 2 + n, #ARGV)
 for j = 1, n do
   local k = {job = KEYS[9 + 2 * j - 1], ready = KEYS[9 + 2 * j], delayed = KEYS[2], seq = KEYS[3], events = KEYS[4],
              classes = KEYS[5], classes_ver = KEYS[6], escalations = KEYS[7], reservation_waits = KEYS[8], heads = KEYS[9]}
