@@ -70,16 +70,9 @@ long long redis_calls(const RedisServer& redis, const std::string& command) {
 
 }  // namespace
 
-class Hardening2Tokens : public ::testing::Test {
+class Hardening2Tokens : public ::testing::Test, protected RoleTokenBroker {
  protected:
-  std::string dir = make_temp_dir("hardening2");
-  RedisServer redis;
-  BrokerProcess broker{redis.url(), {"--auth-file", write_role_tokens(dir)}};
-  Api node_a{broker.url(), "node-a-token"};
-  Api pool{broker.url(), "pool-token"};
-  Api team_a{broker.url(), "team-a-token"};
-  Api team_b{broker.url(), "team-b-token"};
-  Api admin{broker.url(), "admin-token"};
+  Hardening2Tokens() : RoleTokenBroker("hardening2") {}
 };
 
 // Item 5: a worker that does not hold the job neither writes its progress nor

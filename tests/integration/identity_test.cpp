@@ -18,15 +18,9 @@ json job(const std::string& queue) { return {{"type", "id.task"}, {"args", json:
 
 }  // namespace
 
-class Identity : public ::testing::Test {
+class Identity : public ::testing::Test, protected RoleTokenBroker {
  protected:
-  std::string dir = make_temp_dir("identity");
-  RedisServer redis;
-  BrokerProcess broker{redis.url(), {"--auth-file", write_role_tokens(dir)}};
-  Api node_a{broker.url(), "node-a-token"};
-  Api pool{broker.url(), "pool-token"};
-  Api team_a{broker.url(), "team-a-token"};
-  Api team_b{broker.url(), "team-b-token"};
+  Identity() : RoleTokenBroker("identity") {}
 };
 
 TEST_F(Identity, ABoundWorkerTokenActsOnlyAsItsOwnWorkers) {
