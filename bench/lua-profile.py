@@ -150,6 +150,9 @@ def claim_cmd():
     keys += [K('heads')] if HEADS else [K('ready:' + c) for c in cls]
     HELD = 'KEYS[16]' in scripts['claim']
     if HELD: keys.append(K('held:w1'))  # the worker's held set (claim.lua lists its claims there)
+    if 'KEYS[28]' in scripts['claim']:  # the workflow keys, then the finished prefix (keys.hpp)
+        keys += [K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
+                 K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads'), K('finished:')]
     hint = ['', '']
     if os.environ.get('HINT'): hint = [r('GET', K('seq')), '0' + '1' * (CLASSES - 1)]
     if HEADS or 'seq_now' not in scripts['claim']: hint = []
@@ -166,6 +169,7 @@ ACK_KEYS = [K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger'
 if 'release_holder' in scripts['ack']:  # the held prefix, then the workflow keys the broker declares (keys.hpp)
     ACK_KEYS += [K('held:'), K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
                  K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads')]
+if 'job_finished' in scripts['ack']: ACK_KEYS.append(K('finished:'))  # [admin] the finished prefix (keys.hpp)
 phase('ack', [call('ack', [K('job:' + a)] + ACK_KEYS, ['', 'w1']) for a in active])
 # minimal claim for reference, in the same form
 r('DEL', 'min:z'); r.pipe([['ZADD', 'min:z', i, 'm%d' % i] for i in range(N)])

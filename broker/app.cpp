@@ -3,18 +3,22 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/access_and_governance.hpp"
+#include "broker/admin/job_listing.hpp"
+#include "broker/admin/stats_history.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/preemption_api.hpp"
 #include "broker/background/maintenance.hpp"
 #include "broker/cron/cron_service.hpp"
 #include "broker/events/event_hub.hpp"
 #include "broker/events/event_log.hpp"
+#include "broker/http/cors.hpp"
 #include "broker/http/server.hpp"
 #include "broker/observability/observability.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/store/embedded_redis.hpp"
 #include "broker/store/legacy_keys.hpp"
 #include "broker/workflows/workflow_service.hpp"
+#include "ojs/core/time.hpp"
 
 namespace ojs::broker {
 
@@ -37,6 +41,8 @@ struct BrokerApp::Impl {
   std::unique_ptr<Reservations> reservations;
   std::unique_ptr<ApiContext> api;
   Router router;
+  std::unique_ptr<CorsPolicy> cors;  // --cors-origin: browser dashboards on other origins
+  DrainGate drain;                   // graceful shutdown: no new work while in-flight requests finish
   std::unique_ptr<HttpServer> server;
   std::unique_ptr<Maintenance> maintenance;
   std::unique_ptr<PreemptionController> preemption;
@@ -77,10 +83,11 @@ void BrokerApp::start() {
   i.diagnosis = std::make_unique<DiagnosisLog>(DiagnosisStore(*i.redis));
   i.worker_store = std::make_unique<WorkerStore>(*i.redis);
   i.workers = std::make_unique<WorkerRegistry>(*i.worker_store);
+  i.workers->set_cordon_share(i.config.cordon_unhealthy_share);
   i.jobs = std::make_unique<JobService>(*i.store, *i.scheduler, *i.workers, *i.diagnosis, i.config);
   i.queues = std::make_unique<QueueService>(*i.jobs);
   i.observability = std::make_unique<obs::Observability>(obs::OverviewSources{i.config, *i.jobs, *i.store, *i.workers});
-  i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.queues, *i.workers, std::chrono::steady_clock::now()});
+  i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.queues, *i.workers, std::chrono::steady_clock::now(), i.drain});
   register_system_api(i.router, *i.api, *i.observability);
   register_jobs_api(i.router, *i.api);
   register_batch_api(i.router, *i.api);
@@ -104,10 +111,16 @@ void BrokerApp::start() {
   register_admin_api(i.router, *i.api, *i.governance->configs);
   // Cron ticks are PUSHes of the identity that registered the cron: --push-rate binds them.
   i.cron->set_tick_admission([access = i.governance->access.get()](const std::string& identity) { return access->take_push_token(identity); });
+  register_tenants_api(i.router, *i.api, *i.governance->configs);
+  i.router.use([d = &i.drain](const HttpRequest& r, const std::string& route) { d->check(r, route); });  // after access control
+  i.drain.watch(i.router);
   i.checkpoints = std::make_unique<Checkpoints>(*i.store, i.config.checkpoint_prefixes);
   i.reservations = std::make_unique<Reservations>(*i.store);
   register_preemption_api(i.router, *i.checkpoints, *i.reservations);
   register_observability_api(i.router, *i.observability);
+
+  i.cors = std::make_unique<CorsPolicy>(i.config.cors_origins);
+  if (i.cors->enabled()) i.router.decorate([c = i.cors.get()](const HttpRequest& r, HttpResponse& response) { c->decorate(r, response); });
 
   HttpServerOptions http;
   http.address = i.config.listen_address;
@@ -131,10 +144,31 @@ void BrokerApp::start() {
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
   i.maintenance->add_step([c = i.cron.get()] { c->run_once(); });
   i.maintenance->add_step([w = i.workflows.get()] { w->run_once(); });  // batch callbacks left due
+  // [admin] About once a minute: the finished index to each queue's retention, the
+  // stats rollup to the day kept.
+  i.maintenance->add_step([jobs = i.jobs.get(), configs = i.governance->configs.get(), &config = i.config,
+                           every = std::max<std::int64_t>(1, 60000 / std::max<std::int64_t>(1, i.config.maintenance_interval_ms)),
+                           pass = std::int64_t{0}]() mutable {
+    if (pass++ % every != 0) return;
+    admin::trim_finished(*jobs, [configs, &config](const std::string& queue) {
+      return admin::retention_for(configs->load(queue).retention, config);
+    });
+    admin::trim_stats_history(*jobs);
+  });
   i.maintenance->start();
   spdlog::info("broker listening on {}://{}:{} (Redis {})", i.config.tls_cert.empty() ? "http" : "https", i.config.listen_address, i.server->port(),
                i.redis->endpoint().describe());
 }
+
+// ojs-graceful-shutdown.md §9.1: no new connections, no new work; the requests in
+// flight finish (the caller waits for in_flight() to reach 0, up to its grace).
+void BrokerApp::begin_drain() {
+  auto& i = *impl_;
+  i.drain.begin(now_ms());
+  if (i.server) i.server->stop_accepting();
+}
+
+int BrokerApp::in_flight() const { return impl_->router.in_flight(); }
 
 void BrokerApp::stop() {
   auto& i = *impl_;

@@ -13,6 +13,8 @@ class BrokerApp {
   explicit BrokerApp(BrokerConfig config, CronLimits crons = {});
   ~BrokerApp();
   void start();  // throws on failure to start Redis or bind the port
+  void begin_drain();    // stop accepting connections and new work (PUSH, FETCH: 503); the rest goes on
+  int in_flight() const;  // requests being handled now
   void stop();
   std::uint16_t port() const;
 

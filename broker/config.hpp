@@ -23,6 +23,11 @@ struct BrokerConfig {
   std::int64_t maintenance_interval_ms = 200;     // promoter + reaper cadence
   std::int64_t worker_dead_after_ms = 60000;      // no heartbeat or fetch for this long
   std::int64_t worker_retention_ms = 3600000;     // then forgotten (at least worker_dead_after_ms)
+  // [admin] Finished jobs stay listable (admin job listing) this long and at most this
+  // many per state and queue; a queue's configuration `retention` overrides either.
+  std::int64_t finished_retention_ms = 7LL * 24 * 3600 * 1000;
+  long long finished_max_jobs = 10000;
+  double cordon_unhealthy_share = 1.0;            // a worker with this share of its devices unhealthy is set quiet
   std::int64_t locality_delay_ms = 5000;          // delay scheduling for model locality
   std::string placement = "pack";                 // device placement: pack | spread
   int max_fetch_count = 100;
@@ -45,6 +50,8 @@ struct BrokerConfig {
   double max_job_memory_gb = 0;
   long long max_job_timeout_seconds = 0;
   std::string tls_cert, tls_key;                  // PEM files; both set: HTTPS on the port
+  std::vector<std::string> cors_origins;          // browser origins allowed to call the API (CORS); empty: none
+  std::int64_t shutdown_timeout_ms = 30000;       // SIGTERM: in-flight requests get this long (ojs-graceful-shutdown.md §9.2)
 
   // Preemption (docs/operations.md "Preemption"): controller cadence (the leader
   // lease lasts max(3 x this, 2 s)), how long GPUs freed by preemption stay held

@@ -1,11 +1,15 @@
 // broker: the OJS backend. Flags map one to one onto BrokerConfig.
+#include <cstdlib>
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 
 #include "broker/app.hpp"
+#include "broker/http/cors.hpp"
 #include "broker/store/lua_scripts.hpp"
 
 int main(int argc, char** argv) {
@@ -26,6 +30,15 @@ int main(int argc, char** argv) {
   cli.add_option("--visibility-timeout-ms", config.default_visibility_timeout_ms, "Default visibility timeout")->capture_default_str();
   cli.add_option("--maintenance-interval-ms", config.maintenance_interval_ms, "Promoter/reaper cadence")->capture_default_str();
   cli.add_option("--worker-dead-after-ms", config.worker_dead_after_ms, "Reclaim jobs of workers silent this long")->capture_default_str();
+  cli.add_option("--finished-retention-ms", config.finished_retention_ms, "Finished jobs stay listable by the admin API this long (a queue's retention overrides)")->capture_default_str()->check(CLI::Range(std::int64_t{60000}, std::int64_t{366LL * 24 * 3600 * 1000}));
+  cli.add_option("--finished-max-jobs", config.finished_max_jobs, "Finished jobs listable per state and queue, the newest (a queue's retention.max_jobs overrides)")->capture_default_str()->check(CLI::Range(1LL, 10000000LL));
+  cli.add_option("--cordon-unhealthy-share", config.cordon_unhealthy_share,
+                 "Set a worker quiet (cordon) once this share of its GPU devices is unhealthy (1 = all; 0 = never)")
+      ->check([](const std::string& v) {  // CLI::Range(0.0, 1.0) refuses 0 in CLI11 2.x
+        const double share = std::strtod(v.c_str(), nullptr);
+        return share >= 0 && share <= 1 ? std::string() : "must be a share from 0 to 1";
+      })
+      ->capture_default_str();
   cli.add_option("--worker-retention-ms", config.worker_retention_ms, "Forget workers silent this long, after reclaiming their jobs (at least --worker-dead-after-ms)")->capture_default_str();
   cli.add_option("--locality-delay-ms", config.locality_delay_ms, "Delay scheduling bound for model locality")->capture_default_str();
   cli.add_option("--placement", config.placement, "GPU device placement: pack or spread")->capture_default_str()->check(CLI::IsMember({"pack", "spread"}));
@@ -57,6 +70,14 @@ int main(int argc, char** argv) {
   cli.add_option("--max-job-timeout-seconds", config.max_job_timeout_seconds, "No job may ask a longer timeout (0: no bound)")->capture_default_str();
   cli.add_option("--tls-cert", config.tls_cert, "PEM certificate (chain): serve HTTPS (with --tls-key)");
   cli.add_option("--tls-key", config.tls_key, "PEM private key of --tls-cert");
+  cli.add_option("--cors-origin", config.cors_origins,
+                 "Browser origin (scheme://host[:port]) allowed to call the API from another origin (CORS; repeatable; none: no CORS)")
+      ->check(CLI::Validator(
+          [](std::string& origin) {
+            return ojs::broker::is_valid_origin(origin) ? std::string() : "must be scheme://host[:port], e.g. https://dash.example.com";
+          },
+          "ORIGIN"));
+  cli.add_option("--shutdown-timeout-ms", config.shutdown_timeout_ms, "On SIGTERM/SIGINT, requests in flight get this long before the broker stops (a second signal: at once)")->capture_default_str()->check(CLI::Range(0LL, 3600000LL));
   cli.add_option("--preemption-interval-ms", config.preemption_interval_ms, "Preemption controller cadence (leader lease: 3x, at least 2 s)")->capture_default_str()->check(CLI::Range(10, 600000));
   cli.add_option("--capacity-hold-ms", config.capacity_hold_ms, "GPUs freed by preemption stay held for the preemptor this long after the victims' deadline")->capture_default_str();
   cli.add_option("--checkpoint-prefix", config.checkpoint_prefixes, "Allowed checkpoint storage URI prefix (repeatable; none: any s3/gs/az/file URI)");
@@ -90,7 +111,26 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   int sig = 0;
   sigwait(&signals, &sig);
-  spdlog::info("signal {} received, shutting down", sig);
+  // ojs-graceful-shutdown.md §9: stop accepting, let the requests in flight finish (up
+  // to --shutdown-timeout-ms), then stop the loops and close Redis. A second signal
+  // stops at once (§4.2's double SIGTERM).
+  spdlog::info("signal {} received, draining ({} requests in flight)", sig, app.in_flight());
+  app.begin_drain();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config.shutdown_timeout_ms);
+  while (app.in_flight() > 0) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::milliseconds(0)) {
+      spdlog::warn("shutdown timeout: {} requests still in flight are cut", app.in_flight());
+      break;
+    }
+    const auto wait = std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(50));
+    const timespec ts{0, static_cast<long>(wait.count())};
+    if (sigtimedwait(&signals, nullptr, &ts) > 0) {  // else EAGAIN: 50 ms passed, look again
+      spdlog::warn("second signal: stopping now with {} requests in flight", app.in_flight());
+      break;
+    }
+  }
+  spdlog::info("shutting down");
   app.stop();
   return 0;
 }

@@ -3,6 +3,7 @@
 //     queue config get NAME | queue config set NAME --file f.json [--expected-version N]
 //     queue budget NAME | queue reconcile NAME [--repair]
 //     why JOB_ID | workers list | workers quiet|drain|terminate|resume ID | jobs list QUEUE [--state S] [--limit N]
+//     device drain|undrain WORKER_ID INDEX
 // Exit status: 0 ok, 1 the broker refused or was unreachable, 2 usage, 3 reconcile found drift.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -155,6 +156,29 @@ int main(int argc, char** argv) {
       action = [&, verb](Broker& b) {
         const auto r = b.call("POST", "/ojs/v1/admin/workers/" + worker_id + "/" + verb, "{}")["worker"];
         std::cout << (raw_json ? r.dump(2) : r.value("id", "") + ": " + r.value("state", "")) << "\n";
+      };
+    });
+  }
+
+  // Per-GPU drain: the device takes no new job; what runs there finishes.
+  auto* device = app.add_subcommand("device", "One GPU device of a worker")->require_subcommand(1);
+  std::string worker_id;
+  int device_index = 0;
+  for (const std::string verb : {"drain", "undrain"}) {
+    auto* cmd = device->add_subcommand(verb, verb == "drain" ? "Place no new job on the device" : "Place jobs on the device again");
+    cmd->add_option("WORKER_ID", worker_id, "Worker id")->required();
+    cmd->add_option("INDEX", device_index, "Device index (as in ext_ml_assigned_devices)")->required()->check(CLI::Range(0, 1023));
+    cmd->callback([&, verb] {
+      action = [&, verb](Broker& b) {
+        const auto r = b.call("POST", "/ojs/v1/admin/workers/" + worker_id + "/devices/" + std::to_string(device_index) + "/" + verb);
+        if (raw_json) {
+          std::cout << r.dump(2) << "\n";
+          return;
+        }
+        std::string drained;
+        for (const auto& d : r["worker"]["drained_devices"]) drained += (drained.empty() ? "" : ",") + d.dump();
+        std::cout << "worker " << worker_id << " device " << device_index << " " << verb << "ed; drained devices: ["
+                  << drained << "]\n";
       };
     });
   }

@@ -248,8 +248,8 @@ long long available(const Options& o, const std::string& queue) {
     const auto r = http.get("/ojs/v1/queues/" + queue_of(o, queue, k) + "/stats");
     if (r.status == 404) continue;  // a queue exists once a job was pushed to it
     const auto body = json::parse(r.body, nullptr, false);
-    if (!body.is_object() || !body.contains("queue")) return -1;
-    total += body["queue"].value("available", -1LL);
+    if (!body.is_object() || !body.contains("stats")) return -1;
+    total += body["stats"].value("available", -1LL);
   }
   return total;
 }

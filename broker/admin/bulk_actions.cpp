@@ -58,7 +58,7 @@ BulkRequest parse_bulk_request(const std::string& action, const json& body) {
   if (r.state == "discarded") r.state = "dead";
   if (action != "cancel" && r.state != "dead")
     throw invalid_field("filter.state", action + " applies to dead-letter jobs only (state dead or discarded)");
-  if (action == "cancel" && (!is_listable_state(r.state) || r.state == "dead"))
+  if (action == "cancel" && (!is_listable_state(r.state) || r.state == "dead" || is_finished_state(r.state)))
     throw invalid_field("filter.state", "cancel applies to available, active, scheduled or retryable jobs");
   r.type = string_member(filter, "type", "");
   if (body.contains("limit")) {

@@ -1,5 +1,6 @@
 #include "broker/admin/dead_letter.hpp"
 
+#include "broker/store/job_index_store.hpp"
 #include "ojs/core/error.hpp"
 
 namespace ojs::broker::admin {
@@ -48,15 +49,53 @@ void discard_dead(JobService& jobs, const std::string& id) {
 
 nlohmann::json retry_job(JobService& jobs, const std::string& id) {
   JobStore& store = jobs.store();
-  const auto queue = queue_of(store, id);
-  auto t = store.dead_letter_action(queue, id, "retry");
-  if (t.status != TransitionStatus::ok) {
-    auto record = store.get(queue, id);
-    const std::string state = record ? record->state() : "unknown";
-    throw OjsError(ErrorCode::conflict, "only dead-letter jobs can be retried; job " + id + " is " + state,
-                   {{"job_id", id}, {"state", state}});
-  }
+  auto t = store.dead_letter_action(queue_of(store, id), id, "retry_finished");
+  if (t.status == TransitionStatus::not_found) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
+  if (t.status != TransitionStatus::ok)
+    throw OjsError(ErrorCode::conflict, "only discarded or cancelled jobs can be retried; job " + id + " is " + t.detail,
+                   {{"job_id", id}, {"state", t.detail}});
   return t.job.envelope();
+}
+
+nlohmann::json dead_letter_stats(JobService& jobs) {
+  JobStore& store = jobs.store();
+  nlohmann::json by_queue = nlohmann::json::object();
+  long long total = 0;
+  for (const auto& queue : store.queues()) {
+    const auto n = store.dead_letter_size(queue);
+    if (n == 0) continue;
+    by_queue[queue] = n;
+    total += n;
+  }
+  return {{"total", total}, {"by_queue", by_queue}};
+}
+
+nlohmann::json retry_all_dead(JobService& jobs, const std::string& only, int limit) {
+  JobStore& store = jobs.store();
+  long long retried = 0;
+  for (const auto& queue : only.empty() ? store.queues() : std::vector<std::string>{only}) {
+    if (retried >= limit) break;
+    for (const auto& record : store.dead_letter(queue, 0, static_cast<int>(limit - retried))) {
+      // One at a time: a job retried meanwhile (not_found) is simply not counted.
+      if (store.dead_letter_action(queue, record.id(), "retry").status == TransitionStatus::ok) ++retried;
+    }
+  }
+  return {{"retried", retried}};
+}
+
+long long purge_finished(JobService& jobs, const std::string& queue, const std::vector<std::string>& states, std::int64_t before_ms) {
+  JobStore& store = jobs.store();
+  JobIndexStore index = store.index();
+  constexpr int kSlice = 1000;  // jobs deleted per script call: one call holds Redis's one thread
+  long long purged = 0;
+  for (const auto& state : states)
+    for (;;) {
+      const auto ids = index.purge_finished(queue, state, before_ms, kSlice);
+      for (const auto& id : ids) store.forget(id);
+      purged += static_cast<long long>(ids.size());
+      if (ids.size() < static_cast<std::size_t>(kSlice)) break;
+    }
+  return purged;
 }
 
 }  // namespace ojs::broker::admin

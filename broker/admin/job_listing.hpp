@@ -1,20 +1,62 @@
-// Jobs of one queue in one state, for admins (GET /ojs/v1/admin/queues/{name}/jobs,
-// `ojsctl jobs list`). Read from the indexes the state machine keeps: the ready
-// sets (available, in FETCH order), active, delayed (scheduled and retryable) and
-// dead letter. Terminal states other than dead letter are not indexed.
+// Jobs by state, for admins (GET /ojs/v1/admin/jobs, the bulk actions, `ojsctl jobs
+// list`). Read from the indexes the state machine keeps: the ready sets (available,
+// in FETCH order), active, delayed (scheduled and retryable), dead letter, and the
+// finished index of each terminal state (completed, discarded, cancelled; newest
+// first, bounded by the queue's retention).
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "broker/config.hpp"
+#include "broker/governance/queue_config.hpp"
 #include "broker/jobs/job_service.hpp"
 
 namespace ojs::broker::admin {
 
-inline constexpr const char* kListableStates[] = {"available", "active", "scheduled", "retryable", "dead"};
+inline constexpr const char* kListableStates[] = {"available", "active",    "scheduled", "retryable",
+                                                  "dead",      "completed", "discarded", "cancelled"};
 bool is_listable_state(const std::string& state);
+bool is_finished_state(const std::string& state);  // completed, discarded, cancelled
 
-// {queue, state, jobs[{id, type, state, attempt, priority, gpus, tenant?, worker_id?, enqueued_at?, started_at?}], count}
+// How far back a queue's finished jobs stay listable, per terminal state, and how many.
+struct FinishedRetention {
+  std::map<std::string, std::int64_t> age_ms;  // state -> age
+  long long max_jobs = 0;
+};
+using RetentionOf = std::function<FinishedRetention(const std::string& queue)>;
+// A queue's: its configuration's `retention`, else --finished-retention-ms / --finished-max-jobs.
+FinishedRetention retention_for(const governance::Retention& configured, const BrokerConfig& config);
+// Trims every queue's finished index to its retention (the maintenance pass; the
+// listing honours the bound between passes by reading only what is within it).
+void trim_finished(JobService& service, const RetentionOf& retention_of);
+
+// ojs-admin-api.md §7.1. created_at bounds: since inclusive, until exclusive.
+struct JobQuery {
+  std::string state = "available";
+  std::vector<std::string> queues;
+  std::string type;  // exact, or a prefix ending in '*'; empty: any
+  std::optional<std::int64_t> since_ms, until_ms;
+  int page = 1, per_page = 20;
+};
+// Jobs read per queue at most when a filter needs each job (type, since, until, or the
+// scheduled/retryable split of the delayed index); without one, totals are index sizes.
+inline constexpr int kListScan = 10000;
+
+// {items[summary + queue], pagination{total, page, per_page}}
+nlohmann::json list_jobs_page(JobService& service, const JobQuery& query, const RetentionOf& retention);
+
+// [admin] worker id -> the active jobs it holds, across queues (read from the active
+// indexes: a worker without capabilities has no held sets to read).
+std::map<std::string, long long> active_jobs_by_worker(JobService& service);
+
+// {queue, state, jobs[{id, type, state, attempt, priority, gpus, created_at, tenant?, worker_id?, ...}], count}
+// (the bulk actions; finished states with the broker's default retention)
 nlohmann::json list_jobs(JobService& service, const std::string& queue, const std::string& state, int limit);
 
 }  // namespace ojs::broker::admin

@@ -1,13 +1,14 @@
 // The OJS admin API extension (ojs-admin-api.md) where it differs from endpoints
-// that exist elsewhere: queue listing and detail with counts, job listing and
-// detail, per-job and bulk retry/cancel/delete, aggregate stats, deregistration
-// of a stale worker. Pause/resume and dead letter are registered by their own
-// modules under /ojs/v1/admin too.
+// that exist elsewhere: queue listing and detail with counts, purge, job listing and
+// detail, per-job and bulk retry/cancel/delete, aggregate stats and their history,
+// deregistration of a stale worker. Pause/resume, workers and dead letter are
+// registered by their own modules under /ojs/v1/admin too.
 #include <chrono>
 
 #include "broker/admin/bulk_actions.hpp"
 #include "broker/admin/dead_letter.hpp"
 #include "broker/admin/job_listing.hpp"
+#include "broker/admin/stats_history.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/governance/queue_configs.hpp"
@@ -21,12 +22,30 @@ using nlohmann::json;
 
 namespace {
 
-json queue_summary(QueueService& queues, const std::string& name) {
-  const auto q = queues.state(name);
+json queue_summary(ApiContext& ctx, const std::string& name) {
+  const auto q = ctx.queues.state(name);
   json counts = json::object();
   for (const auto& [k, v] : q.counts) counts[k] = v;
-  return {{"name", name}, {"state", q.paused ? "paused" : "active"}, {"paused", q.paused}, {"counts", counts}};
+  json out = {{"name", name}, {"state", q.paused ? "paused" : "active"}, {"paused", q.paused}, {"counts", counts},
+              {"throughput", admin::throughput(ctx.jobs, {name})}};
+  if (q.paused_at) out["paused_at"] = format_rfc3339(*q.paused_at);
+  return out;
 }
+
+// An RFC 3339 query parameter (nullopt when absent; 400 naming it when malformed).
+std::optional<std::int64_t> time_query(const HttpRequest& r, const char* name) {
+  const auto text = r.query_or(name, "");
+  if (text.empty()) return std::nullopt;
+  const auto ms = parse_rfc3339(text);
+  if (!ms) throw invalid_field(name, "must be an RFC 3339 timestamp such as 2026-02-13T00:00:00Z");
+  return ms;
+}
+
+admin::RetentionOf retention_of(ApiContext& ctx, governance::QueueConfigs& configs) {
+  return [&ctx, &configs](const std::string& queue) { return admin::retention_for(configs.load(queue).retention, ctx.config); };
+}
+
+constexpr const char* kListableRule = "must be one of available, active, scheduled, retryable, dead, completed, discarded, cancelled";
 
 json page_of(const json& items, long long total, int page, int per_page) {
   return {{"items", items}, {"pagination", {{"total", total}, {"page", page}, {"per_page", per_page}}}};
@@ -41,50 +60,64 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     const auto names = ctx.queues.names();
     json items = json::array();
     for (std::size_t i = static_cast<std::size_t>(page - 1) * per_page; i < names.size() && items.size() < static_cast<std::size_t>(per_page); ++i)
-      items.push_back(queue_summary(ctx.queues, names[i]));
+      items.push_back(queue_summary(ctx, names[i]));
     return json_reply(200, page_of(items, static_cast<long long>(names.size()), page, per_page));
   });
   router.add("GET", "/ojs/v1/admin/queues/{name}", [&ctx, &configs](const HttpRequest& r) {
     const auto name = queue_name_param(r);
     ctx.queues.require(name);
-    json out = queue_summary(ctx.queues, name);
-    out["configuration"] = governance::to_json(configs.load(name), name);
+    json out = queue_summary(ctx, name);
+    out["configuration"] = governance::admin_configuration(configs.load(name), name);
     return json_reply(200, out);
   });
+  // §6.5: finished jobs only (completed, discarded, cancelled); waiting or running jobs
+  // are cancelled first (bulk cancel), so a purge never races a worker.
+  router.add("DELETE", "/ojs/v1/admin/queues/{name}/jobs", [&ctx](const HttpRequest& r) {
+    const auto name = queue_name_param(r);
+    ctx.queues.require(name);
+    const auto body = parse_json_body(r);
+    if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
+    if (!body.contains("confirm") || body["confirm"] != true) throw invalid_field("confirm", "must be true (a purge cannot be undone)");
+    if (!body.contains("states") || !body["states"].is_array() || body["states"].empty())
+      throw invalid_field("states", "is required: a non-empty array of completed, discarded, cancelled");
+    std::vector<std::string> states;
+    for (const auto& s : body["states"]) {
+      if (!s.is_string() || !admin::is_finished_state(s.get<std::string>()))
+        throw invalid_field("states", "only finished jobs can be purged: completed, discarded, cancelled (cancel waiting jobs first)");
+      states.push_back(s.get<std::string>());
+    }
+    std::int64_t before = now_ms() + 1;
+    if (body.contains("older_than")) {
+      const auto ms = body["older_than"].is_string() ? parse_rfc3339(body["older_than"].get<std::string>()) : std::nullopt;
+      if (!ms) throw invalid_field("older_than", "must be an RFC 3339 timestamp such as 2026-02-06T00:00:00Z");
+      before = *ms;
+    }
+    return json_reply(200, {{"purged_count", admin::purge_finished(ctx.jobs, name, states, before)}, {"states", states}});
+  });
 
-  // Jobs by state, across queues or in one; only indexed states can be listed.
-  router.add("GET", "/ojs/v1/admin/jobs", [&ctx](const HttpRequest& r) {
-    const auto state = r.query_or("state", "available");
-    if (!admin::is_listable_state(state)) throw invalid_field("state", "must be one of available, active, scheduled, retryable, dead");
+  // ojs-admin-api.md §7.1: jobs by state, across queues or in one, with their real total.
+  router.add("GET", "/ojs/v1/admin/jobs", [&ctx, &configs](const HttpRequest& r) {
+    admin::JobQuery q;
+    q.state = r.query_or("state", "available");
+    if (!admin::is_listable_state(q.state)) throw invalid_field("state", kListableRule);
     const auto only = r.query_or("queue", "");
     if (!only.empty() && !is_valid_queue_name(only)) throw invalid_field("queue", "must match ^[a-z0-9][a-z0-9.-]*$");
-    const auto type = r.query_or("type", "");
-    const int page = int_query(r, "page", 1, 1, 1000);
-    const int per_page = int_query(r, "per_page", 20, 1, 100);
-    const int wanted = page * per_page;
-    json matched = json::array();
-    for (const auto& queue : only.empty() ? ctx.queues.names() : std::vector<std::string>{only}) {
-      json listed = admin::list_jobs(ctx.jobs, queue, state, wanted);
-      for (auto& job : listed["jobs"]) {
-        const auto t = job.value("type", "");
-        const bool type_ok = type.empty() || (type.back() == '*' ? t.rfind(type.substr(0, type.size() - 1), 0) == 0 : t == type);
-        if (!type_ok) continue;
-        job["queue"] = queue;
-        matched.push_back(std::move(job));
-      }
-    }
-    json items = json::array();
-    for (std::size_t i = static_cast<std::size_t>(page - 1) * per_page; i < matched.size() && items.size() < static_cast<std::size_t>(per_page); ++i)
-      items.push_back(matched[i]);
-    return json_reply(200, page_of(items, static_cast<long long>(matched.size()), page, per_page));
+    q.queues = only.empty() ? ctx.queues.names() : std::vector<std::string>{only};
+    q.type = r.query_or("type", "");
+    q.since_ms = time_query(r, "since");
+    q.until_ms = time_query(r, "until");
+    q.page = int_query(r, "page", 1, 1, 1000);
+    q.per_page = int_query(r, "per_page", 20, 1, 100);
+    return json_reply(200, admin::list_jobs_page(ctx.jobs, q, retention_of(ctx, configs)));
   });
   // Bulk before {id}: "bulk" would otherwise be read as a job id.
   router.add("POST", "/ojs/v1/admin/jobs/bulk/{action}", [&ctx](const HttpRequest& r) {
     const auto request = admin::parse_bulk_request(r.params.at("action"), parse_json_body(r));
     return json_reply(200, admin::run_bulk(ctx.jobs, request));
   });
+  // §7.2: the job itself (before issue 28: {job: {...}}).
   router.add("GET", "/ojs/v1/admin/jobs/{id}", [&ctx](const HttpRequest& r) {
-    return json_reply(200, {{"job", ctx.jobs.info(r.params.at("id"))}});
+    return json_reply(200, ctx.jobs.info(r.params.at("id")));
   });
   router.add("POST", "/ojs/v1/admin/jobs/{id}/cancel", [&ctx](const HttpRequest& r) {
     return json_reply(200, {{"job", ctx.jobs.cancel(r.params.at("id"))}});
@@ -93,13 +126,28 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     return json_reply(200, {{"job", admin::retry_job(ctx.jobs, r.params.at("id"))}});
   });
 
+  // §10.1; jobs.delayed and jobs.dead_letter (before issue 28) stay beside scheduled and retryable for one release.
   router.add("GET", "/ojs/v1/admin/stats", [&ctx](const HttpRequest&) {
     const auto queues = ctx.queues.names();
     json jobs = json::object();
     for (const auto& q : queues)
       for (const auto& [k, v] : ctx.queues.state(q).counts) jobs[k] = jobs.value(k, 0LL) + v;
     const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.started_at).count();
-    return json_reply(200, {{"queues", queues.size()}, {"workers", ctx.workers.list().size()}, {"jobs", jobs}, {"uptime_seconds", uptime}});
+    return json_reply(200, {{"queues", queues.size()}, {"workers", ctx.workers.list().size()}, {"jobs", jobs},
+                            {"throughput", admin::throughput(ctx.jobs, queues)}, {"uptime_seconds", uptime}});
+  });
+  // §10.2: from the per-minute rollup, a day of it kept.
+  router.add("GET", "/ojs/v1/admin/stats/history", [&ctx](const HttpRequest& r) {
+    const auto period = r.query_or("period", "5m");
+    if (!admin::period_minutes(period)) throw invalid_field("period", "must be one of 1m, 5m, 1h, 1d");
+    const auto only = r.query_or("queue", "");
+    if (!only.empty() && !is_valid_queue_name(only)) throw invalid_field("queue", "must match ^[a-z0-9][a-z0-9.-]*$");
+    const auto now = now_ms();
+    const auto until = time_query(r, "until").value_or(now);
+    const auto since = time_query(r, "since").value_or(until - 3600 * 1000);
+    if (since > until) throw invalid_field("since", "must not be after until");
+    const auto queues = only.empty() ? ctx.queues.names() : std::vector<std::string>{only};
+    return json_reply(200, admin::stats_history(ctx.jobs, queues, period, since, until));
   });
 
   // ojs-admin-api.md §9.4: only a worker past its heartbeat deadline; its jobs are

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "broker/config.hpp"
+#include "broker/http/drain_gate.hpp"
 #include "broker/http/router.hpp"
 #include "broker/jobs/job_service.hpp"
 #include "broker/jobs/queue_service.hpp"
@@ -18,10 +19,12 @@ struct ApiContext {
   QueueService& queues;
   WorkerRegistry& workers;
   std::chrono::steady_clock::time_point started_at;
+  DrainGate& drain;  // draining: no new work taken; health and readiness say so
 };
 
 namespace obs { class Observability; }
-void register_system_api(Router& router, ApiContext& ctx, obs::Observability& observability);  // manifest, health
+// manifest, health, readiness, the admin drain switch
+void register_system_api(Router& router, ApiContext& ctx, obs::Observability& observability);
 void register_jobs_api(Router& router, ApiContext& ctx);
 void register_batch_api(Router& router, ApiContext& ctx);  // POST /ojs/v1/jobs/batch
 class CronService;
@@ -42,5 +45,7 @@ void register_governance_api(Router& router, ApiContext& ctx, governance::QueueC
 void register_observability_api(Router& router, obs::Observability& observability);
 // The OJS admin API extension: queues, jobs, bulk actions, stats, worker deregistration.
 void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs);
+// Tenants and their statistics (ojs-multi-tenancy.md §10).
+void register_tenants_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs);
 
 }  // namespace ojs::broker

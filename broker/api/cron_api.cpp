@@ -1,4 +1,4 @@
-// Cron (OJS level 2): POST/GET /ojs/v1/cron, GET/DELETE /ojs/v1/cron/{name}.
+// Cron (OJS level 2): POST/GET /ojs/v1/cron (and GET /ojs/v1/crons), GET/DELETE /ojs/v1/cron/{name}.
 // A tenant-pinned token sees and changes only its tenant's crons (as for jobs).
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
@@ -21,9 +21,19 @@ void register_cron_api(Router& router, CronService& crons) {
     reply.headers.emplace_back("Location", "/ojs/v1/cron/" + cron["name"].get<std::string>());
     return reply;
   });
-  router.add("GET", "/ojs/v1/cron", [&crons](const HttpRequest&) { return json_reply(200, crons.list(auth::tenant_scope())); });
+  // ojs-cron.md §8.2 answers {cron_jobs, count}; `crons` (ours before issue 28) is kept
+  // alongside for one release. GET /ojs/v1/crons is the official dashboard's name for it
+  // (no spec document defines it).
+  for (const std::string path : {"/ojs/v1/cron", "/ojs/v1/crons"})
+    router.add("GET", path, [&crons](const HttpRequest&) {
+      auto out = crons.list(auth::tenant_scope());
+      out["cron_jobs"] = out["crons"];
+      out["count"] = out["crons"].size();
+      return json_reply(200, out);
+    });
   router.add("GET", "/ojs/v1/cron/{name}", [&crons](const HttpRequest& r) {
-    return json_reply(200, {{"cron", crons.get(r.params.at("name"), auth::tenant_scope())}});
+    auto cron = crons.get(r.params.at("name"), auth::tenant_scope());
+    return json_reply(200, {{"cron_job", cron}, {"cron", cron}});
   });
   router.add("DELETE", "/ojs/v1/cron/{name}", [&crons](const HttpRequest& r) {
     return json_reply(200, {{"cron", crons.remove(r.params.at("name"), auth::tenant_scope())}});

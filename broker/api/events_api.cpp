@@ -71,8 +71,14 @@ void register_events_api(Router& router, ApiContext& ctx, EventLog& events, Even
     std::vector<nlohmann::json> found;
     const auto scan = events.newest(queues, filter, auth::tenant_scope(), limit, found);
     nlohmann::json out = nlohmann::json::array();
-    for (auto& e : found) out.push_back(std::move(e));
-    nlohmann::json body = {{"events", std::move(out)}};
+    for (auto& e : found) {
+      e["timestamp"] = e["time"];  // the official dashboard's name for it
+      out.push_back(std::move(e));
+    }
+    // `items`/`pagination` for the official dashboard (no spec document defines this
+    // list), beside `events`.
+    const auto n = out.size();
+    nlohmann::json body = {{"events", out}, {"items", out}, {"pagination", {{"total", n}, {"page", 1}, {"per_page", limit}}}};
     if (!scan.complete) body["truncated"] = true;  // the scan budget ran out first: narrow the filters (queues, job_id)
     return json_reply(200, body);
   });

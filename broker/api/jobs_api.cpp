@@ -1,4 +1,8 @@
 // PUSH, INFO and CANCEL: POST /ojs/v1/jobs, GET and DELETE /ojs/v1/jobs/{id}.
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "broker/api/api.hpp"
 #include "broker/api/job_scope.hpp"
 #include "broker/api/json_io.hpp"
@@ -23,9 +27,46 @@ void require_in_tenant_scope(ApiContext& ctx, const std::string& id) {
   if (tenant && *tenant != scope) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
 }
 
+namespace {
+
+// [backpressure] ojs-backpressure.md §5.2: OJS-Block-Timeout, whole seconds a PUSH to
+// a full `block` queue may wait for room (absent or 0: answer at once). At most 60:
+// a waiting PUSH holds a handler thread.
+std::chrono::seconds block_timeout(const HttpRequest& r) {
+  constexpr long long kMaxBlockS = 60;
+  const auto text = r.header("ojs-block-timeout");
+  if (text.empty()) return std::chrono::seconds(0);
+  long long s = -1;
+  if (text.size() <= 6 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) s = std::stoll(text);
+  if (s < 0 || s > kMaxBlockS)
+    throw OjsError(ErrorCode::invalid_request, "OJS-Block-Timeout: must be whole seconds between 0 and 60",
+                   {{"field", "OJS-Block-Timeout"}, {"rule", "whole seconds between 0 and 60"}});
+  return std::chrono::seconds(s);
+}
+
+// The PUSH, tried again while the queue is full under `block` and the request's
+// timeout allows: each try is one atomic push.lua call, so room freed on any broker
+// is taken by the first try after it. Past the timeout the last 429 is the answer.
+PushResult push_waiting_for_room(ApiContext& ctx, const nlohmann::json& body, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(20);
+  for (;;) {
+    try {
+      return push_job(ctx.jobs, body);  // unique policies included
+    } catch (const OjsError& e) {
+      const bool blocks = e.code() == ErrorCode::queue_full && e.details().value("strategy", "") == "block";
+      if (!blocks || std::chrono::steady_clock::now() + pause >= deadline) throw;
+    }
+    std::this_thread::sleep_for(pause);  // polling: a blocked PUSH is rare and bounded by its timeout
+    pause = std::min(pause * 2, std::chrono::milliseconds(250));
+  }
+}
+
+}  // namespace
+
 void register_jobs_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/jobs", [&ctx](const HttpRequest& r) {
-    auto pushed = push_job(ctx.jobs, with_tenant_header(parse_json_body(r), r));  // unique policies included
+    auto pushed = push_waiting_for_room(ctx, with_tenant_header(parse_json_body(r), r), block_timeout(r));
     auto& job = pushed.job;
     // on_conflict "ignore": 200 with the existing job (spec/ojs-unique-jobs.md 5.4)
     if (pushed.deduplicated) return json_reply(200, {{"job", job}, {"deduplicated", true}});

@@ -1,5 +1,9 @@
 // Worker-side operations: FETCH, ACK, FAIL (nack), BEAT (heartbeat), and the
-// admin endpoints that set a worker's lifecycle directive.
+// admin endpoints that list workers and set a worker's lifecycle directive.
+#include <algorithm>
+#include <map>
+
+#include "broker/admin/job_listing.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/heartbeat_request.hpp"
 #include "broker/observability/overview.hpp"
@@ -36,6 +40,36 @@ std::string optional_worker(const nlohmann::json& body) {
 }
 
 std::string directive_for(const std::string& state) { return state == "running" ? "" : state; }
+
+// The heartbeat reply's `state` (ojs-worker-protocol.md §2.3, §4.4): the worker's own
+// lifecycle state as it reports it, or the broker's directive, whichever is further on
+// (running < quiet < terminate): a worker that quieted itself is not told to run, and
+// no reply moves a worker backward. The reported state is not stored as a directive,
+// so a worker resumed by SIGCONT is told `running` again.
+const std::vector<std::string> kLifecycle = {"running", "quiet", "terminate"};
+
+std::string reported_state(const nlohmann::json& body) {  // "" when the heartbeat has none
+  if (!body.contains("state")) return {};
+  const auto& v = body["state"];
+  if (!v.is_string() || std::find(kLifecycle.begin(), kLifecycle.end(), v.get<std::string>()) == kLifecycle.end())
+    throw invalid_field("state", "must be one of running, quiet, terminate");
+  return v.get<std::string>();
+}
+
+std::string reply_state(const std::string& directive, const std::string& reported) {
+  const auto rank = [](const std::string& s) { return std::find(kLifecycle.begin(), kLifecycle.end(), s) - kLifecycle.begin(); };
+  return !reported.empty() && rank(reported) > rank(directive) && rank(directive) < 3 ? reported : directive;
+}
+
+// Whether the worker's last capabilities list a device with this index.
+bool advertises_device(const nlohmann::json& capabilities, int index) {
+  try {
+    const auto devices = ml::parse_capabilities(capabilities).devices;
+    return std::any_of(devices.begin(), devices.end(), [&](const ml::GpuDevice& d) { return d.index == index; });
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 
 }  // namespace
 
@@ -91,6 +125,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     const auto worker_id = require_worker_id(body["worker_id"], "worker_id");
     auth::authorize_worker_id(worker_id);
     const auto ids = heartbeat_job_ids(body);  // both documented shapes
+    const auto reported = reported_state(body);
     if (ids.size() > static_cast<std::size_t>(ctx.config.max_heartbeat_jobs))  // one directory lookup per id
       throw invalid_field("active_jobs", "must name at most " + std::to_string(ctx.config.max_heartbeat_jobs) + " job ids (--max-heartbeat-jobs)");
     std::optional<std::int64_t> visibility;
@@ -103,8 +138,11 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     const bool has_caps = body.contains("capabilities") && body["capabilities"].is_object();
     const std::string caps = has_caps ? body["capabilities"].dump() : std::string();
     if (has_caps) ml::require_bounded_capabilities(body["capabilities"], caps.size());
-    const auto contact = ctx.workers.contact(worker_id, has_caps ? &caps : nullptr, {}, worker_incarnation(body), ids.size());
-    const auto& state = contact.state;
+    const auto incarnation = worker_incarnation(body);  // refuses a malformed hostname (400)
+    if (body.contains("hostname") && body["hostname"].is_string() && !body["hostname"].get<std::string>().empty())
+      ctx.workers.note_hostname(worker_id, body["hostname"].get<std::string>());  // the admin listing's hostname
+    const auto contact = ctx.workers.contact(worker_id, has_caps ? &caps : nullptr, {}, incarnation, ids.size());
+    const auto state = reply_state(contact.state, reported);
     nlohmann::json extended = nlohmann::json::array();
     for (auto& id : ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids))
       extended.push_back(std::move(id));
@@ -115,19 +153,51 @@ void register_workers_api(Router& router, ApiContext& ctx) {
                             {"server_time", format_rfc3339(now_ms())}});
   });
 
-  router.add("GET", "/ojs/v1/admin/workers", [&ctx](const HttpRequest&) {
+  // ojs-admin-api.md §9.1: {items, summary, pagination}; `workers` (the list before
+  // issue 28) kept alongside for one release. active_jobs counts what the worker holds
+  // in the active indexes (a worker without capabilities keeps no held sets).
+  router.add("GET", "/ojs/v1/admin/workers", [&ctx](const HttpRequest& r) {
+    const int page = int_query(r, "page", 1, 1, 1000000);
+    const int per_page = int_query(r, "per_page", 100, 1, 1000);
+    const auto held = admin::active_jobs_by_worker(ctx.jobs);
+    const auto stale_before = now_ms() - ctx.config.worker_dead_after_ms;
+    const auto workers = ctx.workers.list();
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& w : ctx.workers.list()) {
-      // GPUs free = advertised count minus what the worker's active jobs hold.
+    std::map<std::string, long long> summary = {{"running", 0}, {"quiet", 0}, {"terminate", 0}, {"drain", 0}, {"stale", 0}};
+    for (const auto& w : workers) {
+      const bool stale = w.last_seen_ms <= stale_before;
+      ++summary[stale ? "stale" : w.state];
+      const auto index = static_cast<long long>(&w - workers.data());
+      if (index < static_cast<long long>(page - 1) * per_page || static_cast<long long>(list.size()) >= per_page) continue;
+      // GPUs free = advertised count minus what the worker's active jobs hold and the
+      // devices out of service (unhealthy or drained).
       const auto load = ctx.workers.load(w.id);
       const long long total = obs::advertised_gpus(w.capabilities);  // gpu.count, else devices[] (as the overview counts)
-      list.push_back({{"id", w.id}, {"state", w.state}, {"last_seen", format_rfc3339(w.last_seen_ms)},
-                      {"queues", w.queues}, {"capabilities", w.capabilities}, {"active_jobs", load.active.size()},
+      std::vector<std::string> queues = w.fetched_queues;
+      for (const auto& q : w.queues)
+        if (std::find(queues.begin(), queues.end(), q) == queues.end()) queues.push_back(q);
+      std::sort(queues.begin(), queues.end());
+      std::string hostname = w.hostname;
+      if (hostname.empty() && w.capabilities.is_object() && w.capabilities.value("hostname", nlohmann::json()).is_string())
+        hostname = w.capabilities["hostname"].get<std::string>();
+      const auto held_here = held.find(w.id);
+      const long long active = std::max<long long>(held_here == held.end() ? 0 : held_here->second,
+                                                   static_cast<long long>(load.active.size()));
+      list.push_back({{"id", w.id}, {"state", w.state}, {"stale", stale},
+                      {"hostname", hostname.empty() ? nlohmann::json(nullptr) : nlohmann::json(hostname)},
+                      {"last_heartbeat_at", format_rfc3339(w.last_seen_ms)}, {"last_seen", format_rfc3339(w.last_seen_ms)},
+                      {"queues", queues}, {"capabilities", w.capabilities}, {"active_jobs", active},
                       {"gpus_total", total}, {"gpus_in_use", load.gpus_in_use()},
-                      {"gpus_free", std::max(0LL, total - load.gpus_in_use())}});
+                      {"gpus_free", std::max(0LL, total - load.gpus_in_use() - obs::out_of_service_gpus(w.capabilities, w.drained_devices))},
+                      {"drained_devices", w.drained_devices}});
       list.back()["unhealthy_devices"] = ml::unhealthy_devices(w.capabilities);  // which device, and why
     }
-    return json_reply(200, {{"workers", list}});
+    nlohmann::json sum = {{"total", workers.size()}};
+    for (const auto& [k, v] : summary) sum[k] = v;
+    return json_reply(200, {{"items", list},
+                            {"summary", sum},
+                            {"pagination", {{"total", workers.size()}, {"page", page}, {"per_page", per_page}}},
+                            {"workers", list}});
   });
   // drain: quiet until the worker holds no job, then terminate (WorkerRegistry::contact).
   for (const std::string state : {"quiet", "terminate", "running", "drain"}) {
@@ -139,6 +209,27 @@ void register_workers_api(Router& router, ApiContext& ctx) {
         throw OjsError(ErrorCode::not_found, "worker " + id + " not found", {{"worker_id", id}});
       const std::string told = state == "drain" ? "quiet" : state;  // what its next contact hears first
       return json_reply(200, {{"worker", {{"id", id}, {"state", state}, {"directive", directive_for(told)}}}});
+    });
+  }
+  // Per-GPU drain: a drained device takes no new job (FETCH places nothing there);
+  // what runs on it finishes. Undrain gives it back.
+  for (const bool drain : {true, false}) {
+    const std::string path = std::string("/ojs/v1/admin/workers/{id}/devices/{index}/") + (drain ? "drain" : "undrain");
+    router.add("POST", path, [&ctx, drain](const HttpRequest& r) {
+      const auto& id = r.params.at("id");
+      if (!is_valid_worker_id(id)) throw invalid_field("id", kWorkerIdRule);
+      const auto& text = r.params.at("index");
+      if (text.empty() || text.size() > 4 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        throw invalid_field("index", "must be a device index, an integer from 0 to 1023");
+      const int index = std::stoi(text);
+      if (index > 1023) throw invalid_field("index", "must be a device index, an integer from 0 to 1023");
+      const auto worker = ctx.workers.get(id);
+      if (!worker) throw OjsError(ErrorCode::not_found, "worker " + id + " not found", {{"worker_id", id}});
+      if (drain && !advertises_device(worker->capabilities, index))
+        throw OjsError(ErrorCode::not_found, "worker " + id + " advertises no device " + text,
+                       {{"worker_id", id}, {"index", index}});
+      const auto drained = ctx.workers.set_device_drained(id, index, drain);
+      return json_reply(200, {{"worker", {{"id", id}, {"drained_devices", drained}}}});
     });
   }
 }

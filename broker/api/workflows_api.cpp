@@ -1,4 +1,5 @@
-// Workflows (OJS level 3): POST /ojs/v1/workflows, GET/DELETE /ojs/v1/workflows/{id}.
+// Workflows (OJS level 3): POST /ojs/v1/workflows, GET/DELETE /ojs/v1/workflows/{id};
+// GET /ojs/v1/workflows lists them (the dashboard's alias, no spec defines it).
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/api/tenant_header.hpp"
@@ -40,6 +41,11 @@ void register_workflows_api(Router& router, WorkflowService& workflows) {
     auto reply = json_reply(201, created);
     reply.headers.emplace_back("Location", "/ojs/v1/workflows/" + created["workflow"]["id"].get<std::string>());
     return reply;
+  });
+  // The official dashboard's workflow list (no spec document defines it): {items, pagination}.
+  router.add("GET", "/ojs/v1/workflows", [&workflows](const HttpRequest& r) {
+    return json_reply(200, workflows.list(int_query(r, "page", 1, 1, 1000000), int_query(r, "per_page", 20, 1, 100),
+                                          auth::tenant_scope()));
   });
   router.add("GET", "/ojs/v1/workflows/{id}", [&workflows](const HttpRequest& r) {
     const auto& id = r.params.at("id");

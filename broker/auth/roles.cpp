@@ -19,7 +19,8 @@ bool any_matches(const std::array<std::string_view, N>& rules, std::string_view 
   return false;
 }
 
-constexpr std::array<std::string_view, 2> kPublic = {"GET /ojs/manifest", "GET /ojs/v1/health"};
+// Probes: health and readiness (orchestrators call them without a token).
+constexpr std::array<std::string_view, 3> kPublic = {"GET /ojs/manifest", "GET /ojs/v1/health", "GET /ojs/v1/ready"};
 
 // Producers submit, inspect and cancel their jobs and read why they wait.
 constexpr std::array<std::string_view, 17> kProducer = {

@@ -188,6 +188,23 @@ json backfill_to_json(const BackfillSettings& b) {
   return {{"after_s", b.after_s}, {"max_start_s", b.max_start_s}};
 }
 
+// [admin] Top-level `concurrency` (ojs-admin-api.md §6.6) is rate_limit.concurrency.
+void parse_concurrency(const json& n, QueueConfig& c) {
+  const auto value = integer(n);
+  if (c.rate_limit.concurrency && *c.rate_limit.concurrency != value)
+    throw invalid_field("concurrency", "must equal rate_limit.concurrency when both are given", "/concurrency");
+  c.rate_limit.concurrency = value;
+}
+
+// [backpressure] As configured (read back), and push.lua's form: max_depth and
+// overflow (the strategy when not reject).
+void store_backpressure(const QueueConfig& c, QueueConfigWrite& w) {
+  if (c.backpressure.empty()) return;
+  w.fields.emplace_back("backpressure", backpressure_to_json(c.backpressure).dump());
+  put(w, "max_depth", c.backpressure.max_depth);
+  if (c.backpressure.strategy != "reject") w.fields.emplace_back("overflow", c.backpressure.strategy);
+}
+
 }  // namespace
 
 // The members of a queue's configuration, in the answer's order.
@@ -205,6 +222,15 @@ const std::vector<QueueConfigField>& queue_config_fields() {
       {"tenant_fairness", parse_fairness, render_fairness, {"tenant_fairness", "fair_tenants"}, store_fairness},
       {"backfill", [](const json& b, QueueConfig& c) { c.backfill = parse_backfill(b); },  // [backfill]
        [](const QueueConfig& c) { return backfill_to_json(c.backfill); }, {"backfill"}},
+      // [admin] ojs-admin-api.md §6.6: the spec's place for rate_limit.concurrency, after
+      // the rate_limit row (both given must agree); kept in rate_limit, answered only
+      // by the admin queue detail (admin_configuration).
+      {"concurrency", parse_concurrency, nullptr, {}},
+      {"retention", [](const json& r, QueueConfig& c) { c.retention = parse_retention(r); },  // [admin]
+       [](const QueueConfig& c) { return retention_to_json(c.retention); }, {"retention"}},
+      {"backpressure", [](const json& b, QueueConfig& c) { c.backpressure = parse_backpressure(b); },  // [backpressure]
+       [](const QueueConfig& c) { return backpressure_to_json(c.backpressure); }, {"backpressure", "max_depth", "overflow"},
+       store_backpressure},
   };
   return fields;
 }
@@ -225,7 +251,8 @@ QueueConfig parse_queue_config(const json& body) {
 
 json to_json(const QueueConfig& c, const std::string& queue) {
   json out = {{"queue", queue}, {"version", c.version}};
-  for (const auto& f : queue_config_fields()) out[f.name] = f.render(c);
+  for (const auto& f : queue_config_fields())
+    if (f.render) out[f.name] = f.render(c);
   if (!c.updated_at.empty()) out["updated_at"] = c.updated_at;
   return out;
 }
@@ -238,6 +265,7 @@ QueueConfigWrite to_stored(const QueueConfig& c) {
       f.store(c, w);
       continue;
     }
+    if (!f.render) continue;  // an alias: kept by the member it names
     const auto value = f.render(c);
     if (value != json::object() && value != json(false)) w.fields.emplace_back(f.name, value.dump());
   }
@@ -277,6 +305,30 @@ BackfillSettings parse_backfill(const json& b) {
   return out;
 }
 
+// [backpressure] A schema-valid value (or the stored one). The schema lists
+// drop_oldest (ojs-backpressure.md §6.2 names it) so that it is refused as
+// unsupported (422), not as unknown.
+Backpressure parse_backpressure(const json& b) {
+  Backpressure out;
+  if (b.contains("max_depth") && !b["max_depth"].is_null()) {
+    const auto depth = integer(b["max_depth"]);
+    if (depth > 0) out.max_depth = depth;  // 0: unbounded (§6.2)
+  }
+  if (b.contains("strategy")) {
+    const auto& s = b["strategy"];
+    if (s == "drop_oldest")
+      throw OjsError(ErrorCode::unsupported, "backpressure.strategy: drop_oldest is not supported; use reject or block",
+                     {{"field", "backpressure.strategy"}, {"rule", "must be \"reject\" or \"block\""}});
+    out.strategy = s.get<std::string>();
+  }
+  if (b.contains("warning_threshold")) out.warning_threshold = b["warning_threshold"].get<double>();
+  return out;
+}
+
+json backpressure_to_json(const Backpressure& b) {
+  return {{"max_depth", b.max_depth.value_or(0)}, {"strategy", b.strategy}, {"warning_threshold", b.warning_threshold}};
+}
+
 std::optional<QueuePolicy> parse_policy(const std::string& name) {
   if (name == "priority") return QueuePolicy::priority;
   if (name == "fifo") return QueuePolicy::fifo;
@@ -309,15 +361,24 @@ json fairness_for_claim(const TenantFairness& f) {
 // The schema's rate_limit property, then the period, which a schema cannot parse.
 QueueRateLimit parse_rate_limit(const json& r, const std::string& prefix) {
   static const JsonSchema rate_limit_schema = schema().at("/properties/rate_limit");
-  rate_limit_schema.check(r, prefix, prefix.empty() ? "" : "/" + prefix.substr(0, prefix.size() - 1));
+  const std::string pointer = prefix.empty() ? "" : "/" + prefix.substr(0, prefix.size() - 1);
+  rate_limit_schema.check(r, prefix, pointer);
   QueueRateLimit out;
   if (r.contains("concurrency")) out.concurrency = integer(r["concurrency"]);
-  if (r.contains("rate")) {
-    const auto& rate = r["rate"];
+  // The spec's form (ojs-admin-api.md §6.6): {limit, period} directly, the same as rate {limit, period}.
+  const bool spec_form = r.contains("limit") || r.contains("period");
+  if (spec_form && r.contains("rate"))
+    throw invalid_field(prefix + "rate", "give either rate {limit, period} or limit and period, not both", pointer + "/rate");
+  if (spec_form && !r.contains("limit")) throw invalid_field(prefix + "limit", "is required with period: an integer >= 1", pointer + "/limit");
+  if (spec_form && !r.contains("period"))
+    throw invalid_field(prefix + "period", "is required with limit: an ISO 8601 duration such as \"PT1M\"", pointer + "/period");
+  if (r.contains("rate") || spec_form) {
+    const auto& rate = spec_form ? r : r["rate"];
+    const std::string at = spec_form ? prefix : prefix + "rate.";
+    const std::string at_pointer = spec_form ? pointer : pointer + "/rate";
     const auto ms = parse_iso8601_duration(rate["period"].get<std::string>());
     if (!ms || *ms <= 0)
-      throw invalid_field(prefix + "rate.period", "must be a positive ISO 8601 duration such as \"PT1M\"",
-                          (prefix.empty() ? "" : "/" + prefix.substr(0, prefix.size() - 1)) + "/rate/period");
+      throw invalid_field(at + "period", "must be a positive ISO 8601 duration such as \"PT1M\"", at_pointer + "/period");
     out.rate_limit = integer(rate["limit"]);
     out.rate_period_ms = *ms;
     out.rate_period = rate["period"].get<std::string>();
@@ -341,6 +402,39 @@ bool is_valid_tenant(const std::string& tenant) {
   if (tenant.empty() || tenant.size() > 64) return false;
   return std::all_of(tenant.begin(), tenant.end(),
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'; });
+}
+
+// The schema checked the members' types and bounds; the durations are parsed here.
+Retention parse_retention(const json& r) {
+  Retention out;
+  for (const char* state : {"completed", "discarded", "cancelled"}) {
+    if (!r.contains(state)) continue;
+    const auto ms = parse_iso8601_duration(r[state].get<std::string>());
+    if (!ms || *ms <= 0)
+      throw invalid_field(std::string("retention.") + state, "must be a positive ISO 8601 duration such as \"P7D\"",
+                          std::string("/retention/") + state);
+    out.age[state] = r[state].get<std::string>();
+    out.age_ms[state] = *ms;
+  }
+  if (r.contains("max_jobs")) out.max_jobs = integer(r["max_jobs"]);
+  return out;
+}
+
+json admin_configuration(const QueueConfig& c, const std::string& queue) {
+  json out = to_json(c, queue);
+  if (c.rate_limit.concurrency) out["concurrency"] = *c.rate_limit.concurrency;
+  if (c.rate_limit.rate_limit) {
+    out["rate_limit"]["limit"] = *c.rate_limit.rate_limit;
+    out["rate_limit"]["period"] = c.rate_limit.rate_period;
+  }
+  return out;
+}
+
+json retention_to_json(const Retention& r) {
+  json out = json::object();
+  for (const auto& [state, iso] : r.age) out[state] = iso;
+  if (r.max_jobs) out["max_jobs"] = *r.max_jobs;
+  return out;
 }
 
 }  // namespace ojs::broker::governance

@@ -67,6 +67,29 @@ struct BackfillSettings {
   long long max_start_s = 86400;
 };
 
+// [admin] How long finished jobs stay listable (ojs-admin-api.md §6.6 `retention`):
+// an ISO 8601 duration per terminal state (completed, discarded, cancelled) and, ours,
+// max_jobs per state; what is unset takes the broker's --finished-retention-ms and
+// --finished-max-jobs. Only the finished index is bounded: the jobs stay readable.
+struct Retention {
+  std::map<std::string, std::string> age;            // state -> the duration as sent
+  std::map<std::string, std::int64_t> age_ms;        // state -> the same in ms
+  std::optional<long long> max_jobs;
+  bool empty() const { return age.empty() && !max_jobs; }
+};
+Retention parse_retention(const nlohmann::json& body);  // schema-valid; 400 naming retention.<state>
+nlohmann::json retention_to_json(const Retention& retention);
+// [backpressure] ojs-backpressure.md §6: a bound on the queue's depth (available +
+// scheduled + retryable jobs), checked by push.lua in the same step as the write.
+// `reject` answers 429 QUEUE_FULL; `block` holds the PUSH up to its OJS-Block-Timeout
+// header for room, then answers the same 429.
+struct Backpressure {
+  std::optional<long long> max_depth;  // none (or 0): unbounded
+  std::string strategy = "reject";     // reject | block
+  double warning_threshold = 0.8;      // kept and returned; no warning events yet
+  bool empty() const { return !max_depth && strategy == "reject" && warning_threshold == 0.8; }
+};
+
 struct QueueConfig {
   nlohmann::json ml_defaults = nlohmann::json::object();  // ext_ml_* -> value
   MlLimits ml_limits;
@@ -76,6 +99,8 @@ struct QueueConfig {
   QueuePolicy policy = QueuePolicy::priority;  // [fairshare] how claim orders the ready sets
   TenantFairness tenant_fairness;
   BackfillSettings backfill;      // [backfill]
+  Retention retention;            // [admin]
+  Backpressure backpressure;      // [backpressure]
   long long version = 0;          // increments on every write; 0: never configured
   std::string updated_at;         // RFC 3339, empty when never configured
 };
@@ -86,6 +111,8 @@ struct QueueConfig {
 // "/ml_limits/max_gpu_count". Unknown members are refused (typos must not
 // silently configure nothing). `version`, `expected_version`, `updated_at`,
 // `queue` are checked by the schema and otherwise ignored.
+// The spec's form (ojs-admin-api.md §6.6) is accepted too: top-level `concurrency` is
+// rate_limit.concurrency, rate_limit {limit, period} is rate_limit.rate.
 QueueConfig parse_queue_config(const nlohmann::json& body);
 nlohmann::json to_json(const QueueConfig& config, const std::string& queue);
 
@@ -100,7 +127,8 @@ struct QueueConfigField {
   nlohmann::json (*render)(const QueueConfig& config);            // the member in the answer
   // The config hash fields the member is kept in: all removed by every write. A
   // row without `store`/`load` keeps its rendered JSON under `name`, unless it
-  // renders as {} or false.
+  // renders as {} or false. A row without `render` is an alias of another member
+  // (it sets that member): neither answered by to_json nor stored.
   std::vector<std::string> hash_fields;
   void (*store)(const QueueConfig& config, QueueConfigWrite& write) = nullptr;
   void (*load)(const StoredQueueConfig& stored, QueueConfig& into) = nullptr;
@@ -113,8 +141,12 @@ QueueConfigWrite to_stored(const QueueConfig& config);
 QueueConfig from_stored(const StoredQueueConfig& stored);
 
 // The rate limit alone (PUT /admin/queues/{q}/rate-limit): the schema's
-// rate_limit property; `prefix` is put before the field names.
+// rate_limit property; `prefix` ("rate_limit." or "") is put before the field names.
 QueueRateLimit parse_rate_limit(const nlohmann::json& body, const std::string& prefix);
+
+// to_json plus the spec's places (ojs-admin-api.md §6.6) beside ours: top-level
+// `concurrency`, rate_limit {limit, period} (the admin queue detail's `configuration`).
+nlohmann::json admin_configuration(const QueueConfig& config, const std::string& queue);
 nlohmann::json rate_limit_to_json(const QueueRateLimit& limit);
 
 // [fairshare] "fifo" | "priority" | "sjf" | "fair" <-> QueuePolicy.
@@ -126,6 +158,10 @@ nlohmann::json fairness_for_claim(const TenantFairness& fairness);
 
 // [backfill] The stored form: false, or {"after_s": .., "max_start_s": ..}.
 BackfillSettings parse_backfill(const nlohmann::json& stored);
+
+// [backpressure] {"max_depth": 0.., "strategy": "reject"|"block", "warning_threshold": 0..1}.
+Backpressure parse_backpressure(const nlohmann::json& body);  // schema-valid; drop_oldest: 422 unsupported
+nlohmann::json backpressure_to_json(const Backpressure& backpressure);
 
 // Tenant names: 1-64 of [A-Za-z0-9._-].
 bool is_valid_tenant(const std::string& tenant);

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "ojs/core/error.hpp"
+#include "ojs/core/uuid.hpp"
 
 namespace ojs::broker {
 
@@ -29,10 +30,15 @@ std::vector<std::string> split_path(const std::string& path) {
 // Messages echo paths and ids the client sent: invalid UTF-8 is replaced, never thrown.
 HttpResponse error_response(const OjsError& e) {
   HttpResponse r = json_response(http_status(e.code()), e.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  if (e.code() == ErrorCode::unavailable || e.code() == ErrorCode::rate_limited) {
-    const auto& d = e.details();  // a rate limiter knows how long to wait
+  const auto& d = e.details();
+  if (e.code() == ErrorCode::unavailable || e.code() == ErrorCode::rate_limited || e.code() == ErrorCode::queue_full) {
+    // a rate limiter knows how long to wait
     const bool known = d.is_object() && d.contains("retry_after_s") && d["retry_after_s"].is_number_integer();
     r.headers.emplace_back("Retry-After", known ? std::to_string(d["retry_after_s"].get<long long>()) : "1");
+  }
+  if (e.code() == ErrorCode::queue_full && d.is_object() && d.contains("depth") && d.contains("bound")) {  // ojs-backpressure.md §7.2
+    r.headers.emplace_back("X-OJS-Queue-Depth", d["depth"].dump());
+    r.headers.emplace_back("X-OJS-Queue-Bound", d["bound"].dump());
   }
   return r;
 }
@@ -88,21 +94,31 @@ void Router::add(const std::string& method, const std::string& pattern, Handler 
   routes_.insert(at, Route{method, pattern, std::move(segments), static_cast<std::size_t>(params), std::move(handler)});
 }
 
+std::string request_id_for(const HttpRequest& request) {
+  const auto sent = request.header("x-request-id");
+  const bool usable = !sent.empty() && sent.size() <= 128 &&
+                      std::all_of(sent.begin(), sent.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+  return usable ? sent : "req_" + make_uuidv7();
+}
+
 HttpResponse Router::dispatch(HttpRequest request) const {
-  if (observers_.empty()) {
-    std::string matched;
-    return resolve(std::move(request), matched);
-  }
+  struct Counted {
+    std::atomic<int>& n;
+    explicit Counted(std::atomic<int>& c) : n(c) { ++n; }
+    ~Counted() { --n; }
+  } counted(in_flight_);
   const auto begin = std::chrono::steady_clock::now();
-  const std::string method = request.method;
   std::string matched = "unmatched";
-  HttpResponse response = resolve(std::move(request), matched);
+  HttpResponse response = resolve(request, matched);
+  response.headers.emplace_back("X-Request-Id", request_id_for(request));
+  for (const auto& d : decorators_) d(request, response);
+  if (observers_.empty()) return response;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  for (const auto& o : observers_) o(method, matched, response.status, seconds);
+  for (const auto& o : observers_) o(request.method, matched, response.status, seconds);
   return response;
 }
 
-HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
+HttpResponse Router::resolve(HttpRequest& request, std::string& matched) const {
   // Ids and names come from the path: refused here, before any handler stores or echoes them.
   if (!request_is_utf8(request))
     return error_response(OjsError(ErrorCode::invalid_request, "the request path or query is not valid UTF-8",
@@ -148,6 +164,11 @@ HttpResponse Router::resolve(HttpRequest request, std::string& matched) const {
       spdlog::error("{} {}: internal error: unknown exception", request.method, request.path);
       return error_response(OjsError(ErrorCode::internal_error, "internal error"));
     }
+  }
+  if (!allowed.empty() && request.method == "OPTIONS") {  // a CORS preflight, or a client asking what it may do
+    HttpResponse r = json_response(204, "");
+    r.headers.emplace_back("Allow", allowed + ", OPTIONS");
+    return r;
   }
   if (!allowed.empty()) {
     HttpResponse r = error_response(OjsError(ErrorCode::method_not_allowed,

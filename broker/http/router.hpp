@@ -1,6 +1,7 @@
 // Maps "METHOD /path/{param}" patterns to handlers. Errors thrown by handlers
 // (OjsError, store outages) are rendered here as OJS error bodies, in one place.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -15,13 +16,19 @@ using Middleware = std::function<void(const HttpRequest&, const std::string& rou
 // Runs after every request (metrics): method, matched route pattern ("unmatched"
 // when none), response status and the seconds dispatch took.
 using Observer = std::function<void(const std::string& method, const std::string& route, int status, double seconds)>;
+// Runs on every response the router gives, errors and preflights included (CORS headers).
+using Decorator = std::function<void(const HttpRequest& request, HttpResponse& response)>;
 
 class Router {
  public:
   void add(const std::string& method, const std::string& pattern, Handler handler);
   void use(Middleware middleware) { middlewares_.push_back(std::move(middleware)); }
   void observe(Observer observer) { observers_.push_back(std::move(observer)); }
+  void decorate(Decorator decorator) { decorators_.push_back(std::move(decorator)); }
   HttpResponse dispatch(HttpRequest request) const;
+  // Requests being dispatched now (a stream counts until its handler returned):
+  // the shutdown waits for none to be left.
+  int in_flight() const { return in_flight_; }
 
  private:
   struct Route {
@@ -34,10 +41,16 @@ class Router {
   std::vector<Route> routes_;
   std::vector<Middleware> middlewares_;
   std::vector<Observer> observers_;
+  std::vector<Decorator> decorators_;
+  mutable std::atomic<int> in_flight_{0};
 
-  HttpResponse resolve(HttpRequest request, std::string& matched) const;
+  HttpResponse resolve(HttpRequest& request, std::string& matched) const;
 };
 
 HttpResponse json_response(int status, const std::string& json_body);
+
+// ojs-http-binding.md §6.5: the client's X-Request-Id when it is a plain token of at
+// most 128 printable characters, else a new "req_<UUIDv7>".
+std::string request_id_for(const HttpRequest& request);
 
 }  // namespace ojs::broker

@@ -529,13 +529,19 @@ void HttpServer::start() {
   for (auto& ioc : i.iocs) i.threads.emplace_back([&ioc = *ioc] { ioc.run(); });
 }
 
-void HttpServer::stop() {
+void HttpServer::stop_accepting() {
   auto& i = *impl_;
   if (i.threads.empty()) return;
   asio::post(*i.iocs.front(), [&i] {
     beast::error_code ec;
     i.acceptor.close(ec);
   });
+}
+
+void HttpServer::stop() {
+  auto& i = *impl_;
+  if (i.threads.empty()) return;
+  stop_accepting();
   // Open streams end on their own when their sources say goodbye (the broker
   // stops its event hub first); whatever is left after the grace is cut.
   i.streams.close_all(i.options.stream_close_grace);

@@ -34,6 +34,7 @@ class HttpServer {
   HttpServer(HttpServerOptions options, const Router& router);
   ~HttpServer();
   void start();              // binds and starts the I/O threads; throws on bind failure
+  void stop_accepting();     // closes the listener; connections already open are served on
   void stop();               // stops accepting, ends open streams (see stream_close_grace), joins the threads
   std::uint16_t port() const;
 

@@ -81,6 +81,7 @@ json push_batch(JobService& jobs, const json& body, int max_queues) {
   for (const auto& p : prepared)
     batch.push_back(store_record(p));  // with its scheduling indexes: one script for the whole batch
   const auto outcome = jobs.store().push_batch(batch);
+  if (outcome.status == TransitionStatus::queue_full) throw queue_full_error(outcome.full_queue, outcome.full_detail);
   if (outcome.status == TransitionStatus::duplicate)
     throw OjsError(ErrorCode::duplicate, "batch refused, nothing enqueued: a job with id " + outcome.duplicate_id + " already exists",
                    {{"job_id", outcome.duplicate_id}});

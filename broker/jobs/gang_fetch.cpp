@@ -110,7 +110,7 @@ void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, c
                                    [&](const ml::ActiveJob& j) { return j.job_id == active.job_id; });
   if (!counted) {  // a delivered member was in the load since it was held
     worker.load.active.push_back(active);
-    worker.load.hold(devices);
+    worker.load.hold(devices, active.gpu_memory_gb);
   }
   if (claim.kind == GangClaim::Kind::start) jobs.push_back(std::move(envelope));
 }

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <random>
 #include <set>
 
@@ -34,6 +35,18 @@ OjsError not_found(const std::string& id) {
   return OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
 }
 
+}  // namespace
+
+OjsError queue_full_error(const std::string& queue, const std::string& detail) {
+  long long depth = 0, bound = 0;
+  char strategy[16] = "reject";
+  std::sscanf(detail.c_str(), "%lld %lld %15s", &depth, &bound, strategy);
+  return OjsError(ErrorCode::queue_full, "Queue '" + queue + "' has reached its depth bound (" + std::to_string(bound) + ")",
+                  {{"queue", queue}, {"depth", depth}, {"bound", bound}, {"strategy", std::string(strategy)}, {"retry_after_s", 1}});
+}
+
+namespace {
+
 void require_job_id(const std::string& id, const char* field) {
   if (!is_uuidv7(id)) throw invalid_field(field, "must be a lowercase UUIDv7 job id");
 }
@@ -50,6 +63,20 @@ json normalise_error(const json& error, int attempt) {
   e["attempt"] = attempt;
   e["occurred_at"] = format_rfc3339(now_ms());
   return e;
+}
+
+// ojs-retry.md §6.2: the worker's error `type` (also its `code`, which older workers
+// send alone) against `non_retryable_errors`, exactly or by a "prefix.*" entry.
+bool matches_non_retryable(const RetryPolicy& policy, const json& error) {
+  for (const char* key : {"type", "code"}) {
+    const std::string value = error.value(key, std::string());
+    for (const auto& entry : policy.non_retryable_errors) {
+      if (entry == value) return true;
+      const bool prefix = entry.size() >= 2 && entry.compare(entry.size() - 2, 2, ".*") == 0;
+      if (prefix && value.compare(0, entry.size() - 1, entry, 0, entry.size() - 1) == 0) return true;
+    }
+  }
+  return false;
 }
 
 // A retried NACK (its first reply lost: the broker answered 503) by the worker whose
@@ -252,6 +279,10 @@ json JobService::push(const json& body, PreparedJob prepared) {
     }
     if (t.status == TransitionStatus::duplicate)
       throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
+    if (t.status == TransitionStatus::queue_full) {  // [backpressure] nothing stored: the id is free again
+      store_.forget(job.id);
+      throw queue_full_error(job.queue, t.detail);
+    }
     if (tries == kTries)
       throw OjsError(ErrorCode::conflict, "queue " + job.queue + " configuration kept changing while pushing; retry",
                      {{"queue", job.queue}, {"config_version", t.detail}});
@@ -357,6 +388,10 @@ std::vector<json> JobService::fetch(const FetchRequest& request, const WorkerReg
     worker.capabilities = std::move(caps);
     worker.fingerprint = std::move(fingerprint);
     worker.load = contact ? contact->held.load : workers_.load(request.worker_id);
+    if (contact) {  // per-GPU drain: out of placement (scoring and backfill count them busy too)
+      worker.load.drained_devices.insert(contact->drained_devices.begin(), contact->drained_devices.end());
+      worker.load.busy_devices.insert(contact->drained_devices.begin(), contact->drained_devices.end());
+    }
   }
   worker.guards = contact ? contact->guards : store_.preemption().guards_for(request.worker_id);
   for (const auto& queue : request.queues) {
@@ -427,7 +462,7 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
         ml::ActiveJob active = ml::active_job_from(envelope, record.held_gpus());
         const std::vector<int> devices = v ? v->judgement.devices : std::vector<int>{};
         worker.load.active.push_back(active);  // claim.lua listed it in the worker's held set
-        worker.load.hold(devices);
+        worker.load.hold(devices, active.gpu_memory_gb);
       }
       jobs.push_back(std::move(envelope));
     }
@@ -495,9 +530,7 @@ static FailurePlan plan_failure(const JobRecord& snapshot, const json& reported_
       doc.is_object() && doc.contains("retry") ? parse_retry_policy(doc["retry"], "retry") : RetryPolicy{};
   if (poison) policy.on_exhaustion = "dead_letter";
   plan.error = normalise_error(reported_error, attempt);
-  const auto& codes = policy.non_retryable_errors;
-  const bool non_retryable = !plan.error["retryable"].get<bool>() ||
-                             std::find(codes.begin(), codes.end(), plan.error["code"].get<std::string>()) != codes.end();
+  const bool non_retryable = !plan.error["retryable"].get<bool>() || matches_non_retryable(policy, plan.error);
   const int max_attempts = static_cast<int>(snapshot.get_int("max_attempts").value_or(policy.max_attempts));
   if (requeue) {
     plan.outcome = "requeue";
@@ -521,6 +554,10 @@ static FailurePlan plan_failure(const JobRecord& snapshot, const json& reported_
 json JobService::fail(const std::string& id, const json& error, bool requeue, const std::string& worker_id) {
   require_job_id(id, "job_id");
   if (!error.is_null() && !error.is_object()) throw invalid_field("error", "must be an object with at least a message");
+  // A GPU fault (the worker's XID policy stopped the job on a failed GPU) is the
+  // hardware's, not the job's: requeued without consuming the attempt, and recorded.
+  const bool gpu_fault = error.is_object() && error.value("type", std::string()) == kGpuFaultType;
+  requeue = requeue || gpu_fault;
   const auto queue = queue_of_or_404(id);
   for (int tries = 0; tries < 3; ++tries) {
     auto snapshot = store_.get(queue, id);
@@ -529,9 +566,11 @@ json JobService::fail(const std::string& id, const json& error, bool requeue, co
       if (replays_its_last_failure(*snapshot, error, requeue, worker_id)) return snapshot->envelope();
       checked(Transition{TransitionStatus::conflict, snapshot->state(), {}}, id, "fail");
     }
-    const FailurePlan plan = plan_failure(*snapshot, error, requeue);
-    const Transition t = store_.fail(*snapshot, plan.outcome, plan.due_ms, requeue ? std::string() : plan.error.dump(),
-                                     plan.errors.dump(), false, worker_id);
+    FailurePlan plan = plan_failure(*snapshot, error, requeue);
+    if (gpu_fault) plan.errors.push_back(plan.error);
+    const Transition t = store_.fail(*snapshot, plan.outcome, plan.due_ms,
+                                     requeue && !gpu_fault ? std::string() : plan.error.dump(), plan.errors.dump(), false,
+                                     worker_id);
     if (t.status == TransitionStatus::stale) continue;
     json envelope = dispatch_workflow_callbacks(store_, checked(t, id, "fail")).envelope();
     if (plan.outcome == "retry") envelope["retry_delay_ms"] = plan.delay_ms;  // the OpenAPI's NACK property

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "broker/config.hpp"
+#include "ojs/core/error.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/job_store.hpp"
@@ -43,8 +44,15 @@ struct PreparedJob {
 bool is_gang_class(const Scheduler& scheduler, const ClassSet& classes, const std::string& class_id);
 // A started gang's job as one member receives it: rank, world size, rendezvous, its devices.
 nlohmann::json gang_envelope(const JobRecord& job, int rank);
+// [backpressure] push.lua's refusal ("depth bound strategy") as ojs-backpressure.md §7.1's
+// 429 QUEUE_FULL {queue, depth, bound, strategy}.
+OjsError queue_full_error(const std::string& queue, const std::string& detail);
 // The prepared job as the store writes it, with its escalation / reservation-wait indexes.
 BatchJob store_record(const PreparedJob& prepared);
+
+// The NACK error type of a job the worker stopped on a failed GPU (its XID policy):
+// requeued without consuming an attempt, whatever the request's `requeue`.
+inline constexpr const char* kGpuFaultType = "gpu_fault";
 
 class JobService {
  public:

@@ -14,12 +14,16 @@ void QueueService::require(const std::string& queue) {
 
 bool QueueService::paused(const std::string& queue) { return store_.is_paused(queue); }
 
-QueueState QueueService::state(const std::string& queue) { return {queue, paused(queue), store_.queue_counts(queue)}; }
+QueueState QueueService::state(const std::string& queue) {
+  const auto since = store_.paused_at(queue);
+  return {queue, since.has_value(), store_.queue_counts(queue), since};
+}
 
-void QueueService::set_paused(const std::string& queue, bool paused) {
+std::optional<std::int64_t> QueueService::set_paused(const std::string& queue, bool paused) {
   jobs_.admit_queue(queue);
   store_.register_queue(queue);
   store_.set_paused(queue, paused);
+  return paused ? store_.paused_at(queue) : std::nullopt;
 }
 
 void QueueService::remove(const std::string& queue) {

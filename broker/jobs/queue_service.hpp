@@ -4,7 +4,9 @@
 // OJS errors an unknown or non-empty queue gets. PUSH creates queues
 // (JobService, within --max-queues); so does a pause/resume naming one.
 #pragma once
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@ struct QueueState {
   std::string name;
   bool paused = false;
   std::map<std::string, long long> counts;  // by state: available, active, scheduled, ... (JobStore::queue_counts)
+  std::optional<std::int64_t> paused_at;    // ms, while paused
 };
 
 class QueueService {
@@ -29,8 +32,9 @@ class QueueService {
   bool paused(const std::string& queue);
   QueueState state(const std::string& queue);
   // Pause or resume. The queue exists from now on, even before its first job
-  // (pausing ahead of a rollout must work), within --max-queues (422).
-  void set_paused(const std::string& queue, bool paused);
+  // (pausing ahead of a rollout must work), within --max-queues (422). Returns when it
+  // was paused (a second pause keeps the first time); nullopt after a resume.
+  std::optional<std::int64_t> set_paused(const std::string& queue, bool paused);
   // Deletes an empty queue and its keys: 404 when unknown, 409 while it holds
   // jobs (waiting, active, scheduled or dead-lettered).
   void remove(const std::string& queue);

@@ -3,6 +3,8 @@
 #include "ojs/core/time.hpp"
 #include "ojs/ml/capabilities.hpp"
 
+#include <set>
+
 namespace ojs::broker::obs {
 
 using nlohmann::json;
@@ -17,15 +19,25 @@ std::string gpu_type(const json& caps) {
   return "";
 }
 
+// Warning XIDs the worker counted on its devices (xid_policy: e.g. 92, 94).
+long long xid_warnings(const json& caps) {
+  long long n = 0;
+  if (caps.is_object() && caps.contains("devices") && caps["devices"].is_array())
+    for (const auto& d : caps["devices"])
+      if (d.is_object() && d.contains("xid_warnings") && d["xid_warnings"].is_number_integer()) n += d["xid_warnings"].get<long long>();
+  return n;
+}
+
 json workers_overview(const OverviewSources& ctx, json& totals) {
   const auto now = now_ms();
   json list = json::array();
-  long long live = 0, advertised = 0, in_use = 0;
+  long long live = 0, advertised = 0, in_use = 0, unhealthy = 0, warnings = 0;
   for (const auto& w : ctx.workers.list()) {
     const bool is_live = now - w.last_seen_ms <= ctx.config.worker_dead_after_ms;
     const int total = advertised_gpus(w.capabilities);
     int busy = 0;
     for (const auto& job : ctx.workers.load(w.id).active) busy += job.gpus;
+    const json sick = ml::unhealthy_devices(w.capabilities);
     list.push_back({{"id", w.id},
                     {"state", w.state},
                     {"live", is_live},
@@ -34,18 +46,23 @@ json workers_overview(const OverviewSources& ctx, json& totals) {
                     {"gpu_type", gpu_type(w.capabilities)},
                     {"gpus_total", total},
                     {"gpus_in_use", busy},
-                    {"gpus_free", std::max(0, total - busy)},
+                    {"gpus_free", std::max(0, total - busy - out_of_service_gpus(w.capabilities, w.drained_devices))},
                     {"queues", w.queues},
-                    {"unhealthy_devices", ml::unhealthy_devices(w.capabilities)}});
+                    {"unhealthy_devices", sick},
+                    {"drained_devices", w.drained_devices}});
     if (!is_live) continue;
     ++live;
     advertised += total;
     in_use += busy;
+    unhealthy += static_cast<long long>(sick.size());
+    warnings += xid_warnings(w.capabilities);
   }
   totals["workers"] = list.size();
   totals["workers_live"] = live;
   totals["gpus_advertised"] = advertised;
   totals["gpus_in_use"] = in_use;
+  totals["gpus_unhealthy"] = unhealthy;
+  totals["gpu_xid_warnings"] = warnings;
   return list;
 }
 
@@ -90,6 +107,12 @@ int advertised_gpus(const json& caps) {
     return caps["gpu"]["count"].get<int>();
   if (caps.contains("devices") && caps["devices"].is_array()) return static_cast<int>(caps["devices"].size());
   return 0;
+}
+
+int out_of_service_gpus(const json& caps, const std::vector<int>& drained) {
+  std::set<int> out(drained.begin(), drained.end());
+  for (const auto& d : ml::unhealthy_devices(caps)) out.insert(d["index"].get<int>());
+  return static_cast<int>(out.size());
 }
 
 json build_overview(const OverviewSources& ctx) {
@@ -147,6 +170,10 @@ void render_cluster_metrics(const json& overview, Exposition& out) {
   out.sample("ojs_gpus_advertised", {}, totals["gpus_advertised"].get<double>());
   out.family("ojs_gpus_in_use", "gauge", "GPUs of live workers held by running jobs");
   out.sample("ojs_gpus_in_use", {}, totals["gpus_in_use"].get<double>());
+  out.family("ojs_gpus_unhealthy", "gauge", "GPU devices of live workers out of service after a fatal XID (unhealthy)");
+  out.sample("ojs_gpus_unhealthy", {}, totals["gpus_unhealthy"].get<double>());
+  out.family("ojs_gpu_xid_warnings", "gauge", "Warning XIDs (e.g. 92, 94) live workers counted on their devices since they started");
+  out.sample("ojs_gpu_xid_warnings", {}, totals["gpu_xid_warnings"].get<double>());
 }
 
 }  // namespace ojs::broker::obs

@@ -31,6 +31,9 @@ nlohmann::json build_overview(const OverviewSources& ctx);
 
 // GPUs a worker advertises: gpu.count, else the length of its device list.
 int advertised_gpus(const nlohmann::json& capabilities);
+// Of those, the devices out of service: unhealthy (an XID) or drained by an admin.
+// No free count includes them (gpus_free = advertised - in use - out of service).
+int out_of_service_gpus(const nlohmann::json& capabilities, const std::vector<int>& drained);
 
 // The cluster gauges of an overview in Prometheus text format.
 void render_cluster_metrics(const nlohmann::json& overview, Exposition& out);

@@ -24,10 +24,12 @@ json report_progress(JobService& jobs, const std::string& job_id, const json& bo
   }
   json data = body.contains("data") ? body["data"] : json(nullptr);
   if (!data.is_null() && !data.is_object()) throw invalid_field("data", "must be an object");
-  if (body.contains("message")) {
+  std::string message;  // JSON text of the string, "" = none
+  if (body.contains("message") && !body["message"].is_null()) {
     if (!body["message"].is_string()) throw invalid_field("message", "must be a string");
+    message = body["message"].dump();
     if (data.is_null()) data = json::object();
-    data["message"] = body["message"];
+    data["message"] = body["message"];  // also where releases before the `message` field put it
   }
   if (!value && data.is_null()) throw invalid_field("progress", "progress, data or message is required");
   std::string worker;
@@ -39,7 +41,8 @@ json report_progress(JobService& jobs, const std::string& job_id, const json& bo
   const auto queue = jobs.store().queue_of(job_id);
   if (!queue) throw job_not_found(job_id);
   ProgressStore store = jobs.store().progress();
-  const auto outcome = store.report(*queue, job_id, worker, value, data.is_null() ? std::string() : data.dump(), default_visibility_ms);
+  const auto outcome = store.report(*queue, job_id, worker, value, data.is_null() ? std::string() : data.dump(), default_visibility_ms,
+                                     message);
   if (outcome.kind == ProgressOutcome::Kind::not_found) throw job_not_found(job_id);
   // As ACK: a worker that does not hold the job neither writes its progress nor extends it.
   if (outcome.kind == ProgressOutcome::Kind::conflict)
@@ -59,6 +62,7 @@ json read_progress(JobService& jobs, const std::string& job_id) {
           {"state", job.value("state", "")},
           {"progress", job.contains("progress") ? job["progress"] : json(nullptr)},
           {"data", job.contains("progress_data") ? job["progress_data"] : json(nullptr)},
+          {"message", job.contains("progress_message") ? job["progress_message"] : json(nullptr)},
           {"updated_at", job.contains("progress_updated_at") ? job["progress_updated_at"] : json(nullptr)}};
 }
 

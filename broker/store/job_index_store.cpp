@@ -34,6 +34,50 @@ std::vector<std::string> JobIndexStore::delayed(const std::string& queue, int li
   return ids({"ZRANGE", keys::delayed(queue), "0", std::to_string(limit - 1)});
 }
 
+long long JobIndexStore::count(const std::string& queue, const std::string& index) {
+  const auto key = index == "active" ? keys::active(queue) : index == "dead" ? keys::dead(queue) : keys::delayed(queue);
+  return redis_.command({"ZCARD", key}).integer;
+}
+
+std::pair<long long, long long> JobIndexStore::delayed_split(const std::string& queue, int limit) {
+  const auto total = count(queue, "delayed");
+  const auto listed = delayed(queue, limit);
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& id : listed) cmds.push_back({"HGET", keys::job(queue, id), "state"});
+  long long retryable = 0;
+  if (!cmds.empty())
+    for (const auto& reply : redis_.pipeline(cmds))
+      if (!reply.is_nil() && reply.str == "retryable") ++retryable;
+  return {total - retryable, retryable};
+}
+
+std::vector<std::string> JobIndexStore::finished(const std::string& queue, const std::string& state, std::int64_t since_ms,
+                                                 int limit) {
+  return ids({"ZREVRANGEBYSCORE", keys::finished(queue, state), "+inf", std::to_string(since_ms), "LIMIT", "0",
+              std::to_string(limit)});
+}
+
+long long JobIndexStore::finished_count(const std::string& queue, const std::string& state, std::int64_t since_ms) {
+  return redis_.command({"ZCOUNT", keys::finished(queue, state), std::to_string(since_ms), "+inf"}).integer;
+}
+
+long long JobIndexStore::trim_finished(const std::string& queue, const std::string& state, std::int64_t cutoff_ms,
+                                       long long max_jobs) {
+  const auto key = keys::finished(queue, state);
+  const auto replies = redis_.pipeline({{"ZREMRANGEBYSCORE", key, "-inf", "(" + std::to_string(cutoff_ms)},
+                                        {"ZREMRANGEBYRANK", key, "0", std::to_string(-max_jobs - 1)}});
+  return replies[0].integer + replies[1].integer;
+}
+
+std::vector<std::string> JobIndexStore::purge_finished(const std::string& queue, const std::string& state, std::int64_t before_ms,
+                                                       int limit) {
+  std::vector<std::string> out;
+  const auto reply = redis_.eval("purge_finished", {keys::finished_prefix(queue), keys::job_prefix(queue), keys::dead(queue)},
+                                 {state, std::to_string(before_ms), std::to_string(limit)});
+  for (const auto& e : reply.elements) out.push_back(e.str);
+  return out;
+}
+
 std::vector<std::string> JobIndexStore::ids(const std::vector<std::string>& command) {
   std::vector<std::string> out;
   for (const auto& e : redis_.command(command).elements) out.push_back(e.str);

@@ -1,7 +1,10 @@
 // Reads of a queue's job indexes for listings (admin job listing): ids in the
-// order of each index, never the job hashes (JobStore::get_many reads those).
+// order of each index, never the job hashes (JobStore::get_many reads those);
+// and the upkeep of the finished index (retention trim, purge).
 #pragma once
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broker/store/job_store.hpp"
@@ -16,6 +19,22 @@ class JobIndexStore {
   std::vector<std::string> active(const std::string& queue, int limit);     // soonest visibility deadline first
   std::vector<std::string> dead(const std::string& queue, int limit);       // newest first
   std::vector<std::string> delayed(const std::string& queue, int limit);    // scheduled and retryable, soonest first
+  // The size of the active, delayed or dead index (the listing's totals).
+  long long count(const std::string& queue, const std::string& index);
+  // [admin] scheduled and retryable among the delayed jobs: the state of each of the
+  // first `limit` is read (the rest, past the bound, count as scheduled).
+  std::pair<long long, long long> delayed_split(const std::string& queue, int limit);
+
+  // [admin] Finished jobs of one terminal state (keys.hpp finished), newest first,
+  // finished at or after `since_ms`; the count is of the same range.
+  std::vector<std::string> finished(const std::string& queue, const std::string& state, std::int64_t since_ms, int limit);
+  long long finished_count(const std::string& queue, const std::string& state, std::int64_t since_ms);
+  // Index entries past the retention (finished before cutoff_ms, or beyond the newest
+  // max_jobs) leave the index; the jobs stay. Returns the entries dropped.
+  long long trim_finished(const std::string& queue, const std::string& state, std::int64_t cutoff_ms, long long max_jobs);
+  // purge_finished.lua: up to `limit` jobs of the state finished before `before_ms`
+  // are deleted; returns their ids (the caller drops them from the job directory).
+  std::vector<std::string> purge_finished(const std::string& queue, const std::string& state, std::int64_t before_ms, int limit);
 
  private:
   std::vector<std::string> ids(const std::vector<std::string>& command);

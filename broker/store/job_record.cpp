@@ -20,6 +20,7 @@ constexpr const char* kTimestampFields[] = {"created_at",   "enqueued_at",  "sta
 // Hash fields holding JSON text written by the broker.
 constexpr const char* kJsonFields[] = {"result", "error", "errors", "last_checkpoint", "checkpoints",
                                        "ext_ml_assigned_devices", "preemption", "progress", "progress_data",
+                                       "progress_message",  // a JSON string
                                        "parent_results"};  // [workflows] results of the steps before
 }  // namespace
 
@@ -111,6 +112,7 @@ std::optional<JobRecord::Load> JobRecord::load_on(const std::string& worker_id) 
   doc["id"] = id();
   load.labels = ml::job_labels(doc);
   load.anti_affinity = ml::job_anti_affinity(doc);
+  load.gpu_memory_gb = ml::job_gpu_memory_gb(doc);
   return load;
 }
 

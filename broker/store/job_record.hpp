@@ -27,14 +27,16 @@ struct JobRecord {
   int attempt() const;
 
   // What the job weighs on a worker that holds it: the GPUs and devices it took
-  // there (a gang member's own share), the labels anti-affinity reads and its own
-  // anti-affinity rules (from the document, ml::job_labels / ml::job_anti_affinity). nullopt when `worker_id` does not hold it: another
+  // there (a gang member's own share), the labels anti-affinity reads, its own
+  // anti-affinity rules (ml::job_labels / ml::job_anti_affinity) and the GPU memory it
+  // declared (ml::job_gpu_memory_gb). nullopt when `worker_id` does not hold it: another
   // worker does, or it ended. Needs the fields WorkerStore reads for its held sets.
   struct Load {
     int gpus = 0;
     std::vector<int> devices;
     ml::Labels labels;
     std::vector<ml::AffinityRule> anti_affinity;
+    std::optional<double> gpu_memory_gb;  // per device, as declared (ml::job_gpu_memory_gb)
   };
   std::optional<Load> load_on(const std::string& worker_id) const;
   // Its priority class rank (spot 0, on-demand 1, reserved 2) from its rank_base, which

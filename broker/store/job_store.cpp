@@ -14,7 +14,9 @@
 #include "broker/store/preemption_store.hpp"
 #include "broker/store/priority_score.hpp"
 #include "broker/store/progress_store.hpp"
+#include "broker/store/stats_history_store.hpp"
 #include "broker/store/unique_store.hpp"
+#include "ojs/core/time.hpp"
 
 namespace ojs::broker {
 
@@ -28,6 +30,7 @@ TransitionStatus status_of(const std::string& word) {
   if (word == "extended") return TransitionStatus::extended;
   if (word == "duplicate") return TransitionStatus::duplicate;
   if (word == "paused") return TransitionStatus::paused;
+  if (word == "queue_full") return TransitionStatus::queue_full;  // [backpressure]
   throw std::runtime_error("unexpected script status: " + word);
 }
 
@@ -59,9 +62,12 @@ std::vector<std::string> queue_directory_entry(const std::string& queue) {
   return {"HSETNX", keys::queue_directory, queue, std::to_string(time(nullptr) * 1000LL)};
 }
 
-// [workflows] A job transition's keys followed by those that advance its workflow.
-std::vector<std::string> with_workflow_keys(std::vector<std::string> script_keys, const std::string& queue) {
+// [workflows] A job transition's keys followed by those that advance its workflow,
+// then the keys the script declares after them (`after`).
+std::vector<std::string> with_workflow_keys(std::vector<std::string> script_keys, const std::string& queue,
+                                            std::vector<std::string> after = {}) {
   for (auto& k : keys::workflow_transition_keys(queue)) script_keys.push_back(std::move(k));
+  for (auto& k : after) script_keys.push_back(std::move(k));
   return script_keys;
 }
 
@@ -114,6 +120,7 @@ UniqueStore JobStore::unique() { return UniqueStore(redis_); }
 CronStore JobStore::crons() { return CronStore(redis_); }
 ProgressStore JobStore::progress() { return ProgressStore(redis_); }
 JobIndexStore JobStore::index() { return JobIndexStore(redis_); }
+StatsHistoryStore JobStore::stats_history() { return StatsHistoryStore(redis_); }
 
 Transition JobStore::transition_from(const RedisValue& reply) {
   Transition t;
@@ -214,7 +221,7 @@ Transition JobStore::push(const BatchJob& job, const PushInOneTrip& single) {
                                                    {keys::job(q, job.id), keys::classes(q), keys::classes_version(q),
                                                     keys::ready(q, job.class_id), keys::delayed(q), keys::seq(q), keys::events(q),
                                                     keys::escalations(q), keys::reservation_waits(q), keys::class_heads(q),
-                                                    keys::config(q)},
+                                                    keys::config(q), keys::ready_prefix(q)},
                                                    args));
   if (t.status != TransitionStatus::ok) return t;
   // The script replies with what it decided (state, timestamps); the rest of the
@@ -290,6 +297,7 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
                                       keys::stats(queue),           keys::rate_window(queue), keys::class_heads(queue),
                                       keys::held(queue, worker_id)};
   claim_keys = with_workflow_keys(std::move(claim_keys), queue);  // [workflows] an expired step ends it
+  claim_keys.push_back(keys::finished_prefix(queue));             // [admin] 28: an expired job is finished
   // One line per eligible class, parsed by claim.lua only for the classes it looks at.
   std::string lines;
   double max_bonus = eligible.empty() ? 0 : eligible.front().bonus;
@@ -324,7 +332,7 @@ Transition JobStore::ack(const std::string& queue, const std::string& id, const 
                                              with_workflow_keys({keys::job(queue, id), keys::active(queue), keys::stats(queue),
                                                                  keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
                                                                  keys::held_prefix(queue)},
-                                                                queue),
+                                                                queue, {keys::finished_prefix(queue)}),
                                              {result_json, worker_id}));
   if (t.status == TransitionStatus::ok) hints().forget_claimed(redis_.endpoint().describe() + '|' + id);
   return t;
@@ -340,7 +348,7 @@ Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome,
                                                          keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
                                                          keys::preempting(queue), keys::ready(queue, snapshot.get("class")),
                                                          keys::seq(queue), keys::held_prefix(queue)},
-                                                        queue),
+                                                        queue, {keys::finished_prefix(queue)}),
                                      {std::to_string(snapshot.attempt()), outcome, std::to_string(due_ms), error_json,
                                       errors_json, require_expired ? "1" : "0", worker_id}));
   if (t.status == TransitionStatus::ok) hints().forget_claimed(redis_.endpoint().describe() + '|' + snapshot.id());
@@ -352,7 +360,7 @@ Transition JobStore::cancel(const std::string& queue, const std::string& id) {
                                      with_workflow_keys({keys::job(queue, id), keys::ready_prefix(queue), keys::delayed(queue),
                                                          keys::active(queue), keys::stats(queue), keys::events(queue),
                                                          keys::ledger(queue), keys::tenant_ledger(queue)},
-                                                        queue),
+                                                        queue, {keys::finished_prefix(queue)}),
                                      {}));
 }
 
@@ -392,11 +400,14 @@ std::optional<std::vector<std::string>> JobStore::expiring_entry(const BatchJob&
 }
 
 long long JobStore::promote(const std::string& queue) {
-  return redis_.eval("promote", with_workflow_keys({keys::stats(queue), keys::events(queue)}, queue), {}).integer;
+  return redis_.eval("promote", with_workflow_keys({keys::stats(queue), keys::events(queue)}, queue, {keys::finished_prefix(queue)}), {})
+      .integer;
 }
 
 JobStore::ExpirySweep JobStore::sweep_expired(const std::string& queue, int limit) {
-  const auto reply = redis_.eval("expire_sweep", with_workflow_keys({keys::expiring(queue), keys::stats(queue), keys::events(queue)}, queue),
+  const auto reply = redis_.eval("expire_sweep",
+                                 with_workflow_keys({keys::expiring(queue), keys::stats(queue), keys::events(queue)}, queue,
+                                                    {keys::finished_prefix(queue)}),
                                  {std::to_string(limit)});
   if (reply.elements.size() < 2) throw std::runtime_error("malformed expire_sweep reply");
   return {reply.elements[0].integer, reply.elements[1].integer};
@@ -469,7 +480,7 @@ long long JobStore::dead_letter_size(const std::string& queue) {
 Transition JobStore::dead_letter_action(const std::string& queue, const std::string& id, const std::string& action) {
   return transition_from(redis_.eval("dead_letter",
                                      {keys::job(queue, id), keys::dead(queue), keys::ready_prefix(queue), keys::seq(queue),
-                                      keys::events(queue), keys::class_heads(queue)},
+                                      keys::events(queue), keys::class_heads(queue), keys::finished_prefix(queue)},
                                      {id, action}));
 }
 
@@ -526,7 +537,8 @@ bool JobStore::delete_queue_if_empty(const std::string& queue) {
                                     keys::stats(queue), keys::events(queue), keys::ledger(queue),
                                     keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::preempting(queue),
                                     keys::escalations(queue), keys::reservation_waits(queue), keys::class_heads(queue),
-                                    keys::rate_window(queue), keys::expiring(queue)};
+                                    keys::rate_window(queue), keys::expiring(queue), keys::finished(queue, "completed"),
+                                    keys::finished(queue, "discarded"), keys::finished(queue, "cancelled")};
   // Out of the directory first: a PUSH racing the delete re-adds it (reserve_id) and
   // then the script sees its job and refuses.
   redis_.command({"HDEL", keys::queue_directory, queue});
@@ -549,9 +561,12 @@ std::map<std::string, long long> JobStore::queue_counts(const std::string& queue
   std::vector<std::vector<std::string>> cmds;
   for (const auto& [id, _] : classes.classes) cmds.push_back({"ZCARD", keys::ready(queue, id)});
   cmds.push_back({"ZCARD", keys::active(queue)});
-  cmds.push_back({"ZCARD", keys::delayed(queue)});
   cmds.push_back({"ZCARD", keys::dead(queue)});
-  cmds.push_back({"HGETALL", keys::stats(queue)});
+  // The named counters only: the stats hash also holds the per-minute rollup (m<minute>:<what>).
+  static const char* const kCounters[] = {"completed", "discarded", "cancelled", "preempted"};
+  std::vector<std::string> hmget{"HMGET", keys::stats(queue)};
+  hmget.insert(hmget.end(), std::begin(kCounters), std::end(kCounters));
+  cmds.push_back(std::move(hmget));
   auto replies = redis_.pipeline(cmds);
   std::map<std::string, long long> counts;
   long long available = 0;
@@ -559,11 +574,17 @@ std::map<std::string, long long> JobStore::queue_counts(const std::string& queue
   for (; i < classes.classes.size(); ++i) available += replies[i].integer;
   counts["available"] = available;
   counts["active"] = replies[i++].integer;
-  counts["delayed"] = replies[i++].integer;
   counts["dead_letter"] = replies[i++].integer;
   const auto& stats = replies[i].elements;
-  for (const char* k : {"completed", "discarded", "cancelled"}) counts[k] = 0;
-  for (std::size_t s = 0; s + 1 < stats.size(); s += 2) counts[stats[s].str] = std::stoll(stats[s + 1].str);
+  for (std::size_t s = 0; s < std::size(kCounters); ++s) {
+    const bool set = s < stats.size() && !stats[s].is_nil();
+    if (set || s < 3) counts[kCounters[s]] = set ? std::stoll(stats[s].str) : 0;  // preempted only once counted
+  }
+  // [admin] scheduled and retryable share the delayed index (ojs-admin-api.md §6.1 counts them apart).
+  const auto [scheduled, retryable] = index().delayed_split(queue, kDelayedSplitScan);
+  counts["scheduled"] = scheduled;
+  counts["retryable"] = retryable;
+  counts["delayed"] = scheduled + retryable;  // the name before issue 28, kept for one release
   return counts;
 }
 
@@ -579,9 +600,20 @@ std::map<std::string, long long> JobStore::ready_counts(const std::string& queue
 }
 
 bool JobStore::set_paused(const std::string& queue, bool paused) {
-  if (paused) redis_.command({"SET", keys::paused(queue), "1"});
+  // The value is when it was paused (ms): a second pause keeps the first time (NX).
+  if (paused) redis_.command({"SET", keys::paused(queue), std::to_string(now_ms()), "NX"});
   else redis_.command({"DEL", keys::paused(queue)});
   return paused;
+}
+
+std::optional<std::int64_t> JobStore::paused_at(const std::string& queue) {
+  const auto v = redis_.command({"GET", keys::paused(queue)});
+  if (v.is_nil()) return std::nullopt;
+  try {
+    return std::stoll(v.str);
+  } catch (const std::exception&) {
+    return 0;  // paused by a broker that stored "1": the time is unknown
+  }
 }
 
 bool JobStore::is_paused(const std::string& queue) {

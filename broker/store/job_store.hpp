@@ -19,6 +19,7 @@ class UniqueStore;
 class CronStore;
 class ProgressStore;
 class JobIndexStore;
+class StatsHistoryStore;
 
 struct EligibleClass {
   std::string id;
@@ -42,11 +43,11 @@ struct ClassSet {
   std::map<std::string, std::string> classes;  // class id -> canonical JSON
 };
 
-enum class TransitionStatus { ok, not_found, conflict, stale, extended, duplicate, paused };
+enum class TransitionStatus { ok, not_found, conflict, stale, extended, duplicate, paused, queue_full };
 
 struct Transition {
   TransitionStatus status = TransitionStatus::ok;
-  std::string detail;  // current state on conflict, current attempt on stale
+  std::string detail;  // current state on conflict, current attempt on stale, "depth bound strategy" on queue_full
   JobRecord job;
 };
 
@@ -120,8 +121,9 @@ struct PushInOneTrip {
 };
 
 struct BatchOutcome {
-  TransitionStatus status = TransitionStatus::ok;  // ok or duplicate (nothing stored)
+  TransitionStatus status = TransitionStatus::ok;  // ok, duplicate or queue_full (nothing stored of that queue)
   std::string duplicate_id;
+  std::string full_queue, full_detail;  // [backpressure] queue_full: the queue and "depth bound strategy"
   std::vector<JobRecord> jobs;  // request order
 };
 
@@ -230,10 +232,16 @@ class JobStore {
   // Deletes an empty queue (no job waiting, running, scheduled or dead-lettered)
   // and its keys; returns false (nothing deleted) when it is not empty.
   bool delete_queue_if_empty(const std::string& queue);
+  // By state: available, active, scheduled, retryable, dead_letter, completed, discarded,
+  // cancelled (preempted once counted; delayed = scheduled + retryable, kept for one release).
+  // scheduled/retryable read the state of the first kDelayedSplitScan delayed jobs; past
+  // that bound the rest count as scheduled.
   std::map<std::string, long long> queue_counts(const std::string& queue);
+  static constexpr int kDelayedSplitScan = 10000;
   std::map<std::string, long long> ready_counts(const std::string& queue, const ClassSet& classes);  // per class
   bool set_paused(const std::string& queue, bool paused);
   bool is_paused(const std::string& queue);
+  std::optional<std::int64_t> paused_at(const std::string& queue);  // ms; nullopt when not paused
   bool queue_exists(const std::string& queue);
   void register_queue(const std::string& queue);  // into the directory (no-op when known)
 
@@ -251,6 +259,7 @@ class JobStore {
   CronStore crons();
   ProgressStore progress();
   JobIndexStore index();
+  StatsHistoryStore stats_history();
 
   // A transition script's reply: {status, job fields | detail}.
   static Transition transition_from(const RedisValue& reply);

@@ -24,7 +24,11 @@ BatchOutcome JobStore::push_batch(const std::vector<BatchJob>& jobs) {
     std::vector<BatchJob> part;
     for (const auto i : positions) part.push_back(jobs[i]);
     auto stored = push_batch_of_queue(part);
-    if (stored.status == TransitionStatus::duplicate) return stored;  // a concurrent PUSH took the id since
+    if (stored.status == TransitionStatus::queue_full)  // [backpressure] the ids of this queue's part are free again
+      for (const auto& j : part) forget(j.id);
+    // A concurrent PUSH took the id since, or the queue is full: the parts of other
+    // queues stored before stay (each queue's part is atomic, a batch over queues is not).
+    if (stored.status != TransitionStatus::ok) return stored;
     for (std::size_t k = 0; k < positions.size(); ++k) out.jobs[positions[k]] = std::move(stored.jobs[k]);
   }
   return out;
@@ -44,12 +48,20 @@ BatchOutcome JobStore::push_batch_of_queue(const std::vector<BatchJob>& jobs) {
       args.push_back(a);
     append_fields(args, j.fields);
   }
+  keys.push_back(keys::ready_prefix(jobs.front().queue));  // [backpressure] the queue's depth and bound
+  keys.push_back(keys::config(jobs.front().queue));
   std::vector<std::vector<std::string>> expiring;  // ahead of the script, as for a single PUSH
   for (const auto& j : jobs)
     if (auto entry = expiring_entry(j)) expiring.push_back(std::move(*entry));
   const auto reply = redis_.eval_after(expiring, "push_batch", keys, args);
   BatchOutcome out;
   if (reply.type != RedisValue::Type::array || reply.elements.size() < 2) throw std::runtime_error("malformed push_batch reply");
+  if (reply.elements[0].str == "queue_full") {
+    out.status = TransitionStatus::queue_full;
+    out.full_queue = jobs.front().queue;
+    out.full_detail = reply.elements[1].str;
+    return out;
+  }
   if (reply.elements[0].str == "duplicate") {
     out.status = TransitionStatus::duplicate;
     out.duplicate_id = reply.elements[1].str;

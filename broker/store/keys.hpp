@@ -32,7 +32,12 @@ inline std::string classes_version(const std::string& queue) { return queue_pref
 inline std::string delayed(const std::string& queue) { return queue_prefix(queue) + "delayed"; }  // zset id -> due ms
 inline std::string active(const std::string& queue) { return queue_prefix(queue) + "active"; }    // zset id -> visibility deadline ms
 inline std::string dead(const std::string& queue) { return queue_prefix(queue) + "dead"; }        // zset id -> dead-lettered at ms
-inline std::string stats(const std::string& queue) { return queue_prefix(queue) + "stats"; }      // hash counters
+inline std::string stats(const std::string& queue) { return queue_prefix(queue) + "stats"; }      // hash counters, m<minute>:<what> rollup
+// [admin] Finished jobs by terminal state (completed, discarded, cancelled), for the
+// admin listing: zset id -> finished at ms, written by the script that finishes the
+// job (_lib.lua job_finished), trimmed to the queue's retention by the broker.
+inline std::string finished_prefix(const std::string& queue) { return queue_prefix(queue) + "finished:"; }  // + state
+inline std::string finished(const std::string& queue, const std::string& state) { return finished_prefix(queue) + state; }
 inline std::string paused(const std::string& queue) { return queue_prefix(queue) + "paused"; }    // string, present while paused
 inline std::string seq(const std::string& queue) { return queue_prefix(queue) + "seq"; }          // string, FIFO sequence
 inline std::string events(const std::string& queue) { return queue_prefix(queue) + "events"; }    // stream (capped)
@@ -87,6 +92,8 @@ inline std::string worker(const std::string& id) { return "ojs:{_global}:worker:
 // The queues where a worker may hold jobs (their held:<worker> sets): added by the
 // worker's contact before it can claim there, dropped when the worker is forgotten.
 inline std::string worker_queues(const std::string& id) { return "ojs:{_global}:worker:" + id + ":queues"; }  // set of queues
+// The devices an admin drained on the worker (no new job is placed on them), by index.
+inline std::string worker_drained(const std::string& id) { return "ojs:{_global}:worker:" + id + ":drained"; }  // set of indices
 // Before the held sets: hash job id -> load JSON, written by the broker after each
 // claim. Only read now, to fold what an older broker left into the held sets (legacy_keys.cpp).
 inline std::string legacy_worker_jobs(const std::string& id) { return "ojs:{_global}:worker:" + id + ":jobs"; }

@@ -8,7 +8,7 @@ namespace ojs::broker {
 
 ProgressOutcome ProgressStore::report(const std::string& queue, const std::string& id, const std::string& worker_id,
                                       std::optional<double> progress, const std::string& data_json,
-                                      std::int64_t default_visibility_ms) {
+                                      std::int64_t default_visibility_ms, const std::string& message_json) {
   std::string value;
   if (progress) {
     char buf[32];
@@ -16,7 +16,7 @@ ProgressOutcome ProgressStore::report(const std::string& queue, const std::strin
     value = buf;
   }
   const auto reply = redis_.eval("progress", {keys::job(queue, id), keys::active(queue), keys::events(queue)},
-                                 {id, worker_id, value, data_json, std::to_string(default_visibility_ms)});
+                                 {id, worker_id, value, data_json, std::to_string(default_visibility_ms), message_json});
   ProgressOutcome out;
   const auto& word = reply.elements.at(0).str;
   if (word == "not_found") out.kind = ProgressOutcome::Kind::not_found;

@@ -18,7 +18,8 @@ class ProgressStore {
  public:
   explicit ProgressStore(RedisPool& redis) : redis_(redis) {}
   ProgressOutcome report(const std::string& queue, const std::string& id, const std::string& worker_id,
-                         std::optional<double> progress, const std::string& data_json, std::int64_t default_visibility_ms);
+                         std::optional<double> progress, const std::string& data_json, std::int64_t default_visibility_ms,
+                         const std::string& message_json = {});  // a JSON string, "" = none
 
  private:
   RedisPool& redis_;

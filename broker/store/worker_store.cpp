@@ -12,6 +12,19 @@ namespace {
 const std::string& kWorkers = keys::workers;
 std::string worker_key(const std::string& id) { return keys::worker(id); }
 
+// Device indices of a SMEMBERS reply, ascending.
+std::vector<int> device_indices(const RedisValue& members) {
+  std::vector<int> out;
+  for (const auto& m : members.elements) {
+    try {
+      out.push_back(std::stoi(m.str));
+    } catch (const std::exception&) {  // only set_device_drained writes there
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 WorkerInfo from_hash(const std::string& id, const RedisValue& v) {
   WorkerInfo w;
   w.id = id;
@@ -24,7 +37,8 @@ WorkerInfo from_hash(const std::string& id, const RedisValue& v) {
     else if (k == "queues") {
       auto q = nlohmann::json::parse(val, nullptr, false);
       if (q.is_array()) w.queues = q.get<std::vector<std::string>>();
-    }
+    } else if (k.rfind("q:", 0) == 0) w.fetched_queues.push_back(k.substr(2));
+    else if (k == "hostname") w.hostname = val;
   }
   if (w.capabilities.is_discarded()) w.capabilities = nullptr;
   return w;
@@ -41,6 +55,15 @@ std::vector<std::string> touch_command(const std::string& worker_id, const std::
   if (queues_json) {
     hset.push_back("queues");
     hset.push_back(*queues_json);
+    // [admin] Every queue it ever fetched from, as fields q:<name> -> last named (ms): the
+    // admin listing's `queues` (bounded by --max-queues; dropped with the hash).
+    const auto named = nlohmann::json::parse(*queues_json, nullptr, false);
+    if (named.is_array())
+      for (const auto& q : named)
+        if (q.is_string()) {
+          hset.push_back("q:" + q.get<std::string>());
+          hset.push_back(now);
+        }
   }
   return hset;
 }
@@ -58,7 +81,8 @@ WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const st
     }
   std::vector<std::vector<std::string>> cmds{touch_command(worker_id, capabilities_json, queues_json, now),
                                              {"ZADD", kWorkers, now, worker_id},
-                                             {"HMGET", worker_key(worker_id), "state", "terminated_by"}};
+                                             {"HMGET", worker_key(worker_id), "state", "terminated_by"},
+                                             {"SMEMBERS", keys::worker_drained(worker_id)}};
   if (!register_queues.empty()) {  // before any claim there can list a job in the queue's held set
     std::vector<std::string> sadd{"SADD", keys::worker_queues(worker_id)};
     sadd.insert(sadd.end(), register_queues.begin(), register_queues.end());
@@ -74,6 +98,7 @@ WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const st
   const auto& directive = replies[2].elements;
   c.state = directive.empty() || directive[0].is_nil() ? "running" : directive[0].str;
   if (directive.size() > 1 && !directive[1].is_nil()) c.terminated_by = directive[1].str;
+  c.drained_devices = device_indices(replies[3]);
   c.guards = guard_marks_from(replies[guards_at], replies[guards_at + 1]);
   HeldRead read = held_from(worker_id, read_queues, replies, held_at);
   c.queues = std::move(read.listed);
@@ -98,20 +123,38 @@ std::string WorkerStore::deliver_directive(const std::string& worker_id, const s
   return redis_.eval("deliver_directive", {worker_key(worker_id)}, {incarnation, idle ? "1" : "0"}).str;
 }
 
+void WorkerStore::set_hostname(const std::string& worker_id, const std::string& hostname) {
+  redis_.command({"HSET", worker_key(worker_id), "hostname", hostname});
+}
+
+std::vector<int> WorkerStore::set_device_drained(const std::string& worker_id, int index, bool drained) {
+  const auto key = keys::worker_drained(worker_id);
+  const auto replies = redis_.pipeline({{drained ? "SADD" : "SREM", key, std::to_string(index)}, {"SMEMBERS", key}});
+  return device_indices(replies[1]);
+}
+
 std::optional<WorkerInfo> WorkerStore::get(const std::string& worker_id) {
-  auto v = redis_.command({"HGETALL", worker_key(worker_id)});
-  if (v.elements.empty()) return std::nullopt;
-  return from_hash(worker_id, v);
+  auto replies = redis_.pipeline({{"HGETALL", worker_key(worker_id)}, {"SMEMBERS", keys::worker_drained(worker_id)}});
+  if (replies[0].elements.empty()) return std::nullopt;
+  WorkerInfo w = from_hash(worker_id, replies[0]);
+  w.drained_devices = device_indices(replies[1]);
+  return w;
 }
 
 std::vector<WorkerInfo> WorkerStore::list() {
   auto ids = redis_.command({"ZRANGE", kWorkers, "0", "-1"});
   std::vector<std::vector<std::string>> cmds;
-  for (const auto& id : ids.elements) cmds.push_back({"HGETALL", worker_key(id.str)});
+  for (const auto& id : ids.elements) {
+    cmds.push_back({"HGETALL", worker_key(id.str)});
+    cmds.push_back({"SMEMBERS", keys::worker_drained(id.str)});
+  }
   std::vector<WorkerInfo> out;
   if (cmds.empty()) return out;
   auto replies = redis_.pipeline(cmds);
-  for (std::size_t i = 0; i < replies.size(); ++i) out.push_back(from_hash(ids.elements[i].str, replies[i]));
+  for (std::size_t i = 0; i + 1 < replies.size(); i += 2) {
+    out.push_back(from_hash(ids.elements[i / 2].str, replies[i]));
+    out.back().drained_devices = device_indices(replies[i + 1]);
+  }
   return out;
 }
 
@@ -125,7 +168,7 @@ std::vector<std::string> WorkerStore::silent_since(std::int64_t older_than_ms, i
 }
 
 bool WorkerStore::prune(const std::string& worker_id, std::int64_t silent_since_ms) {
-  return redis_.eval("prune_worker", {kWorkers, worker_key(worker_id), keys::worker_queues(worker_id)},
+  return redis_.eval("prune_worker", {kWorkers, worker_key(worker_id), keys::worker_queues(worker_id), keys::worker_drained(worker_id)},
                      {worker_id, std::to_string(silent_since_ms)}).integer == 1;
 }
 
@@ -223,8 +266,8 @@ HeldState WorkerStore::verify(const std::string& worker_id, HeldRead read) {
       fixes.push_back({"SADD", keys::worker_queues(worker_id), queue});
       fixes.push_back({"SADD", keys::held(queue, worker_id), id});
     }
-    out.load.active.push_back({id, load->gpus, load->labels, load->anti_affinity});
-    out.load.hold(load->devices);
+    out.load.active.push_back({id, load->gpus, load->labels, load->anti_affinity, load->gpu_memory_gb});
+    out.load.hold(load->devices, load->gpu_memory_gb);
     if (const auto deadline = job.get_int("preempt_deadline"))
       out.preempting.push_back({id, *deadline, job.get("preempt_checkpoint") == "1", job.get("preempted_for")});
   }

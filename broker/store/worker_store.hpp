@@ -22,7 +22,10 @@ struct WorkerInfo {
   std::string state = "running";  // running | quiet | terminate | drain (admin: quiet, then terminate once idle)
   std::int64_t last_seen_ms = 0;
   nlohmann::json capabilities;     // null when the worker never sent any
-  std::vector<std::string> queues;
+  std::vector<std::string> queues;          // the last FETCH's
+  std::vector<std::string> fetched_queues;  // [admin] every queue it fetched from
+  std::string hostname;                     // as the worker sent it ("" = never)
+  std::vector<int> drained_devices;  // by an admin (keys.hpp worker_drained), ascending
 };
 
 // A job on the worker that the preemption controller marked (preempt.lua).
@@ -59,13 +62,19 @@ class WorkerStore {
     HeldState held;
     GuardMarks guards;  // read in the same pipeline: FETCH's capacity guards need no round trip of their own
     std::vector<std::string> queues;  // the worker's queue list as read
+    std::vector<int> drained_devices;  // devices an admin drained: no new job goes there
   };
   Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::string* queues_json,
                   const std::vector<std::string>& claim_queues, const std::vector<std::string>& known_queues);
+  // [admin] The hostname a worker sent (heartbeat or FETCH `hostname`), shown by the admin listing.
+  void set_hostname(const std::string& worker_id, const std::string& hostname);
   // set_worker_state.lua: false (and nothing written) when the worker is unknown.
   bool set_state(const std::string& worker_id, const std::string& state);
   // deliver_directive.lua: the state a contact of a terminate or drain worker is told.
   std::string deliver_directive(const std::string& worker_id, const std::string& incarnation, bool idle);
+  // Per-GPU drain: adds the device to (or takes it from) the worker's drained set; the
+  // set as it is after.
+  std::vector<int> set_device_drained(const std::string& worker_id, int index, bool drained);
   std::optional<WorkerInfo> get(const std::string& worker_id);
   std::vector<WorkerInfo> list();
   // Ids silent since older_than_ms (at most `limit`, 0 = all).

@@ -1,5 +1,7 @@
 #include "broker/store/workflow_store.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "broker/store/keys.hpp"
@@ -69,6 +71,13 @@ bool WorkflowStore::create(const std::string& queue, const std::string& id, cons
   return refuse();
 }
 
+std::vector<std::string> WorkflowStore::ids() {
+  std::vector<std::string> out;
+  for (const auto& e : jobs_.redis().command({"HKEYS", keys::workflow_directory}).elements) out.push_back(e.str);
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
 std::optional<WorkflowRecord> WorkflowStore::get(const std::string& id) {
   auto& redis = jobs_.redis();
   const auto queue = redis.command({"HGET", keys::workflow_directory, id});
@@ -83,7 +92,7 @@ Transition WorkflowStore::cancel(const std::string& queue, const std::string& id
       "workflow_cancel",
       {keys::workflow(queue, id), keys::job_prefix(queue), keys::ready_prefix(queue), keys::delayed(queue),
        keys::active(queue), keys::stats(queue), keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
-       keys::workflow_dispatch(queue), keys::class_heads(queue)},
+       keys::workflow_dispatch(queue), keys::class_heads(queue), keys::finished_prefix(queue)},
       {id}));
 }
 

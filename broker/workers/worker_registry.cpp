@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <string_view>
 
+#include <spdlog/spdlog.h>
+
 #include "ojs/core/time.hpp"
+#include "ojs/ml/capabilities.hpp"
 
 namespace ojs::broker {
 
@@ -30,6 +33,14 @@ WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, co
   // Only a terminate the worker's incarnation has not yet been told, or a drain, needs the script.
   if (contact.state == "drain" || (contact.state == "terminate" && !incarnation.empty() && contact.terminated_by != incarnation))
     contact.state = store_.deliver_directive(worker_id, incarnation, contact.held.load.active.empty() && reported_jobs == 0);
+  // Cordon: checked when the capabilities are written (they changed, or 30 s passed),
+  // so an admin's resume holds until the worker reports its devices again.
+  if (write && capabilities && contact.state == "running" && calls_for_cordon(caps_json)) {
+    spdlog::warn("worker {}: {}% or more of its devices unhealthy: cordoned (quiet) until an admin resumes it", worker_id,
+                 static_cast<int>(cordon_share_ * 100));
+    store_.set_state(worker_id, "quiet");
+    contact.state = "quiet";
+  }
   std::lock_guard lock(profiles_mutex_);
   if (write) {  // remembered once Redis has it (a failed write is retried by the next contact)
     if (profiles_.size() >= kMaxProfiles && !profiles_.count(worker_id)) profiles_.clear();
@@ -38,6 +49,32 @@ WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, co
   if (queue_lists_.size() >= kMaxProfiles && !queue_lists_.count(worker_id)) queue_lists_.clear();
   queue_lists_[worker_id] = contact.queues;
   return contact;
+}
+
+void WorkerRegistry::note_hostname(const std::string& worker_id, const std::string& hostname) {
+  {
+    std::lock_guard lock(profiles_mutex_);
+    auto it = hostnames_.find(worker_id);
+    if (it != hostnames_.end() && it->second == hostname) return;
+  }
+  store_.set_hostname(worker_id, hostname);
+  std::lock_guard lock(profiles_mutex_);
+  if (hostnames_.size() >= kMaxProfiles && !hostnames_.count(worker_id)) hostnames_.clear();
+  hostnames_[worker_id] = hostname;
+}
+
+bool WorkerRegistry::calls_for_cordon(const std::string& capabilities_json) const {
+  if (cordon_share_ <= 0) return false;
+  const auto doc = nlohmann::json::parse(capabilities_json, nullptr, false);
+  if (!doc.is_object()) return false;
+  try {
+    const auto devices = ml::parse_capabilities(doc).devices;
+    if (devices.empty()) return false;
+    const auto unhealthy = std::count_if(devices.begin(), devices.end(), [](const ml::GpuDevice& d) { return !d.healthy; });
+    return unhealthy > 0 && static_cast<double>(unhealthy) >= cordon_share_ * static_cast<double>(devices.size()) - 1e-9;
+  } catch (const std::exception&) {  // FETCH answers bad capabilities with 400; a heartbeat's are not judged
+    return false;
+  }
 }
 
 std::vector<std::string> WorkerRegistry::known_queues(const std::string& worker_id) {
@@ -58,6 +95,7 @@ bool WorkerRegistry::forget(const std::string& worker_id, std::int64_t silent_si
   if (!store_.prune(worker_id, silent_since_ms)) return false;
   std::lock_guard lock(profiles_mutex_);
   queue_lists_.erase(worker_id);
+  hostnames_.erase(worker_id);
   return true;
 }
 

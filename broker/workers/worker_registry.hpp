@@ -38,8 +38,18 @@ class WorkerRegistry {
   Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::vector<std::string>& queues,
                   const std::string& incarnation, std::size_t reported_jobs = 0);
   static constexpr std::int64_t kResendProfileMs = 30000;
+  // [admin] Records the hostname a worker sent, written when it differs from what this
+  // broker last wrote for it (a worker sends it with every heartbeat).
+  void note_hostname(const std::string& worker_id, const std::string& hostname);
   // An admin's directive (running, quiet, terminate, drain); false when the worker is unknown.
   bool set_state(const std::string& worker_id, const std::string& state) { return store_.set_state(worker_id, state); }
+  // Per-GPU drain (admin): the worker's drained devices after the change.
+  std::vector<int> set_device_drained(const std::string& worker_id, int index, bool drained) {
+    return store_.set_device_drained(worker_id, index, drained);
+  }
+  // Cordon: a running worker whose capabilities show at least this share of its
+  // devices unhealthy is set quiet (--cordon-unhealthy-share; 0: never).
+  void set_cordon_share(double share) { cordon_share_ = share; }
   std::optional<WorkerInfo> get(const std::string& worker_id) { return store_.get(worker_id); }
   std::vector<WorkerInfo> list() { return store_.list(); }
   std::vector<std::string> stale(std::int64_t older_than_ms) { return store_.silent_since(older_than_ms); }
@@ -63,7 +73,10 @@ class WorkerRegistry {
 
  private:
   std::vector<std::string> known_queues(const std::string& worker_id);
+  // Whether capabilities (JSON text) show the cordon share of devices unhealthy.
+  bool calls_for_cordon(const std::string& capabilities_json) const;
   WorkerStore& store_;
+  double cordon_share_ = 1.0;
   // worker id -> (hash of the capabilities and queues last written, when): bounded,
   // starts over past kMaxProfiles (a miss only costs one full write).
   struct WrittenProfile {
@@ -76,6 +89,7 @@ class WorkerRegistry {
   // worker id -> its queue list as this broker last read it (same bound): which held
   // sets the next contact reads in its first round trip, and which queues it need not add.
   std::unordered_map<std::string, std::vector<std::string>> queue_lists_;
+  std::unordered_map<std::string, std::string> hostnames_;  // worker id -> hostname last written (same bound)
 };
 
 }  // namespace ojs::broker

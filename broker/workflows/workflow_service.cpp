@@ -145,6 +145,34 @@ json WorkflowService::create(const json& body) {
   return get(id);
 }
 
+json WorkflowService::list(int page, int per_page, const std::string& tenant_scope) {
+  const auto ids = store_.ids();
+  const std::size_t offset = static_cast<std::size_t>(page - 1) * per_page;
+  json items = json::array();
+  long long total = 0;
+  if (tenant_scope.empty()) {
+    total = static_cast<long long>(ids.size());
+    for (std::size_t i = offset; i < ids.size() && items.size() < static_cast<std::size_t>(per_page); ++i) {
+      try {
+        items.push_back(get(ids[i])["workflow"]);
+      } catch (const OjsError&) {  // gone since the directory was read
+      }
+    }
+  } else {
+    for (std::size_t i = 0; i < ids.size() && i < static_cast<std::size_t>(kListScan); ++i) {
+      json wf;
+      try {
+        wf = get(ids[i])["workflow"];
+      } catch (const OjsError&) {
+        continue;
+      }
+      if (wf.value("tenant", std::string()) != tenant_scope) continue;
+      if (static_cast<std::size_t>(total++) >= offset && items.size() < static_cast<std::size_t>(per_page)) items.push_back(std::move(wf));
+    }
+  }
+  return {{"items", items}, {"pagination", {{"total", total}, {"page", page}, {"per_page", per_page}}}};
+}
+
 json WorkflowService::get(const std::string& id) {
   auto record = store_.get(id);
   if (!record) throw not_found(id);

@@ -23,6 +23,10 @@ class WorkflowService {
 
   nlohmann::json create(const nlohmann::json& body);  // -> {"workflow": ...}; throws OjsError (400, 409, 422)
   nlohmann::json get(const std::string& id);          // -> {"workflow": ...}; 404
+  // [admin] {items[workflow], pagination{total, page, per_page}}, newest first; with a
+  // tenant scope only that tenant's (the first kListScan workflows are read to filter).
+  nlohmann::json list(int page, int per_page, const std::string& tenant_scope);
+  static constexpr int kListScan = 10000;
   nlohmann::json cancel(const std::string& id);       // -> {"workflow": ...}; 404, 409 when it has ended
   // Maintenance: enqueues batch callbacks left due by a broker that stopped
   // between a transition and its dispatch.

@@ -110,7 +110,8 @@ const std::vector<std::string>& system_managed_fields() {
   return fields;
 }
 
-RetryPolicy parse_retry_policy(const json& v, const std::string& field) {
+namespace {
+RetryPolicy parse_retry_fields(const json& v, const std::string& field) {
   if (!v.is_object()) throw invalid_field(field, "must be an object");
   RetryPolicy p;
   if (v.contains("max_attempts")) p.max_attempts = static_cast<int>(require_int(v["max_attempts"], field + ".max_attempts", 0, 1000000));
@@ -147,6 +148,18 @@ RetryPolicy parse_retry_policy(const json& v, const std::string& field) {
     p.backoff_type = bt.get<std::string>();
   }
   return p;
+}
+}  // namespace
+
+// A retry policy that breaks a rule is well-formed JSON the server will not run:
+// 422 validation_error (ojs-retry.md "MUST reject"; the level-1 cases expect 422),
+// where envelope format errors stay 400 invalid_request (ojs-http-binding.md §16.3).
+RetryPolicy parse_retry_policy(const json& v, const std::string& field) {
+  try {
+    return parse_retry_fields(v, field);
+  } catch (const OjsError& e) {
+    throw OjsError(ErrorCode::validation_error, e.what(), e.details());
+  }
 }
 
 std::int64_t retry_delay_ms(const RetryPolicy& p, int attempt, double unit_random) {

@@ -22,6 +22,7 @@ const char* to_string(ErrorCode code) {
     case ErrorCode::queue_paused: return "queue_paused";
     case ErrorCode::payload_too_large: return "payload_too_large";
     case ErrorCode::rate_limited: return "rate_limited";
+    case ErrorCode::queue_full: return "QUEUE_FULL";  // ojs-backpressure.md §7.1 and ojs-errors.md spell it so
     case ErrorCode::internal_error: return "internal_error";
     case ErrorCode::unavailable: return "backend_unavailable";
     case ErrorCode::backend_timeout: return "backend_timeout";
@@ -44,7 +45,8 @@ int http_status(ErrorCode code) {
     case ErrorCode::payload_too_large: return 413;
     case ErrorCode::validation_error:
     case ErrorCode::unsupported: return 422;
-    case ErrorCode::rate_limited: return 429;
+    case ErrorCode::rate_limited:
+    case ErrorCode::queue_full: return 429;
     case ErrorCode::internal_error: return 500;
     case ErrorCode::unavailable: return 503;
     case ErrorCode::backend_timeout: return 504;
@@ -53,7 +55,7 @@ int http_status(ErrorCode code) {
 }
 
 bool is_retryable(ErrorCode code) {
-  return code == ErrorCode::unavailable || code == ErrorCode::rate_limited ||
+  return code == ErrorCode::unavailable || code == ErrorCode::rate_limited || code == ErrorCode::queue_full ||
          code == ErrorCode::internal_error;
 }
 
@@ -65,7 +67,7 @@ const char* hint_for(ErrorCode code) {
     case ErrorCode::duplicate: return "A job with this id exists; omit the id to let the server generate one.";
     case ErrorCode::invalid_request:
     case ErrorCode::invalid_payload: return "Fix the field named in details and resend.";
-    case ErrorCode::validation_error: return "The queue's ml_limits refuse this job; see details.limit.";
+    case ErrorCode::validation_error: return "A rule refuses this value; details names the field and rule (or the queue limit).";
     case ErrorCode::unavailable: return "The backend store is unreachable; retry with backoff.";
     case ErrorCode::backend_timeout:
       return "The request may still take effect: do not resend it as it was. For a PUSH resend it with \"id\": details.job_id "
@@ -73,6 +75,7 @@ const char* hint_for(ErrorCode code) {
     case ErrorCode::unauthorized: return "Send 'Authorization: Bearer <token>'.";
     case ErrorCode::forbidden: return "Your token's role does not allow this operation.";
     case ErrorCode::rate_limited: return "Slow down and retry after the Retry-After interval.";
+    case ErrorCode::queue_full: return "The queue is at its max_depth; retry after the Retry-After interval, or send OJS-Block-Timeout to a block queue.";
     case ErrorCode::method_not_allowed: return "Use one of the methods listed in the Allow header.";
     default: return "See the broker's docs/http-api.md.";
   }
@@ -120,6 +123,9 @@ nlohmann::json OjsError::to_json() const {
       {"docs_url", std::string("https://openjobspec.org/errors#") + to_string(code_)},
   };
   if (details_->value.is_object() && !details_->value.empty()) err["details"] = details_->value;
+  if (code_ == ErrorCode::queue_full && details_->value.is_object())  // ojs-backpressure.md §7.1 puts them in the error
+    for (const char* key : {"queue", "depth", "bound", "strategy"})
+      if (details_->value.contains(key)) err[key] = details_->value[key];
   return {{"error", err}};
 }
 

@@ -114,12 +114,26 @@ DeviceAssignment assign_devices(const std::vector<GpuDevice>& devices, const std
   return out;
 }
 
-std::set<int> unavailable_devices(const std::vector<GpuDevice>& devices, const WorkerLoad& load) {
+double memory_charge_gb(const GpuDevice& d, std::optional<double> declared_gb) {
+  return declared_gb ? *declared_gb : d.memory_gb / std::max(1, d.max_jobs);
+}
+
+std::set<int> unavailable_devices(const std::vector<GpuDevice>& devices, const WorkerLoad& load,
+                                  const GpuRequirement& need) {
   std::set<int> out = load.busy_devices;
+  auto at = [](const auto& by_device, int index) -> double {
+    const auto it = by_device.find(index);
+    return it == by_device.end() ? 0.0 : static_cast<double>(it->second);
+  };
   for (const auto& d : devices) {
     const auto jobs = load.device_jobs.find(d.index);
-    if (d.max_jobs > 1 && jobs != load.device_jobs.end() && jobs->second < d.max_jobs) out.erase(d.index);
+    if (d.max_jobs <= 1 || jobs == load.device_jobs.end() || jobs->second >= d.max_jobs) continue;
+    const double held = at(load.device_memory_gb, d.index) + at(load.device_undeclared, d.index) * memory_charge_gb(d, {});
+    // 1e-9: sums of decimal gigabytes (42.75 + 42.75) must not miss an exact fit.
+    if (d.memory_gb > 0 && held + memory_charge_gb(d, need.memory_gb) > d.memory_gb + 1e-9) continue;
+    out.erase(d.index);
   }
+  out.insert(load.drained_devices.begin(), load.drained_devices.end());
   return out;
 }
 

@@ -241,7 +241,7 @@ Result free_gpus(const MatchContext& c) {
   if (need <= 0 || !c.load) return std::nullopt;
   const std::string summary = "have < " + std::to_string(need) + " free GPUs";
   if (!c.caps.devices.empty()) {
-    auto a = assign_devices(c.caps.devices, unavailable_devices(c.caps.devices, *c.load), c.req.hard.gpu, c.assignment);
+    auto a = assign_devices(c.caps.devices, unavailable_devices(c.caps.devices, *c.load, c.req.hard.gpu), c.req.hard.gpu, c.assignment);
     if (a.ok()) {
       if (c.devices_out) *c.devices_out = std::move(a.indices);
       return std::nullopt;

@@ -8,10 +8,20 @@
 
 namespace ojs::ml {
 
-void WorkerLoad::hold(const std::vector<int>& devices) {
+void WorkerLoad::hold(const std::vector<int>& devices, std::optional<double> memory_gb) {
   for (const int d : devices) {
     busy_devices.insert(d);
     ++device_jobs[d];
+    if (memory_gb) device_memory_gb[d] += *memory_gb;
+    else ++device_undeclared[d];
+  }
+}
+
+std::optional<double> job_gpu_memory_gb(const nlohmann::json& job) {
+  try {
+    return parse_requirements(job).hard.gpu.memory_gb;
+  } catch (const std::exception&) {  // accepted at PUSH; a document changed since weighs its fair share
+    return std::nullopt;
   }
 }
 
@@ -78,6 +88,7 @@ ActiveJob active_job_from(const nlohmann::json& job, int gpus) {
   a.gpus = gpus;
   a.labels = job_labels(job);
   a.anti_affinity = job_anti_affinity(job);
+  a.gpu_memory_gb = job_gpu_memory_gb(job);
   return a;
 }
 

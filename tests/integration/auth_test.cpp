@@ -129,7 +129,7 @@ TEST_F(Auth, BatchPushTakesOneRateTokenPerJob) {
   EXPECT_EQ(producer.post("/ojs/v1/jobs/batch", batch(15)).status, 201);
   r = producer.post("/ojs/v1/jobs/batch", batch(15));  // about 5 tokens left: refused whole, nothing taken
   EXPECT_EQ(r.status, 429) << r.body.dump();
-  EXPECT_EQ(admin.get("/ojs/v1/queues/auth-b/stats").body["queue"]["available"], 15) << "nothing of the refused batch enqueued";
+  EXPECT_EQ(admin.get("/ojs/v1/queues/auth-b/stats").body["stats"]["available"], 15) << "nothing of the refused batch enqueued";
   EXPECT_EQ(producer.post("/ojs/v1/jobs", job("auth-b")).status, 201);  // the refused batch took no tokens
 }
 

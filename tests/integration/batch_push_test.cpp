@@ -103,5 +103,5 @@ TEST_F(BatchPush, TenantHeaderFillsEveryJobsMetaTenantId) {
   auto refused = client.request("POST", "/ojs/v1/jobs/batch", json({{"jobs", {job("t.four", "batch-tenant"), other}}}).dump(), headers);
   EXPECT_EQ(refused.status, 400) << refused.body;
   EXPECT_EQ(json::parse(refused.body)["error"]["details"]["field"], "jobs[1].meta.tenant_id") << refused.body;
-  EXPECT_EQ(api.get("/ojs/v1/queues/batch-tenant/stats").body["queue"]["available"], 2) << "nothing of the refused batch is stored";
+  EXPECT_EQ(api.get("/ojs/v1/queues/batch-tenant/stats").body["stats"]["available"], 2) << "nothing of the refused batch is stored";
 }

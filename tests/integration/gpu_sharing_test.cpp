@@ -1,7 +1,8 @@
 // GPU sharing through the broker: an MPS-shared device takes up to its
-// max_jobs jobs, a MIG device takes single-GPU jobs only, an unhealthy device
-// none (examples/workers/h100-mig-mps.json: GPU 0 whole, MPS, 2 jobs; three
-// MIG devices of GPU 1, the last unhealthy).
+// max_jobs jobs whose memory fits beside each other, a MIG device takes
+// single-GPU jobs only, an unhealthy device none (examples/workers/
+// h100-mig-mps.json: GPU 0 whole, 85.5 GB, MPS, 2 jobs; three MIG devices of
+// GPU 1, the last unhealthy). tests/integration/gpu_memory_test.cpp: memory.
 #include <gtest/gtest.h>
 
 #include "support/ml_fixtures.hpp"
@@ -16,7 +17,8 @@ TEST(GpuSharing, MpsDeviceTakesMaxJobsAndMigDevicesOnlySingleGpuJobs) {
   Api api(broker.url());
   const json caps = {{"capabilities", example_worker("h100-mig-mps")}};
   std::string first;
-  for (int i = 0; i < 3; ++i) first = api.push(ml_job("share", {{"ext_ml_gpu_memory_gb", 80}}));
+  // 42.7 GB: more than the 3g.40gb slice has, and two fit device 0's 85.5 GB.
+  for (int i = 0; i < 3; ++i) first = api.push(ml_job("share", {{"ext_ml_gpu_memory_gb", 42.7}}));
 
   // Two FETCHes, two jobs on device 0 (MPS, max_jobs 2); the third waits.
   for (int i = 0; i < 2; ++i) {

@@ -351,6 +351,7 @@ TEST_F(Hardening2, HealthIsUnavailableWhileRedisRefusesWrites) {
   auto r = api.get("/ojs/v1/health");
   redis_lines(redis, {"CONFIG", "SET", "maxmemory", "0"});
   EXPECT_EQ(r.status, 503) << r.body.dump();
+  EXPECT_EQ(r.body["status"], "unhealthy") << r.body.dump();
   EXPECT_EQ(r.body["backend"]["status"], "refusing_writes") << r.body.dump();
   EXPECT_NE(r.body["backend"].value("error", "").find("OOM"), std::string::npos) << r.body.dump();
   EXPECT_EQ(api.get("/ojs/v1/health").status, 200);

@@ -112,5 +112,5 @@ TEST(MultiBroker, APushAfterAQueueIsDeletedOnTheOtherBrokerRegistersItAgain) {
   std::set<std::string> listed;
   for (const auto& q : queues["queues"]) listed.insert(q["name"].get<std::string>());
   EXPECT_TRUE(listed.count("cfg-del")) << "the queue holds a job but is missing from the queue directory: " << queues.dump();
-  EXPECT_EQ(on_b.get("/ojs/v1/queues/cfg-del/stats").body["queue"]["available"], 1);
+  EXPECT_EQ(on_b.get("/ojs/v1/queues/cfg-del/stats").body["stats"]["available"], 1);
 }

@@ -49,7 +49,7 @@ TEST(RedisOutage, HealthNamesTheBackendAndMetricsStillAnswer) {
   redis.kill9();
   auto health = api.get("/ojs/v1/health");
   EXPECT_EQ(health.status, 503) << health.body.dump();
-  EXPECT_EQ(health.body["status"], "error");
+  EXPECT_EQ(health.body["status"], "unhealthy");
   EXPECT_EQ(health.body["backend"]["status"], "disconnected");
   EXPECT_EQ(health.body["backend"]["error"], "cannot reach Redis at 127.0.0.1:" + std::to_string(redis.port())) << health.body.dump();
   const auto scrape = http.get("/metrics");

@@ -121,7 +121,7 @@ TEST_F(Reliability, RetriedAckOfTheJobItsWorkerCompletedAnswers200AndChangesNoth
   EXPECT_EQ(anonymous.body["error"]["details"]["state"], "completed");
 
   EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["result"], json({{"loss", 0.25}}));
-  EXPECT_EQ(api.get("/ojs/v1/queues/rel-replay/stats").body["queue"]["completed"], 1);
+  EXPECT_EQ(api.get("/ojs/v1/queues/rel-replay/stats").body["stats"]["completed"], 1);
   EXPECT_EQ(api.get("/ojs/v1/events?queues=rel-replay&types=job.completed").body["events"].size(), 1u);
 }
 
@@ -281,7 +281,7 @@ TEST_F(Reliability, TenThousandJobsWithFailingAndDyingWorkersNoLossNoDuplicates)
   for (auto& t : workers) t.join();
   EXPECT_EQ(completions.size(), static_cast<size_t>(kJobs)) << "jobs lost";
   for (const auto& [id, n] : completions) ASSERT_EQ(n, 1) << "job " << id << " completed " << n << " times";
-  auto stats = api.get("/ojs/v1/queues/chaos/stats").body["queue"];
+  auto stats = api.get("/ojs/v1/queues/chaos/stats").body["stats"];
   EXPECT_EQ(stats["completed"], kJobs);
   EXPECT_EQ(stats["available"], 0);
   EXPECT_EQ(stats["active"], 0);

@@ -4,41 +4,16 @@
 // (scripts/install-deps.sh installs the Debian `chromium` package).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 
 #include "ojs/client/http_client.hpp"
+#include "support/chromium.hpp"
 #include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
 using namespace ojs::test;
 namespace fs = std::filesystem;
-
-namespace {
-
-std::string find_chromium() {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}) {
-    std::size_t start = 0;
-    while (start <= dirs.size()) {
-      const auto end = std::min(dirs.find(':', start), dirs.size());
-      const fs::path candidate = fs::path(dirs.substr(start, end - start)) / name;
-      if (!candidate.parent_path().empty() && fs::exists(candidate)) return candidate.string();
-      start = end + 1;
-    }
-  }
-  return {};
-}
-
-std::vector<std::string> chromium_args(const std::string& chromium, const std::string& profile) {
-  return {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-          "--hide-scrollbars", "--user-data-dir=" + profile};
-}
-
-}  // namespace
 
 TEST(StatusPage, ServedAsHtmlWithoutExternalAssets) {
   RedisServer redis;

@@ -58,20 +58,22 @@ pid_t spawn(const std::vector<std::string>& args, int stdout_fd) {
   return pid;
 }
 
-void terminate(pid_t& pid, int sig) {
-  if (pid <= 0) return;
+// Sends `sig`, waits up to `wait_ms` for the exit, then SIGKILL; the wait status.
+int terminate(pid_t& pid, int sig, int wait_ms = 5000) {
+  if (pid <= 0) return -1;
   ::kill(pid, sig);
   int status = 0;
-  for (int i = 0; i < 200; ++i) {
+  for (int waited = 0; waited < wait_ms; waited += 25) {
     if (waitpid(pid, &status, WNOHANG) == pid) {
       pid = -1;
-      return;
+      return status;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   ::kill(pid, SIGKILL);
   waitpid(pid, &status, 0);
   pid = -1;
+  return status;
 }
 
 bool redis_ready(std::uint16_t port) {
@@ -146,6 +148,7 @@ BrokerProcess::BrokerProcess(const std::string& redis_url, std::vector<std::stri
 BrokerProcess::~BrokerProcess() { stop(); }
 void BrokerProcess::stop() { terminate(pid_, SIGTERM); }
 void BrokerProcess::kill9() { terminate(pid_, SIGKILL); }
+int BrokerProcess::signal_and_wait(int sig, int wait_ms) { return terminate(pid_, sig, wait_ms); }
 
 RunResult run_process(const std::vector<std::string>& argv, int timeout_s) {
   int fds[2];

@@ -41,6 +41,8 @@ class BrokerProcess {
   void stop();
   void kill9();
   pid_t pid() const { return pid_; }
+  // Sends `sig` and waits up to `wait_ms` for the broker to exit (then SIGKILL); the waitpid status.
+  int signal_and_wait(int sig, int wait_ms);
   std::uint16_t port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 

@@ -197,3 +197,29 @@ TEST(MlDeviceAssignment, MpsSharedDeviceTakesUpToMaxJobs) {
   const auto require = parse_requirements({{"ext_ml_gpu_count", 1}, {"ext_ml_node_selector", {{"nvidia.com/gpu.sharing", "mps"}}}});
   EXPECT_TRUE(judge(require, &caps, WorkerLoad{}).eligible());
 }
+
+TEST(MlDeviceAssignment, SharedDeviceMemoryNeverOversubscribed) {
+  const json body = {{"devices",
+                      {{{"index", 0}, {"memory_gb", 85.5}, {"sharing", "mps"}, {"mps_active_thread_percentage", 50}, {"max_jobs", 2}},
+                       {{"index", 3}, {"memory_gb", 10.4}, {"mig_profile", "1g.10gb"}, {"parent_index", 1},
+                        {"compute_fraction", 0.142}, {"sharing", "mps"}, {"mps_active_thread_percentage", 50}, {"max_jobs", 2}}}}};
+  const auto caps = parse_capabilities(body);
+  const auto need = [](double gb) { return parse_requirements({{"ext_ml_gpu_count", 1}, {"ext_ml_gpu_memory_gb", gb}}); };
+  WorkerLoad load;
+  load.hold({0}, 80.0);
+  EXPECT_FALSE(judge(need(80), &caps, load).eligible());  // 160 GB on 85.5
+  EXPECT_EQ(judge(need(5), &caps, load).devices, (std::vector<int>{3}));  // best fit first: the slice
+  load.hold({3}, 10.0);
+  EXPECT_EQ(judge(need(5), &caps, load).devices, (std::vector<int>{0}));  // 15 GB on the 10.4 GB slice: no; 85 GB on device 0: yes
+  EXPECT_FALSE(judge(need(6), &caps, load).eligible());
+  // A job that declares nothing is charged the fair share (memory / max_jobs).
+  WorkerLoad undeclared;
+  undeclared.hold({0});
+  EXPECT_EQ(judge(need(42.75), &caps, undeclared).devices, (std::vector<int>{0}));
+  EXPECT_FALSE(judge(need(43), &caps, undeclared).eligible());
+  EXPECT_DOUBLE_EQ(memory_charge_gb(caps.devices[0], std::nullopt), 42.75);
+  // A drained device is never available, shared or not.
+  WorkerLoad drained;
+  drained.drained_devices = {0, 3};
+  EXPECT_FALSE(judge(need(1), &caps, drained).eligible());
+}

@@ -4,10 +4,13 @@
 #include "worker/execution/job_environment.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/device_assignment.hpp"
+#include "ojs/ml/requirements.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
+#include <cstdlib>
 #include <thread>
 
 namespace ojs::worker {
@@ -38,6 +41,15 @@ int mps_thread_percentage(const std::vector<ml::GpuDevice>& devices, const std::
   return percentage;
 }
 
+// The GPUs a job document asks for (0 when it asks none or does not parse: the broker judged it).
+int gpus_requested(const nlohmann::json& job) {
+  try {
+    return ml::parse_requirements(job).hard.gpu.count;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 std::string job_id_of(const nlohmann::json& job) {
   return job.is_object() && job.contains("id") && job["id"].is_string() ? job["id"].get<std::string>() : "";
 }
@@ -60,6 +72,8 @@ Agent::Agent(BrokerApi& api, WorkerConfig config, AgentOptions options, nlohmann
 int Agent::run() {
   spdlog::info("worker {} starting queues={} concurrency={} accelerator={}", options_.worker_id,
                fmt::join(options_.queues, ","), config_.concurrency, capabilities_.value("accelerator", "cpu"));
+  if (const char* own = std::getenv("CUDA_VISIBLE_DEVICES"); own && !gpu_devices_.empty())
+    spdlog::warn("CUDA_VISIBLE_DEVICES={} in the worker's environment is replaced in each job by the devices it is assigned", own);
   while (turn(SteadyClock::now())) std::this_thread::sleep_for(options_.tick);
   spdlog::info("worker {} stopped", options_.worker_id);
   return 0;
@@ -96,21 +110,40 @@ nlohmann::json Agent::current_capabilities() const {
 
 // An XID took a GPU out of service: every device on it (the GPU, or all its
 // MIG devices) is advertised unhealthy with the reason from the next
-// heartbeat on, which is sent now, and the pool places nothing more on it.
+// heartbeat on, which is sent now, the pool places nothing more on it, and
+// the jobs running on it are stopped (stop_for_gpu_fault: grace, checkpoint,
+// NACK requeue as gpu_fault) to run again elsewhere. A warning XID is counted
+// on each device of its GPU (xid_warnings, last_xid_warning) and advertised.
 void Agent::apply_device_faults(SteadyClock::time_point now) {
   if (!options_.device_faults) return;
   const auto faults = options_.device_faults->take();
   auto devices = capabilities_.find("devices");
   if (faults.empty() || devices == capabilities_.end() || !devices->is_array()) return;
-  for (const auto& fault : faults)
+  for (const auto& fault : faults) {
+    std::set<int> lost;
     for (auto& device : *devices) {
       const int index = device.value("index", -1);
       if (device.value("parent_index", index) != static_cast<int>(fault.gpu_index)) continue;
+      if (!fault.fatal) {
+        device["xid_warnings"] = device.value("xid_warnings", 0) + 1;
+        device["last_xid_warning"] = fault.reason;
+        continue;
+      }
       spdlog::warn("device {} unhealthy: {}; no new job is placed on it", index, fault.reason);
       device["healthy"] = false;
       device["health_reason"] = fault.reason;
       devices_.mark_unhealthy(index);
+      lost.insert(index);
     }
+    for (auto& [id, job] : running_) {
+      const auto& assigned = job.execution->job().assigned_devices;
+      if (std::none_of(assigned.begin(), assigned.end(), [&](int d) { return lost.count(d) != 0; })) continue;
+      if (job.execution->stop_reason() != StopReason::none) continue;
+      spdlog::warn("job {} stopping: {} on GPU {}; grace {}s, then requeued as gpu_fault", id, fault.reason,
+                   fault.gpu_index, job.execution->job().preemption_grace_period_s);
+      job.execution->stop_for_gpu_fault(fault.reason + " on GPU " + std::to_string(fault.gpu_index), now);
+    }
+  }
   gpu_devices_ = parsed_devices(capabilities_);
   next_heartbeat_ = now;
 }
@@ -171,6 +204,12 @@ void Agent::accept(const nlohmann::json& job, SteadyClock::time_point now) {
   }
   if (auto mismatch = model_verifier_.check(view, config_)) {
     refuse(id, std::move(*mismatch), false);
+    return;
+  }
+  view.gpus_managed = !gpu_devices_.empty();
+  if (view.gpus_managed && view.assigned_devices.empty() && gpus_requested(job) > 0) {
+    refuse(id, error_body("devices_unassigned", "job asks for GPUs and the broker assigned none; not started blind", true),
+           false);
     return;
   }
   if (const auto broken = devices_.first_unhealthy(view.assigned_devices)) {

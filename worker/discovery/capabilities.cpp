@@ -71,7 +71,31 @@ nlohmann::json apply_capabilities_file(nlohmann::json capabilities, const nlohma
   return capabilities;
 }
 
+nlohmann::json enumerate_counted_devices(nlohmann::json capabilities) {
+  const auto gpu = capabilities.find("gpu");
+  if (gpu == capabilities.end() || !gpu->is_object() || capabilities.contains("devices")) return capabilities;
+  const auto count_field = gpu->find("count");
+  if (count_field == gpu->end() || !count_field->is_number_integer() || count_field->get<int>() <= 0) return capabilities;
+  const int count = count_field->get<int>();
+  const bool nvlink = gpu->value("interconnect", std::string()) == "nvlink";
+  nlohmann::json devices = nlohmann::json::array();
+  for (int i = 0; i < count; ++i) {
+    nlohmann::json device = {{"index", i}};
+    if (auto memory = gpu->find("memory_gb"); memory != gpu->end() && memory->is_number()) device["memory_gb"] = *memory;
+    if (nvlink) {
+      device["nvlink_peers"] = nlohmann::json::array();
+      for (int peer = 0; peer < count; ++peer)
+        if (peer != i) device["nvlink_peers"].push_back(peer);
+    }
+    devices.push_back(std::move(device));
+  }
+  capabilities["devices"] = std::move(devices);
+  spdlog::info("capabilities give gpu.count {} and no device list: advertising devices 0..{}", count, count - 1);
+  return capabilities;
+}
+
 nlohmann::json finalize_capabilities(nlohmann::json capabilities) {
+  capabilities = enumerate_counted_devices(std::move(capabilities));
   if (!capabilities.contains("accelerator")) {
     const bool has_gpu = capabilities.contains("gpu") && capabilities["gpu"].is_object() &&
                          capabilities["gpu"].value("count", 0) > 0;

@@ -34,8 +34,15 @@ nlohmann::json apply_config_layer(nlohmann::json capabilities, const WorkerConfi
 nlohmann::json apply_capabilities_file(nlohmann::json capabilities, const nlohmann::json& file);
 bool requests_simulation(const nlohmann::json& file);
 
-// "accelerator" defaults to gpu when a GPU is advertised, else cpu.
+// "accelerator" defaults to gpu when a GPU is advertised, else cpu. A gpu.count
+// without a device list gets one (enumerate_counted_devices), logged.
 nlohmann::json finalize_capabilities(nlohmann::json capabilities);
+
+// Devices always explicit: gpu.count N and no "devices" give devices 0..N-1, each
+// with gpu.memory_gb (type and compute capability come from gpu{} when parsed),
+// all NVLink peers of each other when gpu.interconnect is nvlink. The broker then
+// assigns indices, and CUDA_VISIBLE_DEVICES names them. Unchanged otherwise.
+nlohmann::json enumerate_counted_devices(nlohmann::json capabilities);
 
 // All layers; capabilities_file may be empty. Throws when the file is unreadable.
 nlohmann::json build_capabilities(const WorkerConfig& config, const std::string& capabilities_file);

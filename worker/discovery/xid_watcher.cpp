@@ -107,6 +107,7 @@ void XidWatcher::run() {
         break;
       case XidAction::warn:
         spdlog::warn("GPU {} {}", index, xid_reason(event.eventData));
+        faults_.post({index, event.eventData, xid_reason(event.eventData), false});
         break;
       case XidAction::unhealthy:
         faults_.post({index, event.eventData, xid_reason(event.eventData)});

@@ -1,5 +1,5 @@
 // Watches NVML for XID critical errors on a thread of its own and posts the
-// faults that make a GPU unusable (see xid_policy) to a DeviceFaults board,
+// faults that make a GPU unusable and the warnings (see xid_policy) to a DeviceFaults board,
 // which the agent loop drains each turn: the thread never touches agent state.
 #pragma once
 #include <atomic>
@@ -16,6 +16,7 @@ struct DeviceFault {
   unsigned gpu_index = 0;        // NVML index of the physical GPU
   unsigned long long xid = 0;
   std::string reason;            // "xid 79: GPU has fallen off the bus"
+  bool fatal = true;             // XidAction::unhealthy; false: a warning, counted (XidAction::warn)
 };
 
 // The hand-off between the event thread and the agent loop.

@@ -34,8 +34,9 @@ std::vector<std::string> job_environment(const JobView& job, const JobWorkspace&
     const auto eq = entry.find('=');
     if (eq != std::string::npos) vars[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
-  vars["CUDA_VISIBLE_DEVICES"] = job.visible_devices.empty() ? cuda_visible_devices(job.assigned_devices)
-                                                              : join_device_ids(job.visible_devices);
+  if (!job.visible_devices.empty()) vars["CUDA_VISIBLE_DEVICES"] = join_device_ids(job.visible_devices);
+  else if (!job.assigned_devices.empty()) vars["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices(job.assigned_devices);
+  else if (job.gpus_managed) vars["CUDA_VISIBLE_DEVICES"] = kNoVisibleDevices;
   if (job.mps_active_thread_percentage > 0)
     vars["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.mps_active_thread_percentage);
   vars["OJS_JOB_ID"] = job.id;

@@ -9,12 +9,19 @@
 
 namespace ojs::worker {
 
-// "0,3" for devices {0,3}; "" for none, which hides every GPU from CUDA.
+// "0,3" for devices {0,3}; "" for none (a log string: never what a job gets).
 std::string cuda_visible_devices(const std::vector<int>& devices);
+// CUDA_VISIBLE_DEVICES of a job without devices on a worker that manages GPUs.
+// CUDA stops at the first invalid entry of the list, so "-1" shows no device:
+// a CPU job cannot touch the GPUs other jobs were given, and CUDA code in it
+// sees zero devices (cudaErrorNoDevice) rather than every GPU. Never empty,
+// whose meaning depends on the framework.
+inline constexpr const char* kNoVisibleDevices = "-1";
 // "MIG-a,MIG-b": CUDA_VISIBLE_DEVICES from device ids (see ml::visible_device_ids).
 std::string join_device_ids(const std::vector<std::string>& ids);
 
-// inherited: "NAME=value" entries (normally environ); OJS/CUDA names in it are replaced.
+// inherited: "NAME=value" entries (normally environ); OJS names in it are replaced,
+// and CUDA_VISIBLE_DEVICES when the job has devices or job.gpus_managed.
 std::vector<std::string> job_environment(const JobView& job, const JobWorkspace& workspace,
                                          const std::vector<std::string>& inherited);
 

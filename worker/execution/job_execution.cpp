@@ -46,13 +46,24 @@ void JobExecution::stop(StopReason reason, double grace_s, SteadyClock::time_poi
   process_.signal_group(SIGTERM);
 }
 
-void JobExecution::preempt(double grace_s, SteadyClock::time_point now) {
+void JobExecution::write_grace_file(double grace_s) {
   try {
     write_text_file_atomically(workspace_.preempt_file.string(), std::to_string(static_cast<long>(grace_s)) + "\n");
   } catch (const std::exception&) {
     // The signal is the contract; the file is a courtesy.
   }
+}
+
+void JobExecution::preempt(double grace_s, SteadyClock::time_point now) {
+  write_grace_file(grace_s);
   stop(StopReason::preempted, grace_s, now);
+}
+
+void JobExecution::stop_for_gpu_fault(const std::string& fault, SteadyClock::time_point now) {
+  if (reason_ != StopReason::none) return;
+  fault_ = fault;
+  write_grace_file(view_.preemption_grace_period_s);
+  stop(StopReason::gpu_fault, view_.preemption_grace_period_s, now);
 }
 
 void JobExecution::release(SteadyClock::time_point now) { stop(StopReason::released, settings_.kill_grace_s, now); }
@@ -60,7 +71,7 @@ void JobExecution::release(SteadyClock::time_point now) { stop(StopReason::relea
 std::optional<JobOutcome> JobExecution::poll(SteadyClock::time_point now) {
   if (const auto status = process_.try_wait())
     return job_outcome(*status, reason_, workspace_.stdout_file.string(), workspace_.stderr_file.string(),
-                       timeout_s_.value_or(0));
+                       timeout_s_.value_or(0), fault_);
   if (timeout_s_ && reason_ == StopReason::none && now - started_ >= seconds_to_duration(*timeout_s_))
     stop(StopReason::timeout, settings_.kill_grace_s, now);
   if (kill_at_ && !killed_ && now >= *kill_at_) {

@@ -42,6 +42,9 @@ class JobExecution {
 
   // Preemption: write the grace to $OJS_PREEMPT_FILE, SIGTERM now, SIGKILL after grace_s.
   void preempt(double grace_s, SteadyClock::time_point now = SteadyClock::now());
+  // A fatal XID on one of its GPUs (`fault`: which and why): the preemption
+  // protocol with the job's own grace, so a job can checkpoint before it moves.
+  void stop_for_gpu_fault(const std::string& fault, SteadyClock::time_point now = SteadyClock::now());
   // Shutdown: same protocol with the configured kill grace.
   void release(SteadyClock::time_point now = SteadyClock::now());
 
@@ -56,6 +59,7 @@ class JobExecution {
   JobExecution(JobView view, JobWorkspace workspace, ChildProcess process, ExecutionSettings settings,
                std::optional<double> timeout_s, SteadyClock::time_point now);
   void stop(StopReason reason, double grace_s, SteadyClock::time_point now);
+  void write_grace_file(double grace_s);  // $OJS_PREEMPT_FILE: the seconds until SIGKILL
 
   JobView view_;
   JobWorkspace workspace_;
@@ -67,6 +71,7 @@ class JobExecution {
   StopReason reason_ = StopReason::none;
   std::optional<SteadyClock::time_point> kill_at_;
   bool killed_ = false;
+  std::string fault_;  // StopReason::gpu_fault: the XID that stopped it
 };
 
 }  // namespace ojs::worker

@@ -33,6 +33,7 @@ const char* to_string(JobOutcome::Kind kind) {
     case JobOutcome::Kind::failed: return "failed";
     case JobOutcome::Kind::preempted: return "preempted";
     case JobOutcome::Kind::released: return "released";
+    case JobOutcome::Kind::gpu_fault: return "gpu_fault";
   }
   return "unknown";
 }
@@ -58,7 +59,7 @@ nlohmann::json result_from_stdout(const std::string& stdout_path) {
 }
 
 JobOutcome job_outcome(const ExitStatus& status, StopReason reason, const std::string& stdout_path,
-                       const std::string& stderr_path, double timeout_s) {
+                       const std::string& stderr_path, double timeout_s, const std::string& fault) {
   JobOutcome outcome;
   switch (reason) {
     case StopReason::preempted:
@@ -72,6 +73,12 @@ JobOutcome job_outcome(const ExitStatus& status, StopReason reason, const std::s
       outcome.requeue = true;
       outcome.error = failure("worker_shutdown", "worker shut down before the job finished", true, stderr_path,
                               status);
+      return outcome;
+    case StopReason::gpu_fault:
+      outcome.kind = JobOutcome::Kind::gpu_fault;
+      outcome.requeue = true;
+      outcome.error = failure("gpu_fault", "job stopped: " + fault, true, stderr_path, status);
+      outcome.error["type"] = "gpu_fault";
       return outcome;
     case StopReason::timeout:
       outcome.error = failure("timeout", "job exceeded its timeout of " + format_seconds(timeout_s) + " s", true,

@@ -11,10 +11,10 @@
 namespace ojs::worker {
 
 // Why the agent stopped the process, if it did.
-enum class StopReason { none, timeout, preempted, released };
+enum class StopReason { none, timeout, preempted, released, gpu_fault };
 
 struct JobOutcome {
-  enum class Kind { succeeded, failed, preempted, released };
+  enum class Kind { succeeded, failed, preempted, released, gpu_fault };
   Kind kind = Kind::failed;
   nlohmann::json result;  // ACK result (succeeded)
   nlohmann::json error;   // NACK error (all other kinds)
@@ -32,8 +32,10 @@ nlohmann::json result_from_stdout(const std::string& stdout_path);
 // Exit 0 -> succeeded; exit n -> "exit_<n>"; killed by signal s -> "signal_<s>";
 // past the timeout -> "timeout". Preempted and released jobs are NACKed with
 // requeue whatever their exit status: a job that saves state on SIGTERM and
-// exits 0 has not finished its work.
+// exits 0 has not finished its work. So is a job stopped on a failed GPU, with
+// an error of code and type "gpu_fault" (`fault` says which GPU and XID), which
+// the broker never counts as the job's failure.
 JobOutcome job_outcome(const ExitStatus& status, StopReason reason, const std::string& stdout_path,
-                       const std::string& stderr_path, double timeout_s);
+                       const std::string& stderr_path, double timeout_s, const std::string& fault = {});
 
 }  // namespace ojs::worker

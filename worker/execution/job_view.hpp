@@ -17,6 +17,10 @@ struct JobView {
   std::vector<int> assigned_devices;       // ext_ml_assigned_devices, set by the broker
   std::vector<std::string> visible_devices;  // CUDA_VISIBLE_DEVICES entries (MIG UUIDs); empty: the indices
   int mps_active_thread_percentage = 0;      // set on MPS-shared devices: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+  // Set by the agent when the worker advertises GPU devices: CUDA_VISIBLE_DEVICES is
+  // then the agent's to set (kNoVisibleDevices without an assignment); otherwise the
+  // operator's own value, inherited, stands.
+  bool gpus_managed = false;
   std::optional<double> timeout_s;         // ext_ml_timeout_seconds, else timeout_ms, else timeout (s)
   std::string model_id;
   std::string model_checksum;              // "sha256:<hex>"

@@ -133,6 +133,20 @@ local function score_at(base, seq)
   return score_pack(band, seq)
 end
 
+-- [admin] A job reached a terminal state (completed, discarded, cancelled): it joins
+-- the finished index of that state (keys.hpp finished_prefix: id -> finished at ms),
+-- read by the admin job listing and trimmed to the queue's retention by the broker.
+local function job_finished(finished_prefix, job, state, now)
+  redis.call('ZADD', finished_prefix .. state, now, job.id)
+end
+
+-- [admin] The per-minute rollup of the stats history (ojs-admin-api.md §10.2): field
+-- m<minute since the epoch>:<what> of the queue's stats hash, what = processed | failed;
+-- JobStore::trim_stats_history drops the fields older than a day.
+local function count_minute(stats_key, what, now)
+  redis.call('HINCRBY', stats_key, 'm' .. int_s(math.floor(now / 60000)) .. ':' .. what, 1)
+end
+
 -- [heads] The queue's class-head index (keys.hpp class_heads): class id -> score of
 -- the first job of its ready set, absent when the set is empty. Claim reads the heads
 -- of all eligible classes in one ZMSCORE instead of one read per class, so every
@@ -155,6 +169,35 @@ end
 
 local function ready_remove(heads, ready_key, class, id)
   if redis.call('ZREM', ready_key, id) == 1 then head_refresh(heads, ready_key, class) end
+end
+
+-- [backpressure] ojs-backpressure.md §3: a queue's depth is its non-terminal jobs
+-- waiting to run (available + scheduled + retryable): every non-empty ready set (one
+-- per class, found through the class heads) and the delayed zset.
+local function queue_depth(heads, ready_prefix, delayed)
+  local depth = redis.call('ZCARD', delayed)
+  for _, class in ipairs(redis.call('ZRANGE', heads, '0', '-1')) do
+    depth = depth + redis.call('ZCARD', ready_prefix .. class)
+  end
+  return depth
+end
+
+-- [backpressure] Whether `adding` more jobs fit under the queue's max_depth (config
+-- hash fields max_depth, absent or 0: unbounded, and overflow, absent: reject).
+-- Returns nil when they fit, else the depth, the bound and the strategy. A refusal
+-- under `reject` is recorded as a backpressure.rejected event (BP-004); a `block`
+-- PUSH tries again until its timeout, so its tries record none.
+local function over_depth_bound(config, heads, ready_prefix, delayed, events, job, adding)
+  local b = redis.call('HMGET', config, 'max_depth', 'overflow')
+  local bound = tonumber(b[1] or '0')
+  if bound <= 0 then return nil end
+  local depth = queue_depth(heads, ready_prefix, delayed)
+  if depth + adding <= bound then return nil end
+  local strategy = b[2] or 'reject'
+  if strategy == 'reject' then
+    emit(events, 'backpressure.rejected', job, {'depth', tostring(depth), 'bound', tostring(bound)})
+  end
+  return depth, bound, strategy
 end
 
 -- Makes a job fetchable: next FIFO sequence, score = rank_base + seq (score_at)
@@ -308,12 +351,13 @@ local function rate_record(window_key, period, now_s, member)
 end
 
 -- [harden, issue 12] An expired job (expires_at passed before delivery) is discarded,
--- never delivered: state, the queue's discarded count and job.discarded.
-local function discard_expired(jk, job, stats_key, events_key, now)
+-- never delivered: state, the queue's discarded count, the finished index and job.discarded.
+local function discard_expired(jk, job, stats_key, events_key, finished_prefix, now)
   job.state, job.discarded_at = 'discarded', now  -- no completed_at: it never ran (level-2 ttl case)
   job.error = cjson.encode({code = 'expired', type = 'expired', retryable = false,
                             message = 'job expired (expires_at passed) before it was delivered'})
   redis.call('HSET', jk, 'state', 'discarded', 'discarded_at', now, 'error', job.error)
   redis.call('HINCRBY', stats_key, 'discarded', 1)
+  job_finished(finished_prefix, job, 'discarded', now)
   emit(events_key, 'job.discarded', job, {'reason', 'expired'})
 end

@@ -70,12 +70,12 @@ local function progress_on_complete(jk)
   if redis.call('HEXISTS', jk, 'progress') == 1 then redis.call('HSET', jk, 'progress', '1') end
 end
 local function progress_on_retry(jk)
-  redis.call('HDEL', jk, 'progress', 'progress_data', 'progress_updated_at', 'progress_event_at')
+  redis.call('HDEL', jk, 'progress', 'progress_data', 'progress_message', 'progress_updated_at', 'progress_event_at')
 end
 
 -- CANCEL of one job (cancel.lua, and a workflow's cancel for each of its jobs):
 -- any non-terminal state -> cancelled, its indexes and GPU budget released.
--- c: {ready_prefix, heads, delayed, active, stats, events, ledger, tenant_ledger}
+-- c: {ready_prefix, heads, delayed, active, stats, events, ledger, tenant_ledger, finished_prefix}
 local function cancel_job(c, jk, job, now)
   release_budget({ledger = c.ledger, tenant_ledger = c.tenant_ledger}, jk, job)
   ready_remove(c.heads, c.ready_prefix .. job.class, job.class, job.id)
@@ -86,5 +86,6 @@ local function cancel_job(c, jk, job, now)
   redis.call('HSET', jk, 'state', 'cancelled', 'cancelled_at', now)
   redis.call('HDEL', jk, 'visibility_deadline', 'execution_deadline', 'next_attempt_at')
   redis.call('HINCRBY', c.stats, 'cancelled', 1)
+  job_finished(c.finished_prefix, job, 'cancelled', now)
   emit(c.events, 'job.cancelled', job, nil)
 end

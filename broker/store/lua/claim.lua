@@ -1,11 +1,12 @@
 -- FETCH: atomically claim up to `count` jobs of the eligible requirement classes.
 -- A job past its expires_at when it would be delivered is discarded instead
 -- (OJS core; at most 100 per call) and the next best is taken.
--- KEYS (27): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
+-- KEYS (28): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
 --   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
 --   13 stats, 14 rate window (zset: claim times in the rate period), 15 class heads,
 --   16 this worker's held set in the queue (keys.hpp held),
---   17-27 workflow keys (_lib_workflows.lua: an expired step ends its workflow's step)
+--   17-27 workflow keys (_lib_workflows.lua: an expired step ends its workflow's step),
+--   28 finished prefix (keys.hpp finished_prefix)
 --   ([fairshare] config 7 also gives policy / fair_tenants; tenant ledger 10 the shares)
 --   The ready set of a class is the ready prefix + the class id, a member of the
 --   declared class-heads index (keys.hpp).
@@ -34,7 +35,7 @@ local now = now_ms()
 -- [hotpath] numbers handed to redis.call are formatted with snprintf('%.17g') on
 -- every call: constant and repeated arguments go as strings, each formatted once.
 local now_s = int_s(now)
-promote_due(q, now, 1000, function(jk, job) discard_expired(jk, job, KEYS[13], KEYS[6], now) end)
+promote_due(q, now, 1000, function(jk, job) discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[28], now) end)
 
 -- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
@@ -206,7 +207,7 @@ while #claimed < count do
   if not job then job, flat = {id = best_id}, {'id', best_id} end
   local expires = tonumber(job.expires_at or '')
   if expires and expires <= now then
-    discard_expired(jk, job, KEYS[13], KEYS[6], now)
+    discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[28], now)
     workflow_job_ended(workflow_keys(KEYS, 17, KEYS[6]), job, 'failed', now)  -- [workflows] as any discard
     expired_left = expired_left - 1
     if expired_left == 0 then break end

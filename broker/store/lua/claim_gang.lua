@@ -9,10 +9,11 @@
 -- members at once, this worker gets it now, the others on their next FETCH.
 -- The queue rate limit binds a gang as one job (room to start forming it, and to
 -- start it), and a gang past its expires_at is discarded instead of held or started.
--- KEYS (27 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
+-- KEYS (28 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
 --   6 active, 7 events, 8 config, 9 ledger, 10 tenant quotas, 11 tenant ledger, 12 seq,
 --   13 class heads, 14 stats, 15 rate window, 16 this worker's held set (keys.hpp held),
 --   17-27 workflow keys (_lib_workflows.lua: an expired step ends its workflow's step),
+--   28 finished prefix (keys.hpp finished_prefix),
 --   then the ready set of each eligible gang class (in ARGV order)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, rendezvous
 --   address, rendezvous port, then per eligible gang class 4 values: class id, GPUs per
@@ -52,7 +53,7 @@ local function expired(job)
   end
   redis.call('ZREM', KEYS[4], job.id)
   ready_remove(KEYS[13], KEYS[3] .. job.class, job.class, job.id)
-  discard_expired(jk, job, KEYS[14], KEYS[7], now)
+  discard_expired(jk, job, KEYS[14], KEYS[7], KEYS[28], now)
   workflow_job_ended(workflow_keys(KEYS, 17, KEYS[7]), job, 'failed', now)  -- [workflows] as any discard
   return true
 end
@@ -83,7 +84,7 @@ end
 if not forming then
   local best_score = nil
   for i = 6, #ARGV, 4 do
-    local head = redis.call('ZRANGE', KEYS[27 + (i - 2) / 4], 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGE', KEYS[28 + (i - 2) / 4], 0, 0, 'WITHSCORES')
     if head[1] and (best_score == nil or tonumber(head[2]) < best_score) then
       local candidate = read_job(KEYS[2] .. head[1])
       if candidate and expired(candidate) then candidate = nil end

@@ -1,22 +1,31 @@
--- Dead letter actions.
--- retry: the job starts over (attempt 0, error history kept) and becomes available.
+-- Dead letter actions, and the admin retry of any finished job that did not complete.
+-- retry: a dead-letter job starts over (attempt 0, error history kept) and becomes available.
+-- retry_finished (ojs-admin-api.md §7.4): the same for a dead-letter, discarded or
+--   cancelled job.
 -- discard: the job is removed from the dead letter queue and deleted.
--- KEYS (6): 1 job hash, 2 dead, 3 ready prefix (+ the job's class), 4 seq, 5 events, 6 class heads
--- ARGV: id, action (retry | discard)
--- Reply: {'ok', job fields ({} after discard)} | {'not_found'}
+-- Each leaves the finished index of its state (keys.hpp finished_prefix).
+-- KEYS (7): 1 job hash, 2 dead, 3 ready prefix (+ the job's class), 4 seq, 5 events, 6 class heads,
+--           7 finished prefix (keys.hpp finished_prefix)
+-- ARGV: id, action (retry | retry_finished | discard)
+-- Reply: {'ok', job fields ({} after discard)} | {'not_found'} | {'conflict', state} (retry_finished)
 local id, action = ARGV[1], ARGV[2]
 local jk = KEYS[1]
-if redis.call('ZREM', KEYS[2], id) == 0 then return {'not_found'} end
+local dead = redis.call('ZREM', KEYS[2], id) == 1
+if not dead and action ~= 'retry_finished' then return {'not_found'} end
 if action == 'discard' then
+  redis.call('ZREM', KEYS[7] .. 'discarded', id)
   redis.call('DEL', jk)
   return {'ok', {}}
 end
 local job = read_job(jk)
 if not job then return {'not_found'} end
+if not dead and job.state ~= 'discarded' and job.state ~= 'cancelled' then return {'conflict', job.state} end
+redis.call('ZREM', KEYS[7] .. job.state, id)
+local from = dead and 'dead_letter' or job.state
 local now = now_ms()
-job.attempt, job.completed_at, job.discarded_at, job.error = 0, nil, nil, nil
+job.attempt, job.completed_at, job.discarded_at, job.cancelled_at, job.error = 0, nil, nil, nil, nil
 redis.call('HSET', jk, 'attempt', 0)
-redis.call('HDEL', jk, 'completed_at', 'discarded_at', 'error')
+redis.call('HDEL', jk, 'completed_at', 'discarded_at', 'cancelled_at', 'error')
 make_available({seq = KEYS[4], heads = KEYS[6], ready = KEYS[3] .. job.class}, jk, job, now)
-emit(KEYS[5], 'job.enqueued', job, {'state', 'available', 'from', 'dead_letter'})
+emit(KEYS[5], 'job.enqueued', job, {'state', 'available', 'from', from})
 return {'ok', flat_job(job)}

@@ -3,11 +3,12 @@
 -- The ready sets are found here, from the classes hash, not from a list the
 -- broker read before the call: a PUSH of a new class in between would leave its
 -- job in a ready set nobody counted, stranded once classes and heads are gone.
--- KEYS (20): 1 classes hash, 2 ready prefix (+ each class id read from 1), 3 active,
+-- KEYS (23): 1 classes hash, 2 ready prefix (+ each class id read from 1), 3 active,
 --            4 delayed, 5 dead, 6 config hash, 7 diag prefix (+ each class id),
---            8-20 the other keys to delete (classes:ver, paused, stats, events, ledger,
+--            8-23 the other keys to delete (classes:ver, paused, stats, events, ledger,
 --            tenant-quotas, tenant-ledger, preempting, escalations, reservation-waits,
---            class heads, rate window, expiring index)
+--            class heads, rate window, expiring index, the finished indexes of
+--            completed, discarded and cancelled jobs)
 -- ARGV: (none)
 -- Reply: {'ok'} or {'not_empty', jobs}
 local classes = redis.call('HKEYS', KEYS[1])

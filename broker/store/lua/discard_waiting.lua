@@ -1,7 +1,8 @@
 -- Discard a job that is still waiting (available, scheduled or retryable) with an
 -- error: used when its reservation is missing or expired after reservation_timeout_s.
--- KEYS (17): 1 job hash, 2 ready set of the job's class, 3 delayed, 4 stats, 5 events,
---           6 reservation waits, 7-17 workflow keys (_lib_workflows.lua; 17 the class heads)
+-- KEYS (18): 1 job hash, 2 ready set of the job's class, 3 delayed, 4 stats, 5 events,
+--           6 reservation waits, 7-17 workflow keys (_lib_workflows.lua; 17 the class heads),
+--           18 finished prefix (keys.hpp finished_prefix)
 -- ARGV: error_json
 -- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
 local err = ARGV[1]
@@ -17,6 +18,7 @@ job.state, job.completed_at, job.discarded_at, job.error, job.next_attempt_at = 
 redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at', now, 'error', err)
 redis.call('HDEL', jk, 'next_attempt_at')
 redis.call('HINCRBY', KEYS[4], 'discarded', 1)
+job_finished(KEYS[18], job, 'discarded', now)
 emit(KEYS[5], 'job.discarded', job, {'dead_letter', '0'})
 workflow_job_ended(workflow_keys(KEYS, 7, KEYS[5]), job, 'failed', now)  -- [workflows]
 return {'ok', flat_job(job)}

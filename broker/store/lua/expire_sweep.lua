@@ -4,9 +4,9 @@
 -- index lists the jobs PUSH stored with an expires_at (JobStore::push, push_batch:
 -- written ahead of the job, so an entry whose job is missing, running or finished,
 -- or whose expires_at differs, is dropped here).
--- KEYS (14): 1 expiring index (keys.hpp expiring: zset id -> expires_at ms), 2 stats,
+-- KEYS (15): 1 expiring index (keys.hpp expiring: zset id -> expires_at ms), 2 stats,
 --   3 events, 4-14 workflow keys (_lib_workflows.lua: job prefix, ready prefix,
---   delayed and class heads among them)
+--   delayed and class heads among them), 15 finished prefix (keys.hpp finished_prefix)
 -- ARGV: limit (entries handled per call)
 -- Reply: {entries handled, jobs discarded}
 local now = now_ms()
@@ -32,7 +32,7 @@ for _, id in ipairs(due) do
     end
     redis.call('ZREM', wk.escalations, id)
     redis.call('ZREM', wk.reservation_waits, id)
-    discard_expired(jk, job, KEYS[2], KEYS[3], now)
+    discard_expired(jk, job, KEYS[2], KEYS[3], KEYS[15], now)
     workflow_job_ended(wk, job, 'failed', now)  -- [workflows] as any discard
     discarded = discarded + 1
   end

@@ -1,8 +1,9 @@
 -- NACK / reclaim: the broker decided the outcome from a snapshot; apply it if the
 -- job is still the attempt that snapshot saw (compare-and-set on attempt).
--- KEYS (23): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
+-- KEYS (24): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
 --            8 tenant ledger, 9 preempting, 10 ready set of the job's class, 11 seq,
---            12 held prefix (keys.hpp held_prefix), 13-23 workflow keys (_lib_workflows.lua; 23 the class heads)
+--            12 held prefix (keys.hpp held_prefix), 13-23 workflow keys (_lib_workflows.lua; 23 the class heads),
+--            24 finished prefix (keys.hpp finished_prefix)
 -- ARGV: expected_attempt, outcome (retry|discard|dead_letter|requeue|reclaim), due_ms (retry),
 --       error_json, errors_json, require_expired ('1' = only if the visibility deadline
 --       has passed: used by the reaper), worker_id ('' = any)
@@ -40,12 +41,13 @@ if err ~= '' then job.error = err; redis.call('HSET', jk, 'error', err) end
 if errors ~= '' then job.errors = errors; redis.call('HSET', jk, 'errors', errors) end
 if outcome == 'retry' or outcome == 'requeue' or outcome == 'reclaim' then  -- ecosystem: per-attempt progress
   progress_on_retry(jk)
-  job.progress, job.progress_data, job.progress_updated_at, job.progress_event_at = nil, nil, nil, nil
+  job.progress, job.progress_data, job.progress_message, job.progress_updated_at, job.progress_event_at = nil, nil, nil, nil, nil
 end
 if outcome == 'retry' then
   job.state, job.next_attempt_at = 'retryable', due
   redis.call('HSET', jk, 'state', 'retryable', 'next_attempt_at', due)
   redis.call('ZADD', KEYS[3], due, job.id)
+  count_minute(KEYS[5], 'failed', now)
   emit(KEYS[6], 'job.retrying', job, {'next_attempt_at', due})
 elseif outcome == 'reclaim' then
   -- [spec #17] Lost reservation (visibility timeout, dead worker): available again at
@@ -62,6 +64,8 @@ else
   job.state, job.completed_at, job.discarded_at = 'discarded', now, now
   redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at', now)
   redis.call('HINCRBY', KEYS[5], 'discarded', 1)
+  count_minute(KEYS[5], 'failed', now)
+  job_finished(KEYS[24], job, 'discarded', now)
   if outcome == 'dead_letter' then redis.call('ZADD', KEYS[4], now, job.id) end
   emit(KEYS[6], 'job.discarded', job, {'dead_letter', outcome == 'dead_letter' and '1' or '0'})
   workflow_job_ended(workflow_keys(KEYS, 13, KEYS[6]), job, 'failed', now)  -- [workflows]

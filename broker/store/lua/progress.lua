@@ -2,7 +2,7 @@
 -- reservation as a heartbeat would, and writes at most one event per second.
 -- KEYS (3): 1 job hash, 2 the queue's active zset, 3 the queue's events stream
 -- ARGV: 1 id, 2 worker_id ('' = any), 3 progress 0..1 ('' = none), 4 data JSON ('' = none),
---       5 default visibility ms
+--       5 default visibility ms, 6 message as a JSON string ('' = none)
 -- Reply: {'ok', progress, visibility_deadline} | {'ignored', reason} (not active, or a
 --        lower value than already reported) | {'conflict', reason} (another worker's job)
 --        | {'not_found'}
@@ -16,6 +16,7 @@ if progress ~= '' and f[3] and tonumber(progress) < tonumber(f[3]) then return {
 local now = now_ms()
 if progress ~= '' then redis.call('HSET', jk, 'progress', progress) end
 if data ~= '' then redis.call('HSET', jk, 'progress_data', data) end
+if ARGV[6] ~= '' then redis.call('HSET', jk, 'progress_message', ARGV[6]) end
 redis.call('HSET', jk, 'progress_updated_at', now)
 local deadline = extend_visibility(jk, KEYS[2], id, now, tonumber(ARGV[5]))
 if now - tonumber(f[4] or '0') >= 1000 then

@@ -1,13 +1,14 @@
 -- PUSH: store a new job and make it available (or scheduled), with its
 -- scheduling indexes, in one step: an accepted job is always complete.
--- KEYS (11): 1 job hash, 2 classes hash, 3 classes version, 4 ready set of the job's class,
+-- KEYS (12): 1 job hash, 2 classes hash, 3 classes version, 4 ready set of the job's class,
 --           5 delayed, 6 seq, 7 events, 8 escalations, 9 reservation waits, 10 class heads,
---           11 queue config hash
+--           11 queue config hash, 12 ready prefix (+ class id: the queue's depth)
 -- ARGV: id, class, class_json, rank_base, scheduled_at_ms ('' = now),
 --       escalate_after_ms ('' = none), reservation_timeout_ms ('' = none),
 --       config version ('' = not checked), then field/value pairs
 -- Reply: {'ok', {fields the script wrote beyond ARGV: state, created_at, enqueued_at | scheduled_at}}
 --        | {'duplicate'} | {'stale_config', current version} (nothing written)
+--        | {'queue_full', 'depth bound strategy'} (nothing written but a backpressure.rejected event)
 -- [hotpath] The caller holds every field it sent, so the reply carries only what the
 -- script decided (a small reply; the job hash is written in one HSET from ARGV).
 local id, class, class_json, rank_base, scheduled_at, escalate_after, reservation_timeout, config_version =
@@ -23,7 +24,6 @@ local jk = KEYS[1]
 if redis.call('EXISTS', jk) == 1 then return {'duplicate'} end
 local now = now_ms()
 local now_s = tostring(now)
-if redis.call('HSETNX', KEYS[2], class, class_json) == 1 then redis.call('INCR', KEYS[3]) end
 local job = {id = id, attempt = '0'}  -- what emit reads
 local order_base = nil
 for i = 9, #ARGV, 2 do
@@ -32,6 +32,9 @@ for i = 9, #ARGV, 2 do
   elseif f == 'tenant' then job.tenant = ARGV[i + 1]
   elseif f == 'order_base' then order_base = ARGV[i + 1] end  -- [fairshare] the queue policy's band
 end
+local depth, bound, strategy = over_depth_bound(KEYS[11], KEYS[10], KEYS[12], KEYS[5], KEYS[7], job, 1)  -- [backpressure]
+if depth then return {'queue_full', depth .. ' ' .. bound .. ' ' .. strategy} end
+if redis.call('HSETNX', KEYS[2], class, class_json) == 1 then redis.call('INCR', KEYS[3]) end
 local state, at_field, at
 if scheduled_at ~= '' and tonumber(scheduled_at) > now then
   state, at_field, at = 'scheduled', 'scheduled_at', scheduled_at

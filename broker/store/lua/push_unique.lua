@@ -3,8 +3,9 @@
 -- uniqueness key. UniqueStore::push runs it to decide ('check': nothing is
 -- written), takes the key (unique_claim.lua, global slot), runs it again to cancel
 -- a replaced holder ('apply') and pushes the new job (push.lua, its queue's slot).
--- KEYS (6): 1 holder's job hash, 2 its class's ready set, 3 its delayed,
---   4 its events, 5 its stats, 6 its class heads  (the holder's queue)
+-- KEYS (7): 1 holder's job hash, 2 its class's ready set, 3 its delayed,
+--   4 its events, 5 its stats, 6 its class heads, 7 its finished prefix (keys.hpp
+--   finished_prefix)  (the holder's queue)
 -- ARGV: 1 new job id, 2 holder class the caller read, 3 states (comma-separated),
 --       4 period ms ('' = none), 5 on_conflict (reject|ignore|replace|replace_except_schedule),
 --       6 'check' (decide only) | 'apply' (cancel a replaced holder: the caller holds the key)
@@ -37,6 +38,7 @@ if not is_terminal(state) then  -- a terminal holder (states listed it) is left 
   redis.call('HSET', KEYS[1], 'state', 'cancelled', 'cancelled_at', now, 'replaced_by', id)
   redis.call('HDEL', KEYS[1], 'next_attempt_at')
   redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
+  job_finished(KEYS[7], {id = holder_id}, 'cancelled', now)
   emit(KEYS[4], 'job.cancelled', {id = holder_id, type = h[6], queue = h[7], attempt = h[8], tenant = h[9] or nil},
        {'reason', 'replaced', 'replaced_by', id})
 end

@@ -21,6 +21,7 @@ enum class ErrorCode {
   queue_paused,      // 409
   payload_too_large, // 413
   rate_limited,      // 429
+  queue_full,        // 429: the queue is at its max_depth (ojs-backpressure.md; code "QUEUE_FULL")
   internal_error,    // 500
   unavailable,       // 503: backend (Redis) unreachable
   unsupported,       // 422

@@ -37,10 +37,19 @@ DeviceAssignment assign_devices(const std::vector<GpuDevice>& devices, const std
 // A MIG device takes only single-GPU jobs: a CUDA process sees one MIG device.
 bool device_meets(const GpuDevice& d, const GpuRequirement& need);
 
-// The devices a job cannot get now: held by an active job, except an MPS-shared
-// device that holds fewer than its max_jobs (counted in load.device_jobs; a
-// busy device without a count stays busy).
-std::set<int> unavailable_devices(const std::vector<GpuDevice>& devices, const WorkerLoad& load);
+// The memory a job takes on a shared device: what it declared, else the device's
+// fair share (its memory / max_jobs), so jobs that declare nothing still never
+// sum to more than the device has.
+double memory_charge_gb(const GpuDevice& d, std::optional<double> declared_gb);
+
+// The devices a job needing `need` cannot get now: held by an active job, except
+// an MPS-shared device that holds fewer than its max_jobs (counted in
+// load.device_jobs; a busy device without a count stays busy) and whose memory
+// still has room for the job's charge beside the charges of the jobs on it (a MIG
+// device counts its own memory). 0% oversubscription: never more than memory_gb.
+// Drained devices (load.drained_devices) are never available.
+std::set<int> unavailable_devices(const std::vector<GpuDevice>& devices, const WorkerLoad& load,
+                                  const GpuRequirement& need);
 
 // What CUDA_VISIBLE_DEVICES carries for assigned devices: the MIG UUID of a
 // MIG device (CUDA addresses MIG devices only by UUID), else the index.

@@ -20,15 +20,22 @@ struct ActiveJob {
   Labels labels;
   // The job's own required anti-affinity: it refuses candidates these match (symmetric).
   std::vector<AffinityRule> anti_affinity;
+  // GPU memory per device the job declared (ext_ml_gpu_memory_gb); none: it takes a
+  // shared device's fair share (see memory_charge_gb in device_assignment.hpp).
+  std::optional<double> gpu_memory_gb;
 };
 
 struct WorkerLoad {
   std::vector<ActiveJob> active;
   std::set<int> busy_devices;  // device indices held by active jobs
   std::map<int, int> device_jobs;  // device index -> active jobs on it (for devices shared through MPS)
+  // What the active jobs on a device declared of its memory, and how many declared none.
+  std::map<int, double> device_memory_gb;
+  std::map<int, int> device_undeclared;
+  std::set<int> drained_devices;  // an admin drained them (per-GPU drain): never available, shared or not
   int gpus_in_use() const;
-  // Records a job's devices: busy, and one more job on each.
-  void hold(const std::vector<int>& devices);
+  // Records a job's devices: busy, one more job on each, and the memory it declared there.
+  void hold(const std::vector<int>& devices, std::optional<double> memory_gb = std::nullopt);
 };
 
 // The labels a job exposes to anti-affinity: "type" (also as "job_type", the spec
@@ -43,6 +50,9 @@ Labels job_labels(const nlohmann::json& job);
 // The job's required anti-affinity rules in either encoding (none when it has none
 // or they do not parse: PUSH validated them).
 std::vector<AffinityRule> job_anti_affinity(const nlohmann::json& job);
+// The GPU memory per device a job document declares (its hard requirement), or none
+// (no declaration, or a document that does not parse).
+std::optional<double> job_gpu_memory_gb(const nlohmann::json& job);
 
 // ActiveJob for a job document that was just claimed.
 ActiveJob active_job_from(const nlohmann::json& job, int gpus);

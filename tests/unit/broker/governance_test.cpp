@@ -91,7 +91,8 @@ TEST(QueueConfigFields, AConfigSurvivesTheStoredForm) {
                      {"rate_limit", {{"concurrency", 2}, {"rate", {{"limit", 5}, {"period", "PT1M"}}}}},
                      {"policy", "fair"},
                      {"tenant_fairness", {{"weights", {{"tenant:team-a", 3}}}, {"default_weight", 2}}},
-                     {"backfill", {{"after_s", 5}, {"max_start_s", 600}}}};
+                     {"backfill", {{"after_s", 5}, {"max_start_s", 600}}},
+                     {"retention", {{"completed", "P7D"}, {"max_jobs", 100}}}};  // [admin]
   const auto config = governance::parse_queue_config(body);
   const auto write = governance::to_stored(config);
   EXPECT_EQ(write.replaced, governance::queue_config_hash_fields());

@@ -111,22 +111,22 @@ TEST(LuaScripts, EveryHeaderCountsTheKeysItsScriptUses) {
 // (RedisPool::eval calls check_key_count): a caller passing another number fails.
 TEST(LuaScripts, EveryCallIsCheckedAgainstTheDeclaredCount) {
   using ojs::broker::check_key_count;
-  EXPECT_NO_THROW(check_key_count("cancel", 19));
-  EXPECT_THROW(check_key_count("cancel", 18), std::logic_error);
-  EXPECT_THROW(check_key_count("cancel", 20), std::logic_error);
-  EXPECT_NO_THROW(check_key_count("claim_gang", 27));  // 27 + n
-  EXPECT_NO_THROW(check_key_count("claim_gang", 30));
-  EXPECT_THROW(check_key_count("claim_gang", 26), std::logic_error);
+  EXPECT_NO_THROW(check_key_count("cancel", 20));
+  EXPECT_THROW(check_key_count("cancel", 19), std::logic_error);
+  EXPECT_THROW(check_key_count("cancel", 21), std::logic_error);
+  EXPECT_NO_THROW(check_key_count("claim_gang", 28));  // 28 + n
+  EXPECT_NO_THROW(check_key_count("claim_gang", 31));
+  EXPECT_THROW(check_key_count("claim_gang", 27), std::logic_error);
   EXPECT_NO_THROW(check_key_count("push_batch", 30));  // 10n
   EXPECT_THROW(check_key_count("push_batch", 25), std::logic_error);
   EXPECT_NO_THROW(check_key_count("workflow_create", 13));  // 9 + 2n
   EXPECT_THROW(check_key_count("workflow_create", 12), std::logic_error);
   EXPECT_THROW(check_key_count("no_such_script", 1), std::logic_error);
   try {
-    check_key_count("discard_waiting", 16);
+    check_key_count("discard_waiting", 17);
     FAIL();
   } catch (const std::logic_error& e) {
-    EXPECT_NE(std::string(e.what()).find("discard_waiting called with 16 keys; its header declares 17"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("discard_waiting called with 17 keys; its header declares 18"), std::string::npos) << e.what();
   }
   // A header the loader cannot read stops the library from being built.
   using ojs::broker::declared_key_count;
@@ -143,7 +143,7 @@ TEST(LuaScripts, KeysAreExtendedOnlyFromDeclaredPrefixKeys) {
     for (auto it = std::sregex_iterator(body.begin(), body.end(), keys_concat); it != std::sregex_iterator(); ++it) {
       const std::string n = (*it)[1];
       // The header must call that key a prefix.
-      const std::regex declared("-- KEYS[^\\n]*(\\n--[^\\n]*)*\\b" + n + " (job|ready|diag) prefix");
+      const std::regex declared("-- KEYS[^\\n]*(\\n--[^\\n]*)*\\b" + n + " (job|ready|diag|finished) prefix");
       EXPECT_TRUE(std::regex_search(body, declared)) << p.filename() << ": KEYS[" << n << "] is extended but not declared as a prefix";
     }
   }

@@ -388,6 +388,37 @@ TEST_F(AgentTest, XidFaultMarksTheGpuUnhealthyAdvertisesWhyAndRefusesItsDevices)
   EXPECT_EQ(reports[0].body["requeue"], true);
 }
 
+TEST_F(AgentTest, FatalXidStopsTheJobOnItsGpuAsGpuFaultAndWarningsAreCounted) {
+  DeviceFaults faults;
+  options_.device_faults = &faults;
+  options_.once = false;
+  config_.drain_timeout_s = 0;
+  broker_.fetch_replies.push_back(jobs_reply({job("j-on-1", "sleep", {{"ext_ml_assigned_devices", {2}}}),
+                                              job("j-on-0", "sleep", {{"ext_ml_assigned_devices", {0}}})}));
+  auto agent = make_agent(mig_capabilities());
+  ASSERT_FALSE(run(agent, 300ms));  // both started
+  ASSERT_EQ(agent.active_jobs(), 2u);
+  faults.post({0, 94, "xid 94: contained ECC error (only the affected application was stopped)", false});
+  faults.post({1, 79, "xid 79: GPU has fallen off the bus"});
+  ASSERT_TRUE(run(agent, 10s, [&] { stop_ = !broker_.reports().empty(); }));
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 2u);  // j-on-1 stopped for the fault, j-on-0 released by the stop
+  for (const auto& r : reports)
+    if (r.job_id == "j-on-1") {
+      EXPECT_EQ(r.body["error"]["code"], "gpu_fault");
+      EXPECT_EQ(r.body["error"]["type"], "gpu_fault");
+      EXPECT_EQ(r.body["error"]["message"], "job stopped: xid 79: GPU has fallen off the bus on GPU 1");
+      EXPECT_EQ(r.body["requeue"], true);
+    } else {
+      EXPECT_EQ(r.body["error"]["code"], "worker_shutdown");
+    }
+  nlohmann::json advertised;
+  for (const auto& c : broker_.calls)
+    if (c.what == "heartbeat") advertised = c.body["capabilities"]["devices"];
+  EXPECT_EQ(advertised[0]["xid_warnings"], 1) << advertised.dump();
+  EXPECT_TRUE(advertised[0].value("healthy", true));
+}
+
 TEST_F(AgentTest, MpsSharedDeviceRunsUpToMaxJobsWithTheirThreadShare) {
   config_.drain_timeout_s = 0;
   config_.concurrency = 3;

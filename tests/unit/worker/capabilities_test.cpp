@@ -82,6 +82,9 @@ TEST(Capabilities, SimulatedFileIgnoresRealHardware) {
   EXPECT_FALSE(caps.contains("simulate"));
   EXPECT_FALSE(caps.contains("cpu_physical_cores"));  // nothing discovered
   EXPECT_EQ(caps["labels"]["pool"], "demo");
+  // A count and no device list: devices 0..3, explicit, all NVLink peers (gpu.interconnect nvlink).
+  ASSERT_EQ(caps["devices"].size(), 4u);
+  EXPECT_EQ(caps["devices"][2], nlohmann::json::parse(R"({"index": 2, "memory_gb": 80, "nvlink_peers": [0, 1, 3]})"));
 }
 
 TEST(Capabilities, SimulatedFixtureForDemosAndIntegrationTests) {

@@ -1,10 +1,12 @@
 #include "worker/config/json_file.hpp"
+#include "worker/execution/job_environment.hpp"
 #include "worker/execution/job_execution.hpp"
 #include "test_helpers.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <thread>
 
 namespace ojs::worker {
@@ -113,10 +115,20 @@ TEST_F(JobExecutionTest, NonGangJobGetsNoRendezvous) {
   EXPECT_EQ(run_to_end(*execution).result, nlohmann::json({{"set", false}}));
 }
 
-TEST_F(JobExecutionTest, NoAssignedDevicesHidesAllGpus) {
-  auto execution = start(R"(printf '{"set":%s,"value":"%s"}' "${CUDA_VISIBLE_DEVICES+true}" "$CUDA_VISIBLE_DEVICES")");
-  const auto outcome = run_to_end(*execution);
-  EXPECT_EQ(outcome.result, nlohmann::json({{"set", true}, {"value", ""}}));
+TEST_F(JobExecutionTest, NoAssignedDevicesHidesAllGpusWithAnInvalidIndexNeverEmpty) {
+  const auto job = make_job();
+  JobView view = read_job(job);
+  view.gpus_managed = true;  // a GPU worker, a CPU job
+  auto execution = JobExecution::start(job, view, shell_command(R"(printf '{"value":"%s"}' "$CUDA_VISIBLE_DEVICES")"), settings_);
+  EXPECT_EQ(run_to_end(*execution).result, nlohmann::json({{"value", "-1"}}));
+}
+
+TEST_F(JobExecutionTest, OperatorsVisibleDevicesStandWhenTheWorkerManagesNone) {
+  const std::vector<std::string> inherited{"CUDA_VISIBLE_DEVICES=2,3", "PATH=/usr/bin"};
+  const auto job = make_job();
+  const JobView view = read_job(job);
+  const auto env = job_environment(view, JobWorkspace::create(dir_.path(), view, job), inherited);
+  EXPECT_NE(std::find(env.begin(), env.end(), "CUDA_VISIBLE_DEVICES=2,3"), env.end());
 }
 
 TEST_F(JobExecutionTest, TimeoutTerminatesTheProcess) {
