@@ -72,7 +72,8 @@ long long JobIndexStore::trim_finished(const std::string& queue, const std::stri
 std::vector<std::string> JobIndexStore::purge_finished(const std::string& queue, const std::string& state, std::int64_t before_ms,
                                                        int limit) {
   std::vector<std::string> out;
-  const auto reply = redis_.eval("purge_finished", {keys::finished_prefix(queue), keys::job_prefix(queue), keys::dead(queue)},
+  const auto reply = redis_.eval("purge_finished", {keys::finished_prefix(queue), keys::job_prefix(queue), keys::dead(queue),
+                                                   keys::log_prefix(queue)},
                                  {state, std::to_string(before_ms), std::to_string(limit)});
   for (const auto& e : reply.elements) out.push_back(e.str);
   return out;
