@@ -38,6 +38,12 @@ TEST_F(JobControl, AHeldJobIsSkippedByFetchUntilReleased) {
   ASSERT_EQ(why.status, 200) << why.body.dump();
   EXPECT_EQ(why.body["diagnosis"]["held_by"], "team-a");
   EXPECT_NE(why.body["diagnosis"]["message"].get<std::string>().find("held by team-a"), std::string::npos) << why.body.dump();
+  // Held jobs are listed as state pending (squeue's held jobs).
+  auto listed = admin.get("/ojs/v1/admin/jobs?state=pending&queue=jc-hold");
+  ASSERT_EQ(listed.status, 200) << listed.body.dump();
+  ASSERT_EQ(listed.body["items"].size(), 1u) << listed.body.dump();
+  EXPECT_EQ(listed.body["items"][0]["id"], first);
+  EXPECT_EQ(listed.body["pagination"]["total"], 1);
 
   // FETCH passes over the held job: the one behind it comes first, then nothing.
   auto got = pool.fetch({"jc-hold"}, "pool-1");
