@@ -186,9 +186,10 @@ end
 -- hash fields max_depth, absent or 0: unbounded, and overflow, absent: reject).
 -- Returns nil when they fit, else the depth, the bound and the strategy. A refusal
 -- under `reject` is recorded as a backpressure.rejected event (BP-004); a `block`
--- PUSH tries again until its timeout, so its tries record none.
-local function over_depth_bound(config, heads, ready_prefix, delayed, events, job, adding)
-  local b = redis.call('HMGET', config, 'max_depth', 'overflow')
+-- PUSH tries again until its timeout, so its tries record none. b: {max_depth, overflow}
+-- when the caller read them with its own config read (push.lua), else read here.
+local function over_depth_bound(config, heads, ready_prefix, delayed, events, job, adding, b)
+  b = b or redis.call('HMGET', config, 'max_depth', 'overflow')
   local bound = tonumber(b[1] or '0')
   if bound <= 0 then return nil end
   local depth = queue_depth(heads, ready_prefix, delayed)
