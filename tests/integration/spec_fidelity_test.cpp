@@ -139,7 +139,7 @@ TEST_F(SpecFidelity, WrongMethodOnAKnownPathIs405WithAllow) {
   const auto id = api.push(job_in("sf-405"));
   auto put = raw("PUT", "/ojs/v1/jobs/" + id, "{}");
   EXPECT_EQ(put.status, 405);
-  EXPECT_EQ(put.headers["allow"], "GET, DELETE");
+  EXPECT_EQ(put.headers["allow"], "GET, DELETE, PATCH");
   EXPECT_EQ(raw("GET", "/ojs/v1/no-such-thing").status, 404);
 }
 
