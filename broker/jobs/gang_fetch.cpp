@@ -8,6 +8,8 @@
 
 #include "broker/jobs/job_service.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "broker/pipeline/claim_refusals.hpp"
+#include "broker/pipeline/fetch_filters.hpp"
 
 namespace ojs::broker {
 
@@ -70,8 +72,7 @@ void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, c
     if (is_gang_class(scheduler_, classes, id)) gang_classes.classes.emplace(id, canonical);
   if (gang_classes.classes.empty()) return;  // queues without gangs pay nothing
 
-  auto verdicts = scheduler_.judge(gang_classes, worker);
-  apply_capacity_guards(store_, scheduler_, queue, gang_classes, worker, verdicts, assignment_options(config_));
+  auto verdicts = run_fetch_filters(store_, scheduler_, queue, gang_classes, worker, assignment_options(config_));
   std::vector<GangClass> eligible;
   std::map<std::string, std::vector<int>> devices_of;
   for (const auto& v : verdicts) {
@@ -86,7 +87,7 @@ void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, c
   }
   const auto claim = store_.claim_gang(queue, member_info(worker), request.visibility_timeout_ms,
                                        config_.default_visibility_timeout_ms, eligible);
-  if (claim.kind == GangClaim::Kind::blocked) diagnosis_.note_budget(queue, claim.blocked, worker.worker_id);
+  if (claim.kind == GangClaim::Kind::blocked) diagnosis_.note_refusal(queue, claim.blocked.class_id, worker.worker_id, budget_refusal(claim.blocked));
   if (claim.kind != GangClaim::Kind::held && claim.kind != GangClaim::Kind::start) return;
 
   // The member's GPUs count in the worker's load from the moment it is held

@@ -1,0 +1,30 @@
+#include "broker/pipeline/claim_refusals.hpp"
+
+namespace ojs::broker {
+
+ml::Refusal budget_refusal(const BudgetBlock& block) {
+  ml::Refusal r;
+  r.predicate = "budget";
+  r.code = ml::VerdictCode::wait;
+  const bool tenant = block.kind.rfind("tenant_quota:", 0) == 0;  // per-tenant quota (tenant_quota:<name>)
+  const std::string what = block.kind == "max_total_gpus" || tenant ? " GPUs in use" : " GPU jobs running";
+  r.summary = (tenant ? "tenant " + block.kind.substr(13) + " quota " : std::string("queue budget ")) +
+              std::to_string(block.in_use) + "/" + std::to_string(block.limit) + what;
+  r.reason = r.summary + " (" + block.kind + ")";
+  r.facts = {{"in_use", static_cast<double>(block.in_use)}, {"limit", static_cast<double>(block.limit)}, {"limit_name", block.kind}};
+  return r;
+}
+
+ml::Refusal rate_limit_refusal(const std::string& kind) {
+  ml::Refusal r;
+  r.predicate = "rate_limit";
+  r.code = ml::VerdictCode::wait;
+  const bool concurrency = kind == "concurrency";
+  r.summary = concurrency ? "queue rate limit: as many jobs run as rate_limit.concurrency allows"
+                          : "queue rate limit: rate_limit.rate allows no more starts in this period";
+  r.reason = r.summary + " (" + kind + ")";
+  r.facts = {{"limit_name", concurrency ? std::string("rate_limit.concurrency") : std::string("rate_limit.rate")}};
+  return r;
+}
+
+}  // namespace ojs::broker
