@@ -76,7 +76,6 @@ void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, c
   std::vector<GangClass> eligible;
   std::map<std::string, std::vector<int>> devices_of;
   for (const auto& v : verdicts) {
-    diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);
     if (!v.judgement.eligible()) continue;
     const auto& gang = scheduler_.requirements(v.class_id, gang_classes.classes.at(v.class_id)).hard.gang;
     std::string label;
@@ -87,6 +86,16 @@ void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, c
   }
   const auto claim = store_.claim_gang(queue, member_info(worker), request.visibility_timeout_ms,
                                        config_.default_visibility_timeout_ms, eligible);
+  // gang_forming (held): this worker holds its GPUs for a gang still missing members.
+  const bool forming = (claim.kind == GangClaim::Kind::held || claim.kind == GangClaim::Kind::waiting) && !claim.class_id.empty();
+  for (auto& v : verdicts) {
+    if (forming && v.class_id == claim.class_id) {
+      const auto it = gang_classes.classes.find(v.class_id);
+      const int size = it == gang_classes.classes.end() ? 0 : scheduler_.requirements(v.class_id, it->second).hard.gang.size;
+      v.judgement.refusals.push_back(gang_forming_refusal(claim.job_id, claim.rank, size));
+    }
+    diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);
+  }
   if (claim.kind == GangClaim::Kind::blocked) diagnosis_.note_refusal(queue, claim.blocked.class_id, worker.worker_id, budget_refusal(claim.blocked));
   if (claim.kind != GangClaim::Kind::held && claim.kind != GangClaim::Kind::start) return;
 

@@ -27,4 +27,16 @@ ml::Refusal rate_limit_refusal(const std::string& kind) {
   return r;
 }
 
+ml::Refusal gang_forming_refusal(const std::string& job_id, int rank, int size) {
+  ml::Refusal r;
+  r.predicate = "gang_forming";
+  r.code = ml::VerdictCode::held;
+  const std::string of = size > 0 ? " of " + std::to_string(size) : std::string();
+  r.reason = "holds its GPUs as rank " + std::to_string(rank) + of + " of forming gang " + job_id +
+             ": the gang starts once every member has joined";
+  r.summary = "hold GPUs for a forming gang (waiting for its other members)";
+  r.facts = {{"job_id", job_id}, {"rank", static_cast<double>(rank)}, {"size", static_cast<double>(size)}};
+  return r;
+}
+
 }  // namespace ojs::broker

@@ -68,6 +68,15 @@ TEST_F(DiagnosisTruth, LocalityHoldIsReportedAsHeld) {
   EXPECT_NE(message(d).find("rare-model"), std::string::npos) << message(d);
 }
 
+TEST_F(DiagnosisTruth, FormingGangIsReportedAsHeld) {
+  const auto id = api.push(ml_job("dt-gang", {{"ext_ml_gpu_count", 1}, {"ext_ml_gang", {{"size", 2}}}}));
+  EXPECT_EQ(api.fetch({"dt-gang"}, "g1", 1, caps_body("4xa100-pcie")).size(), 0u);  // joined: GPUs held, no job yet
+  const auto d = why(id);
+  EXPECT_EQ(d["code"], "held") << d.dump();
+  EXPECT_EQ(d["eligible"], 0) << d.dump();
+  ASSERT_TRUE(d["by_predicate"].contains("gang_forming")) << d.dump();
+}
+
 TEST_F(DiagnosisTruth, OnlyWorkerQuietIsNotEligibleAndSaysQuiet) {
   run_one("dt-quiet", {{"ext_ml_gpu_count", 1}}, "w-quiet", caps_body("l4-inference"));
   ASSERT_EQ(api.post("/ojs/v1/admin/workers/w-quiet/quiet", json::object()).status, 200);
