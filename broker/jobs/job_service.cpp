@@ -433,8 +433,9 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
     auto verdicts = run_fetch_filters(store_, scheduler_, queue, classes, worker, assignment_options(config_));
     for (const auto& v : verdicts) {
       verdict_of[v.class_id] = &v;
-      if (v.judgement.eligible() && !is_gang_class(scheduler_, classes, v.class_id) && !given_back.count(v.class_id))
-        eligible.push_back(v.claim);
+      const bool gang = is_gang_class(scheduler_, classes, v.class_id);
+      if (gang && worker.capabilities) continue;  // fetch_gang judged and noted it, with claim_gang's answer
+      if (v.judgement.eligible() && !gang && !given_back.count(v.class_id)) eligible.push_back(v.claim);
       diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);
     }
     if (eligible.empty()) {

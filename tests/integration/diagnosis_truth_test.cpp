@@ -171,7 +171,8 @@ TEST_F(DiagnosisLiveness, OnlyWorkerDeadIsNotEligibleAndNotListedAsRunning) {
   // The worker falls silent; wait until the broker counts it stale.
   json listed = json::object();
   ASSERT_TRUE(eventually(10000, [&] {
-    for (const auto& w : api.get("/ojs/v1/admin/workers").body["items"])
+    const auto reply = api.get("/ojs/v1/admin/workers");  // named: the loop must not outlive it
+    for (const auto& w : reply.body["items"])
       if (w["id"] == "w-dead") listed = w;
     return listed.value("stale", false);
   })) << listed.dump();
