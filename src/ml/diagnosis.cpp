@@ -52,7 +52,6 @@ Summary summarise(const std::vector<WorkerJudgement>& records) {
                    [](const auto& a, const auto& b) { return a.second.count > b.second.count; });
   if (s.seen == 0) s.code = VerdictCode::wait;  // nobody judged it yet
   s.message = std::to_string(s.eligible) + "/" + std::to_string(s.seen) + " workers";
-  if (s.seen > 0 && s.code != VerdictCode::ok) s.message = std::string(to_string(s.code)) + ": " + s.message;
   if (s.seen == 0) {
     s.message += ": no worker has fetched";
   } else if (s.by_predicate.empty()) {
@@ -64,6 +63,8 @@ Summary summarise(const std::vector<WorkerJudgement>& records) {
       sep = ", ";
     }
   }
+  // The verdict ends the message ("... [unresolvable]"); readers anchored on "N/M workers" keep working.
+  if (s.seen > 0 && s.code != VerdictCode::ok) s.message += " [" + std::string(to_string(s.code)) + "]";
   return s;
 }
 

@@ -64,7 +64,7 @@ TEST(MlDiagnosis, SummarisesRefusalsByPredicate) {
   for (int i = 0; i < 8; ++i) recs.push_back({"small-" + std::to_string(i), judge_static(req, &small)});
   for (int i = 0; i < 4; ++i) recs.push_back({"far-" + std::to_string(i), judge_static(req, &far)});
   // Every refusal is static: no worker seen could ever take it.
-  EXPECT_EQ(diagnosis_message(recs), "unresolvable: 0/12 workers: 8 have < 80 GB per GPU, 4 lack label region=us-east-1");
+  EXPECT_EQ(diagnosis_message(recs), "0/12 workers: 8 have < 80 GB per GPU, 4 lack label region=us-east-1 [unresolvable]");
   recs.push_back({"good", judge_static(req, &good)});
   auto d = diagnose(recs);
   EXPECT_EQ(d["workers_seen"], 13);

@@ -20,7 +20,7 @@ struct WorkerJudgement {
 // predicates counts under each. Predicates are listed in the message by count, highest
 // first. `code` is the fleet's verdict (ojs/ml/verdict.hpp): ok when a worker may take
 // it, unresolvable when every worker seen never could, else held, preemptible or wait;
-// the message starts with it unless ok ("unresolvable: 0/3 workers: ...").
+// the message ends with it unless ok ("0/3 workers: ... [unresolvable]").
 nlohmann::json diagnose(const std::vector<WorkerJudgement>& records);
 
 // Just the message part of diagnose().
