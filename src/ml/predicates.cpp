@@ -247,6 +247,8 @@ Result anti_affinity(const MatchContext& c) {
 // device healthy and in service: a MIG slice takes only single-GPU jobs, so a 2-GPU
 // job on a MIG-sliced worker can never run there, however long it waits.
 bool fits_idle_devices(const std::vector<GpuDevice>& devices, const GpuRequirement& need, const AssignmentOptions& assignment) {
+  if (std::all_of(devices.begin(), devices.end(), [](const GpuDevice& d) { return d.healthy; }))
+    return assign_devices(devices, {}, need, assignment).ok();  // the common case: no copy
   std::vector<GpuDevice> idle = devices;
   for (auto& d : idle) d.healthy = true;
   return assign_devices(idle, {}, need, assignment).ok();
