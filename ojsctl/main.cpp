@@ -162,7 +162,6 @@ int main(int argc, char** argv) {
 
   // Per-GPU drain: the device takes no new job; what runs there finishes.
   auto* device = app.add_subcommand("device", "One GPU device of a worker")->require_subcommand(1);
-  std::string worker_id;
   int device_index = 0;
   for (const std::string verb : {"drain", "undrain"}) {
     auto* cmd = device->add_subcommand(verb, verb == "drain" ? "Place no new job on the device" : "Place jobs on the device again");

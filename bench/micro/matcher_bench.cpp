@@ -41,7 +41,7 @@ Capabilities dgx() {
 
 WorkerLoad busy_load() {
   WorkerLoad load;
-  load.active.push_back({"a", 2, {{"type", "ml.infer"}}, std::nullopt});
+  load.active.push_back({"a", 2, {{"type", "ml.infer"}}, {}, std::nullopt});
   load.busy_devices = {0, 1};
   return load;
 }

@@ -409,7 +409,7 @@ class Simulation {
       for (const auto& m : w.lru) w.caps.models_loaded.push_back({m, "", "safetensors"});
     }
     r.work_start = now_ + load_s;
-    w.load.active.push_back({std::to_string(j), r.gpus, {}, std::nullopt});
+    w.load.active.push_back({std::to_string(j), r.gpus, {}, {}, std::nullopt});
     w.load.busy_devices.insert(r.devices.begin(), r.devices.end());
     w.cores_used += sj.req.gpu_count() == 0 ? sj.cpu_cores : 0;
     w.running[j] = r;
@@ -500,7 +500,7 @@ class Simulation {
     ml::WorkerLoad load;
     for (const auto& [id, r] : w.running) {
       if (gone.count(id)) continue;
-      load.active.push_back({std::to_string(id), r.gpus, {}, std::nullopt});
+      load.active.push_back({std::to_string(id), r.gpus, {}, {}, std::nullopt});
       load.busy_devices.insert(r.devices.begin(), r.devices.end());
     }
     return load;

@@ -7,6 +7,7 @@
 #include "ojs/core/error.hpp"
 #include "ojs/core/json_schema.hpp"
 #include "ojs/core/time.hpp"
+#include "ojs/ml/device_assignment.hpp"
 #include "ojs/ml/requirements.hpp"
 #include "ojs/ml/types.hpp"
 
@@ -85,28 +86,36 @@ json render_limits(const QueueConfig& c) {
   return out;
 }
 
-// Budgets live as two integer fields, which claim.lua reads.
+// Budgets live as integer fields, which claim.lua reads: GPU memory as whole megabytes
+// (decimal, as devices advertise gigabytes) in max_total_gpu_memory_mb.
+using ml::gpu_memory_gb;
+using ml::gpu_memory_mb;
+
 void parse_budgets(const json& b, QueueConfig& c) {
   c.budgets = {};
   if (b.contains("max_concurrent_gpu_jobs")) c.budgets.max_concurrent_gpu_jobs = integer(b["max_concurrent_gpu_jobs"]);
   if (b.contains("max_total_gpus")) c.budgets.max_total_gpus = integer(b["max_total_gpus"]);
+  if (b.contains("max_total_gpu_memory_gb")) c.budgets.max_total_gpu_memory_gb = b["max_total_gpu_memory_gb"].get<double>();
 }
 
 json render_budgets(const QueueConfig& c) {
   json out = json::object();
   put(out, "max_concurrent_gpu_jobs", c.budgets.max_concurrent_gpu_jobs);
   put(out, "max_total_gpus", c.budgets.max_total_gpus);
+  put(out, "max_total_gpu_memory_gb", c.budgets.max_total_gpu_memory_gb);
   return out;
 }
 
 void store_budgets(const QueueConfig& c, QueueConfigWrite& w) {
   put(w, "max_total_gpus", c.budgets.max_total_gpus);
   put(w, "max_concurrent_gpu_jobs", c.budgets.max_concurrent_gpu_jobs);
+  if (c.budgets.max_total_gpu_memory_gb) put(w, "max_total_gpu_memory_mb", gpu_memory_mb(*c.budgets.max_total_gpu_memory_gb));
 }
 
 void load_budgets(const StoredQueueConfig& s, QueueConfig& c) {
   c.budgets.max_total_gpus = stored_integer(s, "max_total_gpus");
   c.budgets.max_concurrent_gpu_jobs = stored_integer(s, "max_concurrent_gpu_jobs");
+  if (const auto mb = stored_integer(s, "max_total_gpu_memory_mb")) c.budgets.max_total_gpu_memory_gb = gpu_memory_gb(*mb);
 }
 
 void parse_quotas(const json& q, QueueConfig& c) {
@@ -212,7 +221,8 @@ const std::vector<QueueConfigField>& queue_config_fields() {
   static const std::vector<QueueConfigField> fields = {
       {"ml_defaults", parse_defaults, [](const QueueConfig& c) { return c.ml_defaults; }, {"ml_defaults"}},
       {"ml_limits", parse_limits, render_limits, {"ml_limits"}},
-      {"budgets", parse_budgets, render_budgets, {"max_total_gpus", "max_concurrent_gpu_jobs"}, store_budgets, load_budgets},
+      {"budgets", parse_budgets, render_budgets, {"max_total_gpus", "max_concurrent_gpu_jobs", "max_total_gpu_memory_mb"}, store_budgets,
+       load_budgets},
       {"tenant_quotas", parse_quotas, render_quotas, {"tenant_quotas"}, store_quotas},
       {"rate_limit", [](const json& r, QueueConfig& c) { c.rate_limit = parse_rate_limit(r, "rate_limit."); },
        [](const QueueConfig& c) { return rate_limit_to_json(c.rate_limit); },

@@ -25,9 +25,15 @@ struct MlLimits {
   bool empty() const;
 };
 
+// A queue's GPU budget. max_total_gpus counts devices: a whole GPU, a MIG slice and an
+// MPS share each count one. max_total_gpu_memory_gb counts the GPU memory the running
+// jobs hold (a whole GPU: all of its memory; a MIG slice: its own; an MPS share: what
+// the job declared, else the device's fair share), so slices and shares are charged
+// for what they are. Either, both or neither may be set.
 struct Budgets {
   std::optional<long long> max_concurrent_gpu_jobs;
   std::optional<long long> max_total_gpus;
+  std::optional<double> max_total_gpu_memory_gb;
 };
 
 struct TenantQuotas {

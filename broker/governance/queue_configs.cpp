@@ -2,6 +2,7 @@
 
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
+#include "ojs/ml/device_assignment.hpp"
 
 namespace ojs::broker::governance {
 
@@ -11,9 +12,11 @@ json to_json(const Reconciliation& r, const std::string& queue) {
   json rows = json::array();
   for (const auto& t : r.tenants) rows.push_back({{"tenant", t.tenant}, {"ledger_gpus", t.ledger}, {"active_gpus", t.actual}});
   return {{"queue", queue},
-          {"ledger", {{"gpus", r.ledger_gpus}, {"gpu_jobs", r.ledger_jobs}}},
-          {"active", {{"gpus", r.actual_gpus}, {"gpu_jobs", r.actual_jobs}}},
-          {"drift", {{"gpus", r.ledger_gpus - r.actual_gpus}, {"gpu_jobs", r.ledger_jobs - r.actual_jobs}}},
+          {"ledger", {{"gpus", r.ledger_gpus}, {"gpu_jobs", r.ledger_jobs}, {"gpu_memory_gb", ml::gpu_memory_gb(r.ledger_gpu_mem_mb)}}},
+          {"active", {{"gpus", r.actual_gpus}, {"gpu_jobs", r.actual_jobs}, {"gpu_memory_gb", ml::gpu_memory_gb(r.actual_gpu_mem_mb)}}},
+          {"drift", {{"gpus", r.ledger_gpus - r.actual_gpus},
+                     {"gpu_jobs", r.ledger_jobs - r.actual_jobs},
+                     {"gpu_memory_gb", ml::gpu_memory_gb(r.ledger_gpu_mem_mb - r.actual_gpu_mem_mb)}}},
           {"tenants", rows},
           {"consistent", !r.drift()},
           {"repaired", r.repaired}};
@@ -56,6 +59,7 @@ json QueueConfigs::budget(const std::string& queue) {
   json limits = json::object();
   if (b.use.max_gpus) limits["max_total_gpus"] = *b.use.max_gpus;
   if (b.use.max_jobs) limits["max_concurrent_gpu_jobs"] = *b.use.max_jobs;
+  if (b.use.max_gpu_mem_mb) limits["max_total_gpu_memory_gb"] = ml::gpu_memory_gb(*b.use.max_gpu_mem_mb);
   const auto& quotas = b.tenant_max_gpus;
   json tenants = json::object();
   for (const auto& [tenant, max] : quotas)
@@ -68,7 +72,7 @@ json QueueConfigs::budget(const std::string& queue) {
     if (!entry.contains("gpus_in_use")) entry["gpus_in_use"] = 0;
   json out = {{"queue", queue},
               {"limits", limits},
-              {"in_use", {{"gpus", b.use.gpus_in_use}, {"gpu_jobs", b.use.gpu_jobs}}},
+              {"in_use", {{"gpus", b.use.gpus_in_use}, {"gpu_jobs", b.use.gpu_jobs}, {"gpu_memory_gb", ml::gpu_memory_gb(b.use.gpu_mem_mb_in_use)}}},
               {"tenants", tenants}};
   if (quotas.count("*")) out["default_tenant_max_gpus"] = quotas.at("*");
   return out;

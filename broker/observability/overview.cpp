@@ -3,6 +3,7 @@
 
 #include "ojs/core/time.hpp"
 #include "ojs/ml/capabilities.hpp"
+#include "ojs/ml/device_assignment.hpp"
 
 #include <set>
 
@@ -79,9 +80,11 @@ json queue_overview(const OverviewSources& ctx, const std::string& name) {
   const BudgetUse use = ctx.store.budget(name);
   q["gpus_in_use"] = use.gpus_in_use;
   q["gpu_jobs_running"] = use.gpu_jobs;
+  q["gpu_memory_gb_in_use"] = ml::gpu_memory_gb(use.gpu_mem_mb_in_use);
   json budget = json::object();
   if (use.max_gpus && *use.max_gpus >= 0) budget["max_total_gpus"] = *use.max_gpus;
   if (use.max_jobs && *use.max_jobs >= 0) budget["max_concurrent_gpu_jobs"] = *use.max_jobs;
+  if (use.max_gpu_mem_mb && *use.max_gpu_mem_mb >= 0) budget["max_total_gpu_memory_gb"] = ml::gpu_memory_gb(*use.max_gpu_mem_mb);
   q["budget"] = budget;
   const auto preempted = stored_counts.find("preempted");
   q["preemptions"] = preempted == stored_counts.end() ? 0 : preempted->second;
@@ -154,7 +157,12 @@ void render_cluster_metrics(const json& overview, Exposition& out) {
             [&](const json& q, const std::string& name) {
               out.sample("ojs_queue_gpu_jobs_running", {{"queue", name}}, q["gpu_jobs_running"].get<double>());
             });
-  per_queue("ojs_queue_gpu_budget", "gauge", "Configured GPU budget of the queue, by limit (max_total_gpus, max_concurrent_gpu_jobs)",
+  per_queue("ojs_queue_gpu_memory_gb_in_use", "gauge", "GPU memory (GB) charged to the queue's budget ledger by running jobs",
+            [&](const json& q, const std::string& name) {
+              out.sample("ojs_queue_gpu_memory_gb_in_use", {{"queue", name}}, q["gpu_memory_gb_in_use"].get<double>());
+            });
+  per_queue("ojs_queue_gpu_budget", "gauge",
+            "Configured GPU budget of the queue, by limit (max_total_gpus, max_concurrent_gpu_jobs, max_total_gpu_memory_gb)",
             [&](const json& q, const std::string& name) {
               for (const auto& [limit, value] : q["budget"].items())
                 out.sample("ojs_queue_gpu_budget", {{"queue", name}, {"limit", limit}}, value.get<double>());

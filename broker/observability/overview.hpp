@@ -18,7 +18,8 @@ namespace ojs::broker::obs {
 //  workers[{id, state, live, last_seen, last_seen_age_s, gpu_type, gpus_total, gpus_in_use, gpus_free, queues,
 //           unhealthy_devices[{index, uuid, mig_profile?, reason}]}],
 //  queues[{name, paused, counts{available, active, delayed, dead_letter, completed, discarded, cancelled},
-//          gpus_in_use, gpu_jobs_running, budget{max_total_gpus?, max_concurrent_gpu_jobs?}, preemptions,
+//          gpus_in_use, gpu_jobs_running, gpu_memory_gb_in_use, budget{max_total_gpus?, max_concurrent_gpu_jobs?,
+//          max_total_gpu_memory_gb?}, preemptions,
 //          classes[{class, waiting, requirements, workers_seen, eligible, message}]}]}
 // What the overview reads (the API passes its own context's parts).
 struct OverviewSources {

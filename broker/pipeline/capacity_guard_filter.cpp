@@ -11,6 +11,7 @@
 #include "broker/pipeline/preemption_pending_filter.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
+#include "ojs/ml/device_assignment.hpp"
 
 namespace ojs::broker {
 
@@ -89,6 +90,7 @@ void apply_capacity_guards(JobStore& store, const Scheduler& scheduler, const st
       else if (beside == Beside::fits && held > 0) {
         v.judgement.devices = devices;
         v.claim.devices_json = devices.empty() ? std::string() : json(devices).dump();
+        v.claim.gpu_memory_mb = ml::gpu_memory_charge_mb(caps->devices, devices, req.hard.gpu.memory_gb, req.gpu_count());
       }
     }
     // Hypothetical load: what runs now plus capacity held for others.

@@ -1,5 +1,8 @@
 #include "broker/pipeline/claim_refusals.hpp"
 
+#include "ojs/ml/device_assignment.hpp"
+#include "ojs/ml/types.hpp"
+
 namespace ojs::broker {
 
 ml::Refusal budget_refusal(const BudgetBlock& block) {
@@ -7,11 +10,18 @@ ml::Refusal budget_refusal(const BudgetBlock& block) {
   r.predicate = "budget";
   r.code = ml::VerdictCode::wait;
   const bool tenant = block.kind.rfind("tenant_quota:", 0) == 0;  // per-tenant quota (tenant_quota:<name>)
-  const std::string what = block.kind == "max_total_gpus" || tenant ? " GPUs in use" : " GPU jobs running";
-  r.summary = (tenant ? "tenant " + block.kind.substr(13) + " quota " : std::string("queue budget ")) +
-              std::to_string(block.in_use) + "/" + std::to_string(block.limit) + what;
+  const bool memory = block.kind == "max_total_gpu_memory_gb";  // in_use and limit come in MB
+  const std::string what = block.kind == "max_total_gpus" || tenant ? " GPUs in use"
+                           : memory                                 ? " GB of GPU memory in use"
+                                                                    : " GPU jobs running";
+  const auto amount = [&](long long n) { return memory ? ml::format_number(ml::gpu_memory_gb(n)) : std::to_string(n); };
+  r.summary = (tenant ? "tenant " + block.kind.substr(13) + " quota " : std::string("queue budget ")) + amount(block.in_use) +
+              "/" + amount(block.limit) + what;
   r.reason = r.summary + " (" + block.kind + ")";
-  r.facts = {{"in_use", static_cast<double>(block.in_use)}, {"limit", static_cast<double>(block.limit)}, {"limit_name", block.kind}};
+  const double scale = memory ? 1000.0 : 1.0;
+  r.facts = {{"in_use", static_cast<double>(block.in_use) / scale},
+             {"limit", static_cast<double>(block.limit) / scale},
+             {"limit_name", block.kind}};
   return r;
 }
 

@@ -62,7 +62,7 @@ BackfillPlan plan_backfill(const ml::Requirements& req, const std::vector<Backfi
 void add_phantom(ml::WorkerLoad& load, const ml::Capabilities& caps, const std::string& name, int gpus,
                  const std::vector<int>& devices) {
   if (gpus <= 0) return;
-  load.active.push_back({name, gpus, {}, std::nullopt});  // busy without a count: no memory share
+  load.active.push_back({name, gpus, {}, {}, std::nullopt});  // busy without a count: no memory share
   int taken = 0;
   for (int d : devices)
     if (taken < gpus && load.busy_devices.insert(d).second) ++taken;

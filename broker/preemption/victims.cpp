@@ -9,7 +9,7 @@ ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::s
   ml::WorkerLoad load;
   for (const auto& job : running) {
     if (removed.count(job.job_id)) continue;
-    load.active.push_back({job.job_id, job.gpus, job.labels, std::nullopt});  // busy without a count: whole devices
+    load.active.push_back({job.job_id, job.gpus, job.labels, {}, std::nullopt});  // busy without a count: whole devices
     load.busy_devices.insert(job.devices.begin(), job.devices.end());
   }
   return load;

@@ -1,5 +1,7 @@
 #include "broker/scheduling/scheduler.hpp"
 
+#include "ojs/ml/device_assignment.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <mutex>
@@ -130,6 +132,9 @@ std::vector<ClassVerdict> Scheduler::judge(const ClassSet& classes, const Worker
       v.claim.id = class_id;
       v.claim.gpus = req.gpu_count();
       if (!v.judgement.devices.empty()) v.claim.devices_json = nlohmann::json(v.judgement.devices).dump();
+      if (v.claim.gpus > 0)  // what a GPU-memory budget charges (max_total_gpu_memory_gb)
+        v.claim.gpu_memory_mb = ml::gpu_memory_charge_mb(caps ? caps->devices : std::vector<ml::GpuDevice>{}, v.judgement.devices,
+                                                         req.hard.gpu.memory_gb, v.claim.gpus);
       ml::ScoringOptions scoring;
       scoring.locality_delay_ms = impl_->options.locality_delay_ms;
       double preference = 0;

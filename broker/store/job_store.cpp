@@ -304,8 +304,8 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
   for (const auto& c : eligible) {
     max_bonus = std::max(max_bonus, c.bonus);
     lines += '\n' + c.id + '\t' + std::to_string(c.bonus) + '\t' + std::to_string(c.hold_enqueued_after_ms) + '\t' +
-             std::to_string(c.gpus) + '\t' + c.devices_json;
-    if (c.backfill_before_ms > 0) lines += '\t' + std::to_string(c.backfill_before_ms);  // [backfill] a 6th field
+             std::to_string(c.gpus) + '\t' + c.devices_json + '\t' + std::to_string(c.gpu_memory_mb);
+    if (c.backfill_before_ms > 0) lines += '\t' + std::to_string(c.backfill_before_ms);  // [backfill] a 7th field
   }
   args.push_back(std::to_string(max_bonus));
   args.push_back(std::to_string(eligible.size()));
@@ -445,7 +445,8 @@ Transition JobStore::checkpoint(const std::string& queue, const std::string& id,
 }
 
 std::vector<std::vector<std::string>> budget_reads(const std::string& queue) {
-  return {{"HMGET", keys::config(queue), "max_total_gpus", "max_concurrent_gpu_jobs"}, {"HMGET", keys::ledger(queue), "gpus", "gpu_jobs"}};
+  return {{"HMGET", keys::config(queue), "max_total_gpus", "max_concurrent_gpu_jobs", "max_total_gpu_memory_mb"},
+          {"HMGET", keys::ledger(queue), "gpus", "gpu_jobs", "gpu_mem_mb"}};
 }
 
 BudgetUse budget_from(const RedisValue& limits, const RedisValue& ledger) {
@@ -454,6 +455,8 @@ BudgetUse budget_from(const RedisValue& limits, const RedisValue& ledger) {
   b.max_jobs = integer_of(limits.elements.at(1));
   b.gpus_in_use = integer_of(ledger.elements.at(0)).value_or(0);
   b.gpu_jobs = integer_of(ledger.elements.at(1)).value_or(0);
+  b.max_gpu_mem_mb = integer_of(limits.elements.at(2));
+  b.gpu_mem_mb_in_use = integer_of(ledger.elements.at(2)).value_or(0);
   return b;
 }
 

@@ -27,6 +27,7 @@ struct EligibleClass {
   std::int64_t hold_enqueued_after_ms = 0; // delay scheduling: skip heads enqueued after this (0 = none)
   int gpus = 0;                            // charged to the queue's GPU budget on claim
   std::string devices_json;                // device indices assigned on claim ("" = none)
+  long long gpu_memory_mb = 0;             // charged to the queue's GPU-memory budget on claim
   std::int64_t backfill_before_ms = 0;     // [backfill] only jobs declared to end by then (0 = any)
 };
 
@@ -35,7 +36,7 @@ struct BudgetBlock {
   std::string class_id;
   long long in_use = 0;
   long long limit = 0;
-  std::string kind;  // max_total_gpus | max_concurrent_gpu_jobs
+  std::string kind;  // max_total_gpus | max_concurrent_gpu_jobs | max_total_gpu_memory_gb (in_use, limit in MB)
 };
 
 struct ClassSet {
@@ -56,8 +57,10 @@ struct Transition {
 struct BudgetUse {
   std::optional<long long> max_gpus;  // max_total_gpus
   std::optional<long long> max_jobs;  // max_concurrent_gpu_jobs
+  std::optional<long long> max_gpu_mem_mb;  // max_total_gpu_memory_gb, in MB
   long long gpus_in_use = 0;
   long long gpu_jobs = 0;
+  long long gpu_mem_mb_in_use = 0;
 };
 // The budget read itself (config limits, then ledger), for callers that send it
 // inside a larger pipeline: JobStore::budget and QueueConfigStore::budget.

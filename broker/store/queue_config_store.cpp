@@ -20,7 +20,7 @@ std::map<std::string, long long> integer_hash(const RedisValue& flat) {
 }  // namespace
 
 bool Reconciliation::drift() const {
-  if (ledger_gpus != actual_gpus || ledger_jobs != actual_jobs) return true;
+  if (ledger_gpus != actual_gpus || ledger_jobs != actual_jobs || ledger_gpu_mem_mb != actual_gpu_mem_mb) return true;
   for (const auto& t : tenants)
     if (t.ledger != t.actual) return true;
   return false;
@@ -65,7 +65,7 @@ Reconciliation QueueConfigStore::reconcile(const std::string& queue, bool repair
   auto r = redis_.eval("reconcile",
                        {keys::active(queue), keys::ledger(queue), keys::tenant_ledger(queue), keys::job_prefix(queue), keys::gangs(queue)},
                        {repair ? "1" : "0"});
-  if (r.elements.size() < 6) throw std::runtime_error("malformed reconcile reply");
+  if (r.elements.size() < 8) throw std::runtime_error("malformed reconcile reply");
   Reconciliation out;
   out.ledger_gpus = r.elements[0].integer;
   out.ledger_jobs = r.elements[1].integer;
@@ -74,6 +74,8 @@ Reconciliation QueueConfigStore::reconcile(const std::string& queue, bool repair
   const auto& rows = r.elements[4].elements;
   for (std::size_t i = 0; i + 2 < rows.size(); i += 3) out.tenants.push_back({rows[i].str, rows[i + 1].integer, rows[i + 2].integer});
   out.repaired = r.elements[5].integer == 1;
+  out.ledger_gpu_mem_mb = r.elements[6].integer;
+  out.actual_gpu_mem_mb = r.elements[7].integer;
   return out;
 }
 

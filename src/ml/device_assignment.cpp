@@ -1,6 +1,7 @@
 #include "ojs/ml/device_assignment.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -116,6 +117,23 @@ DeviceAssignment assign_devices(const std::vector<GpuDevice>& devices, const std
 
 double memory_charge_gb(const GpuDevice& d, std::optional<double> declared_gb) {
   return declared_gb ? *declared_gb : d.memory_gb / std::max(1, d.max_jobs);
+}
+
+long long gpu_memory_mb(double gb) { return std::llround(gb * 1000.0); }
+
+double gpu_memory_gb(long long mb) { return static_cast<double>(mb) / 1000.0; }
+
+long long gpu_memory_charge_mb(const std::vector<GpuDevice>& devices, const std::vector<int>& assigned,
+                               std::optional<double> declared_gb, int count) {
+  if (assigned.empty()) return declared_gb ? gpu_memory_mb(*declared_gb * count) : 0;
+  double gb = 0;
+  for (const int index : assigned) {
+    const auto d = std::find_if(devices.begin(), devices.end(), [&](const GpuDevice& g) { return g.index == index; });
+    if (d == devices.end()) gb += declared_gb.value_or(0);
+    else if (d->max_jobs > 1) gb += memory_charge_gb(*d, declared_gb);
+    else gb += d->memory_gb > 0 ? d->memory_gb : declared_gb.value_or(0);  // a device that gives no size
+  }
+  return gpu_memory_mb(gb);
 }
 
 std::set<int> unavailable_devices(const std::vector<GpuDevice>& devices, const WorkerLoad& load,

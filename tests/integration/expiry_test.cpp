@@ -39,7 +39,7 @@ TEST(Expiry, ExpiredJobLeavesAvailableWithoutAnyFetch) {
   EXPECT_FALSE(info.contains("completed_at"));
   EXPECT_EQ(api.get("/ojs/v1/jobs/" + lasting).body["job"]["state"], "available");
   const auto stats = api.get("/ojs/v1/queues/exp-sweep/stats").body;
-  EXPECT_EQ(stats["queue"]["available"], 1) << stats.dump();
+  EXPECT_EQ(stats["stats"]["available"], 1) << stats.dump();
   ojs::HttpClientOptions options;
   options.base_url = broker.url();
   ojs::HttpClient raw(options);

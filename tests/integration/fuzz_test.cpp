@@ -247,6 +247,9 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"POST", "/ojs/v1/admin/reservations", {{"id", "r2"}, {"worker_ids", {"fuzzer"}}, {"ttl_s", 60}, {"gpus", 1}}},
       {"POST", "/ojs/v1/admin/jobs/bulk/cancel", {{"filter", {{"queue", "fuzz-bulk"}, {"state", "available"}}}, {"confirm", true}, {"limit", 10}},
        "POST /ojs/v1/admin/jobs/bulk/{retry|cancel|delete}"},
+      {"POST", "/ojs/v1/admin/dead-letter/retry", {{"queue", "fuzz"}, {"limit", 10}}},
+      {"DELETE", "/ojs/v1/admin/queues/fuzz-bulk/jobs", {{"states", {"completed", "cancelled"}}, {"confirm", true}},
+       "DELETE /ojs/v1/admin/queues/{name}/jobs"},
   };
   const std::vector<PathEndpoint> paths = {
       {"GET", "/ojs/manifest", {}, {}, "GET /ojs/manifest"},
@@ -290,6 +293,16 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"GET", "/ojs/v1/admin/queues/fuzz/jobs", {"fuzz"}, {"state", "limit"}, "GET /ojs/v1/admin/queues/{name}/jobs"},
       {"GET", "/ojs/v1/admin/overview", {}, {}, "GET /ojs/v1/admin/overview"},
       {"GET", "/ojs/v1/admin/reservations", {}, {}, "GET /ojs/v1/admin/reservations"},
+      {"GET", "/ojs/v1/ready", {}, {}, "GET /ojs/v1/ready"},
+      {"GET", "/ojs/v1/workflows", {}, {"page", "per_page"}, "GET /ojs/v1/workflows"},
+      {"GET", "/ojs/v1/admin/stats/history", {}, {"period", "since", "until", "queue"}, "GET /ojs/v1/admin/stats/history"},
+      {"GET", "/ojs/v1/admin/dead-letter/stats", {}, {}, "GET /ojs/v1/admin/dead-letter/stats"},
+      {"GET", "/ojs/v1/admin/tenants", {}, {}, "GET /ojs/v1/admin/tenants"},
+      {"GET", "/ojs/v1/admin/tenants/team-a/stats", {"team-a"}, {}, "GET /ojs/v1/admin/tenants/{id}/stats"},
+      {"GET", "/ojs/v1/admin/tenants/team-a", {"team-a"}, {}, "GET /ojs/v1/admin/tenants/{id}"},
+      {"GET", "/ojs/v1/admin/drain", {}, {}, "GET /ojs/v1/admin/drain"},
+      {"POST", "/ojs/v1/admin/workers/fuzz-w/devices/0/drain", {"fuzz-w", "0"}, {}, "POST /ojs/v1/admin/workers/{id}/devices/{index}/drain"},
+      {"POST", "/ojs/v1/admin/workers/fuzz-w/devices/0/undrain", {"fuzz-w", "0"}, {}, "POST /ojs/v1/admin/workers/{id}/devices/{index}/undrain"},
       // Destructive ones last: their live target goes with the first valid call.
       {"POST", "/ojs/v1/admin/jobs/" + dead + "/cancel", {dead}, {}, "POST /ojs/v1/admin/jobs/{id}/cancel"},
       {"DELETE", "/ojs/v1/dead-letter/" + dead, {dead}, {}, "DELETE /ojs/v1/dead-letter/{id}"},
@@ -299,6 +312,9 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"DELETE", "/ojs/v1/workflows/" + workflow, {workflow}, {}, "DELETE /ojs/v1/workflows/{id}"},
       {"DELETE", "/ojs/v1/jobs/" + id, {id}, {}, "DELETE /ojs/v1/jobs/{id}"},
       {"DELETE", "/ojs/v1/admin/queues/fuzz-paused", {"fuzz-paused"}, {}, "DELETE /ojs/v1/admin/queues/{name}"},
+      // Draining turns PUSH and FETCH away (503): last, and taken back at once.
+      {"POST", "/ojs/v1/admin/drain", {}, {}, "POST /ojs/v1/admin/drain"},
+      {"DELETE", "/ojs/v1/admin/drain", {}, {}, "DELETE /ojs/v1/admin/drain"},
   };
   // Server-sent events: the query is mutated; a valid one opens a stream, which is closed.
   const std::vector<PathEndpoint> streams = {
@@ -341,12 +357,18 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
   for (const auto& ep : paths) {
     const auto stop_at = std::chrono::steady_clock::now() + per_path;
     int sent = 0;
-    for (; sent < kBodiesPerEndpoint && std::chrono::steady_clock::now() < stop_at; ++sent) {
+    // The time slot is a target, the minimum a floor: a slow admin read (the tenant
+    // counts scan every job, up to 10k per index) still gets its share of paths.
+    for (; sent < kBodiesPerEndpoint && (sent < kMinPathsPerEndpoint || std::chrono::steady_clock::now() < stop_at); ++sent) {
       const auto target = paths_mutator.mutate(ep.path, ep.params, ep.query);
       check(ep.method + " " + target, raw.request(ep.method, target, ep.method == "POST" ? "{}" : ""), target);
     }
     std::printf("fuzz %s %s: %d paths\n", ep.method.c_str(), ep.path.c_str(), sent);
     EXPECT_GE(sent, kMinPathsPerEndpoint) << ep.path;
+    // A mutated path can drain the broker for real: the client resolves dot segments
+    // (workers/../drain is POST /ojs/v1/admin/drain), and a draining broker rightly
+    // answers PUSH, FETCH and readiness with 503. Take it back before the next one.
+    ASSERT_EQ(raw.request("DELETE", "/ojs/v1/admin/drain", "").status, 200);
   }
   for (const auto& ep : streams) {
     const auto stop_at = std::chrono::steady_clock::now() + per_path;

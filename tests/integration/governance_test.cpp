@@ -241,6 +241,57 @@ TEST_F(Governance, TenantQuotasMakeJobsWaitWithoutBlockingOtherTenants) {
   EXPECT_EQ(third[0]["id"], a2);
 }
 
+// A GPU-memory budget charges what each job holds: a whole 80 GB GPU all of it, a
+// 1g.10gb MIG slice its 10.4 GB, not "one GPU" each (issue 27).
+TEST_F(Governance, GpuMemoryBudgetChargesWholeGpusAndSlicesByTheirMemory) {
+  const std::string queue = "gov-mem";
+  put_config(api, queue, {{"budgets", {{"max_total_gpu_memory_gb", 100}}}});
+  auto config = api.get(config_path(queue)).body["config"];
+  EXPECT_EQ(config["budgets"], json({{"max_total_gpu_memory_gb", 100}})) << config.dump();
+  const json whole = {{"capabilities", {{"accelerator", "gpu"},
+                                        {"gpu", {{"type", "nvidia-a100"}, {"count", 2}, {"memory_gb", 80}}},
+                                        {"devices", {{{"index", 0}, {"memory_gb", 80}}, {{"index", 1}, {"memory_gb", 80}}}}}}};
+  const auto a = api.push(job(queue, {{"ext_ml_gpu_count", 1}, {"ext_ml_gpu_memory_gb", 20}}));
+  const auto b = api.push(job(queue, {{"ext_ml_gpu_count", 1}, {"ext_ml_gpu_memory_gb", 20}}));
+  auto first = api.fetch({queue}, "w-mem-1", 2, whole);
+  ASSERT_EQ(first.size(), 1u) << "a whole GPU holds its 80 GB: the second would pass 100 GB";
+  EXPECT_EQ(first[0]["id"], a);
+  const auto waiting = api.get("/ojs/v1/jobs/" + b).body["job"];
+  EXPECT_NE(waiting["diagnosis"]["message"].get<std::string>().find(
+                "queue budget 80/100 GB of GPU memory in use"),
+            std::string::npos)
+      << waiting["diagnosis"].dump();
+  auto budget = api.get("/ojs/v1/admin/queues/" + queue + "/budget").body["budget"];
+  EXPECT_EQ(budget["in_use"]["gpu_memory_gb"], 80) << budget.dump();
+  EXPECT_EQ(budget["limits"]["max_total_gpu_memory_gb"], 100) << budget.dump();
+  EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", a}}).status, 200);
+  budget = api.get("/ojs/v1/admin/queues/" + queue + "/budget").body["budget"];
+  EXPECT_EQ(budget["in_use"]["gpu_memory_gb"], 0) << "ACK gives the memory back: " << budget.dump();
+
+  // b takes a whole GPU (80 GB); then 1g.10gb slices charge 10.4 GB each: one more
+  // fits (90.4 GB), a second (100.8 GB) does not.
+  const json slices = {{"capabilities", {{"accelerator", "gpu"},
+                                         {"gpu", {{"type", "nvidia-a100"}, {"count", 3}, {"memory_gb", 10.4}}},
+                                         {"devices", {{{"index", 0}, {"memory_gb", 10.4}, {"mig_profile", "1g.10gb"}, {"parent_index", 0}},
+                                                      {{"index", 1}, {"memory_gb", 10.4}, {"mig_profile", "1g.10gb"}, {"parent_index", 0}},
+                                                      {{"index", 2}, {"memory_gb", 10.4}, {"mig_profile", "1g.10gb"}, {"parent_index", 0}}}}}}};
+  ASSERT_EQ(api.fetch({queue}, "w-mem-1", 1, whole).size(), 1u);  // b
+  const auto c = api.push(job(queue, {{"ext_ml_gpu_count", 1}, {"ext_ml_gpu_memory_gb", 8}}));
+  const auto d = api.push(job(queue, {{"ext_ml_gpu_count", 1}, {"ext_ml_gpu_memory_gb", 8}}));
+  auto on_slices = api.fetch({queue}, "w-mem-2", 2, slices);
+  ASSERT_EQ(on_slices.size(), 1u) << "80 + 10.4 fits 100 GB, 80 + 20.8 does not";
+  EXPECT_EQ(on_slices[0]["id"], c);
+  budget = api.get("/ojs/v1/admin/queues/" + queue + "/budget").body["budget"];
+  EXPECT_DOUBLE_EQ(budget["in_use"]["gpu_memory_gb"].get<double>(), 90.4) << budget.dump();
+  EXPECT_EQ(budget["in_use"]["gpus"], 2) << "max_total_gpus still counts devices: " << budget.dump();
+  // The ledger agrees with what the running jobs were charged.
+  const auto check = api.get("/ojs/v1/admin/queues/" + queue + "/reconcile");
+  ASSERT_EQ(check.status, 200) << check.body.dump();
+  EXPECT_EQ(check.body["reconciliation"]["consistent"], true) << check.body.dump();
+  EXPECT_DOUBLE_EQ(check.body["reconciliation"]["active"]["gpu_memory_gb"].get<double>(), 90.4) << check.body.dump();
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + d).body["job"]["state"], "available");
+}
+
 TEST_F(Governance, LedgerEqualsActiveJobsAfterABrokerIsKilledMidLoad) {
   const std::string queue = "gov-kill";
   put_config(api, queue, {{"budgets", {{"max_total_gpus", 16}}}, {"tenant_quotas", {{"default_max_gpus", 12}}}});

@@ -359,6 +359,7 @@ TEST_F(SpecExtensions, HeartbeatStateReflectsQuietAndTerminate) {
   EXPECT_EQ(beat("hb-1", "quiet").body["state"], "quiet");        // the worker quieted itself (SIGTSTP)
   EXPECT_EQ(beat("hb-1", "terminate").body["state"], "terminate");
   EXPECT_EQ(beat("hb-1", "running").body["state"], "running");    // resumed (SIGCONT): not held quiet
+  EXPECT_EQ(beat("hb-2", "running").body["state"], "running");    // in contact: directives on unknown ids are 404
   ASSERT_EQ(api.post("/ojs/v1/admin/workers/hb-2/quiet", json::object()).status, 200);
   EXPECT_EQ(beat("hb-2", "running").body["state"], "quiet");      // the broker's directive
   EXPECT_EQ(beat("hb-2", "terminate").body["state"], "terminate");  // never backward

@@ -389,7 +389,10 @@ TEST(Store, PushIsOneRoundTrip) {
   for (int i = 0; i < kPushes; ++i) api.push(job_in("one-trip"));
   const auto spell = Clock::now() - started;
   const auto push_reads = info_stat(probe, "total_reads_processed") - reads - 1;  // less the INFO itself
-  EXPECT_LT(command_calls(probe, "hmget"), kPushes / 2) << "PUSH read the queue config";  // (background loops may read)
+  // push.lua reads the config once (version and depth bound in one HMGET); a second
+  // read per PUSH (the broker's own, or the script's twice) passes the bound.
+  EXPECT_LT(command_calls(probe, "hmget") + command_calls(probe, "hget"), kPushes * 3 / 2)
+      << "PUSH read the queue config";  // (background loops may read)
   // push.lua's own HSETNX of the class, and one directory write (the queue's entry is known).
   EXPECT_LT(command_calls(probe, "hsetnx"), kPushes * 5 / 2) << "PUSH wrote the queue's directory entry again";
   reads = info_stat(probe, "total_reads_processed");

@@ -21,7 +21,8 @@ using namespace ojs::test;
 
 namespace {
 
-// A training script: resumes from $OJS_LAST_CHECKPOINT (and says where), checkpoints and exits on SIGTERM.
+// A training script: resumes from $OJS_LAST_CHECKPOINT (and says where), checkpoints and exits on SIGTERM
+// (once it has touched dir/trap-ready: a SIGTERM before its trap is set just ends it).
 std::string training_script(const std::string& dir) {
   const std::string script = dir + "/train.sh";
   std::ofstream(script) << "#!/bin/sh\n"
@@ -29,6 +30,7 @@ std::string training_script(const std::string& dir) {
                            "  printf '{\"resumed_from\": %s, \"cvd\": \"%s\"}' \"$OJS_LAST_CHECKPOINT\" \"$CUDA_VISIBLE_DEVICES\"; exit 0\n"
                            "fi\n"
                            "trap 'echo \"{\\\"step\\\": 1200, \\\"storage_key\\\": \\\"ckpt/step-1200\\\"}\" > \"$OJS_CHECKPOINT_FILE\"; exit 0' TERM\n"
+                           "touch \"" + dir + "/trap-ready\"\n"  // a SIGTERM from here on checkpoints
                            "while true; do sleep 0.05; done\n";
   std::filesystem::permissions(script, std::filesystem::perms::owner_all);
   return script;
@@ -73,6 +75,15 @@ json wait_for_worker(Api& api, const std::string& id, Done done) {
   return w;
 }
 
+// Waits (bounded) until the training script has set its SIGTERM trap.
+bool wait_for_trap(const std::string& dir) {
+  for (int waited = 0; waited < 30000; waited += 20) {
+    if (std::filesystem::exists(dir + "/trap-ready")) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 std::string metrics(const std::string& url) {
   ojs::HttpClientOptions options;
   options.base_url = url;
@@ -100,6 +111,7 @@ TEST(XidPolicy, Xid79DuringAJobRequeuesItElsewhereWithItsCheckpoint) {
   ASSERT_EQ(active["worker_id"], "gpu-a");
   auto second = simulated_worker(broker.url(), "gpu-b", "4xa100-pcie", script, dir);  // the other place it fits
 
+  ASSERT_TRUE(wait_for_trap(dir)) << "the job never started on gpu-a";
   std::ofstream(xid_file) << "1 79\n";
   const auto done = wait_for_state(api, id, "completed");
   ASSERT_EQ(done["state"], "completed") << done.dump();

@@ -218,6 +218,16 @@ TEST(MlDeviceAssignment, SharedDeviceMemoryNeverOversubscribed) {
   EXPECT_EQ(judge(need(42.75), &caps, undeclared).devices, (std::vector<int>{0}));
   EXPECT_FALSE(judge(need(43), &caps, undeclared).eligible());
   EXPECT_DOUBLE_EQ(memory_charge_gb(caps.devices[0], std::nullopt), 42.75);
+  // What a GPU-memory budget charges: an MPS share its declared memory, else the fair
+  // share; a MIG slice (max_jobs 2 here: MPS on the slice) the same rule on its own memory;
+  // no device list: declared x count.
+  EXPECT_EQ(gpu_memory_charge_mb(caps.devices, {0}, 30.0, 1), 30000);
+  EXPECT_EQ(gpu_memory_charge_mb(caps.devices, {0}, std::nullopt, 1), 42750);
+  EXPECT_EQ(gpu_memory_charge_mb(caps.devices, {3}, std::nullopt, 1), 5200);
+  EXPECT_EQ(gpu_memory_charge_mb({}, {}, 20.0, 2), 40000);
+  EXPECT_EQ(gpu_memory_charge_mb({}, {}, std::nullopt, 2), 0);
+  EXPECT_EQ(gpu_memory_mb(85.5), 85500);
+  EXPECT_DOUBLE_EQ(gpu_memory_gb(10400), 10.4);
   // A drained device is never available, shared or not.
   WorkerLoad drained;
   drained.drained_devices = {0, 3};

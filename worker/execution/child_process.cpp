@@ -110,10 +110,13 @@ ExitStatus ChildProcess::wait() {
 }
 
 void ChildProcess::signal_group(int signal_number) {
-  if (pid_ <= 0 || exit_status_) return;
-  // The group id is the child's pid (setpgroup 0). Fall back to the child alone
-  // in the short window before the group exists.
-  if (kill(-pid_, signal_number) != 0) kill(pid_, signal_number);
+  if (pid_ <= 0) return;
+  // The group id is the child's pid (setpgroup 0); the id stays taken while any member
+  // lives, so it is safe after the child exited. Fall back to the child alone in the
+  // short window before the group exists.
+  if (kill(-pid_, signal_number) != 0 && !exit_status_) kill(pid_, signal_number);
 }
+
+bool ChildProcess::group_alive() const { return pid_ > 0 && kill(-pid_, 0) == 0; }
 
 }  // namespace ojs::worker

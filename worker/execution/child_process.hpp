@@ -43,7 +43,11 @@ class ChildProcess {
 
   std::optional<ExitStatus> try_wait();
   ExitStatus wait();
+  // Signals the whole process group, also after the child itself has exited while
+  // others of its group live on (a shell's job running a TERM trap).
   void signal_group(int signal_number);
+  // Whether any process of the child's group is still there (zombies included).
+  bool group_alive() const;
 
  private:
   explicit ChildProcess(pid_t pid) : pid_(pid) {}

@@ -186,9 +186,10 @@ end
 -- hash fields max_depth, absent or 0: unbounded, and overflow, absent: reject).
 -- Returns nil when they fit, else the depth, the bound and the strategy. A refusal
 -- under `reject` is recorded as a backpressure.rejected event (BP-004); a `block`
--- PUSH tries again until its timeout, so its tries record none.
-local function over_depth_bound(config, heads, ready_prefix, delayed, events, job, adding)
-  local b = redis.call('HMGET', config, 'max_depth', 'overflow')
+-- PUSH tries again until its timeout, so its tries record none. b: {max_depth, overflow}
+-- when the caller read them with its own config read (push.lua), else read here.
+local function over_depth_bound(config, heads, ready_prefix, delayed, events, job, adding, b)
+  b = b or redis.call('HMGET', config, 'max_depth', 'overflow')
   local bound = tonumber(b[1] or '0')
   if bound <= 0 then return nil end
   local depth = queue_depth(heads, ready_prefix, delayed)
@@ -242,8 +243,10 @@ end
 
 -- GPU budget ledger of a queue: charged at claim, released by every transition
 -- that ends an attempt (ack, fail, cancel, requeue), inside the same script.
--- l: {ledger, tenant_ledger}. keep_field: the caller deletes charged_gpus itself (in
--- the HDEL it sends anyway); returns whether there was one.
+-- Fields: gpus (devices held), gpu_jobs, gpu_mem_mb (GPU memory held, whole MB;
+-- the job's charged_gpu_mem_mb). l: {ledger, tenant_ledger}. keep_field: the
+-- caller deletes charged_gpus and charged_gpu_mem_mb itself (in the HDEL it sends
+-- anyway); returns whether there was a charge.
 local function release_budget(l, jk, job, keep_field)
   local charged = tonumber(job.charged_gpus or '0')
   if charged > 0 then
@@ -252,39 +255,46 @@ local function release_budget(l, jk, job, keep_field)
     redis.call('HINCRBY', l.ledger, 'gpu_jobs', '-1')
     if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', l.tenant_ledger, job.tenant, release) end
   end
+  local mem = tonumber(job.charged_gpu_mem_mb or '0')
+  if mem > 0 then redis.call('HINCRBY', l.ledger, 'gpu_mem_mb', int_s(-mem)) end
   if not job.charged_gpus then return false end
-  job.charged_gpus = nil
-  if not keep_field then redis.call('HDEL', jk, 'charged_gpus') end
+  job.charged_gpus, job.charged_gpu_mem_mb = nil, nil
+  if not keep_field then redis.call('HDEL', jk, 'charged_gpus', 'charged_gpu_mem_mb') end
   return true
 end
 
 -- The queue budget, read once per call (a claim may test many classes) and
 -- kept current by budget_charge as the same call charges jobs.
--- b: {config, ledger, limits = {max_total_gpus, max_concurrent_gpu_jobs} when the caller
--- already read them from config}
-local function budget_block(b, gpus)
+-- b: {config, ledger, limits = {max_total_gpus, max_concurrent_gpu_jobs,
+-- max_total_gpu_memory_mb} when the caller already read them from config}.
+-- mem: the GPU memory (MB) the job would hold (0: none declared or known).
+local function budget_block(b, gpus, mem)
   if gpus <= 0 then return nil end
   if not per_call.budget then
-    local cfg = b.limits or redis.call('HMGET', b.config, 'max_total_gpus', 'max_concurrent_gpu_jobs')
-    local max_gpus, max_jobs = tonumber(cfg[1] or ''), tonumber(cfg[2] or '')
+    local cfg = b.limits or redis.call('HMGET', b.config, 'max_total_gpus', 'max_concurrent_gpu_jobs', 'max_total_gpu_memory_mb')
+    local max_gpus, max_jobs, max_mem = tonumber(cfg[1] or ''), tonumber(cfg[2] or ''), tonumber(cfg[3] or '')
     local led = {}  -- [hotpath] no budget configured: nothing to compare, no ledger read
-    if max_gpus or max_jobs then led = redis.call('HMGET', b.ledger, 'gpus', 'gpu_jobs') end
-    per_call.budget = {used = tonumber(led[1] or '0'), jobs = tonumber(led[2] or '0'), max_gpus = max_gpus, max_jobs = max_jobs}
+    if max_gpus or max_jobs or max_mem then led = redis.call('HMGET', b.ledger, 'gpus', 'gpu_jobs', 'gpu_mem_mb') end
+    per_call.budget = {used = tonumber(led[1] or '0'), jobs = tonumber(led[2] or '0'), mem = tonumber(led[3] or '0'),
+                       max_gpus = max_gpus, max_jobs = max_jobs, max_mem = max_mem}
   end
   local s = per_call.budget
   if s.max_gpus and s.used + gpus > s.max_gpus then return {s.used, s.max_gpus, 'max_total_gpus'} end
   if s.max_jobs and s.jobs + 1 > s.max_jobs then return {s.jobs, s.max_jobs, 'max_concurrent_gpu_jobs'} end
+  if s.max_mem and s.mem + (mem or 0) > s.max_mem then return {s.mem, s.max_mem, 'max_total_gpu_memory_gb'} end
   return nil
 end
 
--- gpus_s: the same count as text (no number formatting inside redis.call).
-local function budget_charge(b, gpus, gpus_s)
+-- gpus_s: the same count as text (no number formatting inside redis.call); mem: MB.
+local function budget_charge(b, gpus, gpus_s, mem)
   redis.call('HINCRBY', b.ledger, 'gpus', gpus_s or int_s(gpus))
   redis.call('HINCRBY', b.ledger, 'gpu_jobs', '1')
+  if mem and mem > 0 then redis.call('HINCRBY', b.ledger, 'gpu_mem_mb', int_s(mem)) end
   local s = per_call.budget
   if s then
     s.used = s.used + gpus
     s.jobs = s.jobs + 1
+    s.mem = s.mem + (mem or 0)
   end
 end
 

@@ -42,7 +42,7 @@ if job.progress then  -- ecosystem: progress ends at 1.0
 end
 redis.call('HSET', jk, unpack(set))
 local del = {}
-if charged then del[1] = 'charged_gpus' end
+if charged then del[1], del[2] = 'charged_gpus', 'charged_gpu_mem_mb' end
 for _, f in ipairs({'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at'}) do
   if job[f] then job[f] = nil; del[#del + 1] = f end
 end

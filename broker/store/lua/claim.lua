@@ -15,8 +15,9 @@
 --       among the eligible classes, 8 their number, 9 the eligible classes, one line each
 --       (each line starts with a newline): class id TAB bonus (soft score) TAB hold cutoff (skip a head
 --       enqueued after this ms; 0 = none) TAB gpus the class needs (charged to the queue
---       budget) TAB assigned devices JSON ('' = none) [TAB [backfill] the reservation start
---       (ms) its jobs must end by, when the class would use GPUs held for one],
+--       budget) TAB assigned devices JSON ('' = none) TAB GPU memory (MB) the job would hold
+--       (charged to a GPU-memory budget) [TAB [backfill] the reservation start (ms) its jobs
+--       must end by, when the class would use GPUs held for one],
 --       10 '1' = list each claimed job in the held set ('': the worker has no load to keep)
 -- Reply: {'ok', {job fields...}, {budget-blocked: class, in_use, limit, kind, ...},
 --         rate limit that cut this claim short ('' = none | concurrency | rate)}
@@ -40,8 +41,9 @@ promote_due(q, now, 1000, function(jk, job) discard_expired(jk, job, KEYS[13], K
 -- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
 local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',
-                     'max_total_gpus', 'max_concurrent_gpu_jobs', 'policy', 'tenant_quotas')  -- [hotpath] budget limits, policy, quotas in one read
-b.limits = {rl[4], rl[5]}
+                     'max_total_gpus', 'max_concurrent_gpu_jobs', 'policy', 'tenant_quotas',
+                     'max_total_gpu_memory_mb')  -- [hotpath] budget limits, policy, quotas in one read
+b.limits = {rl[4], rl[5], rl[8]}
 -- queue_config.lua writes the config's tenant_quotas field with the tenant quota hash:
 -- without it there is no quota, and has_tenant_quotas needs no EXISTS of its own.
 per_call.tenant_quotas = rl[7] ~= false
@@ -62,9 +64,10 @@ local function class_info(id)
     c = false
     local at = string.find(packed, '\n' .. id .. '\t', 1, true)
     if at then
-      local bonus, hold, gpus, devices, backfill = string.match(packed, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t\n]*)\t?([^\n]*)', at + #id + 2)
+      local bonus, hold, gpus, devices, mem, backfill =
+        string.match(packed, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t\n]*)\t([^\t\n]*)\t?([^\n]*)', at + #id + 2)
       c = {id = id, bonus = tonumber(bonus), hold = tonumber(hold), gpus = tonumber(gpus), devices = devices,
-           ready = KEYS[12] .. id, backfill = tonumber(backfill)}
+           mem = tonumber(mem) or 0, ready = KEYS[12] .. id, backfill = tonumber(backfill)}
     end
     info[id] = c
   end
@@ -140,7 +143,7 @@ local function choose()
       if best and not fair and band > b1 then return best, best_id end
       local c = class_info(entries[j])
       if c and not c.done then
-        local head, over = {nil, score}, budget_block(b, c.gpus)  -- the id is read only if this class is taken
+        local head, over = {nil, score}, budget_block(b, c.gpus, c.mem)  -- the id is read only if this class is taken
         if not over then
           if fair then head, over = fair_head(fair, t, c.ready, c.gpus)  -- [fairshare]
           elseif c.gpus > 0 and has_tenant_quotas(t) then head, over = within_tenant_quota(t, c.ready, head, c.gpus) end
@@ -200,7 +203,7 @@ while #claimed < count do
     ready_remove(KEYS[15], c.ready, c.id, best_id)
   end
   c.head, direct = nil, nil  -- re-read: this class's head moved
-  local best_gpus, best_devices = c.gpus, c.devices
+  local best_gpus, best_devices, best_mem = c.gpus, c.devices, c.mem
   if best_id then
   local jk = KEYS[11] .. best_id
   local job, flat = read_job(jk)
@@ -236,7 +239,11 @@ while #claimed < count do
     local gpus_s = int_s(best_gpus)
     job.charged_gpus = gpus_s
     set[#set + 1] = 'charged_gpus'; set[#set + 1] = gpus_s
-    budget_charge(b, best_gpus, gpus_s)
+    if best_mem > 0 then
+      job.charged_gpu_mem_mb = int_s(best_mem)
+      set[#set + 1] = 'charged_gpu_mem_mb'; set[#set + 1] = job.charged_gpu_mem_mb
+    end
+    budget_charge(b, best_gpus, gpus_s, best_mem)
     if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', KEYS[10], job.tenant, gpus_s) end
   end
   if best_devices ~= '' then

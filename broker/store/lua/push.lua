@@ -16,8 +16,10 @@ local id, class, class_json, rank_base, scheduled_at, escalate_after, reservatio
 -- The broker prepared the job with its cached queue config (admission: defaults,
 -- limits, policy): it must still be the current one (every config write bumps
 -- `version`: queue_config.lua, delete_queue.lua), else the broker reads it again.
+-- [hotpath] One read of the config: its version and the [backpressure] depth bound.
+local cfg = redis.call('HMGET', KEYS[11], 'version', 'max_depth', 'overflow')
 if config_version ~= '' then
-  local current = redis.call('HGET', KEYS[11], 'version') or '0'
+  local current = cfg[1] or '0'
   if current ~= config_version then return {'stale_config', tonumber(current)} end
 end
 local jk = KEYS[1]
@@ -32,7 +34,7 @@ for i = 9, #ARGV, 2 do
   elseif f == 'tenant' then job.tenant = ARGV[i + 1]
   elseif f == 'order_base' then order_base = ARGV[i + 1] end  -- [fairshare] the queue policy's band
 end
-local depth, bound, strategy = over_depth_bound(KEYS[11], KEYS[10], KEYS[12], KEYS[5], KEYS[7], job, 1)  -- [backpressure]
+local depth, bound, strategy = over_depth_bound(KEYS[11], KEYS[10], KEYS[12], KEYS[5], KEYS[7], job, 1, {cfg[2], cfg[3]})  -- [backpressure]
 if depth then return {'queue_full', depth .. ' ' .. bound .. ' ' .. strategy} end
 if redis.call('HSETNX', KEYS[2], class, class_json) == 1 then redis.call('INCR', KEYS[3]) end
 local state, at_field, at

@@ -3,6 +3,7 @@
 // possible, packed onto partly used NUMA nodes (or spread) as configured, and
 // the smallest MIG device that fits before a bigger one or a whole GPU.
 #pragma once
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,6 +42,18 @@ bool device_meets(const GpuDevice& d, const GpuRequirement& need);
 // fair share (its memory / max_jobs), so jobs that declare nothing still never
 // sum to more than the device has.
 double memory_charge_gb(const GpuDevice& d, std::optional<double> declared_gb);
+
+// GPU memory budgets count whole megabytes (decimal: devices advertise decimal GB),
+// so Lua adds integers: the one conversion each way.
+long long gpu_memory_mb(double gb);
+double gpu_memory_gb(long long mb);
+
+// The GPU memory a job holds once placed on `assigned`, as a queue's memory budget
+// charges it (max_total_gpu_memory_gb): a whole GPU all of its memory, a MIG slice
+// its own, an MPS-shared device memory_charge_gb. Without a device list (a worker
+// that gives a count only) the job's declared memory per GPU times `count`, else 0.
+long long gpu_memory_charge_mb(const std::vector<GpuDevice>& devices, const std::vector<int>& assigned,
+                               std::optional<double> declared_gb, int count);
 
 // The devices a job needing `need` cannot get now: held by an active job, except
 // an MPS-shared device that holds fewer than its max_jobs (counted in

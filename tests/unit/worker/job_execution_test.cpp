@@ -184,6 +184,23 @@ TEST_F(JobExecutionTest, PreemptionSignalsTheJobWhichCheckpoints) {
   EXPECT_FALSE(execution->checkpoint().take_if_changed().has_value());  // committed once
 }
 
+// A script started through `sh -c` that cannot exec it (here: `; true`): the outer
+// shell dies of the SIGTERM at once, the script's trap is still writing its
+// checkpoint. The outcome waits for the whole group, so the checkpoint is there.
+TEST_F(JobExecutionTest, PreemptionWaitsForTheGroupNotOnlyTheWrappingShell) {
+  auto execution = start(
+      R"sh(printf '{"step":7}' > ck.json; )sh"
+      R"sh(sh -c 'trap "sleep 0.3; cp ck.json \"$OJS_CHECKPOINT_FILE\"; exit 0" TERM; echo ready > ready; )sh"
+      R"sh(while :; do sleep 0.05; done'; true)sh");
+  wait_for_file(*execution, "ready");
+  execution->preempt(5);
+  const auto outcome = run_to_end(*execution);
+  EXPECT_EQ(outcome.kind, JobOutcome::Kind::preempted);
+  const auto checkpoint = execution->checkpoint().take_if_changed();
+  ASSERT_TRUE(checkpoint.has_value()) << "the outcome came before the job's trap had written its checkpoint";
+  EXPECT_EQ((*checkpoint)["step"], 7);
+}
+
 TEST_F(JobExecutionTest, PreemptionKillsAJobThatOverstaysItsGrace) {
   auto execution = start("trap '' TERM; echo ready > ready; while :; do sleep 0.05; done");
   wait_for_file(*execution, "ready");
