@@ -11,6 +11,8 @@
 #include "broker/cron/cron_service.hpp"
 #include "broker/events/event_hub.hpp"
 #include "broker/events/event_log.hpp"
+#include "broker/jobs/job_control.hpp"
+#include "broker/logs/log_service.hpp"
 #include "broker/http/cors.hpp"
 #include "broker/http/server.hpp"
 #include "broker/observability/observability.hpp"
@@ -35,6 +37,10 @@ struct BrokerApp::Impl {
   std::unique_ptr<WorkerRegistry> workers;
   // The services the API calls beside JobService (api/ never names a store).
   std::unique_ptr<QueueService> queues;
+  std::unique_ptr<JobControlStore> job_control_store;
+  std::unique_ptr<JobControl> job_control;  // [issue #33] hold, release, update
+  std::unique_ptr<LogStore> log_store;
+  std::unique_ptr<LogService> logs;  // [issue #33] job logs and their follows
   std::unique_ptr<obs::Observability> observability;
   std::unique_ptr<EventLog> event_log;
   std::unique_ptr<Checkpoints> checkpoints;
@@ -91,6 +97,16 @@ void BrokerApp::start() {
   register_system_api(i.router, *i.api, *i.observability);
   register_jobs_api(i.router, *i.api);
   register_batch_api(i.router, *i.api);
+  i.job_control_store = std::make_unique<JobControlStore>(*i.redis);
+  i.job_control = std::make_unique<JobControl>(*i.jobs, *i.job_control_store);
+  register_job_control_api(i.router, *i.api, *i.job_control);
+  i.log_store = std::make_unique<LogStore>(*i.redis);
+  LogOptions log_options;
+  log_options.max_bytes = i.config.job_log_max_bytes;
+  log_options.max_follows = static_cast<std::size_t>(std::max(1, i.config.max_event_streams));
+  log_options.keep_alive = std::chrono::milliseconds(i.config.event_stream_keepalive_ms);
+  i.logs = std::make_unique<LogService>(*i.jobs, *i.log_store, log_options);
+  register_logs_api(i.router, *i.api, *i.logs);
   i.cron = std::make_unique<CronService>(*i.jobs, i.config.maintenance_interval_ms, i.cron_limits);
   register_cron_api(i.router, *i.cron);
   i.workflows = std::make_unique<WorkflowService>(*i.jobs);
@@ -137,6 +153,7 @@ void BrokerApp::start() {
   i.server = std::make_unique<HttpServer>(http, i.router);
   i.server->start();
   i.event_hub->start();
+  i.logs->start();
   i.maintenance = std::make_unique<Maintenance>(*i.jobs, *i.workers, i.config);
   i.preemption = std::make_unique<PreemptionController>(
       *i.store, [jobs = i.jobs.get()](const std::string& id, const nlohmann::json& error) { jobs->fail(id, error, /*requeue=*/true); },
@@ -173,6 +190,7 @@ int BrokerApp::in_flight() const { return impl_->router.in_flight(); }
 void BrokerApp::stop() {
   auto& i = *impl_;
   if (i.event_hub) i.event_hub->stop();  // open streams get server.shutdown and end, then the server closes
+  if (i.logs) i.logs->stop();            // so do log follows
   if (i.server) i.server->stop();
   if (i.maintenance) i.maintenance->stop();
   if (i.embedded) i.embedded->stop();

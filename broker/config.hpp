@@ -66,6 +66,8 @@ struct BrokerConfig {
   // none, and the event endpoints answer 422), and the SSE stream's bounds.
   std::string events = "bounded";
   long long events_max_len = 10000;
+  // [issue #33] Bytes of stdout/stderr kept per job (the most recent; older chunks go).
+  long long job_log_max_bytes = 1 << 20;
   int max_event_streams = 256;                 // open GET /ojs/v1/events/stream per broker; beyond: 503
   std::int64_t event_stream_keepalive_ms = 15000;  // ":heartbeat" comment on an idle stream
   std::int64_t event_stream_poll_ms = 100;     // the shared reader's cadence while streams are open

@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   cli.add_option("--checkpoint-prefix", config.checkpoint_prefixes, "Allowed checkpoint storage URI prefix (repeatable; none: any s3/gs/az/file URI)");
   cli.add_option("--events", config.events, "Job events: bounded (each queue's stream capped at --events-max-len) or off (none recorded)")->capture_default_str()->check(CLI::IsMember({"bounded", "off"}));
   cli.add_option("--events-max-len", config.events_max_len, "Approximate cap of each queue's event stream")->capture_default_str()->check(CLI::Range(100LL, 100000000LL));
+  cli.add_option("--job-log-max-bytes", config.job_log_max_bytes, "Bytes of each job's stdout/stderr kept (the most recent)")->capture_default_str()->check(CLI::Range(1024LL, 64LL << 20));
   cli.add_option("--max-event-streams", config.max_event_streams, "Open SSE event streams per broker (beyond: 503)")->capture_default_str()->check(CLI::Range(0, 100000));
   cli.add_option("--event-stream-keepalive-ms", config.event_stream_keepalive_ms, "Heartbeat comment on an idle SSE stream after this long")->capture_default_str()->check(CLI::Range(100, 3600000));
   cli.add_option("--event-stream-poll-ms", config.event_stream_poll_ms, "Cadence of the reader that feeds SSE streams")->capture_default_str()->check(CLI::Range(10, 60000));

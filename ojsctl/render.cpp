@@ -137,10 +137,17 @@ std::string render_workers(const json& workers) {
 
 std::string render_jobs(const json& listing) {
   std::vector<std::vector<std::string>> rows;
-  for (const auto& j : listing.value("jobs", json::array()))
-    rows.push_back({field(j, "id"), field(j, "type"), field(j, "state"), field(j, "attempt"), field(j, "gpus"), field(j, "tenant"),
-                    field(j, "worker_id")});
-  return table({"ID", "TYPE", "STATE", "ATTEMPT", "GPUS", "TENANT", "WORKER"}, rows);
+  // `items` of GET /admin/jobs and /dead-letter, `jobs` of the per-queue listing
+  for (const auto& j : listing.value("items", listing.value("jobs", json::array())))
+    rows.push_back({field(j, "id"), field(j, "queue"), field(j, "type"), field(j, "state"), field(j, "attempt"),
+                    field(j, "priority"), field(j, "gpus"), field(j, "tenant"), field(j, "worker_id")});
+  return table({"ID", "QUEUE", "TYPE", "STATE", "ATTEMPT", "PRIORITY", "GPUS", "TENANT", "WORKER"}, rows);
+}
+
+std::string render_job(const json& job) {
+  return table({"ID", "QUEUE", "TYPE", "STATE", "ATTEMPT", "PRIORITY", "HELD BY"},
+               {{field(job, "id"), field(job, "queue"), field(job, "type"), field(job, "state"), field(job, "attempt"),
+                 field(job, "priority"), field(job, "held_by")}});
 }
 
 }  // namespace ojsctl

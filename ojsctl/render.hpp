@@ -15,6 +15,7 @@ std::string render_why(const nlohmann::json& diagnosis, const nlohmann::json* bu
 std::string render_budget(const nlohmann::json& budget);                                // GET .../budget
 std::string render_reconciliation(const nlohmann::json& reconciliation);                // GET/POST .../reconcile
 std::string render_workers(const nlohmann::json& workers);                               // GET /admin/workers
-std::string render_jobs(const nlohmann::json& listing);                                  // GET .../jobs
+std::string render_jobs(const nlohmann::json& listing);                                  // GET .../jobs, /admin/jobs, /dead-letter
+std::string render_job(const nlohmann::json& job);                                       // one job envelope
 
 }  // namespace ojsctl

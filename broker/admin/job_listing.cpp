@@ -31,6 +31,7 @@ std::vector<std::string> index_ids(JobStore& store, const std::string& queue, co
   if (state == "available") return index.available(queue, store.load_classes(queue), limit);
   if (state == "active") return index.active(queue, limit);
   if (state == "dead") return index.dead(queue, limit);
+  if (state == "pending") return index.on_hold(queue, limit);
   if (is_finished_state(state)) {
     const auto age = retention.age_ms.find(state);
     const std::int64_t since = age == retention.age_ms.end() ? 0 : now_ms() - age->second;
@@ -48,6 +49,7 @@ long long index_total(JobStore& store, const std::string& queue, const std::stri
     return n;
   }
   if (state == "active" || state == "dead") return index.count(queue, state);
+  if (state == "pending") return index.count(queue, "on_hold");
   const auto age = retention.age_ms.find(state);
   const std::int64_t since = age == retention.age_ms.end() ? 0 : now_ms() - age->second;
   return std::min(index.finished_count(queue, state, since), retention.max_jobs);

@@ -20,7 +20,8 @@
 namespace ojs::broker::admin {
 
 inline constexpr const char* kListableStates[] = {"available", "active",    "scheduled", "retryable",
-                                                  "dead",      "completed", "discarded", "cancelled"};
+                                                  "dead",      "completed", "discarded", "cancelled",
+                                                  "pending"};  // [issue #33] held jobs, oldest hold first
 bool is_listable_state(const std::string& state);
 bool is_finished_state(const std::string& state);  // completed, discarded, cancelled
 

@@ -46,7 +46,7 @@ admin::RetentionOf retention_of(ApiContext& ctx, governance::QueueConfigs& confi
   return [&ctx, &configs](const std::string& queue) { return admin::retention_for(configs.load(queue).retention, ctx.config); };
 }
 
-constexpr const char* kListableRule = "must be one of available, active, scheduled, retryable, dead, completed, discarded, cancelled";
+constexpr const char* kListableRule = "must be one of available, active, scheduled, retryable, dead, completed, discarded, cancelled, pending";
 
 json page_of(const json& items, long long total, int page, int per_page) {
   return {{"items", items}, {"pagination", {{"total", total}, {"page", page}, {"per_page", per_page}}}};

@@ -26,6 +26,12 @@ namespace obs { class Observability; }
 // manifest, health, readiness, the admin drain switch
 void register_system_api(Router& router, ApiContext& ctx, obs::Observability& observability);
 void register_jobs_api(Router& router, ApiContext& ctx);
+class JobControl;
+// [issue #33] POST /jobs/{id}/hold and /release, PATCH /jobs/{id}.
+void register_job_control_api(Router& router, ApiContext& ctx, JobControl& control);
+class LogService;
+// [issue #33] POST /workers/logs, GET /jobs/{id}/logs (tail, since, follow).
+void register_logs_api(Router& router, ApiContext& ctx, LogService& logs);
 void register_batch_api(Router& router, ApiContext& ctx);  // POST /ojs/v1/jobs/batch
 class CronService;
 void register_cron_api(Router& router, CronService& crons);  // /ojs/v1/cron

@@ -6,9 +6,9 @@ namespace ojs::broker {
 
 namespace {
 // §20.2's values, plus what this broker's own endpoints use: PUT (queue config,
-// progress), If-Match (config writes), X-OJS-Tenant, OJS-Block-Timeout (backpressure),
+// progress), PATCH (job update), If-Match (config writes), X-OJS-Tenant, OJS-Block-Timeout (backpressure),
 // Last-Event-ID (SSE); the backpressure and ETag headers are exposed too.
-constexpr const char* kMethods = "GET, POST, PUT, DELETE, OPTIONS";
+constexpr const char* kMethods = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 constexpr const char* kHeaders =
     "Content-Type, Accept, Authorization, X-Request-Id, OJS-Version, X-OJS-Tenant, If-Match, OJS-Block-Timeout, Last-Event-ID";
 constexpr const char* kExposed =

@@ -33,11 +33,13 @@ double unit_random() {
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
 }
 
-OjsError not_found(const std::string& id) {
-  return OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
-}
+OjsError not_found(const std::string& id) { return job_not_found(id); }
 
 }  // namespace
+
+OjsError job_not_found(const std::string& id) {
+  return OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
+}
 
 OjsError queue_full_error(const std::string& queue, const std::string& detail) {
   long long depth = 0, bound = 0;
@@ -328,6 +330,10 @@ json JobService::diagnosis(const std::string& id) {
   out["job_id"] = id;
   out["state"] = record->state();
   out["queue"] = record->queue();
+  if (record->state() == "pending" && record->has("held_by")) {  // [issue #33] an operator holds it: nothing else matters
+    out["held_by"] = record->get("held_by");
+    out["message"] = "held by " + record->get("held_by") + ": no worker takes it until it is released (POST /ojs/v1/jobs/" + id + "/release)";
+  }
   out["requirements"] = json::parse(store_.load_classes(record->queue()).classes[record->get("class")], nullptr, false);
   if (record->state() == "available") {  // [backfill] the worker held for it, and from when
     auto marks = store_.preemption();

@@ -51,6 +51,9 @@ OjsError queue_full_error(const std::string& queue, const std::string& detail);
 // The prepared job as the store writes it, with its escalation / reservation-wait indexes.
 BatchJob store_record(const PreparedJob& prepared);
 
+// 404 naming the job: no job has this id (or the caller may not see it).
+OjsError job_not_found(const std::string& id);
+
 // The NACK error type of a job the worker stopped on a failed GPU (its XID policy):
 // requeued without consuming an attempt, whatever the request's `requeue`.
 inline constexpr const char* kGpuFaultType = "gpu_fault";
@@ -95,6 +98,8 @@ class JobService {
   int reclaim_from_lost_workers(const std::string& queue, const std::set<std::string>& lost_workers);
 
   JobStore& store() { return store_; }
+  // A transition's job, or the OjsError its status means (404, 409 naming the state).
+  static JobRecord checked(const Transition& t, const std::string& id, const char* operation);
   // Queue governance at PUSH (broker/governance): may fill the document (defaults),
   // throws OjsError to refuse (limits), returns the job's tenant ("" = none) and
   // fills the queue's policy for the job's score. `cached`: it may read the queue config
@@ -109,11 +114,12 @@ class JobService {
     if (batch_admission_) batch_admission_(jobs);
   }
 
- private:
+ // The job's queue, or 404 naming the job.
   std::string queue_of_or_404(const std::string& id);
+
+ private:
   DiagnosisReview review();  // the diagnosis end of the scheduling pipeline, over this broker's stores
   int reclaim(const std::string& queue, const std::vector<std::string>& ids, bool require_expired);
-  JobRecord checked(const Transition& t, const std::string& id, const char* operation);
 
   // Symmetric anti-affinity on the claimed job itself: true when it was handed back.
   bool excluded_by_running_job(const JobRecord& record, const nlohmann::json& envelope, const ml::WorkerLoad& load);

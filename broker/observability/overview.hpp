@@ -39,7 +39,15 @@ int out_of_service_gpus(const nlohmann::json& capabilities, const std::vector<in
 // The cluster gauges of an overview in Prometheus text format.
 void render_cluster_metrics(const nlohmann::json& overview, Exposition& out);
 
+// [issue #33] Which workers the status page lists: all, live or lost (silent past
+// --worker-dead-after-ms), a page of per_page at a time (links, no scripts).
+struct StatusPageView {
+  std::string workers = "all";
+  int page = 1;
+  int per_page = 50;
+};
+
 // The read-only HTML status page (inline CSS, no scripts, refreshes itself).
-std::string render_status_page(const nlohmann::json& overview);
+std::string render_status_page(const nlohmann::json& overview, const StatusPageView& view = {});
 
 }  // namespace ojs::broker::obs

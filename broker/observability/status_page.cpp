@@ -2,6 +2,8 @@
 // (inline CSS, no scripts, no external assets; a meta refresh reloads it).
 #include "broker/observability/overview.hpp"
 
+#include <algorithm>
+
 namespace ojs::broker::obs {
 
 using nlohmann::json;
@@ -97,11 +99,39 @@ std::string health_cell(const json& unhealthy) {
   return cell(lines, "why");
 }
 
-std::string workers_table(const json& workers) {
-  std::string html = "<h2>Workers</h2><table id=\"workers\"><tr><th>worker</th><th>state</th><th>GPU</th><th>GPUs</th>"
+std::string view_link(const StatusPageView& view, const std::string& workers, int page, const std::string& text, bool current) {
+  if (current) return "<b>" + text + "</b>";
+  return "<a href=\"/ojs/status?workers=" + workers + "&amp;page=" + std::to_string(page) + "&amp;per_page=" +
+         std::to_string(view.per_page) + "\">" + text + "</a>";
+}
+
+// [issue #33] The workers of the view's filter (in the overview's order),
+// one page of them, with the filter and page links.
+std::string workers_table(const json& all_workers, const StatusPageView& view) {
+  json workers = json::array();
+  long long live = 0;
+  for (const auto& w : all_workers) {
+    const bool is_live = w["live"].get<bool>();
+    live += is_live ? 1 : 0;
+    if (view.workers == "all" || (view.workers == "live") == is_live) workers.push_back(w);
+  }
+  const long long total = static_cast<long long>(workers.size());
+  const long long pages = std::max<long long>(1, (total + view.per_page - 1) / view.per_page);
+  const int page = static_cast<int>(std::min<long long>(view.page, pages));
+  const std::string counts[3][2] = {{"all", std::to_string(all_workers.size())}, {"live", std::to_string(live)},
+                                    {"lost", std::to_string(static_cast<long long>(all_workers.size()) - live)}};
+  std::string nav = "<p id=\"worker-pages\" class=\"muted\">show: ";
+  for (const auto& [name, n] : counts) nav += view_link(view, name, 1, name + " (" + n + ")", name == view.workers) + " ";
+  nav += "&middot; page " + std::to_string(page) + " of " + std::to_string(pages);
+  if (page > 1) nav += " " + view_link(view, view.workers, page - 1, "&larr; previous", false);
+  if (page < pages) nav += " " + view_link(view, view.workers, page + 1, "next &rarr;", false);
+  nav += "</p>";
+  std::string html = "<h2>Workers</h2>" + nav + "<table id=\"workers\"><tr><th>worker</th><th>state</th><th>GPU</th><th>GPUs</th>"
                      "<th>queues</th><th>last seen</th><th>device health</th></tr>";
-  if (workers.empty()) html += "<tr><td colspan=\"7\" class=\"muted\">no worker has polled yet</td></tr>";
-  for (const auto& w : workers) {
+  if (workers.empty()) html += "<tr><td colspan=\"7\" class=\"muted\">no worker here</td></tr>";
+  const auto first = static_cast<std::size_t>(page - 1) * static_cast<std::size_t>(view.per_page);
+  for (std::size_t i = first; i < workers.size() && i < first + static_cast<std::size_t>(view.per_page); ++i) {
+    const auto& w = workers[i];
     const std::string state = w["live"].get<bool>() ? w["state"].get<std::string>() : "lost";
     std::string queues;
     for (const auto& q : w["queues"]) queues += (queues.empty() ? "" : ", ") + escape(text_of(q));
@@ -155,7 +185,7 @@ std::string card(const std::string& value, const char* label) {
 
 }  // namespace
 
-std::string render_status_page(const json& overview) {
+std::string render_status_page(const json& overview, const StatusPageView& view) {
   const auto& t = overview["totals"];
   long long available = 0, active = 0;
   for (const auto& q : overview["queues"]) {
@@ -172,7 +202,7 @@ std::string render_status_page(const json& overview) {
   html += "<div class=\"cards\">" + card(t["workers_live"].dump() + " / " + t["workers"].dump(), "workers live") +
           card(t["gpus_in_use"].dump() + " / " + t["gpus_advertised"].dump(), "GPUs in use") +
           card(std::to_string(available), "jobs available") + card(std::to_string(active), "jobs active") + "</div>";
-  html += workers_table(overview["workers"]) + queues_table(overview["queues"]) + waiting_table(overview["queues"]);
+  html += workers_table(overview["workers"], view) + queues_table(overview["queues"]) + waiting_table(overview["queues"]);
   return html + "</main></body></html>";
 }
 

@@ -9,12 +9,6 @@ namespace ojs::broker {
 
 using nlohmann::json;
 
-namespace {
-OjsError job_not_found(const std::string& id) {
-  return OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
-}
-}  // namespace
-
 json report_progress(JobService& jobs, const std::string& job_id, const json& body, std::int64_t default_visibility_ms) {
   if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
   std::optional<double> value;

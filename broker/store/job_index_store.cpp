@@ -30,12 +30,19 @@ std::vector<std::string> JobIndexStore::dead(const std::string& queue, int limit
   return ids({"ZREVRANGE", keys::dead(queue), "0", std::to_string(limit - 1)});
 }
 
+std::vector<std::string> JobIndexStore::on_hold(const std::string& queue, int limit) {
+  return ids({"ZRANGE", keys::on_hold(queue), "0", std::to_string(limit - 1)});
+}
+
 std::vector<std::string> JobIndexStore::delayed(const std::string& queue, int limit) {
   return ids({"ZRANGE", keys::delayed(queue), "0", std::to_string(limit - 1)});
 }
 
 long long JobIndexStore::count(const std::string& queue, const std::string& index) {
-  const auto key = index == "active" ? keys::active(queue) : index == "dead" ? keys::dead(queue) : keys::delayed(queue);
+  const auto key = index == "active"    ? keys::active(queue)
+                   : index == "dead"    ? keys::dead(queue)
+                   : index == "on_hold" ? keys::on_hold(queue)
+                                        : keys::delayed(queue);
   return redis_.command({"ZCARD", key}).integer;
 }
 
@@ -72,7 +79,8 @@ long long JobIndexStore::trim_finished(const std::string& queue, const std::stri
 std::vector<std::string> JobIndexStore::purge_finished(const std::string& queue, const std::string& state, std::int64_t before_ms,
                                                        int limit) {
   std::vector<std::string> out;
-  const auto reply = redis_.eval("purge_finished", {keys::finished_prefix(queue), keys::job_prefix(queue), keys::dead(queue)},
+  const auto reply = redis_.eval("purge_finished", {keys::finished_prefix(queue), keys::job_prefix(queue), keys::dead(queue),
+                                                   keys::log_prefix(queue)},
                                  {state, std::to_string(before_ms), std::to_string(limit)});
   for (const auto& e : reply.elements) out.push_back(e.str);
   return out;

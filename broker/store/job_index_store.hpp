@@ -19,7 +19,8 @@ class JobIndexStore {
   std::vector<std::string> active(const std::string& queue, int limit);     // soonest visibility deadline first
   std::vector<std::string> dead(const std::string& queue, int limit);       // newest first
   std::vector<std::string> delayed(const std::string& queue, int limit);    // scheduled and retryable, soonest first
-  // The size of the active, delayed or dead index (the listing's totals).
+  std::vector<std::string> on_hold(const std::string& queue, int limit);    // [issue #33] held (pending), oldest hold first
+  // The size of the active, delayed, dead or on_hold index (the listing's totals).
   long long count(const std::string& queue, const std::string& index);
   // [admin] scheduled and retryable among the delayed jobs: the state of each of the
   // first `limit` is read (the rest, past the bound, count as scheduled).

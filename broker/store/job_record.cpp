@@ -16,7 +16,7 @@ const std::string kEmpty;
 // Hash fields holding epoch milliseconds, rendered as RFC 3339.
 constexpr const char* kTimestampFields[] = {"created_at",   "enqueued_at",  "started_at",      "completed_at",
                                             "cancelled_at", "discarded_at", "next_attempt_at", "scheduled_at",
-                                            "preempt_deadline", "progress_updated_at"};
+                                            "preempt_deadline", "progress_updated_at", "held_at"};
 // Hash fields holding JSON text written by the broker.
 constexpr const char* kJsonFields[] = {"result", "error", "errors", "last_checkpoint", "checkpoints",
                                        "ext_ml_assigned_devices", "preemption", "progress", "progress_data",
@@ -64,6 +64,7 @@ nlohmann::json JobRecord::envelope() const {
   }
   if (has("worker_id")) doc["worker_id"] = get("worker_id");
   if (has("workflow_id")) doc["workflow_id"] = get("workflow_id");  // [workflows]
+  if (has("held_by")) doc["held_by"] = get("held_by");  // [issue #33] hold.lua: who holds it
   if (has("replaced_by")) doc["replaced_by"] = get("replaced_by");  // a unique PUSH with on_conflict replace cancelled it
   if (auto n = get_int("preemption_count")) doc["preemption_count"] = *n;
   return doc;

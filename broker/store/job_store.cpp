@@ -360,7 +360,7 @@ Transition JobStore::cancel(const std::string& queue, const std::string& id) {
                                      with_workflow_keys({keys::job(queue, id), keys::ready_prefix(queue), keys::delayed(queue),
                                                          keys::active(queue), keys::stats(queue), keys::events(queue),
                                                          keys::ledger(queue), keys::tenant_ledger(queue)},
-                                                        queue, {keys::finished_prefix(queue)}),
+                                                        queue, {keys::finished_prefix(queue), keys::on_hold(queue)}),
                                      {}));
 }
 
@@ -483,7 +483,7 @@ long long JobStore::dead_letter_size(const std::string& queue) {
 Transition JobStore::dead_letter_action(const std::string& queue, const std::string& id, const std::string& action) {
   return transition_from(redis_.eval("dead_letter",
                                      {keys::job(queue, id), keys::dead(queue), keys::ready_prefix(queue), keys::seq(queue),
-                                      keys::events(queue), keys::class_heads(queue), keys::finished_prefix(queue)},
+                                      keys::events(queue), keys::class_heads(queue), keys::finished_prefix(queue), keys::log(queue, id)},
                                      {id, action}));
 }
 
@@ -541,7 +541,8 @@ bool JobStore::delete_queue_if_empty(const std::string& queue) {
                                     keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::preempting(queue),
                                     keys::escalations(queue), keys::reservation_waits(queue), keys::class_heads(queue),
                                     keys::rate_window(queue), keys::expiring(queue), keys::finished(queue, "completed"),
-                                    keys::finished(queue, "discarded"), keys::finished(queue, "cancelled")};
+                                    keys::finished(queue, "discarded"), keys::finished(queue, "cancelled"),
+                                    keys::on_hold(queue)};
   // Out of the directory first: a PUSH racing the delete re-adds it (reserve_id) and
   // then the script sees its job and refuses.
   redis_.command({"HDEL", keys::queue_directory, queue});

@@ -38,6 +38,13 @@ inline std::string stats(const std::string& queue) { return queue_prefix(queue) 
 // job (_lib.lua job_finished), trimmed to the queue's retention by the broker.
 inline std::string finished_prefix(const std::string& queue) { return queue_prefix(queue) + "finished:"; }  // + state
 inline std::string finished(const std::string& queue, const std::string& state) { return finished_prefix(queue) + state; }
+// [issue #33] Jobs an operator holds (state `pending`, POST /jobs/{id}/hold): out of
+// their ready set or the delayed zset, so no claim sees them; zset id -> held at ms.
+inline std::string on_hold(const std::string& queue) { return queue_prefix(queue) + "on-hold"; }
+// [issue #33] A job's log (the worker's stdout/stderr chunks): a stream per job,
+// deleted with the job (purge_finished.lua, dead_letter.lua discard).
+inline std::string log_prefix(const std::string& queue) { return queue_prefix(queue) + "log:"; }  // + id
+inline std::string log(const std::string& queue, const std::string& id) { return log_prefix(queue) + id; }
 inline std::string paused(const std::string& queue) { return queue_prefix(queue) + "paused"; }    // string, present while paused
 inline std::string seq(const std::string& queue) { return queue_prefix(queue) + "seq"; }          // string, FIFO sequence
 inline std::string events(const std::string& queue) { return queue_prefix(queue) + "events"; }    // stream (capped)

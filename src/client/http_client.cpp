@@ -47,8 +47,25 @@ HttpClient::HttpClient(HttpClientOptions options) : options_(std::move(options))
 
 HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
+namespace {
+size_t stream_body(char* data, size_t size, size_t nmemb, void* user) {
+  const auto& on_body = *static_cast<const std::function<bool(const std::string&)>*>(user);
+  return on_body(std::string(data, size * nmemb)) ? size * nmemb : 0;  // 0: curl stops (CURLE_WRITE_ERROR)
+}
+}  // namespace
+
+HttpResponse HttpClient::stream(const std::string& path, const std::function<bool(const std::string& chunk)>& on_body) {
+  return perform("GET", path, {}, {"Accept: text/event-stream"}, &on_body);
+}
+
 HttpResponse HttpClient::request(const std::string& method, const std::string& path, const std::string& body,
                                  const std::vector<std::string>& extra_headers) {
+  return perform(method, path, body, extra_headers, nullptr);
+}
+
+HttpResponse HttpClient::perform(const std::string& method, const std::string& path, const std::string& body,
+                                 const std::vector<std::string>& extra_headers,
+                                 const std::function<bool(const std::string&)>* on_body) {
   CURL* curl = static_cast<CURL*>(curl_);
   curl_easy_reset(curl);  // keeps the connection cache, clears per-request options
   HttpResponse response;
@@ -56,7 +73,8 @@ HttpResponse HttpClient::request(const std::string& method, const std::string& p
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, options_.timeout_ms);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, on_body ? 0L : options_.timeout_ms);
+  if (on_body) curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, options_.timeout_ms);
   curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
   if (method == "POST" || method == "PUT" || method == "PATCH" || !body.empty()) {
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
@@ -83,8 +101,13 @@ HttpResponse HttpClient::request(const std::string& method, const std::string& p
     headers = curl_slist_append(headers, auth.c_str());
   }
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  if (on_body) {
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, stream_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, const_cast<std::function<bool(const std::string&)>*>(on_body));
+  } else {
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  }
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, write_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
 

@@ -346,7 +346,7 @@ TEST_F(Governance, OjsctlCommands) {
   EXPECT_NE(set.output.find("version 1"), std::string::npos) << set.output;
   auto stale = run_process({ojsctl(), "--url", broker.url(), "queue", "config", "set", queue, "--file", dir + "/config.json",
                             "--expected-version", "0"}, 30);
-  EXPECT_EQ(stale.exit_code, 1);
+  EXPECT_EQ(stale.exit_code, 5);  // 409 (docs/operations.md, ojsctl exit status)
   EXPECT_NE(stale.output.find("HTTP 409"), std::string::npos) << stale.output;
   auto get = run_process({ojsctl(), "--url", broker.url(), "queue", "config", "get", queue}, 30);
   EXPECT_EQ(get.exit_code, 0) << get.output;
@@ -375,6 +375,6 @@ TEST_F(Governance, OjsctlCommands) {
   EXPECT_EQ(repair.exit_code, 0) << repair.output;
   EXPECT_NE(repair.output.find("ledger repaired"), std::string::npos) << repair.output;
   auto bad = run_process({ojsctl(), "--url", broker.url(), "why", "01900000-0000-7000-8000-000000000000"}, 30);
-  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.exit_code, 4);  // 404
   EXPECT_NE(bad.output.find("HTTP 404"), std::string::npos) << bad.output;
 }

@@ -62,3 +62,41 @@ TEST(StatusPage, HeadlessChromiumRendersWorkersQueuesAndWaitingReasons) {
   EXPECT_NE(dom.output.find("training"), std::string::npos);
   EXPECT_NE(dom.output.find("inference"), std::string::npos);
 }
+
+// [issue #33] Lost workers no longer crowd the page: it shows all, live or lost
+// workers, a page at a time, with links (no scripts), in a real browser too.
+TEST(StatusPage, WorkersAreFilteredAndPaged) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--worker-dead-after-ms", "3000"}};
+  Api api{broker.url()};
+  for (const char* w : {"old-1", "old-2", "old-3"}) api.fetch({"sp"}, w);
+  ojs::HttpClient http(ojs::HttpClientOptions{broker.url()});
+  // Silent past --worker-dead-after-ms: lost (the page says so once it is).
+  ASSERT_TRUE(wait_until([&] { return http.get("/ojs/status?workers=lost").body.find("lost (3)") != std::string::npos; }));
+  api.fetch({"sp"}, "fresh-1");
+
+  const auto live = http.get("/ojs/status?workers=live").body;
+  EXPECT_NE(live.find("data-worker=\"fresh-1\""), std::string::npos) << live;
+  EXPECT_EQ(live.find("data-worker=\"old-1\""), std::string::npos);
+  const auto lost = http.get("/ojs/status?workers=lost&per_page=2").body;
+  EXPECT_EQ(lost.find("data-worker=\"fresh-1\""), std::string::npos);
+  EXPECT_NE(lost.find("page 1 of 2"), std::string::npos) << lost;
+  EXPECT_NE(lost.find("workers=lost&amp;page=2&amp;per_page=2"), std::string::npos) << lost;
+  const auto second = http.get("/ojs/status?workers=lost&page=2&per_page=2").body;
+  long rows = 0;
+  for (auto at = second.find("data-worker="); at != std::string::npos; at = second.find("data-worker=", at + 1)) ++rows;
+  EXPECT_EQ(rows, 1) << second;
+  auto bad = http.get("/ojs/status?workers=dead");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("workers"), std::string::npos);
+
+  const auto chromium = find_chromium();
+  ASSERT_FALSE(chromium.empty()) << "chromium not found on PATH; install the Debian package `chromium` (scripts/install-deps.sh)";
+  const auto dir = make_temp_dir("status-page-workers");
+  auto args = chromium_args(chromium, dir + "/profile");
+  args.insert(args.end(), {"--dump-dom", broker.url() + "/ojs/status?workers=lost&per_page=2"});
+  const auto dom = run_process(args, 120);
+  EXPECT_NE(dom.output.find("page 1 of 2"), std::string::npos) << dom.output;
+  EXPECT_NE(dom.output.find("<b>lost ("), std::string::npos) << dom.output;  // the current filter (fresh-1 may be lost by now)
+  EXPECT_NE(dom.output.find("workers=live&amp;page=1"), std::string::npos) << dom.output;
+}

@@ -211,5 +211,5 @@ TEST(XidPolicy, PerGpuDrainThroughTheAdminApiAndOjsctl) {
   EXPECT_EQ(api.post("/ojs/v1/admin/workers/nobody/devices/0/drain", json::object()).status, 404);
   EXPECT_EQ(api.post("/ojs/v1/admin/workers/a100/devices/9/drain", json::object()).status, 404);
   EXPECT_EQ(api.post("/ojs/v1/admin/workers/a100/devices/x/drain", json::object()).status, 400);
-  EXPECT_EQ(ojsctl({"device", "drain", "nobody", "0"}).exit_code, 1);
+  EXPECT_EQ(ojsctl({"device", "drain", "nobody", "0"}).exit_code, 4);  // 404
 }

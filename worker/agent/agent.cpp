@@ -2,6 +2,7 @@
 
 #include "worker/config/command_table.hpp"
 #include "worker/execution/job_environment.hpp"
+#include "worker/execution/log_shipper.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/device_assignment.hpp"
 #include "ojs/ml/requirements.hpp"
@@ -84,6 +85,7 @@ bool Agent::turn(SteadyClock::time_point now) {
   apply_device_faults(now);
   reap(now);
   poll_checkpoints(now);
+  ship_logs(now);
   outbox_.flush(api_, now);
   if (now >= next_heartbeat_) heartbeat(now);
 
@@ -226,7 +228,11 @@ void Agent::accept(const nlohmann::json& job, SteadyClock::time_point now) {
   try {
     auto execution = JobExecution::start(job, view, *command, execution_settings_, now);
     spdlog::info("job {} started pid={} devices=[{}]", id, execution->pid(), cuda_visible_devices(view.assigned_devices));
-    running_[id] = Running{std::move(execution), now};
+    std::unique_ptr<LogShipper> logs;
+    if (config_.log_ship_interval_s > 0)
+      logs = std::make_unique<LogShipper>(execution->workspace().stdout_file, execution->workspace().stderr_file,
+                                          LogShipSettings{config_.log_ship_interval_s, config_.log_max_bytes});
+    running_[id] = Running{std::move(execution), now, std::move(logs), now};
   } catch (const std::exception& e) {
     devices_.release(view.assigned_devices);
     refuse(id, error_body("spawn_failed", e.what(), true), false);
@@ -242,6 +248,7 @@ void Agent::reap(SteadyClock::time_point now) {
       continue;
     }
     const std::string& id = execution.job().id;
+    ship_logs_of(id, it->second, true);  // before the report: a job seen finished has its whole log
     // Work saved before stopping must reach the broker before the job is released.
     if (outcome->kind != JobOutcome::Kind::succeeded) commit_checkpoint_if_changed(execution);
     nlohmann::json body = {{"job_id", id}, {"worker_id", options_.worker_id}};
@@ -276,6 +283,31 @@ void Agent::poll_checkpoints(SteadyClock::time_point now) {
     if (now - job.last_checkpoint_poll < seconds_to_duration(config_.checkpoint_poll_s)) continue;
     job.last_checkpoint_poll = now;
     commit_checkpoint_if_changed(*job.execution);
+  }
+}
+
+void Agent::ship_logs(SteadyClock::time_point now) {
+  for (auto& [id, job] : running_) {
+    if (!job.logs || now - job.last_log_ship < seconds_to_duration(config_.log_ship_interval_s)) continue;
+    job.last_log_ship = now;
+    ship_logs_of(id, job, false);
+  }
+}
+
+// Best effort: a chunk the broker did not take is not sent again (the job's files
+// keep it until the job ends); a flood is bounded by the shipper, not by retries.
+void Agent::ship_logs_of(const std::string& id, Running& job, bool final) {
+  if (!job.logs) return;
+  for (int round = 0; round < (final ? 64 : 1); ++round) {
+    nlohmann::json body = job.logs->take(final);
+    if (body["chunks"].empty() && body["skipped_bytes"] == 0) return;
+    body["worker_id"] = options_.worker_id;
+    body["job_id"] = id;
+    const BrokerReply reply = api_.ship_logs(body);
+    if (!reply.ok()) {
+      spdlog::debug("job {}: log chunk not taken ({})", id, reply.describe());
+      return;
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include "worker/config/worker_config.hpp"
 #include "worker/discovery/xid_watcher.hpp"
 #include "worker/execution/job_execution.hpp"
+#include "worker/execution/log_shipper.hpp"
 #include "worker/execution/model_integrity.hpp"
 #include "ojs/ml/capabilities.hpp"
 
@@ -52,6 +53,8 @@ class Agent {
   struct Running {
     std::unique_ptr<JobExecution> execution;
     SteadyClock::time_point last_checkpoint_poll;
+    std::unique_ptr<LogShipper> logs;  // [issue #33] null: logs are not shipped
+    SteadyClock::time_point last_log_ship;
   };
 
   nlohmann::json current_capabilities() const;
@@ -63,6 +66,8 @@ class Agent {
   void poll_checkpoints(SteadyClock::time_point now);
   void commit_checkpoint_if_changed(JobExecution& execution);
   void heartbeat(SteadyClock::time_point now);
+  void ship_logs(SteadyClock::time_point now);                   // running jobs, every log_ship_interval_s
+  void ship_logs_of(const std::string& id, Running& job, bool final);  // final: all that is left
   void apply(const BrokerDirectives& directives, SteadyClock::time_point now);
   void begin_drain(const char* why, SteadyClock::time_point now);
 

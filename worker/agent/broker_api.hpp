@@ -1,4 +1,4 @@
-// The broker as the agent sees it: five calls, each one request and one reply.
+// The broker as the agent sees it: six calls, each one request and one reply.
 // An interface so the agent loop can be tested against an in-process fake.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -26,6 +26,12 @@ class BrokerApi {
   virtual BrokerReply nack(const nlohmann::json& body) = 0;       // POST /ojs/v1/workers/nack
   virtual BrokerReply heartbeat(const nlohmann::json& body) = 0;  // POST /ojs/v1/workers/heartbeat
   virtual BrokerReply commit_checkpoint(const std::string& job_id, const nlohmann::json& body) = 0;  // POST /ojs/v1/jobs/{id}/checkpoint
+  // [issue #33] POST /ojs/v1/workers/logs. Best effort (a broker without it: status 0, the
+  // agent goes on): a fake that does not care about logs need not implement it.
+  virtual BrokerReply ship_logs(const nlohmann::json& body) {
+    (void)body;
+    return {};
+  }
 };
 
 }  // namespace ojs::worker

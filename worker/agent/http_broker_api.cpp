@@ -13,7 +13,10 @@ std::string BrokerReply::describe() const {
 }
 
 BrokerReply HttpBrokerApi::post(const std::string& path, const nlohmann::json& body) {
-  const HttpResponse response = client_.post(path, body.dump());
+  // A job's output rides in bodies (an ACK's stdout tail, a NACK's stderr_tail, log
+  // chunks) and may be any bytes: what is not UTF-8 is sent as U+FFFD, never a throw
+  // that would leave the report undelivered.
+  const HttpResponse response = client_.post(path, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   BrokerReply reply;
   reply.status = response.status;
   reply.transport_error = response.transport_error;

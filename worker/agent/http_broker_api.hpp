@@ -17,6 +17,7 @@ class HttpBrokerApi : public BrokerApi {
   BrokerReply commit_checkpoint(const std::string& job_id, const nlohmann::json& body) override {
     return post("/ojs/v1/jobs/" + job_id + "/checkpoint", body);
   }
+  BrokerReply ship_logs(const nlohmann::json& body) override { return post("/ojs/v1/workers/logs", body); }
 
  private:
   BrokerReply post(const std::string& path, const nlohmann::json& body);

@@ -44,6 +44,8 @@ WorkerConfig parse_worker_config(const nlohmann::json& document) {
   read_if_present(document, "drain_timeout_s", config.drain_timeout_s);
   read_if_present(document, "checkpoint_poll_s", config.checkpoint_poll_s);
   read_if_present(document, "keep_work_dirs", config.keep_work_dirs);
+  read_if_present(document, "log_ship_interval_s", config.log_ship_interval_s);
+  read_if_present(document, "log_max_bytes", config.log_max_bytes);
   if (auto it = document.find("gpu_sharing"); it != document.end()) {
     if (!it->is_object()) throw std::invalid_argument("gpu_sharing must be an object");
     read_if_present(*it, "mode", config.gpu_sharing.mode);

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ struct WorkerConfig {
   double drain_timeout_s = 60;   // graceful shutdown: wait this long for jobs
   double checkpoint_poll_s = 5;
   bool keep_work_dirs = false;
+  // [issue #33] Each job's stdout/stderr is shipped to the broker every this many
+  // seconds while it runs, and once more when it ends (0: not shipped); at most
+  // log_max_bytes of it per look (the most recent: a flood is skipped to its end).
+  double log_ship_interval_s = 1;
+  std::uint64_t log_max_bytes = 1 << 20;
   GpuSharingConfig gpu_sharing;  // "gpu_sharing": {"mode": "auto|exclusive|mps", "active_thread_percentage": 50}
 };
 

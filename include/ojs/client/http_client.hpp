@@ -2,6 +2,7 @@
 // (keep-alive). Used by the worker agent, ojsctl, the conformance runner,
 // the load generator and the integration tests. One instance per thread.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,11 +36,17 @@ class HttpClient {
   HttpResponse request(const std::string& method, const std::string& path, const std::string& body = {},
                        const std::vector<std::string>& extra_headers = {});
   HttpResponse get(const std::string& path) { return request("GET", path); }
+  // A GET whose body is handed to `on_body` as it arrives (server-sent events, a log
+  // follow), without the client's timeout; `on_body` returns false to stop reading.
+  // The response's body stays empty; its status is 0 when stopped by on_body.
+  HttpResponse stream(const std::string& path, const std::function<bool(const std::string& chunk)>& on_body);
   HttpResponse post(const std::string& path, const std::string& body) { return request("POST", path, body); }
 
   const HttpClientOptions& options() const { return options_; }
 
  private:
+  HttpResponse perform(const std::string& method, const std::string& path, const std::string& body,
+                       const std::vector<std::string>& extra_headers, const std::function<bool(const std::string&)>* on_body);
   HttpClientOptions options_;
   void* curl_;  // CURL*, kept for connection reuse
 };

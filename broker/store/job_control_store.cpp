@@ -1,0 +1,33 @@
+#include "broker/store/job_control_store.hpp"
+
+#include "broker/store/keys.hpp"
+
+namespace ojs::broker {
+
+namespace {
+std::vector<std::string> hold_keys(const std::string& queue, const std::string& id) {
+  return {keys::job(queue, id), keys::ready_prefix(queue), keys::delayed(queue), keys::class_heads(queue),
+          keys::on_hold(queue), keys::events(queue)};
+}
+}  // namespace
+
+Transition JobControlStore::hold(const std::string& queue, const std::string& id, const std::string& who) {
+  return JobStore::transition_from(redis_.eval("hold", hold_keys(queue, id), {who}));
+}
+
+Transition JobControlStore::release(const std::string& queue, const std::string& id, const std::string& who) {
+  return JobStore::transition_from(redis_.eval("release", hold_keys(queue, id), {who}));
+}
+
+Transition JobControlStore::update(const std::string& queue, const std::string& id, const JobUpdate& u) {
+  std::vector<std::string> args{u.expected_doc, u.class_id, u.class_json, rank_text(u.rank_base), u.order_base,
+                                std::to_string(u.gone.size())};
+  args.insert(args.end(), u.gone.begin(), u.gone.end());
+  append_fields(args, u.fields);
+  return JobStore::transition_from(redis_.eval("update_job",
+                                               {keys::job(queue, id), keys::ready_prefix(queue), keys::class_heads(queue),
+                                                keys::classes(queue), keys::classes_version(queue), keys::events(queue)},
+                                               args));
+}
+
+}  // namespace ojs::broker

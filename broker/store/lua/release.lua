@@ -1,0 +1,27 @@
+-- [issue #33] RELEASE: a held job goes back where HOLD took it from (hold.lua): to
+-- its ready set at its old place in line (its FIFO sequence, in the band of its
+-- current rank base: an update while held may have moved the band), or to the
+-- delayed zset at its old due time (promotion makes it available when due).
+-- KEYS (6): 1 job hash, 2 ready prefix (+ the job's class), 3 delayed, 4 class heads,
+--           5 on-hold set (keys.hpp on_hold), 6 events
+-- ARGV: who (the caller's identity name)
+-- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
+local jk, who = KEYS[1], ARGV[1]
+local job = read_job(jk)
+if not job then return {'not_found'} end
+if job.state ~= 'pending' or not job.held_from then return {'conflict', job.state} end
+local from = job.held_from
+if from == 'available' then
+  local _, seq = score_unpack(tonumber(job.held_score))
+  ready_add(KEYS[4], KEYS[2] .. job.class, job.class,
+            string.format('%.0f', score_at(tonumber(job.order_base or job.rank_base), seq)), job.id)
+else
+  redis.call('ZADD', KEYS[3], job.held_due, job.id)
+end
+redis.call('HSET', jk, 'state', from)
+redis.call('HDEL', jk, 'held_by', 'held_from', 'held_score', 'held_due', 'held_at')
+redis.call('ZREM', KEYS[5], job.id)
+job.state = from
+job.held_by, job.held_from, job.held_score, job.held_due, job.held_at = nil, nil, nil, nil, nil
+emit(KEYS[6], 'job.released', job, {'released_by', who})
+return {'ok', flat_job(job)}

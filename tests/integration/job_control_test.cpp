@@ -1,0 +1,151 @@
+// Holding and updating a waiting job (issue #33): POST /jobs/{id}/hold and /release
+// take a job out of scheduling and put it back where it was; PATCH /jobs/{id}
+// changes its priority and ext_ml_* attributes, validated as PUSH validates them and
+// re-classed in one step. Producers act on their tenant's jobs only, admins on all.
+#include <gtest/gtest.h>
+
+#include "support/ml_fixtures.hpp"
+#include "support/processes.hpp"
+#include "support/role_tokens.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+
+namespace {
+
+json caps(const std::string& name) { return {{"capabilities", example_worker(name)}}; }
+std::string job_path(const std::string& id) { return "/ojs/v1/jobs/" + id; }
+
+}  // namespace
+
+class JobControl : public ::testing::Test, protected RoleTokenBroker {
+ protected:
+  JobControl() : RoleTokenBroker("job_control") {}
+};
+
+TEST_F(JobControl, AHeldJobIsSkippedByFetchUntilReleased) {
+  const auto first = team_a.push(job_in("jc-hold"));
+  const auto second = team_a.push(job_in("jc-hold"));
+
+  auto held = team_a.post(job_path(first) + "/hold", json::object());
+  ASSERT_EQ(held.status, 200) << held.body.dump();
+  EXPECT_EQ(held.body["job"]["state"], "pending");
+  EXPECT_EQ(held.body["job"]["held_by"], "team-a");
+  // Holding it again changes nothing (who held it first stays).
+  EXPECT_EQ(admin.post(job_path(first) + "/hold", json::object()).body["job"]["held_by"], "team-a");
+
+  auto why = team_a.get(job_path(first) + "/diagnosis");
+  ASSERT_EQ(why.status, 200) << why.body.dump();
+  EXPECT_EQ(why.body["diagnosis"]["held_by"], "team-a");
+  EXPECT_NE(why.body["diagnosis"]["message"].get<std::string>().find("held by team-a"), std::string::npos) << why.body.dump();
+  // Held jobs are listed as state pending (squeue's held jobs).
+  auto listed = admin.get("/ojs/v1/admin/jobs?state=pending&queue=jc-hold");
+  ASSERT_EQ(listed.status, 200) << listed.body.dump();
+  ASSERT_EQ(listed.body["items"].size(), 1u) << listed.body.dump();
+  EXPECT_EQ(listed.body["items"][0]["id"], first);
+  EXPECT_EQ(listed.body["pagination"]["total"], 1);
+
+  // FETCH passes over the held job: the one behind it comes first, then nothing.
+  auto got = pool.fetch({"jc-hold"}, "pool-1");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], second);
+  EXPECT_EQ(pool.fetch({"jc-hold"}, "pool-1").size(), 0u);
+
+  // A running job cannot be held; a job that is not held cannot be released.
+  EXPECT_EQ(team_a.post(job_path(second) + "/hold", json::object()).status, 409);
+  EXPECT_EQ(team_a.post(job_path(second) + "/release", json::object()).status, 409);
+
+  auto released = team_a.post(job_path(first) + "/release", json::object());
+  ASSERT_EQ(released.status, 200) << released.body.dump();
+  EXPECT_EQ(released.body["job"]["state"], "available");
+  EXPECT_FALSE(released.body["job"].contains("held_by"));
+  got = pool.fetch({"jc-hold"}, "pool-1");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], first);
+}
+
+TEST_F(JobControl, AHeldScheduledJobReturnsToItsSchedule) {
+  json j = job_in("jc-sched");
+  j["scheduled_at"] = iso_in(std::chrono::hours(1));
+  const auto id = team_a.push(j);
+  ASSERT_EQ(team_a.post(job_path(id) + "/hold", json::object()).status, 200);
+  auto released = team_a.post(job_path(id) + "/release", json::object());
+  ASSERT_EQ(released.status, 200) << released.body.dump();
+  EXPECT_EQ(released.body["job"]["state"], "scheduled");
+  // And a held job can be cancelled like any waiting one.
+  ASSERT_EQ(team_a.post(job_path(id) + "/hold", json::object()).status, 200);
+  EXPECT_EQ(team_a.call("DELETE", job_path(id)).body["job"]["state"], "cancelled");
+}
+
+TEST_F(JobControl, PatchReclassesAJobSoAnotherWorkerTakesIt) {
+  const auto id = team_a.push(ml_job("jc-patch", {{"ext_ml_gpu_type", "nvidia-h100"}, {"ext_ml_gpu_count", 1}}));
+  EXPECT_EQ(pool.fetch({"jc-patch"}, "pool-a100", 1, caps("4xa100-pcie")).size(), 0u);
+
+  auto patched = team_a.call("PATCH", job_path(id), {{"ext_ml_gpu_type", "nvidia-a100"}, {"priority", 7},
+                                                     {"ext_ml_priority_class", "reserved"}});
+  ASSERT_EQ(patched.status, 200) << patched.body.dump();
+  EXPECT_EQ(patched.body["job"]["ext_ml_gpu_type"], "nvidia-a100");
+  EXPECT_EQ(patched.body["job"]["priority"], 7);
+  EXPECT_EQ(patched.body["job"]["state"], "available");
+
+  EXPECT_EQ(pool.fetch({"jc-patch"}, "pool-h100", 1, caps("dgx-h100")).size(), 0u);
+  auto got = pool.fetch({"jc-patch"}, "pool-a100", 1, caps("4xa100-pcie"));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], id);
+
+  // A running job is no longer waiting: 409.
+  auto late = team_a.call("PATCH", job_path(id), {{"priority", 1}});
+  EXPECT_EQ(late.status, 409) << late.body.dump();
+}
+
+TEST_F(JobControl, PatchOfAHeldJobKeepsItHeldInItsNewClass) {
+  const auto id = team_a.push(ml_job("jc-held-patch", {{"ext_ml_gpu_type", "nvidia-h100"}}));
+  ASSERT_EQ(team_a.post(job_path(id) + "/hold", json::object()).status, 200);
+  auto patched = team_a.call("PATCH", job_path(id), {{"ext_ml_gpu_type", "nvidia-a100"}});
+  ASSERT_EQ(patched.status, 200) << patched.body.dump();
+  EXPECT_EQ(patched.body["job"]["state"], "pending");
+  EXPECT_EQ(pool.fetch({"jc-held-patch"}, "pool-a100", 1, caps("4xa100-pcie")).size(), 0u);
+  ASSERT_EQ(team_a.post(job_path(id) + "/release", json::object()).status, 200);
+  EXPECT_EQ(pool.fetch({"jc-held-patch"}, "pool-a100", 1, caps("4xa100-pcie")).size(), 1u);
+}
+
+TEST_F(JobControl, PatchIsValidatedAsPushIs) {
+  const auto id = team_a.push(ml_job("jc-valid", {{"ext_ml_gpu_count", 1}}));
+  auto r = team_a.call("PATCH", job_path(id), {{"priority", "high"}});
+  EXPECT_EQ(r.status, 400) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["details"]["field"], "priority");
+  r = team_a.call("PATCH", job_path(id), {{"ext_ml_gpu_count", -2}});
+  EXPECT_EQ(r.status, 400) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["details"]["field"], "ext_ml_gpu_count");
+  r = team_a.call("PATCH", job_path(id), {{"ext_ml_priority_class", "urgent-ish"}});
+  EXPECT_EQ(r.status, 400) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["details"]["field"], "ext_ml_priority_class");
+  // Only priority and ext_ml_* attributes change after PUSH.
+  r = team_a.call("PATCH", job_path(id), {{"type", "other"}});
+  EXPECT_EQ(r.status, 400) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["details"]["field"], "type");
+  r = team_a.call("PATCH", job_path(id), {{"ext_ml_gang", {{"size", 2}}}});
+  EXPECT_EQ(r.status, 400) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["details"]["field"], "ext_ml_gang");
+  r = team_a.call("PATCH", job_path(id), json::object());
+  EXPECT_EQ(r.status, 400) << r.body.dump();
+  // Nothing was changed by the refusals.
+  EXPECT_EQ(team_a.get(job_path(id)).body["job"]["ext_ml_gpu_count"], 1);
+}
+
+TEST_F(JobControl, OnlyTheTenantsProducerOrAnAdminMayHoldOrPatch) {
+  const auto id = team_a.push(job_in("jc-roles"));
+  // Another tenant's producer sees no such job, as with INFO and CANCEL.
+  EXPECT_EQ(team_b.post(job_path(id) + "/hold", json::object()).status, 404);
+  EXPECT_EQ(team_b.call("PATCH", job_path(id), {{"priority", 3}}).status, 404);
+  EXPECT_EQ(team_b.post(job_path(id) + "/release", json::object()).status, 404);
+  // A worker token may not change jobs at all.
+  EXPECT_EQ(node_a.post(job_path(id) + "/hold", json::object()).status, 403);
+  EXPECT_EQ(node_a.call("PATCH", job_path(id), {{"priority", 3}}).status, 403);
+  // An admin may, whoever pushed it.
+  auto held = admin.post(job_path(id) + "/hold", json::object());
+  ASSERT_EQ(held.status, 200) << held.body.dump();
+  EXPECT_EQ(held.body["job"]["held_by"], "ops");
+  EXPECT_EQ(admin.call("PATCH", job_path(id), {{"priority", 3}}).status, 200);
+  EXPECT_EQ(team_a.post(job_path(id) + "/release", json::object()).status, 200);
+}
