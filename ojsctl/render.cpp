@@ -54,6 +54,22 @@ std::string render_why(const json& d, const json* budget) {
   }
   out << "Workers seen: " << field(d, "workers_seen") << " (eligible: " << field(d, "eligible") << ")\n";
   out << "Summary:      " << field(d, "message") << "\n";
+  if (d.contains("code") && d["code"].is_string()) {  // the fleet's verdict (docs/http-api.md, diagnosis)
+    const std::string code = d["code"].get<std::string>();
+    const char* meaning = code == "ok"             ? "a worker may take it now"
+                          : code == "wait"         ? "busy now: it fits a worker once work there ends"
+                          : code == "unresolvable" ? "no worker seen could ever take it"
+                          : code == "preemptible"  ? "lower-class work is being preempted for it"
+                          : code == "held"         ? "held back on purpose for a while"
+                                                   : "";
+    out << "Verdict:      " << code << (*meaning ? std::string(" (") + meaning + ")" : std::string()) << "\n";
+  }
+  if (d.contains("preemption") && d["preemption"].is_object()) {
+    const auto& p = d["preemption"];
+    std::string victims;
+    for (const auto& v : p.value("victims", json::array())) victims += (victims.empty() ? "" : ", ") + text(v);
+    out << "Preemption:   " << victims << " on worker " << field(p, "worker_id") << ", GPUs held until " << field(p, "hold_until") << "\n";
+  }
   if (d.contains("by_predicate") && d["by_predicate"].is_object() && !d["by_predicate"].empty()) {
     std::vector<std::pair<long long, std::string>> order;
     for (const auto& [name, p] : d["by_predicate"].items()) order.emplace_back(-p.value("count", 0LL), name);
@@ -61,9 +77,9 @@ std::string render_why(const json& d, const json* budget) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& [negative, name] : order) {
       const auto& p = d["by_predicate"][name];
-      rows.push_back({name, std::to_string(-negative), field(p, "sample_reason"), field(p, "sample_worker")});
+      rows.push_back({name, field(p, "code"), std::to_string(-negative), field(p, "sample_reason"), field(p, "sample_worker")});
     }
-    out << "Refusals:\n" << table({"  PREDICATE", "WORKERS", "SAMPLE REASON", "SAMPLE WORKER"}, [&] {
+    out << "Refusals:\n" << table({"  PREDICATE", "CODE", "WORKERS", "SAMPLE REASON", "SAMPLE WORKER"}, [&] {
       for (auto& r : rows) r[0] = "  " + r[0];
       return rows;
     }());

@@ -12,6 +12,7 @@
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/governance/queue_configs.hpp"
+#include "broker/workers/liveness.hpp"
 #include "ojs/core/envelope.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
@@ -156,8 +157,9 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     const auto& id = r.params.at("id");
     const auto worker = ctx.workers.get(id);
     if (!worker) throw OjsError(ErrorCode::not_found, "worker " + id + " not found", {{"worker_id", id}});
-    const auto silent_since = now_ms() - ctx.config.worker_dead_after_ms;
-    if (worker->last_seen_ms > silent_since)
+    const auto now = now_ms();
+    const auto silent_since = now - ctx.config.worker_dead_after_ms;
+    if (!worker_lost(*worker, now, ctx.config.worker_dead_after_ms))
       throw OjsError(ErrorCode::conflict, "worker " + id + " is still in contact; quiet or terminate it first",
                      {{"worker_id", id}, {"last_seen", format_rfc3339(worker->last_seen_ms)}});
     int reclaimed = 0;

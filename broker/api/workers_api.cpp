@@ -10,6 +10,7 @@
 #include "broker/api/json_io.hpp"
 #include "broker/auth/identity.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "broker/workers/liveness.hpp"
 #include "ojs/core/envelope.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
@@ -160,12 +161,12 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     const int page = int_query(r, "page", 1, 1, 1000000);
     const int per_page = int_query(r, "per_page", 100, 1, 1000);
     const auto held = admin::active_jobs_by_worker(ctx.jobs);
-    const auto stale_before = now_ms() - ctx.config.worker_dead_after_ms;
+    const auto now = now_ms();
     const auto workers = ctx.workers.list();
     nlohmann::json list = nlohmann::json::array();
     std::map<std::string, long long> summary = {{"running", 0}, {"quiet", 0}, {"terminate", 0}, {"drain", 0}, {"stale", 0}};
     for (const auto& w : workers) {
-      const bool stale = w.last_seen_ms <= stale_before;
+      const bool stale = worker_lost(w, now, ctx.config.worker_dead_after_ms);  // silent past --worker-dead-after-ms
       ++summary[stale ? "stale" : w.state];
       const auto index = static_cast<long long>(&w - workers.data());
       if (index < static_cast<long long>(page - 1) * per_page || static_cast<long long>(list.size()) >= per_page) continue;
@@ -183,7 +184,8 @@ void register_workers_api(Router& router, ApiContext& ctx) {
       const auto held_here = held.find(w.id);
       const long long active = std::max<long long>(held_here == held.end() ? 0 : held_here->second,
                                                    static_cast<long long>(load.active.size()));
-      list.push_back({{"id", w.id}, {"state", w.state}, {"stale", stale},
+      // A stale worker is listed as such, not as running: `directive` keeps what it was told.
+      list.push_back({{"id", w.id}, {"state", stale ? std::string("stale") : w.state}, {"directive", w.state}, {"stale", stale},
                       {"hostname", hostname.empty() ? nlohmann::json(nullptr) : nlohmann::json(hostname)},
                       {"last_heartbeat_at", format_rfc3339(w.last_seen_ms)}, {"last_seen", format_rfc3339(w.last_seen_ms)},
                       {"queues", queues}, {"capabilities", w.capabilities}, {"active_jobs", active},

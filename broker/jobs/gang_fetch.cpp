@@ -8,6 +8,8 @@
 
 #include "broker/jobs/job_service.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "broker/pipeline/claim_refusals.hpp"
+#include "broker/pipeline/fetch_filters.hpp"
 
 namespace ojs::broker {
 
@@ -70,12 +72,10 @@ void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, c
     if (is_gang_class(scheduler_, classes, id)) gang_classes.classes.emplace(id, canonical);
   if (gang_classes.classes.empty()) return;  // queues without gangs pay nothing
 
-  auto verdicts = scheduler_.judge(gang_classes, worker);
-  apply_capacity_guards(store_, scheduler_, queue, gang_classes, worker, verdicts, assignment_options(config_));
+  auto verdicts = run_fetch_filters(store_, scheduler_, queue, gang_classes, worker, assignment_options(config_));
   std::vector<GangClass> eligible;
   std::map<std::string, std::vector<int>> devices_of;
   for (const auto& v : verdicts) {
-    diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);
     if (!v.judgement.eligible()) continue;
     const auto& gang = scheduler_.requirements(v.class_id, gang_classes.classes.at(v.class_id)).hard.gang;
     std::string label;
@@ -86,7 +86,17 @@ void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, c
   }
   const auto claim = store_.claim_gang(queue, member_info(worker), request.visibility_timeout_ms,
                                        config_.default_visibility_timeout_ms, eligible);
-  if (claim.kind == GangClaim::Kind::blocked) diagnosis_.note_budget(queue, claim.blocked, worker.worker_id);
+  // gang_forming (held): this worker holds its GPUs for a gang still missing members.
+  const bool forming = (claim.kind == GangClaim::Kind::held || claim.kind == GangClaim::Kind::waiting) && !claim.class_id.empty();
+  for (auto& v : verdicts) {
+    if (forming && v.class_id == claim.class_id) {
+      const auto it = gang_classes.classes.find(v.class_id);
+      const int size = it == gang_classes.classes.end() ? 0 : scheduler_.requirements(v.class_id, it->second).hard.gang.size;
+      v.judgement.refusals.push_back(gang_forming_refusal(claim.job_id, claim.rank, size));
+    }
+    diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);
+  }
+  if (claim.kind == GangClaim::Kind::blocked) diagnosis_.note_refusal(queue, claim.blocked.class_id, worker.worker_id, budget_refusal(claim.blocked));
   if (claim.kind != GangClaim::Kind::held && claim.kind != GangClaim::Kind::start) return;
 
   // The member's GPUs count in the worker's load from the moment it is held

@@ -17,6 +17,8 @@
 #include "ojs/core/uuid.hpp"
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "broker/pipeline/claim_refusals.hpp"
+#include "broker/pipeline/fetch_filters.hpp"
 #include "broker/store/store_error.hpp"
 #include "broker/store/workflow_store.hpp"
 
@@ -307,20 +309,24 @@ std::optional<std::string> JobService::tenant_of(const std::string& id) {
   return record->get("tenant");
 }
 
+DiagnosisReview JobService::review() {
+  return DiagnosisReview(diagnosis_, workers_, store_.preemption(), config_.worker_dead_after_ms);
+}
+
 json JobService::info(const std::string& id) {
   auto record = store_.get(id);
   if (!record) throw not_found(id);
   json envelope = record->envelope();
   const auto& state = record->state();
   const bool waiting = state == "available" || state == "retryable" || state == "scheduled";
-  if (waiting && record->get("class") != ml::kDefaultClassId) envelope["diagnosis"] = diagnosis_.summary(record->queue(), record->get("class"));
+  if (waiting && record->get("class") != ml::kDefaultClassId) envelope["diagnosis"] = review().summary(record->queue(), record->get("class"), &*record);
   return envelope;
 }
 
 json JobService::diagnosis(const std::string& id) {
   auto record = store_.get(id);
   if (!record) throw not_found(id);
-  json out = diagnosis_.summary(record->queue(), record->get("class"));
+  json out = review().summary(record->queue(), record->get("class"), &*record);
   out["job_id"] = id;
   out["state"] = record->state();
   out["queue"] = record->queue();
@@ -342,8 +348,9 @@ json JobService::queue_diagnosis(const std::string& queue) {
   const auto classes = store_.load_classes(queue);
   const auto waiting = store_.ready_counts(queue, classes);
   json list = json::array();
+  auto reviewed = review();
   for (const auto& [id, canonical] : classes.classes) {
-    json entry = diagnosis_.summary(queue, id);
+    json entry = reviewed.summary(queue, id);
     entry["waiting"] = waiting.count(id) ? waiting.at(id) : 0;
     entry["requirements"] = json::parse(canonical, nullptr, false);
     list.push_back(std::move(entry));
@@ -429,12 +436,12 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
     const int want = one_by_one ? 1 : request.count - static_cast<int>(jobs.size());
     std::vector<EligibleClass> eligible;
     std::map<std::string, const ClassVerdict*> verdict_of;
-    auto verdicts = scheduler_.judge(classes, worker);
-    apply_capacity_guards(store_, scheduler_, queue, classes, worker, verdicts, assignment_options(config_));
+    auto verdicts = run_fetch_filters(store_, scheduler_, queue, classes, worker, assignment_options(config_));
     for (const auto& v : verdicts) {
       verdict_of[v.class_id] = &v;
-      if (v.judgement.eligible() && !is_gang_class(scheduler_, classes, v.class_id) && !given_back.count(v.class_id))
-        eligible.push_back(v.claim);
+      const bool gang = is_gang_class(scheduler_, classes, v.class_id);
+      if (gang && worker.capabilities) continue;  // fetch_gang judged and noted it, with claim_gang's answer
+      if (v.judgement.eligible() && !gang && !given_back.count(v.class_id)) eligible.push_back(v.claim);
       diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);
     }
     if (eligible.empty()) {
@@ -452,10 +459,10 @@ void JobService::fetch_from_queue(const std::string& queue, const FetchRequest& 
       continue;
     }
     for (const auto& block : outcome.budget_blocked)
-      if (block.kind == "backfill") diagnosis_.note(queue, block.class_id, worker.worker_id, backfill_refusal(block.in_use, block.limit));
-      else diagnosis_.note_budget(queue, block, worker.worker_id);
+      diagnosis_.note_refusal(queue, block.class_id, worker.worker_id,
+                              block.kind == "backfill" ? backfill_refusal(block.in_use, block.limit).refusals.front() : budget_refusal(block));
     if (outcome.jobs.empty() && !outcome.rate_limited.empty())  // why-waiting names the queue's rate limit
-      for (const auto& c : eligible) diagnosis_.note_rate_limit(queue, c.id, worker.worker_id, outcome.rate_limited);
+      for (const auto& c : eligible) diagnosis_.note_refusal(queue, c.id, worker.worker_id, rate_limit_refusal(outcome.rate_limited));
     if (outcome.jobs.empty()) return;
     for (const auto& record : outcome.jobs) {
       json envelope = record.envelope();

@@ -15,6 +15,7 @@
 #include "broker/config.hpp"
 #include "ojs/core/error.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
+#include "broker/pipeline/diagnosis_review.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/workers/worker_registry.hpp"
@@ -117,6 +118,7 @@ class JobService {
   std::string queue_of_or_404(const std::string& id);
 
  private:
+  DiagnosisReview review();  // the diagnosis end of the scheduling pipeline, over this broker's stores
   int reclaim(const std::string& queue, const std::vector<std::string>& ids, bool require_expired);
 
   // Symmetric anti-affinity on the claimed job itself: true when it was handed back.

@@ -1,4 +1,5 @@
 #include "broker/observability/overview.hpp"
+#include "broker/workers/liveness.hpp"
 
 #include "ojs/core/time.hpp"
 #include "ojs/ml/capabilities.hpp"
@@ -34,7 +35,7 @@ json workers_overview(const OverviewSources& ctx, json& totals) {
   json list = json::array();
   long long live = 0, advertised = 0, in_use = 0, unhealthy = 0, warnings = 0;
   for (const auto& w : ctx.workers.list()) {
-    const bool is_live = now - w.last_seen_ms <= ctx.config.worker_dead_after_ms;
+    const bool is_live = !worker_lost(w, now, ctx.config.worker_dead_after_ms);
     const int total = advertised_gpus(w.capabilities);
     int busy = 0;
     for (const auto& job : ctx.workers.load(w.id).active) busy += job.gpus;

@@ -90,6 +90,7 @@ Beside fits_beside_hold(const ml::Requirements& req, const ml::Capabilities& cap
 ml::Judgement backfill_refusal(long long declared_s, std::int64_t start_ms) {
   ml::Refusal r;
   r.predicate = "backfill";
+  r.code = ml::VerdictCode::held;
   r.summary = "hold GPUs for a backfill reservation that the job would overrun";
   const std::string start = format_rfc3339(start_ms);
   r.reason = "GPUs are held from " + start + " for a waiting job (backfill reservation); a job may use them only if its " +

@@ -3,8 +3,11 @@
 // marked, and the freed GPUs held for it (leader only).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "broker/preemption/preemption.hpp"
 #include "broker/preemption/running_jobs.hpp"
+#include "broker/workers/liveness.hpp"
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker {
@@ -13,13 +16,14 @@ using nlohmann::json;
 
 namespace {
 
-// Refusals that preemption can cure: capacity in use by jobs on the worker.
+// Whether preemption could cure a worker's refusals: by their verdict codes, never
+// by predicate names. Freeing lower-class work cures `wait` (busy now) and
+// `preemptible`; never `unresolvable` (the worker could not take the job however
+// idle) nor `held` (capacity kept back on purpose: a reservation, a backfill window).
 bool dynamic_only(const ml::Judgement& j) {
-  for (const auto& r : j.refusals)
-    if (r.predicate != "free_gpus" && r.predicate != "anti_affinity" && r.predicate != "capacity_hold" &&
-        r.predicate != "budget")
-      return false;
-  return true;
+  return std::all_of(j.refusals.begin(), j.refusals.end(), [](const ml::Refusal& r) {
+    return r.code == ml::VerdictCode::wait || r.code == ml::VerdictCode::preemptible;
+  });
 }
 
 }  // namespace
@@ -32,7 +36,7 @@ std::vector<PreemptionController::LiveWorker> PreemptionController::live_workers
   std::vector<LiveWorker> live;
   const auto now = now_ms();
   for (auto& w : workers_.list()) {
-    if (w.state != "running" || w.last_seen_ms < now - config_.worker_dead_after_ms || !w.capabilities.is_object()) continue;
+    if (w.state != "running" || worker_lost(w, now, config_.worker_dead_after_ms) || !w.capabilities.is_object()) continue;
     try {
       live.push_back({w, ml::parse_capabilities(w.capabilities)});
     } catch (const std::exception&) {

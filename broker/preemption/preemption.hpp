@@ -1,11 +1,11 @@
 // Preemption, checkpoints, capacity holds, priority escalation and reservations
 // (docs/operations.md "Preemption"). The pieces other modules call:
 //   PUSH : bind_reservation, check_checkpoint_prefix (push.lua writes the escalation and reservation-wait indexes)
-//   FETCH: apply_capacity_guards (holds and reservations as named refusals)
+//   FETCH: the scheduling pipeline's capacity_guard_filter (broker/pipeline) reads the holds and reservations
 //   BEAT/FETCH replies: preemption_directives
 //   background: PreemptionController (leader-only decisions, every-broker reclaim)
 //   HTTP: api/preemption_api.cpp (checkpoint commit, reservations) calls Checkpoints and Reservations
-// One file per job: push_rules, fetch_guards, directives, reservations,
+// One file per job: push_rules, directives, reservations,
 // capacity_hold, checkpoints; the controller's passes in controller (lease, order),
 // reclaim_overdue, escalation, reservation_waits, capacity_preemption,
 // budget_preemption; running_jobs (active jobs as preemption sees them).
@@ -91,16 +91,6 @@ void check_checkpoint_prefix(const ml::Requirements& req, const std::vector<std:
 // reservation on the worker where they could start soonest (backfill_reservations.cpp).
 // The backfill reservation held for a job, if any (why-waiting shows it).
 std::optional<CapacityHold> backfill_hold_of(PreemptionStore& store, const std::string& job_id);
-
-// ---- FETCH ----
-// Refuses, with named reasons, classes a worker may not take because of a
-// capacity hold (GPUs freed by preemption, kept for the preemptor: predicate
-// `capacity_hold`) or a reservation (predicate `reservation`: a job naming one
-// runs only inside it, and others may not use the GPUs it holds). Eligible
-// verdicts whose device assignment changes get the new devices.
-void apply_capacity_guards(JobStore& store, const Scheduler& scheduler, const std::string& queue, const ClassSet& classes,
-                           const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
-                           const ml::AssignmentOptions& assignment);
 
 // ---- directives ----
 // [{job_id, action: "preempt", grace_period_s (remaining), checkpoint, deadline, preempted_for}]

@@ -25,16 +25,16 @@ class DiagnosisLog {
   // Queue the record of one worker's judgement of one class; flush() writes them.
   void note(const std::string& queue, const std::string& class_id, const std::string& worker_id,
             const ml::Judgement& judgement);
-  void note_budget(const std::string& queue, const BudgetBlock& block, const std::string& worker_id);
-  // The queue's rate limit held back a class this worker could take (kind: the
-  // claim's rate_limited, concurrency | rate): predicate `rate_limit`.
-  void note_rate_limit(const std::string& queue, const std::string& class_id, const std::string& worker_id, const std::string& kind);
+  // One refusal as the worker's whole judgement of the class: what the claim answered
+  // (budget, rate limit, backfill window: broker/pipeline/claim_refusals.hpp).
+  void note_refusal(const std::string& queue, const std::string& class_id, const std::string& worker_id, ml::Refusal refusal);
   void flush();  // one pipelined write of what changed (called at the end of a FETCH)
 
   // Recent judgements of a class (younger than the window).
   std::vector<ml::WorkerJudgement> recent(const std::string& queue, const std::string& class_id);
-  // ml::diagnose() of the recent judgements plus the class id.
-  nlohmann::json summary(const std::string& queue, const std::string& class_id);
+  // How far back recent() looks. The summary of a class is the pipeline's
+  // (scheduling/pipeline/diagnosis_review.hpp): it applies liveness and holds first.
+  std::int64_t window_ms() const { return window_ms_; }
 
  private:
   struct Pending {

@@ -8,6 +8,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "broker/scheduling/locality_hold_filter.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/requirement_class.hpp"
 #include "ojs/ml/scoring.hpp"
@@ -36,16 +37,17 @@ struct Scheduler::Impl {
   mutable std::mutex best_mutex;
   mutable std::unordered_map<std::string, BestRecent> best_recent;
 
-  // True when this worker should leave the class's jobs to a better one seen recently.
-  bool outscored(const std::string& class_id, const std::string& worker_id, double preference, std::int64_t now) const {
+  // The better worker seen recently that this one should leave the class's jobs to, if any.
+  std::optional<std::string> outscored(const std::string& class_id, const std::string& worker_id, double preference,
+                                       std::int64_t now) const {
     std::lock_guard lock(best_mutex);
     auto& best = best_recent[class_id];
     const bool expired = now - best.at_ms > 2 * options.locality_delay_ms;
     if (expired || best.worker_id == worker_id || preference >= best.preference) {
       best = {preference, worker_id, now};
-      return false;
+      return std::nullopt;
     }
-    return true;
+    return best.worker_id;
   }
 };
 
@@ -144,9 +146,15 @@ std::vector<ClassVerdict> Scheduler::judge(const ClassSet& classes, const Worker
       // Delay scheduling (bounded, never forever): a class that prefers a model this
       // worker lacks, or that a recently seen worker suits better, only gives this
       // worker jobs that already waited the locality delay.
+      // The locality_hold filter (pipeline/locality_hold_filter.hpp): held, per job.
       const bool cold = !req.soft.locality_model_id.empty() && ml::locality_hold(req, caps, 0, scoring);
-      const bool better_elsewhere = !req.soft.empty() && impl_->outscored(class_id, worker.worker_id, preference, now);
-      if (cold || better_elsewhere) v.claim.hold_enqueued_after_ms = now - impl_->options.locality_delay_ms;
+      std::optional<std::string> better;
+      if (!req.soft.empty()) better = impl_->outscored(class_id, worker.worker_id, preference, now);
+      if (cold || better) {
+        v.claim.hold_enqueued_after_ms = now - impl_->options.locality_delay_ms;
+        v.judgement.holds.push_back(locality_hold_refusal(req.soft.locality_model_id, cold, better.value_or(std::string()),
+                                                          impl_->options.locality_delay_ms, now));
+      }
     }
     out.push_back(std::move(v));
   }

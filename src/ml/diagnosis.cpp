@@ -10,6 +10,7 @@ namespace {
 
 struct Tally {
   int count = 0;
+  VerdictCode code = VerdictCode::ok;  // worker_code() over this predicate's refusals
   std::string sample_reason, sample_worker;
   std::map<std::string, int> summaries;  // the most common one is reported
   std::string summary() const {
@@ -21,6 +22,8 @@ struct Tally {
 
 struct Summary {
   int seen = 0, eligible = 0;
+  VerdictCode code = VerdictCode::unresolvable;  // fleet_code() over the workers'
+  std::map<std::string, int> by_code;            // workers per verdict code
   std::vector<std::pair<std::string, Tally>> by_predicate;  // highest count first
   std::string message;
 };
@@ -31,8 +34,12 @@ Summary summarise(const std::vector<WorkerJudgement>& records) {
   for (const auto& rec : records) {
     ++s.seen;
     if (rec.judgement.eligible()) ++s.eligible;
+    const VerdictCode worker = rec.judgement.code();
+    s.code = s.seen == 1 ? worker : fleet_code(s.code, worker);
+    ++s.by_code[std::string(to_string(worker))];
     for (const auto& r : rec.judgement.refusals) {
       Tally& t = tallies[r.predicate];
+      t.code = worker_code(t.code, r.code);
       if (t.count++ == 0) {
         t.sample_reason = r.reason;
         t.sample_worker = rec.worker_id;
@@ -43,6 +50,7 @@ Summary summarise(const std::vector<WorkerJudgement>& records) {
   s.by_predicate.assign(tallies.begin(), tallies.end());
   std::stable_sort(s.by_predicate.begin(), s.by_predicate.end(),
                    [](const auto& a, const auto& b) { return a.second.count > b.second.count; });
+  if (s.seen == 0) s.code = VerdictCode::wait;  // nobody judged it yet
   s.message = std::to_string(s.eligible) + "/" + std::to_string(s.seen) + " workers";
   if (s.seen == 0) {
     s.message += ": no worker has fetched";
@@ -55,6 +63,8 @@ Summary summarise(const std::vector<WorkerJudgement>& records) {
       sep = ", ";
     }
   }
+  // The verdict ends the message ("... [unresolvable]"); readers anchored on "N/M workers" keep working.
+  if (s.seen > 0 && s.code != VerdictCode::ok) s.message += " [" + std::string(to_string(s.code)) + "]";
   return s;
 }
 
@@ -64,9 +74,10 @@ nlohmann::json diagnose(const std::vector<WorkerJudgement>& records) {
   Summary s = summarise(records);
   nlohmann::json by = nlohmann::json::object();
   for (const auto& [name, t] : s.by_predicate)
-    by[name] = {{"count", t.count}, {"sample_reason", t.sample_reason}, {"summary", t.summary()},
+    by[name] = {{"count", t.count}, {"code", to_string(t.code)}, {"sample_reason", t.sample_reason}, {"summary", t.summary()},
                 {"sample_worker", t.sample_worker}};
-  return {{"workers_seen", s.seen}, {"eligible", s.eligible}, {"by_predicate", by}, {"message", s.message}};
+  return {{"workers_seen", s.seen}, {"eligible", s.eligible}, {"code", to_string(s.code)}, {"by_code", s.by_code},
+          {"by_predicate", by}, {"message", s.message}};
 }
 
 std::string diagnosis_message(const std::vector<WorkerJudgement>& records) { return summarise(records).message; }

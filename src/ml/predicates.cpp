@@ -15,7 +15,14 @@ namespace {
 using Result = std::optional<Refusal>;
 
 Refusal refuse(std::string_view name, std::string reason, std::string summary, Facts facts = {}) {
-  return Refusal{std::string(name), std::move(reason), std::move(summary), std::move(facts)};
+  return Refusal{std::string(name), std::move(reason), std::move(summary), std::move(facts), VerdictCode::unresolvable};
+}
+
+// A dynamic predicate's refusal: busy now.
+Refusal busy(std::string_view name, std::string reason, std::string summary, Facts facts = {}) {
+  Refusal r = refuse(name, std::move(reason), std::move(summary), std::move(facts));
+  r.code = VerdictCode::wait;
+  return r;
 }
 
 // Shared shape of every "worker must have at least N of something" predicate.
@@ -226,14 +233,25 @@ Result anti_affinity(const MatchContext& c) {
   for (const auto& rule : c.req.hard.anti_affinity)
     for (const auto& job : c.load->active)
       if (rule_matches(rule, job.labels))
-        return refuse("anti_affinity", "runs job " + job.job_id + " matching anti-affinity " + describe(rule),
+        return busy("anti_affinity", "runs job " + job.job_id + " matching anti-affinity " + describe(rule),
                       "run a job matching anti-affinity " + describe(rule), {{"job_id", job.job_id}});
   const bool any_rules = std::any_of(c.load->active.begin(), c.load->active.end(), [](const ActiveJob& j) { return !j.anti_affinity.empty(); });
   if (!any_rules) return std::nullopt;  // the common case: no class labels to build
   if (auto ex = excluded_by_running(*c.load, job_labels(class_json(c.req)), true))
-    return refuse("anti_affinity", "runs job " + ex->job_id + " whose anti-affinity " + describe(ex->rule) + " excludes this job",
+    return busy("anti_affinity", "runs job " + ex->job_id + " whose anti-affinity " + describe(ex->rule) + " excludes this job",
                   "run a job whose anti-affinity " + describe(ex->rule) + " excludes it", {{"job_id", ex->job_id}});
   return std::nullopt;
+}
+
+// Whether the worker's devices could hold the job were nothing running and every
+// device healthy and in service: a MIG slice takes only single-GPU jobs, so a 2-GPU
+// job on a MIG-sliced worker can never run there, however long it waits.
+bool fits_idle_devices(const std::vector<GpuDevice>& devices, const GpuRequirement& need, const AssignmentOptions& assignment) {
+  if (std::all_of(devices.begin(), devices.end(), [](const GpuDevice& d) { return d.healthy; }))
+    return assign_devices(devices, {}, need, assignment).ok();  // the common case: no copy
+  std::vector<GpuDevice> idle = devices;
+  for (auto& d : idle) d.healthy = true;
+  return assign_devices(idle, {}, need, assignment).ok();
 }
 
 Result free_gpus(const MatchContext& c) {
@@ -246,12 +264,16 @@ Result free_gpus(const MatchContext& c) {
       if (c.devices_out) *c.devices_out = std::move(a.indices);
       return std::nullopt;
     }
-    return refuse("free_gpus", a.refusal, summary, {{"free", double(a.free_matching)}, {"need", double(need)}});
+    if (!fits_idle_devices(c.caps.devices, c.req.hard.gpu, c.assignment))
+      return refuse("free_gpus", a.refusal + "; no set of its devices could ever hold the job (a MIG slice takes only single-GPU jobs)",
+                    "have no " + std::to_string(need) + " devices that could ever hold the job",
+                    {{"free", double(a.free_matching)}, {"need", double(need)}});
+    return busy("free_gpus", a.refusal, summary, {{"free", double(a.free_matching)}, {"need", double(need)}});
   }
   const int free = std::max(0, c.caps.gpu.count - c.load->gpus_in_use());
   if (free >= need) return std::nullopt;
-  return refuse("free_gpus", "insufficient free GPUs: " + std::to_string(free) + " free, job needs " + std::to_string(need),
-                summary, {{"free", double(free)}, {"need", double(need)}});
+  return busy("free_gpus", "insufficient free GPUs: " + std::to_string(free) + " free, job needs " + std::to_string(need),
+              summary, {{"free", double(free)}, {"need", double(need)}});
 }
 
 constexpr std::array<Predicate, 18> kPredicates{{
@@ -344,13 +366,42 @@ nlohmann::json to_json(const Refusal& r) {
     if (const double* d = std::get_if<double>(&v)) facts[k] = canonical_number(*d);
     else facts[k] = std::get<std::string>(v);
   }
-  return {{"predicate", r.predicate}, {"reason", r.reason}, {"summary", r.summary}, {"facts", facts}};
+  return {{"predicate", r.predicate}, {"code", to_string(r.code)}, {"reason", r.reason}, {"summary", r.summary}, {"facts", facts}};
+}
+
+Refusal refusal_from_json(const nlohmann::json& j) {
+  Refusal r;
+  r.predicate = j.value("predicate", "");
+  r.reason = j.value("reason", "");
+  r.summary = j.value("summary", "");
+  if (j.contains("facts") && j["facts"].is_object())
+    for (auto it = j["facts"].begin(); it != j["facts"].end(); ++it) {
+      if (it.value().is_number()) r.facts.emplace_back(it.key(), it.value().get<double>());
+      else if (it.value().is_string()) r.facts.emplace_back(it.key(), it.value().get<std::string>());
+    }
+  const auto code = parse_verdict_code(j.value("code", ""));
+  const bool is_static = std::any_of(kPredicates.begin(), kPredicates.end(),
+                                     [&](const Predicate& p) { return p.phase == Phase::static_ && p.name == r.predicate; });
+  r.code = code ? *code : is_static || r.predicate == "capabilities" ? VerdictCode::unresolvable : VerdictCode::wait;
+  return r;
+}
+
+VerdictCode Judgement::code() const {
+  VerdictCode c = VerdictCode::ok;
+  for (const auto& r : refusals) c = worker_code(c, r.code);
+  return c;
 }
 
 nlohmann::json to_json(const Judgement& j) {
   nlohmann::json refusals = nlohmann::json::array();
   for (const auto& r : j.refusals) refusals.push_back(to_json(r));
-  return {{"eligible", j.eligible()}, {"refusals", refusals}, {"devices", j.devices}};
+  nlohmann::json out = {{"eligible", j.eligible()}, {"code", to_string(j.code())}, {"refusals", refusals}, {"devices", j.devices}};
+  if (!j.holds.empty()) {
+    nlohmann::json holds = nlohmann::json::array();
+    for (const auto& r : j.holds) holds.push_back(to_json(r));
+    out["holds"] = std::move(holds);
+  }
+  return out;
 }
 
 }  // namespace ojs::ml

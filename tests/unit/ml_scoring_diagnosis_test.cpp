@@ -63,7 +63,8 @@ TEST(MlDiagnosis, SummarisesRefusalsByPredicate) {
   std::vector<WorkerJudgement> recs;
   for (int i = 0; i < 8; ++i) recs.push_back({"small-" + std::to_string(i), judge_static(req, &small)});
   for (int i = 0; i < 4; ++i) recs.push_back({"far-" + std::to_string(i), judge_static(req, &far)});
-  EXPECT_EQ(diagnosis_message(recs), "0/12 workers: 8 have < 80 GB per GPU, 4 lack label region=us-east-1");
+  // Every refusal is static: no worker seen could ever take it.
+  EXPECT_EQ(diagnosis_message(recs), "0/12 workers: 8 have < 80 GB per GPU, 4 lack label region=us-east-1 [unresolvable]");
   recs.push_back({"good", judge_static(req, &good)});
   auto d = diagnose(recs);
   EXPECT_EQ(d["workers_seen"], 13);
@@ -72,6 +73,36 @@ TEST(MlDiagnosis, SummarisesRefusalsByPredicate) {
   EXPECT_EQ(d["by_predicate"]["gpu_memory"]["sample_reason"], "has 40 GB per GPU, job needs >= 80 GB");
   EXPECT_EQ(d["by_predicate"]["node_selector"]["sample_worker"], "far-0");
   EXPECT_EQ(d["message"], "1/13 workers: 8 have < 80 GB per GPU, 4 lack label region=us-east-1");
+  EXPECT_EQ(d["code"], "ok");
+  EXPECT_EQ(d["by_code"]["unresolvable"], 12);
+  EXPECT_EQ(d["by_predicate"]["gpu_memory"]["code"], "unresolvable");
   EXPECT_EQ(diagnosis_message({}), "0/0 workers: no worker has fetched");
   EXPECT_EQ(diagnosis_message({{"good", judge_static(req, &good)}}), "1/1 workers eligible");
+}
+
+// Busy now and never: a 1-GPU worker running a job is `wait`; a worker whose only
+// devices are MIG slices can never take a 2-GPU job (`unresolvable`), and the fleet
+// of such workers reads unresolvable, not "have < 2 free GPUs".
+TEST(MlDiagnosis, TellsBusyNowFromNeverFits) {
+  const auto mig = parse_capabilities(json{
+      {"gpu", {{"type", "nvidia-h100"}}},
+      {"devices", {{{"index", 1}, {"memory_gb", 40}, {"mig_profile", "3g.40gb"}, {"parent_index", 0}},
+                   {{"index", 2}, {"memory_gb", 40}, {"mig_profile", "3g.40gb"}, {"parent_index", 0}}}}});
+  WorkerLoad idle;
+  const auto two = judge(parse_requirements(json{{"ext_ml_gpu_count", 2}}), &mig, idle);
+  ASSERT_EQ(two.refusals.size(), 1u);
+  EXPECT_EQ(two.refusals[0].predicate, "free_gpus");
+  EXPECT_EQ(two.code(), VerdictCode::unresolvable);
+  const auto d = diagnose({{"mig-a", two}, {"mig-b", two}});
+  EXPECT_EQ(d["code"], "unresolvable");
+  EXPECT_EQ(d["message"].get<std::string>().find("have < 2 free GPUs"), std::string::npos) << d["message"];
+
+  const auto one_gpu = parse_capabilities(json{{"gpu", {{"count", 1}}}});
+  WorkerLoad busy;
+  busy.active.push_back({"job-1", 1, {}, {}, {}});
+  const auto one = judge(parse_requirements(json{{"ext_ml_gpu_count", 1}}), &one_gpu, busy);
+  ASSERT_FALSE(one.eligible());
+  EXPECT_EQ(one.code(), VerdictCode::wait);
+  EXPECT_EQ(diagnose({{"busy", one}, {"mig", two}})["code"], "wait");  // the busy worker will free up
+  EXPECT_EQ(refusal_from_json(to_json(one.refusals[0])).code, VerdictCode::wait);
 }

@@ -15,9 +15,12 @@ struct WorkerJudgement {
   Judgement judgement;
 };
 
-// {workers_seen, eligible, by_predicate: {name: {count, sample_reason, summary,
-//  sample_worker}}, message}. A worker refused by several predicates counts under
-// each. Predicates are listed in the message by count, highest first.
+// {workers_seen, eligible, code, by_code: {code: workers}, by_predicate: {name: {count,
+//  code, sample_reason, summary, sample_worker}}, message}. A worker refused by several
+// predicates counts under each. Predicates are listed in the message by count, highest
+// first. `code` is the fleet's verdict (ojs/ml/verdict.hpp): ok when a worker may take
+// it, unresolvable when every worker seen never could, else held, preemptible or wait;
+// the message ends with it unless ok ("0/3 workers: ... [unresolvable]").
 nlohmann::json diagnose(const std::vector<WorkerJudgement>& records);
 
 // Just the message part of diagnose().

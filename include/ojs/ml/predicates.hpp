@@ -19,6 +19,7 @@
 #include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/device_assignment.hpp"
 #include "ojs/ml/requirements.hpp"
+#include "ojs/ml/verdict.hpp"
 #include "ojs/ml/worker_load.hpp"
 
 namespace ojs::ml {
@@ -32,15 +33,27 @@ struct Refusal {
   std::string reason;     // full sentence for one worker: "has 40 GB per GPU, job needs >= 80 GB"
   std::string summary;    // class-level phrase that follows a worker count: "have < 80 GB per GPU"
   Facts facts;            // the numbers in the reason
+  // What the refusal means (ojs/ml/verdict.hpp): a static predicate's is unresolvable
+  // (this worker never could), a dynamic one's wait (busy now) unless even an idle
+  // worker could not take the job.
+  VerdictCode code = VerdictCode::unresolvable;
 };
-nlohmann::json to_json(const Refusal& r);  // {predicate, reason, summary, facts:{...}}
+nlohmann::json to_json(const Refusal& r);  // {predicate, code, reason, summary, facts:{...}}
 
 struct Judgement {
   std::vector<Refusal> refusals;  // every failing predicate, not only the first
   std::vector<int> devices;       // chosen device indices when eligible and devices[] known
+  // Refusals (code held) that apply only to some of the class's jobs, e.g. the
+  // locality hold of jobs younger than the delay: the class stays eligible for the
+  // others, and the diagnosis applies them to the job asked about.
+  std::vector<Refusal> holds;
   bool eligible() const { return refusals.empty(); }
+  VerdictCode code() const;  // ok, or worker_code() over the refusals
 };
 nlohmann::json to_json(const Judgement& j);
+// Reads back what to_json(Refusal) wrote (a record without a code: unresolvable for a
+// static predicate's name, wait for the others).
+Refusal refusal_from_json(const nlohmann::json& j);
 
 enum class Phase { static_, dynamic };
 

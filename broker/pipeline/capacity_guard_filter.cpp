@@ -1,9 +1,14 @@
-// Capacity holds and reservations as FETCH refusals (predicates `capacity_hold`
-// and `reservation`), judged against a hypothetical load.
+// Filter plugins `capacity_hold`, `reservation` and `backfill` (code held; a worker
+// outside the reservation a job needs: unresolvable there) and `preemption_pending`
+// for the preemptor's own class, judged against a hypothetical load: what runs plus
+// what is held for others.
+#include "broker/pipeline/capacity_guard_filter.hpp"
+
 #include <algorithm>
 
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "broker/pipeline/preemption_pending_filter.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/device_assignment.hpp"
@@ -14,11 +19,13 @@ using nlohmann::json;
 
 namespace {
 
-ml::Refusal refusal(const std::string& predicate, const std::string& reason, const std::string& summary) {
+ml::Refusal refusal(const std::string& predicate, const std::string& reason, const std::string& summary,
+                    ml::VerdictCode code = ml::VerdictCode::held) {
   ml::Refusal r;
   r.predicate = predicate;
   r.reason = reason;
   r.summary = summary;
+  r.code = code;
   return r;
 }
 
@@ -58,12 +65,17 @@ void apply_capacity_guards(JobStore& store, const Scheduler& scheduler, const st
                                                "wait for reservation " + named + " (missing or expired)"));
       else if (!it->second.contains(worker.worker_id, caps))
         v.judgement.refusals.push_back(refusal("reservation", "is outside reservation " + named + ", which the job needs",
-                                               "are outside reservation " + named));
+                                               "are outside reservation " + named, ml::VerdictCode::unresolvable));
       if (!v.judgement.eligible()) continue;
+    }
+    const bool own_class = hold && hold->queue == queue && hold->class_id == v.class_id;
+    if (own_class && hold->backfill_start_ms == 0 && !v.judgement.eligible() && v.judgement.code() != ml::VerdictCode::unresolvable) {
+      std::vector<std::string> victims;
+      for (const auto& victim : hold->victims) victims.push_back(victim.job_id);
+      v.judgement.refusals.push_back(preemption_pending_refusal(hold->for_job, victims, hold->until_ms));
     }
     if (!v.judgement.eligible() || !caps || req.gpu_count() == 0) continue;
 
-    const bool own_class = hold && hold->queue == queue && hold->class_id == v.class_id;
     if (hold && hold->backfill_start_ms > 0 && !own_class) {
       // [backfill] A class that needs the held GPUs may take only jobs declared to
       // end before the reservation starts (claim.lua decides per job).
