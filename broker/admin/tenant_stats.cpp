@@ -18,19 +18,19 @@ TenantScan scan_tenants(JobService& jobs, QueueService& queues) {
     const std::vector<std::vector<std::string>> lists = {index.available(queue, store.load_classes(queue), kScanPerIndex),
                                                          index.active(queue, kScanPerIndex), index.delayed(queue, kScanPerIndex),
                                                          index.dead(queue, kScanPerIndex)};
-    std::vector<std::pair<std::string, std::string>> wanted;
+    std::vector<std::string> wanted;
     for (std::size_t l = 0; l < lists.size(); ++l) {
       if (static_cast<int>(lists[l].size()) >= kScanPerIndex) out.truncated = true;
-      for (const auto& id : lists[l]) wanted.emplace_back(queue, id);
+      wanted.insert(wanted.end(), lists[l].begin(), lists[l].end());
     }
     std::size_t list = 0, left = lists.empty() ? 0 : lists[0].size();
-    for (const auto& record : store.get_many(wanted)) {
+    for (const auto& record : index.states_and_tenants(queue, wanted)) {  // two fields, not the whole hash
       while (left == 0 && list + 1 < lists.size()) left = lists[++list].size();
       --left;
       if (!record) continue;
       // The dead letter index holds discarded jobs: counted as dead whatever their state.
-      const std::string state = list == 3 ? "dead" : record->state();
-      auto& counts = out.tenants[record->get("tenant")];
+      const std::string state = list == 3 ? "dead" : record->state;
+      auto& counts = out.tenants[record->tenant];
       ++counts.jobs[state];
       ++counts.queues[queue][state];
     }

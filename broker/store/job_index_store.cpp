@@ -86,6 +86,21 @@ std::vector<std::string> JobIndexStore::purge_finished(const std::string& queue,
   return out;
 }
 
+std::vector<std::optional<StateAndTenant>> JobIndexStore::states_and_tenants(const std::string& queue,
+                                                                            const std::vector<std::string>& ids) {
+  std::vector<std::optional<StateAndTenant>> out;
+  if (ids.empty()) return out;
+  std::vector<std::vector<std::string>> cmds;
+  cmds.reserve(ids.size());
+  for (const auto& id : ids) cmds.push_back({"HMGET", keys::job(queue, id), "state", "tenant"});
+  for (const auto& reply : redis_.pipeline(cmds)) {
+    const auto& f = reply.elements;
+    if (f.size() < 2 || f[0].is_nil()) out.emplace_back();
+    else out.push_back(StateAndTenant{f[0].str, f[1].is_nil() ? std::string() : f[1].str});
+  }
+  return out;
+}
+
 std::vector<std::string> JobIndexStore::ids(const std::vector<std::string>& command) {
   std::vector<std::string> out;
   for (const auto& e : redis_.command(command).elements) out.push_back(e.str);

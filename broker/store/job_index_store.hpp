@@ -3,6 +3,7 @@
 // and the upkeep of the finished index (retention trim, purge).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,11 @@
 #include "broker/store/job_store.hpp"
 
 namespace ojs::broker {
+
+// [admin] The two fields the tenant counts read of a job.
+struct StateAndTenant {
+  std::string state, tenant;
+};
 
 class JobIndexStore {
  public:
@@ -25,6 +31,9 @@ class JobIndexStore {
   // [admin] scheduled and retryable among the delayed jobs: the state of each of the
   // first `limit` is read (the rest, past the bound, count as scheduled).
   std::pair<long long, long long> delayed_split(const std::string& queue, int limit);
+  // [admin] state and tenant of each job, one HMGET each in one pipeline (not the whole
+  // hash: a tenant count reads thousands); nullopt for a job that is gone.
+  std::vector<std::optional<StateAndTenant>> states_and_tenants(const std::string& queue, const std::vector<std::string>& ids);
 
   // [admin] Finished jobs of one terminal state (keys.hpp finished), newest first,
   // finished at or after `since_ms`; the count is of the same range.
