@@ -69,29 +69,24 @@ void JobExecution::stop_for_gpu_fault(const std::string& fault, SteadyClock::tim
 void JobExecution::release(SteadyClock::time_point now) { stop(StopReason::released, settings_.kill_grace_s, now); }
 
 std::optional<JobOutcome> JobExecution::poll(SteadyClock::time_point now) {
-  if (const auto status = process_.try_wait()) {
-    // A stop's grace covers the job's whole process group: a wrapping `sh -c` that
-    // dies of the SIGTERM at once may leave the job under it writing its checkpoint.
-    // Wait for the group (SIGKILL at the deadline as below), but not for zombies an
-    // init that does not reap would leave: at most a second past the deadline.
-    const bool stopping = reason_ != StopReason::none && kill_at_;
-    if (stopping && process_.group_alive() && now < *kill_at_ + std::chrono::seconds(1)) {
-      if (!killed_ && now >= *kill_at_) {
-        process_.signal_group(SIGKILL);
-        killed_ = true;
-      }
-      return std::nullopt;
-    }
-    return job_outcome(*status, reason_, workspace_.stdout_file.string(), workspace_.stderr_file.string(),
-                       timeout_s_.value_or(0), fault_);
-  }
-  if (timeout_s_ && reason_ == StopReason::none && now - started_ >= seconds_to_duration(*timeout_s_))
+  const auto status = process_.try_wait();
+  if (!status && timeout_s_ && reason_ == StopReason::none && now - started_ >= seconds_to_duration(*timeout_s_))
     stop(StopReason::timeout, settings_.kill_grace_s, now);
-  if (kill_at_ && !killed_ && now >= *kill_at_) {
+  // SIGKILL at the grace deadline: the job, or what is left of its group once it exited
+  // (an emptied group is not signalled: its id could be taken again).
+  if (kill_at_ && !killed_ && now >= *kill_at_ && (!status || process_.group_alive())) {
     process_.signal_group(SIGKILL);
     killed_ = true;
   }
-  return std::nullopt;
+  if (!status) return std::nullopt;
+  // A stop's grace covers the job's whole process group: a wrapping `sh -c` that
+  // dies of the SIGTERM at once may leave the job under it writing its checkpoint.
+  // Wait for the group, but not for zombies an init that does not reap would
+  // leave: at most a second past the deadline.
+  const bool stopping = reason_ != StopReason::none && kill_at_;
+  if (stopping && process_.group_alive() && now < *kill_at_ + std::chrono::seconds(1)) return std::nullopt;
+  return job_outcome(*status, reason_, workspace_.stdout_file.string(), workspace_.stderr_file.string(),
+                     timeout_s_.value_or(0), fault_);
 }
 
 }  // namespace ojs::worker
