@@ -54,12 +54,16 @@ long long QueueConfigs::save(const std::string& queue, const QueueConfig& c, std
   return saved.version;
 }
 
+json budget_limits_json(const BudgetUse& use) {
+  json limits = json::object();
+  if (use.max_gpus && *use.max_gpus >= 0) limits["max_total_gpus"] = *use.max_gpus;
+  if (use.max_jobs && *use.max_jobs >= 0) limits["max_concurrent_gpu_jobs"] = *use.max_jobs;
+  if (use.max_gpu_mem_mb && *use.max_gpu_mem_mb >= 0) limits["max_total_gpu_memory_gb"] = ml::gpu_memory_gb(*use.max_gpu_mem_mb);
+  return limits;
+}
+
 json QueueConfigs::budget(const std::string& queue) {
   const auto b = store_.budget(queue);
-  json limits = json::object();
-  if (b.use.max_gpus) limits["max_total_gpus"] = *b.use.max_gpus;
-  if (b.use.max_jobs) limits["max_concurrent_gpu_jobs"] = *b.use.max_jobs;
-  if (b.use.max_gpu_mem_mb) limits["max_total_gpu_memory_gb"] = ml::gpu_memory_gb(*b.use.max_gpu_mem_mb);
   const auto& quotas = b.tenant_max_gpus;
   json tenants = json::object();
   for (const auto& [tenant, max] : quotas)
@@ -71,7 +75,7 @@ json QueueConfigs::budget(const std::string& queue) {
   for (auto& [tenant, entry] : tenants.items())
     if (!entry.contains("gpus_in_use")) entry["gpus_in_use"] = 0;
   json out = {{"queue", queue},
-              {"limits", limits},
+              {"limits", budget_limits_json(b.use)},
               {"in_use", {{"gpus", b.use.gpus_in_use}, {"gpu_jobs", b.use.gpu_jobs}, {"gpu_memory_gb", ml::gpu_memory_gb(b.use.gpu_mem_mb_in_use)}}},
               {"tenants", tenants}};
   if (quotas.count("*")) out["default_tenant_max_gpus"] = quotas.at("*");

@@ -17,6 +17,10 @@
 
 namespace ojs::broker::governance {
 
+// A queue budget's configured limits as the budget view and the overview show them:
+// {max_total_gpus?, max_concurrent_gpu_jobs?, max_total_gpu_memory_gb?}.
+nlohmann::json budget_limits_json(const BudgetUse& use);
+
 class QueueConfigs {
  public:
   explicit QueueConfigs(QueueConfigStore& store) : store_(store) {}

@@ -1,4 +1,5 @@
 #include "broker/observability/overview.hpp"
+#include "broker/governance/queue_configs.hpp"
 #include "broker/workers/liveness.hpp"
 
 #include "ojs/core/time.hpp"
@@ -81,11 +82,7 @@ json queue_overview(const OverviewSources& ctx, const std::string& name) {
   q["gpus_in_use"] = use.gpus_in_use;
   q["gpu_jobs_running"] = use.gpu_jobs;
   q["gpu_memory_gb_in_use"] = ml::gpu_memory_gb(use.gpu_mem_mb_in_use);
-  json budget = json::object();
-  if (use.max_gpus && *use.max_gpus >= 0) budget["max_total_gpus"] = *use.max_gpus;
-  if (use.max_jobs && *use.max_jobs >= 0) budget["max_concurrent_gpu_jobs"] = *use.max_jobs;
-  if (use.max_gpu_mem_mb && *use.max_gpu_mem_mb >= 0) budget["max_total_gpu_memory_gb"] = ml::gpu_memory_gb(*use.max_gpu_mem_mb);
-  q["budget"] = budget;
+  q["budget"] = governance::budget_limits_json(use);
   const auto preempted = stored_counts.find("preempted");
   q["preemptions"] = preempted == stored_counts.end() ? 0 : preempted->second;
   json classes = json::array();
