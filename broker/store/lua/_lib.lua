@@ -245,8 +245,9 @@ end
 -- that ends an attempt (ack, fail, cancel, requeue), inside the same script.
 -- Fields: gpus (devices held), gpu_jobs, gpu_mem_mb (GPU memory held, whole MB;
 -- the job's charged_gpu_mem_mb). l: {ledger, tenant_ledger}. keep_field: the
--- caller deletes charged_gpus and charged_gpu_mem_mb itself (in the HDEL it sends
+-- caller deletes BUDGET_FIELDS itself (in the HDEL it sends
 -- anyway); returns whether there was a charge.
+local BUDGET_FIELDS = {'charged_gpus', 'charged_gpu_mem_mb'}  -- the job's charge, as claim writes it
 local function release_budget(l, jk, job, keep_field)
   local charged = tonumber(job.charged_gpus or '0')
   if charged > 0 then
@@ -259,7 +260,7 @@ local function release_budget(l, jk, job, keep_field)
   if mem > 0 then redis.call('HINCRBY', l.ledger, 'gpu_mem_mb', int_s(-mem)) end
   if not job.charged_gpus then return false end
   job.charged_gpus, job.charged_gpu_mem_mb = nil, nil
-  if not keep_field then redis.call('HDEL', jk, 'charged_gpus', 'charged_gpu_mem_mb') end
+  if not keep_field then redis.call('HDEL', jk, unpack(BUDGET_FIELDS)) end
   return true
 end
 

@@ -42,7 +42,7 @@ if job.progress then  -- ecosystem: progress ends at 1.0
 end
 redis.call('HSET', jk, unpack(set))
 local del = {}
-if charged then del[1], del[2] = 'charged_gpus', 'charged_gpu_mem_mb' end
+if charged then for i, f in ipairs(BUDGET_FIELDS) do del[i] = f end end
 for _, f in ipairs({'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at'}) do
   if job[f] then job[f] = nil; del[#del + 1] = f end
 end

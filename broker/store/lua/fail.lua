@@ -24,7 +24,7 @@ local charged = release_budget({ledger = KEYS[7], tenant_ledger = KEYS[8]}, jk, 
 gang_reset(jk, job)  -- [gangs] one member's failure or release brings the whole gang down
 job.visibility_deadline, job.execution_deadline = nil, nil
 local gone = {'visibility_deadline', 'execution_deadline'}
-if charged then gone[3], gone[4] = 'charged_gpus', 'charged_gpu_mem_mb' end  -- one HDEL for all
+if charged then for _, f in ipairs(BUDGET_FIELDS) do gone[#gone + 1] = f end end  -- one HDEL for all
 redis.call('HDEL', jk, unpack(gone))
 -- A job marked preempting (preempt.lua) leaves that state; released by requeue it
 -- counts one preemption (the attempt is given back below, so never against max_attempts).
