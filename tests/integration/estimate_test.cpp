@@ -1,0 +1,236 @@
+// [estimate] When will a waiting job start (GET /jobs/{id}/diagnosis `estimate`),
+// what would make it start (POST /jobs/{id}/what-if) and the queue's next
+// placements (GET /queues/{name}/forecast), end to end: a real redis-server and
+// broker, workers simulated by HTTP FETCH with capabilities. The estimate is a
+// computation over the declared ends of what runs, so the tests compare its start
+// with the running jobs' started_at plus what they declared (never with wall time).
+#include <gtest/gtest.h>
+
+#include "ojs/core/time.hpp"
+#include "support/ml_fixtures.hpp"
+#include "support/processes.hpp"
+#include "support/role_tokens.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+
+namespace {
+
+json a100_worker(int gpus) {
+  return {{"capabilities", {{"accelerator", "gpu"}, {"gpu", {{"type", "nvidia-a100"}, {"count", gpus}, {"memory_gb", 80}}}}}};
+}
+
+json gpu_job(const std::string& queue, int gpus, std::optional<int> estimate_s, json extra = json::object()) {
+  json attrs = {{"ext_ml_gpu_count", gpus}, {"ext_ml_gpu_type", "nvidia-a100"}};
+  if (estimate_s) attrs["ext_ml_estimated_duration_seconds"] = *estimate_s;
+  for (auto it = extra.begin(); it != extra.end(); ++it) attrs[it.key()] = it.value();
+  return ml_job(queue, attrs);
+}
+
+std::int64_t ms_of(const json& rfc3339) { return ojs::parse_rfc3339(rfc3339.get<std::string>()).value_or(0); }
+
+}  // namespace
+
+class Estimate : public ::testing::Test {
+ protected:
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+
+  // A worker polls the queue (and registers with its capabilities); the ids it got.
+  std::vector<std::string> fetch(const std::string& queue, const std::string& worker, const json& caps, int count = 1) {
+    std::vector<std::string> ids;
+    for (const auto& j : api.fetch({queue}, worker, count, caps)) ids.push_back(j["id"].get<std::string>());
+    return ids;
+  }
+  json job(const std::string& id) { return api.get("/ojs/v1/jobs/" + id).body["job"]; }
+  std::int64_t started_ms(const std::string& id) { return ms_of(job(id)["started_at"]); }
+  json estimate(const std::string& id) {
+    auto r = api.get("/ojs/v1/jobs/" + id + "/diagnosis");
+    EXPECT_EQ(r.status, 200) << r.body.dump();
+    return r.body["diagnosis"]["estimate"];
+  }
+  json what_if(const std::string& id, const json& body) { return api.post("/ojs/v1/jobs/" + id + "/what-if", body).body; }
+  void put_config(const std::string& queue, const json& body) {
+    auto r = api.call("PUT", "/ojs/v1/admin/queues/" + queue + "/config", body);
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+  }
+};
+
+TEST_F(Estimate, BehindTwoRunningJobsWithDeclaredDurations) {
+  const std::string q = "est-two";
+  const json w = a100_worker(2);
+  const auto a = api.push(gpu_job(q, 1, 600));
+  const auto b = api.push(gpu_job(q, 1, 1200));
+  ASSERT_EQ(fetch(q, "w1", w, 2).size(), 2u);
+  const auto big = api.push(gpu_job(q, 2, 60));
+
+  const json e = estimate(big);
+  ASSERT_EQ(e["status"], "estimated") << e.dump();
+  // Both GPUs are free once the longer of the two has run its declared 1200 s.
+  EXPECT_NEAR(static_cast<double>(ms_of(e["start_at"])), static_cast<double>(started_ms(b) + 1200000), 1000.0) << e.dump();
+  EXPECT_EQ(e["position"], 1);
+  EXPECT_EQ(e["jobs_ahead"], 0);
+  EXPECT_EQ(e["running_ends"]["declared"], 2) << e.dump();
+  EXPECT_EQ(e["worker_ids"], json({"w1"}));
+  EXPECT_NE(e["rests_on"].get<std::string>().find("2 running jobs' declared ends"), std::string::npos) << e.dump();
+  // `ojsctl why` prints it in one line.
+  const auto why = run_process({binary_path("ojsctl/ojsctl"), "--url", broker.url(), "why", big}, 30);
+  EXPECT_EQ(why.exit_code, 0) << why.output;
+  EXPECT_NE(why.output.find("Estimate:     starts " + e["start_at"].get<std::string>()), std::string::npos) << why.output;
+
+  // A 1-GPU job pushed after it waits for the first end (600 s): it is second in the
+  // queue, but the big job cannot use one GPU and does not hold it.
+  const auto small = api.push(gpu_job(q, 1, 60));
+  (void)a;
+  const json s = estimate(small);
+  ASSERT_EQ(s["status"], "estimated") << s.dump();
+  EXPECT_EQ(s["position"], 2);
+  EXPECT_EQ(s["jobs_ahead"], 1);
+  EXPECT_NEAR(static_cast<double>(ms_of(s["start_at"])), static_cast<double>(started_ms(a) + 600000), 1000.0) << s.dump();
+}
+
+TEST_F(Estimate, BehindTheQueueBudget) {
+  const std::string q = "est-budget";
+  put_config(q, {{"max_total_gpus", 2}});
+  const json w = a100_worker(8);
+  const auto running = api.push(gpu_job(q, 2, 900));
+  ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
+  const auto waiting = api.push(gpu_job(q, 2, 60));
+
+  const json e = estimate(waiting);
+  ASSERT_EQ(e["status"], "estimated") << e.dump();
+  // The worker has 6 free GPUs: only the budget (2 GPUs, held by the running job) keeps it.
+  EXPECT_NEAR(static_cast<double>(ms_of(e["start_at"])), static_cast<double>(started_ms(running) + 900000), 1000.0) << e.dump();
+  EXPECT_NE(e["rests_on"].get<std::string>().find("max_total_gpus"), std::string::npos) << e.dump();
+
+  // What-if: 2 GPUs more budget places it now on w1.
+  const json more = what_if(waiting, {{"changes", {{{"kind", "budget"}, {"gpus", 2}}}}});
+  ASSERT_TRUE(more.contains("what_if")) << more.dump();
+  EXPECT_EQ(more["what_if"]["placed_now"], true) << more.dump();
+  EXPECT_EQ(more["what_if"]["worker_ids"], json({"w1"}));
+  EXPECT_EQ(more["what_if"]["helps"], true);
+  // Ending the running job now helps too; nothing was written.
+  const json ended = what_if(waiting, {{"changes", {{{"kind", "end_job"}, {"job_id", running}}}}});
+  EXPECT_EQ(ended["what_if"]["placed_now"], true) << ended.dump();
+  EXPECT_EQ(job(running)["state"], "active");
+  EXPECT_EQ(job(waiting)["state"], "available");
+  // A hypothetical worker does not help: the budget, not the fleet, keeps it.
+  const json worker = what_if(waiting, {{"changes", {{{"kind", "worker"}, {"worker_id", "new-node"}, {"capabilities", a100_worker(8)["capabilities"]}}}}});
+  EXPECT_EQ(worker["what_if"]["helps"], false) << worker.dump();
+  EXPECT_NE(worker["what_if"]["why_not"].get<std::string>().find("max_total_gpus"), std::string::npos) << worker.dump();
+}
+
+TEST_F(Estimate, BehindAGangAheadInTheQueue) {
+  const std::string q = "est-gang";
+  const json w = a100_worker(1);
+  ASSERT_TRUE(fetch(q, "w1", w).empty());  // both workers known, idle
+  ASSERT_TRUE(fetch(q, "w2", w).empty());
+  const auto running = api.push(gpu_job(q, 1, 300));
+  ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
+  // A gang of two 1-GPU members declared to run 600 s, then a 1-GPU job.
+  const auto gang = api.push(gpu_job(q, 1, 600, {{"ext_ml_gang", {{"size", 2}}}}));
+  const auto after = api.push(gpu_job(q, 1, 60));
+
+  const json g = estimate(gang);
+  ASSERT_EQ(g["status"], "estimated") << g.dump();
+  EXPECT_NEAR(static_cast<double>(ms_of(g["start_at"])), static_cast<double>(started_ms(running) + 300000), 1000.0) << g.dump();
+  EXPECT_EQ(g["worker_ids"].size(), 2u) << g.dump();
+
+  // The forming gang holds the free worker: the job behind it starts when the gang ends.
+  const json e = estimate(after);
+  ASSERT_EQ(e["status"], "estimated") << e.dump();
+  EXPECT_EQ(e["jobs_ahead"], 1);
+  EXPECT_NEAR(static_cast<double>(ms_of(e["start_at"])), static_cast<double>(started_ms(running) + 900000), 1000.0) << e.dump();
+
+  // The queue's forecast lists both, in order.
+  const auto f = api.get("/ojs/v1/queues/" + q + "/forecast?limit=5");
+  ASSERT_EQ(f.status, 200) << f.body.dump();
+  const auto& placements = f.body["forecast"]["placements"];
+  ASSERT_EQ(placements.size(), 2u) << f.body.dump();
+  EXPECT_EQ(placements[0]["job_id"], gang);
+  EXPECT_EQ(placements[1]["job_id"], after);
+  EXPECT_EQ(placements[1]["start_at"], e["start_at"]);
+}
+
+TEST_F(Estimate, UnresolvableWhenNoWorkerOfTheFleetFits) {
+  const std::string q = "est-never";
+  ASSERT_TRUE(fetch(q, "w1", a100_worker(2)).empty());
+  const auto id = api.push(gpu_job(q, 4, 60));
+  const json e = estimate(id);
+  EXPECT_EQ(e["status"], "unresolvable") << e.dump();
+  EXPECT_NE(e["reason"].get<std::string>().find("no live worker"), std::string::npos) << e.dump();
+  EXPECT_FALSE(e.contains("start_at"));
+
+  // What-if a worker with 4 GPUs joined: placed now, on it.
+  const json wi = what_if(id, {{"changes", {{{"kind", "worker"}, {"worker_id", "big"}, {"capabilities", a100_worker(4)["capabilities"]}}}}});
+  ASSERT_TRUE(wi.contains("what_if")) << wi.dump();
+  EXPECT_EQ(wi["what_if"]["placed_now"], true) << wi.dump();
+  EXPECT_EQ(wi["what_if"]["worker_ids"], json({"big"}));
+  EXPECT_EQ(wi["what_if"]["before"]["status"], "unresolvable");
+}
+
+TEST_F(Estimate, WhatIfRaisedPriorityClassGoesAhead) {
+  const std::string q = "est-prio";
+  const json w = a100_worker(1);
+  const auto running = api.push(gpu_job(q, 1, 300));
+  ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
+  const auto first = api.push(gpu_job(q, 1, 600, {{"ext_ml_priority_class", "spot"}}));
+  const auto second = api.push(gpu_job(q, 1, 60, {{"ext_ml_priority_class", "spot"}}));
+  const json before = estimate(second);
+  ASSERT_EQ(before["status"], "estimated") << before.dump();
+  EXPECT_NEAR(static_cast<double>(ms_of(before["start_at"])), static_cast<double>(started_ms(running) + 900000), 1000.0);
+
+  const json wi = what_if(second, {{"changes", {{{"kind", "priority_class"}, {"priority_class", "on-demand"}}}}});
+  ASSERT_TRUE(wi.contains("what_if")) << wi.dump();
+  EXPECT_EQ(wi["what_if"]["helps"], true) << wi.dump();
+  EXPECT_NEAR(static_cast<double>(ms_of(wi["what_if"]["after"]["start_at"])), static_cast<double>(started_ms(running) + 300000), 1000.0)
+      << wi.dump();
+  EXPECT_EQ(wi["what_if"]["after"]["jobs_ahead"], 0);
+  (void)first;
+}
+
+TEST_F(Estimate, WhatIfBodyErrorsNameTheField) {
+  const std::string q = "est-bad";
+  const auto id = api.push(gpu_job(q, 1, 60));
+  auto r = api.post("/ojs/v1/jobs/" + id + "/what-if", {{"changes", json::array()}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"]["details"]["field"], "changes") << r.body.dump();
+  r = api.post("/ojs/v1/jobs/" + id + "/what-if", {{"changes", {{{"kind", "budget"}, {"gpus", 0}}}}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"]["details"]["field"], "changes[0].gpus") << r.body.dump();
+  r = api.post("/ojs/v1/jobs/" + id + "/what-if", {{"changes", {{{"kind", "teleport"}}}}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"]["details"]["field"], "changes[0].kind") << r.body.dump();
+  r = api.post("/ojs/v1/jobs/" + id + "/what-if", {{"changes", {{{"kind", "worker"}, {"capabilities", {{"gpu", {{"count", -1}}}}}}}}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body["error"]["details"]["field"].get<std::string>().find("changes[0].capabilities"), std::string::npos) << r.body.dump();
+  r = api.post("/ojs/v1/jobs/" + id + "/what-if", {{"changes", {{{"kind", "end_job"}, {"job_id", "nope"}}}}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"]["details"]["field"], "changes[0].job_id") << r.body.dump();
+  EXPECT_EQ(api.get("/ojs/v1/queues/" + q + "/forecast?limit=0").status, 400);
+}
+
+// A tenant-pinned producer asks only about its own jobs: another tenant's job is 404,
+// and the queue forecast lists its own placements only.
+class EstimateTenants : public ::testing::Test, public RoleTokenBroker {
+ protected:
+  EstimateTenants() : RoleTokenBroker("estimate-tenants") {}
+};
+
+TEST_F(EstimateTenants, ATenantAsksAboutItsOwnJobsOnly) {
+  const std::string q = "est-tenants";
+  ASSERT_TRUE(pool.fetch({q}, "pool-1", 1, a100_worker(1)).empty());
+  const auto mine = team_a.push(gpu_job(q, 1, 60));
+  const auto theirs = team_b.push(gpu_job(q, 1, 60));
+  EXPECT_EQ(team_a.get("/ojs/v1/jobs/" + mine + "/diagnosis").body["diagnosis"]["estimate"]["status"], "estimated");
+  EXPECT_EQ(team_a.get("/ojs/v1/jobs/" + theirs + "/diagnosis").status, 404);
+  const json change = {{"changes", {{{"kind", "budget"}, {"gpus", 1}}}}};
+  EXPECT_EQ(team_a.post("/ojs/v1/jobs/" + theirs + "/what-if", change).status, 404);
+  EXPECT_EQ(team_a.post("/ojs/v1/jobs/" + mine + "/what-if", change).status, 200);
+  const auto f = team_a.get("/ojs/v1/queues/" + q + "/forecast");
+  ASSERT_EQ(f.status, 200) << f.body.dump();
+  ASSERT_EQ(f.body["forecast"]["placements"].size(), 1u) << f.body.dump();
+  EXPECT_EQ(f.body["forecast"]["placements"][0]["job_id"], mine);
+  EXPECT_EQ(admin.get("/ojs/v1/queues/" + q + "/forecast").body["forecast"]["placements"].size(), 2u);
+}
