@@ -9,6 +9,7 @@
 #include "broker/api/preemption_api.hpp"
 #include "broker/background/maintenance.hpp"
 #include "broker/cron/cron_service.hpp"
+#include "broker/estimate/estimate_service.hpp"
 #include "broker/events/event_hub.hpp"
 #include "broker/events/event_log.hpp"
 #include "broker/jobs/job_control.hpp"
@@ -32,6 +33,7 @@ struct BrokerApp::Impl {
   std::unique_ptr<JobStore> store;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<DiagnosisLog> diagnosis;
+  std::unique_ptr<EstimateService> estimates;
   std::unique_ptr<JobService> jobs;
   std::unique_ptr<WorkerStore> worker_store;
   std::unique_ptr<WorkerRegistry> workers;
@@ -93,10 +95,14 @@ void BrokerApp::start() {
   i.jobs = std::make_unique<JobService>(*i.store, *i.scheduler, *i.workers, *i.diagnosis, i.config);
   i.queues = std::make_unique<QueueService>(*i.jobs);
   i.observability = std::make_unique<obs::Observability>(obs::OverviewSources{i.config, *i.jobs, *i.store, *i.workers});
-  i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.queues, *i.workers, std::chrono::steady_clock::now(), i.drain});
+  i.estimates = std::make_unique<EstimateService>(*i.store, EstimateStore(*i.redis), QueueConfigStore(*i.redis), *i.scheduler,
+                                                  *i.workers, i.config);
+  i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.queues, *i.workers, std::chrono::steady_clock::now(), i.drain,
+                                                  i.estimates.get()});
   register_system_api(i.router, *i.api, *i.observability);
   register_jobs_api(i.router, *i.api);
   register_batch_api(i.router, *i.api);
+  register_estimate_api(i.router, *i.api, *i.estimates);
   i.job_control_store = std::make_unique<JobControlStore>(*i.redis);
   i.job_control = std::make_unique<JobControl>(*i.jobs, *i.job_control_store);
   register_job_control_api(i.router, *i.api, *i.job_control);

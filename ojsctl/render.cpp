@@ -64,6 +64,22 @@ std::string render_why(const json& d, const json* budget) {
                                                    : "";
     out << "Verdict:      " << code << (*meaning ? std::string(" (") + meaning + ")" : std::string()) << "\n";
   }
+  if (d.contains("estimate") && d["estimate"].is_object()) {  // [estimate] docs/http-api.md, diagnosis
+    const auto& e = d["estimate"];
+    const std::string status = field(e, "status");
+    out << "Estimate:     ";
+    if (status == "estimated") {
+      out << "starts " << field(e, "start_at") << " (in " << field(e, "start_in_s") << " s), position " << field(e, "position");
+      std::string workers;
+      for (const auto& w : e.value("worker_ids", json::array())) workers += (workers.empty() ? "" : ",") + text(w);
+      if (!workers.empty()) out << ", on " << workers;
+      out << "; rests on " << field(e, "rests_on") << "\n";
+    } else if (status == "started") {
+      out << "started " << field(e, "started_at") << "\n";
+    } else {
+      out << status << (e.contains("reason") ? ": " + field(e, "reason") : std::string()) << "\n";
+    }
+  }
   if (d.contains("preemption") && d["preemption"].is_object()) {
     const auto& p = d["preemption"];
     std::string victims;

@@ -13,6 +13,8 @@
 
 namespace ojs::broker {
 
+class EstimateService;
+
 struct ApiContext {
   const BrokerConfig& config;
   JobService& jobs;
@@ -20,6 +22,7 @@ struct ApiContext {
   WorkerRegistry& workers;
   std::chrono::steady_clock::time_point started_at;
   DrainGate& drain;  // draining: no new work taken; health and readiness say so
+  EstimateService* estimates = nullptr;  // [estimate] the job diagnosis's `estimate` (none: left out)
 };
 
 namespace obs { class Observability; }
@@ -33,6 +36,8 @@ class LogService;
 // [issue #33] POST /workers/logs, GET /jobs/{id}/logs (tail, since, follow).
 void register_logs_api(Router& router, ApiContext& ctx, LogService& logs);
 void register_batch_api(Router& router, ApiContext& ctx);  // POST /ojs/v1/jobs/batch
+// [estimate] POST /jobs/{id}/what-if, GET /queues/{name}/forecast.
+void register_estimate_api(Router& router, ApiContext& ctx, EstimateService& estimates);
 class CronService;
 void register_cron_api(Router& router, CronService& crons);  // /ojs/v1/cron
 class WorkflowService;

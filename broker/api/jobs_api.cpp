@@ -8,6 +8,7 @@
 #include "broker/api/json_io.hpp"
 #include "broker/api/tenant_header.hpp"
 #include "broker/auth/identity.hpp"
+#include "broker/estimate/estimate_service.hpp"
 #include "broker/uniqueness/unique_push.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/uuid.hpp"
@@ -81,7 +82,9 @@ void register_jobs_api(Router& router, ApiContext& ctx) {
   });
   router.add("GET", "/ojs/v1/jobs/{id}/diagnosis", [&ctx](const HttpRequest& r) {
     require_in_tenant_scope(ctx, job_id_param(r));
-    return json_reply(200, {{"diagnosis", ctx.jobs.diagnosis(job_id_param(r))}});
+    auto diagnosis = ctx.jobs.diagnosis(job_id_param(r));
+    if (ctx.estimates) diagnosis["estimate"] = ctx.estimates->for_job(job_id_param(r));  // [estimate]
+    return json_reply(200, {{"diagnosis", diagnosis}});
   });
   router.add("DELETE", "/ojs/v1/jobs/{id}", [&ctx](const HttpRequest& r) {
     require_in_tenant_scope(ctx, job_id_param(r));

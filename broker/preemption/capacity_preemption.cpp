@@ -28,21 +28,8 @@ bool dynamic_only(const ml::Judgement& j) {
 
 }  // namespace
 
-bool PreemptionController::LiveWorker::serves(const std::string& queue) const {
-  return info.queues.empty() || std::find(info.queues.begin(), info.queues.end(), queue) != info.queues.end();
-}
-
-std::vector<PreemptionController::LiveWorker> PreemptionController::live_workers() {
-  std::vector<LiveWorker> live;
-  const auto now = now_ms();
-  for (auto& w : workers_.list()) {
-    if (w.state != "running" || worker_lost(w, now, config_.worker_dead_after_ms) || !w.capabilities.is_object()) continue;
-    try {
-      live.push_back({w, ml::parse_capabilities(w.capabilities)});
-    } catch (const std::exception&) {
-    }
-  }
-  return live;
+std::vector<LiveWorker> PreemptionController::live_workers() {
+  return broker::live_workers(workers_, now_ms(), config_.worker_dead_after_ms);
 }
 
 int PreemptionController::head_class_rank(const std::string& queue, const std::pair<std::string, double>& head) {
@@ -53,25 +40,7 @@ int PreemptionController::head_class_rank(const std::string& queue, const std::p
 
 std::vector<RunningJob> PreemptionController::running_on(const std::string& worker_id) {
   std::vector<RunningJob> out;
-  const auto held = workers_.held_ids(worker_id);
-  if (held.empty()) return out;
-  std::vector<std::pair<std::string, std::string>> wanted;
-  for (const auto& h : held) wanted.emplace_back(h.queue, h.id);
-  const auto jobs = store_.get_many(wanted);
-  const auto now = now_ms();
-  for (std::size_t i = 0; i < held.size(); ++i) {
-    if (!jobs[i] || jobs[i]->state() != "active") continue;  // a forming gang's member runs nothing yet
-    const JobRecord& job = *jobs[i];
-    // [gangs] a gang member's worker runs the gang's job too: preempting it takes the whole gang down.
-    const auto load = job.load_on(worker_id);
-    if (!load) continue;
-    RunningJob r = running_job_from(job, held[i].queue, now);
-    r.worker_id = worker_id;
-    r.gpus = load->gpus;
-    r.devices = load->devices;
-    r.labels = load->labels;
-    out.push_back(std::move(r));
-  }
+  for (auto& [running, record] : running_records_on(store_, workers_, worker_id, now_ms())) out.push_back(std::move(running));
   return out;
 }
 

@@ -22,6 +22,7 @@
 
 #include "broker/config.hpp"
 #include "broker/store/job_store.hpp"
+#include "broker/preemption/running_jobs.hpp"
 #include "broker/preemption/victims.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
 #include "broker/scheduling/scheduler.hpp"
@@ -137,12 +138,7 @@ class PreemptionController {
 
  private:
   bool renew_lease();
-  struct LiveWorker {
-    WorkerInfo info;
-    ml::Capabilities caps;
-    bool serves(const std::string& queue) const;  // FETCHes from it (or from any queue)
-  };
-  // Workers that are running, seen within --worker-dead-after-ms, with capabilities.
+  // Workers that are running, seen within --worker-dead-after-ms, with capabilities (running_jobs.hpp).
   std::vector<LiveWorker> live_workers();
   std::vector<RunningJob> running_on(const std::string& worker_id);
   // The priority class rank of a class's waiting head {job id, ready-set score}: the

@@ -1,8 +1,11 @@
 // Active jobs as preemption sees them.
 #include "broker/preemption/running_jobs.hpp"
 
+#include <algorithm>
+
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "broker/workers/liveness.hpp"
 
 namespace ojs::broker {
 
@@ -37,6 +40,45 @@ RunningJob running_job_from(const JobRecord& job, const std::string& queue, std:
   const auto since = std::max(job.get_int("started_at").value_or(now), job.get_int("last_checkpoint_at").value_or(0));
   r.lost_ms = std::max<std::int64_t>(0, now - since);
   return r;
+}
+
+bool LiveWorker::serves(const std::string& queue) const {
+  return info.queues.empty() || std::find(info.queues.begin(), info.queues.end(), queue) != info.queues.end();
+}
+
+std::vector<LiveWorker> live_workers(WorkerRegistry& workers, std::int64_t now, std::int64_t dead_after_ms) {
+  std::vector<LiveWorker> live;
+  for (auto& w : workers.list()) {
+    if (w.state != "running" || worker_lost(w, now, dead_after_ms) || !w.capabilities.is_object()) continue;
+    try {
+      live.push_back({w, ml::parse_capabilities(w.capabilities)});
+    } catch (const std::exception&) {
+    }
+  }
+  return live;
+}
+
+std::vector<std::pair<RunningJob, JobRecord>> running_records_on(JobStore& store, WorkerRegistry& workers,
+                                                                 const std::string& worker_id, std::int64_t now) {
+  std::vector<std::pair<RunningJob, JobRecord>> out;
+  const auto held = workers.held_ids(worker_id);
+  if (held.empty()) return out;
+  std::vector<std::pair<std::string, std::string>> wanted;
+  for (const auto& h : held) wanted.emplace_back(h.queue, h.id);
+  auto jobs = store.get_many(wanted);
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    if (!jobs[i] || jobs[i]->state() != "active") continue;  // a forming gang's member runs nothing yet
+    // [gangs] a gang member's worker runs the gang's job too: preempting it takes the whole gang down.
+    const auto load = jobs[i]->load_on(worker_id);
+    if (!load) continue;
+    RunningJob r = running_job_from(*jobs[i], held[i].queue, now);
+    r.worker_id = worker_id;
+    r.gpus = load->gpus;
+    r.devices = load->devices;
+    r.labels = load->labels;
+    out.emplace_back(std::move(r), std::move(*jobs[i]));
+  }
+  return out;
 }
 
 }  // namespace ojs::broker

@@ -6,6 +6,8 @@
 
 #include "broker/preemption/victims.hpp"
 #include "broker/store/job_record.hpp"
+#include "broker/store/job_store.hpp"
+#include "broker/workers/worker_registry.hpp"
 #include "ojs/ml/requirements.hpp"
 
 namespace ojs::broker {
@@ -15,5 +17,19 @@ std::optional<ml::Requirements> requirements_of(const JobRecord& job);
 // What preemption needs to know of an active job (gpus/devices/labels are filled
 // by the caller from where it found the job).
 RunningJob running_job_from(const JobRecord& job, const std::string& queue, std::int64_t now);
+
+// A worker placement can use: running (not quiet), heard from within
+// --worker-dead-after-ms, with capabilities that parse. The preemption controller
+// and the start estimate (broker/estimate) read the fleet through it.
+struct LiveWorker {
+  WorkerInfo info;
+  ml::Capabilities caps;
+  bool serves(const std::string& queue) const;  // FETCHes from it (or from any queue)
+};
+std::vector<LiveWorker> live_workers(WorkerRegistry& workers, std::int64_t now, std::int64_t dead_after_ms);
+// The active jobs on a worker, each with its record (gpus, devices, labels: what it
+// weighs there; a gang member's own share).
+std::vector<std::pair<RunningJob, JobRecord>> running_records_on(JobStore& store, WorkerRegistry& workers,
+                                                                 const std::string& worker_id, std::int64_t now);
 
 }  // namespace ojs::broker

@@ -332,7 +332,7 @@ Transition JobStore::ack(const std::string& queue, const std::string& id, const 
                                              with_workflow_keys({keys::job(queue, id), keys::active(queue), keys::stats(queue),
                                                                  keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
                                                                  keys::held_prefix(queue)},
-                                                                queue, {keys::finished_prefix(queue)}),
+                                                                queue, {keys::finished_prefix(queue), keys::run_times_prefix(queue)}),
                                              {result_json, worker_id}));
   if (t.status == TransitionStatus::ok) hints().forget_claimed(redis_.endpoint().describe() + '|' + id);
   return t;

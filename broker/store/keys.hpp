@@ -57,6 +57,11 @@ inline std::string diagnosis(const std::string& queue, const std::string& cls) {
 inline std::string preempting(const std::string& queue) { return queue_prefix(queue) + "preempting"; }    // zset id -> deadline
 // [issue #27] jobs pushed with an expires_at, for the maintenance pass's sweep (expire_sweep.lua).
 inline std::string expiring(const std::string& queue) { return queue_prefix(queue) + "expiring"; }  // zset id -> expires_at ms
+// [estimate] The last 64 run times (ms, newest first) of each job type's completed jobs,
+// a list per type written by ACK (_lib_jobs.lua note_run_time): the learned median the
+// start estimate gives a running job that declares no end (broker/estimate).
+inline std::string run_times_prefix(const std::string& queue) { return queue_prefix(queue) + "run-times:"; }  // + job type
+inline std::string run_times(const std::string& queue, const std::string& type) { return run_times_prefix(queue) + type; }
 inline std::string escalations(const std::string& queue) { return queue_prefix(queue) + "escalations"; }  // zset id -> due
 inline std::string reservation_waits(const std::string& queue) { return queue_prefix(queue) + "reservation-waits"; }  // zset id -> due
 // [gangs] the gang forming in a queue (at most one holds members: id -> hold deadline ms),

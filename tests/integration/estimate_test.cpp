@@ -92,7 +92,7 @@ TEST_F(Estimate, BehindTwoRunningJobsWithDeclaredDurations) {
 
 TEST_F(Estimate, BehindTheQueueBudget) {
   const std::string q = "est-budget";
-  put_config(q, {{"max_total_gpus", 2}});
+  put_config(q, {{"budgets", {{"max_total_gpus", 2}}}});
   const json w = a100_worker(8);
   const auto running = api.push(gpu_job(q, 2, 900));
   ASSERT_EQ(fetch(q, "w1", w).size(), 1u);

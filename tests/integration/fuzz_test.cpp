@@ -215,6 +215,7 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
   ASSERT_EQ(api.post("/ojs/v1/admin/reservations", {{"id", "r1"}, {"worker_ids", {"fuzzer"}}, {"ttl_s", 60}}).status, 201);
 
   const json caps = {{"gpu", {{"count", 2}, {"model", "A100"}, {"memory_gb", 80}}}, {"labels", {{"zone", "a"}}}};
+  const auto waiting = api.push({{"type", "fuzz.task"}, {"args", json::array()}, {"options", {{"queue", "fuzz-est"}}}, {"ext_ml_gpu_count", 1}});
   const json gang_job = {{"type", "fuzz.gang"}, {"args", json::array()}, {"options", {{"queue", "fuzz"}}},
                          {"ext_ml_gpu_count", 1}, {"ext_ml_gang", {{"size", 2}, {"same_label", "zone"}, {"timeout_seconds", 5}}}};
   const std::vector<Endpoint> endpoints = {
@@ -253,6 +254,10 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
        {{"worker_id", "fuzzer"}, {"job_id", id}, {"chunks", {{{"stream", "stdout"}, {"data", "line\n"}}}}, {"skipped_bytes", 0}}},
       {"DELETE", "/ojs/v1/admin/queues/fuzz-bulk/jobs", {{"states", {"completed", "cancelled"}}, {"confirm", true}},
        "DELETE /ojs/v1/admin/queues/{name}/jobs"},
+      {"POST", "/ojs/v1/jobs/" + waiting + "/what-if",
+       {{"changes", {{{"kind", "budget"}, {"gpus", 2}}, {{"kind", "worker"}, {"worker_id", "w"}, {"capabilities", caps}},
+                     {{"kind", "end_job"}, {"job_id", id}}, {{"kind", "priority_class"}, {"priority_class", "reserved"}}}}},
+       "POST /ojs/v1/jobs/{id}/what-if"},
   };
   const std::vector<PathEndpoint> paths = {
       {"GET", "/ojs/manifest", {}, {}, "GET /ojs/manifest"},
@@ -266,6 +271,7 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"GET", "/ojs/v1/queues", {}, {}, "GET /ojs/v1/queues"},
       {"GET", "/ojs/v1/queues/fuzz/stats", {"fuzz"}, {}, "GET /ojs/v1/queues/{name}/stats"},
       {"GET", "/ojs/v1/queues/fuzz/diagnosis", {"fuzz"}, {}, "GET /ojs/v1/queues/{name}/diagnosis"},
+      {"GET", "/ojs/v1/queues/fuzz-est/forecast", {"fuzz-est"}, {"limit"}, "GET /ojs/v1/queues/{name}/forecast"},
       {"POST", "/ojs/v1/queues/fuzz-paused/pause", {"fuzz-paused"}, {}, "POST /ojs/v1/queues/{name}/pause"},
       {"POST", "/ojs/v1/queues/fuzz-paused/resume", {"fuzz-paused"}, {}, "POST /ojs/v1/queues/{name}/resume"},
       {"GET", "/ojs/v1/dead-letter", {}, {"queue", "limit", "offset"}, "GET /ojs/v1/dead-letter"},

@@ -1,0 +1,375 @@
+// [estimate] The start estimate, what-if and forecast over a snapshot read from the stores.
+#include "broker/estimate/estimate_service.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "broker/preemption/preemption.hpp"
+#include "broker/preemption/running_jobs.hpp"
+#include "broker/store/priority_score.hpp"
+#include "ojs/core/error.hpp"
+#include "ojs/ml/predicates.hpp"
+#include "ojs/ml/requirement_class.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+using estimate::EndSource;
+
+namespace {
+
+OjsError no_such_job(const std::string& id) {
+  return OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
+}
+
+bool waiting_state(const std::string& state) { return state == "available" || state == "scheduled" || state == "retryable"; }
+
+// The median of a type's learned run times (ms); none without any.
+std::optional<std::int64_t> median_ms(std::vector<long long> times) {
+  if (times.empty()) return std::nullopt;
+  const auto mid = times.begin() + static_cast<long>(times.size() / 2);
+  std::nth_element(times.begin(), mid, times.end());
+  return *mid;
+}
+
+// How long a waiting job will run: its declared duration, else its timeout; the
+// learned median is filled in later (EndSource::median needs the run-times read).
+void declared_run(const JobRecord& job, estimate::Waiting& w) {
+  if (const auto est = job.get_int("estimated_duration_s"); est && *est > 0) {
+    w.run_ms = *est * 1000;
+    w.run_source = EndSource::declared;
+  } else if (const auto timeout = job.get_int("timeout_ms"); timeout && *timeout > 0) {
+    w.run_ms = *timeout;
+    w.run_source = EndSource::deadline;
+  }
+}
+
+// The changes a what-if body names, validated (400 naming the field).
+struct Change {
+  std::string kind;  // budget | worker | end_job | priority_class
+  long long gpus = 0;
+  std::string worker_id;
+  ml::Capabilities caps;
+  std::string job_id;
+  int class_rank = 1;
+  std::string class_name;
+};
+
+constexpr std::size_t kMaxChanges = 16;
+
+std::vector<Change> parse_changes(const json& body) {
+  if (!body.is_object()) throw invalid_field("body", "must be an object with `changes`");
+  for (const auto& [key, value] : body.items())
+    if (key != "changes") throw invalid_field(key, "is not a what-if member (only `changes`)");
+  if (!body.contains("changes") || !body["changes"].is_array() || body["changes"].empty() || body["changes"].size() > kMaxChanges)
+    throw invalid_field("changes", "must be an array of 1 to " + std::to_string(kMaxChanges) + " changes");
+  std::vector<Change> out;
+  int n = 0;
+  for (const auto& c : body["changes"]) {
+    const std::string at = "changes[" + std::to_string(n++) + "]";
+    if (!c.is_object()) throw invalid_field(at, "must be an object with a `kind`");
+    if (!c.contains("kind") || !c["kind"].is_string())
+      throw invalid_field(at + ".kind", "must be one of budget, worker, end_job, priority_class");
+    Change change;
+    change.kind = c["kind"].get<std::string>();
+    std::set<std::string> allowed = {"kind"};
+    if (change.kind == "budget") {
+      allowed.insert("gpus");
+      if (!c.contains("gpus") || !c["gpus"].is_number_integer() || c["gpus"].get<long long>() < 1 || c["gpus"].get<long long>() > 100000)
+        throw invalid_field(at + ".gpus", "must be an integer between 1 and 100000 (GPUs added to the queue's max_total_gpus)");
+      change.gpus = c["gpus"].get<long long>();
+    } else if (change.kind == "worker") {
+      allowed.insert({"worker_id", "capabilities"});
+      change.worker_id = "what-if-worker-" + std::to_string(n);
+      if (c.contains("worker_id")) {
+        if (!c["worker_id"].is_string() || c["worker_id"].get<std::string>().empty() || c["worker_id"].get<std::string>().size() > 256)
+          throw invalid_field(at + ".worker_id", "must be a non-empty string of at most 256 characters");
+        change.worker_id = c["worker_id"].get<std::string>();
+      }
+      if (!c.contains("capabilities")) throw invalid_field(at + ".capabilities", "must be an object, as a FETCH's capabilities");
+      try {
+        ml::require_bounded_capabilities(c["capabilities"], c["capabilities"].dump().size());
+        change.caps = ml::parse_capabilities(c["capabilities"]);
+      } catch (const OjsError& e) {
+        const auto field = e.details().value("field", std::string("capabilities"));
+        throw invalid_field(at + "." + field, e.details().value("rule", std::string(e.what())));
+      }
+    } else if (change.kind == "end_job") {
+      allowed.insert("job_id");
+      if (!c.contains("job_id") || !c["job_id"].is_string())
+        throw invalid_field(at + ".job_id", "must be the id of a job running on a live worker of the queue");
+      change.job_id = c["job_id"].get<std::string>();
+    } else if (change.kind == "priority_class") {
+      allowed.insert("priority_class");
+      const auto value = c.value("priority_class", json());
+      const std::string name = value.is_string() ? value.get<std::string>() : "";
+      if (name != "spot" && name != "on-demand" && name != "reserved")
+        throw invalid_field(at + ".priority_class", "must be one of spot, on-demand, reserved");
+      change.class_name = name;
+      change.class_rank = name == "spot" ? 0 : name == "on-demand" ? 1 : 2;
+    } else {
+      throw invalid_field(at + ".kind", "must be one of budget, worker, end_job, priority_class");
+    }
+    for (const auto& [key, value] : c.items())
+      if (!allowed.count(key)) throw invalid_field(at + "." + key, "is not a member of a `" + change.kind + "` change");
+    out.push_back(std::move(change));
+  }
+  return out;
+}
+
+// Takes a running job off every worker of the copy, giving back what it held; false when it runs on none.
+bool end_now(estimate::Snapshot& s, const std::string& job_id) {
+  bool found = false;
+  for (auto& w : s.workers)
+    for (auto it = w.running.begin(); it != w.running.end();) {
+      if (it->job.job_id != job_id) {
+        ++it;
+        continue;
+      }
+      if (it->charged) {
+        s.limits.budget.gpus_in_use -= it->job.gpus;
+        if (!it->tenant.empty()) s.limits.tenant_in_use[it->tenant] -= it->job.gpus;
+        if (!found && it->job.gpus > 0) s.limits.budget.gpu_jobs -= 1;
+      }
+      found = true;
+      it = w.running.erase(it);
+    }
+  return found;
+}
+
+}  // namespace
+
+EstimateService::Read EstimateService::read(const std::string& queue, int limit, const JobRecord* target) {
+  Read out;
+  auto& s = out.snapshot;
+  s.now_ms = now_ms();
+  s.assignment = assignment_options(config_);
+  out.paused = store_.is_paused(queue);
+  const auto classes = store_.load_classes(queue);
+
+  // The queue's budget and tenant quotas, as claim.lua compares them.
+  const auto budget = configs_.budget(queue);
+  s.limits.budget.max_gpus = budget.use.max_gpus;
+  s.limits.budget.max_jobs = budget.use.max_jobs;
+  s.limits.budget.gpus_in_use = budget.use.gpus_in_use;
+  s.limits.budget.gpu_jobs = budget.use.gpu_jobs;
+  s.limits.tenant_max = budget.tenant_max_gpus;
+  s.limits.tenant_in_use = budget.tenant_gpus_in_use;
+
+  // Learned run times wanted: (queue, type) -> where to put the median.
+  struct MedianEnd {
+    std::size_t worker, job;
+    std::int64_t started_ms;
+  };
+  std::map<std::pair<std::string, std::string>, std::vector<MedianEnd>> running_medians;
+  std::map<std::string, std::vector<std::size_t>> waiting_medians;  // type -> waiting index
+
+  // The waiting jobs in the queue's order.
+  bool more = false;
+  const auto entries = reads_.ready_jobs(queue, classes, limit, &more);
+  s.truncated = more;
+  std::vector<std::string> ids;
+  for (const auto& e : entries) ids.push_back(e.id);
+  auto fields = reads_.waiting_fields(queue, ids);
+  auto add_waiting = [&](const JobRecord& job, const std::string& class_id, double score) {
+    const auto cls = classes.classes.find(class_id);
+    if (cls == classes.classes.end()) return;
+    estimate::Waiting w;
+    w.id = job.id();
+    w.class_id = class_id;
+    w.req = &scheduler_.requirements(class_id, cls->second);
+    w.score = score;
+    w.tenant = job.get("tenant");
+    declared_run(job, w);
+    if (!w.run_ms) waiting_medians[job.get("type")].push_back(s.waiting.size());
+    s.waiting.push_back(std::move(w));
+  };
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (fields[i]) add_waiting(*fields[i], entries[i].class_id, entries[i].score);
+  if (target) {
+    out.target_in_snapshot = std::any_of(s.waiting.begin(), s.waiting.end(), [&](const estimate::Waiting& w) { return w.id == target->id(); });
+    if (!out.target_in_snapshot) {  // not ready (scheduled, a retry) or beyond what was read: after those read
+      const double last = s.waiting.empty() ? 0 : s.waiting.back().score;
+      add_waiting(*target, target->get("class"), last + 1);
+      if (!s.waiting.empty() && s.waiting.back().id == target->id()) {
+        s.waiting.back().due_ms = std::max({s.now_ms, target->get_int("next_attempt_at").value_or(0),
+                                            target->get_int("scheduled_at").value_or(0)});
+        out.target_in_snapshot = true;
+      }
+    }
+  }
+
+  // The live workers that serve the queue and what runs on them (any queue). What runs
+  // is read (round trips per worker) only where it matters: on workers whose hardware
+  // fits one of the waiting classes; the others take part only to say why a job is
+  // unresolvable.
+  std::set<std::string> waiting_classes;
+  for (const auto& w : s.waiting) waiting_classes.insert(w.class_id);
+  for (auto& live : live_workers(workers_, s.now_ms, config_.worker_dead_after_ms)) {
+    if (!live.serves(queue)) continue;
+    const bool fits_one = std::any_of(waiting_classes.begin(), waiting_classes.end(), [&](const std::string& c) {
+      return ml::fits_static(scheduler_.requirements(c, classes.classes.at(c)), &live.caps);
+    });
+    estimate::Worker w{live.info.id, std::move(live.caps), {}};
+    if (!fits_one) {
+      s.workers.push_back(std::move(w));
+      continue;
+    }
+    for (auto& [job, record] : running_records_on(store_, workers_, w.id, s.now_ms)) {
+      estimate::Running r;
+      r.charged = job.queue == queue;
+      r.tenant = record.get("tenant");
+      if (job.declared_end_ms) {
+        const auto started = record.get_int("started_at").value_or(s.now_ms);
+        const auto est = record.get_int("estimated_duration_s");
+        r.source = est && *job.declared_end_ms == started + *est * 1000 ? EndSource::declared : EndSource::deadline;
+        job.declared_end_ms = std::max(*job.declared_end_ms, s.now_ms);  // past its end: due now
+      } else {
+        running_medians[{job.queue, record.get("type")}].push_back(
+            {s.workers.size(), w.running.size(), record.get_int("started_at").value_or(s.now_ms)});
+      }
+      r.job = std::move(job);
+      w.running.push_back(std::move(r));
+    }
+    s.workers.push_back(std::move(w));
+  }
+
+  // The learned medians, one read per queue.
+  std::map<std::string, std::set<std::string>> types;
+  for (const auto& [key, at] : running_medians) types[key.first].insert(key.second);
+  for (const auto& [type, at] : waiting_medians) types[queue].insert(type);
+  for (const auto& [q, wanted] : types) {
+    const auto times = reads_.run_times(q, {wanted.begin(), wanted.end()});
+    for (const auto& [type, list] : times) {
+      const auto median = median_ms(list);
+      if (!median) continue;
+      if (auto it = running_medians.find({q, type}); it != running_medians.end())
+        for (const auto& m : it->second) {
+          auto& r = s.workers[m.worker].running[m.job];
+          r.source = EndSource::median;
+          r.job.declared_end_ms = std::max(s.now_ms, m.started_ms + *median);  // past it: due now
+        }
+      if (q == queue)
+        if (auto it = waiting_medians.find(type); it != waiting_medians.end())
+          for (std::size_t i : it->second) {
+            s.waiting[i].run_ms = *median;
+            s.waiting[i].run_source = EndSource::median;
+          }
+    }
+  }
+  return out;
+}
+
+json EstimateService::estimate_of(const JobRecord& job, Read* out, estimate::Estimate* result, int* run_ahead) {
+  const auto& queue = job.queue();
+  const auto score = job.state() == "available" ? reads_.ready_score(queue, job.get("class"), job.id()) : std::nullopt;
+  Read r = read(queue, kMaxWaiting, &job);  // the jobs behind it in the window take part too
+  const auto classes = store_.load_classes(queue);
+  r.ahead_total = score ? reads_.ready_below(queue, classes, *score) : static_cast<long long>(r.snapshot.waiting.size()) - 1;
+  estimate::Estimate e = estimate::estimate_start(r.snapshot, job.id());
+  if (run_ahead) *run_ahead = e.jobs_ahead;  // of the jobs the run saw
+  e.jobs_ahead = static_cast<int>(std::max<long long>(r.ahead_total, e.jobs_ahead));
+  e.position = e.jobs_ahead + 1;
+  if (r.paused && e.status == estimate::Estimate::Status::estimated) {
+    e.status = estimate::Estimate::Status::unknown;
+    e.reason = "the queue is paused: nothing starts until it is resumed";
+  }
+  if (job.get("class") == ml::kDefaultClassId && r.snapshot.workers.empty() && e.status != estimate::Estimate::Status::estimated) {
+    e.status = estimate::Estimate::Status::unknown;  // a plain OJS job: any worker takes it, even one without capabilities
+    e.reason = "no live worker that advertises capabilities serves the queue; workers without them are not planned for";
+  }
+  if (out) *out = std::move(r);
+  if (result) *result = e;
+  return estimate::to_json(e, now_ms());
+}
+
+json EstimateService::for_job(const std::string& id) {
+  const auto record = store_.get(id);
+  if (!record) throw no_such_job(id);
+  const auto& state = record->state();
+  if (state == "active") {
+    json j = {{"status", "started"}};
+    if (const auto at = record->get_int("started_at")) j["started_at"] = format_rfc3339(*at);
+    return j;
+  }
+  if (state == "pending")
+    return {{"status", "unknown"}, {"reason", "held by an operator: it starts only after it is released"}};
+  if (!waiting_state(state)) return {{"status", "not_waiting"}, {"state", state}};
+  return estimate_of(*record, nullptr, nullptr, nullptr);
+}
+
+json EstimateService::what_if(const std::string& id, const json& body) {
+  const auto changes = parse_changes(body);
+  const auto record = store_.get(id);
+  if (!record) throw no_such_job(id);
+  if (!waiting_state(record->state()))
+    throw OjsError(ErrorCode::conflict, "job " + id + " is not waiting (state '" + record->state() + "'): a what-if asks about a waiting job",
+                   {{"job_id", id}, {"state", record->state()}});
+  Read r;
+  estimate::Estimate before;
+  int before_run_ahead = 0;
+  const json before_json = estimate_of(*record, &r, &before, &before_run_ahead);
+
+  estimate::Snapshot copy = r.snapshot;
+  std::vector<std::string> notes;  // why a change may do nothing
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    const auto& c = changes[i];
+    const std::string at = "changes[" + std::to_string(i) + "]";
+    if (c.kind == "budget") {
+      if (copy.limits.budget.max_gpus) *copy.limits.budget.max_gpus += c.gpus;
+      else notes.push_back("the queue has no max_total_gpus to raise");
+    } else if (c.kind == "worker") {
+      copy.workers.push_back({c.worker_id, c.caps, {}});
+    } else if (c.kind == "end_job") {
+      if (!end_now(copy, c.job_id)) throw invalid_field(at + ".job_id", "must be the id of a job running on a live worker of the queue");
+    } else if (c.kind == "priority_class") {
+      auto it = std::find_if(copy.waiting.begin(), copy.waiting.end(), [&](const estimate::Waiting& w) { return w.id == id; });
+      const auto rank = class_rank_of_ready_score(it->score);
+      const int current = record->priority_class_rank();
+      if (!rank) {
+        notes.push_back("the queue's policy does not order jobs by priority class");
+      } else if (c.class_rank <= current) {
+        notes.push_back("the job's priority class is already " + c.class_name + " or higher");
+      } else {
+        it->score -= static_cast<double>((c.class_rank - current) * kPrioritiesPerClass) * kScoreBand;
+        std::stable_sort(copy.waiting.begin(), copy.waiting.end(),
+                         [](const estimate::Waiting& a, const estimate::Waiting& b) { return a.score < b.score; });
+      }
+    }
+  }
+  estimate::Estimate after = estimate::estimate_start(copy, id);
+  after.jobs_ahead = static_cast<int>(std::max<long long>(0, after.jobs_ahead + (before.jobs_ahead - before_run_ahead)));
+  after.position = after.jobs_ahead + 1;
+  const auto now = now_ms();
+  using Status = estimate::Estimate::Status;
+  const bool started = after.status == Status::estimated;
+  const bool helps = started && (before.status != Status::estimated || after.start_ms < before.start_ms);
+  json w = {{"job_id", id}, {"changes", body["changes"]}, {"before", before_json}, {"after", estimate::to_json(after, now)},
+            {"placed_now", started && after.start_ms <= now}, {"helps", helps}};
+  w["worker_ids"] = started ? json(after.worker_ids) : json::array();
+  if (!helps) {
+    std::string why;
+    if (after.status == Status::unresolvable) why = "it still could never run: " + after.reason;
+    else if (!started) why = "its start still cannot be estimated: " + after.reason;
+    else why = "it would still start at " + format_rfc3339(after.start_ms) + ", resting on " + estimate::rests_on(after);
+    for (const auto& n : notes) why += "; " + n;
+    w["why_not"] = why;
+  }
+  return {{"what_if", w}};
+}
+
+json EstimateService::forecast(const std::string& queue, int limit) {
+  Read r = read(queue, kMaxWaiting, nullptr);
+  json placements = json::array();
+  if (!r.paused)
+    for (const auto& p : estimate::forecast(r.snapshot, limit)) placements.push_back(estimate::to_json(p));
+  json f = {{"queue", queue}, {"at", format_rfc3339(r.snapshot.now_ms)}, {"placements", placements},
+            {"waiting_read", r.snapshot.waiting.size()}, {"workers", r.snapshot.workers.size()}};
+  if (r.paused) f["message"] = "the queue is paused: nothing starts until it is resumed";
+  if (r.snapshot.truncated) f["truncated"] = true;
+  return {{"forecast", f}};
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,108 @@
+// [estimate] When a waiting job will start: placement run forward in time over a
+// copy of the queue's state (docs/matching.md#start-estimates). Pure code, no Redis:
+// broker/estimate/estimate_service.cpp reads the snapshot, the what-if edits a copy
+// of it, bench/simulator can run it too.
+//
+// The run: at each instant (now, then each running job's end, each waiting job's due
+// time), ended jobs leave their workers and give back the queue budget and their
+// tenant's quota; then the waiting jobs, in the queue's order, take the first live
+// worker whose judgement (ml::judge: the same predicates FETCH runs) is eligible,
+// within the budget (QueueBudget::allows) and the tenant quota. A job that fits
+// nowhere does not stop the ones behind it (the claim skips a class that does not
+// fit), except a gang: while it forms it holds the workers that fit a member. A
+// placed job runs for its declared duration (or its timeout, or its type's learned
+// median); without one it never ends, as far as the run can tell.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/preemption/victims.hpp"
+#include "ojs/ml/capabilities.hpp"
+#include "ojs/ml/device_assignment.hpp"
+#include "ojs/ml/requirements.hpp"
+
+namespace ojs::broker::estimate {
+
+// Where a job's end (or run time) comes from, best first.
+enum class EndSource { declared, deadline, median, unknown };
+const char* to_string(EndSource source);
+
+// A job running on a worker of the fleet (any queue).
+struct Running {
+  RunningJob job;             // gpus, devices, labels; declared_end_ms: the end the run uses (none: unknown)
+  EndSource source = EndSource::unknown;
+  bool charged = false;       // a job of the estimated queue: it holds that queue's budget
+  std::string tenant;         // its tenant ("" = none), for the tenant quota
+};
+
+struct Worker {
+  std::string id;
+  ml::Capabilities caps;
+  std::vector<Running> running;
+};
+
+// A waiting job of the queue.
+struct Waiting {
+  std::string id;
+  std::string class_id;
+  const ml::Requirements* req = nullptr;  // the class's requirements (outlives the snapshot)
+  double score = 0;                       // its ready-set score: lower goes first
+  std::string tenant;
+  std::optional<std::int64_t> run_ms;     // how long it will run once placed (none: unknown)
+  EndSource run_source = EndSource::unknown;
+  std::int64_t due_ms = 0;                // not before (a scheduled job, a retry's backoff)
+};
+
+struct Limits {
+  QueueBudget budget;                              // max_total_gpus, max_concurrent_gpu_jobs and their use
+  std::map<std::string, long long> tenant_max;     // tenant -> max GPUs ('*': any other tenant)
+  std::map<std::string, long long> tenant_in_use;  // tenant -> GPUs charged
+};
+
+struct Snapshot {
+  std::int64_t now_ms = 0;
+  std::vector<Worker> workers;   // live workers that serve the queue
+  Limits limits;
+  std::vector<Waiting> waiting;  // sorted by score
+  bool truncated = false;        // more jobs wait than were read: the later ones are not in the run
+  ml::AssignmentOptions assignment;
+};
+
+struct Placement {
+  std::string job_id;
+  std::string tenant;  // the job's ("" = none): a tenant-pinned caller sees its own
+  std::vector<std::string> worker_ids;  // a gang's members, else one
+  std::int64_t start_ms = 0;
+  std::optional<std::int64_t> end_ms;
+};
+
+struct Estimate {
+  enum class Status { estimated, unresolvable, unknown };
+  Status status = Status::unknown;
+  std::int64_t start_ms = 0;
+  std::vector<std::string> worker_ids;
+  int position = 0;     // 1-based, among the jobs waiting in the queue's order
+  int jobs_ahead = 0;
+  int placed_ahead = 0;  // of those, how many the run placed before it
+  std::map<EndSource, int> running_ends;  // running jobs (when it was estimated) whose ends it waited for, by source
+  std::vector<std::string> kept_by;  // what kept it from an earlier start: max_total_gpus, tenant_quota, gang, ...
+  std::string reason;   // unresolvable, unknown: why
+  bool truncated = false;
+};
+
+// Runs placement forward until `target` (a job of s.waiting) is placed.
+Estimate estimate_start(const Snapshot& s, const std::string& target);
+// The first `limit` placements of the queue's waiting jobs, in start order.
+std::vector<Placement> forecast(const Snapshot& s, int limit);
+
+// "3 running jobs' declared ends; 2 jobs ahead; the queue budget max_total_gpus"
+std::string rests_on(const Estimate& e);
+nlohmann::json to_json(const Estimate& e, std::int64_t now_ms);
+nlohmann::json to_json(const Placement& p);
+
+}  // namespace ojs::broker::estimate

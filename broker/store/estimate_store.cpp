@@ -1,0 +1,111 @@
+#include "broker/store/estimate_store.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "broker/store/keys.hpp"
+
+namespace ojs::broker {
+
+namespace {
+
+const std::vector<std::string> kWaitingFields = {"id",         "class",           "type",           "tenant", "state",
+                                                 "timeout_ms", "next_attempt_at", "estimated_duration_s"};
+
+// A score as ZRANGEBYSCORE / ZCOUNT bounds take it: the exact integer.
+std::string score_text(double score) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", score);
+  return buf;
+}
+
+double number(const RedisValue& v) {
+  try {
+    return std::stod(v.str);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+std::optional<double> EstimateStore::ready_score(const std::string& queue, const std::string& class_id, const std::string& id) {
+  const auto v = redis_.command({"ZSCORE", keys::ready(queue, class_id), id});
+  if (v.is_nil() || v.str.empty()) return std::nullopt;
+  return number(v);
+}
+
+std::vector<ReadyEntry> EstimateStore::ready_jobs(const std::string& queue, const ClassSet& classes, int limit, bool* more) {
+  std::vector<std::vector<std::string>> cmds;
+  std::vector<std::string> ids;
+  for (const auto& [class_id, canonical] : classes.classes) {
+    // One more than the limit from each class tells whether any was left out.
+    cmds.push_back({"ZRANGE", keys::ready(queue, class_id), "0", std::to_string(limit), "WITHSCORES"});
+    ids.push_back(class_id);
+  }
+  std::vector<ReadyEntry> out;
+  if (cmds.empty()) return out;
+  const auto replies = redis_.pipeline(cmds);
+  for (std::size_t c = 0; c < replies.size(); ++c)
+    for (std::size_t i = 0; i + 1 < replies[c].elements.size(); i += 2)
+      out.push_back({replies[c].elements[i].str, ids[c], number(replies[c].elements[i + 1])});
+  std::sort(out.begin(), out.end(), [](const ReadyEntry& a, const ReadyEntry& b) {
+    return a.score != b.score ? a.score < b.score : a.id < b.id;
+  });
+  if (more) *more = out.size() > static_cast<std::size_t>(limit);
+  if (out.size() > static_cast<std::size_t>(limit)) out.resize(static_cast<std::size_t>(limit));
+  return out;
+}
+
+long long EstimateStore::ready_below(const std::string& queue, const ClassSet& classes, double score) {
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& [class_id, canonical] : classes.classes)
+    cmds.push_back({"ZCOUNT", keys::ready(queue, class_id), "-inf", "(" + score_text(score)});
+  long long n = 0;
+  if (cmds.empty()) return n;
+  for (const auto& r : redis_.pipeline(cmds)) n += r.integer;
+  return n;
+}
+
+std::vector<std::optional<JobRecord>> EstimateStore::waiting_fields(const std::string& queue, const std::vector<std::string>& ids) {
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& id : ids) {
+    std::vector<std::string> cmd = {"HMGET", keys::job(queue, id)};
+    cmd.insert(cmd.end(), kWaitingFields.begin(), kWaitingFields.end());
+    cmds.push_back(std::move(cmd));
+  }
+  std::vector<std::optional<JobRecord>> out;
+  if (cmds.empty()) return out;
+  for (const auto& reply : redis_.pipeline(cmds)) {
+    if (reply.elements.empty() || reply.elements[0].is_nil()) {
+      out.emplace_back();
+      continue;
+    }
+    JobRecord job;
+    for (std::size_t f = 0; f < kWaitingFields.size() && f < reply.elements.size(); ++f)
+      if (!reply.elements[f].is_nil()) job.fields[kWaitingFields[f]] = reply.elements[f].str;
+    job.fields["queue"] = queue;
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<long long>> EstimateStore::run_times(const std::string& queue, const std::vector<std::string>& types) {
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& type : types) cmds.push_back({"LRANGE", keys::run_times(queue, type), "0", "-1"});
+  std::map<std::string, std::vector<long long>> out;
+  if (cmds.empty()) return out;
+  const auto replies = redis_.pipeline(cmds);
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    auto& times = out[types[i]];
+    for (const auto& e : replies[i].elements) {
+      try {
+        times.push_back(std::stoll(e.str));
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,101 @@
+// [estimate] The forward run (broker/estimate/forecast.*): pure, no Redis.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "broker/estimate/forecast.hpp"
+#include "ojs/ml/capabilities.hpp"
+#include "ojs/ml/requirements.hpp"
+
+using namespace ojs::broker;
+using namespace ojs::broker::estimate;
+
+namespace {
+
+ojs::ml::Capabilities gpus(int count) {
+  return ojs::ml::parse_capabilities({{"accelerator", "gpu"}, {"gpu", {{"type", "nvidia-a100"}, {"count", count}, {"memory_gb", 80}}}});
+}
+
+const ojs::ml::Requirements& needs(int count) {
+  static std::map<int, ojs::ml::Requirements> memo;
+  auto it = memo.find(count);
+  if (it == memo.end()) it = memo.emplace(count, ojs::ml::parse_requirements({{"type", "t"}, {"ext_ml_gpu_count", count}})).first;
+  return it->second;
+}
+
+Running running(const std::string& id, int held, std::optional<std::int64_t> end, bool charged = true) {
+  Running r;
+  r.job.job_id = id;
+  r.job.gpus = held;
+  r.job.declared_end_ms = end;
+  r.source = end ? EndSource::declared : EndSource::unknown;
+  r.charged = charged;
+  return r;
+}
+
+Waiting waiting(const std::string& id, int count, std::optional<std::int64_t> run_ms, double score) {
+  Waiting w;
+  w.id = id;
+  w.class_id = "c" + std::to_string(count);
+  w.req = &needs(count);
+  w.score = score;
+  w.run_ms = run_ms;
+  w.run_source = run_ms ? EndSource::declared : EndSource::unknown;
+  return w;
+}
+
+}  // namespace
+
+TEST(EstimateForecast, WaitsForTheRunningJobsThatFreeEnoughGpus) {
+  Snapshot s;
+  s.now_ms = 1000;
+  s.workers.push_back({"w1", gpus(2), {running("a", 1, 61000), running("b", 1, 121000)}});
+  s.waiting = {waiting("big", 2, 5000, 1), waiting("small", 1, 5000, 2)};
+  const auto big = estimate_start(s, "big");
+  ASSERT_EQ(big.status, Estimate::Status::estimated);
+  EXPECT_EQ(big.start_ms, 121000);
+  EXPECT_EQ(big.running_ends.at(EndSource::declared), 2);
+  EXPECT_EQ(rests_on(big), "2 running jobs' declared ends; 0 jobs ahead");
+  const auto small = estimate_start(s, "small");  // passes the big job, which cannot use one GPU
+  EXPECT_EQ(small.start_ms, 61000);
+  EXPECT_EQ(small.jobs_ahead, 1);
+  EXPECT_EQ(small.placed_ahead, 0);
+}
+
+TEST(EstimateForecast, BudgetKeepsAJobAnIdleWorkerCouldTake) {
+  Snapshot s;
+  s.now_ms = 0;
+  s.workers.push_back({"w1", gpus(8), {running("r", 2, 900000)}});
+  s.limits.budget.max_gpus = 2;
+  s.limits.budget.gpus_in_use = 2;
+  s.limits.budget.gpu_jobs = 1;
+  s.waiting = {waiting("j", 2, 1000, 1)};
+  const auto e = estimate_start(s, "j");
+  EXPECT_EQ(e.start_ms, 900000);
+  EXPECT_EQ(e.kept_by, std::vector<std::string>{"max_total_gpus"});
+  s.limits.budget.max_gpus = 1;  // never: more than the whole budget
+  EXPECT_EQ(estimate_start(s, "j").status, Estimate::Status::unresolvable);
+}
+
+TEST(EstimateForecast, UnknownBehindAJobWithoutAnEndAndUnresolvableOnTheWrongHardware) {
+  Snapshot s;
+  s.workers.push_back({"w1", gpus(1), {running("forever", 1, std::nullopt)}});
+  s.waiting = {waiting("j", 1, 1000, 1), waiting("huge", 4, 1000, 2)};
+  const auto e = estimate_start(s, "j");
+  EXPECT_EQ(e.status, Estimate::Status::unknown);
+  EXPECT_NE(e.reason.find("declare no end"), std::string::npos) << e.reason;
+  EXPECT_EQ(estimate_start(s, "huge").status, Estimate::Status::unresolvable);
+}
+
+TEST(EstimateForecast, ForecastListsPlacementsInStartOrder) {
+  Snapshot s;
+  s.now_ms = 0;
+  s.workers.push_back({"w1", gpus(1), {}});
+  s.waiting = {waiting("a", 1, 10, 1), waiting("b", 1, 20, 2), waiting("c", 1, std::nullopt, 3), waiting("d", 1, 5, 4)};
+  const auto f = forecast(s, 10);
+  ASSERT_EQ(f.size(), 3u);  // d waits behind c, which never ends
+  EXPECT_EQ(f[0].job_id, "a");
+  EXPECT_EQ(f[1].start_ms, 10);
+  EXPECT_EQ(f[2].job_id, "c");
+  EXPECT_FALSE(f[2].end_ms.has_value());
+  EXPECT_EQ(forecast(s, 1).size(), 1u);
+}
