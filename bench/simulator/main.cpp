@@ -28,6 +28,16 @@ json pools_json(const SimResult& r) {
   return out;
 }
 
+json percentiles_json(const Percentiles& p) {
+  return {{"count", p.count}, {"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}, {"max", p.max}, {"mean", p.mean}};
+}
+
+json estimate_json(const EstimateAccuracy& a) {
+  return {{"made", a.made}, {"unknown", a.unknown}, {"measured", a.measured}, {"abs_error_s", percentiles_json(a.abs_error_s)},
+          {"rel_error", percentiles_json(a.rel_error)}, {"signed_error_s", percentiles_json(a.signed_error_s)},
+          {"within_10_20_50_100_beyond", a.rel_buckets}, {"started_before_estimate", a.early}};
+}
+
 json to_json(const SimResult& r) {
   json waits = json::object();
   for (const auto& [name, p] : r.wait_s)
@@ -43,7 +53,8 @@ json to_json(const SimResult& r) {
           {"oversubscriptions", r.oversubscriptions}, {"constraint_violations", r.constraint_violations},
           {"judgements", r.judgements}, {"wall_s", r.wall_s},
           {"wait_8gpu_s", {{"jobs", r.wait_8gpu_s.count}, {"p50_s", r.wait_8gpu_s.p50}, {"p95_s", r.wait_8gpu_s.p95}}},
-          {"backfill_reservations", r.backfill_reservations}, {"pools", pools_json(r)}};
+          {"backfill_reservations", r.backfill_reservations}, {"pools", pools_json(r)},
+          {"estimate", estimate_json(r.estimate)}};
 }
 
 void print_table(const std::vector<SimResult>& results) {
@@ -100,6 +111,10 @@ int main(int argc, char** argv) {
   bool backfill = false;
   double pool_load = 0;
   app.add_flag("--backfill", backfill, "also run our policy with EASY backfill (queue config backfill)");
+  double declared_noise = 0;
+  app.add_flag("--estimates", ours.estimates, "our policy: the broker's start estimate at each arrival, its error at the start");
+  app.add_option("--declared-noise", declared_noise,
+                 "declared durations drawn within +-this fraction of the run time (0: exact)")->check(CLI::Range(0.0, 0.9));
   app.add_option("--backfill-after-s", ours.backfill_after_s, "backfill.after_s: wait before a job gets a reservation");
   app.add_option("--pool-load", pool_load,
                  "saturated per pool: GPU jobs pinned to a worker type (ext_ml_gpu_type), arrivals at the rate that "
@@ -131,9 +146,11 @@ int main(int argc, char** argv) {
   }
   auto trace = pool_load > 0 ? generate_pool_trace(jobs, seed, pool_load, workers) : generate_trace(jobs, seed, load, workers);
   assign_tenants(trace, tenant_names, seed);
+  perturb_declared_durations(trace, declared_noise, seed);
   SimOptions fifo = ours;
   fifo.policy = Policy::fifo_first_fit;
   fifo.preemption = false;
+  fifo.estimates = false;
   std::vector<SimResult> results = {simulate(trace, workers, ours)};
   if (backfill) {
     SimOptions with_backfill = ours;
@@ -176,6 +193,17 @@ int main(int argc, char** argv) {
     for (const auto& r : results)
       std::printf("%s: %d finished, %lld judgements in %.2f s wall, %lld model loads\n", r.policy.c_str(), r.finished,
                   r.judgements, r.wall_s, r.model_loads);
+    for (const auto& r : results) {
+      const auto& a = r.estimate;
+      if (a.made + a.unknown == 0) continue;
+      std::printf("%s: start estimates at arrival: %lld made, %lld unknown; of the %lld that waited >= 60 s: |error| p50 %.1f min "
+                  "(%.1f%% of the wait), p95 %.1f min (%.1f%%); within 10/20/50/100%% of the wait: %.1f/%.1f/%.1f/%.1f%%, "
+                  "beyond %.1f%%; started before the estimate %.1f%%\n",
+                  r.policy.c_str(), a.made, a.unknown, a.measured, a.abs_error_s.p50 / 60, 100 * a.rel_error.p50,
+                  a.abs_error_s.p95 / 60, 100 * a.rel_error.p95, 100 * a.rel_buckets.at(0),
+                  100 * (a.rel_buckets.at(0) + a.rel_buckets.at(1)), 100 * (a.rel_buckets.at(0) + a.rel_buckets.at(1) + a.rel_buckets.at(2)),
+                  100 * (1 - a.rel_buckets.at(4)), 100 * a.rel_buckets.at(4), 100 * a.early);
+    }
   }
   long long over = 0;
   for (const auto& r : results) over += r.oversubscriptions;

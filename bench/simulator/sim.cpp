@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "broker/estimate/forecast.hpp"
 #include "broker/governance/queue_config.hpp"
 #include "broker/preemption/backfill.hpp"
 #include "broker/scheduling/scheduler.hpp"
@@ -76,6 +77,8 @@ struct JobState {
   bool preemption_pending = false;
   bool wake_scheduled = false;
   int reserved_on = -1;  // [backfill] worker holding a reservation for it
+  std::optional<double> estimated_start;  // [estimate] made at arrival (simulated seconds)
+  bool started = false;                   // [estimate] the error is measured at the first start
 };
 
 class Simulation {
@@ -165,6 +168,7 @@ class Simulation {
   std::map<std::string, int> pool_gpus_;
   std::vector<std::string> type_names_;  // worker type index -> name
   std::map<std::string, double> pool_allocated_s_, pool_stranded_s_;  // arrival window, GPU-seconds
+  std::vector<std::pair<double, double>> estimate_errors_;  // [estimate] (estimated - actual start, wait) per started job
 
   void push(Event e) {
     e.seq = event_seq_++;
@@ -186,6 +190,7 @@ class Simulation {
       case EventType::arrival:
         enqueue(e.job);
         if (queue_) queue_->push(e.job, job(e.job));
+        if (options_.estimates) estimate_at_arrival(e.job);
         break;
       case EventType::wake: s.wake_scheduled = false; break;
       case EventType::finish:
@@ -221,6 +226,92 @@ class Simulation {
     auto judgement = ml::judge_dynamic(req, &w.caps, load);
     if (!judgement.eligible()) return std::nullopt;
     return std::move(judgement.devices);
+  }
+
+  // ----- [estimate] -----
+
+  // The broker's start estimate for job j, just arrived, over the simulated state: the
+  // workers with what runs on them (ending at their declared ends), the waiting jobs in
+  // the queue's order (the first kMaxWaiting, as the broker reads them; j joins after
+  // them when further back) with their declared durations.
+  static constexpr std::size_t kMaxWaiting = 500;
+  void estimate_at_arrival(int j) {
+    namespace est = broker::estimate;
+    est::Snapshot snap;
+    const auto ms = [](double s) { return static_cast<std::int64_t>(std::llround(s * 1000)); };
+    snap.now_ms = ms(now_);
+    snap.scoring = scoring_;
+    for (const auto& w : workers_) {
+      est::Worker ew{w.spec->id, w.caps, {}};
+      for (const auto& [id, r] : w.running) {
+        est::Running er;
+        er.job.job_id = std::to_string(id);
+        er.job.gpus = r.gpus;
+        er.job.devices = r.devices;
+        if (job(id).req.scheduling.estimated_duration_seconds) {
+          er.job.declared_end_ms = std::max(snap.now_ms, ms(r.declared_end));
+          er.source = est::EndSource::declared;
+        }
+        ew.running.push_back(std::move(er));
+      }
+      snap.workers.push_back(std::move(ew));
+    }
+    std::vector<std::tuple<double, long long, int>> order;
+    for (const auto& c : classes_)
+      for (const auto& p : c.pending) order.push_back(p);
+    std::sort(order.begin(), order.end());
+    const auto& mine = jobs_[static_cast<std::size_t>(j)];
+    const std::tuple<double, long long, int> me{mine.rank, mine.seq, j};
+    if (order.size() > kMaxWaiting) {
+      const bool within = std::find(order.begin(), order.begin() + kMaxWaiting, me) != order.begin() + kMaxWaiting;
+      order.resize(kMaxWaiting);
+      if (!within) order.push_back(me);
+      snap.truncated = true;
+    }
+    for (const auto& [rank, seq, id] : order) {
+      const auto& sj = job(id);
+      est::Waiting w;
+      w.id = std::to_string(id);
+      w.class_id = sj.class_id;
+      w.req = &sj.req;
+      w.score = rank + static_cast<double>(seq);
+      w.enqueued_ms = ms(jobs_[static_cast<std::size_t>(id)].queued_since);
+      if (sj.req.scheduling.estimated_duration_seconds) {
+        w.run_ms = *sj.req.scheduling.estimated_duration_seconds * 1000LL;
+        w.run_source = est::EndSource::declared;
+      }
+      snap.waiting.push_back(std::move(w));
+    }
+    const auto e = est::estimate_start(snap, std::to_string(j));
+    if (e.status == est::Estimate::Status::estimated) {
+      jobs_[static_cast<std::size_t>(j)].estimated_start = static_cast<double>(e.start_ms) / 1000.0;
+      ++result_.estimate.made;
+    } else {
+      ++result_.estimate.unknown;
+    }
+  }
+
+  void estimate_accuracy() {
+    auto& a = result_.estimate;
+    std::vector<double> abs_error, rel_error, signed_error;
+    const std::vector<double> bounds = {0.1, 0.2, 0.5, 1.0};
+    a.rel_buckets.assign(bounds.size() + 1, 0);
+    long long early = 0;
+    for (const auto& [error, wait] : estimate_errors_) {
+      if (wait < 60) continue;
+      abs_error.push_back(std::abs(error));
+      rel_error.push_back(std::abs(error) / wait);
+      signed_error.push_back(error);
+      if (error > 0) ++early;
+      const auto bucket = std::find_if(bounds.begin(), bounds.end(), [&](double b) { return std::abs(error) / wait <= b; });
+      a.rel_buckets[static_cast<std::size_t>(bucket - bounds.begin())] += 1;
+    }
+    a.measured = static_cast<long long>(abs_error.size());
+    for (auto& b : a.rel_buckets) b = a.measured ? b / static_cast<double>(a.measured) : 0;
+    a.early = a.measured ? static_cast<double>(early) / static_cast<double>(a.measured) : 0;
+    a.abs_error_s = percentiles(abs_error);
+    a.rel_error = percentiles(rel_error);
+    a.signed_error_s = percentiles(signed_error);
   }
 
   // ----- dispatch -----
@@ -379,6 +470,10 @@ class Simulation {
     const auto& sj = job(j);
     classes_[static_cast<std::size_t>(s.cls)].pending.erase({s.rank, s.seq, j});
     s.waited += now_ - s.queued_since;
+    if (!s.started) {
+      s.started = true;
+      if (s.estimated_start) estimate_errors_.push_back({*s.estimated_start - now_, now_ - job(j).arrival_s});
+    }
     s.worker = wi;
     s.preemption_pending = false;
     ++s.epoch;
@@ -675,6 +770,7 @@ class Simulation {
     for (std::size_t i = 0; i < jobs_.size(); ++i)
       if (jobs_[i].done && trace_[i].req.gpu_count() == 8) waits8.push_back(jobs_[i].waited);
     r.wait_8gpu_s = percentiles(waits8);
+    if (options_.estimates) estimate_accuracy();
     pool_results();
     if (r.makespan_s > 0 && total_gpus_ > 0) {
       r.gpu_utilization = allocated_gpu_s_ / (total_gpus_ * r.makespan_s);

@@ -36,6 +36,21 @@ struct SimOptions {
   double backfill_after_s = 60;     // backfill.after_s
   double backfill_max_start_s = 86400;  // backfill.max_start_s
   double backfill_hold_s = 10;      // --capacity-hold-ms: a reservation outlives its start this long
+  // [estimate] (ours) at each arrival, the broker's start estimate (broker/estimate/forecast.hpp)
+  // over the simulated state; at the job's first start, its error.
+  bool estimates = false;
+};
+
+// [estimate] How the start estimates made at arrival compare with the starts.
+struct EstimateAccuracy {
+  long long made = 0;          // arrivals with an estimate (status estimated)
+  long long unknown = 0;       // arrivals whose estimate could not be made (unknown, unresolvable)
+  long long measured = 0;      // estimated jobs that waited >= 60 s before their first start
+  Percentiles abs_error_s;     // |estimated start - start| of those
+  Percentiles rel_error;       // the same / their wait
+  Percentiles signed_error_s;  // estimated - actual start (> 0: the job started before its estimate)
+  std::vector<double> rel_buckets;  // share of `measured` within 10%, 20%, 50%, 100% of the wait, and beyond
+  double early = 0;            // share of `measured` that started before their estimate
 };
 
 // One worker type (GPU pool) while jobs arrive.
@@ -69,6 +84,7 @@ struct SimResult {
   long long oversubscriptions = 0;       // capacity checks failed after a placement (must be 0)
   long long constraint_violations = 0;   // placements fits_static refuses (must be 0)
   long long judgements = 0;              // calls into the matcher
+  EstimateAccuracy estimate;             // [estimate] with SimOptions::estimates
   double wall_s = 0;
   double locality_hit_rate() const { return locality_jobs ? static_cast<double>(locality_hits) / locality_jobs : 0; }
 };

@@ -192,4 +192,16 @@ void assign_tenants(std::vector<SimJob>& trace, const std::vector<std::string>& 
   }
 }
 
+void perturb_declared_durations(std::vector<SimJob>& trace, double noise, std::uint64_t seed) {
+  if (noise <= 0) return;
+  Rng rng(seed ^ 0x657374696d617465ULL);  // "estimate": a stream of its own
+  for (auto& j : trace) {
+    if (!j.req.scheduling.estimated_duration_seconds) continue;
+    const double factor = 1 + noise * (2 * rng.uniform() - 1);
+    const int declared = static_cast<int>(std::ceil(std::max(1.0, j.work_s * factor)));
+    j.document["ext_ml_estimated_duration_seconds"] = declared;
+    j.req.scheduling.estimated_duration_seconds = declared;
+  }
+}
+
 }  // namespace ojs::bench

@@ -146,6 +146,7 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   auto& s = out.snapshot;
   s.now_ms = now_ms();
   s.assignment = assignment_options(config_);
+  s.scoring.locality_delay_ms = config_.locality_delay_ms;
   out.paused = store_.is_paused(queue);
   const auto classes = store_.load_classes(queue);
 
@@ -182,6 +183,7 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
     w.req = &scheduler_.requirements(class_id, cls->second);
     w.score = score;
     w.tenant = job.get("tenant");
+    w.enqueued_ms = job.get_int("enqueued_at").value_or(s.now_ms);
     declared_run(job, w);
     if (!w.run_ms) waiting_medians[job.get("type")].push_back(s.waiting.size());
     s.waiting.push_back(std::move(w));

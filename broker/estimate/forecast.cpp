@@ -42,6 +42,11 @@ std::optional<long long> tenant_limit(const Limits& l, const std::string& tenant
 
 int members_of(const ml::Requirements& req) { return std::max(1, req.hard.gang.size); }
 
+// When a job preferring a model may take a worker without it (0: it prefers none).
+std::int64_t locality_hold_end(const Waiting& job, const ml::ScoringOptions& scoring) {
+  return job.req->soft.locality_model_id.empty() ? 0 : job.enqueued_ms + scoring.locality_delay_ms;
+}
+
 // One forward run over a copy of the snapshot.
 class Run {
  public:
@@ -77,7 +82,10 @@ class Run {
       for (const auto& r : w.running)
         if (r.job.declared_end_ms) consider(*r.job.declared_end_ms);
     for (std::size_t i = 0; i < s_.waiting.size(); ++i)
-      if (!placed_[i]) consider(s_.waiting[i].due_ms);
+      if (!placed_[i]) {
+        consider(s_.waiting[i].due_ms);
+        consider(locality_hold_end(s_.waiting[i], s_.scoring));
+      }
     return next;
   }
 
@@ -156,7 +164,7 @@ class Run {
     for (std::size_t i = 0; i < s_.waiting.size(); ++i) {
       if (placed_[i] || s_.waiting[i].due_ms > t) continue;
       const Waiting& job = s_.waiting[i];
-      const bool every_worker = all || job.due_ms == t || !seen_[i];
+      const bool every_worker = all || job.due_ms == t || locality_hold_end(job, s_.scoring) == t || !seen_[i];
       seen_[i] = true;
       const ml::Requirements& req = *job.req;
       const int members = members_of(req);
@@ -173,10 +181,15 @@ class Run {
       }
       // Workers that fit one member now, with the devices each would get.
       std::vector<std::pair<std::size_t, std::vector<int>>> fit;
+      bool locality_held = false;  // a worker fits but lacks the model the job waits for
       for (std::size_t w = 0; w < workers_.size(); ++w) {
         if (!every_worker && !dirty.count(w)) continue;
         if (held.count(w) || !fits_static(job, w)) continue;
         if (!ml::fits(req, &workers_[w].caps, load(w), s_.assignment)) continue;
+        if (ml::locality_hold(req, &workers_[w].caps, t - job.enqueued_ms, s_.scoring)) {
+          locality_held = true;
+          continue;
+        }
         fit.emplace_back(w, ml::judge_dynamic(req, &workers_[w].caps, load(w), s_.assignment).devices);
         if (members == 1) break;
       }
@@ -185,6 +198,8 @@ class Run {
         if (members > 1) {
           for (const auto& [w, devices] : fit) held.insert(w);  // the forming gang holds them
           note(i, "gang_forming");
+        } else if (locality_held) {
+          note(i, "locality_hold");
         } else {
           full_classes.insert(job.class_id);
           if (i == watch_) note_busy(i, held);
@@ -397,6 +412,7 @@ std::string rests_on(const Estimate& e) {
     if (k == "max_total_gpus" || k == "max_concurrent_gpu_jobs") parts.push_back("the queue budget (" + k + ")");
     else if (k == "tenant_quota") parts.push_back("the tenant's GPU quota");
     else if (k == "gang_forming") parts.push_back("a forming gang holding workers");
+    else if (k == "locality_hold") parts.push_back("the locality delay (it waits for a worker with its model)");
   }
   if (e.truncated) parts.push_back("only the first jobs of the queue were read");
   std::string text;

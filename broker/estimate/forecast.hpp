@@ -11,7 +11,9 @@
 // nowhere does not stop the ones behind it (the claim skips a class that does not
 // fit), except a gang: while it forms it holds the workers that fit a member. A
 // placed job runs for its declared duration (or its timeout, or its type's learned
-// median); without one it never ends, as far as the run can tell.
+// median); without one it never ends, as far as the run can tell. A job that prefers a
+// model takes a worker without it only once the locality delay has passed
+// (ml::locality_hold, the pipeline's locality_hold filter).
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
@@ -25,6 +27,7 @@
 #include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/device_assignment.hpp"
 #include "ojs/ml/requirements.hpp"
+#include "ojs/ml/scoring.hpp"
 
 namespace ojs::broker::estimate {
 
@@ -56,6 +59,7 @@ struct Waiting {
   std::optional<std::int64_t> run_ms;     // how long it will run once placed (none: unknown)
   EndSource run_source = EndSource::unknown;
   std::int64_t due_ms = 0;                // not before (a scheduled job, a retry's backoff)
+  std::int64_t enqueued_ms = 0;           // since when it waits (the locality hold counts from it)
 };
 
 struct Limits {
@@ -71,6 +75,7 @@ struct Snapshot {
   std::vector<Waiting> waiting;  // sorted by score
   bool truncated = false;        // more jobs wait than were read: the later ones are not in the run
   ml::AssignmentOptions assignment;
+  ml::ScoringOptions scoring;    // locality_delay_ms: how long a job preferring a model waits for a warm worker
 };
 
 struct Placement {

@@ -33,7 +33,7 @@ class EstimateStore {
   // How many ready jobs of the queue score below `score`.
   long long ready_below(const std::string& queue, const ClassSet& classes, double score);
   // The fields of waiting jobs the estimate reads (class, type, tenant, state,
-  // estimated_duration_s, timeout_ms, next_attempt_at), one round trip; nullopt where absent.
+  // estimated_duration_s, timeout_ms, next_attempt_at, enqueued_at), one round trip; nullopt where absent.
   std::vector<std::optional<JobRecord>> waiting_fields(const std::string& queue, const std::vector<std::string>& ids);
   // The learned run times (ms, newest first) of each job type, one round trip.
   std::map<std::string, std::vector<long long>> run_times(const std::string& queue, const std::vector<std::string>& types);
