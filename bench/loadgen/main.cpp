@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -54,6 +55,21 @@ struct Options {
 };
 
 // CPU seconds (user + system) a process has used, from /proc/<pid>/stat; -1 when unreadable.
+// Context switches of every thread of a process (voluntary and not), from
+// /proc/PID/task/*/status; -1 when unreadable. In a VM a switch is the costly part
+// of a request's hand-offs and Redis waits (docs/benchmarks.md).
+long long process_switches(int pid) {
+  long long total = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0 || line.rfind("nonvoluntary_ctxt_switches:", 0) == 0)
+        total += std::stoll(line.substr(line.find(':') + 1));
+  }
+  return ec ? -1 : total;
+}
+
 double process_cpu_s(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -442,6 +458,7 @@ int main(int argc, char** argv) {
 
   auto usage_before = usage();
   const double broker_cpu_before = o.broker_pid ? process_cpu_s(o.broker_pid) : -1, own_cpu_before = process_cpu_s(getpid());
+  const long long broker_switches_before = o.broker_pid ? process_switches(o.broker_pid) : -1;
   const auto push = push_phase(o, o.queue, o.jobs, o.producers, o.duration_s, false, "PUSH (ml)");
   ops.push_back(push);
   auto caps = fetch_ack_phase(o, o.queue, push.ok, true, "caps");
@@ -453,6 +470,9 @@ int main(int argc, char** argv) {
     if (o.broker_pid) {
       const double after = process_cpu_s(o.broker_pid);
       if (after >= 0 && broker_cpu_before >= 0) cpu["broker_us_per_job"] = (after - broker_cpu_before) * 1e6 / caps.cycle.ok;
+      const long long switches = process_switches(o.broker_pid);
+      if (switches >= 0 && broker_switches_before >= 0)
+        cpu["broker_switches_per_job"] = static_cast<double>(switches - broker_switches_before) / caps.cycle.ok;
       else cpu["error"] = "cannot read /proc/" + std::to_string(o.broker_pid) + "/stat";
     }
     report["process_cpu_per_job"] = cpu;
@@ -461,12 +481,18 @@ int main(int argc, char** argv) {
   if (!o.skip_ack_fetch) {  // the same jobs again, taken with ACK-with-fetch
     usage_before = usage();
     const double broker_before = o.broker_pid ? process_cpu_s(o.broker_pid) : -1;
+    const long long switches_before = o.broker_pid ? process_switches(o.broker_pid) : -1;
     ops.push_back(push_phase(o, o.queue, o.jobs, o.producers, o.duration_s, false, "PUSH (ml)"));
     const auto chained = ack_fetch_phase(o, o.queue, ops.back().ok, true, "chain");
     ops.push_back(chained);
     if (redis) report["redis_per_job"].push_back(redis_per_job(usage_before, usage(), chained.ok, "PUSH+ACK-with-fetch (caps)"));
     if (o.broker_pid && chained.ok > 0 && broker_before >= 0)
+    {
       report["process_cpu_per_job"]["broker_us_per_job_ack_with_fetch"] = (process_cpu_s(o.broker_pid) - broker_before) * 1e6 / chained.ok;
+      if (switches_before >= 0)
+        report["process_cpu_per_job"]["broker_switches_per_job_ack_with_fetch"] =
+            static_cast<double>(process_switches(o.broker_pid) - switches_before) / chained.ok;
+    }
   }
   std::optional<CycleStats> plain;
   if (!o.skip_plain) {
@@ -529,8 +555,10 @@ int main(int argc, char** argv) {
       const auto& c = report["process_cpu_per_job"];
       std::printf("CPU per job, %s: loadgen %.1f us", c["phase"].get<std::string>().c_str(), c["loadgen_us_per_job"].get<double>());
       if (c.contains("broker_us_per_job")) std::printf(", broker %.1f us", c["broker_us_per_job"].get<double>());
+      if (c.contains("broker_switches_per_job")) std::printf(", broker context switches %.1f", c["broker_switches_per_job"].get<double>());
       if (c.contains("broker_us_per_job_ack_with_fetch"))
-        std::printf(" (ACK-with-fetch: broker %.1f us)", c["broker_us_per_job_ack_with_fetch"].get<double>());
+        std::printf("; PUSH+ACK-with-fetch: broker %.1f us, %.1f switches", c["broker_us_per_job_ack_with_fetch"].get<double>(),
+                    c.value("broker_switches_per_job_ack_with_fetch", -1.0));
       if (c.contains("error")) std::printf(" (broker: %s)", c["error"].get<std::string>().c_str());
       std::printf("\n");
     }
