@@ -401,10 +401,7 @@ std::vector<json> JobService::fetch(const FetchRequest& request, const WorkerReg
     worker.capabilities = std::move(caps);
     worker.fingerprint = std::move(fingerprint);
     worker.load = contact ? contact->held.load : workers_.load(request.worker_id);
-    if (contact) {  // per-GPU drain: out of placement (scoring and backfill count them busy too)
-      worker.load.drained_devices.insert(contact->drained_devices.begin(), contact->drained_devices.end());
-      worker.load.busy_devices.insert(contact->drained_devices.begin(), contact->drained_devices.end());
-    }
+    if (contact) worker.load.drain(contact->drained_devices);  // per-GPU drain: out of placement
   }
   worker.guards = contact ? contact->guards : store_.preemption().guards_for(request.worker_id);
   for (const auto& queue : request.queues) {

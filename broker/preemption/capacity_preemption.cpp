@@ -101,7 +101,7 @@ int PreemptionController::preempt() {
         std::set<std::string> leaving;
         for (const auto& r : running)
           if (r.preempting) leaving.insert(r.job_id);
-        const auto load = load_without(running, leaving);
+        const auto load = load_without(running, leaving, c.info.drained_devices);
         if (ml::fits(req, &c.caps, load, assignment)) {
           fits_somewhere = true;  // a worker can take it (or soon will): no preemption
           if (req.gpu_count() > 0)
@@ -109,7 +109,7 @@ int PreemptionController::preempt() {
                                                       req.hard.gpu.memory_gb, req.gpu_count());
           break;
         }
-        auto choice = choose_victims(req, rank, c.caps, running, assignment);
+        auto choice = choose_victims(req, rank, c.caps, running, assignment, c.info.drained_devices);
         if (choice && (!best || cheaper(*choice, best->second))) best.emplace(&c, std::move(*choice));
       }
       if (fits_somewhere) {

@@ -76,6 +76,8 @@ std::vector<std::pair<RunningJob, JobRecord>> running_records_on(JobStore& store
     r.gpus = load->gpus;
     r.devices = load->devices;
     r.labels = load->labels;
+    r.anti_affinity = load->anti_affinity;
+    r.gpu_memory_gb = load->gpu_memory_gb;
     out.emplace_back(std::move(r), std::move(*jobs[i]));
   }
   return out;

@@ -5,13 +5,15 @@
 
 namespace ojs::broker {
 
-ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::set<std::string>& removed) {
+ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::set<std::string>& removed,
+                            const std::vector<int>& drained) {
   ml::WorkerLoad load;
   for (const auto& job : running) {
     if (removed.count(job.job_id)) continue;
-    load.active.push_back({job.job_id, job.gpus, job.labels, {}, std::nullopt});  // busy without a count: whole devices
-    load.busy_devices.insert(job.devices.begin(), job.devices.end());
+    load.active.push_back({job.job_id, job.gpus, job.labels, job.anti_affinity, job.gpu_memory_gb});
+    load.hold(job.devices, job.gpu_memory_gb);
   }
+  load.drain(drained);
   return load;
 }
 
@@ -71,13 +73,13 @@ VictimChoice to_choice(const std::vector<const RunningJob*>& chosen) {
 
 std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, int preemptor_rank,
                                            const ml::Capabilities& caps, const std::vector<RunningJob>& running,
-                                           const ml::AssignmentOptions& assignment) {
+                                           const ml::AssignmentOptions& assignment, const std::vector<int>& drained) {
   if (!ml::fits_static(preemptor, &caps)) return std::nullopt;  // static refusals: preemption cannot help
   std::set<std::string> removed;  // jobs already preempting count as gone
   for (const auto& job : running)
     if (job.preempting) removed.insert(job.job_id);
   auto judge = [&](const std::set<std::string>& without) {
-    return ml::judge(preemptor, &caps, load_without(running, without), assignment);
+    return ml::judge(preemptor, &caps, load_without(running, without, drained), assignment);
   };
   if (judge(removed).eligible()) return std::nullopt;
   auto chosen = minimal_victims(candidates_for(preemptor_rank, running), removed,

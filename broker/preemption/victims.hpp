@@ -26,6 +26,8 @@ struct RunningJob {
   bool preemptible = false;  // ext_ml_preemptible (defaults from the class)
   bool preempting = false;   // already marked: it is on its way out
   int gpus = 0;
+  std::vector<ml::AffinityRule> anti_affinity;  // its own required anti-affinity (symmetric: it refuses newcomers)
+  std::optional<double> gpu_memory_gb;          // declared per device (a shared device's share otherwise)
   long long gpu_mem_mb = 0;  // GPU memory charged to its queue's budget (charged_gpu_mem_mb)
   std::vector<int> devices;
   ml::Labels labels;          // anti-affinity labels
@@ -41,8 +43,11 @@ struct VictimChoice {
   ml::Judgement fit;                // the preemptor's judgement once they are gone (devices)
 };
 
-// The worker's load without the jobs in `removed` (ids).
-ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::set<std::string>& removed);
+// The worker's load without the jobs in `removed` (ids), built as FETCH builds the
+// live one: each job's labels and anti-affinity, its devices held (shared devices
+// counted), and the devices an admin drained.
+ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::set<std::string>& removed,
+                            const std::vector<int>& drained = {});
 
 // Victims (lower class than `preemptor_rank`, preemptible, not already
 // preempting) whose removal makes the preemptor fit on this worker, checked with
@@ -53,7 +58,7 @@ ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::s
 // even without every candidate (never preempt for nothing).
 std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, int preemptor_rank,
                                            const ml::Capabilities& caps, const std::vector<RunningJob>& running,
-                                           const ml::AssignmentOptions& assignment = {});
+                                           const ml::AssignmentOptions& assignment = {}, const std::vector<int>& drained = {});
 
 // What a job holds of a queue's budget, or what leaving jobs give back.
 struct BudgetCharge {

@@ -17,6 +17,11 @@ void WorkerLoad::hold(const std::vector<int>& devices, std::optional<double> mem
   }
 }
 
+void WorkerLoad::drain(const std::vector<int>& devices) {
+  drained_devices.insert(devices.begin(), devices.end());
+  busy_devices.insert(devices.begin(), devices.end());
+}
+
 std::optional<double> job_gpu_memory_gb(const nlohmann::json& job) {
   try {
     return parse_requirements(job).hard.gpu.memory_gb;

@@ -344,3 +344,16 @@ TEST_F(Gang, GpuMemoryBudgetChargesEveryMember) {
   ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "w1"}}).status, 200);
   EXPECT_EQ(memory_in_use(), 0);
 }
+
+// A worker eligible for two gang classes: the claim reads both classes' heads and
+// holds the worker for the best one (each class line carries its memory charge too).
+TEST_F(Gang, AWorkerEligibleForTwoGangClassesJoinsTheBestHead) {
+  const auto first = api.push(gang_job("gang-two", {{"size", 2}}));
+  api.push(gang_job("gang-two", {{"size", 2}}, {{"ext_ml_gpu_count", 2}}));
+  json body = {{"queues", {"gang-two"}}, {"worker_id", "w1"}, {"count", 1}};
+  body.update(w1);
+  const auto r = api.post("/ojs/v1/workers/fetch", body);
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(gpus_charged("gang-two"), 4) << "the older head (4 GPUs a member) holds the worker";
+  EXPECT_EQ(info(first)["state"], "available");
+}

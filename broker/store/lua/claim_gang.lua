@@ -85,7 +85,7 @@ end
 if not forming then
   local best_score = nil
   for i = 6, #ARGV, 5 do
-    local head = redis.call('ZRANGE', KEYS[28 + (i - 2) / 4], 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGE', KEYS[28 + (i - 1) / 5], 0, 0, 'WITHSCORES')  -- class k's ready set: KEYS[28 + k]
     if head[1] and (best_score == nil or tonumber(head[2]) < best_score) then
       local candidate = read_job(KEYS[2] .. head[1])
       if candidate and expired(candidate) then candidate = nil end

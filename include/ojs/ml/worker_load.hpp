@@ -36,6 +36,8 @@ struct WorkerLoad {
   int gpus_in_use() const;
   // Records a job's devices: busy, one more job on each, and the memory it declared there.
   void hold(const std::vector<int>& devices, std::optional<double> memory_gb = std::nullopt);
+  // Per-GPU drain: the devices take no job (and count busy for scoring and backfill).
+  void drain(const std::vector<int>& devices);
 };
 
 // The labels a job exposes to anti-affinity: "type" (also as "job_type", the spec

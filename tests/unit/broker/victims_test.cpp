@@ -90,6 +90,37 @@ TEST(Victims, AntiAffinityConflictsCanBeResolvedByPreemption) {
   EXPECT_EQ(ids(*choice), (std::vector<std::string>{"llama"}));
 }
 
+// A job that stays keeps its own anti-affinity: it refuses the preemptor whatever
+// else leaves, so preempting the spot job would be for nothing.
+TEST(Victims, AJobThatStaysStillRefusesThePreemptorByItsAntiAffinity) {
+  auto spot = running("spot", 0, 1, 0);
+  auto guard = running("guard", 1, 1, 0, /*preemptible=*/false);
+  guard.anti_affinity = needs(1, {{"ext_ml_anti_affinity", {{"required", {{{"key", "model_id"}, {"operator", "In"}, {"values", {"llama"}}}}}}}})
+                            .hard.anti_affinity;
+  ASSERT_EQ(guard.anti_affinity.size(), 1u);
+  const auto llama = needs(1, {{"ext_ml_model_id", "llama"}});
+  EXPECT_FALSE(choose_victims(llama, 2, gpus(2), {spot, guard}));
+  guard.anti_affinity.clear();
+  EXPECT_TRUE(choose_victims(llama, 2, gpus(2), {spot, guard}));
+}
+
+// A drained device takes no job: freeing its neighbour does not make room for two GPUs.
+TEST(Victims, ADrainedDeviceIsNotRoomThatPreemptionCanMake) {
+  const auto caps = ojs::ml::parse_capabilities(
+      {{"accelerator", "gpu"}, {"gpu", {{"type", "nvidia-a100"}, {"count", 2}, {"memory_gb", 80}}},
+       {"devices", {{{"index", 0}, {"memory_gb", 80}}, {{"index", 1}, {"memory_gb", 80}}}}});
+  auto spot = running("spot", 0, 1, 0);
+  spot.devices = {0};
+  EXPECT_FALSE(choose_victims(needs(2), 2, caps, {spot}, {}, /*drained=*/{1}));
+  auto choice = choose_victims(needs(2), 2, caps, {spot});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"spot"}));
+  // Two 1-GPU preemptors: one fits beside the drained device once the spot job leaves.
+  choice = choose_victims(needs(1), 2, caps, {spot}, {}, {1});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->fit.devices, (std::vector<int>{0}));
+}
+
 TEST(Victims, CheaperPrefersLessLostProgressThenFewerVictims) {
   VictimChoice a, b;
   a.lost_ms = 10;
