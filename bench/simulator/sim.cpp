@@ -242,7 +242,7 @@ class Simulation {
     snap.now_ms = ms(now_);
     snap.scoring = scoring_;
     for (const auto& w : workers_) {
-      est::Worker ew{w.spec->id, w.caps, {}};
+      est::Worker ew{w.spec->id, w.caps, {}, {}};
       for (const auto& [id, r] : w.running) {
         est::Running er;
         er.job.job_id = std::to_string(id);

@@ -190,17 +190,14 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   };
   for (std::size_t i = 0; i < entries.size(); ++i)
     if (fields[i]) add_waiting(*fields[i], entries[i].class_id, entries[i].score);
-  if (target) {
-    out.target_in_snapshot = std::any_of(s.waiting.begin(), s.waiting.end(), [&](const estimate::Waiting& w) { return w.id == target->id(); });
-    if (!out.target_in_snapshot) {  // not ready (scheduled, a retry) or beyond what was read: after those read
-      const double last = s.waiting.empty() ? 0 : s.waiting.back().score;
-      add_waiting(*target, target->get("class"), last + 1);
-      if (!s.waiting.empty() && s.waiting.back().id == target->id()) {
-        s.waiting.back().due_ms = std::max({s.now_ms, target->get_int("next_attempt_at").value_or(0),
-                                            target->get_int("scheduled_at").value_or(0)});
-        out.target_in_snapshot = true;
-      }
-    }
+  const bool read_target = target && std::any_of(s.waiting.begin(), s.waiting.end(),
+                                                [&](const estimate::Waiting& w) { return w.id == target->id(); });
+  if (target && !read_target) {  // not ready (scheduled, a retry) or beyond what was read: after those read
+    const double last = s.waiting.empty() ? 0 : s.waiting.back().score;
+    add_waiting(*target, target->get("class"), last + 1);
+    if (!s.waiting.empty() && s.waiting.back().id == target->id())
+      s.waiting.back().due_ms = std::max({s.now_ms, target->get_int("next_attempt_at").value_or(0),
+                                          target->get_int("scheduled_at").value_or(0)});
   }
 
   // The live workers that serve the queue and what runs on them (any queue). What runs
@@ -214,7 +211,7 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
     const bool fits_one = std::any_of(waiting_classes.begin(), waiting_classes.end(), [&](const std::string& c) {
       return ml::fits_static(scheduler_.requirements(c, classes.classes.at(c)), &live.caps);
     });
-    estimate::Worker w{live.info.id, std::move(live.caps), {}};
+    estimate::Worker w{live.info.id, std::move(live.caps), {}, live.info.drained_devices};
     if (!fits_one) {
       s.workers.push_back(std::move(w));
       continue;
@@ -323,7 +320,7 @@ json EstimateService::what_if(const std::string& id, const json& body) {
       if (copy.limits.budget.max_gpus) *copy.limits.budget.max_gpus += c.gpus;
       else notes.push_back("the queue has no max_total_gpus to raise");
     } else if (c.kind == "worker") {
-      copy.workers.push_back({c.worker_id, c.caps, {}});
+      copy.workers.push_back({c.worker_id, c.caps, {}, {}});
     } else if (c.kind == "end_job") {
       if (!end_now(copy, c.job_id)) throw invalid_field(at + ".job_id", "must be the id of a job running on a live worker of the queue");
     } else if (c.kind == "priority_class") {

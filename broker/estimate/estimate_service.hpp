@@ -49,7 +49,6 @@ class EstimateService {
     estimate::Snapshot snapshot;
     long long ahead_total = 0;  // ready jobs ahead of the target in the whole queue
     bool paused = false;
-    bool target_in_snapshot = false;
   };
   // The snapshot for `queue`: its first `limit` ready jobs; `target`, when it is not
   // among them (scheduled, a retry, or further back), joins after them.

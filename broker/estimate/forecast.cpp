@@ -99,15 +99,13 @@ class Run {
     return static_cast<int>(ids.size());
   }
 
-  bool placed(std::size_t i) const { return placed_[i]; }
-
  private:
   const ml::WorkerLoad& load(std::size_t w) {
     auto& cached = loads_[w];
     if (!cached) {
       std::vector<RunningJob> jobs;
       for (const auto& r : workers_[w].running) jobs.push_back(r.job);
-      cached = load_without(jobs, {});
+      cached = load_without(jobs, {}, workers_[w].drained);
     }
     return *cached;
   }

@@ -47,6 +47,7 @@ struct Worker {
   std::string id;
   ml::Capabilities caps;
   std::vector<Running> running;
+  std::vector<int> drained;  // devices an admin drained: no job is placed there
 };
 
 // A waiting job of the queue.

@@ -48,7 +48,7 @@ Waiting waiting(const std::string& id, int count, std::optional<std::int64_t> ru
 TEST(EstimateForecast, WaitsForTheRunningJobsThatFreeEnoughGpus) {
   Snapshot s;
   s.now_ms = 1000;
-  s.workers.push_back({"w1", gpus(2), {running("a", 1, 61000), running("b", 1, 121000)}});
+  s.workers.push_back({"w1", gpus(2), {running("a", 1, 61000), running("b", 1, 121000)}, {}});
   s.waiting = {waiting("big", 2, 5000, 1), waiting("small", 1, 5000, 2)};
   const auto big = estimate_start(s, "big");
   ASSERT_EQ(big.status, Estimate::Status::estimated);
@@ -64,7 +64,7 @@ TEST(EstimateForecast, WaitsForTheRunningJobsThatFreeEnoughGpus) {
 TEST(EstimateForecast, BudgetKeepsAJobAnIdleWorkerCouldTake) {
   Snapshot s;
   s.now_ms = 0;
-  s.workers.push_back({"w1", gpus(8), {running("r", 2, 900000)}});
+  s.workers.push_back({"w1", gpus(8), {running("r", 2, 900000)}, {}});
   s.limits.budget.max_gpus = 2;
   s.limits.budget.gpus_in_use = 2;
   s.limits.budget.gpu_jobs = 1;
@@ -78,7 +78,7 @@ TEST(EstimateForecast, BudgetKeepsAJobAnIdleWorkerCouldTake) {
 
 TEST(EstimateForecast, UnknownBehindAJobWithoutAnEndAndUnresolvableOnTheWrongHardware) {
   Snapshot s;
-  s.workers.push_back({"w1", gpus(1), {running("forever", 1, std::nullopt)}});
+  s.workers.push_back({"w1", gpus(1), {running("forever", 1, std::nullopt)}, {}});
   s.waiting = {waiting("j", 1, 1000, 1), waiting("huge", 4, 1000, 2)};
   const auto e = estimate_start(s, "j");
   EXPECT_EQ(e.status, Estimate::Status::unknown);
@@ -89,7 +89,7 @@ TEST(EstimateForecast, UnknownBehindAJobWithoutAnEndAndUnresolvableOnTheWrongHar
 TEST(EstimateForecast, ForecastListsPlacementsInStartOrder) {
   Snapshot s;
   s.now_ms = 0;
-  s.workers.push_back({"w1", gpus(1), {}});
+  s.workers.push_back({"w1", gpus(1), {}, {}});
   s.waiting = {waiting("a", 1, 10, 1), waiting("b", 1, 20, 2), waiting("c", 1, std::nullopt, 3), waiting("d", 1, 5, 4)};
   const auto f = forecast(s, 10);
   ASSERT_EQ(f.size(), 3u);  // d waits behind c, which never ends
