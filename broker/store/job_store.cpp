@@ -221,7 +221,7 @@ Transition JobStore::push(const BatchJob& job, const PushInOneTrip& single) {
                                                    {keys::job(q, job.id), keys::classes(q), keys::classes_version(q),
                                                     keys::ready(q, job.class_id), keys::delayed(q), keys::seq(q), keys::events(q),
                                                     keys::escalations(q), keys::reservation_waits(q), keys::class_heads(q),
-                                                    keys::config(q), keys::ready_prefix(q)},
+                                                    keys::config(q), keys::ready_prefix(q), keys::on_hold(q)},
                                                    args));
   if (t.status != TransitionStatus::ok) return t;
   // The script replies with what it decided (state, timestamps); the rest of the
