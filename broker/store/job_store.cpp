@@ -566,6 +566,7 @@ std::map<std::string, long long> JobStore::queue_counts(const std::string& queue
   for (const auto& [id, _] : classes.classes) cmds.push_back({"ZCARD", keys::ready(queue, id)});
   cmds.push_back({"ZCARD", keys::active(queue)});
   cmds.push_back({"ZCARD", keys::dead(queue)});
+  cmds.push_back({"ZCARD", keys::on_hold(queue)});  // held jobs (state pending)
   // The named counters only: the stats hash also holds the per-minute rollup (m<minute>:<what>).
   static const char* const kCounters[] = {"completed", "discarded", "cancelled", "preempted"};
   std::vector<std::string> hmget{"HMGET", keys::stats(queue)};
@@ -579,6 +580,7 @@ std::map<std::string, long long> JobStore::queue_counts(const std::string& queue
   counts["available"] = available;
   counts["active"] = replies[i++].integer;
   counts["dead_letter"] = replies[i++].integer;
+  counts["pending"] = replies[i++].integer;
   const auto& stats = replies[i].elements;
   for (std::size_t s = 0; s < std::size(kCounters); ++s) {
     const bool set = s < stats.size() && !stats[s].is_nil();

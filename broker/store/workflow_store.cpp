@@ -92,7 +92,7 @@ Transition WorkflowStore::cancel(const std::string& queue, const std::string& id
       "workflow_cancel",
       {keys::workflow(queue, id), keys::job_prefix(queue), keys::ready_prefix(queue), keys::delayed(queue),
        keys::active(queue), keys::stats(queue), keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
-       keys::workflow_dispatch(queue), keys::class_heads(queue), keys::finished_prefix(queue)},
+       keys::workflow_dispatch(queue), keys::class_heads(queue), keys::finished_prefix(queue), keys::on_hold(queue)},
       {id}));
 }
 
