@@ -551,7 +551,8 @@ bool JobStore::delete_queue_if_empty(const std::string& queue) {
                                     keys::escalations(queue), keys::reservation_waits(queue), keys::class_heads(queue),
                                     keys::rate_window(queue), keys::expiring(queue), keys::finished(queue, "completed"),
                                     keys::finished(queue, "discarded"), keys::finished(queue, "cancelled"),
-                                    keys::on_hold(queue)};
+                                    keys::on_hold(queue), keys::usage(queue), keys::usage_totals(queue),
+                                    keys::usage_hours(queue)};
   // Out of the directory first: a PUSH racing the delete re-adds it (reserve_id) and
   // then the script sees its job and refuses.
   redis_.command({"HDEL", keys::queue_directory, queue});

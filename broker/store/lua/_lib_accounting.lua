@@ -124,30 +124,31 @@ end
 
 -- The end of a running attempt. u: {usage, totals, hours, config} (keys.hpp usage,
 -- usage_totals, usage_hours, config: its field usage_half_life_ms); job: as read,
--- before release_budget (which clears the charge); now: ms. Writes the job's
--- record fields (usage_<resource>_us) itself.
-local function usage_ended(u, jk, job, now)
+-- before release_budget (which clears the charge); now: ms. The job's record fields
+-- (usage_<resource>_us) are appended to `set` (the caller's HSET of the job, so
+-- its reply has them) or, without one, written here.
+local function usage_ended(u, jk, job, now, set)
   local started = tonumber(job.started_at or '')
   if not started then return end
   local amounts = usage_amounts(job)
   local dur_us = math.max(usage_clock_us() - (tonumber(job.started_us or '') or started * 1000), 0)
   local tenant = usage_tenant(job)
-  local half_life = usage_half_life(redis.call('HGET', u.config, 'usage_half_life_ms'))
+  local half_life = usage_half_life(redis.call('HMGET', u.config, 'usage_half_life_ms')[1])
   local fields = {tenant, '*', tenant .. '|run', '*|run'}
   local cur = redis.call('HMGET', u.usage, unpack(fields))
-  local set = {}
+  local decayed = {}
   for k = 1, 2 do
     local v = usage_decayed(usage_numbers(cur[k], 5), now, half_life)
     for i = 1, 4 do v[i + 1] = v[i + 1] + amounts[i] * dur_us / 1000000 end
-    set[#set + 1] = fields[k]; set[#set + 1] = usage_text(v)
+    decayed[#decayed + 1] = fields[k]; decayed[#decayed + 1] = usage_text(v)
   end
   if job.usage_run then
     local run = usage_run_update({fields[3], fields[4]}, {cur[3], cur[4]}, amounts, -1)
-    for i = 1, #run do set[#set + 1] = run[i] end
+    for i = 1, #run do decayed[#decayed + 1] = run[i] end
     job.usage_run = nil
     redis.call('HDEL', jk, 'usage_run')
   end
-  redis.call('HSET', u.usage, unpack(set))
+  redis.call('HSET', u.usage, unpack(decayed))
   -- The record: the job's, the totals and the hour's, the same integers.
   local record, hour = {}, int_s(math.floor(now / 3600000))
   local row = hour .. '\t' .. tenant .. '\t' .. (job.type or '') .. '\t' ..
@@ -162,5 +163,9 @@ local function usage_ended(u, jk, job, now)
       redis.call('HINCRBY', u.hours, row .. name, used_s)
     end
   end
-  if #record > 0 then redis.call('HSET', jk, unpack(record)) end
+  if set then
+    for i = 1, #record do set[#set + 1] = record[i] end
+  elseif #record > 0 then
+    redis.call('HSET', jk, unpack(record))
+  end
 end

@@ -29,7 +29,8 @@ if job.gang_workers then
 end
 local now = now_ms()
 local now_s = int_s(now)  -- [hotpath] formatted once, not by every redis.call
-usage_ended(usage_keys(KEYS, 20), jk, job, now)  -- [usage] before the charge is released
+local used = {}
+usage_ended(usage_keys(KEYS, 20), jk, job, now, used)  -- [usage] before the charge is released
 local charged = release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job, true)  -- charged_gpus goes in the HDEL below
 job.state, job.completed_at = 'completed', now_s
 local set = {'state', 'completed', 'completed_at', now_s}
@@ -37,6 +38,7 @@ if result ~= '' then
   job.result = result
   set[5], set[6] = 'result', result
 end
+for i = 1, #used do set[#set + 1] = used[i] end  -- [usage] the job's record
 if job.progress then  -- ecosystem: progress ends at 1.0
   job.progress = '1'
   set[#set + 1] = 'progress'; set[#set + 1] = '1'
