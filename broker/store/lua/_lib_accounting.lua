@@ -68,18 +68,23 @@ local function usage_view(decayed, run, now, half_life_ms)
   return {used = {d[2], d[3], d[4], d[5]}, held = usage_numbers(run, 4)}
 end
 
--- [fairshare] The dominant share of tenant view `v` in the queue's view `q`: over
--- the resources, the largest (its fraction of the queue's decayed use + its
--- fraction of what the queue holds now); a resource nobody used or holds counts 0.
+-- [fairshare] The share of tenant view `v` in the queue's view `q`: its fraction of
+-- the queue's decayed use plus its fraction of what the queue holds now, of the
+-- queue's dominant resource: GPUs when the queue uses or holds any, else CPU cores
+-- (a CPU-only queue). Not the largest fraction per tenant (DRF over capacity): the
+-- claim knows no capacity, and over the queue's own totals a lightly used resource
+-- (a few CPU jobs in a GPU queue) would make one job a whole share (the simulator's
+-- trace put team-a at 0.20 instead of 0.25 that way).
 local function usage_share(v, q)
-  local best = 0
-  for i = 1, 4 do
-    local s = 0
-    if q.used[i] > 0 then s = v.used[i] / q.used[i] end
-    if q.held[i] > 0 then s = s + v.held[i] / q.held[i] end
-    if s > best then best = s end
+  for i = 1, 2 do
+    if q.used[i] > 0 or q.held[i] > 0 then
+      local s = 0
+      if q.used[i] > 0 then s = v.used[i] / q.used[i] end
+      if q.held[i] > 0 then s = s + v.held[i] / q.held[i] end
+      return s
+    end
   end
-  return best
+  return 0
 end
 
 -- Adds (sign 1) or removes (-1) a running job's amounts in <tenant>|run fields

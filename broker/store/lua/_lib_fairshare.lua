@@ -1,9 +1,9 @@
 -- [fairshare] Tenant fair share for claim.lua under the queue policy `fair`
--- (docs/matching.md#fair-share). Measure: weighted DRF over GPUs, CPU cores, memory
--- and GPU memory, of use over time plus what is held now ([usage] _lib_accounting.lua
--- usage_share: a tenant's fraction of the queue's decayed resource-seconds plus its
--- fraction of what the queue holds now, its dominant resource), divided by its
--- weight; the claim serves the tenant with the lowest share first.
+-- (docs/matching.md#fair-share). Measure: of the queue's dominant resource (GPUs, or
+-- CPU cores in a queue without GPU jobs), use over time plus what is held now
+-- ([usage] _lib_accounting.lua usage_share: a tenant's fraction of the queue's
+-- decayed resource-seconds plus its fraction of what the queue holds now), divided
+-- by its weight; the claim serves the tenant with the lowest share first.
 -- PUSH scored a fair job score_pack(fair_tenants.base + tenant slot, seq), so each
 -- tenant's oldest job in a ready set is one ZRANGEBYSCORE over its slot's band.
 -- Keys: the config hash (field fair_tenants, written by the broker from the queue
