@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -48,11 +49,27 @@ struct Options {
   int ceiling_pipeline = 32;
   long long ceiling_ops = 200000;
   bool skip_plain = false;
+  bool skip_ack_fetch = false;
   bool json_output = false;
   int broker_pid = 0;  // > 0: also report that process's CPU per job (a broker on this machine)
 };
 
 // CPU seconds (user + system) a process has used, from /proc/<pid>/stat; -1 when unreadable.
+// Context switches of every thread of a process (voluntary and not), from
+// /proc/PID/task/*/status; -1 when unreadable. In a VM a switch is the costly part
+// of a request's hand-offs and Redis waits (docs/benchmarks.md).
+long long process_switches(int pid) {
+  long long total = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0 || line.rfind("nonvoluntary_ctxt_switches:", 0) == 0)
+        total += std::stoll(line.substr(line.find(':') + 1));
+  }
+  return ec ? -1 : total;
+}
+
 double process_cpu_s(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -241,6 +258,68 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
   return s;
 }
 
+// Workers take jobs with ACK-with-fetch (docs/http-api.md): one FETCH to start, then
+// each ACK asks for the next job in the same request, until `count` jobs are done,
+// the deadline passes, or the queue stays empty for 2 s.
+OpStats ack_fetch_phase(const Options& o, const std::string& queue, long long count, bool with_caps, const std::string& label) {
+  const int threads = o.workers;
+  Recorder cycle(threads);
+  std::atomic<long long> tickets{0};
+  std::atomic<bool> stop{false};
+  const json caps = worker_capabilities(o.classes);
+  const auto start = Clock::now();
+  const auto deadline = after(o.duration_s);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      auto http = client(o);
+      const std::string worker_id = "loadgen-" + label + "-" + std::to_string(t);
+      json fetch_req = {{"queues", fetch_queues(o, queue, t)}, {"count", 1}};
+      if (with_caps) fetch_req["capabilities"] = caps;
+      json first = fetch_req;
+      first["worker_id"] = worker_id;
+      const std::string fetch_body = first.dump();
+      const auto first_job = [](const json& part) -> std::string {
+        if (!part.is_object() || !part.contains("jobs") || !part["jobs"].is_array() || part["jobs"].empty()) return {};
+        return part["jobs"][0].value("id", "");
+      };
+      std::string id;
+      auto empty_since = Clock::time_point{};
+      while (!stop && Clock::now() < deadline) {
+        if (id.empty()) {  // nothing in hand: a plain FETCH, as a worker starts
+          const auto r = http.post("/ojs/v1/workers/fetch", fetch_body);
+          if (r.status == 200) id = first_job(json::parse(r.body, nullptr, false));
+          else if (++cycle.errors[t] == 1) std::cerr << "loadgen: FETCH " << r.status << " " << r.transport_error << r.body.substr(0, 300) << "\n";
+          if (r.status == 0) stop = true;
+          if (id.empty()) {
+            if (empty_since == Clock::time_point{}) empty_since = Clock::now();
+            if (Clock::now() - empty_since > std::chrono::seconds(2)) stop = true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            continue;
+          }
+          empty_since = {};
+        }
+        const bool more = tickets.fetch_add(1) + 1 < count;  // the last ticket's ACK asks for nothing
+        json ack = {{"job_id", id}, {"worker_id", worker_id}};
+        if (more) ack["fetch"] = fetch_req;
+        const auto t0 = Clock::now();
+        const auto a = http.post("/ojs/v1/workers/ack", ack.dump());
+        id.clear();
+        if (ok_status(a.status)) {
+          cycle.samples[t].push_back(since_ns(t0));
+          const auto body = json::parse(a.body, nullptr, false);
+          if (more && body.is_object() && body.contains("fetch")) id = first_job(body["fetch"]);
+        } else if (++cycle.errors[t] == 1) {
+          std::cerr << "loadgen: ACK " << a.status << " " << a.body.substr(0, 300) << "\n";
+        }
+        if (!more) stop = true;
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  return cycle.finish(std::string("ACK-with-fetch") + (with_caps ? " (caps)" : " (plain)"), seconds_since(start));
+}
+
 long long available(const Options& o, const std::string& queue) {
   auto http = client(o);
   long long total = 0;
@@ -343,6 +422,7 @@ int main(int argc, char** argv) {
   app.add_option("--ceiling-pipeline", o.ceiling_pipeline, "claim scripts in flight per ceiling connection (1 = none)")->check(CLI::Range(1, 1024));
   app.add_option("--ceiling-ops", o.ceiling_ops, "claims seeded for the ceiling measurement")->check(CLI::Range(1000LL, 10000000LL));
   app.add_flag("--skip-plain", o.skip_plain, "skip the PUSH/FETCH+ACK phase of workers without capabilities");
+  app.add_flag("--skip-ack-fetch", o.skip_ack_fetch, "skip the PUSH/ACK-with-fetch phase (workers with capabilities)");
   app.add_option("--broker-pid", o.broker_pid, "the broker's process id (same machine): report its CPU per job beside Redis's and this tool's")
       ->check(CLI::Range(1, 1 << 30));
   app.add_flag("--json", o.json_output, "print one JSON object instead of tables");
@@ -378,6 +458,7 @@ int main(int argc, char** argv) {
 
   auto usage_before = usage();
   const double broker_cpu_before = o.broker_pid ? process_cpu_s(o.broker_pid) : -1, own_cpu_before = process_cpu_s(getpid());
+  const long long broker_switches_before = o.broker_pid ? process_switches(o.broker_pid) : -1;
   const auto push = push_phase(o, o.queue, o.jobs, o.producers, o.duration_s, false, "PUSH (ml)");
   ops.push_back(push);
   auto caps = fetch_ack_phase(o, o.queue, push.ok, true, "caps");
@@ -389,11 +470,30 @@ int main(int argc, char** argv) {
     if (o.broker_pid) {
       const double after = process_cpu_s(o.broker_pid);
       if (after >= 0 && broker_cpu_before >= 0) cpu["broker_us_per_job"] = (after - broker_cpu_before) * 1e6 / caps.cycle.ok;
+      const long long switches = process_switches(o.broker_pid);
+      if (switches >= 0 && broker_switches_before >= 0)
+        cpu["broker_switches_per_job"] = static_cast<double>(switches - broker_switches_before) / caps.cycle.ok;
       else cpu["error"] = "cannot read /proc/" + std::to_string(o.broker_pid) + "/stat";
     }
     report["process_cpu_per_job"] = cpu;
   }
   report["pending_after_measure"] = available(o, o.queue);
+  if (!o.skip_ack_fetch) {  // the same jobs again, taken with ACK-with-fetch
+    usage_before = usage();
+    const double broker_before = o.broker_pid ? process_cpu_s(o.broker_pid) : -1;
+    const long long switches_before = o.broker_pid ? process_switches(o.broker_pid) : -1;
+    ops.push_back(push_phase(o, o.queue, o.jobs, o.producers, o.duration_s, false, "PUSH (ml)"));
+    const auto chained = ack_fetch_phase(o, o.queue, ops.back().ok, true, "chain");
+    ops.push_back(chained);
+    if (redis) report["redis_per_job"].push_back(redis_per_job(usage_before, usage(), chained.ok, "PUSH+ACK-with-fetch (caps)"));
+    if (o.broker_pid && chained.ok > 0 && broker_before >= 0)
+    {
+      report["process_cpu_per_job"]["broker_us_per_job_ack_with_fetch"] = (process_cpu_s(o.broker_pid) - broker_before) * 1e6 / chained.ok;
+      if (switches_before >= 0)
+        report["process_cpu_per_job"]["broker_switches_per_job_ack_with_fetch"] =
+            static_cast<double>(process_switches(o.broker_pid) - switches_before) / chained.ok;
+    }
+  }
   std::optional<CycleStats> plain;
   if (!o.skip_plain) {
     const std::string plain_queue = o.queue + "-plain";
@@ -455,6 +555,10 @@ int main(int argc, char** argv) {
       const auto& c = report["process_cpu_per_job"];
       std::printf("CPU per job, %s: loadgen %.1f us", c["phase"].get<std::string>().c_str(), c["loadgen_us_per_job"].get<double>());
       if (c.contains("broker_us_per_job")) std::printf(", broker %.1f us", c["broker_us_per_job"].get<double>());
+      if (c.contains("broker_switches_per_job")) std::printf(", broker context switches %.1f", c["broker_switches_per_job"].get<double>());
+      if (c.contains("broker_us_per_job_ack_with_fetch"))
+        std::printf("; PUSH+ACK-with-fetch: broker %.1f us, %.1f switches", c["broker_us_per_job_ack_with_fetch"].get<double>(),
+                    c.value("broker_switches_per_job_ack_with_fetch", -1.0));
       if (c.contains("error")) std::printf(" (broker: %s)", c["error"].get<std::string>().c_str());
       std::printf("\n");
     }

@@ -2,6 +2,7 @@
 // admin endpoints that list workers and set a worker's lifecycle directive.
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "broker/admin/job_listing.hpp"
 #include "broker/api/api.hpp"
@@ -72,37 +73,93 @@ bool advertises_device(const nlohmann::json& capabilities, int index) {
   }
 }
 
+// A FETCH body, checked whole before anything is done (ACK-with-fetch checks its
+// `fetch` object this way before the ACK is applied).
+struct CheckedFetch {
+  FetchRequest request;
+  std::string incarnation;  // worker_incarnation: which run of the worker process
+  bool named_worker = false;
+};
+
+CheckedFetch check_fetch(const ApiContext& ctx, const nlohmann::json& body) {
+  if (body.contains("queues") && body["queues"].is_array() && body["queues"].size() > static_cast<std::size_t>(ctx.config.max_fetch_queues))
+    throw invalid_field("queues", "must name at most " + std::to_string(ctx.config.max_fetch_queues) + " queues (--max-fetch-queues)");
+  auto request = FetchRequest::parse(body, ctx.config.max_fetch_count);
+  return {std::move(request), worker_incarnation(body), body.contains("worker_id")};
+}
+
+// FETCH's reply: {jobs, job (the first), state, directive, job_directives}.
+nlohmann::json serve_fetch(ApiContext& ctx, const CheckedFetch& fetch) {
+  const auto& request = fetch.request;
+  // One pipeline records contact and reads what the worker holds (its load, preemption marks and capacity guards).
+  const auto contact = ctx.workers.contact(request.worker_id, request.capabilities ? &request.capabilities_text : nullptr, request.queues,
+                                           fetch.incarnation);
+  const auto& state = contact.state;
+  nlohmann::json out = {{"jobs", nlohmann::json::array()}, {"state", state}, {"directive", directive_for(state)}};
+  auto& jobs = out["jobs"];  // filled in place: each job is copied once, for "job"
+  // A worker told to be quiet or to terminate gets no new work.
+  if (state == "running")
+    for (auto& j : ctx.jobs.fetch(request, &contact)) jobs.push_back(std::move(j));
+  out["job_directives"] = preemption_directives(contact.held.preempting);
+  if (!jobs.empty()) out["job"] = jobs[0];
+  return out;
+}
+
+// The ACK/NACK body's optional `fetch` object: a FETCH body whose worker is the
+// report's. Errors name the field under `fetch.`.
+std::optional<CheckedFetch> attached_fetch(const ApiContext& ctx, const nlohmann::json& body, const std::string& worker) {
+  if (!body.contains("fetch") || body["fetch"].is_null()) return std::nullopt;
+  const auto& fetch = body["fetch"];
+  if (!fetch.is_object()) throw invalid_field("fetch", "must be an object with the fields of a FETCH request");
+  if (worker.empty()) throw invalid_field("worker_id", "is required when the request carries `fetch`");
+  if (fetch.contains("worker_id") && fetch["worker_id"] != nlohmann::json(worker))
+    throw invalid_field("fetch.worker_id", "must be absent or equal to worker_id");
+  nlohmann::json request = fetch;
+  request["worker_id"] = worker;
+  try {
+    return check_fetch(ctx, request);
+  } catch (const OjsError& e) {
+    if (!e.details().is_object() || !e.details().contains("field")) throw;
+    auto details = e.details();
+    const auto field = "fetch." + details["field"].get<std::string>();
+    details["field"] = field;
+    throw OjsError(e.code(), field + ": " + details.value("rule", std::string(e.what())), details);
+  }
+}
+
+// The fetch part of ACK-with-fetch. The report already stands: a failure here (the
+// broker draining, Redis gone) is the fetch's own `error`, with no jobs.
+nlohmann::json serve_attached_fetch(ApiContext& ctx, const HttpRequest& r, const CheckedFetch& fetch) {
+  try {
+    ctx.drain.check(r, "POST /ojs/v1/workers/fetch");  // draining: no new work, as for FETCH
+    return serve_fetch(ctx, fetch);
+  } catch (...) {
+    const auto error = failure_as_ojs_error(std::current_exception(), "fetch attached to " + r.path);
+    return {{"jobs", nlohmann::json::array()}, {"error", error.to_json()["error"]}};
+  }
+}
+
 }  // namespace
 
 void register_workers_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/workers/fetch", [&ctx](const HttpRequest& r) {
-    const auto body = parse_json_body(r);
-    if (body.contains("queues") && body["queues"].is_array() && body["queues"].size() > static_cast<std::size_t>(ctx.config.max_fetch_queues))
-      throw invalid_field("queues", "must name at most " + std::to_string(ctx.config.max_fetch_queues) + " queues (--max-fetch-queues)");
-    const auto request = FetchRequest::parse(body, ctx.config.max_fetch_count);
-    auth::authorize_worker_id(body.contains("worker_id") ? request.worker_id : std::string());
-    // One pipeline records contact and reads what the worker holds (its load, preemption marks and capacity guards).
-    const auto contact = ctx.workers.contact(request.worker_id, request.capabilities ? &request.capabilities_text : nullptr, request.queues,
-                                             worker_incarnation(body));
-    const auto& state = contact.state;
-    nlohmann::json out = {{"jobs", nlohmann::json::array()}, {"state", state}, {"directive", directive_for(state)}};
-    auto& jobs = out["jobs"];  // filled in place: each job is copied once, for "job"
-    // A worker told to be quiet or to terminate gets no new work.
-    if (state == "running")
-      for (auto& j : ctx.jobs.fetch(request, &contact)) jobs.push_back(std::move(j));
-    out["job_directives"] = preemption_directives(contact.held.preempting);
-    if (!jobs.empty()) out["job"] = jobs[0];
-    return json_reply(200, out);
+    const auto fetch = check_fetch(ctx, parse_json_body(r));
+    auth::authorize_worker_id(fetch.named_worker ? fetch.request.worker_id : std::string());
+    return json_reply(200, serve_fetch(ctx, fetch));
   });
 
+  // ACK and NACK with an optional `fetch` (docs/http-api.md "ACK with fetch"): the
+  // report is applied first and stands whatever the fetch part then meets.
   router.add("POST", "/ojs/v1/workers/ack", [&ctx](const HttpRequest& r) {
     const auto body = parse_json_body(r);
     const auto id = required_string(body, "job_id");
     const nlohmann::json* result = body.contains("result") ? &body["result"] : nullptr;
     const auto worker = optional_worker(body);
+    const auto next = attached_fetch(ctx, body, worker);  // checked before the ACK is applied
     auth::authorize_worker_id(worker);
     auto out = transition_reply(ctx.jobs.ack(id, result, worker));
     out["acknowledged"] = true;
+    if (next) out["fetch"] = serve_attached_fetch(ctx, r, *next);
     return json_reply(200, out);
   });
 
@@ -116,8 +173,11 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     }
     const nlohmann::json error = body.contains("error") ? body["error"] : nlohmann::json(nullptr);
     const auto worker = optional_worker(body);
+    const auto next = attached_fetch(ctx, body, worker);
     auth::authorize_worker_id(worker);
-    return json_reply(200, transition_reply(ctx.jobs.fail(id, error, requeue, worker)));
+    auto out = transition_reply(ctx.jobs.fail(id, error, requeue, worker));
+    if (next) out["fetch"] = serve_attached_fetch(ctx, r, *next);
+    return json_reply(200, out);
   });
 
   router.add("POST", "/ojs/v1/workers/heartbeat", [&ctx](const HttpRequest& r) {

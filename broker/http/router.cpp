@@ -101,6 +101,25 @@ std::string request_id_for(const HttpRequest& request) {
   return usable ? sent : "req_" + make_uuidv7();
 }
 
+OjsError failure_as_ojs_error(std::exception_ptr failure, const std::string& context) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const OjsError& e) {
+    return e;
+  } catch (const BackendUnavailable& e) {  // the store's StoreUnavailable
+    spdlog::warn("{}: backend unavailable: {}", context, e.what());
+    return OjsError(ErrorCode::unavailable, std::string("backend unavailable: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    return OjsError(ErrorCode::invalid_request, std::string("malformed request: ") + e.what());
+  } catch (const std::exception& e) {
+    spdlog::error("{}: internal error: {}", context, e.what());
+    return OjsError(ErrorCode::internal_error, std::string("internal error: ") + e.what());
+  } catch (...) {
+    spdlog::error("{}: internal error: unknown exception", context);
+    return OjsError(ErrorCode::internal_error, "internal error");
+  }
+}
+
 HttpResponse Router::dispatch(HttpRequest request) const {
   struct Counted {
     std::atomic<int>& n;
@@ -150,19 +169,8 @@ HttpResponse Router::resolve(HttpRequest& request, std::string& matched) const {
     try {
       for (const auto& m : middlewares_) m(request, route.method + " " + route.pattern);
       return route.handler(request);
-    } catch (const OjsError& e) {
-      return error_response(e);
-    } catch (const BackendUnavailable& e) {  // the store's StoreUnavailable
-      spdlog::warn("{} {}: backend unavailable: {}", request.method, request.path, e.what());
-      return error_response(OjsError(ErrorCode::unavailable, std::string("backend unavailable: ") + e.what()));
-    } catch (const nlohmann::json::exception& e) {
-      return error_response(OjsError(ErrorCode::invalid_request, std::string("malformed request: ") + e.what()));
-    } catch (const std::exception& e) {
-      spdlog::error("{} {}: internal error: {}", request.method, request.path, e.what());
-      return error_response(OjsError(ErrorCode::internal_error, std::string("internal error: ") + e.what()));
     } catch (...) {  // nothing may reach the I/O thread
-      spdlog::error("{} {}: internal error: unknown exception", request.method, request.path);
-      return error_response(OjsError(ErrorCode::internal_error, "internal error"));
+      return error_response(failure_as_ojs_error(std::current_exception(), request.method + " " + request.path));
     }
   }
   if (!allowed.empty() && request.method == "OPTIONS") {  // a CORS preflight, or a client asking what it may do

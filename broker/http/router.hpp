@@ -2,11 +2,13 @@
 // (OjsError, store outages) are rendered here as OJS error bodies, in one place.
 #pragma once
 #include <atomic>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "broker/http/message.hpp"
+#include "ojs/core/error.hpp"
 
 namespace ojs::broker {
 
@@ -18,6 +20,10 @@ using Middleware = std::function<void(const HttpRequest&, const std::string& rou
 using Observer = std::function<void(const std::string& method, const std::string& route, int status, double seconds)>;
 // Runs on every response the router gives, errors and preflights included (CORS headers).
 using Decorator = std::function<void(const HttpRequest& request, HttpResponse& response)>;
+
+// What a handler's failure tells the client: an OjsError as it is, the backend gone as
+// 503, a JSON access error as 400, anything else as 500 (logged with `context`).
+OjsError failure_as_ojs_error(std::exception_ptr failure, const std::string& context);
 
 class Router {
  public:

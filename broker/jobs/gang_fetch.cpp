@@ -81,7 +81,7 @@ void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, c
     std::string label;
     if (!gang.same_label.empty())
       if (auto it = worker.capabilities->labels.find(gang.same_label); it != worker.capabilities->labels.end()) label = it->second;
-    eligible.push_back({v.class_id, v.claim.gpus, v.claim.devices_json, label});
+    eligible.push_back({v.class_id, v.claim.gpus, v.claim.gpu_memory_mb, v.claim.devices_json, label});
     devices_of[v.class_id] = v.judgement.devices;
   }
   const auto claim = store_.claim_gang(queue, member_info(worker), request.visibility_timeout_ms,

@@ -15,8 +15,10 @@ QueueBudget PreemptionController::budget_of(const std::string& queue) {
   QueueBudget b;
   b.max_gpus = use.max_gpus;
   b.max_jobs = use.max_jobs;
+  b.max_gpu_mem_mb = use.max_gpu_mem_mb;
   b.gpus_in_use = use.gpus_in_use;
   b.gpu_jobs = use.gpu_jobs;
+  b.gpu_mem_mb_in_use = use.gpu_mem_mb_in_use;
   return b;
 }
 
@@ -33,15 +35,17 @@ std::vector<RunningJob> PreemptionController::charged_in(const std::string& queu
     const JobRecord& job = *found;
     RunningJob r = running_job_from(job, queue, now);
     r.gpus = static_cast<int>(job.get_int("charged_gpus").value_or(0));
+    r.gpu_mem_mb = job.get_int("charged_gpu_mem_mb").value_or(0);
     out.push_back(std::move(r));
   }
   return out;
 }
 
-bool PreemptionController::preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus) {
+bool PreemptionController::preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus,
+                                              long long gpu_mem_mb) {
   const QueueBudget budget = budget_of(queue);
-  if (budget.allows(gpus)) return false;
-  const auto choice = choose_budget_victims(gpus, rank, budget, charged_in(queue));
+  if (budget.allows({gpus, 1, gpu_mem_mb})) return false;
+  const auto choice = choose_budget_victims(gpus, rank, budget, charged_in(queue), gpu_mem_mb);
   if (!choice || !mark(preemptor, choice->victims)) return false;
   std::string ids;
   for (const auto& v : choice->victims) ids += (ids.empty() ? "" : ", ") + v.job_id;

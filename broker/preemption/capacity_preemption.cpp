@@ -7,6 +7,7 @@
 
 #include "broker/preemption/preemption.hpp"
 #include "broker/preemption/running_jobs.hpp"
+#include "ojs/ml/device_assignment.hpp"
 #include "broker/workers/liveness.hpp"
 #include "ojs/core/time.hpp"
 
@@ -122,6 +123,7 @@ int PreemptionController::preempt() {
 
       std::optional<std::pair<const Candidate*, VictimChoice>> best;
       bool fits_somewhere = false;
+      long long fit_gpu_mem_mb = 0;  // what it would be charged where it fits (a GPU-memory budget)
       for (const auto& c : live()) {
         if (held_workers.count(c.info.id) || static_refusers.count(c.info.id)) continue;
         if (!c.serves(queue)) continue;
@@ -130,8 +132,12 @@ int PreemptionController::preempt() {
         std::set<std::string> leaving;
         for (const auto& r : running)
           if (r.preempting) leaving.insert(r.job_id);
-        if (ml::fits(req, &c.caps, load_without(running, leaving), assignment)) {
+        const auto load = load_without(running, leaving);
+        if (ml::fits(req, &c.caps, load, assignment)) {
           fits_somewhere = true;  // a worker can take it (or soon will): no preemption
+          if (req.gpu_count() > 0)
+            fit_gpu_mem_mb = ml::gpu_memory_charge_mb(c.caps.devices, ml::judge_dynamic(req, &c.caps, load, assignment).devices,
+                                                      req.hard.gpu.memory_gb, req.gpu_count());
           break;
         }
         auto choice = choose_victims(req, rank, c.caps, running, assignment);
@@ -140,7 +146,7 @@ int PreemptionController::preempt() {
       if (fits_somewhere) {
         // Capacity exists; if the queue's budget is what keeps the job waiting,
         // free budget held by lower-class work.
-        if (preempt_for_budget(queue, preemptor, rank, req.gpu_count())) {
+        if (preempt_for_budget(queue, preemptor, rank, req.gpu_count(), fit_gpu_mem_mb)) {
           pending_preemptors.insert(preemptor);
           ++started;
         }

@@ -156,7 +156,8 @@ class PreemptionController {
   std::optional<std::int64_t> mark(const std::string& preemptor, const std::vector<RunningJob>& victims);
   // Budget-driven preemption: the job would fit a worker but its queue's budget
   // is held by lower-class preemptible jobs.
-  bool preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus);
+  // gpu_mem_mb: what the preemptor would be charged on the worker it fits (a GPU-memory budget).
+  bool preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus, long long gpu_mem_mb);
 
   JobStore& store_;
   RequeueJob requeue_;

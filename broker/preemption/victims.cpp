@@ -88,23 +88,26 @@ std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, in
   return choice;
 }
 
-bool QueueBudget::allows(int gpus, long long freed_gpus, long long freed_jobs) const {
-  if (max_gpus && gpus_in_use - freed_gpus + gpus > *max_gpus) return false;
-  if (max_jobs && gpu_jobs - freed_jobs + 1 > *max_jobs) return false;
+bool QueueBudget::allows(const BudgetCharge& job, const BudgetCharge& freed) const {
+  if (max_gpus && gpus_in_use - freed.gpus + job.gpus > *max_gpus) return false;
+  if (max_jobs && gpu_jobs - freed.jobs + job.jobs > *max_jobs) return false;
+  if (max_gpu_mem_mb && gpu_mem_mb_in_use - freed.gpu_mem_mb + job.gpu_mem_mb > *max_gpu_mem_mb) return false;
   return true;
 }
 
 std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemptor_rank, const QueueBudget& budget,
-                                                  const std::vector<RunningJob>& running) {
+                                                  const std::vector<RunningJob>& running, long long preemptor_mem_mb) {
   if (preemptor_gpus <= 0) return std::nullopt;
+  const BudgetCharge preemptor{preemptor_gpus, 1, preemptor_mem_mb};
   auto allows = [&](const std::set<std::string>& without) {
-    long long gpus = 0, jobs = 0;
+    BudgetCharge freed;
     for (const auto& job : running)
       if (without.count(job.job_id) && job.gpus > 0) {
-        gpus += job.gpus;
-        ++jobs;
+        freed.gpus += job.gpus;
+        ++freed.jobs;
+        freed.gpu_mem_mb += job.gpu_mem_mb;
       }
-    return budget.allows(preemptor_gpus, gpus, jobs);
+    return budget.allows(preemptor, freed);
   };
   std::set<std::string> removed;  // jobs already preempting are on their way out
   for (const auto& job : running)

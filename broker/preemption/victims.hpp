@@ -26,6 +26,7 @@ struct RunningJob {
   bool preemptible = false;  // ext_ml_preemptible (defaults from the class)
   bool preempting = false;   // already marked: it is on its way out
   int gpus = 0;
+  long long gpu_mem_mb = 0;  // GPU memory charged to its queue's budget (charged_gpu_mem_mb)
   std::vector<int> devices;
   ml::Labels labels;          // anti-affinity labels
   std::int64_t lost_ms = 0;   // progress lost if preempted now: since its last checkpoint (or start)
@@ -54,14 +55,23 @@ std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, in
                                            const ml::Capabilities& caps, const std::vector<RunningJob>& running,
                                            const ml::AssignmentOptions& assignment = {});
 
+// What a job holds of a queue's budget, or what leaving jobs give back.
+struct BudgetCharge {
+  long long gpus = 0;
+  long long jobs = 0;
+  long long gpu_mem_mb = 0;
+};
+
 // A queue's GPU budget (limits from `ojs:{q}:config`, use from `ojs:{q}:ledger`).
 struct QueueBudget {
   std::optional<long long> max_gpus;  // max_total_gpus
   std::optional<long long> max_jobs;  // max_concurrent_gpu_jobs
+  std::optional<long long> max_gpu_mem_mb;  // max_total_gpu_memory_gb, in MB
   long long gpus_in_use = 0;
   long long gpu_jobs = 0;
-  // Would a job of `gpus` GPUs fit once jobs holding freed_gpus / freed_jobs leave?
-  bool allows(int gpus, long long freed_gpus = 0, long long freed_jobs = 0) const;
+  long long gpu_mem_mb_in_use = 0;
+  // Would a job charged `job` fit once jobs holding `freed` leave?
+  bool allows(const BudgetCharge& job, const BudgetCharge& freed = {}) const;
 };
 
 // Victims among the jobs charged to a queue's budget (`running`: the queue's
@@ -69,9 +79,10 @@ struct QueueBudget {
 // higher-class job of `preemptor_gpus` GPUs fit the budget. Same rules as
 // choose_victims: lower class, preemptible, not already preempting, least
 // progress lost first, minimal. nullopt when the budget already allows the job
-// or no choice of victims makes it fit.
+// or no choice of victims makes it fit. preemptor_mem_mb: the GPU memory it would
+// be charged (a GPU-memory budget; 0 when none is known).
 std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemptor_rank, const QueueBudget& budget,
-                                                  const std::vector<RunningJob>& running);
+                                                  const std::vector<RunningJob>& running, long long preemptor_mem_mb = 0);
 
 // Of several workers' choices, the one losing the least progress (then fewest victims).
 bool cheaper(const VictimChoice& a, const VictimChoice& b);

@@ -80,6 +80,7 @@ struct ClaimOutcome {
 struct GangClass {
   std::string id;
   int gpus = 0;              // per member: charged to the queue's budget while held
+  long long gpu_memory_mb = 0;  // per member: charged to a GPU-memory budget (ml::gpu_memory_charge_mb)
   std::string devices_json;  // the member's devices ("" = none)
   std::string label_value;   // the worker's value of the gang's same_label ("" = none)
 };

@@ -20,7 +20,7 @@ GangClaim JobStore::claim_gang(const std::string& queue, const GangMemberInfo& m
                                 member.address, member.port};
   for (const auto& c : eligible) {
     gang_keys.push_back(keys::ready(queue, c.id));
-    for (auto& a : {c.id, std::to_string(c.gpus), c.devices_json, c.label_value}) args.push_back(a);
+    for (auto& a : {c.id, std::to_string(c.gpus), c.devices_json, c.label_value, std::to_string(c.gpu_memory_mb)}) args.push_back(a);
   }
   const auto reply = redis_.eval("claim_gang", gang_keys, args);
   GangClaim out;

@@ -316,3 +316,31 @@ TEST_F(Gang, AGangClassNewerThanTheCachedClassSetIsJoinedOnTheNextFetch) {
   ASSERT_EQ(started.size(), 1u) << "w2 completes the gang";
   EXPECT_EQ(started[0]["id"], id);
 }
+
+// A GPU-memory budget charges each held member's memory like a single job's (four
+// 40 GB A100s: 160 GB a member) and gives it all back when the gang ends.
+TEST_F(Gang, GpuMemoryBudgetChargesEveryMember) {
+  const std::string q = "gang-mem";
+  ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/queues/" + q + "/config", {{"budgets", {{"max_total_gpu_memory_gb", 200}}}}).status, 200);
+  const auto id = api.push(gang_job(q, {{"size", 2}, {"timeout_seconds", 60}}));
+  const auto memory_in_use = [&] {
+    return api.get("/ojs/v1/admin/queues/" + q + "/budget").body["budget"]["in_use"]["gpu_memory_gb"].get<double>();
+  };
+  EXPECT_EQ(api.fetch({q}, "w1", 1, w1).size(), 0u);  // held
+  EXPECT_EQ(memory_in_use(), 160);
+  // A second member would hold 320 GB: over the 200 GB budget, it waits and the gang forms no further.
+  EXPECT_EQ(api.fetch({q}, "w2", 1, w2).size(), 0u);
+  EXPECT_EQ(memory_in_use(), 160);
+  EXPECT_EQ(info(id)["state"], "available");
+  const auto diagnosis = api.get("/ojs/v1/jobs/" + id + "/diagnosis").body.dump();
+  EXPECT_NE(diagnosis.find("GB of GPU memory"), std::string::npos) << diagnosis;
+  const auto reconcile = api.get("/ojs/v1/admin/queues/" + q + "/reconcile").body["reconciliation"];
+  EXPECT_EQ(reconcile["consistent"], true) << reconcile.dump();
+  // The budget raised: the gang completes and holds both members' memory until it ends.
+  ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/queues/" + q + "/config", {{"budgets", {{"max_total_gpu_memory_gb", 400}}}}).status, 200);
+  ASSERT_EQ(api.fetch({q}, "w2", 1, w2).size(), 1u);
+  EXPECT_EQ(memory_in_use(), 320);
+  ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "w2"}}).status, 200);
+  ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "w1"}}).status, 200);
+  EXPECT_EQ(memory_in_use(), 0);
+}

@@ -297,6 +297,29 @@ TEST_F(Preemption, ReservationsHoldCapacityAndConfineTheirJobs) {
   EXPECT_EQ(api.call("DELETE", "/ojs/v1/admin/reservations/r1").status, 404);
 }
 
+// The same for a GPU-memory budget: an H100 holds 80 GB of a 100 GB budget, so a
+// second 1-GPU job waits on memory, not on GPUs, and the spot holder gives it back.
+TEST_F(Preemption, ReservedJobPreemptsSpotWorkHoldingTheGpuMemoryBudget) {
+  ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/queues/pre-mem/config", {{"budgets", {{"max_total_gpu_memory_gb", 100}}}}).status, 200);
+  const auto dgx = caps_body("dgx-h100");
+  json spot = spot_job("pre-mem", 20);
+  spot["ext_ml_gpu_count"] = 1;
+  const auto spot_id = api.push(spot);
+  ASSERT_EQ(api.fetch({"pre-mem"}, "dgx", 1, dgx).size(), 1u);
+  json reserved = reserved_job("pre-mem");
+  reserved["ext_ml_gpu_count"] = 1;
+  const auto reserved_id = api.push(reserved);
+  EXPECT_EQ(api.fetch({"pre-mem"}, "dgx", 1, dgx).size(), 0u) << "over the memory budget: the reserved job waits";
+  const auto directives = wait_for_directive("dgx", spot_id);
+  ASSERT_EQ(directives.size(), 1u) << "no preempt directive for the memory holder";
+  EXPECT_EQ(directives[0]["preempted_for"], reserved_id);
+  ASSERT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", spot_id}, {"worker_id", "dgx"}, {"requeue", true},
+                                               {"error", {{"code", "preempted"}, {"message", "preempted"}}}}).status, 200);
+  auto next = api.fetch({"pre-mem"}, "dgx", 1, dgx);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0]["id"], reserved_id);
+}
+
 TEST_F(Preemption, ReservedJobPreemptsSpotWorkHoldingTheQueueBudget) {
   // Capacity is plentiful (an 8-GPU worker) but the queue's budget is 2 GPUs,
   // all held by a spot job: preemption frees budget, not devices.

@@ -86,7 +86,12 @@ bool Agent::turn(SteadyClock::time_point now) {
   reap(now);
   poll_checkpoints(now);
   ship_logs(now);
-  outbox_.flush(api_, now);
+  {
+    // The last ACK/NACK of this flush asks for the next jobs in the same request
+    // (ACK with fetch); a broker without the extension answers without `fetch`.
+    const nlohmann::json next = wants_work(now) ? fetch_body() : nlohmann::json();
+    if (auto fetched = outbox_.flush(api_, now, next.is_null() ? nullptr : &next)) take_fetched(*fetched, now);
+  }
   if (now >= next_heartbeat_) heartbeat(now);
 
   if (draining_) {
@@ -99,8 +104,13 @@ bool Agent::turn(SteadyClock::time_point now) {
     return !(running_.empty() && reports_done);
   }
   if (options_.once && queue_drained_once_) return !(running_.empty() && outbox_.empty());
-  if (!quiet_ && now >= next_fetch_ && running_.size() < config_.concurrency) fetch(now);
+  if (wants_work(now)) fetch(now);
   return true;
+}
+
+bool Agent::wants_work(SteadyClock::time_point now) const {
+  return !draining_ && !(options_.once && queue_drained_once_) && !quiet_ && now >= next_fetch_ &&
+         running_.size() < config_.concurrency;
 }
 
 nlohmann::json Agent::current_capabilities() const {
@@ -150,23 +160,39 @@ void Agent::apply_device_faults(SteadyClock::time_point now) {
   next_heartbeat_ = now;
 }
 
+nlohmann::json Agent::fetch_body() const {
+  return {{"queues", options_.queues},
+          {"count", config_.concurrency - running_.size()},
+          {"worker_id", options_.worker_id},
+          {"started_at", started_at_},
+          {"capabilities", current_capabilities()},
+          {"visibility_timeout_ms", options_.visibility_timeout_ms}};
+}
+
 void Agent::fetch(SteadyClock::time_point now) {
-  const nlohmann::json body = {{"queues", options_.queues},
-                               {"count", config_.concurrency - running_.size()},
-                               {"worker_id", options_.worker_id},
-                               {"started_at", started_at_},
-                               {"capabilities", current_capabilities()},
-                               {"visibility_timeout_ms", options_.visibility_timeout_ms}};
-  const BrokerReply reply = api_.fetch(body);
+  const BrokerReply reply = api_.fetch(fetch_body());
   if (!reply.ok()) {
     const auto delay = reply.retryable() ? fetch_backoff_.next_delay() : std::chrono::milliseconds(5000);
     next_fetch_ = now + delay;
     spdlog::warn("fetch failed ({}); next try in {} ms", reply.describe(), delay.count());
     return;
   }
+  take_fetched(reply.body, now);
+}
+
+void Agent::take_fetched(const nlohmann::json& body, SteadyClock::time_point now) {
+  if (body.is_object() && body.contains("error")) {  // the fetch part of an ACK/NACK failed; the report stands
+    const auto& error = body["error"];
+    const bool retryable = error.is_object() && error.value("retryable", false);
+    const auto delay = retryable ? fetch_backoff_.next_delay() : std::chrono::milliseconds(5000);
+    next_fetch_ = now + delay;
+    spdlog::warn("fetch failed ({}); next try in {} ms", error.is_object() ? error.value("message", std::string()) : error.dump(),
+                 delay.count());
+    return;
+  }
   fetch_backoff_.reset();
-  apply(read_directives(reply.body), now);
-  const auto jobs = reply.body.is_object() ? reply.body.value("jobs", nlohmann::json::array()) : nlohmann::json::array();
+  apply(read_directives(body), now);
+  const auto jobs = body.is_object() ? body.value("jobs", nlohmann::json::array()) : nlohmann::json::array();
   for (const auto& job : jobs) accept(job, now);
   if (jobs.empty()) {
     next_fetch_ = now + options_.poll_interval;

@@ -59,7 +59,11 @@ class Agent {
 
   nlohmann::json current_capabilities() const;
   void apply_device_faults(SteadyClock::time_point now);
+  bool wants_work(SteadyClock::time_point now) const;  // a free slot, fetching allowed and due
+  nlohmann::json fetch_body() const;
   void fetch(SteadyClock::time_point now);
+  // A FETCH reply's body, or the `fetch` part of an ACK/NACK reply: directives, then jobs.
+  void take_fetched(const nlohmann::json& body, SteadyClock::time_point now);
   void accept(const nlohmann::json& job, SteadyClock::time_point now);
   void refuse(const std::string& job_id, nlohmann::json error, bool requeue);
   void reap(SteadyClock::time_point now);

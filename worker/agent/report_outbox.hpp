@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <deque>
+#include <optional>
 #include <string>
 
 namespace ojs::worker {
@@ -25,7 +26,11 @@ class ReportOutbox {
   void push(Report report) { pending_.push_back(std::move(report)); }
   // Sends in order; stops at the first retryable failure and waits out the
   // backoff. A report the broker refuses for good (4xx) is logged and dropped.
-  void flush(BrokerApi& api, Clock::time_point now = Clock::now());
+  // `next_fetch`: a FETCH body the last report carries when it is an ACK or NACK
+  // (docs/http-api.md "ACK with fetch"); returns the reply's `fetch` part, none
+  // when that report was not sent or the broker does not know the extension.
+  std::optional<nlohmann::json> flush(BrokerApi& api, Clock::time_point now = Clock::now(),
+                                      const nlohmann::json* next_fetch = nullptr);
   bool empty() const { return pending_.empty(); }
   std::size_t size() const { return pending_.size(); }
 

@@ -16,8 +16,9 @@
 --   28 finished prefix (keys.hpp finished_prefix),
 --   then the ready set of each eligible gang class (in ARGV order)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, rendezvous
---   address, rendezvous port, then per eligible gang class 4 values: class id, GPUs per
---   member, assigned devices JSON ('' = none), the worker's value of the gang's same_label
+--   address, rendezvous port, then per eligible gang class 5 values: class id, GPUs per
+--   member, assigned devices JSON ('' = none), the worker's value of the gang's same_label,
+--   the GPU memory (MB) the member would hold (charged to a GPU-memory budget)
 -- Reply: {'start', job fields, rank} | {'held' (joined now) | 'waiting' (held before), job id, rank, class id}
 --        | {'none'} | {'rate_limited', concurrency | rate}
 --        | {'blocked', class, in_use, limit, kind}
@@ -71,7 +72,7 @@ if forming then
   else
     local rank = gang_rank(job, worker)
     if rank then return {'waiting', forming, rank, job.class} end
-    for i = 6, #ARGV, 4 do
+    for i = 6, #ARGV, 5 do
       if ARGV[i] == job.class then class_at = i end
     end
     if not class_at then return {'none'} end  -- only the forming gang may hold members
@@ -83,7 +84,7 @@ if forming then
 end
 if not forming then
   local best_score = nil
-  for i = 6, #ARGV, 4 do
+  for i = 6, #ARGV, 5 do
     local head = redis.call('ZRANGE', KEYS[28 + (i - 2) / 4], 0, 0, 'WITHSCORES')
     if head[1] and (best_score == nil or tonumber(head[2]) < best_score) then
       local candidate = read_job(KEYS[2] .. head[1])
@@ -99,8 +100,9 @@ end
 
 -- Join: budget and tenant quota bind each member's GPUs (one GPU job per gang).
 local gpus, devices, label = tonumber(ARGV[class_at + 1]), ARGV[class_at + 2], ARGV[class_at + 3]
+local mem = tonumber(ARGV[class_at + 4]) or 0
 local charged = tonumber(job.charged_gpus or '0')
-local over = budget_block({config = KEYS[8], ledger = KEYS[9]}, gpus)
+local over = budget_block({config = KEYS[8], ledger = KEYS[9]}, gpus, mem)
 if over and over[3] == 'max_concurrent_gpu_jobs' and charged > 0 then over = nil end  -- the gang already counts
 over = over or tenant_block({tenant_quotas = KEYS[10], tenant_ledger = KEYS[11]}, job.tenant, gpus)
 if over then return {'blocked', ARGV[class_at], over[1], over[2], over[3]} end
@@ -126,6 +128,11 @@ if gpus > 0 then
   if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', KEYS[11], job.tenant, gpus) end
   job.charged_gpus = charged + gpus
   set[#set + 1] = 'charged_gpus'; set[#set + 1] = job.charged_gpus
+  if mem > 0 then  -- every member's memory, given back with the rest by release_budget
+    redis.call('HINCRBY', KEYS[9], 'gpu_mem_mb', int_s(mem))
+    job.charged_gpu_mem_mb = int_s(tonumber(job.charged_gpu_mem_mb or '0') + mem)
+    set[#set + 1] = 'charged_gpu_mem_mb'; set[#set + 1] = job.charged_gpu_mem_mb
+  end
 end
 if rank == 0 then
   job.gang_deadline = now + tonumber(job.gang_timeout_ms or '60000')

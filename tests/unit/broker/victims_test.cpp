@@ -127,6 +127,32 @@ TEST(BudgetVictims, FreeJustEnoughBudgetLeastProgressLostFirst) {
   EXPECT_EQ(ids(*choice), (std::vector<std::string>{"fresh", "mid"}));
 }
 
+// A GPU-memory budget: the victims must give back enough memory, not only GPUs.
+TEST(BudgetVictims, AGpuMemoryBudgetFreesEnoughMemory) {
+  QueueBudget budget;
+  budget.max_gpu_mem_mb = 160000;
+  budget.gpu_mem_mb_in_use = 160000;
+  budget.gpus_in_use = 3;
+  budget.gpu_jobs = 3;
+  auto small = running("small", 0, 1, 10);  // a MIG slice: least progress lost, little memory
+  small.gpu_mem_mb = 10000;
+  auto big = running("big", 0, 1, 500);
+  big.gpu_mem_mb = 80000;
+  auto mid = running("mid", 0, 1, 100);
+  mid.gpu_mem_mb = 70000;
+  // A reserved job needing 80 GB: the slice alone frees too little; it and "mid" free 80 GB
+  // losing less progress than "big" alone.
+  auto choice = choose_budget_victims(1, 2, budget, {small, big, mid}, 80000);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"small", "mid"}));
+  // 10 GB fits once the slice leaves.
+  choice = choose_budget_victims(1, 2, budget, {small, big, mid}, 10000);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"small"}));
+  // Without the memory figure the GPU count is no obstacle: nothing to preempt.
+  EXPECT_FALSE(choose_budget_victims(1, 2, budget, {small, big, mid}));
+}
+
 TEST(BudgetVictims, NothingWhenTheBudgetAllowsOrJobLimitIsTheObstacle) {
   QueueBudget budget;
   budget.max_gpus = 8;

@@ -24,6 +24,10 @@ class FakeBroker : public BrokerApi {
   };
   std::deque<BrokerReply> fetch_replies;      // then: no jobs
   std::deque<BrokerReply> heartbeat_replies;  // then: {"state":"running"}
+  // ACK with fetch: the `fetch` part answered to an ACK/NACK that carries one (none left:
+  // the reply has no `fetch`, as from a broker without the extension).
+  std::deque<nlohmann::json> fetch_parts;
+  std::deque<BrokerReply> report_replies;  // scripted ACK/NACK replies, before fetch_parts
   std::vector<Call> calls;
 
   BrokerReply fetch(const nlohmann::json& body) override {
@@ -54,6 +58,12 @@ class FakeBroker : public BrokerApi {
  private:
   BrokerReply record(const char* what, const nlohmann::json& body) {
     calls.push_back({what, body.value("job_id", ""), body});
+    if (!report_replies.empty()) return next(report_replies, {});
+    if (body.contains("fetch") && !fetch_parts.empty()) {
+      nlohmann::json part = fetch_parts.front();
+      fetch_parts.pop_front();
+      return {200, {{"state", "completed"}, {"fetch", std::move(part)}}, ""};
+    }
     return {200, nlohmann::json::object(), ""};
   }
   static BrokerReply next(std::deque<BrokerReply>& replies, nlohmann::json fallback) {
@@ -444,6 +454,67 @@ TEST_F(AgentTest, MpsSharedDeviceRunsUpToMaxJobsWithTheirThreadShare) {
     share >> value;
     EXPECT_EQ(value, "50") << id;
   }
+}
+
+// The ACK of a finished job asks for the next one (ACK with fetch): the job it
+// hands back runs without a FETCH of its own.
+TEST_F(AgentTest, AckCarriesTheNextFetchAndItsJobRuns) {
+  config_.concurrency = 1;
+  broker_.fetch_replies.push_back(jobs_reply({job("j1", "ok")}));
+  broker_.fetch_parts.push_back({{"jobs", {job("j2", "ok")}}, {"state", "running"}});
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].job_id, "j1");
+  ASSERT_TRUE(reports[0].body.contains("fetch")) << reports[0].body.dump();
+  EXPECT_EQ(reports[0].body["fetch"]["count"], 1);
+  EXPECT_EQ(reports[0].body["fetch"]["worker_id"], "w-test");
+  EXPECT_EQ(reports[0].body["fetch"]["queues"], nlohmann::json({"default", "gpu"}));
+  EXPECT_EQ(reports[1].job_id, "j2");
+  EXPECT_EQ(reports[1].what, "ack");
+  // j1 came from a FETCH, j2 from j1's ACK; then j2's ACK found the queue empty (no
+  // `fetch` part: a FETCH of its own tells the --once agent the queue is drained).
+  std::vector<std::string> order;
+  for (const auto& c : broker_.calls)
+    if (c.what != "heartbeat") order.push_back(c.what + (c.job_id.empty() ? "" : ":" + c.job_id));
+  EXPECT_EQ(order, (std::vector<std::string>{"fetch", "ack:j1", "ack:j2", "fetch"}));
+}
+
+// A broker that refuses the fetch part for good (400) still gets the report, alone.
+TEST_F(AgentTest, AReportRefusedWithItsFetchIsSentAgainAlone) {
+  config_.concurrency = 1;
+  broker_.fetch_replies.push_back(jobs_reply({job("j1", "ok")}));
+  broker_.report_replies.push_back({400, {{"error", {{"code", "invalid_request"}, {"details", {{"field", "fetch.queues"}}}}}}, ""});
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].job_id, "j1");
+  EXPECT_TRUE(reports[0].body.contains("fetch"));
+  EXPECT_EQ(reports[1].job_id, "j1");
+  EXPECT_FALSE(reports[1].body.contains("fetch"));
+}
+
+// The fetch part failed (a draining broker): the ACK stands, fetching backs off.
+TEST_F(AgentTest, AFailedFetchPartBacksOffLikeAFailedFetch) {
+  config_.concurrency = 1;
+  options_.once = false;
+  options_.poll_interval = 0ms;  // an empty fetch part would be followed by a FETCH at once
+  broker_.fetch_replies.push_back(jobs_reply({job("j1", "ok")}));
+  broker_.fetch_parts.push_back({{"jobs", nlohmann::json::array()},
+                                 {"error", {{"code", "backend_unavailable"}, {"message", "draining"}, {"retryable", true}}}});
+  auto agent = make_agent();
+  const auto give_up = SteadyClock::now() + 10s;
+  while (broker_.reports().empty() && SteadyClock::now() < give_up) {
+    agent.turn(SteadyClock::now());
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(broker_.reports().size(), 1u);
+  const auto fetches = broker_.count("fetch");
+  agent.turn(SteadyClock::now());  // within the backoff: no FETCH at once
+  EXPECT_EQ(broker_.count("fetch"), fetches);
+  EXPECT_EQ(agent.active_jobs(), 0u);
 }
 
 }  // namespace
