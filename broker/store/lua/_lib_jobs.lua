@@ -76,8 +76,10 @@ end
 -- CANCEL of one job (cancel.lua, and a workflow's cancel for each of its jobs):
 -- any non-terminal state -> cancelled, its indexes and GPU budget released.
 -- c: {ready_prefix, heads, delayed, active, stats, events, ledger, tenant_ledger, finished_prefix,
---     on_hold (keys.hpp on_hold: a held job leaves it, so it counts in no depth)}
+--     on_hold (keys.hpp on_hold: a held job leaves it, so it counts in no depth),
+--     usage ([usage] usage_keys: a running job's resource-seconds are charged)}
 local function cancel_job(c, jk, job, now)
+  if job.state == 'active' then usage_ended(c.usage, jk, job, now) end
   release_budget({ledger = c.ledger, tenant_ledger = c.tenant_ledger}, jk, job)
   ready_remove(c.heads, c.ready_prefix .. job.class, job.class, job.id)
   redis.call('ZREM', c.delayed, job.id)
