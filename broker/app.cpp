@@ -5,6 +5,7 @@
 #include "broker/access_and_governance.hpp"
 #include "broker/admin/job_listing.hpp"
 #include "broker/admin/stats_history.hpp"
+#include "broker/admin/usage.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/preemption_api.hpp"
 #include "broker/background/maintenance.hpp"
@@ -168,7 +169,7 @@ void BrokerApp::start() {
   i.maintenance->add_step([c = i.cron.get()] { c->run_once(); });
   i.maintenance->add_step([w = i.workflows.get()] { w->run_once(); });  // batch callbacks left due
   // [admin] About once a minute: the finished index to each queue's retention, the
-  // stats rollup to the day kept.
+  // stats rollup to the day kept, [usage] the usage rollup to --usage-retention-hours.
   i.maintenance->add_step([jobs = i.jobs.get(), configs = i.governance->configs.get(), &config = i.config,
                            every = std::max<std::int64_t>(1, 60000 / std::max<std::int64_t>(1, i.config.maintenance_interval_ms)),
                            pass = std::int64_t{0}]() mutable {
@@ -177,6 +178,7 @@ void BrokerApp::start() {
       return admin::retention_for(configs->load(queue).retention, config);
     });
     admin::trim_stats_history(*jobs);
+    admin::trim_usage(*jobs, config.usage_retention_hours);
   });
   i.maintenance->start();
   spdlog::info("broker listening on {}://{}:{} (Redis {})", i.config.tls_cert.empty() ? "http" : "https", i.config.listen_address, i.server->port(),

@@ -26,6 +26,7 @@ struct BrokerConfig {
   // [admin] Finished jobs stay listable (admin job listing) this long and at most this
   // many per state and queue; a queue's configuration `retention` overrides either.
   std::int64_t finished_retention_ms = 7LL * 24 * 3600 * 1000;
+  std::int64_t usage_retention_hours = 90 * 24;  // [usage] the per-hour rollup of resource-seconds kept
   long long finished_max_jobs = 10000;
   double cordon_unhealthy_share = 1.0;            // a worker with this share of its devices unhealthy is set quiet
   std::int64_t locality_delay_ms = 5000;          // delay scheduling for model locality

@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
   cli.add_option("--visibility-timeout-ms", config.default_visibility_timeout_ms, "Default visibility timeout")->capture_default_str();
   cli.add_option("--maintenance-interval-ms", config.maintenance_interval_ms, "Promoter/reaper cadence")->capture_default_str();
   cli.add_option("--worker-dead-after-ms", config.worker_dead_after_ms, "Reclaim jobs of workers silent this long")->capture_default_str();
+  cli.add_option("--usage-retention-hours", config.usage_retention_hours,
+                 "Hours of the per-hour resource-usage rollup kept for GET /ojs/v1/admin/usage (the totals are kept forever)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{10LL * 366 * 24}));
   cli.add_option("--finished-retention-ms", config.finished_retention_ms, "Finished jobs stay listable by the admin API this long (a queue's retention overrides)")->capture_default_str()->check(CLI::Range(std::int64_t{60000}, std::int64_t{366LL * 24 * 3600 * 1000}));
   cli.add_option("--finished-max-jobs", config.finished_max_jobs, "Finished jobs listable per state and queue, the newest (a queue's retention.max_jobs overrides)")->capture_default_str()->check(CLI::Range(1LL, 10000000LL));
   cli.add_option("--cordon-unhealthy-share", config.cordon_unhealthy_share,

@@ -1,6 +1,8 @@
 #include "render.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <sstream>
 
 namespace ojsctl {
@@ -158,6 +160,26 @@ std::string render_jobs(const json& listing) {
     rows.push_back({field(j, "id"), field(j, "queue"), field(j, "type"), field(j, "state"), field(j, "attempt"),
                     field(j, "priority"), field(j, "gpus"), field(j, "tenant"), field(j, "worker_id")});
   return table({"ID", "QUEUE", "TYPE", "STATE", "ATTEMPT", "PRIORITY", "GPUS", "TENANT", "WORKER"}, rows);
+}
+
+// One row per tenant (queue, type, worker), resource-hours: easier to read than seconds.
+std::string render_usage(const json& usage) {
+  const std::string by = usage.value("by", "tenant");
+  std::vector<std::vector<std::string>> rows;
+  const auto hours = [](const json& row, const char* name) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", row.value(name, 0.0) / 3600);
+    return std::string(buf);
+  };
+  for (const auto& r : usage.value("rows", json::array())) {
+    const auto key = r.value(by, "");
+    rows.push_back({key.empty() ? "(none)" : key, hours(r, "gpu_seconds"), hours(r, "cpu_seconds"), hours(r, "memory_gb_seconds"),
+                    hours(r, "gpu_memory_gb_seconds")});
+  }
+  std::string upper = by;
+  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return "from " + usage.value("from", "") + " to " + usage.value("to", "") + "\n" +
+         table({upper, "GPU-HOURS", "CPU-HOURS", "MEMORY-GB-HOURS", "GPU-MEMORY-GB-HOURS"}, rows);
 }
 
 std::string render_job(const json& job) {

@@ -17,5 +17,6 @@ std::string render_reconciliation(const nlohmann::json& reconciliation);        
 std::string render_workers(const nlohmann::json& workers);                               // GET /admin/workers
 std::string render_jobs(const nlohmann::json& listing);                                  // GET .../jobs, /admin/jobs, /dead-letter
 std::string render_job(const nlohmann::json& job);                                       // one job envelope
+std::string render_usage(const nlohmann::json& usage);                                   // GET /admin/usage
 
 }  // namespace ojsctl

@@ -37,6 +37,10 @@ BrokerQueue::BrokerQueue(const BrokerQueueOptions& options) : impl_(std::make_un
   // The queue configuration through the broker's own store: claim.lua reads what an admin PUT writes.
   impl_->config.policy = options.policy;
   impl_->config.tenant_fairness.weights = options.tenant_weights;
+  // [usage] Decayed use is measured with Redis TIME, which is this process's real
+  // time, not the simulated clock: the fair order here weighs what is held now only
+  // (half-life 0), the part of the measure a simulation can reproduce.
+  impl_->config.tenant_fairness.half_life_seconds = 0;
   broker::QueueConfigStore config_store(*impl_->pool);
   broker::governance::QueueConfigs(config_store).save(kQueue, impl_->config, std::nullopt);
 }

@@ -719,7 +719,7 @@ class Simulation {
       for (std::size_t wi = 0; wi < workers_.size(); ++wi) {
         auto& w = workers_[wi];
         if (w.reservation.job >= 0 || !fits_static(static_cast<int>(c), w)) continue;
-        broker::BackfillCandidate candidate{&w.caps, {}};
+        broker::BackfillCandidate candidate{&w.caps, {}, {}};
         for (const auto& [id, r] : w.running) {
           broker::RunningJob rj;
           rj.job_id = std::to_string(id);

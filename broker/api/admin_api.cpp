@@ -9,6 +9,7 @@
 #include "broker/admin/dead_letter.hpp"
 #include "broker/admin/job_listing.hpp"
 #include "broker/admin/stats_history.hpp"
+#include "broker/admin/usage.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/governance/queue_configs.hpp"
@@ -149,6 +150,20 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     if (since > until) throw invalid_field("since", "must not be after until");
     const auto queues = only.empty() ? ctx.queues.names() : std::vector<std::string>{only};
     return json_reply(200, admin::stats_history(ctx.jobs, queues, period, since, until));
+  });
+
+  // [usage] Resource-seconds from the per-hour rollup (issue #32): from/to RFC 3339
+  // (default: the last 24 hours), by tenant | queue | type | worker, queue to narrow.
+  router.add("GET", "/ojs/v1/admin/usage", [&ctx](const HttpRequest& r) {
+    const auto by = r.query_or("by", "tenant");
+    if (!admin::is_usage_grouping(by)) throw invalid_field("by", admin::kUsageGroupingRule);
+    const auto only = r.query_or("queue", "");
+    if (!only.empty() && !is_valid_queue_name(only)) throw invalid_field("queue", "must match ^[a-z0-9][a-z0-9.-]*$");
+    const auto to = time_query(r, "to").value_or(now_ms());
+    const auto from = time_query(r, "from").value_or(to - 24 * 3600 * 1000LL);
+    if (from > to) throw invalid_field("from", "must not be after to");
+    const auto queues = only.empty() ? ctx.queues.names() : std::vector<std::string>{only};
+    return json_reply(200, admin::usage_report(ctx.jobs, queues, by, from, to));
   });
 
   // ojs-admin-api.md §9.4: only a worker past its heartbeat deadline; its jobs are

@@ -1,6 +1,7 @@
 #include "broker/governance/queue_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 #include "broker/governance/queue_config_schema.hpp"
@@ -170,6 +171,7 @@ void load_policy(const StoredQueueConfig& s, QueueConfig& c) {
 void parse_fairness(const json& f, QueueConfig& c) {
   TenantFairness out;
   if (f.contains("default_weight")) out.default_weight = f["default_weight"].get<double>();
+  if (f.contains("half_life_seconds")) out.half_life_seconds = f["half_life_seconds"].get<double>();
   if (f.contains("weights"))
     for (auto it = f["weights"].begin(); it != f["weights"].end(); ++it) {
       std::string tenant = it.key();
@@ -183,6 +185,7 @@ json render_fairness(const QueueConfig& c) {
   json out = json::object();
   if (!c.tenant_fairness.weights.empty()) out["weights"] = c.tenant_fairness.weights;
   if (c.tenant_fairness.default_weight != 1) out["default_weight"] = c.tenant_fairness.default_weight;
+  put(out, "half_life_seconds", c.tenant_fairness.half_life_seconds);
   return out;
 }
 
@@ -190,6 +193,8 @@ json render_fairness(const QueueConfig& c) {
 void store_fairness(const QueueConfig& c, QueueConfigWrite& w) {
   if (!c.tenant_fairness.empty()) w.fields.emplace_back("tenant_fairness", render_fairness(c).dump());
   if (c.policy == QueuePolicy::fair) w.fields.emplace_back("fair_tenants", fairness_for_claim(c.tenant_fairness).dump());
+  if (const auto& h = c.tenant_fairness.half_life_seconds)  // [usage] kept under every policy: the use decays anyway
+    w.fields.emplace_back("usage_half_life_ms", std::to_string(std::llround(*h * 1000)));
 }
 
 json backfill_to_json(const BackfillSettings& b) {
@@ -229,7 +234,7 @@ const std::vector<QueueConfigField>& queue_config_fields() {
        {"rate_limit", "rate_concurrency", "rate_limit_starts", "rate_period_ms"}, store_rate_limit},
       {"policy", [](const json& p, QueueConfig& c) { c.policy = parse_policy(p.get<std::string>()).value_or(QueuePolicy::priority); },
        [](const QueueConfig& c) { return json(policy_name(c.policy)); }, {"policy"}, store_policy, load_policy},
-      {"tenant_fairness", parse_fairness, render_fairness, {"tenant_fairness", "fair_tenants"}, store_fairness},
+      {"tenant_fairness", parse_fairness, render_fairness, {"tenant_fairness", "fair_tenants", "usage_half_life_ms"}, store_fairness},
       {"backfill", [](const json& b, QueueConfig& c) { c.backfill = parse_backfill(b); },  // [backfill]
        [](const QueueConfig& c) { return backfill_to_json(c.backfill); }, {"backfill"}},
       // [admin] ojs-admin-api.md §6.6: the spec's place for rate_limit.concurrency, after

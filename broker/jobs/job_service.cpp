@@ -212,6 +212,11 @@ PreparedJob JobService::prepare(const json& body, bool cached_config) {
       {"gpus", std::to_string(cls.requirements.gpu_count())},
   };
   if (!tenant.empty()) fields.emplace_back("tenant", tenant);
+  // [usage] What the job's CPU-seconds and memory-GB-seconds are counted from
+  // (_lib_accounting.lua usage_amounts): no cpu_cores field counts one core.
+  const auto& hard = cls.requirements.hard;
+  if (hard.cpu_cores) fields.emplace_back("cpus", std::to_string(*hard.cpu_cores));
+  if (hard.memory_gb) fields.emplace_back("mem_mb", std::to_string(ml::gpu_memory_mb(*hard.memory_gb)));
   // [fairshare] Under a policy other than priority the ready-set score has its own
   // base (priority_score.hpp); rank_base stays the priority band preemption reads.
   if (order.policy != QueuePolicy::priority)

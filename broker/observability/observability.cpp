@@ -2,9 +2,27 @@
 
 #include <chrono>
 
+#include "broker/store/usage_resources.hpp"
+#include "broker/store/usage_store.hpp"
 #include "ojs/core/error.hpp"
 
 namespace ojs::broker::obs {
+
+namespace {
+
+// [usage] Resource-seconds that ended attempts used, from each queue's totals
+// (never decayed, never trimmed: a counter), by queue, tenant ("" = none) and resource.
+void render_usage_metrics(JobStore& store, Exposition& out) {
+  out.family("ojs_resource_seconds_total", "counter",
+             "Resource-seconds used by ended attempts, by queue, tenant and resource (gpu, cpu, memory_gb, gpu_memory_gb)");
+  for (const auto& t : store.usage().totals(store.queues()))
+    for (const auto& r : kUsageResources)
+      if (t.resource == r.name)
+        out.sample("ojs_resource_seconds_total", {{"queue", t.queue}, {"tenant", t.tenant}, {"resource", r.reported}},
+                   static_cast<double>(t.microseconds) / r.per_unit);
+}
+
+}  // namespace
 
 std::string Observability::metrics() {
   Exposition out;
@@ -12,6 +30,7 @@ std::string Observability::metrics() {
   bool redis_up = true;
   try {
     render_cluster_metrics(overview(), out);
+    render_usage_metrics(sources_.store, out);
   } catch (const BackendUnavailable&) {
     redis_up = false;
   }

@@ -21,10 +21,10 @@ std::optional<std::int64_t> declared_end(std::int64_t started_ms, std::optional<
 
 std::optional<std::int64_t> earliest_start(const ml::Requirements& req, const ml::Capabilities& caps,
                                            const std::vector<RunningJob>& running, std::int64_t now,
-                                           const ml::AssignmentOptions& assignment) {
+                                           const ml::AssignmentOptions& assignment, const std::vector<int>& drained) {
   if (!ml::fits_static(req, &caps)) return std::nullopt;
   std::set<std::string> gone;
-  if (ml::fits(req, &caps, load_without(running, gone), assignment)) return now;
+  if (ml::fits(req, &caps, load_without(running, gone, drained), assignment)) return now;
   std::vector<const RunningJob*> by_end;
   for (const auto& r : running) by_end.push_back(&r);
   // Jobs that declared no end never leave (as far as planning can tell): last.
@@ -35,7 +35,7 @@ std::optional<std::int64_t> earliest_start(const ml::Requirements& req, const ml
   for (const auto* r : by_end) {
     if (!r->declared_end_ms) return std::nullopt;
     gone.insert(r->job_id);
-    if (ml::fits(req, &caps, load_without(running, gone), assignment)) return std::max(now, *r->declared_end_ms);
+    if (ml::fits(req, &caps, load_without(running, gone, drained), assignment)) return std::max(now, *r->declared_end_ms);
   }
   return std::nullopt;
 }
@@ -48,7 +48,7 @@ BackfillPlan plan_backfill(const ml::Requirements& req, const std::vector<Backfi
                            const ml::AssignmentOptions& assignment) {
   BackfillPlan plan;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    const auto start = earliest_start(req, *candidates[i].caps, candidates[i].running, now, assignment);
+    const auto start = earliest_start(req, *candidates[i].caps, candidates[i].running, now, assignment, candidates[i].drained);
     if (!start) continue;
     if (*start <= now) return {true, static_cast<int>(i), now};
     if (plan.candidate < 0 || *start < plan.start_ms) {

@@ -31,9 +31,10 @@ std::optional<std::int64_t> declared_end(std::int64_t started_ms, std::optional<
 // When `req` would fit on this worker if the running jobs leave at their declared
 // ends: `now` when it fits already, nullopt when it needs a job that declared no end
 // (or never fits). Jobs leave in order of their ends.
+// `drained`: the worker's drained devices, never available.
 std::optional<std::int64_t> earliest_start(const ml::Requirements& req, const ml::Capabilities& caps,
                                            const std::vector<RunningJob>& running, std::int64_t now,
-                                           const ml::AssignmentOptions& assignment = {});
+                                           const ml::AssignmentOptions& assignment = {}, const std::vector<int>& drained = {});
 
 // The order in which waiting class heads get reservations: larger jobs first (the
 // ones the greedy claim starves; a small job gets the next GPU that frees anyway),
@@ -46,6 +47,7 @@ std::tuple<int, double, double> backfill_order(double score, int gpus);
 struct BackfillCandidate {
   const ml::Capabilities* caps = nullptr;
   std::vector<RunningJob> running;  // with declared_end_ms
+  std::vector<int> drained;         // devices an admin drained (per-GPU drain)
 };
 struct BackfillPlan {
   bool fits_now = false;     // some candidate can take the job as things stand: no reservation

@@ -71,7 +71,7 @@ int PreemptionController::reserve_for_backfill() {
       if (!job || now - job->get_int("enqueued_at").value_or(now) < backfill.after_s * 1000) continue;
       if (!live) {
         live = live_workers();
-        for (const auto& w : *live) running.push_back({&w.caps, running_on(w.info.id)});
+        for (const auto& w : *live) running.push_back({&w.caps, running_on(w.info.id), w.info.drained_devices});
       }
       std::vector<BackfillCandidate> candidates;
       std::vector<const LiveWorker*> workers;

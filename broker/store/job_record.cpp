@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "broker/store/priority_score.hpp"
+#include "broker/store/usage_resources.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/worker_load.hpp"
 
@@ -67,6 +68,9 @@ nlohmann::json JobRecord::envelope() const {
   if (has("held_by")) doc["held_by"] = get("held_by");  // [issue #33] hold.lua: who holds it
   if (has("replaced_by")) doc["replaced_by"] = get("replaced_by");  // a unique PUSH with on_conflict replace cancelled it
   if (auto n = get_int("preemption_count")) doc["preemption_count"] = *n;
+  // [usage] Its record of use, summed over its attempts: resource-microseconds, exact.
+  for (const auto& r : kUsageResources)
+    if (auto us = get_int(std::string("usage_") + r.name + "_us")) doc["usage"][std::string(r.name) + "_us"] = *us;
   return doc;
 }
 

@@ -15,6 +15,7 @@
 #include "broker/store/priority_score.hpp"
 #include "broker/store/progress_store.hpp"
 #include "broker/store/stats_history_store.hpp"
+#include "broker/store/usage_store.hpp"
 #include "broker/store/unique_store.hpp"
 #include "ojs/core/time.hpp"
 
@@ -71,6 +72,12 @@ std::vector<std::string> with_workflow_keys(std::vector<std::string> script_keys
   return script_keys;
 }
 
+// [usage] `script_keys` followed by the keys that charge an ended attempt's use.
+std::vector<std::string> with_usage_keys(std::vector<std::string> script_keys, const std::string& queue) {
+  for (auto& k : keys::usage_transition_keys(queue)) script_keys.push_back(std::move(k));
+  return script_keys;
+}
+
 // The ids a single script call extends or a single HMGET resolves: one call holds
 // Redis's one thread, so a 100k-id heartbeat is cut into slices that other
 // clients' commands interleave with.
@@ -121,6 +128,7 @@ CronStore JobStore::crons() { return CronStore(redis_); }
 ProgressStore JobStore::progress() { return ProgressStore(redis_); }
 JobIndexStore JobStore::index() { return JobIndexStore(redis_); }
 StatsHistoryStore JobStore::stats_history() { return StatsHistoryStore(redis_); }
+UsageStore JobStore::usage() { return UsageStore(redis_); }
 
 Transition JobStore::transition_from(const RedisValue& reply) {
   Transition t;
@@ -221,7 +229,7 @@ Transition JobStore::push(const BatchJob& job, const PushInOneTrip& single) {
                                                    {keys::job(q, job.id), keys::classes(q), keys::classes_version(q),
                                                     keys::ready(q, job.class_id), keys::delayed(q), keys::seq(q), keys::events(q),
                                                     keys::escalations(q), keys::reservation_waits(q), keys::class_heads(q),
-                                                    keys::config(q), keys::ready_prefix(q)},
+                                                    keys::config(q), keys::ready_prefix(q), keys::on_hold(q)},
                                                    args));
   if (t.status != TransitionStatus::ok) return t;
   // The script replies with what it decided (state, timestamps); the rest of the
@@ -298,6 +306,7 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
                                       keys::held(queue, worker_id)};
   claim_keys = with_workflow_keys(std::move(claim_keys), queue);  // [workflows] an expired step ends it
   claim_keys.push_back(keys::finished_prefix(queue));             // [admin] 28: an expired job is finished
+  claim_keys.push_back(keys::usage(queue));                       // [usage] 29: the fair order's use per tenant
   // One line per eligible class, parsed by claim.lua only for the classes it looks at.
   std::string lines;
   double max_bonus = eligible.empty() ? 0 : eligible.front().bonus;
@@ -328,11 +337,13 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
 
 Transition JobStore::ack(const std::string& queue, const std::string& id, const std::string& result_json,
                          const std::string& worker_id) {
+  auto after = with_usage_keys({keys::finished_prefix(queue)}, queue);
+  after.push_back(keys::run_times_prefix(queue));  // [estimate] 24
   Transition t = transition_from(redis_.eval("ack",
                                              with_workflow_keys({keys::job(queue, id), keys::active(queue), keys::stats(queue),
                                                                  keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
                                                                  keys::held_prefix(queue)},
-                                                                queue, {keys::finished_prefix(queue), keys::run_times_prefix(queue)}),
+                                                                queue, after),
                                              {result_json, worker_id}));
   if (t.status == TransitionStatus::ok) hints().forget_claimed(redis_.endpoint().describe() + '|' + id);
   return t;
@@ -348,7 +359,7 @@ Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome,
                                                          keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
                                                          keys::preempting(queue), keys::ready(queue, snapshot.get("class")),
                                                          keys::seq(queue), keys::held_prefix(queue)},
-                                                        queue, {keys::finished_prefix(queue)}),
+                                                        queue, with_usage_keys({keys::finished_prefix(queue)}, queue)),
                                      {std::to_string(snapshot.attempt()), outcome, std::to_string(due_ms), error_json,
                                       errors_json, require_expired ? "1" : "0", worker_id}));
   if (t.status == TransitionStatus::ok) hints().forget_claimed(redis_.endpoint().describe() + '|' + snapshot.id());
@@ -360,7 +371,7 @@ Transition JobStore::cancel(const std::string& queue, const std::string& id) {
                                      with_workflow_keys({keys::job(queue, id), keys::ready_prefix(queue), keys::delayed(queue),
                                                          keys::active(queue), keys::stats(queue), keys::events(queue),
                                                          keys::ledger(queue), keys::tenant_ledger(queue)},
-                                                        queue, {keys::finished_prefix(queue), keys::on_hold(queue)}),
+                                                        queue, with_usage_keys({keys::finished_prefix(queue), keys::on_hold(queue)}, queue)),
                                      {}));
 }
 
@@ -542,7 +553,8 @@ bool JobStore::delete_queue_if_empty(const std::string& queue) {
                                     keys::escalations(queue), keys::reservation_waits(queue), keys::class_heads(queue),
                                     keys::rate_window(queue), keys::expiring(queue), keys::finished(queue, "completed"),
                                     keys::finished(queue, "discarded"), keys::finished(queue, "cancelled"),
-                                    keys::on_hold(queue)};
+                                    keys::on_hold(queue), keys::usage(queue), keys::usage_totals(queue),
+                                    keys::usage_hours(queue)};
   // Out of the directory first: a PUSH racing the delete re-adds it (reserve_id) and
   // then the script sees its job and refuses.
   redis_.command({"HDEL", keys::queue_directory, queue});
@@ -566,6 +578,7 @@ std::map<std::string, long long> JobStore::queue_counts(const std::string& queue
   for (const auto& [id, _] : classes.classes) cmds.push_back({"ZCARD", keys::ready(queue, id)});
   cmds.push_back({"ZCARD", keys::active(queue)});
   cmds.push_back({"ZCARD", keys::dead(queue)});
+  cmds.push_back({"ZCARD", keys::on_hold(queue)});  // held jobs (state pending)
   // The named counters only: the stats hash also holds the per-minute rollup (m<minute>:<what>).
   static const char* const kCounters[] = {"completed", "discarded", "cancelled", "preempted"};
   std::vector<std::string> hmget{"HMGET", keys::stats(queue)};
@@ -579,6 +592,7 @@ std::map<std::string, long long> JobStore::queue_counts(const std::string& queue
   counts["available"] = available;
   counts["active"] = replies[i++].integer;
   counts["dead_letter"] = replies[i++].integer;
+  counts["pending"] = replies[i++].integer;
   const auto& stats = replies[i].elements;
   for (std::size_t s = 0; s < std::size(kCounters); ++s) {
     const bool set = s < stats.size() && !stats[s].is_nil();

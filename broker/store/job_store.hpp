@@ -20,6 +20,7 @@ class CronStore;
 class ProgressStore;
 class JobIndexStore;
 class StatsHistoryStore;
+class UsageStore;
 
 struct EligibleClass {
   std::string id;
@@ -264,6 +265,7 @@ class JobStore {
   ProgressStore progress();
   JobIndexStore index();
   StatsHistoryStore stats_history();
+  UsageStore usage();  // [usage]
 
   // A transition script's reply: {status, job fields | detail}.
   static Transition transition_from(const RedisValue& reply);

@@ -50,6 +50,7 @@ BatchOutcome JobStore::push_batch_of_queue(const std::vector<BatchJob>& jobs) {
   }
   keys.push_back(keys::ready_prefix(jobs.front().queue));  // [backpressure] the queue's depth and bound
   keys.push_back(keys::config(jobs.front().queue));
+  keys.push_back(keys::on_hold(jobs.front().queue));  // [backpressure] held jobs count in the depth
   std::vector<std::vector<std::string>> expiring;  // ahead of the script, as for a single PUSH
   for (const auto& j : jobs)
     if (auto entry = expiring_entry(j)) expiring.push_back(std::move(*entry));

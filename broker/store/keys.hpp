@@ -52,6 +52,14 @@ inline std::string config(const std::string& queue) { return queue_prefix(queue)
 inline std::string ledger(const std::string& queue) { return queue_prefix(queue) + "ledger"; }    // hash: GPUs in use
 inline std::string tenant_quotas(const std::string& queue) { return queue_prefix(queue) + "tenant-quotas"; }  // tenant -> max GPUs
 inline std::string tenant_ledger(const std::string& queue) { return queue_prefix(queue) + "tenant-ledger"; }  // tenant -> GPUs in use
+// [usage] Resource accounting (_lib_accounting.lua): the decayed use per tenant the
+// `fair` order weighs (tenant -> 'at u...', tenant|run -> 'n...'), the totals (tenant
+// TAB resource -> resource-microseconds, never decayed) and the per-hour rollup (hour
+// since the epoch TAB tenant TAB type TAB worker TAB resource -> resource-microseconds,
+// trimmed to --usage-retention-hours).
+inline std::string usage(const std::string& queue) { return queue_prefix(queue) + "usage"; }
+inline std::string usage_totals(const std::string& queue) { return queue_prefix(queue) + "usage-totals"; }
+inline std::string usage_hours(const std::string& queue) { return queue_prefix(queue) + "usage-hours"; }
 inline std::string rate_window(const std::string& queue) { return queue_prefix(queue) + "rate-window"; }  // starts (ms) in the rate period
 inline std::string diagnosis(const std::string& queue, const std::string& cls) { return queue_prefix(queue) + "diag:" + cls; }
 inline std::string preempting(const std::string& queue) { return queue_prefix(queue) + "preempting"; }    // zset id -> deadline
@@ -85,6 +93,12 @@ inline std::vector<std::string> workflow_transition_keys(const std::string& queu
   return {workflow_prefix(queue), job_prefix(queue),  ready_prefix(queue),      seq(queue),
           delayed(queue),         classes(queue),     classes_version(queue),   escalations(queue),
           reservation_waits(queue), workflow_dispatch(queue), class_heads(queue)};
+}
+
+// [usage] The keys an end of a running attempt (ack, fail, cancel) declares to
+// charge its resource-seconds, in the order _lib_accounting.lua's usage_keys reads them.
+inline std::vector<std::string> usage_transition_keys(const std::string& queue) {
+  return {usage(queue), usage_totals(queue), usage_hours(queue), config(queue)};
 }
 
 // ---- global: one slot of their own, the hash tag {_global} ----

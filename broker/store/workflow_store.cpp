@@ -88,12 +88,12 @@ std::optional<WorkflowRecord> WorkflowStore::get(const std::string& id) {
 }
 
 Transition WorkflowStore::cancel(const std::string& queue, const std::string& id) {
-  return JobStore::transition_from(jobs_.redis().eval(
-      "workflow_cancel",
-      {keys::workflow(queue, id), keys::job_prefix(queue), keys::ready_prefix(queue), keys::delayed(queue),
-       keys::active(queue), keys::stats(queue), keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
-       keys::workflow_dispatch(queue), keys::class_heads(queue), keys::finished_prefix(queue)},
-      {id}));
+  std::vector<std::string> script_keys{keys::workflow(queue, id), keys::job_prefix(queue), keys::ready_prefix(queue),
+                                       keys::delayed(queue), keys::active(queue), keys::stats(queue), keys::events(queue),
+                                       keys::ledger(queue), keys::tenant_ledger(queue), keys::workflow_dispatch(queue),
+                                       keys::class_heads(queue), keys::finished_prefix(queue), keys::on_hold(queue)};
+  for (auto& k : keys::usage_transition_keys(queue)) script_keys.push_back(std::move(k));  // [usage] a running job's use
+  return JobStore::transition_from(jobs_.redis().eval("workflow_cancel", script_keys, {id}));
 }
 
 void WorkflowStore::dispatch_due(const std::string& queue, const std::string& id) {

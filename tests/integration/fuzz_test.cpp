@@ -288,6 +288,7 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"GET", "/ojs/v1/admin/jobs/" + id, {id}, {}, "GET /ojs/v1/admin/jobs/{id}"},
       {"POST", "/ojs/v1/admin/jobs/" + dead + "/retry", {dead}, {}, "POST /ojs/v1/admin/jobs/{id}/retry"},
       {"GET", "/ojs/v1/admin/stats", {}, {}, "GET /ojs/v1/admin/stats"},
+      {"GET", "/ojs/v1/admin/usage", {}, {"from", "to", "by", "queue"}, "GET /ojs/v1/admin/usage"},
       {"GET", "/ojs/v1/admin/dead-letter", {}, {"queue", "limit", "offset"}, "GET /ojs/v1/admin/dead-letter"},
       {"GET", "/ojs/v1/admin/workers", {}, {}, "GET /ojs/v1/admin/workers"},
       {"POST", "/ojs/v1/admin/workers/fuzz-w/quiet", {"fuzz-w"}, {}, "POST /ojs/v1/admin/workers/{id}/quiet"},

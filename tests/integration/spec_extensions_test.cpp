@@ -204,6 +204,24 @@ TEST_F(SpecExtensions, SigtermLetsTheRequestInFlightFinish) {
 
 // ---- Backpressure (ojs-backpressure.md) ----
 
+// A held job is still in the queue (state pending): holding one makes no room, for
+// a single PUSH nor for a batch.
+TEST_F(SpecExtensions, HeldJobsCountInTheDepth) {
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/queues/bp-hold/config", bounded(2)).status, 200);
+  const auto a = api.push(job_in("bp-hold"));
+  api.push(job_in("bp-hold"));
+  ASSERT_EQ(api.post("/ojs/v1/jobs/" + a + "/hold", json::object()).status, 200);
+  const auto full = raw(broker.url(), "POST", "/ojs/v1/jobs", job_in("bp-hold").dump());
+  EXPECT_EQ(full.status, 429) << full.body;
+  EXPECT_EQ(header(full, "x-ojs-queue-depth"), "2");
+  EXPECT_EQ(api.post("/ojs/v1/jobs/batch", {{"jobs", {job_in("bp-hold")}}}).status, 429);
+  // Cancelling the held job makes room.
+  ASSERT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + a).status, 200);
+  EXPECT_EQ(raw(broker.url(), "POST", "/ojs/v1/jobs", job_in("bp-hold").dump()).status, 201);
+}
+
 TEST_F(SpecExtensions, BoundedQueueRejectsWithQueueFullAndHeaders) {
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};

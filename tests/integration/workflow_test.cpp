@@ -294,3 +294,16 @@ TEST_F(Workflows, CallbacksLeftDueByAStoppedBrokerAreEnqueuedOnce) {
   EXPECT_EQ(redis_cli(redis, {"ZCARD", "ojs:{wf-due}:workflow-dispatch"}), "0");
   EXPECT_EQ(api.fetch({"wf-due-cb"}, "w", 10).size(), 1u);
 }
+
+// A held job of a cancelled workflow leaves the queue's on-hold set with it: the
+// queue counts no pending job afterwards (its stats and its backpressure depth).
+TEST_F(Workflows, CancellingAWorkflowReleasesItsHeldJobFromTheOnHoldSet) {
+  auto group = create({{"type", "group"}, {"jobs", {step("h.g1", "wf-held"), step("h.g2", "wf-held")}}});
+  const std::string held = group["jobs"][0]["job_id"];
+  ASSERT_EQ(api.post("/ojs/v1/jobs/" + held + "/hold", json::object()).status, 200);
+  EXPECT_EQ(api.get("/ojs/v1/queues/wf-held/stats").body["stats"]["pending"], 1);
+  ASSERT_EQ(api.call("DELETE", "/ojs/v1/workflows/" + group["id"].get<std::string>()).status, 200);
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + held).body["job"]["state"], "cancelled");
+  EXPECT_EQ(api.get("/ojs/v1/queues/wf-held/stats").body["stats"]["pending"], 0);
+  EXPECT_EQ(redis_cli(redis, {"ZCARD", "ojs:{wf-held}:on-hold"}), "0");
+}

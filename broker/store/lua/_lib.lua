@@ -172,10 +172,11 @@ local function ready_remove(heads, ready_key, class, id)
 end
 
 -- [backpressure] ojs-backpressure.md §3: a queue's depth is its non-terminal jobs
--- waiting to run (available + scheduled + retryable): every non-empty ready set (one
--- per class, found through the class heads) and the delayed zset.
-local function queue_depth(heads, ready_prefix, delayed)
-  local depth = redis.call('ZCARD', delayed)
+-- waiting to run (available + scheduled + retryable + pending): every non-empty ready
+-- set (one per class, found through the class heads), the delayed zset and the
+-- on-hold set (held jobs: holding one makes no room for more).
+local function queue_depth(heads, ready_prefix, delayed, on_hold)
+  local depth = redis.call('ZCARD', delayed) + redis.call('ZCARD', on_hold)
   for _, class in ipairs(redis.call('ZRANGE', heads, '0', '-1')) do
     depth = depth + redis.call('ZCARD', ready_prefix .. class)
   end
@@ -188,11 +189,11 @@ end
 -- under `reject` is recorded as a backpressure.rejected event (BP-004); a `block`
 -- PUSH tries again until its timeout, so its tries record none. b: {max_depth, overflow}
 -- when the caller read them with its own config read (push.lua), else read here.
-local function over_depth_bound(config, heads, ready_prefix, delayed, events, job, adding, b)
+local function over_depth_bound(config, heads, ready_prefix, delayed, on_hold, events, job, adding, b)
   b = b or redis.call('HMGET', config, 'max_depth', 'overflow')
   local bound = tonumber(b[1] or '0')
   if bound <= 0 then return nil end
-  local depth = queue_depth(heads, ready_prefix, delayed)
+  local depth = queue_depth(heads, ready_prefix, delayed, on_hold)
   if depth + adding <= bound then return nil end
   local strategy = b[2] or 'reject'
   if strategy == 'reject' then

@@ -1,11 +1,14 @@
 -- [fairshare] Tenant fair share for claim.lua under the queue policy `fair`
--- (docs/matching.md#fair-share). Measure: weighted DRF with the GPU as the one
--- resource, i.e. a tenant's share = GPUs it holds now (tenant ledger) / its weight;
--- the claim serves the tenant with the lowest share first.
+-- (docs/matching.md#fair-share). Measure: of the queue's dominant resource (GPUs, or
+-- CPU cores in a queue without GPU jobs), use over time plus what is held now
+-- ([usage] _lib_accounting.lua usage_share: a tenant's fraction of the queue's
+-- decayed resource-seconds plus its fraction of what the queue holds now), divided
+-- by its weight; the claim serves the tenant with the lowest share first.
 -- PUSH scored a fair job score_pack(fair_tenants.base + tenant slot, seq), so each
 -- tenant's oldest job in a ready set is one ZRANGEBYSCORE over its slot's band.
 -- Keys: the config hash (field fair_tenants, written by the broker from the queue
--- config) and t = {tenant_quotas, tenant_ledger, job_prefix}, all declared by claim.
+-- config) and t = {tenant_quotas, tenant_ledger, job_prefix, usage, now, half_life},
+-- all declared by claim.
 
 local function fair_config(config_key)  -- read once per call
   if per_call.fair_config == nil then
@@ -15,11 +18,47 @@ local function fair_config(config_key)  -- read once per call
   return per_call.fair_config
 end
 
-local function fair_share(fc, tenant_ledger, tenant)
+-- [usage] The tenants' use (usage_view), read once per call and kept current by
+-- fair_started: one HMGET of the queue's and every named tenant's fields (in slices
+-- of 1000 fields: unpack's bound); a tenant without a weight is read when first met.
+local function fair_usage(fc, t, tenant)
+  local views = per_call.fair_usage
+  if not views then
+    views = {}
+    local names = {'*'}
+    for name in pairs(fc.tenants) do names[#names + 1] = name end
+    for first = 1, #names, 500 do
+      local fields = {}
+      for i = first, math.min(#names, first + 499) do fields[#fields + 1] = names[i]; fields[#fields + 1] = names[i] .. '|run' end
+      local v = redis.call('HMGET', t.usage, unpack(fields))
+      for i = 1, #fields, 2 do views[fields[i]] = usage_view(v[i], v[i + 1], t.now, t.half_life) end
+    end
+    per_call.fair_usage = views
+  end
+  if not views[tenant] then
+    local v = redis.call('HMGET', t.usage, tenant, tenant .. '|run')
+    views[tenant] = usage_view(v[1], v[2], t.now, t.half_life)
+  end
+  return views[tenant], views['*']
+end
+
+local function fair_share(fc, t, tenant)
   if not tenant or tenant == '' then return 0 end  -- a job without a tenant is not shared
   local entry = fc.tenants[tenant]
   local weight = entry and tonumber(entry[2]) or tonumber(fc.default_weight)
-  return tonumber(redis.call('HGET', tenant_ledger, tenant) or '0') / weight
+  return usage_share(fair_usage(fc, t, tenant)) / weight
+end
+
+-- A claimed job's amounts join its tenant's held use (usage_started) and the
+-- views this call compares.
+local function fair_started(fc, t, job, amounts, set)
+  local tenant = usage_started(t.usage, job, amounts, set)
+  local views = per_call.fair_usage
+  if not views then return end
+  for _, name in ipairs({tenant, '*'}) do
+    local v = views[name]
+    if v then for i = 1, 4 do v.held[i] = v.held[i] + amounts[i] end end
+  end
 end
 
 -- The job a `fair` claim takes from one ready set, as {id, score, share, seq}, or
@@ -46,7 +85,7 @@ local function fair_head(fc, t, ready_key, gpus)
       if over then
         first_block = first_block or over
       else
-        local share, seq = fair_share(fc, t.tenant_ledger, tenant), tonumber(r[2]) - low
+        local share, seq = fair_share(fc, t, tenant), tonumber(r[2]) - low
         if not best or share < best[3] or (share == best[3] and seq < best[4]) then best = {r[1], r[2], share, seq} end
       end
     end

@@ -76,13 +76,15 @@ end
 -- CANCEL of one job (cancel.lua, and a workflow's cancel for each of its jobs):
 -- any non-terminal state -> cancelled, its indexes and GPU budget released.
 -- c: {ready_prefix, heads, delayed, active, stats, events, ledger, tenant_ledger, finished_prefix,
---     on_hold (a held job: keys.hpp on_hold; nil: a held job's entry is left, on-hold readers check the state)}
+--     on_hold (keys.hpp on_hold: a held job leaves it, so it counts in no depth),
+--     usage ([usage] usage_keys: a running job's resource-seconds are charged)}
 local function cancel_job(c, jk, job, now)
+  if job.state == 'active' then usage_ended(c.usage, jk, job, now) end
   release_budget({ledger = c.ledger, tenant_ledger = c.tenant_ledger}, jk, job)
   ready_remove(c.heads, c.ready_prefix .. job.class, job.class, job.id)
   redis.call('ZREM', c.delayed, job.id)
   redis.call('ZREM', c.active, job.id)
-  if c.on_hold then redis.call('ZREM', c.on_hold, job.id) end
+  redis.call('ZREM', c.on_hold, job.id)
   job.state, job.cancelled_at = 'cancelled', now
   job.visibility_deadline, job.execution_deadline, job.next_attempt_at = nil, nil, nil
   redis.call('HSET', jk, 'state', 'cancelled', 'cancelled_at', now)

@@ -1,7 +1,8 @@
 -- CANCEL: any non-terminal state -> cancelled.
--- KEYS (21): 1 job hash, 2 ready prefix (+ the job's class), 3 delayed, 4 active, 5 stats,
+-- KEYS (25): 1 job hash, 2 ready prefix (+ the job's class), 3 delayed, 4 active, 5 stats,
 --           6 events, 7 ledger, 8 tenant ledger, 9-19 workflow keys (_lib_workflows.lua; 19 the class heads),
---           20 finished prefix (keys.hpp finished_prefix), 21 [issue #33] the on-hold set (keys.hpp on_hold)
+--           20 finished prefix (keys.hpp finished_prefix), 21 [issue #33] the on-hold set (keys.hpp on_hold),
+--           22-25 [usage] usage keys (_lib_accounting.lua usage_keys)
 -- ARGV: (none)
 -- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
 local jk = KEYS[1]
@@ -10,6 +11,7 @@ if not job then return {'not_found'} end
 if is_terminal(job.state) then return {'conflict', job.state} end
 local now = now_ms()
 cancel_job({ready_prefix = KEYS[2], heads = KEYS[19], delayed = KEYS[3], active = KEYS[4], stats = KEYS[5], events = KEYS[6],
-            ledger = KEYS[7], tenant_ledger = KEYS[8], finished_prefix = KEYS[20], on_hold = KEYS[21]}, jk, job, now)
+            ledger = KEYS[7], tenant_ledger = KEYS[8], finished_prefix = KEYS[20], on_hold = KEYS[21],
+            usage = usage_keys(KEYS, 22)}, jk, job, now)
 workflow_job_ended(workflow_keys(KEYS, 9, KEYS[6]), job, 'cancelled', now)  -- [workflows]
 return {'ok', flat_job(job)}

@@ -1,13 +1,13 @@
 -- FETCH: atomically claim up to `count` jobs of the eligible requirement classes.
 -- A job past its expires_at when it would be delivered is discarded instead
 -- (OJS core; at most 100 per call) and the next best is taken.
--- KEYS (28): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
+-- KEYS (29): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
 --   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
 --   13 stats, 14 rate window (zset: claim times in the rate period), 15 class heads,
 --   16 this worker's held set in the queue (keys.hpp held),
 --   17-27 workflow keys (_lib_workflows.lua: an expired step ends its workflow's step),
---   28 finished prefix (keys.hpp finished_prefix)
---   ([fairshare] config 7 also gives policy / fair_tenants; tenant ledger 10 the shares)
+--   28 finished prefix (keys.hpp finished_prefix), 29 [usage] the queue's usage hash (keys.hpp usage)
+--   ([fairshare] config 7 also gives policy / fair_tenants / usage_half_life_ms; usage 29 the shares)
 --   The ready set of a class is the ready prefix + the class id, a member of the
 --   declared class-heads index (keys.hpp).
 -- ARGV: 1 worker_id, 2 request_visibility_ms ('' = none), 3 default_visibility_ms, 4 count,
@@ -31,8 +31,8 @@ local current = state[2] or '0'
 if current ~= version then return {'stale', current} end
 local q = {delayed = KEYS[3], seq = KEYS[5], heads = KEYS[15], events = KEYS[6], job_prefix = KEYS[11], ready_prefix = KEYS[12]}
 local b = {config = KEYS[7], ledger = KEYS[8]}
-local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[11]}
 local now = now_ms()
+local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[11], usage = KEYS[29], now = now}
 -- [hotpath] numbers handed to redis.call are formatted with snprintf('%.17g') on
 -- every call: constant and repeated arguments go as strings, each formatted once.
 local now_s = int_s(now)
@@ -42,7 +42,7 @@ promote_due(q, now, 1000, function(jk, job) discard_expired(jk, job, KEYS[13], K
 local rate_limited = ''
 local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',
                      'max_total_gpus', 'max_concurrent_gpu_jobs', 'policy', 'tenant_quotas',
-                     'max_total_gpu_memory_mb')  -- [hotpath] budget limits, policy, quotas in one read
+                     'max_total_gpu_memory_mb', 'usage_half_life_ms')  -- [hotpath] budget limits, policy, quotas in one read
 b.limits = {rl[4], rl[5], rl[8]}
 -- queue_config.lua writes the config's tenant_quotas field with the tenant quota hash:
 -- without it there is no quota, and has_tenant_quotas needs no EXISTS of its own.
@@ -118,7 +118,8 @@ end
 -- [fairshare] Queue policy `fair`: each ready set offers its lowest-share tenant's
 -- oldest job and the classes compare by that share (_lib_fairshare.lua).
 local fair = nil
-if rl[6] == 'fair' then fair = fair_config(KEYS[7]) end
+if rl[6] == 'fair' then fair, t.half_life = fair_config(KEYS[7]), usage_half_life(rl[9]) end
+local started_us = int_s(usage_clock_us())  -- [usage] the start of each claimed attempt, for its resource-seconds
 
 local claimed, blocked = {}, {}
 -- A class kept from this claim, with its reason (the reply's budget-blocked list).
@@ -223,7 +224,7 @@ while #claimed < count do
   local timeout = tonumber(job.timeout_ms or '')
   job.attempt = int_s(tonumber(job.attempt or '0') + 1)
   job.state, job.started_at, job.worker_id = 'active', now_s, worker
-  local set = {'state', 'active', 'started_at', now_s, 'worker_id', worker, 'attempt', job.attempt}
+  local set = {'state', 'active', 'started_at', now_s, 'started_us', started_us, 'worker_id', worker, 'attempt', job.attempt}
   local del = {}
   if timeout and timeout > 0 then
     job.execution_deadline = int_s(now + timeout)
@@ -246,6 +247,7 @@ while #claimed < count do
     budget_charge(b, best_gpus, gpus_s, best_mem)
     if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', KEYS[10], job.tenant, gpus_s) end
   end
+  if fair then fair_started(fair, t, job, usage_amounts(job), set) end  -- [usage] its tenant's held use
   if best_devices ~= '' then
     job.ext_ml_assigned_devices = best_devices
     set[#set + 1] = 'ext_ml_assigned_devices'; set[#set + 1] = best_devices

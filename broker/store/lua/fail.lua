@@ -1,9 +1,9 @@
 -- NACK / reclaim: the broker decided the outcome from a snapshot; apply it if the
 -- job is still the attempt that snapshot saw (compare-and-set on attempt).
--- KEYS (24): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
+-- KEYS (28): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
 --            8 tenant ledger, 9 preempting, 10 ready set of the job's class, 11 seq,
 --            12 held prefix (keys.hpp held_prefix), 13-23 workflow keys (_lib_workflows.lua; 23 the class heads),
---            24 finished prefix (keys.hpp finished_prefix)
+--            24 finished prefix (keys.hpp finished_prefix), 25-28 [usage] usage keys (_lib_accounting.lua usage_keys)
 -- ARGV: expected_attempt, outcome (retry|discard|dead_letter|requeue|reclaim), due_ms (retry),
 --       error_json, errors_json, require_expired ('1' = only if the visibility deadline
 --       has passed: used by the reaper), worker_id ('' = any)
@@ -20,6 +20,7 @@ local now = now_ms()
 if require_expired == '1' and tonumber(job.visibility_deadline or '0') > now then return {'extended'} end
 redis.call('ZREM', KEYS[2], job.id)
 release_holder(KEYS[12], job)
+usage_ended(usage_keys(KEYS, 25), jk, job, now)  -- [usage] before the charge is released
 local charged = release_budget({ledger = KEYS[7], tenant_ledger = KEYS[8]}, jk, job, true)
 gang_reset(jk, job)  -- [gangs] one member's failure or release brings the whole gang down
 job.visibility_deadline, job.execution_deadline = nil, nil

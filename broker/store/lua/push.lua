@@ -1,8 +1,9 @@
 -- PUSH: store a new job and make it available (or scheduled), with its
 -- scheduling indexes, in one step: an accepted job is always complete.
--- KEYS (12): 1 job hash, 2 classes hash, 3 classes version, 4 ready set of the job's class,
+-- KEYS (13): 1 job hash, 2 classes hash, 3 classes version, 4 ready set of the job's class,
 --           5 delayed, 6 seq, 7 events, 8 escalations, 9 reservation waits, 10 class heads,
---           11 queue config hash, 12 ready prefix (+ class id: the queue's depth)
+--           11 queue config hash, 12 ready prefix (+ class id: the queue's depth),
+--           13 on-hold set (keys.hpp on_hold: held jobs count in the depth)
 -- ARGV: id, class, class_json, rank_base, scheduled_at_ms ('' = now),
 --       escalate_after_ms ('' = none), reservation_timeout_ms ('' = none),
 --       config version ('' = not checked), then field/value pairs
@@ -34,7 +35,7 @@ for i = 9, #ARGV, 2 do
   elseif f == 'tenant' then job.tenant = ARGV[i + 1]
   elseif f == 'order_base' then order_base = ARGV[i + 1] end  -- [fairshare] the queue policy's band
 end
-local depth, bound, strategy = over_depth_bound(KEYS[11], KEYS[10], KEYS[12], KEYS[5], KEYS[7], job, 1, {cfg[2], cfg[3]})  -- [backpressure]
+local depth, bound, strategy = over_depth_bound(KEYS[11], KEYS[10], KEYS[12], KEYS[5], KEYS[13], KEYS[7], job, 1, {cfg[2], cfg[3]})  -- [backpressure]
 if depth then return {'queue_full', depth .. ' ' .. bound .. ' ' .. strategy} end
 if redis.call('HSETNX', KEYS[2], class, class_json) == 1 then redis.call('INCR', KEYS[3]) end
 local state, at_field, at

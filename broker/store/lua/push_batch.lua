@@ -1,11 +1,12 @@
 -- Batch PUSH, the jobs of one queue: stores every one of them, or none, each with
 -- its scheduling indexes (JobStore::push_batch reserves the ids in the directory
 -- first and calls this once per queue).
--- KEYS (10n + 2): 10 keys per job j (base = 10*(j-1)):
+-- KEYS (10n + 3): 10 keys per job j (base = 10*(j-1)):
 --   base+1 job hash, base+2 ready set of the job's class, base+3 delayed zset,
 --   base+4 seq counter, base+5 events stream, base+6 classes hash, base+7 classes version,
 --   base+8 class heads, base+9 escalations, base+10 reservation waits;
---   then 10n+1 the queue's ready prefix (+ class id: its depth), 10n+2 its config hash
+--   then 10n+1 the queue's ready prefix (+ class id: its depth), 10n+2 its config hash,
+--   10n+3 its on-hold set (held jobs count in the depth)
 -- ARGV: 1 number of jobs; then per job: id, queue, class, class_json, rank_base,
 --       scheduled_at_ms ('' = now), escalate_after_ms ('' = none), reservation_timeout_ms
 --       ('' = none), n (field/value pair count), then n pairs
@@ -28,7 +29,7 @@ for _, job in ipairs(jobs) do
   if not id_is_free(KEYS[job.base + 1]) then return {'duplicate', job.id} end
 end
 -- [backpressure] ojs-backpressure.md §9.3: the whole batch fits under the bound, or none of it is stored.
-local depth, bound, strategy = over_depth_bound(KEYS[10 * n + 2], KEYS[8], KEYS[10 * n + 1], KEYS[3], KEYS[5], jobs[1], n)
+local depth, bound, strategy = over_depth_bound(KEYS[10 * n + 2], KEYS[8], KEYS[10 * n + 1], KEYS[3], KEYS[10 * n + 3], KEYS[5], jobs[1], n)
 if depth then return {'queue_full', depth .. ' ' .. bound .. ' ' .. strategy} end
 
 local now = now_ms()

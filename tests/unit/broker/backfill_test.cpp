@@ -51,12 +51,12 @@ TEST(Backfill, EarliestStartIsWhenEnoughDeclaredEndsHavePassed) {
 
 TEST(Backfill, PlanPicksTheSoonestWorkerOrNoneWhenItFitsNow) {
   const auto eight = gpus(8);
-  std::vector<BackfillCandidate> candidates{{&eight, {running("a", 8, 70000)}}, {&eight, {running("b", 8, 30000)}}};
+  std::vector<BackfillCandidate> candidates{{&eight, {running("a", 8, 70000)}, {}}, {&eight, {running("b", 8, 30000)}, {}}};
   auto plan = plan_backfill(needs(8), candidates, 1000);
   EXPECT_FALSE(plan.fits_now);
   EXPECT_EQ(plan.candidate, 1);
   EXPECT_EQ(plan.start_ms, 30000);
-  candidates.push_back({&eight, {running("c", 4, std::nullopt)}});
+  candidates.push_back({&eight, {running("c", 4, std::nullopt)}, {}});
   EXPECT_FALSE(plan_backfill(needs(8), candidates, 1000).fits_now);
   EXPECT_TRUE(plan_backfill(needs(4), candidates, 1000).fits_now);
 }
@@ -78,4 +78,19 @@ TEST(Backfill, LargerJobsAreReservedFirstThenBandThenFifo) {
   EXPECT_LT(backfill_order(spot + 9, 8), backfill_order(reserved + 1, 2));
   EXPECT_LT(backfill_order(reserved + 5, 8), backfill_order(spot + 1, 8));
   EXPECT_LT(backfill_order(spot + 1, 4), backfill_order(spot + 2, 4));
+}
+
+// A drained device is never free: the plan waits for the jobs that hold the others.
+TEST(Backfill, EarliestStartLeavesDrainedDevicesOut) {
+  const auto caps = ojs::ml::parse_capabilities(
+      {{"accelerator", "gpu"}, {"gpu", {{"type", "nvidia-a100"}, {"count", 4}, {"memory_gb", 80}}},
+       {"devices", {{{"index", 0}, {"memory_gb", 80}}, {{"index", 1}, {"memory_gb", 80}}, {{"index", 2}, {"memory_gb", 80}},
+                    {{"index", 3}, {"memory_gb", 80}}}}});
+  auto a = running("a", 1, 20000);
+  a.devices = {0};
+  auto b = running("b", 1, 50000);
+  b.devices = {1};
+  EXPECT_EQ(earliest_start(needs(3), caps, {a, b}, 1000), 20000);  // devices 2, 3 and a's
+  EXPECT_EQ(earliest_start(needs(3), caps, {a, b}, 1000, {}, /*drained=*/{3}), 50000);  // 3 is out: b must leave too
+  EXPECT_EQ(earliest_start(needs(4), caps, {a, b}, 1000, {}, {3}), std::nullopt);
 }

@@ -1,0 +1,54 @@
+#include "broker/admin/usage.hpp"
+
+#include <map>
+
+#include "broker/store/usage_resources.hpp"
+#include "broker/store/usage_store.hpp"
+#include "ojs/core/time.hpp"
+
+namespace ojs::broker::admin {
+
+using nlohmann::json;
+
+namespace {
+constexpr std::int64_t kHourMs = 3600000;
+
+const std::string& key_of(const UsageHour& h, const std::string& by) {
+  if (by == "queue") return h.queue;
+  if (by == "type") return h.type;
+  if (by == "worker") return h.worker;
+  return h.tenant;
+}
+}  // namespace
+
+bool is_usage_grouping(const std::string& by) { return by == "tenant" || by == "queue" || by == "type" || by == "worker"; }
+
+json usage_report(JobService& jobs, const std::vector<std::string>& queues, const std::string& by, std::int64_t from_ms,
+                  std::int64_t to_ms) {
+  auto store = jobs.store().usage();
+  std::map<std::string, std::map<std::string, long long>> sums;  // key -> resource -> us
+  for (const auto& h : store.hours(queues, from_ms / kHourMs, to_ms / kHourMs)) sums[key_of(h, by)][h.resource] += h.microseconds;
+  json rows = json::array();
+  for (const auto& [key, used] : sums) {
+    json row = {{by, key}, {"microseconds", json::object()}};
+    for (const auto& r : kUsageResources) {
+      auto it = used.find(r.name);
+      const long long us = it == used.end() ? 0 : it->second;
+      row[std::string(r.reported) + "_seconds"] = static_cast<double>(us) / r.per_unit;
+      row["microseconds"][r.name] = us;
+    }
+    rows.push_back(std::move(row));
+  }
+  return {{"from", format_rfc3339(from_ms / kHourMs * kHourMs)},
+          {"to", format_rfc3339((to_ms / kHourMs + 1) * kHourMs)},
+          {"by", by},
+          {"rows", rows}};
+}
+
+void trim_usage(JobService& jobs, std::int64_t retention_hours) {
+  auto store = jobs.store().usage();
+  const auto before = now_ms() / kHourMs - retention_hours;
+  for (const auto& queue : jobs.store().queues()) store.trim(queue, before);
+}
+
+}  // namespace ojs::broker::admin

@@ -1,0 +1,70 @@
+#include "broker/store/usage_store.hpp"
+
+#include "broker/store/keys.hpp"
+
+namespace ojs::broker {
+
+namespace {
+
+// A field's TAB-separated parts.
+std::vector<std::string> parts_of(const std::string& field) {
+  std::vector<std::string> out;
+  std::size_t from = 0;
+  for (auto at = field.find('\t'); at != std::string::npos; at = field.find('\t', from)) {
+    out.push_back(field.substr(from, at - from));
+    from = at + 1;
+  }
+  out.push_back(field.substr(from));
+  return out;
+}
+
+std::vector<RedisValue> hashes(RedisPool& redis, const std::vector<std::string>& queues, std::string (*key)(const std::string&)) {
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& q : queues) cmds.push_back({"HGETALL", key(q)});
+  return cmds.empty() ? std::vector<RedisValue>{} : redis.pipeline(cmds);
+}
+
+}  // namespace
+
+std::vector<UsageTotal> UsageStore::totals(const std::vector<std::string>& queues) {
+  std::vector<UsageTotal> out;
+  const auto replies = hashes(redis_, queues, keys::usage_totals);
+  for (std::size_t q = 0; q < replies.size(); ++q) {
+    const auto& flat = replies[q].elements;
+    for (std::size_t i = 0; i + 1 < flat.size(); i += 2) {
+      const auto p = parts_of(flat[i].str);  // tenant, resource
+      if (p.size() != 2) continue;
+      out.push_back({queues[q], p[0], p[1], std::stoll(flat[i + 1].str)});
+    }
+  }
+  return out;
+}
+
+std::vector<UsageHour> UsageStore::hours(const std::vector<std::string>& queues, std::int64_t from_hour, std::int64_t to_hour) {
+  std::vector<UsageHour> out;
+  const auto replies = hashes(redis_, queues, keys::usage_hours);
+  for (std::size_t q = 0; q < replies.size(); ++q) {
+    const auto& flat = replies[q].elements;
+    for (std::size_t i = 0; i + 1 < flat.size(); i += 2) {
+      const auto p = parts_of(flat[i].str);  // hour, tenant, type, worker, resource
+      if (p.size() != 5 || p[0].empty()) continue;
+      const auto hour = std::stoll(p[0]);
+      if (hour < from_hour || hour > to_hour) continue;
+      out.push_back({hour, queues[q], p[1], p[2], p[3], p[4], std::stoll(flat[i + 1].str)});
+    }
+  }
+  return out;
+}
+
+long long UsageStore::trim(const std::string& queue, std::int64_t before_hour) {
+  std::vector<std::string> hdel{"HDEL", keys::usage_hours(queue)};
+  for (const auto& f : redis_.command({"HKEYS", keys::usage_hours(queue)}).elements) {
+    const auto tab = f.str.find('\t');
+    if (tab == 0 || tab == std::string::npos) continue;
+    if (std::stoll(f.str.substr(0, tab)) < before_hour) hdel.push_back(f.str);
+  }
+  if (hdel.size() == 2) return 0;
+  return redis_.command(hdel).integer;
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,248 @@
+// [usage] Fair share over time (issue #32): the `fair` policy weighs what a tenant
+// has used (decayed resource-seconds) plus what it holds now, so a queue drained one
+// job at a time, or one whose jobs need no GPU, is shared by weight too; and every
+// resource-second is counted. Real redis-server, real broker, HTTP.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/processes.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+
+namespace {
+
+json job(const std::string& queue, const std::string& tenant, json attrs = json::object()) {
+  json j = {{"type", "ml.task"}, {"args", json::array()}, {"options", {{"queue", queue}}}, {"meta", {{"tenant_id", tenant}}}};
+  for (auto it = attrs.begin(); it != attrs.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+
+json gpu_worker(int gpus) {
+  return {{"capabilities", {{"accelerator", "gpu"}, {"gpu", {{"type", "nvidia-a100"}, {"count", gpus}, {"memory_gb", 80}}}}}};
+}
+
+// Weights 1:3; the half-life is the default (an hour) unless given.
+json fair_config(double half_life_seconds = -1) {
+  json f = {{"weights", {{"team-a", 1}, {"team-b", 3}}}};
+  if (half_life_seconds >= 0) f["half_life_seconds"] = half_life_seconds;
+  return {{"policy", "fair"}, {"tenant_fairness", f}};
+}
+
+}  // namespace
+
+class FairUsage : public ::testing::Test {
+ protected:
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  std::map<std::string, std::string> tenant_of;
+
+  void put_config(const std::string& queue, const json& body) {
+    auto r = api.call("PUT", "/ojs/v1/admin/queues/" + queue + "/config", body);
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+  }
+
+  void push(const std::string& queue, const std::string& tenant, int n, const json& attrs = json::object()) {
+    for (int i = 0; i < n; ++i) tenant_of[api.push(job(queue, tenant, attrs))] = tenant;
+  }
+
+  // One worker that fetches one job, runs it, acknowledges it, fetches again: nothing
+  // is held at any FETCH. The tenants of the jobs it got, in order.
+  // Each job runs kRunTime: what is shared is resource-time, so the jobs need one
+  // that the loopback round trips' jitter (a scheduling stall on a loaded machine is
+  // several ms, a whole empty job's worth or more) does not dominate. Nothing waits
+  // for the broker here, and no wall time is asserted.
+  static constexpr std::chrono::milliseconds kRunTime{3};
+  std::vector<std::string> serial(const std::string& queue, int n, const json& worker = json::object()) {
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i) {
+      auto jobs = api.fetch({queue}, "serial-w", 1, worker);
+      if (jobs.empty()) break;
+      const std::string id = jobs[0]["id"];
+      out.push_back(tenant_of.at(id));
+      std::this_thread::sleep_for(kRunTime);  // the job's run
+      EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "serial-w"}}).status, 200);
+    }
+    return out;
+  }
+
+  // Weights 1:3, team-a's 400 jobs pushed before team-b's 400, drained by `serial`:
+  // team-b's share of the first 200 jobs is 75% +- 7.5%.
+  void expect_one_to_three(const std::string& queue, const json& attrs, const json& worker, const char* label) {
+    put_config(queue, fair_config());
+    push(queue, "team-a", 400, attrs);
+    push(queue, "team-b", 400, attrs);
+    const auto got = serial(queue, 200, worker);
+    ASSERT_EQ(got.size(), 200u);
+    const auto b = std::count(got.begin(), got.end(), "team-b");
+    std::printf("[ usage ] %s 1:3: team-b got %ld of 200\n", label, static_cast<long>(b));
+    EXPECT_NEAR(static_cast<double>(b) / 200, 0.75, 0.075);
+  }
+};
+
+// The issue's measurement: one worker draining one job at a time. Held-now shares
+// gave team-b 0 of the first 200 (FIFO); use over time gives it its weight's share.
+TEST_F(FairUsage, SerialWorkerSharesOneToThree) {
+  expect_one_to_three("fu-serial", {{"ext_ml_gpu_count", 1}}, gpu_worker(8), "serial");
+}
+
+// Jobs without GPUs share too: their CPU-seconds (1 core when none is declared) are
+// the dominant resource.
+TEST_F(FairUsage, CpuOnlyQueueSharesOneToThree) { expect_one_to_three("fu-cpu", json::object(), json::object(), "cpu-only"); }
+
+
+
+// A tenant that was idle while another used the queue is served first when it
+// comes back (its decayed use is low), catches up to its weight, and does not
+// starve the other: once caught up the split is 1:3 again. With the default
+// half-life (an hour) nothing decays noticeably during the test, so team-b's
+// catch-up is what team-a used alone (x3 for its weight) and no more.
+TEST_F(FairUsage, IdleThenBusyTenantCatchesUpWithoutStarvingTheOther) {
+  put_config("fu-idle", fair_config());
+  push("fu-idle", "team-a", 20);
+  const auto alone = serial("fu-idle", 20);
+  ASSERT_EQ(std::count(alone.begin(), alone.end(), "team-a"), 20);
+  push("fu-idle", "team-a", 300);
+  push("fu-idle", "team-b", 300);
+  const auto got = serial("fu-idle", 200);  // team-b's catch-up is about 60 jobs (3 x 20)
+  ASSERT_EQ(got.size(), 200u);
+  EXPECT_EQ(got.front(), "team-b") << "the tenant that waited is served first";
+  const auto b_first = std::count(got.begin(), got.begin() + 30, "team-b");
+  const auto a_later = std::count(got.begin() + 100, got.end(), "team-a");
+  std::printf("[ usage ] idle then busy: team-b %ld of the first 30, team-a %ld of the last 100\n", static_cast<long>(b_first),
+              static_cast<long>(a_later));
+  EXPECT_GE(b_first, 28) << "team-b catches up";
+  EXPECT_GE(a_later, 10) << "team-a is not starved once team-b caught up";
+  // Over both phases (220 jobs) the split is the weights'.
+  const auto b_all = std::count(got.begin(), got.end(), "team-b");
+  EXPECT_NEAR(static_cast<double>(b_all) / 220, 0.75, 0.075);
+}
+
+// Weight changes nothing without use: `half_life_seconds: 0` keeps no history, the
+// order is by what is held now (the policy before issue #32): a serial worker is FIFO.
+TEST_F(FairUsage, ZeroHalfLifeWeighsOnlyWhatIsHeldNow) {
+  put_config("fu-zero", fair_config(0));
+  EXPECT_EQ(api.get("/ojs/v1/admin/queues/fu-zero/config").body["config"]["tenant_fairness"]["half_life_seconds"], 0);
+  push("fu-zero", "team-a", 20);
+  push("fu-zero", "team-b", 20);
+  const auto got = serial("fu-zero", 20);
+  EXPECT_EQ(std::count(got.begin(), got.end(), "team-a"), 20);
+  // Held now still shares a batch: 8 one-GPU jobs fetched at once split 2:6.
+  push("fu-zero", "team-a", 20, {{"ext_ml_gpu_count", 1}});
+  push("fu-zero", "team-b", 20, {{"ext_ml_gpu_count", 1}});
+  auto jobs = api.fetch({"fu-zero"}, "batch-w", 8, gpu_worker(8));
+  std::map<std::string, int> n;
+  for (const auto& j : jobs) n[tenant_of.at(j["id"])]++;
+  EXPECT_EQ(n["team-b"], 6);
+}
+
+TEST_F(FairUsage, BadHalfLifeIs400NamingTheField) {
+  for (const json& bad : {json(-1), json("1h"), json(40000000)}) {
+    auto r = api.call("PUT", "/ojs/v1/admin/queues/fu-bad/config",
+                      {{"policy", "fair"}, {"tenant_fairness", {{"half_life_seconds", bad}}}});
+    EXPECT_EQ(r.status, 400) << bad.dump();
+    EXPECT_EQ(r.body["error"]["details"]["field"], "tenant_fairness.half_life_seconds") << r.body.dump();
+  }
+}
+
+// Every running attempt's use is counted once: each job's record (usage, summed over
+// its attempts) adds up exactly to the queue's totals per tenant and resource, over
+// acks, a retry (NACK), a requeue, a cancel of a running job and jobs that never ran.
+TEST_F(FairUsage, UsageTotalsEqualTheSumOfTheJobsRecords) {
+  const std::string q = "fu-totals";
+  put_config(q, fair_config());
+  push(q, "team-a", 6, {{"ext_ml_gpu_count", 2}, {"ext_ml_cpu_cores", 4}, {"ext_ml_memory_gb", 16}});
+  push(q, "team-b", 6, {{"ext_ml_cpu_cores", 2}});
+  push(q, "team-b", 2);  // never fetched
+  std::vector<std::string> ids;
+  for (int i = 0; i < 12; ++i) {
+    json worker = gpu_worker(8);
+    worker["capabilities"]["cpu_cores"] = 64;
+    worker["capabilities"]["memory_gb"] = 512;
+    auto jobs = api.fetch({q}, "tot-w", 1, worker);
+    ASSERT_EQ(jobs.size(), 1u);
+    const std::string id = jobs[0]["id"];
+    ids.push_back(id);
+    if (i % 4 == 1) {  // a failed attempt, retried later (its use is counted too)
+      ASSERT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", id}, {"worker_id", "tot-w"}, {"error", {{"message", "x"}}}}).status, 200);
+    } else if (i % 4 == 2) {
+      ASSERT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + id).status, 200);  // cancelled while running
+    } else {
+      ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "tot-w"}}).status, 200);
+    }
+  }
+  std::map<std::string, long long> from_jobs;  // tenant TAB resource -> us
+  long long jobs_with_usage = 0;
+  for (const auto& [id, tenant] : tenant_of) {
+    const auto j = api.get("/ojs/v1/jobs/" + id).body["job"];
+    if (!j.contains("usage")) continue;
+    ++jobs_with_usage;
+    for (auto it = j["usage"].begin(); it != j["usage"].end(); ++it) {
+      const std::string key = it.key();
+      from_jobs[tenant + "\t" + key.substr(0, key.size() - 3)] += it.value().get<long long>();
+    }
+  }
+  EXPECT_EQ(jobs_with_usage, 12);
+  std::map<std::string, long long> totals;
+  const auto flat = redis_lines(redis, {"HGETALL", "ojs:{" + q + "}:usage-totals"});
+  for (std::size_t i = 0; i + 1 < flat.size(); i += 2) totals[flat[i]] = std::stoll(flat[i + 1]);
+  EXPECT_EQ(totals, from_jobs);
+  EXPECT_TRUE(totals.count("team-a\tgpu") && totals.count("team-a\tmemory_mb") && totals.count("team-b\tcpu"));
+  EXPECT_FALSE(totals.count("team-b\tgpu"));
+
+  // The accounting views read the same integers: the hourly rollup by tenant (the
+  // last 24 hours cover the test), by worker, and the Prometheus counters.
+  const auto report = api.get("/ojs/v1/admin/usage?by=tenant&queue=" + q);
+  ASSERT_EQ(report.status, 200) << report.body.dump();
+  std::map<std::string, long long> from_report;
+  for (const auto& row : report.body["rows"])
+    for (auto it = row["microseconds"].begin(); it != row["microseconds"].end(); ++it)
+      if (it.value().get<long long>() > 0) from_report[row["tenant"].get<std::string>() + "\t" + it.key()] = it.value();
+  EXPECT_EQ(from_report, totals);
+  const auto by_worker = api.get("/ojs/v1/admin/usage?by=worker").body["rows"];
+  ASSERT_EQ(by_worker.size(), 1u) << by_worker.dump();
+  EXPECT_EQ(by_worker[0]["worker"], "tot-w");
+  EXPECT_DOUBLE_EQ(by_worker[0]["cpu_seconds"].get<double>(), static_cast<double>(totals["team-a\tcpu"] + totals["team-b\tcpu"]) / 1e6);
+  ojs::HttpClientOptions options;
+  options.base_url = broker.url();
+  const auto metrics = ojs::HttpClient(options).get("/metrics").body;
+  EXPECT_NE(metrics.find("ojs_resource_seconds_total{queue=\"fu-totals\",tenant=\"team-a\",resource=\"gpu\"} "), std::string::npos);
+  EXPECT_NE(metrics.find("ojs_resource_seconds_total{queue=\"fu-totals\",tenant=\"team-b\",resource=\"cpu\"} "), std::string::npos);
+  // ojsctl usage: the same report, as a table of resource-hours or as JSON.
+  const auto ctl = run_process({binary_path("ojsctl/ojsctl"), "--url", broker.url(), "usage", "--by", "tenant", "--queue", q}, 60);
+  EXPECT_EQ(ctl.exit_code, 0) << ctl.output;
+  EXPECT_NE(ctl.output.find("GPU-HOURS"), std::string::npos) << ctl.output;
+  EXPECT_NE(ctl.output.find("team-a"), std::string::npos) << ctl.output;
+  const auto ctl_json = run_process({binary_path("ojsctl/ojsctl"), "--url", broker.url(), "-o", "json", "usage", "--by", "queue"}, 60);
+  EXPECT_EQ(json::parse(ctl_json.output)["rows"][0]["queue"], q) << ctl_json.output;
+}
+
+// The report's parameters are checked, each 400 naming the parameter; an admin role
+// is required (as every /ojs/v1/admin endpoint: tests/integration/auth_test.cpp).
+TEST_F(FairUsage, UsageReportRejectsBadParametersNamingThem) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"by=team", "by"},
+      {"from=yesterday", "from"},
+      {"to=2026-13-01T00:00:00Z", "to"},
+      {"from=2026-02-02T00:00:00Z&to=2026-02-01T00:00:00Z", "from"},
+      {"queue=Bad_Queue", "queue"},
+  };
+  for (const auto& [query, field] : bad) {
+    const auto r = api.get("/ojs/v1/admin/usage?" + query);
+    EXPECT_EQ(r.status, 400) << query;
+    EXPECT_EQ(r.body["error"]["details"]["field"], field) << query << " -> " << r.body.dump();
+  }
+  const auto ok = api.get("/ojs/v1/admin/usage?from=2026-02-01T00:30:00Z&to=2026-02-01T01:10:00Z&by=type");
+  ASSERT_EQ(ok.status, 200) << ok.body.dump();
+  EXPECT_EQ(ok.body["from"], "2026-02-01T00:00:00.000Z");  // whole hours: the rollup's grain
+  EXPECT_EQ(ok.body["to"], "2026-02-01T02:00:00.000Z");
+  EXPECT_EQ(ok.body["rows"], json::array());
+}
