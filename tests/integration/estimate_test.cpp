@@ -234,3 +234,22 @@ TEST_F(EstimateTenants, ATenantAsksAboutItsOwnJobsOnly) {
   EXPECT_EQ(f.body["forecast"]["placements"][0]["job_id"], mine);
   EXPECT_EQ(admin.get("/ojs/v1/queues/" + q + "/forecast").body["forecast"]["placements"].size(), 2u);
 }
+
+// A running job that declares no end ends at its type's learned median: ACK keeps the
+// run times of each type per queue (ojs:{q}:run-times:<type>).
+TEST_F(Estimate, LearnedMedianForARunningJobWithoutADeclaredEnd) {
+  const std::string q = "est-median";
+  const json w = a100_worker(1);
+  const auto done = api.push(gpu_job(q, 1, std::nullopt));
+  ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
+  ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", done}, {"worker_id", "w1"}}).status, 200);
+  EXPECT_EQ(redis_lines(redis, {"LLEN", "ojs:{" + q + "}:run-times:ml.task"}), std::vector<std::string>{"1"});
+  const auto running = api.push(gpu_job(q, 1, std::nullopt));
+  ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
+  const auto waiting = api.push(gpu_job(q, 1, 60));
+  const json e = estimate(waiting);
+  ASSERT_EQ(e["status"], "estimated") << e.dump();
+  EXPECT_EQ(e["running_ends"]["median"], 1) << e.dump();
+  EXPECT_NE(e["rests_on"].get<std::string>().find("learned run time"), std::string::npos) << e.dump();
+  (void)running;
+}
