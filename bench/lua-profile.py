@@ -128,6 +128,8 @@ def push_cmd(i, q=q, ids=ids):
     if HEADS: keys.append(K('heads'))
     args = [ids[i], cls[c], '{"gpu_count":1,"gpu_memory_gb":%d}' % (c + 1), str(rank), '', '', '']
     if CONFIG_CHECK: keys.append(K('config')); args.append('0')
+    if 'KEYS[12]' in scripts['push']: keys.append(K('ready:'))  # the ready prefix: the queue's depth
+    if 'KEYS[13]' in scripts['push']: keys.append(K('on-hold'))  # [backpressure] held jobs count in the depth
     args += ['doc', doc, 'queue', q, 'type', 'bench.noop', 'priority', '0', 'max_attempts', '3', 'gpus', '1']
     return call('push', keys, args)
 phase('push', [push_cmd(i) for i in range(N)])
@@ -153,11 +155,13 @@ def claim_cmd():
     if 'KEYS[28]' in scripts['claim']:  # the workflow keys, then the finished prefix (keys.hpp)
         keys += [K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
                  K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads'), K('finished:')]
+    if 'KEYS[29]' in scripts['claim']: keys.append(K('usage'))  # [usage] the tenants' use (fair share)
     hint = ['', '']
     if os.environ.get('HINT'): hint = [r('GET', K('seq')), '0' + '1' * (CLASSES - 1)]
     if HEADS or 'seq_now' not in scripts['claim']: hint = []
     args = ['w1', '', '30000', '1', r('GET', K('classes:ver')), str(BAND)] + hint
-    if HEADS: args += ['0.000000', str(len(cls)), ''.join('\n%s\t0.000000\t0\t1\t[0]' % c for c in cls)]
+    mem = '\t0' if 'mem = tonumber(mem)' in scripts['claim'] else ''  # the GPU memory a job would hold (a budget's charge)
+    if HEADS: args += ['0.000000', str(len(cls)), ''.join('\n%s\t0.000000\t0\t1\t[0]%s' % (c, mem) for c in cls)]
     if HELD: args.append('1')
     else:
         for c in cls: args += [c, '0.000000', '0', '1', '[0]']
@@ -170,6 +174,8 @@ if 'release_holder' in scripts['ack']:  # the held prefix, then the workflow key
     ACK_KEYS += [K('held:'), K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
                  K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads')]
 if 'job_finished' in scripts['ack']: ACK_KEYS.append(K('finished:'))  # [admin] the finished prefix (keys.hpp)
+if 'usage_keys' in scripts['ack']: ACK_KEYS += [K('usage'), K('usage-totals'), K('usage-hours'), K('config')]  # [usage] keys.hpp usage_transition_keys
+if 'note_run_time' in scripts['ack']: ACK_KEYS.append(K('run-times:'))  # [estimate] keys.hpp run_times_prefix
 phase('ack', [call('ack', [K('job:' + a)] + ACK_KEYS, ['', 'w1']) for a in active])
 # minimal claim for reference, in the same form
 r('DEL', 'min:z'); r.pipe([['ZADD', 'min:z', i, 'm%d' % i] for i in range(N)])
