@@ -190,6 +190,14 @@ OpStats push_phase(const Options& o, const std::string& queue, long long count, 
   return rec.finish(name, seconds_since(start));
 }
 
+// One worker thread's FETCH body: its queues (each starting at its own), one job, and
+// the capabilities of the `caps` phases.
+json worker_fetch_request(const Options& o, const std::string& queue, int t, const json* caps) {
+  json request = {{"queues", fetch_queues(o, queue, t)}, {"count", 1}};
+  if (caps) request["capabilities"] = *caps;
+  return request;
+}
+
 struct CycleStats {
   OpStats fetch, ack, cycle;
   long long empty_fetches = 0;
@@ -212,8 +220,8 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
     pool.emplace_back([&, t] {
       auto http = client(o);
       const std::string worker_id = "loadgen-" + label + "-" + std::to_string(t);
-      json fetch_req = {{"queues", fetch_queues(o, queue, t)}, {"count", 1}, {"worker_id", worker_id}};
-      if (with_caps) fetch_req["capabilities"] = caps;
+      json fetch_req = worker_fetch_request(o, queue, t, with_caps ? &caps : nullptr);
+      fetch_req["worker_id"] = worker_id;
       const std::string fetch_body = fetch_req.dump();
       auto empty_since = Clock::time_point{};
       while (!stop && Clock::now() < deadline && tickets.fetch_add(1) < count) {
@@ -274,8 +282,7 @@ OpStats ack_fetch_phase(const Options& o, const std::string& queue, long long co
     pool.emplace_back([&, t] {
       auto http = client(o);
       const std::string worker_id = "loadgen-" + label + "-" + std::to_string(t);
-      json fetch_req = {{"queues", fetch_queues(o, queue, t)}, {"count", 1}};
-      if (with_caps) fetch_req["capabilities"] = caps;
+      const json fetch_req = worker_fetch_request(o, queue, t, with_caps ? &caps : nullptr);
       json first = fetch_req;
       first["worker_id"] = worker_id;
       const std::string fetch_body = first.dump();
