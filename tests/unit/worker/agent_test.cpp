@@ -496,14 +496,15 @@ TEST_F(AgentTest, AReportRefusedWithItsFetchIsSentAgainAlone) {
   EXPECT_FALSE(reports[1].body.contains("fetch"));
 }
 
-// The fetch part failed (a draining broker): the ACK stands, fetching backs off.
+// The fetch part failed: the ACK stands, fetching waits as after a failed FETCH.
 TEST_F(AgentTest, AFailedFetchPartBacksOffLikeAFailedFetch) {
   config_.concurrency = 1;
   options_.once = false;
   options_.poll_interval = 0ms;  // an empty fetch part would be followed by a FETCH at once
   broker_.fetch_replies.push_back(jobs_reply({job("j1", "ok")}));
+  // Not retryable: the agent waits 5 s (a retryable error's full-jitter backoff may be ~0).
   broker_.fetch_parts.push_back({{"jobs", nlohmann::json::array()},
-                                 {"error", {{"code", "backend_unavailable"}, {"message", "draining"}, {"retryable", true}}}});
+                                 {"error", {{"code", "forbidden"}, {"message", "no new work"}, {"retryable", false}}}});
   auto agent = make_agent();
   const auto give_up = SteadyClock::now() + 10s;
   while (broker_.reports().empty() && SteadyClock::now() < give_up) {
@@ -512,7 +513,7 @@ TEST_F(AgentTest, AFailedFetchPartBacksOffLikeAFailedFetch) {
   }
   ASSERT_EQ(broker_.reports().size(), 1u);
   const auto fetches = broker_.count("fetch");
-  agent.turn(SteadyClock::now());  // within the backoff: no FETCH at once
+  agent.turn(SteadyClock::now());  // within the wait: no FETCH at once
   EXPECT_EQ(broker_.count("fetch"), fetches);
   EXPECT_EQ(agent.active_jobs(), 0u);
 }
