@@ -119,11 +119,7 @@ std::optional<CheckedFetch> attached_fetch(const ApiContext& ctx, const nlohmann
   try {
     return check_fetch(ctx, request);
   } catch (const OjsError& e) {
-    if (!e.details().is_object() || !e.details().contains("field")) throw;
-    auto details = e.details();
-    const auto field = "fetch." + details["field"].get<std::string>();
-    details["field"] = field;
-    throw OjsError(e.code(), field + ": " + details.value("rule", std::string(e.what())), details);
+    throw under_field("fetch.", e);
   }
 }
 

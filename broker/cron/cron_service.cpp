@@ -91,10 +91,7 @@ json CronService::put(const json& body, const std::string& scope, const std::str
     for (const auto& [field, value] : prepared.fields)
       if (field == "tenant") tenant = value;
   } catch (const OjsError& e) {
-    json details = e.details();
-    const std::string prefix = def.contains("job_template") ? "job_template." : "";
-    if (details.is_object() && details.contains("field")) details["field"] = prefix + details["field"].get<std::string>();
-    throw OjsError(e.code(), prefix + e.what(), details);
+    throw under_field(def.contains("job_template") ? "job_template." : "", e);
   }
   def["registered_by"] = identity;  // its ticks take this identity's PUSH tokens
   const auto existing = in_scope(name, scope);

@@ -32,10 +32,8 @@ void admit_new_queues(JobStore& store, const std::vector<PreparedJob>& prepared,
 }
 
 json refusal(std::size_t index, const OjsError& e) {
-  json details = e.details();
-  if (details.is_object() && details.contains("field") && details["field"].is_string())
-    details["field"] = "jobs[" + std::to_string(index) + "]." + details["field"].get<std::string>();
-  return {{"index", index}, {"code", to_string(e.code())}, {"message", e.what()}, {"details", details}};
+  return {{"index", index}, {"code", to_string(e.code())}, {"message", e.what()},
+          {"details", under_field("jobs[" + std::to_string(index) + "].", e).details()}};
 }
 
 }  // namespace

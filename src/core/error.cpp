@@ -137,4 +137,11 @@ OjsError invalid_field(const std::string& field, const std::string& rule, const 
   return OjsError(ErrorCode::invalid_request, field + ": " + rule, std::move(details));
 }
 
+OjsError under_field(const std::string& prefix, const OjsError& error) {
+  nlohmann::json details = error.details();
+  if (details.is_object() && details.contains("field") && details["field"].is_string())
+    details["field"] = prefix + details["field"].get<std::string>();
+  return OjsError(error.code(), prefix + error.what(), details);
+}
+
 }  // namespace ojs

@@ -66,4 +66,8 @@ class BackendUnavailable : public std::runtime_error {
 OjsError invalid_field(const std::string& field, const std::string& rule);
 OjsError invalid_field(const std::string& field, const std::string& rule, const std::string& pointer);
 
+// The same error for a body nested under `prefix` (e.g. "job_template.", "fetch."):
+// details.field and the message start with the prefix.
+OjsError under_field(const std::string& prefix, const OjsError& error);
+
 }  // namespace ojs
