@@ -89,7 +89,7 @@ bool Agent::turn(SteadyClock::time_point now) {
   {
     // The last ACK/NACK of this flush asks for the next jobs in the same request
     // (ACK with fetch); a broker without the extension answers without `fetch`.
-    const nlohmann::json next = wants_work(now) ? fetch_body() : nlohmann::json();
+    const nlohmann::json next = wants_work(now) && outbox_.ends_with_report(now) ? fetch_body() : nlohmann::json();
     if (auto fetched = outbox_.flush(api_, now, next.is_null() ? nullptr : &next)) take_fetched(*fetched, now);
   }
   if (now >= next_heartbeat_) heartbeat(now);
@@ -171,24 +171,22 @@ nlohmann::json Agent::fetch_body() const {
 
 void Agent::fetch(SteadyClock::time_point now) {
   const BrokerReply reply = api_.fetch(fetch_body());
-  if (!reply.ok()) {
-    const auto delay = reply.retryable() ? fetch_backoff_.next_delay() : std::chrono::milliseconds(5000);
-    next_fetch_ = now + delay;
-    spdlog::warn("fetch failed ({}); next try in {} ms", reply.describe(), delay.count());
-    return;
-  }
+  if (!reply.ok()) return fetch_failed(reply.retryable(), reply.describe(), now);
   take_fetched(reply.body, now);
+}
+
+// Retryable: backoff (full jitter); else a fixed 5 s.
+void Agent::fetch_failed(bool retryable, const std::string& why, SteadyClock::time_point now) {
+  const auto delay = retryable ? fetch_backoff_.next_delay() : std::chrono::milliseconds(5000);
+  next_fetch_ = now + delay;
+  spdlog::warn("fetch failed ({}); next try in {} ms", why, delay.count());
 }
 
 void Agent::take_fetched(const nlohmann::json& body, SteadyClock::time_point now) {
   if (body.is_object() && body.contains("error")) {  // the fetch part of an ACK/NACK failed; the report stands
     const auto& error = body["error"];
-    const bool retryable = error.is_object() && error.value("retryable", false);
-    const auto delay = retryable ? fetch_backoff_.next_delay() : std::chrono::milliseconds(5000);
-    next_fetch_ = now + delay;
-    spdlog::warn("fetch failed ({}); next try in {} ms", error.is_object() ? error.value("message", std::string()) : error.dump(),
-                 delay.count());
-    return;
+    if (!error.is_object()) return fetch_failed(false, error.dump(), now);
+    return fetch_failed(error.value("retryable", false), error.value("message", std::string()), now);
   }
   fetch_backoff_.reset();
   apply(read_directives(body), now);

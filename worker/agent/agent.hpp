@@ -62,6 +62,7 @@ class Agent {
   bool wants_work(SteadyClock::time_point now) const;  // a free slot, fetching allowed and due
   nlohmann::json fetch_body() const;
   void fetch(SteadyClock::time_point now);
+  void fetch_failed(bool retryable, const std::string& why, SteadyClock::time_point now);
   // A FETCH reply's body, or the `fetch` part of an ACK/NACK reply: directives, then jobs.
   void take_fetched(const nlohmann::json& body, SteadyClock::time_point now);
   void accept(const nlohmann::json& job, SteadyClock::time_point now);

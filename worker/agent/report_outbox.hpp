@@ -32,6 +32,10 @@ class ReportOutbox {
   std::optional<nlohmann::json> flush(BrokerApi& api, Clock::time_point now = Clock::now(),
                                       const nlohmann::json* next_fetch = nullptr);
   bool empty() const { return pending_.empty(); }
+  // Whether a flush now would send an ACK or NACK last, one that could carry a FETCH.
+  bool ends_with_report(Clock::time_point now) const {
+    return now >= next_try_ && !pending_.empty() && pending_.back().kind != Report::Kind::checkpoint;
+  }
   std::size_t size() const { return pending_.size(); }
 
  private:
