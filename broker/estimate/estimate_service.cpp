@@ -152,10 +152,8 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
 
   // The queue's budget and tenant quotas, as claim.lua compares them.
   const auto budget = configs_.budget(queue);
-  s.limits.budget.max_gpus = budget.use.max_gpus;
-  s.limits.budget.max_jobs = budget.use.max_jobs;
-  s.limits.budget.gpus_in_use = budget.use.gpus_in_use;
-  s.limits.budget.gpu_jobs = budget.use.gpu_jobs;
+  s.limits.budget = queue_budget(budget.use);
+  s.limits.budget.max_gpu_mem_mb.reset();  // the estimate leaves the GPU-memory budget out (docs/matching.md)
   s.limits.tenant_max = budget.tenant_max_gpus;
   s.limits.tenant_in_use = budget.tenant_gpus_in_use;
 

@@ -168,9 +168,7 @@ class Run {
       const int members = members_of(req);
       const long long gpus = static_cast<long long>(req.gpu_count()) * members;
       if (gpus > 0) {
-        auto& b = limits_.budget;
-        if (b.max_gpus && b.gpus_in_use + gpus > *b.max_gpus) { note(i, "max_total_gpus"); continue; }
-        if (b.max_jobs && b.gpu_jobs + 1 > *b.max_jobs) { note(i, "max_concurrent_gpu_jobs"); continue; }
+        if (const auto limit = limits_.budget.blocking({gpus, 1, 0})) { note(i, *limit); continue; }
         if (over_tenant_quota(limits_, job.tenant, gpus)) { note(i, "tenant_quota"); continue; }
       }
       if (members == 1 && full_classes.count(job.class_id)) {

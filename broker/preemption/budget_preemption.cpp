@@ -10,17 +10,7 @@ namespace ojs::broker {
 
 using nlohmann::json;
 
-QueueBudget PreemptionController::budget_of(const std::string& queue) {
-  const BudgetUse use = store_.budget(queue);
-  QueueBudget b;
-  b.max_gpus = use.max_gpus;
-  b.max_jobs = use.max_jobs;
-  b.max_gpu_mem_mb = use.max_gpu_mem_mb;
-  b.gpus_in_use = use.gpus_in_use;
-  b.gpu_jobs = use.gpu_jobs;
-  b.gpu_mem_mb_in_use = use.gpu_mem_mb_in_use;
-  return b;
-}
+QueueBudget PreemptionController::budget_of(const std::string& queue) { return queue_budget(store_.budget(queue)); }
 
 std::vector<RunningJob> PreemptionController::charged_in(const std::string& queue) {
   auto& store = store_;

@@ -18,6 +18,9 @@ std::optional<ml::Requirements> requirements_of(const JobRecord& job);
 // by the caller from where it found the job).
 RunningJob running_job_from(const JobRecord& job, const std::string& queue, std::int64_t now);
 
+// The queue budget as the store read it (limits and ledger), for the pure rules.
+QueueBudget queue_budget(const BudgetUse& use);
+
 // A worker placement can use: running (not quiet), heard from within
 // --worker-dead-after-ms, with capabilities that parse. The preemption controller
 // and the start estimate (broker/estimate) read the fleet through it.

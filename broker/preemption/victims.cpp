@@ -90,11 +90,11 @@ std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, in
   return choice;
 }
 
-bool QueueBudget::allows(const BudgetCharge& job, const BudgetCharge& freed) const {
-  if (max_gpus && gpus_in_use - freed.gpus + job.gpus > *max_gpus) return false;
-  if (max_jobs && gpu_jobs - freed.jobs + job.jobs > *max_jobs) return false;
-  if (max_gpu_mem_mb && gpu_mem_mb_in_use - freed.gpu_mem_mb + job.gpu_mem_mb > *max_gpu_mem_mb) return false;
-  return true;
+std::optional<std::string> QueueBudget::blocking(const BudgetCharge& job, const BudgetCharge& freed) const {
+  if (max_gpus && gpus_in_use - freed.gpus + job.gpus > *max_gpus) return "max_total_gpus";
+  if (max_jobs && gpu_jobs - freed.jobs + job.jobs > *max_jobs) return "max_concurrent_gpu_jobs";
+  if (max_gpu_mem_mb && gpu_mem_mb_in_use - freed.gpu_mem_mb + job.gpu_mem_mb > *max_gpu_mem_mb) return "max_total_gpu_memory_gb";
+  return std::nullopt;
 }
 
 std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemptor_rank, const QueueBudget& budget,

@@ -75,8 +75,10 @@ struct QueueBudget {
   long long gpus_in_use = 0;
   long long gpu_jobs = 0;
   long long gpu_mem_mb_in_use = 0;
-  // Would a job charged `job` fit once jobs holding `freed` leave?
-  bool allows(const BudgetCharge& job, const BudgetCharge& freed = {}) const;
+  // The limit a job charged `job` would pass once jobs holding `freed` leave
+  // (max_total_gpus, max_concurrent_gpu_jobs, max_total_gpu_memory_gb), none when it fits.
+  std::optional<std::string> blocking(const BudgetCharge& job, const BudgetCharge& freed = {}) const;
+  bool allows(const BudgetCharge& job, const BudgetCharge& freed = {}) const { return !blocking(job, freed); }
 };
 
 // Victims among the jobs charged to a queue's budget (`running`: the queue's
