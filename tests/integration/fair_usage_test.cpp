@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
@@ -142,6 +143,45 @@ TEST_F(FairUsage, ZeroHalfLifeWeighsOnlyWhatIsHeldNow) {
   std::map<std::string, int> n;
   for (const auto& j : jobs) n[tenant_of.at(j["id"])]++;
   EXPECT_EQ(n["team-b"], 6);
+}
+
+// A gang's attempt is held use like any claim's: while team-a's 2 x 4-GPU gang runs,
+// a FETCH of one job serves team-b first (team-a holds 8 GPUs, team-b none; neither
+// has used anything yet, so without the gang counted the tie goes to team-a's older
+// job), and the gang's GPUs leave team-a's held use when it ends.
+TEST_F(FairUsage, GangAttemptCountsInItsTenantsHeldUse) {
+  const std::string q = "fu-gang";
+  put_config(q, fair_config());
+  const auto held_gpus = [&](const std::string& tenant) {
+    const auto v = redis_lines(redis, {"HGET", "ojs:{" + q + "}:usage", tenant + "|run"});
+    return v.empty() || v[0].empty() ? 0.0 : std::stod(v[0]);  // 'gpus cpus memory_mb gpu_memory_mb'
+  };
+  json gang = job(q, "team-a", {{"ext_ml_gpu_count", 4}, {"ext_ml_gang", {{"size", 2}}}});
+  const std::string gang_id = api.push(gang);
+  const auto host = [](const std::string& address) {
+    json caps = example_worker("4xa100-pcie");
+    caps["labels"]["rendezvous.ojs.io/address"] = address;
+    caps["labels"]["rendezvous.ojs.io/port"] = "29500";
+    return json{{"capabilities", caps}};
+  };
+  const json w1 = host("10.0.0.1"), w2 = host("10.0.0.2");
+  EXPECT_EQ(api.fetch({q}, "gw1", 1, w1).size(), 0u);  // held: the gang forms
+  auto started = api.fetch({q}, "gw2", 1, w2);
+  ASSERT_EQ(started.size(), 1u);
+  ASSERT_EQ(started[0]["id"], gang_id);
+  EXPECT_EQ(held_gpus("team-a"), 8);
+
+  push(q, "team-a", 1, {{"ext_ml_gpu_count", 1}});
+  push(q, "team-b", 1, {{"ext_ml_gpu_count", 1}});
+  auto next = api.fetch({q}, "plain-w", 1, gpu_worker(8));
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(tenant_of.at(next[0]["id"]), "team-b") << "team-a holds the gang's 8 GPUs";
+
+  ASSERT_EQ(api.fetch({q}, "gw1", 1, w1).size(), 1u);  // rank 0's delivery
+  for (const char* w : {"gw1", "gw2"})
+    ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", gang_id}, {"worker_id", w}}).status, 200);
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + gang_id).body["job"]["state"], "completed");
+  EXPECT_EQ(held_gpus("team-a"), 0) << "the gang's GPUs leave the held use at its end";
 }
 
 TEST_F(FairUsage, BadHalfLifeIs400NamingTheField) {
