@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "ojs/core/time.hpp"
 #include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
@@ -263,6 +264,45 @@ TEST_F(FairUsage, UsageTotalsEqualTheSumOfTheJobsRecords) {
   EXPECT_NE(ctl.output.find("team-a"), std::string::npos) << ctl.output;
   const auto ctl_json = run_process({binary_path("ojsctl/ojsctl"), "--url", broker.url(), "-o", "json", "usage", "--by", "queue"}, 60);
   EXPECT_EQ(json::parse(ctl_json.output)["rows"][0]["queue"], q) << ctl_json.output;
+}
+
+// The report reads the hours it is asked for, not the whole rollup: rows of the
+// window's hours [h+9, h+10] (from/to rounded to whole hours) are summed, the hours
+// beside them are not, and 20000 rows of another hour kept by the retention never
+// cross the network (Redis's output bytes for the request stay far below them).
+TEST_F(FairUsage, UsageReportReadsOnlyTheWindowsHours) {
+  const std::string q = "fu-window", key = "ojs:{fu-window}:usage-hours";
+  constexpr std::int64_t kHourMs = 3600000;
+  const auto now_hour = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count() / kHourMs;
+  const std::int64_t h = (now_hour / 100 - 2) * 100;  // within the retention (90 days)
+  const auto row = [](std::int64_t hour, const std::string& tenant, const std::string& resource) {
+    return std::to_string(hour) + "\t" + tenant + "\tml.task\tw1\t" + resource;
+  };
+  redis_lines(redis, {"HSET", key, row(h + 8, "team-a", "gpu"), "7", row(h + 9, "team-a", "gpu"), "1000",
+                      row(h + 10, "team-a", "gpu"), "2000", row(h + 10, "team-b", "cpu"), "500",
+                      row(h + 11, "team-a", "gpu"), "9"});
+  redis_lines(redis, {"EVAL", "for i = 1, 20000 do redis.call('HSET', KEYS[1], ARGV[1] .. i .. ARGV[2], 1) end", "1", key,
+                      std::to_string(h + 50) + "\tbulk-", "\tml.task\tw1\tgpu"});
+  const auto output_bytes = [&] {
+    for (const auto& line : redis_lines(redis, {"INFO", "stats"}))
+      if (line.rfind("total_net_output_bytes:", 0) == 0) return std::stoll(line.substr(23));
+    return -1LL;
+  };
+  const auto before = output_bytes();
+  const auto r = api.get("/ojs/v1/admin/usage?by=tenant&queue=" + q + "&from=" + ojs::format_rfc3339((h + 9) * kHourMs + 1800000) +
+                         "&to=" + ojs::format_rfc3339((h + 10) * kHourMs + 600000));
+  const auto sent = output_bytes() - before;
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["from"], ojs::format_rfc3339((h + 9) * kHourMs));
+  EXPECT_EQ(r.body["to"], ojs::format_rfc3339((h + 11) * kHourMs));
+  std::map<std::string, long long> got;
+  for (const auto& x : r.body["rows"])
+    for (auto it = x["microseconds"].begin(); it != x["microseconds"].end(); ++it)
+      if (it.value().get<long long>() > 0) got[x["tenant"].get<std::string>() + " " + it.key()] = it.value();
+  EXPECT_EQ(got, (std::map<std::string, long long>{{"team-a gpu", 3000}, {"team-b cpu", 500}})) << r.body.dump();
+  std::printf("[ usage ] report of 2 hours beside 20000 rows of another: Redis sent %lld bytes\n", sent);
+  EXPECT_LT(sent, 100000) << "the 20000 rows outside the window were read";
 }
 
 // The report's parameters are checked, each 400 naming the parameter; an admin role
