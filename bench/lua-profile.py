@@ -156,6 +156,7 @@ def claim_cmd():
         keys += [K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
                  K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads'), K('finished:')]
     if 'KEYS[29]' in scripts['claim']: keys.append(K('usage'))  # [usage] the tenants' use (fair share)
+    if 'KEYS[32]' in scripts['claim']: keys += [K('usage-journal'), K('usage-totals'), K('usage-hours')]  # [usage] folded first
     hint = ['', '']
     if os.environ.get('HINT'): hint = [r('GET', K('seq')), '0' + '1' * (CLASSES - 1)]
     if HEADS or 'seq_now' not in scripts['claim']: hint = []
@@ -174,9 +175,15 @@ if 'release_holder' in scripts['ack']:  # the held prefix, then the workflow key
     ACK_KEYS += [K('held:'), K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
                  K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads')]
 if 'job_finished' in scripts['ack']: ACK_KEYS.append(K('finished:'))  # [admin] the finished prefix (keys.hpp)
-if 'usage_keys' in scripts['ack']: ACK_KEYS += [K('usage'), K('usage-totals'), K('usage-hours'), K('config')]  # [usage] keys.hpp usage_transition_keys
+JOURNAL = 'usage_fold' in scripts  # [usage] the ends go to a journal, folded later (usage_fold.lua)
+if JOURNAL: ACK_KEYS.append(K('usage-journal'))  # keys.hpp usage_transition_keys
+elif 'usage_keys' in scripts['ack']: ACK_KEYS += [K('usage'), K('usage-totals'), K('usage-hours'), K('config')]
 if 'note_run_time' in scripts['ack']: ACK_KEYS.append(K('run-times:'))  # [estimate] keys.hpp run_times_prefix
 phase('ack', [call('ack', [K('job:' + a)] + ACK_KEYS, ['', 'w1']) for a in active])
+if JOURNAL:  # the maintenance pass's fold of those ACKs' lines, per line (ACK's cost is ack + fold)
+    lines = r('LLEN', K('usage-journal'))
+    phase('fold', [call('usage_fold', [K('usage-journal'), K('usage'), K('usage-totals'), K('usage-hours'), K('config')], ['1000'])],
+          per=max(lines, 1))
 # minimal claim for reference, in the same form
 r('DEL', 'min:z'); r.pipe([['ZADD', 'min:z', i, 'm%d' % i] for i in range(N)])
 MIN = "local m = redis.call('ZPOPMIN', KEYS[1]) if m[1] then redis.call('HSET', KEYS[2] .. m[1], 'state', 'active', 'worker_id', ARGV[1], 'started_at', ARGV[2]) end return m[1]"

@@ -168,6 +168,7 @@ void BrokerApp::start() {
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
   i.maintenance->add_step([c = i.cron.get()] { c->run_once(); });
   i.maintenance->add_step([w = i.workflows.get()] { w->run_once(); });  // batch callbacks left due
+  i.maintenance->add_step([jobs = i.jobs.get()] { admin::fold_usage(*jobs); });  // [usage] the ends journaled since
   // [admin] About once a minute: the finished index to each queue's retention, the
   // stats rollup to the day kept, [usage] the usage rollup to --usage-retention-hours.
   i.maintenance->add_step([jobs = i.jobs.get(), configs = i.governance->configs.get(), &config = i.config,
