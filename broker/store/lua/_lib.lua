@@ -68,21 +68,22 @@ local function job_reply(flat, set, del)
 end
 
 -- The approximate cap of every queue's event stream; 0: no events at all. The
--- broker rewrites this line when it builds the library (--events, --events-max-len;
+-- broker rewrites these two lines when it builds the library (--events, --events-max-len;
 -- broker/store/lua_scripts.cpp).
 local EVENTS_MAXLEN = 10000
+local EVENTS_MAXLEN_S = '10000'  -- [hotpath] the same as XADD's argument: not formatted per call
 
 -- One XADD to the queue's capped event stream, from values the script holds.
 local function emit(events_key, event_type, job, extra)
   if EVENTS_MAXLEN == 0 then return end
   local fields = {'type', event_type, 'job_id', job.id or '', 'job_type', job.type or '',
-                  'queue', job.queue or '', 'attempt', tostring(job.attempt or '0')}
+                  'queue', job.queue or '', 'attempt', type(job.attempt) == 'string' and job.attempt or tostring(job.attempt or '0')}
   -- The job's tenant rides in the entry: a tenant-pinned reader filters without reading the job.
   if job.tenant and job.tenant ~= '' then fields[#fields + 1] = 'tenant'; fields[#fields + 1] = job.tenant end
   if extra then
     for i = 1, #extra do fields[#fields + 1] = extra[i] end
   end
-  redis.call('XADD', events_key, 'MAXLEN', '~', tostring(EVENTS_MAXLEN), '*', unpack(fields))
+  redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN_S, '*', unpack(fields))
 end
 
 -- HSET of values[first..last] (field, value, ...) into `key` in slices: unpack has a

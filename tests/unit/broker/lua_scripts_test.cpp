@@ -168,6 +168,6 @@ TEST(LuaScripts, LibraryRegistersEveryScriptUnderItsHash) {
               std::string::npos) << name;
   }
   EXPECT_EQ(library.functions.size(), scripts_seen);
-  EXPECT_NE(library.code.find("local EVENTS_MAXLEN = " + std::to_string(ojs::broker::event_stream_bound()) + "\n"),
-            std::string::npos);
+  const auto bound = std::to_string(ojs::broker::event_stream_bound());
+  EXPECT_NE(library.code.find("local EVENTS_MAXLEN = " + bound + "\nlocal EVENTS_MAXLEN_S = '" + bound + "'"), std::string::npos);
 }
