@@ -24,4 +24,4 @@ for _ in $(seq 1 300); do
   kill -0 "$CGPID" 2>/dev/null || { cat "$CGDIR/redis.log" >&2; exit 1; }
   sleep 0.2
 done
-CGPID=$CGPID CGDIR=$CGDIR SHORT=1 python3 "$ROOT/bench/lua-profile.py" "$LUA_DIR" "$PORT" "$JOBS"
+CGPID=$CGPID CGDIR=$CGDIR SHORT=${SHORT-1} python3 "$ROOT/bench/lua-profile.py" "$LUA_DIR" "$PORT" "$JOBS"

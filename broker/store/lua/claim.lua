@@ -153,7 +153,7 @@ local function choose()
       if c and not c.done then
         local head, over = {nil, score}, budget_block(b, c.gpus, c.mem)  -- the id is read only if this class is taken
         if not over then
-          if fair then head, over = fair_head(fair, t, c.ready, c.gpus)  -- [fairshare]
+          if fair then head, over = fair_head(fair, t, c.ready, c.gpus, c.head)  -- [fairshare]
           elseif c.gpus > 0 and has_tenant_quotas(t) then head, over = within_tenant_quota(t, c.ready, head, c.gpus) end
         end
         if over then
