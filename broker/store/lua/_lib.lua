@@ -148,8 +148,8 @@ end
 -- [admin] A job reached a terminal state (completed, discarded, cancelled): it joins
 -- the finished index of that state (keys.hpp finished_prefix: id -> finished at ms),
 -- read by the admin job listing and trimmed to the queue's retention by the broker.
-local function job_finished(finished_prefix, job, state, now)
-  redis.call('ZADD', finished_prefix .. state, now, job.id)
+local function job_finished(finished_prefix, job, state, now, now_s)
+  redis.call('ZADD', finished_prefix .. state, now_s or int_s(now), job.id)  -- [hotpath] the caller's text, when it has it
 end
 
 -- [admin] The per-minute rollup of the stats history (ojs-admin-api.md §10.2): field
@@ -338,7 +338,7 @@ end
 -- nil and the first block when every scanned job is over its tenant's quota.
 local function within_tenant_quota(t, ready_key, head, gpus)
   if gpus <= 0 or not has_tenant_quotas(t) then return head, nil end
-  local range = redis.call('ZRANGE', ready_key, 0, 31, 'WITHSCORES')
+  local range = redis.call('ZRANGE', ready_key, '0', '31', 'WITHSCORES')
   local seen, first_block = {}, nil
   for i = 1, #range, 2 do
     local tenant = redis.call('HGET', t.job_prefix .. range[i], 'tenant') or ''

@@ -84,7 +84,7 @@ end
 -- of the lowest non-empty slot: the slots below it are not read, nor is its own.
 -- known: the set's head as the caller read it ({id, score, ...}), or nil.
 local function fair_head(fc, t, ready_key, gpus, known)
-  local head = known or redis.call('ZRANGE', ready_key, 0, 0, 'WITHSCORES')
+  local head = known or redis.call('ZRANGE', ready_key, '0', '0', 'WITHSCORES')
   if not head[1] then return nil, nil end
   local head_band = score_unpack(tonumber(head[2]))
   if head_band < fc.base then
@@ -99,7 +99,7 @@ local function fair_head(fc, t, ready_key, gpus, known)
     local range = fair_slot_range(fc, slot)
     local r = head
     if slot ~= head_slot then
-      r = redis.call('ZRANGEBYSCORE', ready_key, range.low_s, range.high_s, 'WITHSCORES', 'LIMIT', 0, 1)
+      r = redis.call('ZRANGEBYSCORE', ready_key, range.low_s, range.high_s, 'WITHSCORES', 'LIMIT', '0', '1')
     end
     if r[1] then
       local tenant = redis.call('HGET', t.job_prefix .. r[1], 'tenant') or ''

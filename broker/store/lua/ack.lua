@@ -55,7 +55,7 @@ redis.call('ZREM', KEYS[2], job.id)
 release_holder(KEYS[7], job)
 redis.call('HINCRBY', KEYS[3], 'completed', '1')
 count_minute(KEYS[3], 'processed', now)
-job_finished(KEYS[19], job, 'completed', now)
+job_finished(KEYS[19], job, 'completed', now, now_s)
 note_run_time(KEYS[21], job, now)  -- [estimate]
 emit(KEYS[4], 'job.completed', job, {'duration_ms', int_s(now - tonumber(job.started_at or now))})
 workflow_job_ended(workflow_keys(KEYS, 8, KEYS[4]), job, 'completed', now)  -- [workflows]
