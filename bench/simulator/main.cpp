@@ -154,11 +154,17 @@ int main(int argc, char** argv) {
   fifo.policy = Policy::fifo_first_fit;
   fifo.preemption = false;
   fifo.estimates = false;
-  std::vector<SimResult> results = {simulate(trace, workers, ours)};
-  if (backfill) {
-    SimOptions with_backfill = ours;
-    with_backfill.backfill = true;
-    results.push_back(simulate(trace, workers, with_backfill));
+  std::vector<SimResult> results;
+  try {  // our policy's queue: a redis-server on the simulated clock (broker_queue.cpp) or a reason
+    results.push_back(simulate(trace, workers, ours));
+    if (backfill) {
+      SimOptions with_backfill = ours;
+      with_backfill.backfill = true;
+      results.push_back(simulate(trace, workers, with_backfill));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
   }
   results.push_back(simulate(trace, workers, fifo));
 
