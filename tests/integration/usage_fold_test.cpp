@@ -1,7 +1,8 @@
 // [usage] The fold of a queue's usage journal (_lib_accounting.lua usage_fold), run by
 // a real Redis on lines written as usage_ended writes them: the totals and the hourly
 // rollup are the exact integer sums, the decayed use is what adding each attempt's
-// use at its own end gives (decay, add, decay, add...), and held amounts leave
+// use at its own end gives (decay, add, decay, add...; the use as it accrued over the
+// run, each second decayed from when it was used), and held amounts leave
 // <tenant>|run. Folding in several calls gives the same as folding in one.
 #include <gtest/gtest.h>
 
@@ -97,7 +98,9 @@ TEST(UsageFold, EqualsAddingEachEndAtItsOwnTime) {
       auto& v = used[name];
       if (v.empty()) v = {0, 0, 0, 0, 0};
       const double f = std::pow(2.0, -(double(e.at_ms) - v[0]) / kHalfLifeMs);
-      for (int i = 1; i <= 4; ++i) v[i] = v[i] * f + amounts[i - 1] * double(e.dur_us) / 1e6;
+      // The use as it accrued over the run, decayed to its end.
+      const double hl_s = kHalfLifeMs / 1000.0, accrued = hl_s / std::log(2.0) * (1 - std::pow(2.0, -double(e.dur_us) / 1e6 / hl_s));
+      for (int i = 1; i <= 4; ++i) v[i] = v[i] * f + amounts[i - 1] * accrued;
       v[0] = double(e.at_ms);
       auto& r = held[name];
       if (r.empty()) r = {0, 0, 0, 0};

@@ -41,7 +41,8 @@ end
 --   <tenant>|run  'n1 n2 n3 n4': what the tenant's running jobs hold now, kept by
 --                 claim under `fair` (the job's field usage_run says it was added).
 -- A missing or short value reads as zeros.
-local USAGE_HALF_LIFE_MS = 3600000  -- the default of tenant_fairness.half_life_seconds (an hour)
+local USAGE_HALF_LIFE_MS = 3600000
+local LN2 = 0.69314718055994531  -- the default of tenant_fairness.half_life_seconds (an hour)
 
 local function usage_numbers(raw, n)
   local v = {}
@@ -204,8 +205,13 @@ local function usage_fold(f, limit)
       local tenant = string.match(who, '^[^\t]*')
       if not added[tenant] then added[tenant], freed[tenant] = {0, 0, 0, 0}, {0, 0, 0, 0}; names[#names + 1] = tenant end
       local factor = (half_life > 0 and at < last) and 2 ^ (-(last - at) / half_life) or 1
+      -- The attempt's use as it accrued, each second decayed from when it was used to
+      -- the end: amount x (half-life / ln 2) x (1 - 2^(-duration / half-life)), which
+      -- is amount x duration for a run much shorter than the half-life. A run as long
+      -- as the half-life counts 72% of it, not all of it at its end.
+      local accrued = half_life > 0 and half_life / 1000 / LN2 * (1 - 2 ^ (-dur / 1000 / half_life)) or 0
       local add, free = added[tenant], freed[tenant]
-      for i = 1, 4 do add[i] = add[i] + amounts[i] * dur / 1000000 * factor end
+      for i = 1, 4 do add[i] = add[i] + amounts[i] * accrued * factor end
       if was_held == '1' then for i = 1, 4 do free[i] = free[i] + amounts[i] end end
       -- The rollup's fields: hour TAB tenant TAB type TAB worker TAB resource.
       local hour = math.floor(at / 3600000)
