@@ -5,7 +5,8 @@
 #
 #   bench/lua-callgrind.sh [LUA_DIR] [JOBS]     (defaults: broker/store/lua, 300)
 #
-# Env: PORT (6392), CLASSES (10), FORM (fcall | evalsha), ONLY0, HINT; see lua-profile.py.
+# Env: PORT (6392), CLASSES (10), FORM (fcall | evalsha), ONLY0, HINT, FAIR; see lua-profile.py.
+# SHORT= (empty) also prints each phase's Redis calls per script call, from commandstats.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LUA_DIR=${1:-$ROOT/broker/store/lua}
@@ -24,4 +25,4 @@ for _ in $(seq 1 300); do
   kill -0 "$CGPID" 2>/dev/null || { cat "$CGDIR/redis.log" >&2; exit 1; }
   sleep 0.2
 done
-CGPID=$CGPID CGDIR=$CGDIR SHORT=1 python3 "$ROOT/bench/lua-profile.py" "$LUA_DIR" "$PORT" "$JOBS"
+CGPID=$CGPID CGDIR=$CGDIR SHORT=${SHORT-1} python3 "$ROOT/bench/lua-profile.py" "$LUA_DIR" "$PORT" "$JOBS"

@@ -14,7 +14,9 @@
 # Phases: push (the script alone), pushrt (the whole PUSH's commands, as the broker sends
 # them, per job), claim, ack, min.
 # Env: CLASSES (10), ONLY0=1 (every job in class 0: the others stay empty), HINT=1 (claim
-# passes the empty-class hint), SHORT=1 (instruction counts only; without it, commandstats too).
+# passes the empty-class hint), SHORT=1 (instruction counts only; without it, commandstats too),
+# FAIR=1 (the queue's policy is `fair`, weights team-a 1 and team-b 3, jobs alternate tenants:
+# the claim compares the tenants' use, and with a usage journal folds it first).
 import socket, sys, os, glob, time, hashlib, json
 LUA = sys.argv[1]; PORT = int(sys.argv[2]); N = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
 CLASSES = int(os.environ.get('CLASSES', '10'))
@@ -115,6 +117,11 @@ def phase(name, cmds, per=None):  # per: the operations the commands make up (de
 HEADS = 'ZMSCORE' in scripts['claim']  # the class-head index layout (keys.hpp class_heads)
 ids = ['0193%012x-7000-8000-%012x' % (i, i) for i in range(N)]
 ONLY0 = os.environ.get('ONLY0')  # every job in class 0: the other classes stay empty
+FAIR = os.environ.get('FAIR')  # the config queue_config.lua writes for policy fair (broker/governance/queue_config.cpp)
+if FAIR:
+    for qq in (q, 'p1'):
+        r('HSET', 'ojs:{%s}:config' % qq, 'policy', 'fair', 'fair_tenants',
+          json.dumps({'base': 4096, 'slots': 3, 'default_weight': 1, 'tenants': {'team-a': [1, 1], 'team-b': [2, 3]}}))
 # push.lua checks the version of the queue config the broker prepared the job with (KEYS 11, ARGV 8).
 CONFIG_CHECK = 'stale_config' in scripts['push']
 def push_cmd(i, q=q, ids=ids):
@@ -131,6 +138,7 @@ def push_cmd(i, q=q, ids=ids):
     if 'KEYS[12]' in scripts['push']: keys.append(K('ready:'))  # the ready prefix: the queue's depth
     if 'KEYS[13]' in scripts['push']: keys.append(K('on-hold'))  # [backpressure] held jobs count in the depth
     args += ['doc', doc, 'queue', q, 'type', 'bench.noop', 'priority', '0', 'max_attempts', '3', 'gpus', '1']
+    if FAIR: args += ['tenant', 'team-a' if i % 2 == 0 else 'team-b', 'order_base', str((4096 + 1 + i % 2) * BAND)]
     return call('push', keys, args)
 phase('push', [push_cmd(i) for i in range(N)])
 # The whole PUSH as the broker sends it, in another queue: before, the config read, the
@@ -156,6 +164,7 @@ def claim_cmd():
         keys += [K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
                  K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads'), K('finished:')]
     if 'KEYS[29]' in scripts['claim']: keys.append(K('usage'))  # [usage] the tenants' use (fair share)
+    if 'KEYS[32]' in scripts['claim']: keys += [K('usage-journal'), K('usage-totals'), K('usage-hours')]  # [usage] folded first
     hint = ['', '']
     if os.environ.get('HINT'): hint = [r('GET', K('seq')), '0' + '1' * (CLASSES - 1)]
     if HEADS or 'seq_now' not in scripts['claim']: hint = []
@@ -174,9 +183,15 @@ if 'release_holder' in scripts['ack']:  # the held prefix, then the workflow key
     ACK_KEYS += [K('held:'), K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
                  K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads')]
 if 'job_finished' in scripts['ack']: ACK_KEYS.append(K('finished:'))  # [admin] the finished prefix (keys.hpp)
-if 'usage_keys' in scripts['ack']: ACK_KEYS += [K('usage'), K('usage-totals'), K('usage-hours'), K('config')]  # [usage] keys.hpp usage_transition_keys
+JOURNAL = 'usage_fold' in scripts  # [usage] the ends go to a journal, folded later (usage_fold.lua)
+if JOURNAL: ACK_KEYS.append(K('usage-journal'))  # keys.hpp usage_transition_keys
+elif 'usage_keys' in scripts['ack']: ACK_KEYS += [K('usage'), K('usage-totals'), K('usage-hours'), K('config')]
 if 'note_run_time' in scripts['ack']: ACK_KEYS.append(K('run-times:'))  # [estimate] keys.hpp run_times_prefix
 phase('ack', [call('ack', [K('job:' + a)] + ACK_KEYS, ['', 'w1']) for a in active])
+if JOURNAL:  # the maintenance pass's fold of those ACKs' lines, per line (ACK's cost is ack + fold)
+    lines = r('LLEN', K('usage-journal'))
+    phase('fold', [call('usage_fold', [K('usage-journal'), K('usage'), K('usage-totals'), K('usage-hours'), K('config')], ['1000'])],
+          per=max(lines, 1))
 # minimal claim for reference, in the same form
 r('DEL', 'min:z'); r.pipe([['ZADD', 'min:z', i, 'm%d' % i] for i in range(N)])
 MIN = "local m = redis.call('ZPOPMIN', KEYS[1]) if m[1] then redis.call('HSET', KEYS[2] .. m[1], 'state', 'active', 'worker_id', ARGV[1], 'started_at', ARGV[2]) end return m[1]"

@@ -45,6 +45,8 @@ json usage_report(JobService& jobs, const std::vector<std::string>& queues, cons
           {"rows", rows}};
 }
 
+void fold_usage(JobService& jobs) { jobs.store().usage().fold(jobs.store().queues()); }
+
 void trim_usage(JobService& jobs, std::int64_t retention_hours) {
   auto store = jobs.store().usage();
   const auto before = now_ms() / kHourMs - retention_hours;

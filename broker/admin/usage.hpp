@@ -23,6 +23,10 @@ inline constexpr const char* kUsageGroupingRule = "must be one of tenant, queue,
 nlohmann::json usage_report(JobService& jobs, const std::vector<std::string>& queues, const std::string& by,
                             std::int64_t from_ms, std::int64_t to_ms);
 
+// Folds every queue's usage journal (the maintenance pass: it keeps the journal short
+// between reads, which fold it themselves).
+void fold_usage(JobService& jobs);
+
 // Drops the rollup hours older than `retention_hours`, for every queue (the maintenance pass).
 void trim_usage(JobService& jobs, std::int64_t retention_hours);
 

@@ -113,7 +113,7 @@ std::vector<double> EstimateStore::ran_vs_declared(const std::string& queue, std
 
 std::map<std::string, std::vector<long long>> EstimateStore::run_times(const std::string& queue, const std::vector<std::string>& types) {
   std::vector<std::vector<std::string>> cmds;
-  for (const auto& type : types) cmds.push_back({"LRANGE", keys::run_times(queue, type), "0", "-1"});
+  for (const auto& type : types) cmds.push_back({"LRANGE", keys::run_times(queue, type), "0", std::to_string(keys::run_times_kept - 1)});
   std::map<std::string, std::vector<long long>> out;
   if (cmds.empty()) return out;
   const auto replies = redis_.pipeline(cmds);

@@ -306,7 +306,9 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
                                       keys::held(queue, worker_id)};
   claim_keys = with_workflow_keys(std::move(claim_keys), queue);  // [workflows] an expired step ends it
   claim_keys.push_back(keys::finished_prefix(queue));             // [admin] 28: an expired job is finished
-  claim_keys.push_back(keys::usage(queue));                       // [usage] 29: the fair order's use per tenant
+  // [usage] 29-32: the fair order's use per tenant and the journal it folds first
+  // (keys.hpp usage_fold_keys less the config, which is 7).
+  for (auto* key : {keys::usage, keys::usage_journal, keys::usage_totals, keys::usage_hours}) claim_keys.push_back(key(queue));
   // One line per eligible class, parsed by claim.lua only for the classes it looks at.
   std::string lines;
   double max_bonus = eligible.empty() ? 0 : eligible.front().bonus;
@@ -338,7 +340,7 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
 Transition JobStore::ack(const std::string& queue, const std::string& id, const std::string& result_json,
                          const std::string& worker_id) {
   auto after = with_usage_keys({keys::finished_prefix(queue)}, queue);
-  after.push_back(keys::run_times_prefix(queue));  // [estimate] 24
+  after.push_back(keys::run_times_prefix(queue));  // [estimate] 21
   Transition t = transition_from(redis_.eval("ack",
                                              with_workflow_keys({keys::job(queue, id), keys::active(queue), keys::stats(queue),
                                                                  keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
@@ -554,7 +556,7 @@ bool JobStore::delete_queue_if_empty(const std::string& queue) {
                                     keys::rate_window(queue), keys::expiring(queue), keys::finished(queue, "completed"),
                                     keys::finished(queue, "discarded"), keys::finished(queue, "cancelled"),
                                     keys::on_hold(queue), keys::usage(queue), keys::usage_totals(queue),
-                                    keys::usage_hours(queue)};
+                                    keys::usage_hours(queue), keys::usage_journal(queue)};
   // Out of the directory first: a PUSH racing the delete re-adds it (reserve_id) and
   // then the script sees its job and refuses.
   redis_.command({"HDEL", keys::queue_directory, queue});

@@ -52,11 +52,13 @@ inline std::string config(const std::string& queue) { return queue_prefix(queue)
 inline std::string ledger(const std::string& queue) { return queue_prefix(queue) + "ledger"; }    // hash: GPUs in use
 inline std::string tenant_quotas(const std::string& queue) { return queue_prefix(queue) + "tenant-quotas"; }  // tenant -> max GPUs
 inline std::string tenant_ledger(const std::string& queue) { return queue_prefix(queue) + "tenant-ledger"; }  // tenant -> GPUs in use
-// [usage] Resource accounting (_lib_accounting.lua): the decayed use per tenant the
-// `fair` order weighs (tenant -> 'at u...', tenant|run -> 'n...'), the totals (tenant
-// TAB resource -> resource-microseconds, never decayed) and the per-hour rollup (hour
-// since the epoch TAB tenant TAB type TAB worker TAB resource -> resource-microseconds,
-// trimmed to --usage-retention-hours).
+// [usage] Resource accounting (_lib_accounting.lua): the journal of ended attempts
+// (a list, one line each, folded into the three hashes before they are read), the
+// decayed use per tenant the `fair` order weighs (tenant -> 'at u...', tenant|run ->
+// 'n...'), the totals (tenant TAB resource -> resource-microseconds, never decayed)
+// and the per-hour rollup (hour since the epoch TAB tenant TAB type TAB worker TAB
+// resource -> resource-microseconds, trimmed to --usage-retention-hours).
+inline std::string usage_journal(const std::string& queue) { return queue_prefix(queue) + "usage-journal"; }
 inline std::string usage(const std::string& queue) { return queue_prefix(queue) + "usage"; }
 inline std::string usage_totals(const std::string& queue) { return queue_prefix(queue) + "usage-totals"; }
 inline std::string usage_hours(const std::string& queue) { return queue_prefix(queue) + "usage-hours"; }
@@ -70,6 +72,9 @@ inline std::string expiring(const std::string& queue) { return queue_prefix(queu
 // start estimate gives a running job that declares no end (broker/estimate).
 inline std::string run_times_prefix(const std::string& queue) { return queue_prefix(queue) + "run-times:"; }  // + job type
 inline std::string run_times(const std::string& queue, const std::string& type) { return run_times_prefix(queue) + type; }
+// The newest run times of a type that count (_lib_jobs.lua RUN_TIMES_KEPT: the list
+// holds up to twice as many between two trims).
+inline constexpr int run_times_kept = 64;
 inline std::string escalations(const std::string& queue) { return queue_prefix(queue) + "escalations"; }  // zset id -> due
 inline std::string reservation_waits(const std::string& queue) { return queue_prefix(queue) + "reservation-waits"; }  // zset id -> due
 // [gangs] the gang forming in a queue (at most one holds members: id -> hold deadline ms),
@@ -97,8 +102,12 @@ inline std::vector<std::string> workflow_transition_keys(const std::string& queu
 
 // [usage] The keys an end of a running attempt (ack, fail, cancel) declares to
 // charge its resource-seconds, in the order _lib_accounting.lua's usage_keys reads them.
-inline std::vector<std::string> usage_transition_keys(const std::string& queue) {
-  return {usage(queue), usage_totals(queue), usage_hours(queue), config(queue)};
+inline std::vector<std::string> usage_transition_keys(const std::string& queue) { return {usage_journal(queue)}; }
+
+// [usage] The keys a fold of the journal declares (usage_fold.lua; claim.lua's from
+// its usage key on, whose config key comes earlier).
+inline std::vector<std::string> usage_fold_keys(const std::string& queue) {
+  return {usage_journal(queue), usage(queue), usage_totals(queue), usage_hours(queue), config(queue)};
 }
 
 // ---- global: one slot of their own, the hash tag {_global} ----

@@ -13,8 +13,9 @@
 namespace ojs::broker {
 
 namespace {
-// The line of _lib.lua that holds the bound, rewritten below.
-constexpr std::string_view kBoundLine = "local EVENTS_MAXLEN = 10000";
+// The lines of _lib.lua that hold the bound (as a number and as XADD's argument),
+// rewritten below.
+constexpr std::string_view kBoundLine = "local EVENTS_MAXLEN = 10000\nlocal EVENTS_MAXLEN_S = '10000'";
 std::atomic<long long> bound{10000};
 std::atomic<bool> frozen{false};
 
@@ -92,7 +93,8 @@ const LuaLibrary& lua_library() {
     for (auto& s : sources) {
       const auto at = s.body.find(kBoundLine);
       if (at == std::string::npos) continue;
-      s.body.replace(at, kBoundLine.size(), "local EVENTS_MAXLEN = " + std::to_string(bound.load()));
+      const auto n = std::to_string(bound.load());
+      s.body.replace(at, kBoundLine.size(), "local EVENTS_MAXLEN = " + n + "\nlocal EVENTS_MAXLEN_S = '" + n + "'");
       bound_found = true;
     }
     if (!bound_found) throw std::logic_error("the Lua helpers lack _lib.lua's event bound line");

@@ -24,9 +24,26 @@ std::vector<RedisValue> hashes(RedisPool& redis, const std::vector<std::string>&
   return cmds.empty() ? std::vector<RedisValue>{} : redis.pipeline(cmds);
 }
 
+// Journal lines folded per call: one call stays short (~40k instructions a line).
+constexpr long long kFoldLines = 1000;
+
 }  // namespace
 
+void UsageStore::fold(const std::vector<std::string>& queues) {
+  if (queues.empty()) return;
+  std::vector<std::vector<std::string>> lengths;  // one round trip finds the journals with lines
+  for (const auto& queue : queues) lengths.push_back({"LLEN", keys::usage_journal(queue)});
+  const auto replies = redis_.pipeline(lengths);
+  for (std::size_t q = 0; q < queues.size() && q < replies.size(); ++q) {
+    if (replies[q].integer == 0) continue;
+    const auto fold_keys = keys::usage_fold_keys(queues[q]);
+    while (redis_.eval("usage_fold", fold_keys, {std::to_string(kFoldLines)}).integer == kFoldLines) {
+    }
+  }
+}
+
 std::vector<UsageTotal> UsageStore::totals(const std::vector<std::string>& queues) {
+  fold(queues);
   std::vector<UsageTotal> out;
   const auto replies = hashes(redis_, queues, keys::usage_totals);
   for (std::size_t q = 0; q < replies.size(); ++q) {
@@ -41,6 +58,7 @@ std::vector<UsageTotal> UsageStore::totals(const std::vector<std::string>& queue
 }
 
 std::vector<UsageHour> UsageStore::hours(const std::vector<std::string>& queues, std::int64_t from_hour, std::int64_t to_hour) {
+  fold(queues);
   std::vector<UsageHour> out;
   const auto replies = hashes(redis_, queues, keys::usage_hours);
   for (std::size_t q = 0; q < replies.size(); ++q) {

@@ -191,17 +191,18 @@ TEST_F(FairUsage, UsageTotalsEqualTheSumOfTheJobsRecords) {
     }
   }
   EXPECT_EQ(jobs_with_usage, 12);
+
+  // The accounting views read the same integers: the hourly rollup by tenant (the
+  // last 24 hours cover the test), by worker, and the Prometheus counters. The ends
+  // are journaled; a report folds what its queues' journals hold before it reads.
+  const auto report = api.get("/ojs/v1/admin/usage?by=tenant&queue=" + q);
+  ASSERT_EQ(report.status, 200) << report.body.dump();
   std::map<std::string, long long> totals;
   const auto flat = redis_lines(redis, {"HGETALL", "ojs:{" + q + "}:usage-totals"});
   for (std::size_t i = 0; i + 1 < flat.size(); i += 2) totals[flat[i]] = std::stoll(flat[i + 1]);
   EXPECT_EQ(totals, from_jobs);
   EXPECT_TRUE(totals.count("team-a\tgpu") && totals.count("team-a\tmemory_mb") && totals.count("team-b\tcpu"));
   EXPECT_FALSE(totals.count("team-b\tgpu"));
-
-  // The accounting views read the same integers: the hourly rollup by tenant (the
-  // last 24 hours cover the test), by worker, and the Prometheus counters.
-  const auto report = api.get("/ojs/v1/admin/usage?by=tenant&queue=" + q);
-  ASSERT_EQ(report.status, 200) << report.body.dump();
   std::map<std::string, long long> from_report;
   for (const auto& row : report.body["rows"])
     for (auto it = row["microseconds"].begin(); it != row["microseconds"].end(); ++it)
@@ -245,4 +246,51 @@ TEST_F(FairUsage, UsageReportRejectsBadParametersNamingThem) {
   EXPECT_EQ(ok.body["from"], "2026-02-01T00:00:00.000Z");  // whole hours: the rollup's grain
   EXPECT_EQ(ok.body["to"], "2026-02-01T02:00:00.000Z");
   EXPECT_EQ(ok.body["rows"], json::array());
+}
+
+// The end of an attempt is journaled in the step that ends it, and folded into the
+// totals, the hourly rollup and the decayed use before any of them is read: by the
+// usage report, and by a `fair` claim (its shares compare what was used up to now).
+// The broker's maintenance pass, which also folds, runs once an hour here, so only
+// the reads fold.
+TEST(UsageJournal, EndsAreJournaledAndFoldedBeforeEachRead) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000"}};
+  Api api{broker.url()};
+  const std::string q = "uj", journal = "ojs:{uj}:usage-journal";
+  auto llen = [&] { return std::stoll(redis_lines(redis, {"LLEN", journal}).at(0)); };
+  ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/queues/" + q + "/config", fair_config()).status, 200);
+  for (int i = 0; i < 3; ++i) api.push(job(q, "team-a"));  // 1 CPU each (the default)
+
+  auto first = api.fetch({q}, "uj-w", 1);
+  ASSERT_EQ(first.size(), 1u);
+  const std::string id = first[0]["id"];
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the job's run: some microseconds to count
+  ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "uj-w"}}).status, 200);
+  EXPECT_EQ(llen(), 1);  // journaled, not folded yet
+  EXPECT_TRUE(redis_lines(redis, {"HGETALL", "ojs:{uj}:usage-totals"}).empty());
+
+  // A fair claim folds first: team-a's decayed use now holds the attempt.
+  ASSERT_EQ(api.fetch({q}, "uj-w", 1).size(), 1u);
+  EXPECT_EQ(llen(), 0);
+  const auto used = redis_lines(redis, {"HGET", "ojs:{uj}:usage", "team-a"});
+  ASSERT_EQ(used.size(), 1u);
+  EXPECT_NE(used[0].find(' '), std::string::npos) << used[0];  // 'at u1 u2 u3 u4'
+
+  // The report folds too, and reads the same integers as the job's own record.
+  const auto record = api.get("/ojs/v1/jobs/" + id).body["job"]["usage"];
+  ASSERT_TRUE(record.contains("cpu_us")) << record.dump();
+  auto second = api.fetch({q}, "uj-w2", 1);  // (the claim above took the second job; this the third)
+  ASSERT_EQ(second.size(), 1u);
+  ASSERT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", second[0]["id"]}, {"worker_id", "uj-w2"},
+                                               {"error", {{"message", "x"}, {"retryable", false}}}}).status, 200);
+  EXPECT_EQ(llen(), 1);
+  const auto report = api.get("/ojs/v1/admin/usage?by=worker&queue=" + q);
+  ASSERT_EQ(report.status, 200) << report.body.dump();
+  EXPECT_EQ(llen(), 0);
+  const auto second_record = api.get("/ojs/v1/jobs/" + second[0]["id"].get<std::string>()).body["job"]["usage"];
+  std::map<std::string, long long> cpu_by_worker;
+  for (const auto& row : report.body["rows"]) cpu_by_worker[row["worker"]] = row["microseconds"]["cpu"];
+  EXPECT_EQ(cpu_by_worker["uj-w"], record["cpu_us"].get<long long>());
+  EXPECT_EQ(cpu_by_worker["uj-w2"], second_record.value("cpu_us", 0LL));
 }

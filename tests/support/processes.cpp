@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "support/processes.hpp"
 
 #include <gtest/gtest.h>
@@ -114,8 +115,10 @@ void RedisServer::kill9() { terminate(pid_, SIGKILL); }
 BrokerProcess::BrokerProcess(const std::string& redis_url, std::vector<std::string> extra_args) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  std::vector<std::string> args{binary_path("broker/broker"), "--redis", redis_url, "--port", "0",
-                                "--maintenance-interval-ms", "50", "--log-level", "warn"};
+  std::vector<std::string> args{binary_path("broker/broker"), "--redis", redis_url, "--port", "0", "--log-level", "warn"};
+  // A fast maintenance pass (promoter, reaper) unless the test sets its own.
+  if (std::find(extra_args.begin(), extra_args.end(), "--maintenance-interval-ms") == extra_args.end())
+    for (const char* a : {"--maintenance-interval-ms", "50"}) args.push_back(a);
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   // Every multi-key Redis call must be single-slot, even on one Redis: a cluster refuses the others.
   setenv("OJS_REDIS_CHECK_SLOTS", "1", 1);

@@ -1,23 +1,37 @@
 -- [usage] Resource accounting (docs/operations.md#resource-accounting, issue #32).
 -- Every end of a running attempt (ack, fail: retry, requeue, reclaim, discard;
 -- cancel) charges what the job held from its start to now, in resource-microseconds,
--- exactly once and in the same step as the transition:
---   the job hash (usage_<resource>_us, summed over its attempts: the job's record),
+-- exactly once and in the same step as the transition: the job hash gets its record
+-- (usage_<resource>_us, summed over its attempts) and the queue's usage journal
+-- (keys.hpp usage_journal) one line. The journal is folded, oldest line first, into
 --   the queue's totals (keys.hpp usage_totals: tenant TAB resource -> us, never
---   decayed; /metrics ojs_resource_seconds_total), the queue's per-hour rollup
---   (keys.hpp usage_hours: hour TAB tenant TAB type TAB worker TAB resource -> us,
---   trimmed to --usage-retention-hours by the broker), and the decayed usage that
---   the `fair` policy weighs (keys.hpp usage: see below).
+--   decayed; /metrics ojs_resource_seconds_total), its per-hour rollup (keys.hpp
+--   usage_hours: hour TAB tenant TAB type TAB worker TAB resource -> us, trimmed to
+--   --usage-retention-hours by the broker), and the decayed usage that the `fair`
+--   policy weighs (keys.hpp usage: see below)
+-- by usage_fold: before every read of them (a `fair` claim, the usage report, the
+-- metrics; usage_fold.lua) and by the broker's maintenance pass. Why a journal: the
+-- fold of a line costs a few thousand instructions where updating the five hashes
+-- at each end cost ~250k (bench/lua-callgrind.sh), and lines of the same tenant and
+-- hour fold into one write. Folding in order gives the same numbers as updating in
+-- place: each line carries its end time, and decay is applied line by line.
 -- Resources, in this order everywhere: gpu (GPUs charged), cpu (the job's
 -- ext_ml cpu_cores, 1 when none), memory_mb (host memory declared, MB), gpu_memory_mb
 -- (GPU memory charged, MB). Amount x microseconds: exact integers.
 local USAGE_RESOURCES = {'gpu', 'cpu', 'memory_mb', 'gpu_memory_mb'}
 
--- What the job holds while it runs, one amount per resource. Read before
--- release_budget, which clears the charge.
+-- What the job holds while it runs, one amount per resource, as the job's fields
+-- hold them (read before release_budget, which clears the charge), and as numbers.
+local function usage_amount_texts(job)
+  return {job.charged_gpus or '0', job.cpus or '1', job.mem_mb or '0', job.charged_gpu_mem_mb or '0'}
+end
+
+local function usage_amount_numbers(texts)
+  return {tonumber(texts[1]) or 0, tonumber(texts[2]) or 1, tonumber(texts[3]) or 0, tonumber(texts[4]) or 0}
+end
+
 local function usage_amounts(job)
-  return {tonumber(job.charged_gpus or '0') or 0, tonumber(job.cpus or '1') or 1, tonumber(job.mem_mb or '0') or 0,
-          tonumber(job.charged_gpu_mem_mb or '0') or 0}
+  return usage_amount_numbers(usage_amount_texts(job))
 end
 
 -- The usage hash (keys.hpp usage) of a queue, per tenant ('*': the whole queue;
@@ -115,57 +129,43 @@ local function usage_started(usage_key, job, amounts, set)
   return tenant
 end
 
--- The microseconds of Redis TIME (claim writes the job's started_us with it).
+-- The microseconds of Redis TIME (claim writes the job's started_us with it): the
+-- call's one TIME (_lib.lua redis_time).
 local function usage_clock_us()
-  local t = redis.call('TIME')
+  local t = redis_time()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- The keys usage_ended needs, declared in a transition's KEYS from `first` on, in
--- the order of keys.hpp usage_transition_keys: usage, totals, hours, queue config.
+-- The key usage_ended needs, declared in a transition's KEYS at `first`
+-- (keys.hpp usage_transition_keys: the usage journal).
 local function usage_keys(KEYS, first)
-  return {usage = KEYS[first], totals = KEYS[first + 1], hours = KEYS[first + 2], config = KEYS[first + 3]}
+  return {journal = KEYS[first]}
 end
 
--- The end of a running attempt. u: {usage, totals, hours, config} (keys.hpp usage,
--- usage_totals, usage_hours, config: its field usage_half_life_ms); job: as read,
--- before release_budget (which clears the charge); now: ms. The job's record fields
--- (usage_<resource>_us) are appended to `set` (the caller's HSET of the job, so
--- its reply has them) or, without one, written here.
+-- The end of a running attempt. u: usage_keys; job: as read, before release_budget
+-- (which clears the charge); now: ms. The job's record fields (usage_<resource>_us)
+-- are appended to `set` (the caller's HSET of the job, so its reply has them) or,
+-- without one, written here; the queue's journal gets the line usage_fold reads:
+--   end ms TAB duration us TAB held ('1': its amounts leave <tenant>|run) TAB
+--   the four amounts TAB tenant TAB type TAB worker ('-': none)
 local function usage_ended(u, jk, job, now, set)
   local started = tonumber(job.started_at or '')
   if not started then return end
-  local amounts = usage_amounts(job)
+  local texts = usage_amount_texts(job)
+  local amounts = usage_amount_numbers(texts)
   local dur_us = math.max(usage_clock_us() - (tonumber(job.started_us or '') or started * 1000), 0)
-  local tenant = usage_tenant(job)
-  local half_life = usage_half_life(redis.call('HMGET', u.config, 'usage_half_life_ms')[1])
-  local fields = {tenant, '*', tenant .. '|run', '*|run'}
-  local cur = redis.call('HMGET', u.usage, unpack(fields))
-  local decayed = {}
-  for k = 1, 2 do
-    local v = usage_decayed(usage_numbers(cur[k], 5), now, half_life)
-    for i = 1, 4 do v[i + 1] = v[i + 1] + amounts[i] * dur_us / 1000000 end
-    decayed[#decayed + 1] = fields[k]; decayed[#decayed + 1] = usage_text(v)
-  end
+  local held = '0'
   if job.usage_run then
-    local run = usage_run_update({fields[3], fields[4]}, {cur[3], cur[4]}, amounts, -1)
-    for i = 1, #run do decayed[#decayed + 1] = run[i] end
-    job.usage_run = nil
+    held, job.usage_run = '1', nil
     redis.call('HDEL', jk, 'usage_run')
   end
-  redis.call('HSET', u.usage, unpack(decayed))
-  -- The record: the job's, the totals and the hour's, the same integers.
-  local record, hour = {}, int_s(math.floor(now / 3600000))
-  local row = hour .. '\t' .. tenant .. '\t' .. (job.type or '') .. '\t' ..
-              ((job.worker_id or '') ~= '' and job.worker_id or '-') .. '\t'
+  local record = {}
   for i, name in ipairs(USAGE_RESOURCES) do
     local used = math.floor(amounts[i] * dur_us)
     if used > 0 then
-      local used_s, field = int_s(used), 'usage_' .. name .. '_us'
+      local field = 'usage_' .. name .. '_us'
       job[field] = int_s((tonumber(job[field] or '0') or 0) + used)
       record[#record + 1] = field; record[#record + 1] = job[field]
-      redis.call('HINCRBY', u.totals, tenant .. '\t' .. name, used_s)
-      redis.call('HINCRBY', u.hours, row .. name, used_s)
     end
   end
   if set then
@@ -173,4 +173,82 @@ local function usage_ended(u, jk, job, now, set)
   elseif #record > 0 then
     redis.call('HSET', jk, unpack(record))
   end
+  redis.call('RPUSH', u.journal, table.concat({int_s(now), int_s(dur_us), held, texts[1], texts[2], texts[3], texts[4],
+                                               usage_tenant(job), job.type or '',
+                                               (job.worker_id or '') ~= '' and job.worker_id or '-'}, '\t'))
+end
+
+-- Folds up to `limit` lines of the journal, oldest first, into the usage hash, the
+-- totals and the hourly rollup; returns how many. f: {journal, usage, totals, hours,
+-- config} (keys.hpp usage_fold_keys; config: its field usage_half_life_ms). Each
+-- field is read once and written once, whatever the number of lines. A line's use
+-- counts in the decayed sum as it would had it been added when the attempt ended:
+-- decayed from its end to the last line's (one factor per line), the sum then
+-- decayed with the stored values to the last line's end. [hotpath] What lines share
+-- (a tenant's values, an hour's rollup fields) is built once per fold.
+local function usage_fold(f, limit)
+  local lines = redis.call('LRANGE', f.journal, '0', int_s(limit - 1))
+  if #lines == 0 then return 0 end
+  redis.call('LTRIM', f.journal, int_s(#lines), '-1')
+  local half_life = usage_half_life(redis.call('HGET', f.config, 'usage_half_life_ms'))
+  local last = tonumber(string.match(lines[#lines], '^%d+')) or 0
+  local added, freed, names = {}, {}, {}  -- tenant -> resource-seconds to add / amounts no longer held
+  local totals, hours, torder, horder = {}, {}, {}, {}
+  local row_fields, hour_at, hour_s = {}, nil, nil
+  for _, line in ipairs(lines) do
+    local at, dur, was_held, a1, a2, a3, a4, who =
+      string.match(line, '^(%d+)\t(%d+)\t(%d)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
+    if at then  -- a malformed line (never written by usage_ended) is dropped
+      at, dur = tonumber(at), tonumber(dur)
+      local amounts = usage_amount_numbers({a1, a2, a3, a4})
+      local tenant = string.match(who, '^[^\t]*')
+      if not added[tenant] then added[tenant], freed[tenant] = {0, 0, 0, 0}, {0, 0, 0, 0}; names[#names + 1] = tenant end
+      local factor = (half_life > 0 and at < last) and 2 ^ (-(last - at) / half_life) or 1
+      local add, free = added[tenant], freed[tenant]
+      for i = 1, 4 do add[i] = add[i] + amounts[i] * dur / 1000000 * factor end
+      if was_held == '1' then for i = 1, 4 do free[i] = free[i] + amounts[i] end end
+      -- The rollup's fields: hour TAB tenant TAB type TAB worker TAB resource.
+      local hour = math.floor(at / 3600000)
+      if hour ~= hour_at then hour_at, hour_s = hour, int_s(hour) end
+      local row = hour_s .. '\t' .. who
+      local rf = row_fields[row]
+      if not rf then
+        rf = {}
+        for i, name in ipairs(USAGE_RESOURCES) do rf[i] = {tenant .. '\t' .. name, row .. '\t' .. name} end
+        row_fields[row] = rf
+      end
+      for i = 1, 4 do
+        local n = math.floor(amounts[i] * dur)
+        if n > 0 then
+          local t, h = rf[i][1], rf[i][2]
+          if not totals[t] then totals[t] = 0; torder[#torder + 1] = t end
+          if not hours[h] then hours[h] = 0; horder[#horder + 1] = h end
+          totals[t], hours[h] = totals[t] + n, hours[h] + n
+        end
+      end
+    end
+  end
+  if #names == 0 then return #lines end
+  local all_added, all_freed = {0, 0, 0, 0}, {0, 0, 0, 0}
+  for _, name in ipairs(names) do
+    for i = 1, 4 do all_added[i] = all_added[i] + added[name][i]; all_freed[i] = all_freed[i] + freed[name][i] end
+  end
+  names[#names + 1] = '*'; added['*'], freed['*'] = all_added, all_freed
+  local fields = {}
+  for _, name in ipairs(names) do fields[#fields + 1] = name; fields[#fields + 1] = name .. '|run' end
+  local cur = redis.call('HMGET', f.usage, unpack(fields))
+  local out = {}
+  for k, name in ipairs(names) do
+    local v, run = usage_decayed(usage_numbers(cur[2 * k - 1], 5), last, half_life), usage_numbers(cur[2 * k], 4)
+    for i = 1, 4 do
+      v[i + 1] = v[i + 1] + (half_life > 0 and added[name][i] or 0)
+      run[i] = math.max(run[i] - freed[name][i], 0)
+    end
+    out[#out + 1] = fields[2 * k - 1]; out[#out + 1] = usage_text(v)
+    out[#out + 1] = fields[2 * k]; out[#out + 1] = usage_text(run)
+  end
+  redis.call('HSET', f.usage, unpack(out))
+  for _, t in ipairs(torder) do redis.call('HINCRBY', f.totals, t, int_s(totals[t])) end
+  for _, h in ipairs(horder) do redis.call('HINCRBY', f.hours, h, int_s(hours[h])) end
+  return #lines
 end

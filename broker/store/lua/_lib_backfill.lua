@@ -11,7 +11,7 @@
 -- within its tenant's quota) as id, score; else nil, nil and what the head
 -- declared (seconds; -1: nothing), for the refusal the broker reports.
 local function backfill_pick(t, ready_key, before, now, gpus)
-  local range = redis.call('ZRANGE', ready_key, 0, 31, 'WITHSCORES')
+  local range = redis.call('ZRANGE', ready_key, '0', '31', 'WITHSCORES')
   local head_declared = nil
   for i = 1, #range, 2 do
     local f = redis.call('HMGET', t.job_prefix .. range[i], 'estimated_duration_s', 'tenant')

@@ -61,31 +61,53 @@ local function fair_started(fc, t, job, amounts, set)
   end
 end
 
+-- The range of tenant slot `slot` in a ready set: its lowest score, and the bounds
+-- ZRANGEBYSCORE takes, formatted once per call (the same for every class).
+local function fair_slot_range(fc, slot)
+  fc.ranges = fc.ranges or {}
+  local r = fc.ranges[slot]
+  if not r then
+    local low = score_pack(fc.base + slot, 0)
+    r = {low = low, low_s = string.format('%.0f', low),
+         high_s = slot == fc.slots and '+inf' or '(' .. string.format('%.0f', score_pack(fc.base + slot + 1, 0))}
+    fc.ranges[slot] = r
+  end
+  return r
+end
+
 -- The job a `fair` claim takes from one ready set, as {id, score, share, seq}, or
 -- nil and the first quota block. A head scored under an earlier policy (below the
 -- fair bands) is served first, with share -1, so a policy change strands nothing.
-local function fair_head(fc, t, ready_key, gpus)
-  local head = redis.call('ZRANGE', ready_key, 0, 0, 'WITHSCORES')
+-- Each tenant slot offers its oldest job (one more range past the last slot: jobs
+-- scored under earlier weights with more named tenants; a candidate's tenant is
+-- read from the job, not from its slot). [hotpath] The set's head is the oldest job
+-- of the lowest non-empty slot: the slots below it are not read, nor is its own.
+-- known: the set's head as the caller read it ({id, score, ...}), or nil.
+local function fair_head(fc, t, ready_key, gpus, known)
+  local head = known or redis.call('ZRANGE', ready_key, '0', '0', 'WITHSCORES')
   if not head[1] then return nil, nil end
-  if score_unpack(tonumber(head[2])) < fc.base then
+  local head_band = score_unpack(tonumber(head[2]))
+  if head_band < fc.base then
     local h, over = within_tenant_quota(t, ready_key, head, gpus)
     if h then return {h[1], h[2], -1, tonumber(h[2])}, nil end
     return nil, over
   end
+  local quotas = gpus > 0 and has_tenant_quotas(t)
   local best, first_block = nil, nil
-  -- One more range past the last slot: jobs scored under earlier weights with more
-  -- named tenants (a candidate's tenant is read from the job, not from its slot).
-  for slot = 0, fc.slots do
-    local low = score_pack(fc.base + slot, 0)
-    local high = slot == fc.slots and '+inf' or '(' .. string.format('%.0f', score_pack(fc.base + slot + 1, 0))
-    local r = redis.call('ZRANGEBYSCORE', ready_key, string.format('%.0f', low), high, 'WITHSCORES', 'LIMIT', 0, 1)
+  local head_slot = math.min(head_band - fc.base, fc.slots)
+  for slot = head_slot, fc.slots do
+    local range = fair_slot_range(fc, slot)
+    local r = head
+    if slot ~= head_slot then
+      r = redis.call('ZRANGEBYSCORE', ready_key, range.low_s, range.high_s, 'WITHSCORES', 'LIMIT', '0', '1')
+    end
     if r[1] then
       local tenant = redis.call('HGET', t.job_prefix .. r[1], 'tenant') or ''
-      local over = tenant_block(t, tenant, gpus)
+      local over = quotas and tenant_block(t, tenant, gpus)
       if over then
         first_block = first_block or over
       else
-        local share, seq = fair_share(fc, t, tenant), tonumber(r[2]) - low
+        local share, seq = fair_share(fc, t, tenant), tonumber(r[2]) - range.low
         if not best or share < best[3] or (share == best[3] and seq < best[4]) then best = {r[1], r[2], share, seq} end
       end
     end

@@ -96,16 +96,18 @@ end
 
 -- [estimate] A completed job's run time (ms) joins the newest 64 of its type in the
 -- queue (prefix: keys.hpp run_times_prefix, + the type): the start estimate's learned
--- median for a running job that declares no end (broker/estimate/). Each list expires
--- a week after its last write, so a deleted queue's lists (whose types no index
--- names for delete_queue.lua) do not stay behind.
+-- median for a running job that declares no end (broker/estimate/; it reads the
+-- first RUN_TIMES_KEPT). The list is trimmed when it reaches twice that, so one ACK
+-- in 64 pays for the LTRIM. Each list expires a week after its last write, so a
+-- deleted queue's lists (whose types no index names for delete_queue.lua) do not stay behind.
 local RUN_TIMES_KEPT = 64
 local RUN_TIMES_TTL_MS = '604800000'
 local function note_run_time(prefix, job, now)
   local started = tonumber(job.started_at or '')
   if not started or not job.type or job.type == '' then return end
   local key = prefix .. job.type
-  redis.call('LPUSH', key, int_s(math.max(0, now - started)))
-  redis.call('LTRIM', key, 0, RUN_TIMES_KEPT - 1)
+  if redis.call('LPUSH', key, int_s(math.max(0, now - started))) >= 2 * RUN_TIMES_KEPT then
+    redis.call('LTRIM', key, '0', int_s(RUN_TIMES_KEPT - 1))
+  end
   redis.call('PEXPIRE', key, RUN_TIMES_TTL_MS)
 end

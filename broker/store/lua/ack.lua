@@ -1,8 +1,8 @@
 -- ACK: active -> completed.
--- KEYS (24): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
+-- KEYS (21): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
 --            7 held prefix (keys.hpp held_prefix), 8-18 workflow keys (_lib_workflows.lua),
---            19 finished prefix (keys.hpp finished_prefix), 20-23 [usage] usage keys (_lib_accounting.lua usage_keys),
---            24 run-times prefix (keys.hpp run_times_prefix)
+--            19 finished prefix (keys.hpp finished_prefix), 20 [usage] the usage journal (_lib_accounting.lua usage_keys),
+--            21 run-times prefix (keys.hpp run_times_prefix)
 -- ARGV: result_json ('' = none), worker_id ('' = any: plain OJS ACKs carry none)
 -- Reply: {'ok', job fields} (also for a replay: the completing worker's same ACK again)
 --        | {'not_found'} | {'conflict', state}
@@ -55,8 +55,8 @@ redis.call('ZREM', KEYS[2], job.id)
 release_holder(KEYS[7], job)
 redis.call('HINCRBY', KEYS[3], 'completed', '1')
 count_minute(KEYS[3], 'processed', now)
-job_finished(KEYS[19], job, 'completed', now)
-note_run_time(KEYS[24], job, now)  -- [estimate]
+job_finished(KEYS[19], job, 'completed', now, now_s)
+note_run_time(KEYS[21], job, now)  -- [estimate]
 emit(KEYS[4], 'job.completed', job, {'duration_ms', int_s(now - tonumber(job.started_at or now))})
 workflow_job_ended(workflow_keys(KEYS, 8, KEYS[4]), job, 'completed', now)  -- [workflows]
 return {'ok', job_reply(flat, set, del)}

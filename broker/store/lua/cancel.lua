@@ -1,8 +1,8 @@
 -- CANCEL: any non-terminal state -> cancelled.
--- KEYS (25): 1 job hash, 2 ready prefix (+ the job's class), 3 delayed, 4 active, 5 stats,
+-- KEYS (22): 1 job hash, 2 ready prefix (+ the job's class), 3 delayed, 4 active, 5 stats,
 --           6 events, 7 ledger, 8 tenant ledger, 9-19 workflow keys (_lib_workflows.lua; 19 the class heads),
 --           20 finished prefix (keys.hpp finished_prefix), 21 [issue #33] the on-hold set (keys.hpp on_hold),
---           22-25 [usage] usage keys (_lib_accounting.lua usage_keys)
+--           22 [usage] the usage journal (_lib_accounting.lua usage_keys)
 -- ARGV: (none)
 -- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
 local jk = KEYS[1]

@@ -1,12 +1,13 @@
 -- FETCH: atomically claim up to `count` jobs of the eligible requirement classes.
 -- A job past its expires_at when it would be delivered is discarded instead
 -- (OJS core; at most 100 per call) and the next best is taken.
--- KEYS (29): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
+-- KEYS (32): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
 --   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
 --   13 stats, 14 rate window (zset: claim times in the rate period), 15 class heads,
 --   16 this worker's held set in the queue (keys.hpp held),
 --   17-27 workflow keys (_lib_workflows.lua: an expired step ends its workflow's step),
---   28 finished prefix (keys.hpp finished_prefix), 29 [usage] the queue's usage hash (keys.hpp usage)
+--   28 finished prefix (keys.hpp finished_prefix), 29-32 [usage] the queue's usage hash, usage
+--   journal, totals and hourly rollup (a `fair` claim folds the journal first: _lib_accounting.lua)
 --   ([fairshare] config 7 also gives policy / fair_tenants / usage_half_life_ms; usage 29 the shares)
 --   The ready set of a class is the ready prefix + the class id, a member of the
 --   declared class-heads index (keys.hpp).
@@ -118,7 +119,13 @@ end
 -- [fairshare] Queue policy `fair`: each ready set offers its lowest-share tenant's
 -- oldest job and the classes compare by that share (_lib_fairshare.lua).
 local fair = nil
-if rl[6] == 'fair' then fair, t.half_life = fair_config(KEYS[7]), usage_half_life(rl[9]) end
+if rl[6] == 'fair' then
+  fair, t.half_life = fair_config(KEYS[7]), usage_half_life(rl[9])
+  -- [usage] The ends not folded yet, so the shares compare what was used up to now.
+  -- Bounded: the maintenance pass folds every --maintenance-interval-ms, so more than
+  -- this waits only after an outage, and is folded by later calls.
+  usage_fold({journal = KEYS[30], usage = KEYS[29], totals = KEYS[31], hours = KEYS[32], config = KEYS[7]}, 2000)
+end
 local started_us = int_s(usage_clock_us())  -- [usage] the start of each claimed attempt, for its resource-seconds
 
 local claimed, blocked = {}, {}
@@ -146,7 +153,7 @@ local function choose()
       if c and not c.done then
         local head, over = {nil, score}, budget_block(b, c.gpus, c.mem)  -- the id is read only if this class is taken
         if not over then
-          if fair then head, over = fair_head(fair, t, c.ready, c.gpus)  -- [fairshare]
+          if fair then head, over = fair_head(fair, t, c.ready, c.gpus, c.head)  -- [fairshare]
           elseif c.gpus > 0 and has_tenant_quotas(t) then head, over = within_tenant_quota(t, c.ready, head, c.gpus) end
         end
         if over then

@@ -3,14 +3,14 @@
 -- The ready sets are found here, from the classes hash, not from a list the
 -- broker read before the call: a PUSH of a new class in between would leave its
 -- job in a ready set nobody counted, stranded once classes and heads are gone.
--- KEYS (27): 1 classes hash, 2 ready prefix (+ each class id read from 1), 3 active,
+-- KEYS (28): 1 classes hash, 2 ready prefix (+ each class id read from 1), 3 active,
 --            4 delayed, 5 dead, 6 config hash, 7 diag prefix (+ each class id),
 --            8-23 the other keys to delete (classes:ver, paused, stats, events, ledger,
 --            tenant-quotas, tenant-ledger, preempting, escalations, reservation-waits,
 --            class heads, rate window, expiring index, the finished indexes of
 --            completed, discarded and cancelled jobs), 24 [issue #33] the on-hold set
---            (held jobs count as jobs: a queue holding one is not empty), 25-27 [usage]
---            the usage hash, totals and hourly rollup (deleted with the queue)
+--            (held jobs count as jobs: a queue holding one is not empty), 25-28 [usage]
+--            the usage hash, totals, hourly rollup and journal (deleted with the queue)
 -- ARGV: (none)
 -- Reply: {'ok'} or {'not_empty', jobs}
 local classes = redis.call('HKEYS', KEYS[1])

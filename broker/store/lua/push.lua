@@ -26,7 +26,7 @@ end
 local jk = KEYS[1]
 if redis.call('EXISTS', jk) == 1 then return {'duplicate'} end
 local now = now_ms()
-local now_s = tostring(now)
+local now_s = int_s(now)
 local job = {id = id, attempt = '0'}  -- what emit reads
 local order_base = nil
 for i = 9, #ARGV, 2 do
@@ -48,7 +48,7 @@ else
 end
 redis.call('HSET', jk, 'id', id, 'class', class, 'rank_base', rank_base, 'attempt', '0', 'created_at', now_s,
            'state', state, at_field, at, unpack(ARGV, 9))
-if escalate_after ~= '' then redis.call('ZADD', KEYS[8], tostring(now + tonumber(escalate_after)), id) end
-if reservation_timeout ~= '' then redis.call('ZADD', KEYS[9], tostring(now + tonumber(reservation_timeout)), id) end
+if escalate_after ~= '' then redis.call('ZADD', KEYS[8], int_s(now + tonumber(escalate_after)), id) end
+if reservation_timeout ~= '' then redis.call('ZADD', KEYS[9], int_s(now + tonumber(reservation_timeout)), id) end
 emit(KEYS[7], 'job.enqueued', job, {'state', state})
 return {'ok', {'state', state, 'created_at', now_s, at_field, at}}

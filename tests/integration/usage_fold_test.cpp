@@ -1,0 +1,146 @@
+// [usage] The fold of a queue's usage journal (_lib_accounting.lua usage_fold), run by
+// a real Redis on lines written as usage_ended writes them: the totals and the hourly
+// rollup are the exact integer sums, the decayed use is what adding each attempt's
+// use at its own end gives (decay, add, decay, add...), and held amounts leave
+// <tenant>|run. Folding in several calls gives the same as folding in one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/processes.hpp"
+
+using namespace ojs::test;
+
+namespace {
+
+std::string source(const char* name) {
+  std::ifstream in(std::filesystem::path(OJS_SOURCE_DIR) / "broker/store/lua" / name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Folds at most `limit` lines of the journal q:journal; returns how many.
+long long fold(const RedisServer& redis, int limit) {
+  const std::string body = "per_call = {}\nreturn usage_fold({journal = 'q:journal', usage = 'q:usage', totals = 'q:totals', "
+                           "hours = 'q:hours', config = 'q:config'}, " + std::to_string(limit) + ")";
+  return std::stoll(redis_lines(redis, {"EVAL", source("_lib.lua") + "\n" + source("_lib_accounting.lua") + "\n" + body, "0"}).at(0));
+}
+
+std::map<std::string, std::string> hash(const RedisServer& redis, const std::string& key) {
+  std::map<std::string, std::string> out;
+  const auto flat = redis_lines(redis, {"HGETALL", key});
+  for (std::size_t i = 0; i + 1 < flat.size(); i += 2) out[flat[i]] = flat[i + 1];
+  return out;
+}
+
+std::vector<double> numbers(const std::string& text) {
+  std::vector<double> out;
+  std::istringstream in(text);
+  for (double x; in >> x;) out.push_back(x);
+  return out;
+}
+
+struct End {
+  long long at_ms, dur_us;
+  bool held;
+  double gpu, cpu, mem_mb, gpu_mem_mb;
+  std::string tenant, type, worker;
+  std::string line() const {
+    std::ostringstream s;
+    s << at_ms << '\t' << dur_us << '\t' << (held ? 1 : 0) << '\t' << gpu << '\t' << cpu << '\t' << mem_mb << '\t' << gpu_mem_mb
+      << '\t' << tenant << '\t' << type << '\t' << worker;
+    return s.str();
+  }
+};
+
+}  // namespace
+
+TEST(UsageFold, EqualsAddingEachEndAtItsOwnTime) {
+  RedisServer redis;
+  constexpr long long kHalfLifeMs = 3600000;  // long enough that an hour leaves half of what was used
+  constexpr long long kHour = 3600000;
+  const long long t0 = 1764000000000;  // a whole hour: the last end falls in the next one
+  redis_lines(redis, {"HSET", "q:config", "usage_half_life_ms", std::to_string(kHalfLifeMs)});
+  // team-a used 100 GPU-seconds and 50 CPU-seconds by t0 - 30 s, and holds 2 GPUs and 2 CPUs.
+  redis_lines(redis, {"HSET", "q:usage", "team-a", std::to_string(t0 - 30000) + " 100 50 0 0", "team-a|run", "2 2 0 0",
+                      "*", std::to_string(t0 - 30000) + " 100 50 0 0", "*|run", "2 2 0 0"});
+  const std::vector<End> ends = {
+      {t0 + 1000, 4000000, true, 1, 1, 0, 0, "team-a", "train", "w1"},
+      {t0 + 20000, 2500000, false, 0, 0.5, 1024, 0, "team-b", "etl", "w2"},
+      {t0 + kHour + 5000, 1000000, true, 1, 1, 0, 40960, "team-a", "train", "w1"},
+      {t0 + kHour + 9000, 3000000, false, 0, 0.5, 0, 0, "team-b", "etl", "w2"},
+  };
+  for (const auto& e : ends) redis_lines(redis, {"RPUSH", "q:journal", e.line()});
+
+  // Folded in two calls: three lines (across the hour), then the last; then nothing is left.
+  EXPECT_EQ(fold(redis, 3), 3);
+  EXPECT_EQ(fold(redis, 3), 1);
+  EXPECT_EQ(fold(redis, 3), 0);
+  EXPECT_EQ(redis_lines(redis, {"LLEN", "q:journal"}).at(0), "0");
+
+  // What adding each end in turn gives.
+  std::map<std::string, std::vector<double>> used = {{"team-a", {double(t0 - 30000), 100, 50, 0, 0}},
+                                                     {"*", {double(t0 - 30000), 100, 50, 0, 0}}};
+  std::map<std::string, std::vector<double>> held = {{"team-a", {2, 2, 0, 0}}, {"*", {2, 2, 0, 0}}};
+  std::map<std::string, long long> totals, hours;
+  const char* resources[] = {"gpu", "cpu", "memory_mb", "gpu_memory_mb"};
+  for (const auto& e : ends) {
+    const double amounts[] = {e.gpu, e.cpu, e.mem_mb, e.gpu_mem_mb};
+    for (const std::string name : {e.tenant, std::string("*")}) {
+      auto& v = used[name];
+      if (v.empty()) v = {0, 0, 0, 0, 0};
+      const double f = std::pow(2.0, -(double(e.at_ms) - v[0]) / kHalfLifeMs);
+      for (int i = 1; i <= 4; ++i) v[i] = v[i] * f + amounts[i - 1] * double(e.dur_us) / 1e6;
+      v[0] = double(e.at_ms);
+      auto& r = held[name];
+      if (r.empty()) r = {0, 0, 0, 0};
+      if (e.held)
+        for (int i = 0; i < 4; ++i) r[i] = std::max(r[i] - amounts[i], 0.0);
+    }
+    for (int i = 0; i < 4; ++i) {
+      const auto n = static_cast<long long>(std::floor(amounts[i] * double(e.dur_us)));
+      if (n <= 0) continue;
+      totals[e.tenant + "\t" + resources[i]] += n;
+      hours[std::to_string(e.at_ms / kHour) + "\t" + e.tenant + "\t" + e.type + "\t" + e.worker + "\t" + resources[i]] += n;
+    }
+  }
+
+  std::map<std::string, long long> got_totals, got_hours;
+  for (const auto& [k, v] : hash(redis, "q:totals")) got_totals[k] = std::stoll(v);
+  for (const auto& [k, v] : hash(redis, "q:hours")) got_hours[k] = std::stoll(v);
+  EXPECT_EQ(got_totals, totals);
+  EXPECT_EQ(got_hours, hours);
+  EXPECT_EQ(got_hours.size(), 8u);  // per hour: team-a's resources used (2, then 3), team-b's (2, then 1)
+
+  const auto usage = hash(redis, "q:usage");
+  for (const auto& [name, want] : used) {
+    ASSERT_TRUE(usage.count(name)) << name;
+    const auto got = numbers(usage.at(name));
+    ASSERT_EQ(got.size(), 5u) << usage.at(name);
+    EXPECT_EQ(got[0], want[0]) << name;  // decayed to the last end's time
+    for (int i = 1; i <= 4; ++i) EXPECT_NEAR(got[i], want[i], 1e-9 * std::max(1.0, want[i])) << name << " resource " << i;
+  }
+  for (const auto& [name, want] : held) {
+    const auto got = numbers(usage.at(name + "|run"));
+    ASSERT_EQ(got.size(), 4u) << name;
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], want[i]) << name << " held " << i;
+  }
+}
+
+// A line usage_ended never writes (a hand edit, a torn write by another tool) is
+// dropped, and the lines around it are folded.
+TEST(UsageFold, AMalformedLineIsDroppedAndTheOthersCount) {
+  RedisServer redis;
+  redis_lines(redis, {"RPUSH", "q:journal", "not a line", "1764000000000\t1000000\t0\t1\t1\t0\t0\tteam-a\ttrain\tw1"});
+  EXPECT_EQ(fold(redis, 10), 2);
+  const auto totals = hash(redis, "q:totals");
+  EXPECT_EQ(totals.at("team-a\tgpu"), "1000000");
+  EXPECT_EQ(totals.at("team-a\tcpu"), "1000000");
+}
