@@ -1,7 +1,11 @@
 #include "simulator/broker_queue.hpp"
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <stdexcept>
 
@@ -24,29 +28,64 @@ struct BrokerQueue::Impl {
   std::unique_ptr<broker::JobStore> store;
   broker::governance::QueueConfig config;
   std::string version = "0";
+  std::int64_t* clock_us = nullptr;  // [simclock] the clock file, mapped shared with redis-server
+  std::int64_t clock_at = -1;
 };
+
+namespace {
+std::int64_t clock_us_of(double t) { return BrokerQueue::kEpochMs * 1000 + std::llround(t * 1e6); }
+}  // namespace
+
+std::int64_t BrokerQueue::redis_ms(double t) { return kEpochMs + std::llround(t * 1000); }
+
+void BrokerQueue::advance(double t) {
+  const auto us = clock_us_of(t);
+  if (us <= impl_->clock_at) return;
+  __atomic_store_n(impl_->clock_us, us, __ATOMIC_RELEASE);
+  impl_->clock_at = us;
+}
 
 BrokerQueue::BrokerQueue(const BrokerQueueOptions& options) : impl_(std::make_unique<Impl>()) {
   char tmpl[] = "/tmp/cluster-sim-XXXXXX";
   if (!mkdtemp(tmpl)) throw std::runtime_error("cluster_sim: cannot create a temporary directory");
   impl_->dir = tmpl;
+  // [simclock] The clock file redis-server's wall clock reads (sim_clock.c), at
+  // simulated second 0 before it starts. The environment is inherited by the
+  // redis-server child (and a restart of it by EmbeddedRedis's supervisor).
+  if (::access(options.clock_library.c_str(), R_OK) != 0)
+    throw std::runtime_error("cluster_sim: the simulated clock library " + options.clock_library +
+                             " is missing (build the sim_clock target)");
+  const std::string clock_path = impl_->dir + "/clock";
+  const int fd = ::open(clock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 || ::ftruncate(fd, sizeof(std::int64_t)) != 0) throw std::runtime_error("cluster_sim: cannot create " + clock_path);
+  void* map = ::mmap(nullptr, sizeof(std::int64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) throw std::runtime_error("cluster_sim: cannot map " + clock_path);
+  impl_->clock_us = static_cast<std::int64_t*>(map);
+  advance(0);
+  ::setenv("OJS_SIM_CLOCK", clock_path.c_str(), 1);
+  ::setenv("LD_PRELOAD", options.clock_library.c_str(), 1);
   impl_->redis = std::make_unique<broker::EmbeddedRedis>(options.redis_binary, impl_->dir);
   impl_->redis->start();
   impl_->pool = std::make_unique<broker::RedisPool>(broker::parse_redis_url(impl_->redis->url()), 1);
   impl_->store = std::make_unique<broker::JobStore>(*impl_->pool);
+  // Fail loudly when redis-server did not take the clock (no preload: figures on wall time).
+  const auto time = impl_->pool->command({"TIME"});
+  if (time.elements.size() != 2 || std::stoll(time.elements[0].str) * 1000 != kEpochMs)
+    throw std::runtime_error("cluster_sim: redis-server is not on the simulated clock (" + options.clock_library +
+                             " not preloaded?)");
   // The queue configuration through the broker's own store: claim.lua reads what an admin PUT writes.
   impl_->config.policy = options.policy;
   impl_->config.tenant_fairness.weights = options.tenant_weights;
-  // [usage] Decayed use is measured with Redis TIME, which is this process's real
-  // time, not the simulated clock: the fair order here weighs what is held now only
-  // (half-life 0), the part of the measure a simulation can reproduce.
-  impl_->config.tenant_fairness.half_life_seconds = 0;
+  // [usage] Decayed use is measured with Redis TIME: the simulated clock here.
+  impl_->config.tenant_fairness.half_life_seconds = options.half_life_seconds;
   broker::QueueConfigStore config_store(*impl_->pool);
   broker::governance::QueueConfigs(config_store).save(kQueue, impl_->config, std::nullopt);
 }
 
 BrokerQueue::~BrokerQueue() {
   if (impl_->redis) impl_->redis->stop();
+  if (impl_->clock_us) ::munmap(impl_->clock_us, sizeof(std::int64_t));
   std::error_code ec;
   std::filesystem::remove_all(impl_->dir, ec);
 }

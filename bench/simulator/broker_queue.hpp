@@ -4,9 +4,14 @@
 // budgets, tenant ledger). The simulator decides only what the broker's scheduler
 // decides per FETCH (eligible classes, soft scores, devices) and when jobs end;
 // which job a worker gets is never computed in bench/simulator.
+// [simclock] The redis-server runs on the simulated clock (sim_clock.c, preloaded):
+// Redis TIME is kEpochMs + the simulated time, so the scripts' own measures
+// (attempt durations, the fair order's decayed use, TTLs) are in simulated time.
 #pragma once
 #include <map>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,15 +24,25 @@ namespace ojs::bench {
 struct BrokerQueueOptions {
   broker::QueuePolicy policy = broker::QueuePolicy::priority;
   std::map<std::string, double> tenant_weights;  // the fair policy's weights
+  std::optional<double> half_life_seconds;  // tenant_fairness.half_life_seconds (unset: the broker's default)
   std::string redis_binary = "redis-server";
+  std::string clock_library = OJS_SIM_CLOCK_LIB;  // sim_clock.c, built with cluster_sim
 };
 
 class BrokerQueue {
  public:
+  // The simulated clock's origin in Redis TIME: 2026-01-01T00:00:00Z.
+  static constexpr std::int64_t kEpochMs = 1767225600000;
+
   explicit BrokerQueue(const BrokerQueueOptions& options);
   ~BrokerQueue();
   BrokerQueue(const BrokerQueue&) = delete;
   BrokerQueue& operator=(const BrokerQueue&) = delete;
+
+  // Redis's clock is at simulated second `t` from now on (never moved back).
+  void advance(double t);
+  // Simulated second `t` in Redis's clock (ms), as the scripts read it.
+  static std::int64_t redis_ms(double t);
 
   void push(int job, const SimJob& j);
   // The job claim.lua gives `worker` among `eligible` (the broker's class verdicts), or -1.

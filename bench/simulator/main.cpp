@@ -101,6 +101,9 @@ int main(int argc, char** argv) {
   app.add_option("--models-per-worker", ours.models_per_worker, "models a worker keeps loaded (LRU)")->check(CLI::Range(1, 64));
   app.add_option("--policy", policy, "the queue policy of our broker: priority, fifo, sjf, fair");
   app.add_option("--tenants", tenants, "tenant:weight,... : jobs get a tenant (equal odds); the weights configure fair share");
+  app.add_option("--half-life-s", ours.half_life_seconds,
+                 "the fair policy's tenant_fairness.half_life_seconds (default: the broker's, 3600; 0 = held now only)")
+      ->check(CLI::Range(0.0, 31536000.0));
   app.add_option("--tenant-window-start-s", ours.tenant_window_start_s, "start of the window measuring GPU-time per tenant");
   app.add_option("--tenant-window-s", ours.tenant_window_s, "length of that window");
   app.add_option("--tenant-tolerance", tenant_tolerance,
@@ -151,11 +154,17 @@ int main(int argc, char** argv) {
   fifo.policy = Policy::fifo_first_fit;
   fifo.preemption = false;
   fifo.estimates = false;
-  std::vector<SimResult> results = {simulate(trace, workers, ours)};
-  if (backfill) {
-    SimOptions with_backfill = ours;
-    with_backfill.backfill = true;
-    results.push_back(simulate(trace, workers, with_backfill));
+  std::vector<SimResult> results;
+  try {  // our policy's queue: a redis-server on the simulated clock (broker_queue.cpp) or a reason
+    results.push_back(simulate(trace, workers, ours));
+    if (backfill) {
+      SimOptions with_backfill = ours;
+      with_backfill.backfill = true;
+      results.push_back(simulate(trace, workers, with_backfill));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
   }
   results.push_back(simulate(trace, workers, fifo));
 

@@ -118,6 +118,7 @@ class Simulation {
       q.policy = options.queue_policy;
       q.tenant_weights = options.tenant_weights;
       q.redis_binary = options.redis_binary;
+      q.half_life_seconds = options.half_life_seconds;
       queue_ = std::make_unique<BrokerQueue>(q);
     }
     static_memo_.assign(classes_.size() * types.size(), -1);
@@ -132,6 +133,7 @@ class Simulation {
       events_.pop();
       count_stranded(e.t);
       now_ = e.t;
+      if (queue_) queue_->advance(now_);  // [simclock] Redis TIME is the simulated time
       handle(e);
       // Everything due at the same instant first, then one dispatch.
       if (!events_.empty() && events_.top().t <= now_) continue;
@@ -402,13 +404,13 @@ class Simulation {
       e.gpus = req.gpu_count();
       if (w.reservation.job >= 0 && w.reservation.cls != static_cast<int>(c)) {
         // [backfill] as the broker's FETCH guard: a class that needs the held GPUs
-        // gets the start (in Redis's clock: claim.lua reads TIME) and claim.lua
-        // takes only a job declared to end by then.
+        // gets the start (in Redis's clock, the simulated one: claim.lua reads TIME)
+        // and claim.lua takes only a job declared to end by then.
         std::vector<int> beside;
         const int held = broker::backfill_held_gpus(w.caps, w.load, w.reservation.gpus);
         const auto fit = broker::fits_beside_hold(req, w.caps, w.load, held, {}, &beside);
         if (fit == broker::Beside::needs_held)
-          e.backfill_before_ms = wall_ms() + static_cast<std::int64_t>(std::floor((w.reservation.start - now_) * 1000));
+          e.backfill_before_ms = BrokerQueue::redis_ms(w.reservation.start);
         else if (fit == broker::Beside::fits && held > 0)
           *devices = std::move(beside);
       }
@@ -692,10 +694,6 @@ class Simulation {
   }
 
   // ----- backfill (ours) -----
-
-  static std::int64_t wall_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  }
 
   // The broker's backfill pass (broker/preemption/backfill_reservations.cpp), with
   // the same rules: the oldest job of each GPU class that waited backfill_after_s and

@@ -16,6 +16,7 @@ GangClaim JobStore::claim_gang(const std::string& queue, const GangMemberInfo& m
                                      keys::held(queue, member.worker_id)};
   for (auto& k : keys::workflow_transition_keys(queue)) gang_keys.push_back(std::move(k));  // [workflows] 17-27
   gang_keys.push_back(keys::finished_prefix(queue));  // [admin] 28: an expired member is finished
+  gang_keys.push_back(keys::usage(queue));            // [usage] 29: a started gang's held use under `fair`
   std::vector<std::string> args{member.worker_id, optional_text(request_visibility_ms), std::to_string(default_visibility_ms),
                                 member.address, member.port};
   for (const auto& c : eligible) {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -94,7 +95,33 @@ bool redis_ready(std::uint16_t port) {
 
 std::string binary_path(const std::string& relative) { return std::string(OJS_BINARY_DIR) + "/" + relative; }
 
-RedisServer::RedisServer() : port_(free_port()), dir_(make_temp_dir("redis")) { start(); }
+namespace {
+// redis-server exited because another process took its port between free_port()
+// and its bind (its log says so): the constructor draws another port.
+struct PortTaken : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string tail_of(const std::string& path, std::size_t bytes) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  const auto text = s.str();
+  return text.size() > bytes ? text.substr(text.size() - bytes) : text;
+}
+}  // namespace
+
+RedisServer::RedisServer() : dir_(make_temp_dir("redis")) {
+  for (int attempt = 1;; ++attempt) {
+    port_ = free_port();
+    try {
+      start();
+      return;
+    } catch (const PortTaken&) {
+      if (attempt == 5) throw;
+    }
+  }
+}
 RedisServer::~RedisServer() {
   stop();
   std::error_code ec;
@@ -105,8 +132,26 @@ void RedisServer::start() {
   pid_ = spawn({"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "", "--appendonly",
                 "no", "--dir", dir_, "--logfile", dir_ + "/redis.log"},
                -1);
-  for (int i = 0; i < 200 && !redis_ready(port_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  if (!redis_ready(port_)) throw std::runtime_error("redis-server did not start on port " + std::to_string(port_));
+  // Ready when it answers; given up when it exits, or after 20 s (a loaded machine).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  bool exited = false;
+  while (!redis_ready(port_)) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      exited = true;
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  if (!exited && redis_ready(port_)) return;
+  terminate(pid_, SIGKILL);  // (a thrown constructor runs no destructor)
+  const auto log = tail_of(dir_ + "/redis.log", 600);
+  const std::string what = "redis-server did not start on port " + std::to_string(port_) + (exited ? " (it exited)" : " in 20 s") +
+                           "; its log ends: " + log;
+  if (exited && log.find("Address already in use") != std::string::npos) throw PortTaken(what);
+  throw std::runtime_error(what);
 }
 
 void RedisServer::stop() { terminate(pid_, SIGTERM); }

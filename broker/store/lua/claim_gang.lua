@@ -9,11 +9,11 @@
 -- members at once, this worker gets it now, the others on their next FETCH.
 -- The queue rate limit binds a gang as one job (room to start forming it, and to
 -- start it), and a gang past its expires_at is discarded instead of held or started.
--- KEYS (28 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
+-- KEYS (29 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
 --   6 active, 7 events, 8 config, 9 ledger, 10 tenant quotas, 11 tenant ledger, 12 seq,
 --   13 class heads, 14 stats, 15 rate window, 16 this worker's held set (keys.hpp held),
 --   17-27 workflow keys (_lib_workflows.lua: an expired step ends its workflow's step),
---   28 finished prefix (keys.hpp finished_prefix),
+--   28 finished prefix (keys.hpp finished_prefix), 29 [usage] the queue's usage hash (keys.hpp usage),
 --   then the ready set of each eligible gang class (in ARGV order)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, rendezvous
 --   address, rendezvous port, then per eligible gang class 5 values: class id, GPUs per
@@ -85,7 +85,7 @@ end
 if not forming then
   local best_score = nil
   for i = 6, #ARGV, 5 do
-    local head = redis.call('ZRANGE', KEYS[28 + (i - 1) / 5], 0, 0, 'WITHSCORES')  -- class k's ready set: KEYS[28 + k]
+    local head = redis.call('ZRANGE', KEYS[29 + (i - 1) / 5], 0, 0, 'WITHSCORES')  -- class k's ready set: KEYS[29 + k]
     if head[1] and (best_score == nil or tonumber(head[2]) < best_score) then
       local candidate = read_job(KEYS[2] .. head[1])
       if candidate and expired(candidate) then candidate = nil end
@@ -156,6 +156,9 @@ local deadline = gang_start_deadlines(job, now, request_vis, default_vis)
 set = {'state', 'active', 'started_at', now, 'worker_id', job.worker_id, 'attempt', job.attempt,
        'visibility_deadline', deadline}
 if job.execution_deadline then set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline end
+-- [usage] Under `fair` the gang's attempt joins its tenant's held use as a claim's does
+-- (every member's GPUs: charged_gpus); usage_ended takes it out at its end.
+if redis.call('HGET', KEYS[8], 'policy') == 'fair' then usage_started(KEYS[29], job, usage_amounts(job), set) end
 redis.call('HSET', jk, unpack(set))
 redis.call('ZADD', KEYS[6], deadline, job.id)
 if rate_starts and rate_period then rate_record(KEYS[15], rate_period, tostring(now), job.id .. ':' .. job.attempt) end
