@@ -171,6 +171,7 @@ class Simulation {
   std::vector<std::string> type_names_;  // worker type index -> name
   std::map<std::string, double> pool_allocated_s_, pool_stranded_s_;  // arrival window, GPU-seconds
   std::vector<std::pair<double, double>> estimate_errors_;  // [estimate] (estimated - actual start, wait) per started job
+  std::deque<double> ran_vs_declared_;  // [estimate] ran / declared of the last completed jobs (Snapshot overruns)
 
   void push(Event e) {
     e.seq = event_seq_++;
@@ -243,6 +244,7 @@ class Simulation {
     const auto ms = [](double s) { return static_cast<std::int64_t>(std::llround(s * 1000)); };
     snap.now_ms = ms(now_);
     snap.scoring = scoring_;
+    const auto overruns = est::Overruns::of({ran_vs_declared_.begin(), ran_vs_declared_.end()});
     for (const auto& w : workers_) {
       est::Worker ew{w.spec->id, w.caps, {}, {}};
       for (const auto& [id, r] : w.running) {
@@ -250,8 +252,8 @@ class Simulation {
         er.job.job_id = std::to_string(id);
         er.job.gpus = r.gpus;
         er.job.devices = r.devices;
-        if (job(id).req.scheduling.estimated_duration_seconds) {
-          er.job.declared_end_ms = std::max(snap.now_ms, ms(r.declared_end));
+        if (const auto declared = job(id).req.scheduling.estimated_duration_seconds) {
+          er.job.declared_end_ms = overruns.end(ms(r.start), *declared * 1000LL, snap.now_ms);
           er.source = est::EndSource::declared;
         }
         ew.running.push_back(std::move(er));
@@ -279,7 +281,7 @@ class Simulation {
       w.score = rank + static_cast<double>(seq);
       w.enqueued_ms = ms(jobs_[static_cast<std::size_t>(id)].queued_since);
       if (sj.req.scheduling.estimated_duration_seconds) {
-        w.run_ms = *sj.req.scheduling.estimated_duration_seconds * 1000LL;
+        w.run_ms = overruns.run(*sj.req.scheduling.estimated_duration_seconds * 1000LL);
         w.run_source = est::EndSource::declared;
       }
       snap.waiting.push_back(std::move(w));
@@ -562,6 +564,10 @@ class Simulation {
     w.cores_used -= sj.req.gpu_count() == 0 ? sj.cpu_cores : 0;
     s.worker = -1;
     if (completed) {
+      if (options_.estimates && sj.req.scheduling.estimated_duration_seconds) {  // [estimate] as the broker reads its completed jobs
+        ran_vs_declared_.push_back((now_ - r.start) / *sj.req.scheduling.estimated_duration_seconds);
+        if (ran_vs_declared_.size() > broker::estimate::kOverrunsKept) ran_vs_declared_.pop_front();
+      }
       useful_gpu_s_ += r.gpus * progress;
       s.done = true;
       result_.makespan_s = std::max(result_.makespan_s, now_);

@@ -34,11 +34,12 @@ std::optional<std::int64_t> median_ms(std::vector<long long> times) {
   return *mid;
 }
 
-// How long a waiting job will run: its declared duration, else its timeout; the
+// How long a waiting job will run: its declared duration (as far as the queue's jobs
+// keep to theirs: `overruns`), else its timeout; the
 // learned median is filled in later (EndSource::median needs the run-times read).
-void declared_run(const JobRecord& job, estimate::Waiting& w) {
+void declared_run(const JobRecord& job, const estimate::Overruns& overruns, estimate::Waiting& w) {
   if (const auto est = job.get_int("estimated_duration_s"); est && *est > 0) {
-    w.run_ms = *est * 1000;
+    w.run_ms = overruns.run(*est * 1000);
     w.run_source = EndSource::declared;
   } else if (const auto timeout = job.get_int("timeout_ms"); timeout && *timeout > 0) {
     w.run_ms = *timeout;
@@ -157,6 +158,9 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   s.limits.tenant_max = budget.tenant_max_gpus;
   s.limits.tenant_in_use = budget.tenant_gpus_in_use;
 
+  // How the queue's jobs kept to their declared durations (Overruns: the ends of jobs that declare one).
+  const auto overruns = estimate::Overruns::of(reads_.ran_vs_declared(queue, estimate::kOverrunsKept));
+
   // Learned run times wanted: (queue, type) -> where to put the median.
   struct MedianEnd {
     std::size_t worker, job;
@@ -182,7 +186,7 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
     w.score = score;
     w.tenant = job.get("tenant");
     w.enqueued_ms = job.get_int("enqueued_at").value_or(s.now_ms);
-    declared_run(job, w);
+    declared_run(job, overruns, w);
     if (!w.run_ms) waiting_medians[job.get("type")].push_back(s.waiting.size());
     s.waiting.push_back(std::move(w));
   };
@@ -222,7 +226,13 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
         const auto started = record.get_int("started_at").value_or(s.now_ms);
         const auto est = record.get_int("estimated_duration_s");
         r.source = est && *job.declared_end_ms == started + *est * 1000 ? EndSource::declared : EndSource::deadline;
-        job.declared_end_ms = std::max(*job.declared_end_ms, s.now_ms);  // past its end: due now
+        // A declared end moves as the queue's jobs overran theirs (but not past its deadline); past its end: due now.
+        if (r.source == EndSource::declared && job.queue == queue) {
+          job.declared_end_ms = overruns.end(started, *est * 1000, s.now_ms);
+          if (const auto deadline = record.get_int("execution_deadline"))
+            job.declared_end_ms = std::min(*job.declared_end_ms, std::max(*deadline, s.now_ms));
+        }
+        job.declared_end_ms = std::max(*job.declared_end_ms, s.now_ms);
       } else {
         running_medians[{job.queue, record.get("type")}].push_back(
             {s.workers.size(), w.running.size(), record.get_int("started_at").value_or(s.now_ms)});

@@ -8,7 +8,8 @@
 // job's end (started_at + ext_ml_estimated_duration_seconds, else its execution
 // deadline, else the median of its type's last 64 run times in its queue, which ACK
 // keeps), the queue's ready jobs in score order up to the job asked about (at most
-// kMaxWaiting), its GPU budget and tenant quotas.
+// kMaxWaiting), its GPU budget and tenant quotas, and how the queue's last completed
+// jobs kept to their declared durations (estimate::Overruns).
 #pragma once
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
+#include <queue>
 #include <set>
 
 #include "ojs/core/time.hpp"
@@ -20,7 +23,7 @@ namespace {
 constexpr std::int64_t kHorizonMs = 366LL * 24 * 3600 * 1000;
 // A bound on the instants one run visits (each ends a job or makes one due): a queue
 // of the snapshot's size (the service reads at most kMaxWaiting) needs far fewer.
-constexpr int kMaxInstants = 50000;
+constexpr int kMaxInstants = 200000;
 
 // The tenant quota that keeps `gpus` more GPUs from `tenant`, if one does (_lib.lua tenant_block).
 bool over_tenant_quota(const Limits& l, const std::string& tenant, long long gpus) {
@@ -48,15 +51,21 @@ std::int64_t locality_hold_end(const Waiting& job, const ml::ScoringOptions& sco
 }
 
 // One forward run over a copy of the snapshot.
+//
+// The waiting jobs are kept per class in score order (one not yet due joins at its due
+// time); at each instant the class heads are taken in score order, which is the
+// queue's order. Whether a class fits a worker depends on the class and the worker
+// only, so a class no worker took stays full for the instant, and later only the
+// workers something left since (dirty) can change that, or the end of a job's
+// locality hold.
 class Run {
  public:
-  explicit Run(const Snapshot& s) : s_(s), workers_(s.workers), limits_(s.limits), placed_(s.waiting.size(), false),
-                                    loads_(s.workers.size()), seen_(s.waiting.size(), false) {
+  explicit Run(const Snapshot& s) : s_(s), workers_(s.workers), limits_(s.limits), loads_(s.workers.size()) {
     for (const auto& w : workers_)
       for (const auto& r : w.running) initial_.insert(r.job.job_id);
-    // A forming gang holds workers again at each instant, so which are free for the
-    // others can change without a load that drops: with one waiting, every worker is looked at.
-    gangs_ = std::any_of(s.waiting.begin(), s.waiting.end(), [](const Waiting& w) { return w.req->hard.gang.size > 0; });
+    const auto& b = s.limits.budget;
+    limited_ = b.max_gpus || b.max_jobs || b.max_gpu_mem_mb || !s.limits.tenant_max.empty();
+    for (const auto& w : s.waiting) add(w);
   }
 
   // What kept job `i` from a start at the last instant (only recorded for `watch_`).
@@ -66,9 +75,10 @@ class Run {
   std::vector<std::vector<std::pair<std::string, EndSource>>> ended_on_ = {};
   std::vector<std::pair<std::string, EndSource>> ended_charged_;
 
-  // One instant: the jobs ended by `t` leave, then the waiting jobs take what fits.
+  // One instant: the jobs ended by `t` leave, the jobs due by `t` join, then the waiting jobs take what fits.
   void instant(std::int64_t t, const std::function<void(std::size_t, const Placement&)>& placed) {
     release(t);
+    arrive(t);
     place(t, placed);
   }
 
@@ -81,11 +91,7 @@ class Run {
     for (const auto& w : workers_)
       for (const auto& r : w.running)
         if (r.job.declared_end_ms) consider(*r.job.declared_end_ms);
-    for (std::size_t i = 0; i < s_.waiting.size(); ++i)
-      if (!placed_[i]) {
-        consider(s_.waiting[i].due_ms);
-        consider(locality_hold_end(s_.waiting[i], s_.scoring));
-      }
+    if (auto it = wakes_.upper_bound({t, std::numeric_limits<std::size_t>::max()}); it != wakes_.end()) consider(it->first);
     return next;
   }
 
@@ -100,6 +106,40 @@ class Run {
   }
 
  private:
+  // A waiting job of the run.
+  struct Job {
+    const Waiting& w;
+    int cls = 0;
+    bool placed = false;
+  };
+  using Key = std::pair<double, std::size_t>;  // (score, job): the queue's order
+
+  void add(const Waiting& w) {
+    auto [it, added] = class_index_.emplace(w.class_id, static_cast<int>(classes_.size()));
+    if (added) {
+      classes_.emplace_back();
+      scanned_.push_back(false);
+    }
+    const std::size_t i = jobs_.size();
+    jobs_.push_back({w, it->second, false});
+    if (w.req->hard.gang.size > 0) gangs_ = true;  // a forming gang holds workers again at each instant: every worker is looked at
+    if (w.due_ms > s_.now_ms) wakes_.insert({w.due_ms, i});
+    else classes_[static_cast<std::size_t>(it->second)].insert({w.score, i});
+    if (const auto hold = locality_hold_end(w, s_.scoring); hold > s_.now_ms) wakes_.insert({hold, i});
+  }
+
+  // The jobs due by `t` join their classes.
+  void arrive(std::int64_t t) {
+    while (!wakes_.empty() && wakes_.begin()->first <= t) {
+      const std::size_t i = wakes_.begin()->second;
+      wakes_.erase(wakes_.begin());
+      auto& job = jobs_[i];
+      if (job.placed) continue;
+      if (job.w.due_ms <= t) classes_[static_cast<std::size_t>(job.cls)].insert({job.w.score, i});
+      scanned_[static_cast<std::size_t>(job.cls)] = false;  // due now or its locality hold ended: every worker is looked at
+    }
+  }
+
   const ml::WorkerLoad& load(std::size_t w) {
     auto& cached = loads_[w];
     if (!cached) {
@@ -129,7 +169,7 @@ class Run {
         }
         dirty_.insert(w);
         if (it->charged) {
-          all_dirty_ = true;  // the budget or a quota has room again: any worker may now do
+          if (limited_) all_dirty_ = true;  // the budget or a quota has room again: any worker may now do
           limits_.budget.gpus_in_use -= it->job.gpus;
           if (it->job.gpus > 0 && freed_jobs.insert(it->job.job_id).second) limits_.budget.gpu_jobs -= 1;
           if (!it->tenant.empty()) limits_.tenant_in_use[it->tenant] -= it->job.gpus;
@@ -144,86 +184,120 @@ class Run {
     }
   }
 
+  // Whether a worker something left since the last pass could take class `c` (statically).
+  bool fits_a_dirty(int c, const std::set<std::size_t>& dirty) {
+    const auto& job = jobs_[classes_[static_cast<std::size_t>(c)].begin()->second].w;
+    return std::any_of(dirty.begin(), dirty.end(), [&](std::size_t w) { return fits_static(job, w); });
+  }
+
   void note(std::size_t i, const std::string& what) {
     if (i == watch_) kept_by_.insert(what);
+  }
+  // The watched job, when it waits in class `c` behind the job that stopped the class.
+  bool watched_in(int c, const Key& from) const {
+    if (watch_ >= jobs_.size() || jobs_[watch_].placed || jobs_[watch_].cls != c) return false;
+    const auto& pending = classes_[static_cast<std::size_t>(c)];
+    return pending.count({jobs_[watch_].w.score, watch_}) && Key{jobs_[watch_].w.score, watch_} > from;
   }
 
   void place(std::int64_t t, const std::function<void(std::size_t, const Placement&)>& placed) {
     if (ended_on_.size() != workers_.size()) ended_on_.resize(workers_.size());
-    std::set<std::size_t> held;         // workers a forming gang holds at this instant
-    std::set<std::string> full_classes; // classes no free worker fits at this instant (placing only adds load)
-    // Only the workers something left since the last instant can take a job that did not
-    // fit then (the others only gained load), unless the budget freed, a gang waits, or
-    // the job just became due: then every worker is looked at.
+    std::set<std::size_t> held;  // workers a forming gang holds at this instant
+    // Only the workers something left since the last instant can take a class that did
+    // not fit then (the others only gained load), unless the budget freed or a gang
+    // waits: then every worker is looked at.
     const bool all = all_dirty_ || gangs_;
     const std::set<std::size_t> dirty = std::move(dirty_);
     dirty_.clear();
     all_dirty_ = false;
-    for (std::size_t i = 0; i < s_.waiting.size(); ++i) {
-      if (placed_[i] || s_.waiting[i].due_ms > t) continue;
-      const Waiting& job = s_.waiting[i];
-      const bool every_worker = all || job.due_ms == t || locality_hold_end(job, s_.scoring) == t || !seen_[i];
-      seen_[i] = true;
-      const ml::Requirements& req = *job.req;
-      const int members = members_of(req);
-      const long long gpus = static_cast<long long>(req.gpu_count()) * members;
-      if (gpus > 0) {
-        if (const auto limit = limits_.budget.blocking({gpus, 1, 0})) { note(i, *limit); continue; }
-        if (over_tenant_quota(limits_, job.tenant, gpus)) { note(i, "tenant_quota"); continue; }
-      }
-      if (members == 1 && full_classes.count(job.class_id)) {
-        if (i == watch_) note_busy(i, held);
-        continue;
-      }
-      // Workers that fit one member now, with the devices each would get.
-      std::vector<std::pair<std::size_t, std::vector<int>>> fit;
-      bool locality_held = false;  // a worker fits but lacks the model the job waits for
-      for (std::size_t w = 0; w < workers_.size(); ++w) {
-        if (!every_worker && !dirty.count(w)) continue;
-        if (held.count(w) || !fits_static(job, w)) continue;
-        if (!ml::fits(req, &workers_[w].caps, load(w), s_.assignment)) continue;
-        if (ml::locality_hold(req, &workers_[w].caps, t - job.enqueued_ms, s_.scoring)) {
-          locality_held = true;
-          continue;
+    // The class heads, lowest score first.
+    std::priority_queue<std::pair<Key, int>, std::vector<std::pair<Key, int>>, std::greater<>> heads;
+    for (std::size_t c = 0; c < classes_.size(); ++c)
+      if (!classes_[c].empty() && (all || !scanned_[c] || fits_a_dirty(static_cast<int>(c), dirty)))
+        heads.push({*classes_[c].begin(), static_cast<int>(c)});
+    while (!heads.empty()) {
+      const auto [from, c] = heads.top();
+      heads.pop();
+      auto& pending = classes_[static_cast<std::size_t>(c)];
+      // The class's jobs from `from` on, until one is placed or the class can take no more now.
+      for (auto it = pending.find(from); it != pending.end();) {
+        const std::size_t i = it->second;
+        const Waiting& job = jobs_[i].w;
+        const ml::Requirements& req = *job.req;
+        const int members = members_of(req);
+        const long long gpus = static_cast<long long>(req.gpu_count()) * members;
+        if (gpus > 0) {
+          if (const auto limit = limits_.budget.blocking({gpus, 1, 0})) {  // the same for every job of the class
+            note(i, *limit);
+            if (watched_in(c, *it)) note(watch_, *limit);
+            break;
+          }
+          if (over_tenant_quota(limits_, job.tenant, gpus)) {  // the next job may be another tenant's
+            note(i, "tenant_quota");
+            ++it;
+            continue;
+          }
         }
-        fit.emplace_back(w, ml::judge_dynamic(req, &workers_[w].caps, load(w), s_.assignment).devices);
-        if (members == 1) break;
-      }
-      const auto chosen = choose_members(req, fit);
-      if (!chosen) {
-        if (members > 1) {
-          for (const auto& [w, devices] : fit) held.insert(w);  // the forming gang holds them
-          note(i, "gang_forming");
-        } else if (locality_held) {
-          note(i, "locality_hold");
-        } else {
-          full_classes.insert(job.class_id);
+        const bool every_worker = all || !scanned_[static_cast<std::size_t>(c)];
+        // Workers that fit one member now, with the devices each would get.
+        std::vector<std::pair<std::size_t, std::vector<int>>> fit;
+        bool locality_held = false;  // a worker fits but lacks the model the job waits for
+        for (std::size_t w = 0; w < workers_.size(); ++w) {
+          if (!every_worker && !dirty.count(w)) continue;
+          if (held.count(w) || !fits_static(job, w)) continue;
+          if (!ml::fits(req, &workers_[w].caps, load(w), s_.assignment)) continue;
+          if (ml::locality_hold(req, &workers_[w].caps, t - job.enqueued_ms, s_.scoring)) {
+            locality_held = true;
+            continue;
+          }
+          fit.emplace_back(w, ml::judge_dynamic(req, &workers_[w].caps, load(w), s_.assignment).devices);
+          if (members == 1) break;
+        }
+        const auto chosen = choose_members(req, fit);
+        if (!chosen) {
+          if (members > 1) {
+            for (const auto& [w, devices] : fit) held.insert(w);  // the forming gang holds them
+            note(i, "gang_forming");
+            if (watched_in(c, *it)) note(watch_, "gang_forming");
+            break;  // the class's next gang would find those workers held
+          }
+          if (locality_held) {  // the next job may have waited past its hold
+            note(i, "locality_hold");
+            ++it;
+            continue;
+          }
+          if (every_worker && held.empty()) scanned_[static_cast<std::size_t>(c)] = true;  // full: only what frees can change that
           if (i == watch_) note_busy(i, held);
+          else if (watched_in(c, *it)) note_busy(watch_, held);
+          break;
         }
-        continue;
+        Placement p{job.id, job.tenant, {}, t, std::nullopt};
+        if (job.run_ms) p.end_ms = t + *job.run_ms;
+        for (const auto& [w, devices] : *chosen) {
+          Running r;
+          r.job.job_id = job.id;
+          r.job.gpus = req.gpu_count();
+          r.job.devices = devices;
+          r.job.declared_end_ms = p.end_ms;
+          r.source = job.run_source;
+          r.charged = true;
+          r.tenant = job.tenant;
+          workers_[w].running.push_back(std::move(r));
+          loads_[w].reset();
+          p.worker_ids.push_back(workers_[w].id);
+        }
+        if (gpus > 0) {
+          limits_.budget.gpus_in_use += gpus;
+          limits_.budget.gpu_jobs += 1;
+          if (!job.tenant.empty()) limits_.tenant_in_use[job.tenant] += gpus;
+        }
+        jobs_[i].placed = true;
+        scanned_[static_cast<std::size_t>(c)] = false;  // the scan stopped at the first worker that fit
+        it = pending.erase(it);
+        placed(i, p);
+        if (it != pending.end()) heads.push({*it, c});  // its next job, in the queue's order among the others
+        break;
       }
-      Placement p{job.id, job.tenant, {}, t, std::nullopt};
-      if (job.run_ms) p.end_ms = t + *job.run_ms;
-      for (const auto& [w, devices] : *chosen) {
-        Running r;
-        r.job.job_id = job.id;
-        r.job.gpus = req.gpu_count();
-        r.job.devices = devices;
-        r.job.declared_end_ms = p.end_ms;
-        r.source = job.run_source;
-        r.charged = true;
-        r.tenant = job.tenant;
-        workers_[w].running.push_back(std::move(r));
-        loads_[w].reset();
-        p.worker_ids.push_back(workers_[w].id);
-      }
-      if (gpus > 0) {
-        limits_.budget.gpus_in_use += gpus;
-        limits_.budget.gpu_jobs += 1;
-        if (!job.tenant.empty()) limits_.tenant_in_use[job.tenant] += gpus;
-      }
-      placed_[i] = true;
-      placed(i, p);
     }
   }
 
@@ -250,7 +324,7 @@ class Run {
 
   // Why the watched job found no worker: all busy, or one it would fit held by a forming gang.
   void note_busy(std::size_t i, const std::set<std::size_t>& held) {
-    const Waiting& job = s_.waiting[i];
+    const Waiting& job = jobs_[i].w;
     for (std::size_t w : held)
       if (fits_static(job, w) && ml::fits(*job.req, &workers_[w].caps, load(w), s_.assignment)) {
         note(i, "gang_forming");
@@ -262,14 +336,18 @@ class Run {
   const Snapshot& s_;
   std::vector<Worker> workers_;
   Limits limits_;
-  std::vector<bool> placed_;
+  std::vector<Job> jobs_;                          // the snapshot's waiting jobs
+  std::map<std::string, int> class_index_;
+  std::vector<std::set<Key>> classes_;             // per class: its due jobs not placed, in the queue's order
+  std::vector<bool> scanned_;                      // per class: no worker took it at a pass that looked at every worker
+  std::set<std::pair<std::int64_t, std::size_t>> wakes_;  // (due time or locality hold end, job)
   std::vector<std::optional<ml::WorkerLoad>> loads_;
   std::map<std::pair<std::string, std::size_t>, bool> static_fit_;
   std::set<std::string> initial_;
   std::set<std::size_t> dirty_;      // workers a job left since the last placement pass
   bool all_dirty_ = true;            // look at every worker at the next pass
   bool gangs_ = false;               // a gang waits
-  std::vector<bool> seen_;           // waiting jobs looked at in a pass already
+  bool limited_ = false;             // the queue has a budget or tenant quotas
 };
 
 // Why no worker of the fleet could ever take `req` (nullopt: some could).
@@ -301,6 +379,26 @@ std::optional<std::string> never_fits(const Snapshot& s, const Waiting& job) {
 }
 
 }  // namespace
+
+Overruns Overruns::of(std::vector<double> ratios) {
+  std::erase_if(ratios, [](double r) { return !(r > 0) || !std::isfinite(r); });
+  std::sort(ratios.begin(), ratios.end());
+  return {std::move(ratios)};
+}
+
+std::int64_t Overruns::end(std::int64_t started_ms, std::int64_t declared_ms, std::int64_t now_ms) const {
+  const auto at = [&](double ratio) { return started_ms + std::llround(ratio * static_cast<double>(declared_ms)); };
+  if (ratios.empty()) return std::max(started_ms + declared_ms, now_ms);
+  // The ratios are sorted, so are the ends: those after now are a suffix.
+  const auto first = std::upper_bound(ratios.begin(), ratios.end(), now_ms, [&](std::int64_t now, double r) { return now < at(r); });
+  if (first == ratios.end()) return now_ms;
+  return at(*(first + (ratios.end() - first) / 2));
+}
+
+std::int64_t Overruns::run(std::int64_t declared_ms) const {
+  if (ratios.empty()) return declared_ms;
+  return std::max<std::int64_t>(1, std::llround(ratios[ratios.size() / 2] * static_cast<double>(declared_ms)));
+}
 
 const char* to_string(EndSource source) {
   switch (source) {

@@ -101,6 +101,22 @@ struct Estimate {
   bool truncated = false;
 };
 
+// How long jobs run against what they declare: ran / declared of the queue's recently
+// completed jobs that declared a duration (ext_ml_estimated_duration_seconds), sorted.
+// Empty: nothing learned, a declared duration is taken as it is.
+constexpr std::size_t kOverrunsKept = 256;  // the completed jobs whose ratios are read
+struct Overruns {
+  std::vector<double> ratios;
+  static Overruns of(std::vector<double> ratios);  // sorts them
+  // When a job that declared `declared_ms` and started at `started_ms` is expected to
+  // end, seen at `now_ms`: the median of the ends the learned ratios give it among
+  // those still ahead (what jobs that ran at least as long as it has did); its declared
+  // end without ratios, or now once it has run past them all.
+  std::int64_t end(std::int64_t started_ms, std::int64_t declared_ms, std::int64_t now_ms) const;
+  // How long a job that declares `declared_ms` is expected to run once placed: the median ratio's share.
+  std::int64_t run(std::int64_t declared_ms) const;
+};
+
 // Runs placement forward until `target` (a job of s.waiting) is placed.
 Estimate estimate_start(const Snapshot& s, const std::string& target);
 // The first `limit` placements of the queue's waiting jobs, in start order.

@@ -90,6 +90,27 @@ std::vector<std::optional<JobRecord>> EstimateStore::waiting_fields(const std::s
   return out;
 }
 
+std::vector<double> EstimateStore::ran_vs_declared(const std::string& queue, std::size_t limit) {
+  std::vector<double> out;
+  if (limit == 0) return out;
+  const auto ids = redis_.command({"ZREVRANGE", keys::finished(queue, "completed"), "0", std::to_string(limit - 1)});
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& id : ids.elements)
+    cmds.push_back({"HMGET", keys::job(queue, id.str), "started_at", "completed_at", "estimated_duration_s"});
+  if (cmds.empty()) return out;
+  for (const auto& reply : redis_.pipeline(cmds)) {
+    if (reply.elements.size() != 3) continue;
+    JobRecord job;
+    job.fields = {{"started_at", reply.elements[0].str}, {"completed_at", reply.elements[1].str},
+                  {"estimated_duration_s", reply.elements[2].str}};
+    const auto started = job.get_int("started_at"), completed = job.get_int("completed_at"),
+               declared = job.get_int("estimated_duration_s");
+    if (!started || !completed || !declared || *declared <= 0 || *completed < *started) continue;
+    out.push_back(static_cast<double>(*completed - *started) / (static_cast<double>(*declared) * 1000));
+  }
+  return out;
+}
+
 std::map<std::string, std::vector<long long>> EstimateStore::run_times(const std::string& queue, const std::vector<std::string>& types) {
   std::vector<std::vector<std::string>> cmds;
   for (const auto& type : types) cmds.push_back({"LRANGE", keys::run_times(queue, type), "0", std::to_string(keys::run_times_kept - 1)});

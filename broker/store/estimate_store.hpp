@@ -35,6 +35,10 @@ class EstimateStore {
   // The fields of waiting jobs the estimate reads (class, type, tenant, state,
   // estimated_duration_s, timeout_ms, next_attempt_at, enqueued_at), one round trip; nullopt where absent.
   std::vector<std::optional<JobRecord>> waiting_fields(const std::string& queue, const std::vector<std::string>& ids);
+  // How long the queue's last `limit` completed jobs that declared a duration ran
+  // against it: (completed_at - started_at) / estimated_duration_s, newest first, one
+  // read of the finished index and one round trip for the jobs (purged ones are left out).
+  std::vector<double> ran_vs_declared(const std::string& queue, std::size_t limit);
   // The learned run times (ms, newest first) of each job type, one round trip.
   std::map<std::string, std::vector<long long>> run_times(const std::string& queue, const std::vector<std::string>& types);
 

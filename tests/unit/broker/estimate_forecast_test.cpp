@@ -99,3 +99,20 @@ TEST(EstimateForecast, ForecastListsPlacementsInStartOrder) {
   EXPECT_FALSE(f[2].end_ms.has_value());
   EXPECT_EQ(forecast(s, 1).size(), 1u);
 }
+
+// Declared durations are off: what completed jobs ran against what they declared
+// says when a running job ends, also one already past its declared end.
+TEST(EstimateForecast, OverrunsFromCompletedJobsMoveTheEnds) {
+  const auto none = Overruns::of({});
+  EXPECT_EQ(none.end(0, 1000, 500), 1000);   // declared end
+  EXPECT_EQ(none.end(0, 1000, 1500), 1500);  // past it: now
+  EXPECT_EQ(none.run(1000), 1000);
+  const auto learned = Overruns::of({1.2, 0.9, 1.1, 1.0, 0.8});
+  EXPECT_EQ(learned.ratios.front(), 0.8);
+  EXPECT_EQ(learned.end(0, 1000, 100), 1000);   // the median of all five
+  EXPECT_EQ(learned.end(0, 1000, 1050), 1200);  // of 1.1 and 1.2 (still ahead): the upper one
+  EXPECT_EQ(learned.end(0, 1000, 1150), 1200);  // only 1.2 is ahead
+  EXPECT_EQ(learned.end(0, 1000, 1300), 1300);  // past them all: now
+  EXPECT_EQ(learned.run(2000), 2000);
+  EXPECT_EQ(Overruns::of({2.0, 2.0, 3.0}).run(1000), 2000);
+}
