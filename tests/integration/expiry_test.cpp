@@ -66,7 +66,10 @@ TEST(Expiry, ScheduledJobExpiredBeforeItsStartIsDiscardedNotPromoted) {
   RedisServer redis;
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};
-  const auto id = api.push(job_with("exp-sched", {{"scheduled_at", iso_in(1500ms)}, {"expires_at", iso_in(0ms)}}));
+  // iso_in is whole seconds, 0-1 s past the time asked: expires_at lands 1-2 s from
+  // now (after the PUSH, even on a loaded machine: iso_in(0ms) could be 50 ms away and
+  // the PUSH refused as expired, seen in CI), scheduled_at 3-4 s (after the expiry).
+  const auto id = api.push(job_with("exp-sched", {{"scheduled_at", iso_in(3000ms)}, {"expires_at", iso_in(1000ms)}}));
   EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "scheduled");
   const auto info = wait_for_state(api, id, "discarded");
   ASSERT_EQ(info["state"], "discarded") << info.dump();
