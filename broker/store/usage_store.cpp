@@ -110,14 +110,25 @@ std::vector<UsageHour> UsageStore::hours(const std::vector<std::string>& queues,
 }
 
 long long UsageStore::trim(const std::string& queue, std::int64_t before_hour) {
-  std::vector<std::string> hdel{"HDEL", keys::usage_hours(queue)};
-  for (const auto& f : redis_.command({"HKEYS", keys::usage_hours(queue)}).elements) {
-    const auto tab = f.str.find('\t');
-    if (tab == 0 || tab == std::string::npos) continue;
-    if (std::stoll(f.str.substr(0, tab)) < before_hour) hdel.push_back(f.str);
-  }
-  if (hdel.size() == 2) return 0;
-  return redis_.command(hdel).integer;
+  // A page at a time: a rollup kept 90 days is large, and HKEYS would hold Redis while
+  // it lists every field; each page's old fields go in one HDEL.
+  long long removed = 0;
+  std::string cursor = "0";
+  do {
+    const auto page = redis_.command({"HSCAN", keys::usage_hours(queue), cursor, "COUNT", "1000"});
+    if (page.elements.size() != 2) throw std::runtime_error("malformed HSCAN reply");
+    std::vector<std::string> hdel{"HDEL", keys::usage_hours(queue)};
+    const auto& flat = page.elements[1].elements;
+    for (std::size_t i = 0; i + 1 < flat.size(); i += 2) {
+      const auto& field = flat[i].str;
+      const auto tab = field.find('\t');
+      if (tab == 0 || tab == std::string::npos) continue;
+      if (std::stoll(field.substr(0, tab)) < before_hour) hdel.push_back(field);
+    }
+    if (hdel.size() > 2) removed += redis_.command(hdel).integer;
+    cursor = page.elements[0].str;
+  } while (cursor != "0");
+  return removed;
 }
 
 }  // namespace ojs::broker

@@ -398,3 +398,37 @@ TEST(UsageJournal, EndsAreJournaledAndFoldedBeforeEachRead) {
   EXPECT_EQ(cpu_by_worker["uj-w"], record["cpu_us"].get<long long>());
   EXPECT_EQ(cpu_by_worker["uj-w2"], second_record.value("cpu_us", 0LL));
 }
+
+// The hourly rollup keeps --usage-retention-hours: the maintenance pass (at start,
+// then about once a minute) drops the older hours a page at a time (more rows here
+// than one HSCAN page) and keeps the rest.
+TEST(UsageRetention, OlderHoursAreTrimmedAndNewerKept) {
+  RedisServer redis;
+  {
+    BrokerProcess first{redis.url()};
+    Api api{first.url()};
+    api.push(job("ur", "team-a"));  // the queue is in the directory the pass walks
+  }
+  const std::string key = "ojs:{ur}:usage-hours";
+  const long long now_hour =
+      std::chrono::duration_cast<std::chrono::hours>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::vector<std::string> hset{"HSET", key};
+  for (int i = 0; i < 2500; ++i)  // 2,500 rows of hours long past
+    for (const auto& part : {std::to_string(now_hour - 100 - i % 50) + "\tteam-a\tml.task\tw" + std::to_string(i) + "\tcpu",
+                             std::string("1000")})
+      hset.push_back(part);
+  for (long long h : {now_hour - 2, now_hour - 1, now_hour}) hset.insert(hset.end(), {std::to_string(h) + "\tteam-a\tml.task\tw\tcpu", "7"});
+  redis_lines(redis, hset);
+  ASSERT_EQ(redis_lines(redis, {"HLEN", key}).at(0), "2503");
+
+  BrokerProcess broker{redis.url(), {"--usage-retention-hours", "2"}};
+  std::string left;
+  for (int waited = 0; waited < 20000; waited += 50) {
+    left = redis_lines(redis, {"HLEN", key}).at(0);
+    if (left == "3") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(left, "3");
+  for (long long h : {now_hour - 2, now_hour - 1, now_hour})
+    EXPECT_EQ(redis_lines(redis, {"HGET", key, std::to_string(h) + "\tteam-a\tml.task\tw\tcpu"}).at(0), "7") << h;
+}
