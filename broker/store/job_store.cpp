@@ -306,8 +306,8 @@ ClaimOutcome JobStore::claim(const std::string& queue, const std::string& worker
                                       keys::held(queue, worker_id)};
   claim_keys = with_workflow_keys(std::move(claim_keys), queue);  // [workflows] an expired step ends it
   claim_keys.push_back(keys::finished_prefix(queue));             // [admin] 28: an expired job is finished
-  // [usage] 29-32: the fair order's use per tenant and the journal it folds first
-  // (keys.hpp usage_fold_keys less the config, which is 7).
+  // [usage] 29-32: the fair order's use per tenant, then the journal it folds first
+  // and what the fold writes (usage_fold_keys' keys in claim.lua's order; the config is 7).
   for (auto* key : {keys::usage, keys::usage_journal, keys::usage_totals, keys::usage_hours}) claim_keys.push_back(key(queue));
   // One line per eligible class, parsed by claim.lua only for the classes it looks at.
   std::string lines;

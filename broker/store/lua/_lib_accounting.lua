@@ -41,8 +41,8 @@ end
 --   <tenant>|run  'n1 n2 n3 n4': what the tenant's running jobs hold now, kept by
 --                 claim under `fair` (the job's field usage_run says it was added).
 -- A missing or short value reads as zeros.
-local USAGE_HALF_LIFE_MS = 3600000
-local LN2 = 0.69314718055994531  -- the default of tenant_fairness.half_life_seconds (an hour)
+local USAGE_HALF_LIFE_MS = 3600000  -- the default of tenant_fairness.half_life_seconds (an hour)
+local LN2 = 0.69314718055994531
 
 local function usage_numbers(raw, n)
   local v = {}
@@ -247,7 +247,7 @@ local function usage_fold(f, limit)
   for k, name in ipairs(names) do
     local v, run = usage_decayed(usage_numbers(cur[2 * k - 1], 5), last, half_life), usage_numbers(cur[2 * k], 4)
     for i = 1, 4 do
-      v[i + 1] = v[i + 1] + (half_life > 0 and added[name][i] or 0)
+      v[i + 1] = v[i + 1] + added[name][i]  -- (0 with half-life 0: nothing accrues)
       run[i] = math.max(run[i] - freed[name][i], 0)
     end
     out[#out + 1] = fields[2 * k - 1]; out[#out + 1] = usage_text(v)

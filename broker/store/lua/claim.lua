@@ -122,8 +122,8 @@ local fair = nil
 if rl[6] == 'fair' then
   fair, t.half_life = fair_config(KEYS[7]), usage_half_life(rl[9])
   -- [usage] The ends not folded yet, so the shares compare what was used up to now.
-  -- Bounded: the maintenance pass folds every --maintenance-interval-ms, so more than
-  -- this waits only after an outage, and is folded by later calls.
+  -- Bounded: the maintenance pass folds about once a second, so more than this waits
+  -- only after an outage, and is folded by later calls.
   usage_fold({journal = KEYS[30], usage = KEYS[29], totals = KEYS[31], hours = KEYS[32], config = KEYS[7]}, 2000)
 end
 local started_us = int_s(usage_clock_us())  -- [usage] the start of each claimed attempt, for its resource-seconds
