@@ -170,16 +170,10 @@ void BrokerApp::start() {
   i.maintenance->add_step([w = i.workflows.get()] { w->run_once(); });  // batch callbacks left due
   // [usage] About once a second: the ends journaled since (reads fold what they read
   // themselves; this keeps the journals short: one LLEN per queue finds the ones to fold).
-  i.maintenance->add_step([jobs = i.jobs.get(), every = std::max<std::int64_t>(1, 1000 / std::max<std::int64_t>(1, i.config.maintenance_interval_ms)),
-                           pass = std::int64_t{0}]() mutable {
-    if (pass++ % every == 0) admin::fold_usage(*jobs);
-  });
+  i.maintenance->add_step_every(1000, [jobs = i.jobs.get()] { admin::fold_usage(*jobs); });
   // [admin] About once a minute: the finished index to each queue's retention, the
   // stats rollup to the day kept, [usage] the usage rollup to --usage-retention-hours.
-  i.maintenance->add_step([jobs = i.jobs.get(), configs = i.governance->configs.get(), &config = i.config,
-                           every = std::max<std::int64_t>(1, 60000 / std::max<std::int64_t>(1, i.config.maintenance_interval_ms)),
-                           pass = std::int64_t{0}]() mutable {
-    if (pass++ % every != 0) return;
+  i.maintenance->add_step_every(60000, [jobs = i.jobs.get(), configs = i.governance->configs.get(), &config = i.config] {
     admin::trim_finished(*jobs, [configs, &config](const std::string& queue) {
       return admin::retention_for(configs->load(queue).retention, config);
     });

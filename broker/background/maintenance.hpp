@@ -2,7 +2,9 @@
 // reclaims jobs whose visibility timeout expired. Every step is an idempotent
 // Lua transition, so any number of brokers may run it against one Redis.
 #pragma once
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <condition_variable>
 #include <functional>
 #include <vector>
@@ -25,6 +27,14 @@ class Maintenance {
   void run_once();  // one pass over every queue (tests call it directly)
   // Extra work run at the end of every pass (the preemption controller); add before start().
   void add_step(std::function<void()> step) { steps_.push_back(std::move(step)); }
+  // A step run about every `period_ms`: on the first pass, then once per period's worth
+  // of passes (--maintenance-interval-ms apart).
+  void add_step_every(std::int64_t period_ms, std::function<void()> step) {
+    const auto every = std::max<std::int64_t>(1, period_ms / std::max<std::int64_t>(1, config_.maintenance_interval_ms));
+    steps_.push_back([every, pass = std::int64_t{0}, step = std::move(step)]() mutable {
+      if (pass++ % every == 0) step();
+    });
+  }
 
  private:
   JobService& jobs_;
