@@ -4,27 +4,16 @@
 // composed past 2^53, where doubles stop being exact and the order breaks.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "support/processes.hpp"
 
 using namespace ojs::test;
 
 namespace {
 
-std::string lib_lua() {
-  std::ifstream in(std::filesystem::path(OJS_SOURCE_DIR) / "broker/store/lua/_lib.lua");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // EVAL of the helpers and `body`; redis-cli's reply lines joined.
 std::string eval_lib(const RedisServer& redis, const std::string& body) {
   std::string out;
-  for (const auto& line : redis_lines(redis, {"EVAL", lib_lua() + "\n" + body, "0"})) out += line;
+  for (const auto& line : redis_lines(redis, {"EVAL", lua_source("_lib.lua") + "\n" + body, "0"})) out += line;
   return out;
 }
 

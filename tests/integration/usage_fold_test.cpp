@@ -7,8 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -20,18 +18,11 @@ using namespace ojs::test;
 
 namespace {
 
-std::string source(const char* name) {
-  std::ifstream in(std::filesystem::path(OJS_SOURCE_DIR) / "broker/store/lua" / name);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Folds at most `limit` lines of the journal q:journal; returns how many.
 long long fold(const RedisServer& redis, int limit) {
   const std::string body = "per_call = {}\nreturn usage_fold({journal = 'q:journal', usage = 'q:usage', totals = 'q:totals', "
                            "hours = 'q:hours', config = 'q:config'}, " + std::to_string(limit) + ")";
-  return std::stoll(redis_lines(redis, {"EVAL", source("_lib.lua") + "\n" + source("_lib_accounting.lua") + "\n" + body, "0"}).at(0));
+  return std::stoll(redis_lines(redis, {"EVAL", lua_source("_lib.lua") + "\n" + lua_source("_lib_accounting.lua") + "\n" + body, "0"}).at(0));
 }
 
 std::map<std::string, std::string> hash(const RedisServer& redis, const std::string& key) {

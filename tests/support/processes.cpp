@@ -1,4 +1,3 @@
-#include <algorithm>
 #include "support/processes.hpp"
 
 #include <gtest/gtest.h>
@@ -11,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -102,14 +102,20 @@ struct PortTaken : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::string tail_of(const std::string& path, std::size_t bytes) {
+std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
-  const auto text = s.str();
+  return s.str();
+}
+
+std::string tail_of(const std::string& path, std::size_t bytes) {
+  const auto text = read_file(path);
   return text.size() > bytes ? text.substr(text.size() - bytes) : text;
 }
 }  // namespace
+
+std::string lua_source(const std::string& file) { return read_file((fs::path(OJS_SOURCE_DIR) / "broker/store/lua" / file).string()); }
 
 RedisServer::RedisServer() : dir_(make_temp_dir("redis")) {
   for (int attempt = 1;; ++attempt) {
@@ -135,17 +141,16 @@ void RedisServer::start() {
   // Ready when it answers; given up when it exits, or after 20 s (a loaded machine).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   bool exited = false;
-  while (!redis_ready(port_)) {
+  while (!exited && std::chrono::steady_clock::now() <= deadline) {
+    if (redis_ready(port_)) return;
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       exited = true;
-      break;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
-    if (std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
-  if (!exited && redis_ready(port_)) return;
   terminate(pid_, SIGKILL);  // (a thrown constructor runs no destructor)
   const auto log = tail_of(dir_ + "/redis.log", 600);
   const std::string what = "redis-server did not start on port " + std::to_string(port_) + (exited ? " (it exited)" : " in 20 s") +

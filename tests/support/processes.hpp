@@ -83,6 +83,8 @@ class Api {
 };
 
 std::string binary_path(const std::string& relative);  // under OJS_BINARY_DIR
+// A Lua file of broker/store/lua as it is in the source tree (tests that EVAL the helpers).
+std::string lua_source(const std::string& file);
 
 // Polls `condition` every 100 ms until it holds or `seconds` pass; its last answer.
 bool wait_until(const std::function<bool()>& condition, int seconds = 30);
