@@ -22,7 +22,7 @@ bool is_loopback_address(const std::string& address) {
   return address == "localhost" || address == "::1" || address.rfind("127.", 0) == 0;
 }
 
-std::unique_ptr<Installed> install(const BrokerConfig& config, RedisPool& redis, JobService& jobs, Router& router,
+std::unique_ptr<Installed> install(const BrokerConfig& config, RedisPool& redis, PushService& jobs, Router& router,
                                    ApiContext& api) {
   auto out = std::make_unique<Installed>();
   auth::AccessOptions access;

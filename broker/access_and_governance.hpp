@@ -25,7 +25,7 @@ AdmissionPolicy admission_policy(const BrokerConfig& config);
 bool is_loopback_address(const std::string& address);
 
 // Throws std::runtime_error when the configuration is unsafe or the token file is bad.
-std::unique_ptr<Installed> install(const BrokerConfig& config, RedisPool& redis, JobService& jobs, Router& router,
+std::unique_ptr<Installed> install(const BrokerConfig& config, RedisPool& redis, PushService& jobs, Router& router,
                                    ApiContext& api);
 
 }  // namespace ojs::broker::governance

@@ -19,7 +19,22 @@
 #include "broker/http/server.hpp"
 #include "broker/observability/observability.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "broker/store/claim_store.hpp"
+#include "broker/store/dead_letter_store.hpp"
 #include "broker/store/embedded_redis.hpp"
+#include "broker/store/job_directory.hpp"
+#include "broker/store/job_index_store.hpp"
+#include "broker/store/job_reads.hpp"
+#include "broker/store/preemption_store.hpp"
+#include "broker/store/queue_directory.hpp"
+#include "broker/store/redis_health.hpp"
+#include "broker/store/stats_history_store.hpp"
+#include "broker/store/upkeep_store.hpp"
+#include "broker/store/usage_store.hpp"
+#include "broker/store/progress_store.hpp"
+#include "broker/store/unique_store.hpp"
+#include "broker/store/workflow_store.hpp"
+#include "broker/store/cron_store.hpp"
 #include "broker/store/legacy_keys.hpp"
 #include "broker/workflows/workflow_service.hpp"
 #include "ojs/core/time.hpp"
@@ -31,11 +46,49 @@ struct BrokerApp::Impl {
   CronLimits cron_limits;
   std::unique_ptr<EmbeddedRedis> embedded;
   std::unique_ptr<RedisPool> redis;
-  std::unique_ptr<JobStore> store;
+  // The stores, one per thing owned (docs/architecture.md "Wiring"): each service
+  // below gets the ones it uses, never another's.
+  struct Stores {
+    explicit Stores(RedisPool& redis)
+        : transitions(redis), directory(redis), reads(redis), queues(redis), claims(redis), dead(redis), upkeep(redis),
+          health(redis), marks(redis), index(redis), history(redis), usage(redis), progress(redis), unique(redis),
+          workflows(redis) {}
+    JobStore transitions;  // PUSH, ACK, FAIL, CANCEL, BEAT, checkpoints
+    JobDirectory directory;
+    JobReads reads;
+    QueueDirectory queues;
+    ClaimStore claims;
+    DeadLetterStore dead;
+    UpkeepStore upkeep;
+    RedisHealth health;
+    PreemptionStore marks;
+    JobIndexStore index;
+    StatsHistoryStore history;
+    UsageStore usage;
+    ProgressStore progress;
+    UniqueStore unique;
+    WorkflowStore workflows;
+  };
+  std::unique_ptr<Stores> stores;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<DiagnosisLog> diagnosis;
   std::unique_ptr<EstimateService> estimates;
   std::unique_ptr<JobService> jobs;
+  std::unique_ptr<PushService> push;
+  std::unique_ptr<FetchService> fetch;
+  std::unique_ptr<JobViews> views;
+  std::unique_ptr<Reaper> reaper;
+  // What the admin pages, batch and unique PUSH and progress use (each its own).
+  std::unique_ptr<admin::JobListingSources> listing;
+  std::unique_ptr<admin::DeadLetterSources> dead_letter;
+  std::unique_ptr<admin::BulkSources> bulk;
+  std::unique_ptr<admin::HistorySources> history;
+  std::unique_ptr<admin::UsageSources> usage;
+  std::unique_ptr<admin::TenantScanSources> tenants;
+  std::unique_ptr<admin::Sources> admin;
+  std::unique_ptr<BatchPushSources> batch;
+  std::unique_ptr<UniquePushSources> unique;
+  std::unique_ptr<ProgressSources> progress;
   std::unique_ptr<WorkerStore> worker_store;
   std::unique_ptr<WorkerRegistry> workers;
   // The services the API calls beside JobService (api/ never names a store).
@@ -84,7 +137,8 @@ void BrokerApp::start() {
                  i.redis->endpoint().describe());
   else if (i.redis->endpoint().cluster_seeds.empty())
     migrate_legacy_global_keys(*i.redis);  // before anything reads the global keys
-  i.store = std::make_unique<JobStore>(*i.redis);
+  i.stores = std::make_unique<Impl::Stores>(*i.redis);
+  auto& st = *i.stores;
   SchedulerOptions scheduling;
   scheduling.locality_delay_ms = i.config.locality_delay_ms;
   scheduling.assignment.policy = i.config.placement == "spread" ? ml::PlacementPolicy::spread : ml::PlacementPolicy::pack;
@@ -93,19 +147,36 @@ void BrokerApp::start() {
   i.worker_store = std::make_unique<WorkerStore>(*i.redis);
   i.workers = std::make_unique<WorkerRegistry>(*i.worker_store);
   i.workers->set_cordon_share(i.config.cordon_unhealthy_share);
-  i.jobs = std::make_unique<JobService>(*i.store, *i.scheduler, *i.workers, *i.diagnosis, i.config);
-  i.queues = std::make_unique<QueueService>(*i.jobs);
-  i.observability = std::make_unique<obs::Observability>(obs::OverviewSources{i.config, *i.jobs, *i.store, *i.workers});
-  i.estimates = std::make_unique<EstimateService>(*i.store, EstimateStore(*i.redis), QueueConfigStore(*i.redis), *i.scheduler,
-                                                  *i.workers, i.config);
-  i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.queues, *i.workers, std::chrono::steady_clock::now(), i.drain,
-                                                  i.estimates.get()});
+  i.jobs = std::make_unique<JobService>(st.transitions, st.directory, st.reads, st.workflows);
+  i.push = std::make_unique<PushService>(st.transitions, st.directory, st.queues, *i.scheduler, i.config);
+  i.fetch = std::make_unique<FetchService>(st.claims, st.queues, st.reads, st.marks, *i.jobs, *i.scheduler, *i.workers,
+                                           *i.diagnosis, i.config);
+  i.views = std::make_unique<JobViews>(st.reads, st.queues, st.marks, *i.diagnosis, *i.workers, i.config);
+  i.reaper = std::make_unique<Reaper>(st.reads, st.transitions, st.workflows);
+  i.queues = std::make_unique<QueueService>(st.queues, *i.push);
+  i.observability =
+      std::make_unique<obs::Observability>(obs::OverviewSources{i.config, *i.views, st.queues, *i.workers, st.health, st.usage});
+  i.estimates = std::make_unique<EstimateService>(st.reads, st.queues, EstimateStore(*i.redis), QueueConfigStore(*i.redis),
+                                                  *i.scheduler, *i.workers, i.config);
+  i.listing = std::make_unique<admin::JobListingSources>(admin::JobListingSources{st.index, st.queues, st.reads});
+  i.dead_letter = std::make_unique<admin::DeadLetterSources>(admin::DeadLetterSources{st.dead, st.directory, st.queues, st.index});
+  i.bulk = std::make_unique<admin::BulkSources>(admin::BulkSources{*i.listing, *i.jobs, st.dead, st.directory});
+  i.history = std::make_unique<admin::HistorySources>(admin::HistorySources{st.history, st.queues});
+  i.usage = std::make_unique<admin::UsageSources>(admin::UsageSources{st.usage, st.queues});
+  i.tenants = std::make_unique<admin::TenantScanSources>(admin::TenantScanSources{st.index, st.queues});
+  i.admin = std::make_unique<admin::Sources>(admin::Sources{*i.listing, *i.dead_letter, *i.bulk, *i.history, *i.usage, *i.tenants});
+  i.batch = std::make_unique<BatchPushSources>(BatchPushSources{*i.push, st.queues, st.transitions});
+  i.unique = std::make_unique<UniquePushSources>(UniquePushSources{*i.push, st.unique});
+  i.progress = std::make_unique<ProgressSources>(ProgressSources{st.directory, st.reads, st.progress});
+  i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.push, *i.fetch, *i.views, *i.reaper, *i.queues, *i.workers,
+                                                  *i.batch, *i.unique, *i.progress, *i.admin, std::chrono::steady_clock::now(),
+                                                  i.drain, i.estimates.get()});
   register_system_api(i.router, *i.api, *i.observability);
   register_jobs_api(i.router, *i.api);
   register_batch_api(i.router, *i.api);
   register_estimate_api(i.router, *i.api, *i.estimates);
   i.job_control_store = std::make_unique<JobControlStore>(*i.redis);
-  i.job_control = std::make_unique<JobControl>(*i.jobs, *i.job_control_store);
+  i.job_control = std::make_unique<JobControl>(*i.jobs, *i.push, st.reads, *i.job_control_store);
   register_job_control_api(i.router, *i.api, *i.job_control);
   i.log_store = std::make_unique<LogStore>(*i.redis);
   LogOptions log_options;
@@ -114,9 +185,9 @@ void BrokerApp::start() {
   log_options.keep_alive = std::chrono::milliseconds(i.config.event_stream_keepalive_ms);
   i.logs = std::make_unique<LogService>(*i.jobs, *i.log_store, log_options);
   register_logs_api(i.router, *i.api, *i.logs);
-  i.cron = std::make_unique<CronService>(*i.jobs, i.config.maintenance_interval_ms, i.cron_limits);
+  i.cron = std::make_unique<CronService>(*i.push, *i.jobs, CronStore(*i.redis), i.config.maintenance_interval_ms, i.cron_limits);
   register_cron_api(i.router, *i.cron);
-  i.workflows = std::make_unique<WorkflowService>(*i.jobs);
+  i.workflows = std::make_unique<WorkflowService>(*i.push, st.workflows, st.reads, st.queues);
   register_workflows_api(i.router, *i.workflows);
   register_progress_api(i.router, *i.api);
   register_workers_api(i.router, *i.api);
@@ -130,15 +201,15 @@ void BrokerApp::start() {
   i.event_log = std::make_unique<EventLog>(*i.events);
   register_events_api(i.router, *i.api, *i.event_log, *i.event_hub);
   register_dead_letter_api(i.router, *i.api);
-  i.governance = governance::install(i.config, *i.redis, *i.jobs, i.router, *i.api);
+  i.governance = governance::install(i.config, *i.redis, *i.push, i.router, *i.api);
   register_admin_api(i.router, *i.api, *i.governance->configs);
   // Cron ticks are PUSHes of the identity that registered the cron: --push-rate binds them.
   i.cron->set_tick_admission([access = i.governance->access.get()](const std::string& identity) { return access->take_push_token(identity); });
   register_tenants_api(i.router, *i.api, *i.governance->configs);
   i.router.use([d = &i.drain](const HttpRequest& r, const std::string& route) { d->check(r, route); });  // after access control
   i.drain.watch(i.router);
-  i.checkpoints = std::make_unique<Checkpoints>(*i.store, i.config.checkpoint_prefixes);
-  i.reservations = std::make_unique<Reservations>(*i.store);
+  i.checkpoints = std::make_unique<Checkpoints>(st.reads, st.transitions, i.config.checkpoint_prefixes);
+  i.reservations = std::make_unique<Reservations>(st.marks);
   register_preemption_api(i.router, *i.checkpoints, *i.reservations);
   register_observability_api(i.router, *i.observability);
 
@@ -161,24 +232,24 @@ void BrokerApp::start() {
   i.server->start();
   i.event_hub->start();
   i.logs->start();
-  i.maintenance = std::make_unique<Maintenance>(*i.jobs, *i.workers, i.config);
+  i.maintenance = std::make_unique<Maintenance>(st.queues, st.upkeep, *i.reaper, *i.workers, i.config);
   i.preemption = std::make_unique<PreemptionController>(
-      *i.store, [jobs = i.jobs.get()](const std::string& id, const nlohmann::json& error) { jobs->fail(id, error, /*requeue=*/true); },
+      st.reads, st.queues, st.marks, [jobs = i.jobs.get()](const std::string& id, const nlohmann::json& error) { jobs->fail(id, error, /*requeue=*/true); },
       *i.scheduler, *i.diagnosis, *i.workers, i.config);
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
   i.maintenance->add_step([c = i.cron.get()] { c->run_once(); });
   i.maintenance->add_step([w = i.workflows.get()] { w->run_once(); });  // batch callbacks left due
   // [usage] About once a second: the ends journaled since (reads fold what they read
   // themselves; this keeps the journals short: one LLEN per queue finds the ones to fold).
-  i.maintenance->add_step_every(1000, [jobs = i.jobs.get()] { admin::fold_usage(*jobs); });
+  i.maintenance->add_step_every(1000, [usage = i.usage.get()] { admin::fold_usage(*usage); });
   // [admin] About once a minute: the finished index to each queue's retention, the
   // stats rollup to the day kept, [usage] the usage rollup to --usage-retention-hours.
-  i.maintenance->add_step_every(60000, [jobs = i.jobs.get(), configs = i.governance->configs.get(), &config = i.config] {
-    admin::trim_finished(*jobs, [configs, &config](const std::string& queue) {
+  i.maintenance->add_step_every(60000, [admin = i.admin.get(), configs = i.governance->configs.get(), &config = i.config] {
+    admin::trim_finished(admin->listing, [configs, &config](const std::string& queue) {
       return admin::retention_for(configs->load(queue).retention, config);
     });
-    admin::trim_stats_history(*jobs);
-    admin::trim_usage(*jobs, config.usage_retention_hours);
+    admin::trim_stats_history(admin->history);
+    admin::trim_usage(admin->usage, config.usage_retention_hours);
   });
   i.maintenance->start();
   spdlog::info("broker listening on {}://{}:{} (Redis {})", i.config.tls_cert.empty() ? "http" : "https", i.config.listen_address, i.server->port(),

@@ -11,7 +11,9 @@
 
 #include "broker/governance/queue_configs.hpp"
 #include "broker/scheduling/scheduler.hpp"
+#include "broker/store/claim_store.hpp"
 #include "broker/store/embedded_redis.hpp"
+#include "broker/store/job_reads.hpp"
 #include "broker/store/redis_client.hpp"
 #include "ojs/ml/requirement_class.hpp"
 
@@ -25,7 +27,9 @@ struct BrokerQueue::Impl {
   std::string dir;
   std::unique_ptr<broker::EmbeddedRedis> redis;
   std::unique_ptr<broker::RedisPool> pool;
-  std::unique_ptr<broker::JobStore> store;
+  std::unique_ptr<broker::JobStore> store;  // PUSH, ACK, FAIL
+  std::unique_ptr<broker::ClaimStore> claims;
+  std::unique_ptr<broker::JobReads> reads;
   broker::governance::QueueConfig config;
   std::string version = "0";
   std::int64_t* clock_us = nullptr;  // [simclock] the clock file, mapped shared with redis-server
@@ -69,6 +73,8 @@ BrokerQueue::BrokerQueue(const BrokerQueueOptions& options) : impl_(std::make_un
   impl_->redis->start();
   impl_->pool = std::make_unique<broker::RedisPool>(broker::parse_redis_url(impl_->redis->url()), 1);
   impl_->store = std::make_unique<broker::JobStore>(*impl_->pool);
+  impl_->claims = std::make_unique<broker::ClaimStore>(*impl_->pool);
+  impl_->reads = std::make_unique<broker::JobReads>(*impl_->pool);
   // Fail loudly when redis-server did not take the clock (no preload: figures on wall time).
   const auto time = impl_->pool->command({"TIME"});
   if (time.elements.size() != 2 || std::stoll(time.elements[0].str) * 1000 != kEpochMs)
@@ -111,7 +117,7 @@ void BrokerQueue::push(int job, const SimJob& j) {
 int BrokerQueue::claim(const std::string& worker, const std::vector<broker::EligibleClass>& eligible) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     // record_held false: the simulator keeps each worker's load itself (sim.cpp), not the registry.
-    auto out = impl_->store->claim(kQueue, worker, std::nullopt, 1LL << 40, 1, impl_->version, eligible, false);
+    auto out = impl_->claims->claim(kQueue, worker, std::nullopt, 1LL << 40, 1, impl_->version, eligible, false);
     if (out.status == broker::TransitionStatus::stale) {  // a new class was pushed since
       impl_->version = out.current_version;
       continue;
@@ -125,7 +131,7 @@ int BrokerQueue::claim(const std::string& worker, const std::vector<broker::Elig
 void BrokerQueue::ack(int job, const std::string& worker) { impl_->store->ack(kQueue, std::to_string(job), "null", worker); }
 
 void BrokerQueue::requeue(int job, const std::string& worker) {
-  auto snapshot = impl_->store->get(kQueue, std::to_string(job));
+  auto snapshot = impl_->reads->get(kQueue, std::to_string(job));
   if (!snapshot) throw std::runtime_error("cluster_sim: preempted job vanished from the store");
   impl_->store->fail(*snapshot, "requeue", 0, "{\"code\":\"preempted\",\"message\":\"preempted\"}", "[]", false, worker);
 }

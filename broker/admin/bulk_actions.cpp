@@ -24,16 +24,15 @@ std::string string_member(const json& filter, const char* name, const std::strin
 }
 
 // One job: the transition the action names. Throws OjsError when the job refuses it.
-void apply(JobService& jobs, const BulkRequest& request, const std::string& id) {
+void apply(BulkSources& s, const BulkRequest& request, const std::string& id) {
   if (request.action == "cancel") {
-    jobs.cancel(id);
+    s.jobs.cancel(id);
     return;
   }
-  JobStore& store = jobs.store();
-  const auto t = store.dead_letter_action(request.queue, id, request.action == "retry" ? "retry" : "discard");
+  const auto t = s.dead.act(request.queue, id, request.action == "retry" ? "retry" : "discard");
   if (t.status != TransitionStatus::ok)
     throw OjsError(ErrorCode::conflict, "job " + id + " is no longer in the dead letter queue", {{"job_id", id}});
-  if (request.action == "delete") store.forget(id);
+  if (request.action == "delete") s.directory.forget(id);
 }
 
 }  // namespace
@@ -69,8 +68,8 @@ BulkRequest parse_bulk_request(const std::string& action, const json& body) {
   return r;
 }
 
-json run_bulk(JobService& jobs, const BulkRequest& request) {
-  const json listed = list_jobs(jobs, request.queue, request.state, request.limit);
+json run_bulk(BulkSources& s, const BulkRequest& request) {
+  const json listed = list_jobs(s.listing, request.queue, request.state, request.limit);
   int matched = 0, succeeded = 0;
   json errors = json::array();
   for (const auto& job : listed["jobs"]) {
@@ -78,7 +77,7 @@ json run_bulk(JobService& jobs, const BulkRequest& request) {
     ++matched;
     const auto id = job["id"].get<std::string>();
     try {
-      apply(jobs, request, id);
+      apply(s, request, id);
       ++succeeded;
     } catch (const OjsError& e) {
       errors.push_back({{"job_id", id}, {"error", e.what()}});

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "broker/jobs/job_service.hpp"
+#include "broker/admin/sources.hpp"
 
 namespace ojs::broker::admin {
 
@@ -21,6 +21,6 @@ struct BulkRequest {
 
 // Validates {filter{queue, state?, type?}, confirm: true, limit?}; OjsError 400 names the field.
 BulkRequest parse_bulk_request(const std::string& action, const nlohmann::json& body);
-nlohmann::json run_bulk(JobService& jobs, const BulkRequest& request);
+nlohmann::json run_bulk(BulkSources& s, const BulkRequest& request);
 
 }  // namespace ojs::broker::admin

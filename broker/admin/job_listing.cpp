@@ -25,10 +25,10 @@ json summary(const JobRecord& r) {
 const FinishedRetention kUnbounded{{}, 1LL << 40};
 
 // Up to `limit` ids of the state's index, in its order.
-std::vector<std::string> index_ids(JobStore& store, const std::string& queue, const std::string& state, int limit,
+std::vector<std::string> index_ids(JobListingSources& store, const std::string& queue, const std::string& state, int limit,
                                    const FinishedRetention& retention) {
-  JobIndexStore index = store.index();
-  if (state == "available") return index.available(queue, store.load_classes(queue), limit);
+  JobIndexStore& index = store.index;
+  if (state == "available") return index.available(queue, store.queues.load_classes(queue), limit);
   if (state == "active") return index.active(queue, limit);
   if (state == "dead") return index.dead(queue, limit);
   if (state == "pending") return index.on_hold(queue, limit);
@@ -41,11 +41,11 @@ std::vector<std::string> index_ids(JobStore& store, const std::string& queue, co
 }
 
 // The index size, for a state whose index holds only jobs of that state.
-long long index_total(JobStore& store, const std::string& queue, const std::string& state, const FinishedRetention& retention) {
-  JobIndexStore index = store.index();
+long long index_total(JobListingSources& store, const std::string& queue, const std::string& state, const FinishedRetention& retention) {
+  JobIndexStore& index = store.index;
   if (state == "available") {
     long long n = 0;
-    for (const auto& [_, count] : store.ready_counts(queue, store.load_classes(queue))) n += count;
+    for (const auto& [_, count] : store.queues.ready_counts(queue, store.queues.load_classes(queue))) n += count;
     return n;
   }
   if (state == "active" || state == "dead") return index.count(queue, state);
@@ -62,13 +62,13 @@ bool type_matches(const std::string& wanted, const std::string& type) {
 }
 
 // The records of `ids` in one queue, read in slices (absent ones dropped).
-std::vector<JobRecord> records_of(JobStore& store, const std::string& queue, const std::vector<std::string>& ids) {
+std::vector<JobRecord> records_of(JobListingSources& store, const std::string& queue, const std::vector<std::string>& ids) {
   constexpr std::size_t kSlice = 500;  // ids per get_many round trip
   std::vector<JobRecord> out;
   for (std::size_t at = 0; at < ids.size(); at += kSlice) {
     std::vector<std::pair<std::string, std::string>> wanted;
     for (std::size_t i = at; i < std::min(ids.size(), at + kSlice); ++i) wanted.emplace_back(queue, ids[i]);
-    for (auto& record : store.get_many(wanted))
+    for (auto& record : store.reads.get_many(wanted))
       if (record) out.push_back(std::move(*record));
   }
   return out;
@@ -92,18 +92,16 @@ FinishedRetention retention_for(const governance::Retention& configured, const B
   return r;
 }
 
-void trim_finished(JobService& service, const RetentionOf& retention_of) {
-  JobStore& store = service.store();
-  JobIndexStore index = store.index();
+void trim_finished(JobListingSources& store, const RetentionOf& retention_of) {
+  JobIndexStore& index = store.index;
   const auto now = now_ms();
-  for (const auto& queue : store.queues()) {
+  for (const auto& queue : store.queues.queues()) {
     const auto retention = retention_of(queue);
     for (const auto& [state, age] : retention.age_ms) index.trim_finished(queue, state, now - age, retention.max_jobs);
   }
 }
 
-json list_jobs_page(JobService& service, const JobQuery& q, const RetentionOf& retention_of) {
-  JobStore& store = service.store();
+json list_jobs_page(JobListingSources& store, const JobQuery& q, const RetentionOf& retention_of) {
   const long long offset = static_cast<long long>(q.page - 1) * q.per_page;
   json items = json::array();
   long long total = 0;
@@ -139,17 +137,15 @@ json list_jobs_page(JobService& service, const JobQuery& q, const RetentionOf& r
   return {{"items", items}, {"pagination", {{"total", total}, {"page", q.page}, {"per_page", q.per_page}}}};
 }
 
-std::map<std::string, long long> active_jobs_by_worker(JobService& service) {
-  JobStore& store = service.store();
+std::map<std::string, long long> active_jobs_by_worker(JobListingSources& store) {
   std::map<std::string, long long> out;
-  for (const auto& queue : store.queues())
-    for (const auto& [job, worker] : store.active_jobs(queue))
+  for (const auto& queue : store.queues.queues())
+    for (const auto& [job, worker] : store.reads.active_jobs(queue))
       if (!worker.empty()) ++out[worker];
   return out;
 }
 
-json list_jobs(JobService& service, const std::string& queue, const std::string& state, int limit) {
-  JobStore& store = service.store();
+json list_jobs(JobListingSources& store, const std::string& queue, const std::string& state, int limit) {
   const auto ids = index_ids(store, queue, state, state == "scheduled" || state == "retryable" ? 4 * limit : limit, kUnbounded);
   json jobs = json::array();
   for (const auto& record : records_of(store, queue, ids)) {

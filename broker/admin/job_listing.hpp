@@ -15,7 +15,7 @@
 
 #include "broker/config.hpp"
 #include "broker/governance/queue_config.hpp"
-#include "broker/jobs/job_service.hpp"
+#include "broker/admin/sources.hpp"
 
 namespace ojs::broker::admin {
 
@@ -35,7 +35,7 @@ using RetentionOf = std::function<FinishedRetention(const std::string& queue)>;
 FinishedRetention retention_for(const governance::Retention& configured, const BrokerConfig& config);
 // Trims every queue's finished index to its retention (the maintenance pass; the
 // listing honours the bound between passes by reading only what is within it).
-void trim_finished(JobService& service, const RetentionOf& retention_of);
+void trim_finished(JobListingSources& s, const RetentionOf& retention_of);
 
 // ojs-admin-api.md §7.1. created_at bounds: since inclusive, until exclusive.
 struct JobQuery {
@@ -50,14 +50,14 @@ struct JobQuery {
 inline constexpr int kListScan = 10000;
 
 // {items[summary + queue], pagination{total, page, per_page}}
-nlohmann::json list_jobs_page(JobService& service, const JobQuery& query, const RetentionOf& retention);
+nlohmann::json list_jobs_page(JobListingSources& s, const JobQuery& query, const RetentionOf& retention);
 
 // [admin] worker id -> the active jobs it holds, across queues (read from the active
 // indexes: a worker without capabilities has no held sets to read).
-std::map<std::string, long long> active_jobs_by_worker(JobService& service);
+std::map<std::string, long long> active_jobs_by_worker(JobListingSources& s);
 
 // {queue, state, jobs[{id, type, state, attempt, priority, gpus, created_at, tenant?, worker_id?, ...}], count}
 // (the bulk actions; finished states with the broker's default retention)
-nlohmann::json list_jobs(JobService& service, const std::string& queue, const std::string& state, int limit);
+nlohmann::json list_jobs(JobListingSources& s, const std::string& queue, const std::string& state, int limit);
 
 }  // namespace ojs::broker::admin

@@ -13,10 +13,10 @@ namespace {
 constexpr std::int64_t kMinuteMs = 60000;
 }
 
-json throughput(JobService& jobs, const std::vector<std::string>& queues) {
+json throughput(HistorySources& s, const std::vector<std::string>& queues) {
   const auto now = now_ms() / kMinuteMs;
   long long processed = 0, failed = 0;
-  for (const auto& m : jobs.store().stats_history().range(queues, now - kThroughputMinutes + 1, now)) {
+  for (const auto& m : s.history.range(queues, now - kThroughputMinutes + 1, now)) {
     processed += m.processed;
     failed += m.failed;
   }
@@ -32,7 +32,7 @@ std::optional<int> period_minutes(const std::string& period) {
   return std::nullopt;
 }
 
-json stats_history(JobService& jobs, const std::vector<std::string>& queues, const std::string& period, std::int64_t since_ms,
+json stats_history(HistorySources& s, const std::vector<std::string>& queues, const std::string& period, std::int64_t since_ms,
                    std::int64_t until_ms) {
   const int width = period_minutes(period).value_or(5);
   const auto now = now_ms() / kMinuteMs;
@@ -42,7 +42,7 @@ json stats_history(JobService& jobs, const std::vector<std::string>& queues, con
   if (first <= last) {
     json* bucket = nullptr;
     std::int64_t bucket_start = -1;
-    for (const auto& m : jobs.store().stats_history().range(queues, first, last)) {
+    for (const auto& m : s.history.range(queues, first, last)) {
       const auto start = m.minute - m.minute % width;
       if (start != bucket_start) {
         data.push_back({{"timestamp", format_rfc3339(start * kMinuteMs)}, {"processed", 0}, {"failed", 0}});
@@ -56,10 +56,10 @@ json stats_history(JobService& jobs, const std::vector<std::string>& queues, con
   return {{"period", period}, {"data", data}};
 }
 
-void trim_stats_history(JobService& jobs) {
-  auto history = jobs.store().stats_history();
+void trim_stats_history(HistorySources& s) {
+  auto& history = s.history;
   const auto before = now_ms() / kMinuteMs - StatsHistoryStore::kKeepMinutes;
-  for (const auto& queue : jobs.store().queues()) history.trim(queue, before);
+  for (const auto& queue : s.queues.queues()) history.trim(queue, before);
 }
 
 }  // namespace ojs::broker::admin

@@ -10,12 +10,11 @@ namespace {
 constexpr const char* kStates[] = {"available", "active", "scheduled", "retryable", "dead"};
 }  // namespace
 
-TenantScan scan_tenants(JobService& jobs, QueueService& queues) {
+TenantScan scan_tenants(TenantScanSources& s, QueueService& queues) {
   TenantScan out;
-  JobStore& store = jobs.store();
-  JobIndexStore index = store.index();
+  JobIndexStore& index = s.index;
   for (const auto& queue : queues.names()) {
-    const std::vector<std::vector<std::string>> lists = {index.available(queue, store.load_classes(queue), kScanPerIndex),
+    const std::vector<std::vector<std::string>> lists = {index.available(queue, s.queues.load_classes(queue), kScanPerIndex),
                                                          index.active(queue, kScanPerIndex), index.delayed(queue, kScanPerIndex),
                                                          index.dead(queue, kScanPerIndex)};
     std::vector<std::string> wanted;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/jobs/job_service.hpp"
+#include "broker/admin/sources.hpp"
 #include "broker/jobs/queue_service.hpp"
 
 namespace ojs::broker::admin {
@@ -30,7 +30,7 @@ struct TenantScan {
 };
 
 // Every queue's indexed jobs, counted by tenant and state.
-TenantScan scan_tenants(JobService& jobs, QueueService& queues);
+TenantScan scan_tenants(TenantScanSources& s, QueueService& queues);
 
 // {tenant_id, jobs{available, active, scheduled, retryable, dead}, queues{...}}
 nlohmann::json tenant_json(const std::string& tenant, const TenantCounts& counts);

@@ -23,9 +23,9 @@ const std::string& key_of(const UsageHour& h, const std::string& by) {
 
 bool is_usage_grouping(const std::string& by) { return by == "tenant" || by == "queue" || by == "type" || by == "worker"; }
 
-json usage_report(JobService& jobs, const std::vector<std::string>& queues, const std::string& by, std::int64_t from_ms,
+json usage_report(UsageSources& s, const std::vector<std::string>& queues, const std::string& by, std::int64_t from_ms,
                   std::int64_t to_ms) {
-  auto store = jobs.store().usage();
+  auto& store = s.usage;
   std::map<std::string, std::map<std::string, long long>> sums;  // key -> resource -> us
   for (const auto& h : store.hours(queues, from_ms / kHourMs, to_ms / kHourMs)) sums[key_of(h, by)][h.resource] += h.microseconds;
   json rows = json::array();
@@ -45,12 +45,12 @@ json usage_report(JobService& jobs, const std::vector<std::string>& queues, cons
           {"rows", rows}};
 }
 
-void fold_usage(JobService& jobs) { jobs.store().usage().fold(jobs.store().queues()); }
+void fold_usage(UsageSources& s) { s.usage.fold(s.queues.queues()); }
 
-void trim_usage(JobService& jobs, std::int64_t retention_hours) {
-  auto store = jobs.store().usage();
+void trim_usage(UsageSources& s, std::int64_t retention_hours) {
+  auto& store = s.usage;
   const auto before = now_ms() / kHourMs - retention_hours;
-  for (const auto& queue : jobs.store().queues()) store.trim(queue, before);
+  for (const auto& queue : s.queues.queues()) store.trim(queue, before);
 }
 
 }  // namespace ojs::broker::admin

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/jobs/job_service.hpp"
+#include "broker/admin/sources.hpp"
 
 namespace ojs::broker::admin {
 
@@ -20,14 +20,14 @@ inline constexpr const char* kUsageGroupingRule = "must be one of tenant, queue,
 // {from, to, by, rows: [{<by>: key, <resource>_seconds..., microseconds: {<resource>: n}}]}
 // over the hours that overlap [from_ms, to_ms] (whole hours: the rollup's grain),
 // rows sorted by key; a tenant "" is the jobs without one.
-nlohmann::json usage_report(JobService& jobs, const std::vector<std::string>& queues, const std::string& by,
+nlohmann::json usage_report(UsageSources& s, const std::vector<std::string>& queues, const std::string& by,
                             std::int64_t from_ms, std::int64_t to_ms);
 
 // Folds every queue's usage journal (the maintenance pass: it keeps the journal short
 // between reads, which fold it themselves).
-void fold_usage(JobService& jobs);
+void fold_usage(UsageSources& s);
 
 // Drops the rollup hours older than `retention_hours`, for every queue (the maintenance pass).
-void trim_usage(JobService& jobs, std::int64_t retention_hours);
+void trim_usage(UsageSources& s, std::int64_t retention_hours);
 
 }  // namespace ojs::broker::admin

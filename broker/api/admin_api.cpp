@@ -29,7 +29,7 @@ json queue_summary(ApiContext& ctx, const std::string& name) {
   json counts = json::object();
   for (const auto& [k, v] : q.counts) counts[k] = v;
   json out = {{"name", name}, {"state", q.paused ? "paused" : "active"}, {"paused", q.paused}, {"counts", counts},
-              {"throughput", admin::throughput(ctx.jobs, {name})}};
+              {"throughput", admin::throughput(ctx.admin.history, {name})}};
   if (q.paused_at) out["paused_at"] = format_rfc3339(*q.paused_at);
   return out;
 }
@@ -94,7 +94,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
       if (!ms) throw invalid_field("older_than", "must be an RFC 3339 timestamp such as 2026-02-06T00:00:00Z");
       before = *ms;
     }
-    return json_reply(200, {{"purged_count", admin::purge_finished(ctx.jobs, name, states, before)}, {"states", states}});
+    return json_reply(200, {{"purged_count", admin::purge_finished(ctx.admin.dead_letter, name, states, before)}, {"states", states}});
   });
 
   // ojs-admin-api.md §7.1: jobs by state, across queues or in one, with their real total.
@@ -110,22 +110,22 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     q.until_ms = time_query(r, "until");
     q.page = int_query(r, "page", 1, 1, 1000);
     q.per_page = int_query(r, "per_page", 20, 1, 100);
-    return json_reply(200, admin::list_jobs_page(ctx.jobs, q, retention_of(ctx, configs)));
+    return json_reply(200, admin::list_jobs_page(ctx.admin.listing, q, retention_of(ctx, configs)));
   });
   // Bulk before {id}: "bulk" would otherwise be read as a job id.
   router.add("POST", "/ojs/v1/admin/jobs/bulk/{action}", [&ctx](const HttpRequest& r) {
     const auto request = admin::parse_bulk_request(r.params.at("action"), parse_json_body(r));
-    return json_reply(200, admin::run_bulk(ctx.jobs, request));
+    return json_reply(200, admin::run_bulk(ctx.admin.bulk, request));
   });
   // §7.2: the job itself (before issue 28: {job: {...}}).
   router.add("GET", "/ojs/v1/admin/jobs/{id}", [&ctx](const HttpRequest& r) {
-    return json_reply(200, ctx.jobs.info(r.params.at("id")));
+    return json_reply(200, ctx.views.info(r.params.at("id")));
   });
   router.add("POST", "/ojs/v1/admin/jobs/{id}/cancel", [&ctx](const HttpRequest& r) {
     return json_reply(200, {{"job", ctx.jobs.cancel(r.params.at("id"))}});
   });
   router.add("POST", "/ojs/v1/admin/jobs/{id}/retry", [&ctx](const HttpRequest& r) {
-    return json_reply(200, {{"job", admin::retry_job(ctx.jobs, r.params.at("id"))}});
+    return json_reply(200, {{"job", admin::retry_job(ctx.admin.dead_letter, r.params.at("id"))}});
   });
 
   // §10.1; jobs.delayed and jobs.dead_letter (before issue 28) stay beside scheduled and retryable for one release.
@@ -136,7 +136,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
       for (const auto& [k, v] : ctx.queues.state(q).counts) jobs[k] = jobs.value(k, 0LL) + v;
     const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.started_at).count();
     return json_reply(200, {{"queues", queues.size()}, {"workers", ctx.workers.list().size()}, {"jobs", jobs},
-                            {"throughput", admin::throughput(ctx.jobs, queues)}, {"uptime_seconds", uptime}});
+                            {"throughput", admin::throughput(ctx.admin.history, queues)}, {"uptime_seconds", uptime}});
   });
   // §10.2: from the per-minute rollup, a day of it kept.
   router.add("GET", "/ojs/v1/admin/stats/history", [&ctx](const HttpRequest& r) {
@@ -149,7 +149,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     const auto since = time_query(r, "since").value_or(until - 3600 * 1000);
     if (since > until) throw invalid_field("since", "must not be after until");
     const auto queues = only.empty() ? ctx.queues.names() : std::vector<std::string>{only};
-    return json_reply(200, admin::stats_history(ctx.jobs, queues, period, since, until));
+    return json_reply(200, admin::stats_history(ctx.admin.history, queues, period, since, until));
   });
 
   // [usage] Resource-seconds from the per-hour rollup (issue #32): from/to RFC 3339
@@ -163,7 +163,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     const auto from = time_query(r, "from").value_or(to - 24 * 3600 * 1000LL);
     if (from > to) throw invalid_field("from", "must not be after to");
     const auto queues = only.empty() ? ctx.queues.names() : std::vector<std::string>{only};
-    return json_reply(200, admin::usage_report(ctx.jobs, queues, by, from, to));
+    return json_reply(200, admin::usage_report(ctx.admin.usage, queues, by, from, to));
   });
 
   // ojs-admin-api.md §9.4: only a worker past its heartbeat deadline; its jobs are
@@ -178,7 +178,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
       throw OjsError(ErrorCode::conflict, "worker " + id + " is still in contact; quiet or terminate it first",
                      {{"worker_id", id}, {"last_seen", format_rfc3339(worker->last_seen_ms)}});
     int reclaimed = 0;
-    for (const auto& queue : ctx.queues.names()) reclaimed += ctx.jobs.reclaim_from_lost_workers(queue, {id});
+    for (const auto& queue : ctx.queues.names()) reclaimed += ctx.reaper.reclaim_from_lost_workers(queue, {id});
     if (!ctx.workers.forget(id, silent_since))
       throw OjsError(ErrorCode::conflict, "worker " + id + " still holds jobs or made contact; retry", {{"worker_id", id}});
     return json_reply(200, {{"deleted", true}, {"worker_id", id}, {"jobs_reclaimed", reclaimed}});

@@ -7,7 +7,15 @@
 #include "broker/config.hpp"
 #include "broker/http/drain_gate.hpp"
 #include "broker/http/router.hpp"
+#include "broker/admin/sources.hpp"
+#include "broker/jobs/batch_push.hpp"
+#include "broker/jobs/fetch_service.hpp"
 #include "broker/jobs/job_service.hpp"
+#include "broker/jobs/job_views.hpp"
+#include "broker/jobs/push_service.hpp"
+#include "broker/jobs/reaper.hpp"
+#include "broker/progress/progress_service.hpp"
+#include "broker/uniqueness/unique_push.hpp"
 #include "broker/jobs/queue_service.hpp"
 #include "broker/workers/worker_registry.hpp"
 
@@ -17,9 +25,17 @@ class EstimateService;
 
 struct ApiContext {
   const BrokerConfig& config;
-  JobService& jobs;
+  JobService& jobs;     // ACK, FAIL, CANCEL, BEAT
+  PushService& push;    // PUSH
+  FetchService& fetch;  // FETCH
+  JobViews& views;      // INFO, the job and queue diagnosis, a job's tenant
+  Reaper& reaper;       // a deregistered worker's jobs
   QueueService& queues;
   WorkerRegistry& workers;
+  BatchPushSources& batch;
+  UniquePushSources& unique;
+  ProgressSources& progress;
+  admin::Sources& admin;
   std::chrono::steady_clock::time_point started_at;
   DrainGate& drain;  // draining: no new work taken; health and readiness say so
   EstimateService* estimates = nullptr;  // [estimate] the job diagnosis's `estimate` (none: left out)

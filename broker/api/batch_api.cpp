@@ -8,7 +8,7 @@ namespace ojs::broker {
 
 void register_batch_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/jobs/batch", [&ctx](const HttpRequest& r) {
-    return json_reply(201, push_batch(ctx.jobs, with_tenant_header_on_batch(parse_json_body(r), r), ctx.config.max_queues));
+    return json_reply(201, push_batch(ctx.batch, with_tenant_header_on_batch(parse_json_body(r), r), ctx.config.max_queues));
   });
 }
 

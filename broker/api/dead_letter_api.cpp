@@ -21,7 +21,7 @@ std::string queue_query(const HttpRequest& r) {
 void register_dead_letter_api(Router& router, ApiContext& ctx) {
   // Stats and the bulk retry before {id}: "stats" and "retry" would otherwise be read as ids.
   router.add("GET", "/ojs/v1/admin/dead-letter/stats", [&ctx](const HttpRequest&) {
-    return json_reply(200, admin::dead_letter_stats(ctx.jobs));
+    return json_reply(200, admin::dead_letter_stats(ctx.admin.dead_letter));
   });
   // OpenAPI adminBulkRetryDeadLetter: every dead-letter job, or those of {"queue"}; {"limit"} at most (default 1000).
   router.add("POST", "/ojs/v1/admin/dead-letter/retry", [&ctx](const HttpRequest& r) {
@@ -39,7 +39,7 @@ void register_dead_letter_api(Router& router, ApiContext& ctx) {
         throw invalid_field("limit", "must be an integer between 1 and 10000");
       limit = body["limit"].get<int>();
     }
-    return json_reply(200, admin::retry_all_dead(ctx.jobs, only, limit));
+    return json_reply(200, admin::retry_all_dead(ctx.admin.dead_letter, only, limit));
   });
   // The same endpoints under /ojs/v1/admin (ojs-admin-api.md §11).
   for (const std::string base : {"/ojs/v1/dead-letter", "/ojs/v1/admin/dead-letter"}) {
@@ -50,24 +50,24 @@ void register_dead_letter_api(Router& router, ApiContext& ctx) {
       if (r.query_or("page", "").empty() && r.query_or("per_page", "").empty()) {
         const int limit = int_query(r, "limit", 50, 1, 1000);
         const int offset = int_query(r, "offset", 0, 0, 1000000);
-        auto out = admin::dead_letter_page(ctx.jobs, only, offset, limit);
+        auto out = admin::dead_letter_page(ctx.admin.dead_letter, only, offset, limit);
         out["items"] = out["jobs"];
         return json_reply(200, out);
       }
       const int page = int_query(r, "page", 1, 1, 1000000);
       const int per_page = int_query(r, "per_page", 20, 1, 100);
-      auto out = admin::dead_letter_page(ctx.jobs, only, (page - 1) * per_page, per_page);
+      auto out = admin::dead_letter_page(ctx.admin.dead_letter, only, (page - 1) * per_page, per_page);
       const auto total = out["pagination"]["total"];
       out["items"] = out["jobs"];
       out["pagination"] = {{"total", total}, {"page", page}, {"per_page", per_page}};
       return json_reply(200, out);
     });
     router.add("POST", base + "/{id}/retry", [&ctx](const HttpRequest& r) {
-      return json_reply(200, {{"job", admin::retry_dead(ctx.jobs, r.params.at("id"))}});
+      return json_reply(200, {{"job", admin::retry_dead(ctx.admin.dead_letter, r.params.at("id"))}});
     });
     router.add("DELETE", base + "/{id}", [&ctx](const HttpRequest& r) {
       const auto& id = r.params.at("id");
-      admin::discard_dead(ctx.jobs, id);
+      admin::discard_dead(ctx.admin.dead_letter, id);
       return json_reply(200, {{"deleted", true}, {"job_id", id}});
     });
   }

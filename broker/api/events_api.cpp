@@ -110,7 +110,7 @@ void register_events_api(Router& router, ApiContext& ctx, EventLog& events, Even
     // Read after subscribing: a transition in between is either in the stream or in this state.
     nlohmann::json job;
     try {
-      job = ctx.jobs.info(id);
+      job = ctx.views.info(id);
     } catch (...) {
       sub->abandon();
       throw;

@@ -75,7 +75,7 @@ void register_governance_api(Router& router, ApiContext& ctx, governance::QueueC
     const auto queue = queue_name_param(r);
     const auto state = r.query_or("state", "available");
     if (!admin::is_listable_state(state)) throw invalid_field("state", "must be one of available, active, scheduled, retryable, dead, completed, discarded, cancelled, pending");
-    return json_reply(200, admin::list_jobs(ctx.jobs, queue, state, int_query(r, "limit", 50, 1, 1000)));
+    return json_reply(200, admin::list_jobs(ctx.admin.listing, queue, state, int_query(r, "limit", 50, 1, 1000)));
   });
 }
 

@@ -24,7 +24,7 @@ const std::string& job_id_param(const HttpRequest& r) {
 void require_in_tenant_scope(ApiContext& ctx, const std::string& id) {
   const auto scope = auth::tenant_scope();
   if (scope.empty()) return;
-  const auto tenant = ctx.jobs.tenant_of(id);
+  const auto tenant = ctx.views.tenant_of(id);
   if (tenant && *tenant != scope) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
 }
 
@@ -53,7 +53,7 @@ PushResult push_waiting_for_room(ApiContext& ctx, const nlohmann::json& body, st
   auto pause = std::chrono::milliseconds(20);
   for (;;) {
     try {
-      return push_job(ctx.jobs, body);  // unique policies included
+      return push_job(ctx.unique, body);  // unique policies included
     } catch (const OjsError& e) {
       const bool blocks = e.code() == ErrorCode::queue_full && e.details().value("strategy", "") == "block";
       if (!blocks || std::chrono::steady_clock::now() + pause >= deadline) throw;
@@ -78,11 +78,11 @@ void register_jobs_api(Router& router, ApiContext& ctx) {
   router.add("GET", "/ojs/v1/jobs/{id}", [&ctx](const HttpRequest& r) {
     const auto& id = r.params.at("id");
     require_in_tenant_scope(ctx, id);
-    return json_reply(200, {{"job", ctx.jobs.info(id)}});
+    return json_reply(200, {{"job", ctx.views.info(id)}});
   });
   router.add("GET", "/ojs/v1/jobs/{id}/diagnosis", [&ctx](const HttpRequest& r) {
     require_in_tenant_scope(ctx, job_id_param(r));
-    auto diagnosis = ctx.jobs.diagnosis(job_id_param(r));
+    auto diagnosis = ctx.views.diagnosis(job_id_param(r));
     if (ctx.estimates) diagnosis["estimate"] = ctx.estimates->for_job(job_id_param(r));  // [estimate]
     return json_reply(200, {{"diagnosis", diagnosis}});
   });

@@ -17,7 +17,7 @@ nlohmann::json report(ApiContext& ctx, const std::string& job_id, const nlohmann
   const bool named = body.is_object() && body.contains("worker_id") && body["worker_id"].is_string();
   auth::authorize_worker_id(named ? body["worker_id"].get<std::string>() : std::string());
   require_in_tenant_scope(ctx, job_id);
-  return report_progress(ctx.jobs, job_id, body, ctx.config.default_visibility_timeout_ms);
+  return report_progress(ctx.progress, job_id, body, ctx.config.default_visibility_timeout_ms);
 }
 
 }  // namespace
@@ -34,7 +34,7 @@ void register_progress_api(Router& router, ApiContext& ctx) {
   });
   router.add("GET", "/ojs/v1/jobs/{id}/progress", [&ctx](const HttpRequest& r) {
     require_in_tenant_scope(ctx, job_id_param(r));
-    return json_reply(200, read_progress(ctx.jobs, job_id_param(r)));
+    return json_reply(200, read_progress(ctx.progress, job_id_param(r)));
   });
 }
 

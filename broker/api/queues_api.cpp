@@ -36,7 +36,7 @@ void register_queues_api(Router& router, ApiContext& ctx) {
                             {"computed_at", format_rfc3339(now_ms())}});
   });
   router.add("GET", "/ojs/v1/queues/{name}/diagnosis", [&ctx](const HttpRequest& r) {
-    return json_reply(200, ctx.jobs.queue_diagnosis(queue_param(r, ctx.queues)));
+    return json_reply(200, ctx.views.queue_diagnosis(queue_param(r, ctx.queues)));
   });
   // Queues are created by PUSH and bounded by --max-queues; an admin deletes an empty one.
   router.add("DELETE", "/ojs/v1/admin/queues/{name}", [&ctx](const HttpRequest& r) {

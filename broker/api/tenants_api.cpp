@@ -28,7 +28,7 @@ json tenant_limits(ApiContext& ctx, governance::QueueConfigs& configs, const std
 
 json one_tenant(ApiContext& ctx, governance::QueueConfigs& configs, const std::string& tenant) {
   if (!governance::is_valid_tenant(tenant)) throw invalid_field("id", "must be a tenant name: 1-64 of A-Z a-z 0-9 . _ -");
-  const auto scan = admin::scan_tenants(ctx.jobs, ctx.queues);
+  const auto scan = admin::scan_tenants(ctx.admin.tenants, ctx.queues);
   const auto it = scan.tenants.find(tenant);
   json out = admin::tenant_json(tenant, it == scan.tenants.end() ? admin::TenantCounts{} : it->second);
   out["limits"] = tenant_limits(ctx, configs, tenant);
@@ -41,7 +41,7 @@ json one_tenant(ApiContext& ctx, governance::QueueConfigs& configs, const std::s
 
 void register_tenants_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
   router.add("GET", "/ojs/v1/admin/tenants", [&ctx, &configs](const HttpRequest&) {
-    const auto scan = admin::scan_tenants(ctx.jobs, ctx.queues);
+    const auto scan = admin::scan_tenants(ctx.admin.tenants, ctx.queues);
     std::map<std::string, admin::TenantCounts> tenants;
     for (const auto& [tenant, counts] : scan.tenants)
       if (!tenant.empty()) tenants[tenant] = counts;

@@ -99,7 +99,7 @@ nlohmann::json serve_fetch(ApiContext& ctx, const CheckedFetch& fetch) {
   auto& jobs = out["jobs"];  // filled in place: each job is copied once, for "job"
   // A worker told to be quiet or to terminate gets no new work.
   if (state == "running")
-    for (auto& j : ctx.jobs.fetch(request, &contact)) jobs.push_back(std::move(j));
+    for (auto& j : ctx.fetch.fetch(request, &contact)) jobs.push_back(std::move(j));
   out["job_directives"] = preemption_directives(contact.held.preempting);
   if (!jobs.empty()) out["job"] = jobs[0];
   return out;
@@ -216,7 +216,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
   router.add("GET", "/ojs/v1/admin/workers", [&ctx](const HttpRequest& r) {
     const int page = int_query(r, "page", 1, 1, 1000000);
     const int per_page = int_query(r, "per_page", 100, 1, 1000);
-    const auto held = admin::active_jobs_by_worker(ctx.jobs);
+    const auto held = admin::active_jobs_by_worker(ctx.admin.listing);
     const auto now = now_ms();
     const auto workers = ctx.workers.list();
     nlohmann::json list = nlohmann::json::array();

@@ -14,18 +14,18 @@ constexpr long long kClassHeadsCheckEvery = 300;  // passes (a minute at the def
 }
 
 void Maintenance::run_once() {
-  auto& store = jobs_.store();
+  auto& store = upkeep_;
   const auto lost = workers_.stale(now_ms() - config_.worker_dead_after_ms);
   const std::set<std::string> lost_workers(lost.begin(), lost.end());
   // One queue's failure (or one step's) is logged and the pass goes on; only a
   // Redis outage ends the pass.
-  const auto queues = store.queues();
+  const auto queues = queues_.queues();
   const auto due = store.due_work(queues, now_ms());  // idle queues cost two cheap reads, no script
   for (std::size_t qi = 0; qi < queues.size(); ++qi) {
     const auto& queue = queues[qi];
     try {
       if (!lost_workers.empty())
-        if (int n = jobs_.reclaim_from_lost_workers(queue, lost_workers); n > 0)
+        if (int n = reaper_.reclaim_from_lost_workers(queue, lost_workers); n > 0)
           spdlog::warn("queue {}: reclaimed {} job(s) from workers that stopped heartbeating", queue, n);
       // [heads] The class-head index is checked on the first pass (an upgraded Redis has
       // none yet) and then about once a minute; a correction after that means a
@@ -48,7 +48,7 @@ void Maintenance::run_once() {
       if (due[qi].gangs)  // [gangs]
         if (long long n = store.expire_gangs(queue); n > 0)
           spdlog::info("queue {}: released {} gang(s) that did not complete before their hold deadline", queue, n);
-      if (int n = jobs_.reclaim_expired(queue); n > 0)
+      if (int n = reaper_.reclaim_expired(queue); n > 0)
         spdlog::info("queue {}: reclaimed {} job(s) whose visibility timeout expired", queue, n);
     } catch (const StoreUnavailable&) {
       throw;

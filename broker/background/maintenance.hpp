@@ -12,15 +12,17 @@
 #include <thread>
 
 #include "broker/config.hpp"
-#include "broker/jobs/job_service.hpp"
+#include "broker/jobs/reaper.hpp"
+#include "broker/store/queue_directory.hpp"
+#include "broker/store/upkeep_store.hpp"
 #include "broker/workers/worker_registry.hpp"
 
 namespace ojs::broker {
 
 class Maintenance {
  public:
-  Maintenance(JobService& jobs, WorkerRegistry& workers, const BrokerConfig& config)
-      : jobs_(jobs), workers_(workers), config_(config) {}
+  Maintenance(QueueDirectory& queues, UpkeepStore& upkeep, Reaper& reaper, WorkerRegistry& workers, const BrokerConfig& config)
+      : queues_(queues), upkeep_(upkeep), reaper_(reaper), workers_(workers), config_(config) {}
   ~Maintenance() { stop(); }
   void start();
   void stop();
@@ -37,7 +39,9 @@ class Maintenance {
   }
 
  private:
-  JobService& jobs_;
+  QueueDirectory& queues_;
+  UpkeepStore& upkeep_;
+  Reaper& reaper_;
   WorkerRegistry& workers_;
   const BrokerConfig& config_;
   std::thread thread_;

@@ -46,9 +46,10 @@ std::shared_ptr<const cron::TimeZone> zone_of(const json& definition) {
 
 }  // namespace
 
-CronService::CronService(JobService& jobs, std::int64_t tick_interval_ms, CronLimits limits)
-    : jobs_(jobs),
-      store_(jobs.store().crons()),
+CronService::CronService(PushService& push, JobService& jobs, CronStore store, std::int64_t tick_interval_ms, CronLimits limits)
+    : push_(push),
+      jobs_(jobs),
+      store_(store),
       owner_(make_uuidv7()),
       lease_ms_(std::max<std::int64_t>(2000, 3 * tick_interval_ms)),
       limits_(limits) {}
@@ -87,7 +88,7 @@ json CronService::put(const json& body, const std::string& scope, const std::str
   // meta.tenant_id when the caller may name one) is the tenant of every tick.
   std::string tenant;
   try {
-    const auto prepared = jobs_.prepare(job_body(def));
+    const auto prepared = push_.prepare(job_body(def));
     for (const auto& [field, value] : prepared.fields)
       if (field == "tenant") tenant = value;
   } catch (const OjsError& e) {
@@ -157,7 +158,7 @@ BatchJob CronService::tick_job(const std::string& name, const json& definition, 
   if (!tenant.empty()) body["meta"]["tenant_id"] = tenant;  // quotas, fair share and the owner's view read it
   body["meta"]["cron_name"] = name;
   body["meta"]["cron_triggered_at"] = format_rfc3339(tick_ms);
-  PreparedJob prepared = jobs_.prepare(body);
+  PreparedJob prepared = push_.prepare(body);
   BatchJob row = store_record(prepared);  // with its scheduling indexes, written by cron_fire.lua
   row.scheduled_at_ms.reset();
   return row;

@@ -11,6 +11,7 @@
 
 #include "broker/cron/cron_limits.hpp"
 #include "broker/jobs/job_service.hpp"
+#include "broker/jobs/push_service.hpp"
 #include "broker/store/cron_store.hpp"
 
 namespace ojs::broker {
@@ -20,7 +21,8 @@ inline constexpr std::size_t kMaxTicksPerPass = 1000;          // due crons one 
 
 class CronService {
  public:
-  CronService(JobService& jobs, std::int64_t tick_interval_ms, CronLimits limits = {});
+  // push prepares each tick's job; jobs cancels a replaced run (overlap policy).
+  CronService(PushService& push, JobService& jobs, CronStore store, std::int64_t tick_interval_ms, CronLimits limits = {});
 
   // Every call takes the caller's tenant scope ("" = every tenant: an admin or an
   // unpinned token): a pinned caller sees, replaces and removes only its tenant's
@@ -44,6 +46,7 @@ class CronService {
   void run_once();
 
  private:
+  PushService& push_;
   JobService& jobs_;
   CronStore store_;
   std::string owner_;

@@ -148,8 +148,8 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   s.now_ms = now_ms();
   s.assignment = assignment_options(config_);
   s.scoring.locality_delay_ms = config_.locality_delay_ms;
-  out.paused = store_.is_paused(queue);
-  const auto classes = store_.load_classes(queue);
+  out.paused = queues_.is_paused(queue);
+  const auto classes = queues_.load_classes(queue);
 
   // The queue's budget and tenant quotas, as claim.lua compares them.
   const auto budget = configs_.budget(queue);
@@ -218,7 +218,7 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
       s.workers.push_back(std::move(w));
       continue;
     }
-    for (auto& [job, record] : running_records_on(store_, workers_, w.id, s.now_ms)) {
+    for (auto& [job, record] : running_records_on(jobs_, workers_, w.id, s.now_ms)) {
       estimate::Running r;
       r.charged = job.queue == queue;
       r.tenant = record.get("tenant");
@@ -273,7 +273,7 @@ json EstimateService::estimate_of(const JobRecord& job, Read* out, estimate::Est
   const auto& queue = job.queue();
   const auto score = job.state() == "available" ? reads_.ready_score(queue, job.get("class"), job.id()) : std::nullopt;
   Read r = read(queue, kMaxWaiting, &job);  // the jobs behind it in the window take part too
-  const auto classes = store_.load_classes(queue);
+  const auto classes = queues_.load_classes(queue);
   r.ahead_total = score ? reads_.ready_below(queue, classes, *score) : static_cast<long long>(r.snapshot.waiting.size()) - 1;
   estimate::Estimate e = estimate::estimate_start(r.snapshot, job.id());
   if (run_ahead) *run_ahead = e.jobs_ahead;  // of the jobs the run saw
@@ -293,7 +293,7 @@ json EstimateService::estimate_of(const JobRecord& job, Read* out, estimate::Est
 }
 
 json EstimateService::for_job(const std::string& id) {
-  const auto record = store_.get(id);
+  const auto record = jobs_.get(id);
   if (!record) throw no_such_job(id);
   const auto& state = record->state();
   if (state == "active") {
@@ -309,7 +309,7 @@ json EstimateService::for_job(const std::string& id) {
 
 json EstimateService::what_if(const std::string& id, const json& body) {
   const auto changes = parse_changes(body);
-  const auto record = store_.get(id);
+  const auto record = jobs_.get(id);
   if (!record) throw no_such_job(id);
   if (!waiting_state(record->state()))
     throw OjsError(ErrorCode::conflict, "job " + id + " is not waiting (state '" + record->state() + "'): a what-if asks about a waiting job",

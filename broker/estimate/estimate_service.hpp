@@ -21,7 +21,8 @@
 #include "broker/estimate/forecast.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/estimate_store.hpp"
-#include "broker/store/job_store.hpp"
+#include "broker/store/job_reads.hpp"
+#include "broker/store/queue_directory.hpp"
 #include "broker/store/queue_config_store.hpp"
 #include "broker/workers/worker_registry.hpp"
 
@@ -29,9 +30,9 @@ namespace ojs::broker {
 
 class EstimateService {
  public:
-  EstimateService(JobStore& store, EstimateStore reads, QueueConfigStore configs, Scheduler& scheduler, WorkerRegistry& workers,
+  EstimateService(JobReads& jobs, QueueDirectory& queues, EstimateStore reads, QueueConfigStore configs, Scheduler& scheduler, WorkerRegistry& workers,
                   const BrokerConfig& config)
-      : store_(store), reads_(reads), configs_(configs), scheduler_(scheduler), workers_(workers), config_(config) {}
+      : jobs_(jobs), queues_(queues), reads_(reads), configs_(configs), scheduler_(scheduler), workers_(workers), config_(config) {}
 
   // The diagnosis's `estimate` of a job: {status: estimated | unresolvable | unknown |
   // started | not_waiting, ...} (docs/http-api.md). 404 when there is no such job.
@@ -58,7 +59,8 @@ class EstimateService {
   // many jobs ahead the run itself saw (`out`, `result`, `run_ahead`, each may be null).
   nlohmann::json estimate_of(const JobRecord& job, Read* out, estimate::Estimate* result, int* run_ahead);
 
-  JobStore& store_;
+  JobReads& jobs_;
+  QueueDirectory& queues_;
   EstimateStore reads_;
   QueueConfigStore configs_;
   Scheduler& scheduler_;

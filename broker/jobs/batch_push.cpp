@@ -15,7 +15,7 @@ namespace {
 
 // --max-queues for the batch as a whole: JobService::admit_queue admitted each job's
 // queue alone, so five new queues passed one by one where one more would fit.
-void admit_new_queues(JobStore& store, const std::vector<PreparedJob>& prepared, int max_queues) {
+void admit_new_queues(QueueDirectory& store, const std::vector<PreparedJob>& prepared, int max_queues) {
   if (max_queues <= 0) return;
   std::set<std::string> queues, fresh;
   for (const auto& p : prepared) queues.insert(p.job.queue);
@@ -38,7 +38,8 @@ json refusal(std::size_t index, const OjsError& e) {
 
 }  // namespace
 
-json push_batch(JobService& jobs, const json& body, int max_queues) {
+json push_batch(BatchPushSources& s, const json& body, int max_queues) {
+  PushService& jobs = s.push;
   if (!body.is_object() || !body.contains("jobs")) throw invalid_field("jobs", "is required");
   const auto& list = body["jobs"];
   if (!list.is_array() || list.empty()) throw invalid_field("jobs", "must be a non-empty array of jobs");
@@ -72,13 +73,13 @@ json push_batch(JobService& jobs, const json& body, int max_queues) {
                                       "]: " + r["message"].get<std::string>(), details);
   }
 
-  admit_new_queues(jobs.store(), prepared, max_queues);
+  admit_new_queues(s.queues, prepared, max_queues);
   jobs.admit_batch(prepared.size());
   std::vector<BatchJob> batch;
   batch.reserve(prepared.size());
   for (const auto& p : prepared)
     batch.push_back(store_record(p));  // with its scheduling indexes: one script for the whole batch
-  const auto outcome = jobs.store().push_batch(batch);
+  const auto outcome = s.transitions.push_batch(batch);
   if (outcome.status == TransitionStatus::queue_full) throw queue_full_error(outcome.full_queue, outcome.full_detail);
   if (outcome.status == TransitionStatus::duplicate)
     throw OjsError(ErrorCode::duplicate, "batch refused, nothing enqueued: a job with id " + outcome.duplicate_id + " already exists",

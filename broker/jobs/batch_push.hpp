@@ -5,7 +5,9 @@
 
 #include <cstddef>
 
-#include "broker/jobs/job_service.hpp"
+#include "broker/jobs/push_service.hpp"
+#include "broker/store/job_store.hpp"
+#include "broker/store/queue_directory.hpp"
 
 namespace ojs::broker {
 
@@ -15,6 +17,13 @@ inline constexpr std::size_t kMaxBatchJobs = 1000;  // jobs per batch (docs/oper
 // Throws OjsError: the first refused job's code, with every refusal in
 // details.errors ({index, code, message, details}) and field "jobs[i].<field>";
 // 422 `limit: max_queues` when its new queues together pass `max_queues` (0 = none).
-nlohmann::json push_batch(JobService& jobs, const nlohmann::json& body, int max_queues);
+// What batch PUSH uses (wired in app.cpp).
+struct BatchPushSources {
+  PushService& push;
+  QueueDirectory& queues;
+  JobStore& transitions;
+};
+
+nlohmann::json push_batch(BatchPushSources& s, const nlohmann::json& body, int max_queues);
 
 }  // namespace ojs::broker

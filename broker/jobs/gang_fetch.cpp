@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "broker/jobs/job_service.hpp"
+#include "broker/jobs/fetch_service.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/pipeline/claim_refusals.hpp"
 #include "broker/pipeline/fetch_filters.hpp"
@@ -64,7 +64,7 @@ json gang_envelope(const JobRecord& job, int rank) {
   return envelope;
 }
 
-void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, const FetchRequest& request,
+void FetchService::fetch_gang(const std::string& queue, const ClassSet& classes, const FetchRequest& request,
                             WorkerView& worker, std::vector<json>& jobs) {
   if (!worker.capabilities) return;  // a gang has hard constraints: plain workers never join
   ClassSet gang_classes{classes.version, {}};
@@ -72,7 +72,7 @@ void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, c
     if (is_gang_class(scheduler_, classes, id)) gang_classes.classes.emplace(id, canonical);
   if (gang_classes.classes.empty()) return;  // queues without gangs pay nothing
 
-  auto verdicts = run_fetch_filters(store_, scheduler_, queue, gang_classes, worker, assignment_options(config_));
+  auto verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, gang_classes, worker, assignment_options(config_));
   std::vector<GangClass> eligible;
   std::map<std::string, std::vector<int>> devices_of;
   for (const auto& v : verdicts) {
@@ -84,7 +84,7 @@ void JobService::fetch_gang(const std::string& queue, const ClassSet& classes, c
     eligible.push_back({v.class_id, v.claim.gpus, v.claim.gpu_memory_mb, v.claim.devices_json, label});
     devices_of[v.class_id] = v.judgement.devices;
   }
-  const auto claim = store_.claim_gang(queue, member_info(worker), request.visibility_timeout_ms,
+  const auto claim = claims_.claim_gang(queue, member_info(worker), request.visibility_timeout_ms,
                                        config_.default_visibility_timeout_ms, eligible);
   // gang_forming (held): this worker holds its GPUs for a gang still missing members.
   const bool forming = (claim.kind == GangClaim::Kind::held || claim.kind == GangClaim::Kind::waiting) && !claim.class_id.empty();

@@ -18,7 +18,7 @@ constexpr std::array<std::string_view, 7> kFixedAtPush = {
     "ext_ml_gang", "ext_ml_reservation_id", "ext_ml_reservation_timeout_s", "ext_ml_priority_escalation",
     "ext_ml_escalation_after_s", "ext_ml_escalation_target_class", "ext_ml_assigned_devices"};
 
-// The job hash fields JobService::prepare derives from the document that an update
+// The job hash fields PushService::prepare derives from the document that an update
 // may drop (the rest are always written, or not the document's to change).
 constexpr std::array<std::string_view, 4> kDerived = {"estimated_duration_s", "visibility_timeout_ms", "expires_at",
                                                       "timeout_ms"};
@@ -58,7 +58,7 @@ json JobControl::update(const std::string& id, const json& patch) {
   // concurrent change (another PATCH, an escalation) makes it read the job again.
   constexpr int kTries = 3;
   for (int tries = 1;; ++tries) {
-    auto record = jobs_.store().get(jobs_.queue_of_or_404(id), id);
+    auto record = reads_.get(jobs_.queue_of_or_404(id), id);
     if (!record) throw job_not_found(id);
     const auto& state = record->state();
     if (state != "available" && state != "scheduled" && state != "retryable" && state != "pending")
@@ -72,7 +72,7 @@ json JobControl::update(const std::string& id, const json& patch) {
       if (it.value().is_null()) doc.erase(it.key());
       else doc[it.key()] = it.value();
     }
-    PreparedJob prepared = jobs_.prepare(doc, false);  // every PUSH rule, errors naming the field
+    PreparedJob prepared = push_.prepare(doc, false);  // every PUSH rule, errors naming the field
     JobUpdate u{record->get("doc"), prepared.cls.class_id, prepared.cls.class_json, prepared.cls.rank_base, {}, {}, {}};
     for (auto& [field, value] : prepared.fields) {
       if (field == "order_base") u.order_base = value;

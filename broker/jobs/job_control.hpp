@@ -1,7 +1,7 @@
 // [issue #33] An operator's hand on a waiting job (Slurm's scontrol hold / release /
 // update, BullMQ's changePriority): hold it out of scheduling, release it back where
 // it was, change its priority and ext_ml_* attributes. An update is validated as
-// PUSH validates (JobService::prepare on the changed document: the same errors
+// PUSH validates (PushService::prepare on the changed document: the same errors
 // naming the field, the queue's limits and allow-lists) and stored with its new
 // requirement class in one script (update_job.lua).
 #pragma once
@@ -10,13 +10,16 @@
 #include <string>
 
 #include "broker/jobs/job_service.hpp"
+#include "broker/jobs/push_service.hpp"
+#include "broker/store/job_reads.hpp"
 #include "broker/store/job_control_store.hpp"
 
 namespace ojs::broker {
 
 class JobControl {
  public:
-  JobControl(JobService& jobs, JobControlStore& store) : jobs_(jobs), store_(store) {}
+  JobControl(JobService& jobs, PushService& push, JobReads& reads, JobControlStore& store)
+      : jobs_(jobs), push_(push), reads_(reads), store_(store) {}
 
   // `who`: the caller's identity name, kept on the job as held_by. -> envelope
   nlohmann::json hold(const std::string& id, const std::string& who);
@@ -25,7 +28,9 @@ class JobControl {
   nlohmann::json update(const std::string& id, const nlohmann::json& patch);
 
  private:
-  JobService& jobs_;
+  JobService& jobs_;  // the job's queue, or 404
+  PushService& push_;  // an update is validated as PUSH validates
+  JobReads& reads_;
   JobControlStore& store_;
 };
 

@@ -20,7 +20,7 @@ QueueState QueueService::state(const std::string& queue) {
 }
 
 std::optional<std::int64_t> QueueService::set_paused(const std::string& queue, bool paused) {
-  jobs_.admit_queue(queue);
+  push_.admit_queue(queue);
   store_.register_queue(queue);
   store_.set_paused(queue, paused);
   return paused ? store_.paused_at(queue) : std::nullopt;
@@ -31,7 +31,7 @@ void QueueService::remove(const std::string& queue) {
   if (!store_.delete_queue_if_empty(queue))
     throw OjsError(ErrorCode::conflict, "queue " + queue + " still holds jobs (waiting, active, scheduled or dead-lettered)",
                    {{"queue", queue}, {"rule", "only an empty queue can be deleted"}});
-  jobs_.forget_queue(queue);  // a PUSH to it counts against --max-queues again
+  push_.forget_queue(queue);  // a PUSH to it counts against --max-queues again
 }
 
 }  // namespace ojs::broker

@@ -2,7 +2,7 @@
 // resume, the admin's queue listing and deletion, the event endpoints' queue
 // check): the directory of queues, each one's counts and pause flag, and the
 // OJS errors an unknown or non-empty queue gets. PUSH creates queues
-// (JobService, within --max-queues); so does a pause/resume naming one.
+// (PushService, within --max-queues); so does a pause/resume naming one.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -10,20 +10,22 @@
 #include <string>
 #include <vector>
 
-#include "broker/jobs/job_service.hpp"
+#include "broker/jobs/push_service.hpp"
+#include "broker/store/queue_directory.hpp"
 
 namespace ojs::broker {
 
 struct QueueState {
   std::string name;
   bool paused = false;
-  std::map<std::string, long long> counts;  // by state: available, active, scheduled, ... (JobStore::queue_counts)
+  std::map<std::string, long long> counts;  // by state: available, active, scheduled, ... (QueueDirectory::queue_counts)
   std::optional<std::int64_t> paused_at;    // ms, while paused
 };
 
 class QueueService {
  public:
-  explicit QueueService(JobService& jobs) : jobs_(jobs), store_(jobs.store()) {}
+  // push: the --max-queues check and its known-queues cache.
+  QueueService(QueueDirectory& store, PushService& push) : push_(push), store_(store) {}
 
   std::vector<std::string> names();  // every known queue
   bool exists(const std::string& queue);
@@ -40,8 +42,8 @@ class QueueService {
   void remove(const std::string& queue);
 
  private:
-  JobService& jobs_;
-  JobStore& store_;
+  PushService& push_;
+  QueueDirectory& store_;
 };
 
 }  // namespace ojs::broker

@@ -12,10 +12,10 @@ namespace {
 
 // [usage] Resource-seconds that ended attempts used, from each queue's totals
 // (never decayed, never trimmed: a counter), by queue, tenant ("" = none) and resource.
-void render_usage_metrics(JobStore& store, Exposition& out) {
+void render_usage_metrics(UsageStore& usage, QueueDirectory& queues, Exposition& out) {
   out.family("ojs_resource_seconds_total", "counter",
              "Resource-seconds used by ended attempts, by queue, tenant and resource (gpu, cpu, memory_gb, gpu_memory_gb)");
-  for (const auto& t : store.usage().totals(store.queues()))
+  for (const auto& t : usage.totals(queues.queues()))
     for (const auto& r : kUsageResources)
       if (t.resource == r.name)
         out.sample("ojs_resource_seconds_total", {{"queue", t.queue}, {"tenant", t.tenant}, {"resource", r.reported}},
@@ -30,7 +30,7 @@ std::string Observability::metrics() {
   bool redis_up = true;
   try {
     render_cluster_metrics(overview(), out);
-    render_usage_metrics(sources_.store, out);
+    render_usage_metrics(sources_.usage, sources_.queues, out);
   } catch (const BackendUnavailable&) {
     redis_up = false;
   }
@@ -42,10 +42,10 @@ std::string Observability::metrics() {
 BackendHealth Observability::backend() {
   const auto begin = std::chrono::steady_clock::now();
   BackendHealth health;
-  health.up = sources_.store.reachable();
-  if (health.up) health.write_refusal = sources_.store.write_refusal();
+  health.up = sources_.health.reachable();
+  if (health.up) health.write_refusal = sources_.health.write_refusal();
   health.latency_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begin).count();
-  health.where = sources_.store.where();
+  health.where = sources_.health.where();
   return health;
 }
 

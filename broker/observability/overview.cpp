@@ -70,15 +70,15 @@ json workers_overview(const OverviewSources& ctx, json& totals) {
 }
 
 json queue_overview(const OverviewSources& ctx, const std::string& name) {
-  json q = {{"name", name}, {"paused", ctx.store.is_paused(name)}};
-  const auto stored_counts = ctx.store.queue_counts(name);
+  json q = {{"name", name}, {"paused", ctx.queues.is_paused(name)}};
+  const auto stored_counts = ctx.queues.queue_counts(name);
   json counts = json::object();
   for (const auto& [k, v] : stored_counts) counts[k] = v;
   q["counts"] = counts;
   // Budget use: the ledger the claim script charges and the limits it enforces
   // (the store's one budget read), and the preemption counter the preemption
   // controller keeps in the stats hash (read with the counts).
-  const BudgetUse use = ctx.store.budget(name);
+  const BudgetUse use = ctx.queues.budget(name);
   q["gpus_in_use"] = use.gpus_in_use;
   q["gpu_jobs_running"] = use.gpu_jobs;
   q["gpu_memory_gb_in_use"] = ml::gpu_memory_gb(use.gpu_mem_mb_in_use);
@@ -86,7 +86,7 @@ json queue_overview(const OverviewSources& ctx, const std::string& name) {
   const auto preempted = stored_counts.find("preempted");
   q["preemptions"] = preempted == stored_counts.end() ? 0 : preempted->second;
   json classes = json::array();
-  const json diagnosis = ctx.jobs.queue_diagnosis(name);
+  const json diagnosis = ctx.views.queue_diagnosis(name);
   for (const auto& c : diagnosis["classes"]) {
     json entry = {{"class", c.value("class", "")},
                   {"waiting", c.value("waiting", 0)},
@@ -120,7 +120,7 @@ json build_overview(const OverviewSources& ctx) {
   json totals = json::object();
   json workers = workers_overview(ctx, totals);
   json queues = json::array();
-  for (const auto& name : ctx.store.queues()) queues.push_back(queue_overview(ctx, name));
+  for (const auto& name : ctx.queues.queues()) queues.push_back(queue_overview(ctx, name));
   return {{"generated_at", format_rfc3339(now_ms())}, {"totals", totals}, {"workers", workers}, {"queues", queues}};
 }
 

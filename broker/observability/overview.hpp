@@ -9,7 +9,10 @@
 #include <string>
 
 #include "broker/config.hpp"
-#include "broker/jobs/job_service.hpp"
+#include "broker/jobs/job_views.hpp"
+#include "broker/store/queue_directory.hpp"
+#include "broker/store/redis_health.hpp"
+#include "broker/store/usage_store.hpp"
 #include "broker/observability/metrics.hpp"
 
 namespace ojs::broker::obs {
@@ -24,9 +27,11 @@ namespace ojs::broker::obs {
 // What the overview reads (the API passes its own context's parts).
 struct OverviewSources {
   const BrokerConfig& config;
-  JobService& jobs;
-  JobStore& store;
+  JobViews& views;         // each queue's diagnosis
+  QueueDirectory& queues;  // counts, pause, budget
   WorkerRegistry& workers;
+  RedisHealth& health;     // /health
+  UsageStore& usage;       // [usage] metrics
 };
 nlohmann::json build_overview(const OverviewSources& ctx);
 

@@ -35,17 +35,16 @@ bool has_active(const ml::WorkerLoad& load, const std::string& id) {
 
 }  // namespace
 
-void apply_capacity_guards(JobStore& store, const Scheduler& scheduler, const std::string& queue, const ClassSet& classes,
-                           const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
+void apply_capacity_guards(JobReads& reads, PreemptionStore& marks, const Scheduler& scheduler, const std::string& queue,
+                           const ClassSet& classes, const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
                            const ml::AssignmentOptions& assignment) {
-  auto marks = store.preemption();
   const auto now = now_ms();
-  const GuardMarks& guards = worker.guards;  // read with the worker's contact (JobService::fetch)
+  const GuardMarks& guards = worker.guards;  // read with the worker's contact (FetchService::fetch)
   std::optional<CapacityHold> hold;
   if (guards.hold) hold = CapacityHold::parse(worker.worker_id, *guards.hold);
   if (hold && hold->until_ms <= now) hold.reset();
   if (hold) {  // void once the preemptor is no longer waiting (claimed, cancelled)
-    auto preemptor = store.get(hold->queue, hold->for_job);
+    auto preemptor = reads.get(hold->queue, hold->for_job);
     if (!preemptor || preemptor->state() != "available") hold.reset();
   }
   std::map<std::string, Reservation> reservations;

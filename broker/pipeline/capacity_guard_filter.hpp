@@ -11,13 +11,15 @@
 #include <vector>
 
 #include "broker/scheduling/scheduler.hpp"
+#include "broker/store/job_reads.hpp"
 #include "broker/store/job_store.hpp"
+#include "broker/store/preemption_store.hpp"
 #include "ojs/ml/device_assignment.hpp"
 
 namespace ojs::broker {
 
-void apply_capacity_guards(JobStore& store, const Scheduler& scheduler, const std::string& queue, const ClassSet& classes,
-                           const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
+void apply_capacity_guards(JobReads& reads, PreemptionStore& marks, const Scheduler& scheduler, const std::string& queue,
+                           const ClassSet& classes, const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
                            const ml::AssignmentOptions& assignment);
 
 }  // namespace ojs::broker

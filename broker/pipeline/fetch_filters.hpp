@@ -19,14 +19,16 @@
 #include <vector>
 
 #include "broker/scheduling/scheduler.hpp"
+#include "broker/store/job_reads.hpp"
 #include "broker/store/job_store.hpp"
+#include "broker/store/preemption_store.hpp"
 #include "ojs/ml/device_assignment.hpp"
 
 namespace ojs::broker {
 
 // One verdict per class of `classes` for this worker, filters and scores applied.
-std::vector<ClassVerdict> run_fetch_filters(JobStore& store, const Scheduler& scheduler, const std::string& queue,
-                                            const ClassSet& classes, const WorkerView& worker,
+std::vector<ClassVerdict> run_fetch_filters(JobReads& reads, PreemptionStore& marks, const Scheduler& scheduler,
+                                            const std::string& queue, const ClassSet& classes, const WorkerView& worker,
                                             const ml::AssignmentOptions& assignment);
 
 }  // namespace ojs::broker

@@ -21,14 +21,14 @@
 namespace ojs::broker {
 
 int PreemptionController::reserve_for_backfill() {
-  auto marks = store_.preemption();
+  auto& marks = marks_;
   const auto now = now_ms();
   std::set<std::string> held_workers, reserved_jobs;
   for (const auto& [worker, text] : marks.holds()) {
     auto h = CapacityHold::parse(worker, text);
     if (!h || h->until_ms <= now) continue;  // expired: replaced below, or dropped by preempt()
     if (h->backfill_start_ms > 0) {
-      auto job = store_.get(h->queue, h->for_job);
+      auto job = jobs_.get(h->queue, h->for_job);
       if (!job || job->state() != "available") {  // claimed or cancelled: the reservation ends
         marks.drop_hold(worker);
         continue;
@@ -42,7 +42,7 @@ int PreemptionController::reserve_for_backfill() {
   std::vector<BackfillCandidate> running;  // parallel to *live
   const ml::AssignmentOptions assignment = assignment_options(config_);
   int made = 0;
-  for (const auto& queue : store_.queues()) {
+  for (const auto& queue : queues_.queues()) {
     const auto setting = marks.backfill_setting(queue);
     if (!setting) continue;
     governance::BackfillSettings backfill;
@@ -51,14 +51,14 @@ int PreemptionController::reserve_for_backfill() {
     } catch (const std::exception&) {
       continue;
     }
-    if (!backfill.enabled || store_.is_paused(queue)) continue;
+    if (!backfill.enabled || queues_.is_paused(queue)) continue;
     struct Head {
       std::tuple<double, int, double> order;
       std::string job_id, class_id;
       const ml::Requirements* req;
     };
     std::vector<Head> heads;
-    for (const auto& [class_id, class_json] : store_.load_classes(queue).classes) {
+    for (const auto& [class_id, class_json] : queues_.load_classes(queue).classes) {
       const ml::Requirements& req = scheduler_.requirements(class_id, class_json);
       if (req.gpu_count() == 0 || !req.scheduling.reservation_id.empty() || req.hard.gang.size > 0) continue;
       if (auto head = marks.ready_head(queue, class_id))
@@ -67,7 +67,7 @@ int PreemptionController::reserve_for_backfill() {
     std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) { return a.order < b.order; });
     for (const auto& head : heads) {
       if (reserved_jobs.count(head.job_id)) continue;
-      const auto job = store_.get(queue, head.job_id);
+      const auto job = jobs_.get(queue, head.job_id);
       if (!job || now - job->get_int("enqueued_at").value_or(now) < backfill.after_s * 1000) continue;
       if (!live) {
         live = live_workers();

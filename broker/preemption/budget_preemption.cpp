@@ -10,17 +10,16 @@ namespace ojs::broker {
 
 using nlohmann::json;
 
-QueueBudget PreemptionController::budget_of(const std::string& queue) { return queue_budget(store_.budget(queue)); }
+QueueBudget PreemptionController::budget_of(const std::string& queue) { return queue_budget(queues_.budget(queue)); }
 
 std::vector<RunningJob> PreemptionController::charged_in(const std::string& queue) {
-  auto& store = store_;
-  const auto active = store.active_jobs(queue);
+  const auto active = jobs_.active_jobs(queue);
   std::vector<RunningJob> out;
   if (active.empty()) return out;
   std::vector<std::pair<std::string, std::string>> wanted;
   for (const auto& [id, _] : active) wanted.emplace_back(queue, id);
   const auto now = now_ms();
-  for (const auto& found : store.get_many(wanted)) {
+  for (const auto& found : jobs_.get_many(wanted)) {
     if (!found || found->state() != "active") continue;
     const JobRecord& job = *found;
     RunningJob r = running_job_from(job, queue, now);

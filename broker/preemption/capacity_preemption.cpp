@@ -35,19 +35,18 @@ std::vector<LiveWorker> PreemptionController::live_workers() {
 
 int PreemptionController::head_class_rank(const std::string& queue, const std::pair<std::string, double>& head) {
   if (const auto rank = class_rank_of_ready_score(head.second)) return *rank;
-  const auto job = store_.get(queue, head.first);  // fifo / sjf / fair: the score's band is the policy's
+  const auto job = jobs_.get(queue, head.first);  // fifo / sjf / fair: the score's band is the policy's
   return job ? job->priority_class_rank() : -1;
 }
 
 std::vector<RunningJob> PreemptionController::running_on(const std::string& worker_id) {
   std::vector<RunningJob> out;
-  for (auto& [running, record] : running_records_on(store_, workers_, worker_id, now_ms())) out.push_back(std::move(running));
+  for (auto& [running, record] : running_records_on(jobs_, workers_, worker_id, now_ms())) out.push_back(std::move(running));
   return out;
 }
 
 int PreemptionController::preempt() {
-  auto& store = store_;
-  auto marks = store.preemption();
+  auto& marks = marks_;
   const auto now = now_ms();
 
   // The holds in force, then (only once a waiting head could preempt) the live
@@ -72,9 +71,9 @@ int PreemptionController::preempt() {
   const ml::AssignmentOptions assignment = assignment_options(config_);
 
   int started = 0;
-  for (const auto& queue : store.queues()) {
-    if (store.is_paused(queue)) continue;
-    const auto classes = store.load_classes(queue);
+  for (const auto& queue : queues_.queues()) {
+    if (queues_.is_paused(queue)) continue;
+    const auto classes = queues_.load_classes(queue);
     for (const auto& [class_id, class_json] : classes.classes) {
       const auto head = marks.ready_head(queue, class_id);
       if (!head) continue;
@@ -148,7 +147,7 @@ int PreemptionController::preempt() {
 }
 
 std::optional<std::int64_t> PreemptionController::mark(const std::string& preemptor, const std::vector<RunningJob>& victims) {
-  auto marks = store_.preemption();
+  auto& marks = marks_;
   std::map<std::pair<std::string, std::string>, std::vector<PreemptionMark>> by_queue_and_worker;
   for (const auto& v : victims)
     by_queue_and_worker[{v.queue, v.worker_id}].push_back({v.job_id, v.grace_period_s, v.checkpoint_on_preempt});

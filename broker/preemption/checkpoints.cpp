@@ -86,7 +86,7 @@ json Checkpoints::commit(const std::string& id, const json& body) {
   if (body.is_object() && body.contains("worker_id")) worker = require_worker_id(body["worker_id"], "worker_id");
   auth::authorize_worker_id(worker);  // a bound token commits only as itself; checkpoint.lua then checks the holder
   const json checkpoint = checkpoint_document(id, body, prefixes_);
-  auto record = store_.get(id);
+  auto record = jobs_.get(id);
   if (!record) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
   int max_count = 3;
   auto doc = json::parse(record->get("doc"), nullptr, false);
@@ -96,7 +96,7 @@ json Checkpoints::commit(const std::string& id, const json& body) {
     } catch (const std::exception&) {
     }
   }
-  const Transition t = store_.checkpoint(record->queue(), id, worker, checkpoint.dump(), max_count);
+  const Transition t = transitions_.checkpoint(record->queue(), id, worker, checkpoint.dump(), max_count);
   if (t.status == TransitionStatus::not_found) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
   if (t.status != TransitionStatus::ok)
     throw OjsError(ErrorCode::conflict, "cannot commit a checkpoint for job " + id + " in state '" + t.detail + "'",
@@ -109,7 +109,7 @@ json Checkpoints::commit(const std::string& id, const json& body) {
 }
 
 json Checkpoints::read(const std::string& id) {
-  auto job = store_.get(id);
+  auto job = jobs_.get(id);
   const auto scope = auth::tenant_scope();  // another tenant's job is as absent as a missing one
   if (!job || (!scope.empty() && job->get("tenant") != scope))
     throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});

@@ -14,21 +14,20 @@ namespace ojs::broker {
 
 using nlohmann::json;
 
-PreemptionController::PreemptionController(JobStore& store, RequeueJob requeue, Scheduler& scheduler, DiagnosisLog& diagnosis,
+PreemptionController::PreemptionController(JobReads& jobs, QueueDirectory& queues, PreemptionStore& marks, RequeueJob requeue, Scheduler& scheduler, DiagnosisLog& diagnosis,
                                            WorkerRegistry& workers, const BrokerConfig& config)
-    : store_(store), requeue_(std::move(requeue)), scheduler_(scheduler), diagnosis_(diagnosis), workers_(workers), config_(config), owner_(make_uuidv7()) {}
+    : jobs_(jobs), queues_(queues), marks_(marks), requeue_(std::move(requeue)), scheduler_(scheduler), diagnosis_(diagnosis), workers_(workers), config_(config), owner_(make_uuidv7()) {}
 
 bool PreemptionController::renew_lease() {
   const auto ttl = std::max<std::int64_t>(3 * config_.preemption_interval_ms, 2000);
-  const bool leading = store_.preemption().hold_lease(owner_, ttl);
+  const bool leading = marks_.hold_lease(owner_, ttl);
   if (leading != leading_) spdlog::info("preemption controller: {} the leader lease", leading ? "took" : "lost");
   leading_ = leading;
   return leading;
 }
 
 void PreemptionController::run_once() {
-  auto& store = store_;
-  const auto queues = store.queues();
+  const auto queues = queues_.queues();
   for (const auto& queue : queues)
     if (int n = reclaim_overdue(queue); n > 0)
       spdlog::warn("queue {}: moved back {} preempted job(s) whose worker did not release them by the deadline", queue, n);

@@ -26,11 +26,10 @@ int target_rank(const ml::Scheduling& s, int from) {
 }  // namespace
 
 int PreemptionController::escalate(const std::string& queue) {
-  auto& store = store_;
-  auto indexes = store.preemption();
+  auto& indexes = marks_;
   int n = 0;
   for (const auto& id : indexes.due(queue, PreemptionStore::Index::escalations, now_ms())) {
-    auto job = store.get(queue, id);
+    auto job = jobs_.get(queue, id);
     auto req = job ? requirements_of(*job) : std::nullopt;
     const bool waiting = job && (job->state() == "available" || job->state() == "scheduled" || job->state() == "retryable");
     const int from = job ? job->priority_class_rank() : 0;

@@ -21,7 +21,9 @@
 #include <vector>
 
 #include "broker/config.hpp"
+#include "broker/store/job_reads.hpp"
 #include "broker/store/job_store.hpp"
+#include "broker/store/queue_directory.hpp"
 #include "broker/preemption/running_jobs.hpp"
 #include "broker/preemption/victims.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
@@ -58,13 +60,13 @@ std::map<std::string, Reservation> load_reservations(PreemptionStore& store);
 // the field), list with `active`, delete (404 when unknown).
 class Reservations {
  public:
-  explicit Reservations(JobStore& store) : store_(store.preemption()) {}
+  explicit Reservations(PreemptionStore& store) : store_(store) {}
   nlohmann::json create(const nlohmann::json& body);
   nlohmann::json list();
   void remove(const std::string& id);
 
  private:
-  PreemptionStore store_;
+  PreemptionStore& store_;
 };
 
 // ---- capacity hold: freed GPUs kept for the preemptor ----
@@ -102,7 +104,8 @@ nlohmann::json preemption_directives(const std::vector<PreemptionMarkView>& mark
 class Checkpoints {
  public:
   // prefixes: --checkpoint-prefix, the storage URIs a checkpoint may name (none: any).
-  Checkpoints(JobStore& store, std::vector<std::string> prefixes) : store_(store), prefixes_(std::move(prefixes)) {}
+  Checkpoints(JobReads& jobs, JobStore& transitions, std::vector<std::string> prefixes)
+      : jobs_(jobs), transitions_(transitions), prefixes_(std::move(prefixes)) {}
   // Validates the body and commits it atomically (checkpoint.lua); 409 when the job
   // is not active or (worker_id given) held by another worker.
   nlohmann::json commit(const std::string& id, const nlohmann::json& body);
@@ -110,7 +113,8 @@ class Checkpoints {
   nlohmann::json read(const std::string& id);
 
  private:
-  JobStore& store_;
+  JobReads& jobs_;
+  JobStore& transitions_;
   std::vector<std::string> prefixes_;
 };
 
@@ -121,7 +125,7 @@ using RequeueJob = std::function<void(const std::string& job_id, const nlohmann:
 
 class PreemptionController {
  public:
-  PreemptionController(JobStore& store, RequeueJob requeue, Scheduler& scheduler, DiagnosisLog& diagnosis,
+  PreemptionController(JobReads& jobs, QueueDirectory& queues, PreemptionStore& marks, RequeueJob requeue, Scheduler& scheduler, DiagnosisLog& diagnosis,
                        WorkerRegistry& workers, const BrokerConfig& config);
   // Called by the maintenance loop on every pass of every broker: reclaims jobs
   // whose preemption deadline passed (idempotent); at --preemption-interval-ms
@@ -155,7 +159,9 @@ class PreemptionController {
   // gpu_mem_mb: what the preemptor would be charged on the worker it fits (a GPU-memory budget).
   bool preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus, long long gpu_mem_mb);
 
-  JobStore& store_;
+  JobReads& jobs_;
+  QueueDirectory& queues_;
+  PreemptionStore& marks_;  // marks, escalation, reservations, holds, the controller lease
   RequeueJob requeue_;
   Scheduler& scheduler_;
   DiagnosisLog& diagnosis_;

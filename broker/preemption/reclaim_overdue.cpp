@@ -11,10 +11,10 @@ namespace ojs::broker {
 using nlohmann::json;
 
 int PreemptionController::reclaim_overdue(const std::string& queue) {
-  auto marks = store_.preemption();
+  auto& marks = marks_;
   int moved = 0;
   for (const auto& id : marks.due(queue, PreemptionStore::Index::preempting, now_ms())) {
-    auto job = store_.get(queue, id);
+    auto job = jobs_.get(queue, id);
     if (!job || job->state() != "active" || !job->has("preempt_deadline")) {
       marks.drop(queue, PreemptionStore::Index::preempting, id);
       continue;

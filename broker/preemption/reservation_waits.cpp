@@ -9,15 +9,14 @@ namespace ojs::broker {
 using nlohmann::json;
 
 int PreemptionController::expire_reservation_waits(const std::string& queue) {
-  auto& store = store_;
-  auto indexes = store.preemption();
+  auto& indexes = marks_;
   const auto now = now_ms();
   auto ids = indexes.due(queue, PreemptionStore::Index::reservation_waits, now);
   if (ids.empty()) return 0;
   const auto reservations = load_reservations(indexes);
   int n = 0;
   for (const auto& id : ids) {
-    auto job = store.get(queue, id);
+    auto job = jobs_.get(queue, id);
     auto req = job ? requirements_of(*job) : std::nullopt;
     if (!req) {
       indexes.drop(queue, PreemptionStore::Index::reservation_waits, id);

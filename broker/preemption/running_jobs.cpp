@@ -69,7 +69,7 @@ std::vector<LiveWorker> live_workers(WorkerRegistry& workers, std::int64_t now, 
   return live;
 }
 
-std::vector<std::pair<RunningJob, JobRecord>> running_records_on(JobStore& store, WorkerRegistry& workers,
+std::vector<std::pair<RunningJob, JobRecord>> running_records_on(JobReads& store, WorkerRegistry& workers,
                                                                  const std::string& worker_id, std::int64_t now) {
   std::vector<std::pair<RunningJob, JobRecord>> out;
   const auto held = workers.held_ids(worker_id);

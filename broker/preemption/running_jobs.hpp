@@ -6,6 +6,7 @@
 
 #include "broker/preemption/victims.hpp"
 #include "broker/store/job_record.hpp"
+#include "broker/store/job_reads.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/workers/worker_registry.hpp"
 #include "ojs/ml/requirements.hpp"
@@ -32,7 +33,7 @@ struct LiveWorker {
 std::vector<LiveWorker> live_workers(WorkerRegistry& workers, std::int64_t now, std::int64_t dead_after_ms);
 // The active jobs on a worker, each with its record (gpus, devices, labels: what it
 // weighs there; a gang member's own share).
-std::vector<std::pair<RunningJob, JobRecord>> running_records_on(JobStore& store, WorkerRegistry& workers,
+std::vector<std::pair<RunningJob, JobRecord>> running_records_on(JobReads& store, WorkerRegistry& workers,
                                                                  const std::string& worker_id, std::int64_t now);
 
 }  // namespace ojs::broker

@@ -9,7 +9,7 @@ namespace ojs::broker {
 
 using nlohmann::json;
 
-json report_progress(JobService& jobs, const std::string& job_id, const json& body, std::int64_t default_visibility_ms) {
+json report_progress(ProgressSources& s, const std::string& job_id, const json& body, std::int64_t default_visibility_ms) {
   if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
   std::optional<double> value;
   if (body.contains("progress") && !body["progress"].is_null()) {
@@ -32,9 +32,9 @@ json report_progress(JobService& jobs, const std::string& job_id, const json& bo
       throw invalid_field("worker_id", "must be a non-empty string");
     worker = body["worker_id"].get<std::string>();
   }
-  const auto queue = jobs.store().queue_of(job_id);
+  const auto queue = s.directory.queue_of(job_id);
   if (!queue) throw job_not_found(job_id);
-  ProgressStore store = jobs.store().progress();
+  ProgressStore& store = s.progress;
   const auto outcome = store.report(*queue, job_id, worker, value, data.is_null() ? std::string() : data.dump(), default_visibility_ms,
                                      message);
   if (outcome.kind == ProgressOutcome::Kind::not_found) throw job_not_found(job_id);
@@ -42,14 +42,14 @@ json report_progress(JobService& jobs, const std::string& job_id, const json& bo
   if (outcome.kind == ProgressOutcome::Kind::conflict)
     throw OjsError(ErrorCode::conflict, "cannot report progress of job " + job_id + ": " + outcome.reason,
                    {{"job_id", job_id}, {"worker_id", worker}});
-  json out = read_progress(jobs, job_id);
+  json out = read_progress(s, job_id);
   out["accepted"] = outcome.kind == ProgressOutcome::Kind::recorded;
   if (outcome.kind == ProgressOutcome::Kind::ignored) out["reason"] = outcome.reason;
   return out;
 }
 
-json read_progress(JobService& jobs, const std::string& job_id) {
-  auto record = jobs.store().get(job_id);
+json read_progress(ProgressSources& s, const std::string& job_id) {
+  auto record = s.reads.get(job_id);
   if (!record) throw job_not_found(job_id);
   const auto job = record->envelope();
   return {{"job_id", job_id},

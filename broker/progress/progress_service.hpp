@@ -7,15 +7,25 @@
 #include <string>
 
 #include "broker/jobs/job_service.hpp"
+#include "broker/store/job_directory.hpp"
+#include "broker/store/job_reads.hpp"
+#include "broker/store/progress_store.hpp"
 
 namespace ojs::broker {
 
 // body: {progress?, data?, message?, worker_id?} (at least progress or data or message).
 // Returns {job_id, state, progress, accepted, reason?}: updates for jobs that are not
 // active are accepted and ignored (accepted: false), as the spec says. 404 unknown job.
-nlohmann::json report_progress(JobService& jobs, const std::string& job_id, const nlohmann::json& body,
+// What progress reports and reads use (wired in app.cpp).
+struct ProgressSources {
+  JobDirectory& directory;
+  JobReads& reads;
+  ProgressStore& progress;
+};
+
+nlohmann::json report_progress(ProgressSources& s, const std::string& job_id, const nlohmann::json& body,
                                std::int64_t default_visibility_ms);
 // {job_id, state, progress|null, data|null, updated_at|null}
-nlohmann::json read_progress(JobService& jobs, const std::string& job_id);
+nlohmann::json read_progress(ProgressSources& s, const std::string& job_id);
 
 }  // namespace ojs::broker

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "broker/store/job_directory.hpp"
 #include "broker/store/keys.hpp"
 
 namespace ojs::broker {
@@ -132,7 +133,7 @@ CronFire CronStore::fire(const std::string& name, std::int64_t tick_ms, std::int
     return CronFire::deferred;
   }
   JobStore jobs(redis_);
-  if (!jobs.reserve_id(job.id, job.queue) || jobs.push(job).status != TransitionStatus::ok) return CronFire::stale;
+  if (!JobDirectory(redis_).reserve_id(job.id, job.queue) || jobs.push(job).status != TransitionStatus::ok) return CronFire::stale;
   emit(job.queue, "cron.triggered", job.id, {"cron_name", name, "scheduled_time", std::to_string(tick_ms)});
   return CronFire::fired;
 }

@@ -3,6 +3,7 @@
 // queue stores that queue's jobs (one slot each, so it runs on a Redis Cluster).
 #include <map>
 
+#include "broker/store/job_directory.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/store/keys.hpp"
 
@@ -12,7 +13,8 @@ BatchOutcome JobStore::push_batch(const std::vector<BatchJob>& jobs) {
   BatchOutcome out;
   std::vector<std::pair<std::string, std::string>> ids;
   for (const auto& j : jobs) ids.emplace_back(j.id, j.queue);
-  if (auto taken = reserve_ids(ids)) {
+  JobDirectory directory(redis_);
+  if (auto taken = directory.reserve_ids(ids)) {
     out.status = TransitionStatus::duplicate;
     out.duplicate_id = *taken;
     return out;
@@ -25,7 +27,7 @@ BatchOutcome JobStore::push_batch(const std::vector<BatchJob>& jobs) {
     for (const auto i : positions) part.push_back(jobs[i]);
     auto stored = push_batch_of_queue(part);
     if (stored.status == TransitionStatus::queue_full)  // [backpressure] the ids of this queue's part are free again
-      for (const auto& j : part) forget(j.id);
+      for (const auto& j : part) directory.forget(j.id);
     // A concurrent PUSH took the id since, or the queue is full: the parts of other
     // queues stored before stay (each queue's part is atomic, a batch over queues is not).
     if (stored.status != TransitionStatus::ok) return stored;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "broker/store/job_directory.hpp"
 #include "broker/store/keys.hpp"
 
 namespace ojs::broker {
@@ -24,9 +25,10 @@ UniquePushOutcome UniqueStore::push(const BatchJob& job, const std::string& uniq
   constexpr int kRounds = 8 + kMissingRounds;
   UniquePushOutcome out;
   JobStore jobs(redis_);
+  JobDirectory directory(redis_);
   bool reserved = false;
   const auto refused = [&](UniquePushOutcome::Kind kind) {
-    if (reserved) jobs.forget(job.id);  // reserved in an earlier round; the job was never stored
+    if (reserved) directory.forget(job.id);  // reserved in an earlier round; the job was never stored
     out.kind = kind;
     return out;
   };
@@ -77,7 +79,7 @@ UniquePushOutcome UniqueStore::push(const BatchJob& job, const std::string& uniq
       }
     }
     if (!reserved) {
-      if (!jobs.reserve_id(job.id, job.queue)) {
+      if (!directory.reserve_id(job.id, job.queue)) {
         out.kind = UniquePushOutcome::Kind::duplicate_id;
         return out;
       }

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "broker/store/job_directory.hpp"
 #include "broker/store/keys.hpp"
 
 namespace ojs::broker {
@@ -47,14 +48,14 @@ BatchJob WorkflowStore::from_payload(const std::string& text) {
 bool WorkflowStore::create(const std::string& queue, const std::string& id, const std::vector<BatchJob>& starting,
                            const std::vector<std::pair<std::string, std::string>>& fields,
                            const std::vector<std::pair<std::string, std::string>>& ids) {
-  auto& redis = jobs_.redis();
+  auto& redis = redis_;
   if (redis.command({"HSETNX", keys::workflow_directory, id, queue}).integer != 1) return false;
   // A refused workflow leaves no directory entry behind (all or none).
   const auto refuse = [&] {
     redis.command({"HDEL", keys::workflow_directory, id});
     return false;
   };
-  if (jobs_.reserve_workflow_ids(id, ids)) return refuse();  // a later PUSH of one of them is a 409
+  if (JobDirectory(redis_).reserve_workflow_ids(id, ids)) return refuse();  // a later PUSH of one of them is a 409
   std::vector<std::string> script_keys{keys::workflow(queue, id), keys::delayed(queue),         keys::seq(queue),
                                        keys::events(queue),       keys::classes(queue),         keys::classes_version(queue),
                                        keys::escalations(queue),  keys::reservation_waits(queue), keys::class_heads(queue)};
@@ -73,13 +74,13 @@ bool WorkflowStore::create(const std::string& queue, const std::string& id, cons
 
 std::vector<std::string> WorkflowStore::ids() {
   std::vector<std::string> out;
-  for (const auto& e : jobs_.redis().command({"HKEYS", keys::workflow_directory}).elements) out.push_back(e.str);
+  for (const auto& e : redis_.command({"HKEYS", keys::workflow_directory}).elements) out.push_back(e.str);
   std::sort(out.rbegin(), out.rend());
   return out;
 }
 
 std::optional<WorkflowRecord> WorkflowStore::get(const std::string& id) {
-  auto& redis = jobs_.redis();
+  auto& redis = redis_;
   const auto queue = redis.command({"HGET", keys::workflow_directory, id});
   if (queue.is_nil()) return std::nullopt;
   const auto hash = redis.command({"HGETALL", keys::workflow(queue.str, id)});
@@ -93,11 +94,11 @@ Transition WorkflowStore::cancel(const std::string& queue, const std::string& id
                                        keys::ledger(queue), keys::tenant_ledger(queue), keys::workflow_dispatch(queue),
                                        keys::class_heads(queue), keys::finished_prefix(queue), keys::on_hold(queue)};
   for (auto& k : keys::usage_transition_keys(queue)) script_keys.push_back(std::move(k));  // [usage] a running job's use
-  return JobStore::transition_from(jobs_.redis().eval("workflow_cancel", script_keys, {id}));
+  return JobStore::transition_from(redis_.eval("workflow_cancel", script_keys, {id}));
 }
 
 void WorkflowStore::dispatch_due(const std::string& queue, const std::string& id) {
-  auto& redis = jobs_.redis();
+  auto& redis = redis_;
   if (redis.command({"ZSCORE", keys::workflow_dispatch(queue), id}).is_nil()) return;
   const auto hash = redis.command({"HGETALL", keys::workflow(queue, id)});
   const JobRecord wf = JobRecord::from_flat_array(hash);
@@ -108,14 +109,14 @@ void WorkflowStore::dispatch_due(const std::string& queue, const std::string& id
     job.fields.emplace_back("parent_results", wf.get("cb_parent_results"));
     // Its id was reserved at creation (reserve_workflow_ids); push.lua answers
     // duplicate when an earlier dispatch stored it: stored once.
-    jobs_.push(job);
+    JobStore(redis_).push(job);
     redis.command({"HSET", keys::workflow(queue, id), "cbs:" + k, "enqueued"});
   }
   redis.command({"ZREM", keys::workflow_dispatch(queue), id});
 }
 
 std::vector<std::string> WorkflowStore::overdue_dispatches(const std::string& queue, std::int64_t before_ms) {
-  const auto reply = jobs_.redis().command(
+  const auto reply = redis_.command(
       {"ZRANGEBYSCORE", keys::workflow_dispatch(queue), "-inf", std::to_string(before_ms), "LIMIT", "0", "100"});
   std::vector<std::string> ids;
   for (const auto& e : reply.elements) ids.push_back(e.str);

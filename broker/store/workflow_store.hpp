@@ -23,8 +23,7 @@ struct WorkflowRecord {
 
 class WorkflowStore {
  public:
-  explicit WorkflowStore(JobStore& jobs) : jobs_(jobs) {}
-  JobStore& jobs() { return jobs_; }
+  explicit WorkflowStore(RedisPool& redis) : redis_(redis) {}
 
   // Enters the workflow id and every job id (`ids`: id -> queue, callbacks
   // included) in the directories, then stores the workflow and its starting jobs
@@ -49,7 +48,7 @@ class WorkflowStore {
   static BatchJob from_payload(const std::string& text);
 
  private:
-  JobStore& jobs_;
+  RedisPool& redis_;
 };
 
 }  // namespace ojs::broker

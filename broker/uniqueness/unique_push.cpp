@@ -7,14 +7,15 @@
 
 namespace ojs::broker {
 
-PushResult push_job(JobService& jobs, const nlohmann::json& body) {
+PushResult push_job(UniquePushSources& s, const nlohmann::json& body) {
+  PushService& jobs = s.push;
   PreparedJob prepared = jobs.prepare(body, true);  // this broker's queue config: push.lua checks its version
   const auto policy = parse_unique_policy(prepared.job.document);
   if (!policy) return {jobs.push(body, std::move(prepared)), false};
   prepared = jobs.prepare(body);  // push_unique.lua does not check the config version: read it afresh
 
   const auto& job = prepared.job;
-  UniqueStore store = jobs.store().unique();
+  UniqueStore& store = s.unique;
   const BatchJob row = store_record(prepared);  // with its scheduling indexes, written by the same script
   const auto outcome = store.push(row, policy->key, policy->states, policy->period_ms, policy->on_conflict);
   using Kind = UniquePushOutcome::Kind;

@@ -4,7 +4,8 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
-#include "broker/jobs/job_service.hpp"
+#include "broker/jobs/push_service.hpp"
+#include "broker/store/unique_store.hpp"
 
 namespace ojs::broker {
 
@@ -15,6 +16,12 @@ struct PushResult {
 
 // Throws OjsError: 409 duplicate {existing_job_id, existing_job_state, uniqueness_key}
 // for `reject` (and for replacing an active job), 400 for an invalid policy.
-PushResult push_job(JobService& jobs, const nlohmann::json& body);
+// What a PUSH with a uniqueness policy uses (wired in app.cpp).
+struct UniquePushSources {
+  PushService& push;
+  UniqueStore& unique;
+};
+
+PushResult push_job(UniquePushSources& s, const nlohmann::json& body);
 
 }  // namespace ojs::broker

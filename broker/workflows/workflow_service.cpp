@@ -29,7 +29,7 @@ OjsError within(const std::string& prefix, const OjsError& e) {
 }
 
 // A step or job of the request as a PUSH body (its `name` belongs to the workflow).
-PreparedJob prepare_job(JobService& jobs, const json& entry, const std::string& field) {
+PreparedJob prepare_job(PushService& jobs, const json& entry, const std::string& field) {
   if (!entry.is_object()) throw invalid_field(field, "must be a job object {type, args, options}");
   if (entry.contains("steps") || entry.contains("jobs"))
     throw invalid_field(field, "nested workflows are not supported (maximum nesting depth 1): give a job {type, args, options}");
@@ -90,7 +90,7 @@ json WorkflowService::create(const json& body) {
   std::set<std::string> ids;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string field = list_field + "[" + std::to_string(i) + "]";
-    members.push_back(prepare_job(jobs_, list[i], field));
+    members.push_back(prepare_job(push_, list[i], field));
     auto& m = members.back();
     // One queue, so one Redis slot: each transition advances the workflow in its own script.
     if (m.job.queue != members.front().job.queue)
@@ -129,7 +129,7 @@ json WorkflowService::create(const json& body) {
     for (const char* kind : kWorkflowCallbackKinds) {
       if (!body["callbacks"].contains(kind)) continue;
       const std::string k = kind;
-      PreparedJob cb = prepare_job(jobs_, body["callbacks"][k], "callbacks." + k);
+      PreparedJob cb = prepare_job(push_, body["callbacks"][k], "callbacks." + k);
       if (!ids.insert(cb.job.id).second) throw invalid_field("callbacks." + k + ".id", "repeats the id of another job of the workflow");
       cb.fields.emplace_back("workflow_id", id);
       cb.fields.emplace_back("workflow_callback", k);
@@ -189,7 +189,7 @@ json WorkflowService::get(const std::string& id) {
       kinds.push_back(kind);
       lookups.emplace_back(wf.get(std::string("cbq:") + kind), wf.get(std::string("cbid:") + kind));
     }
-  const auto jobs = store_.jobs().get_many(lookups);
+  const auto jobs = reads_.get_many(lookups);
 
   json members = json::array();
   for (int i = 0; i < total; ++i) {
@@ -251,7 +251,7 @@ json WorkflowService::cancel(const std::string& id) {
 void WorkflowService::run_once() {
   // Due for over a second: the broker that ran the transition did not get to it.
   const auto before = now_ms() - 1000;
-  for (const auto& queue : store_.jobs().queues()) {
+  for (const auto& queue : queues_.queues()) {
     for (const auto& id : store_.overdue_dispatches(queue, before)) {
       try {
         store_.dispatch_due(queue, id);

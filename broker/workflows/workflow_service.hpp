@@ -2,7 +2,7 @@
 // each given the results before it as parent_results), group (jobs in parallel,
 // done when all are) and batch (a group with on_complete / on_success / on_failure
 // callbacks). Every job of a workflow is validated and admitted at creation by
-// the same path as PUSH (JobService::prepare: envelope rules, governance, ext_ml_*);
+// the same path as PUSH (PushService::prepare: envelope rules, governance, ext_ml_*);
 // the job transitions advance the workflow inside their scripts.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -10,7 +10,9 @@
 #include <cstddef>
 #include <string>
 
-#include "broker/jobs/job_service.hpp"
+#include "broker/jobs/push_service.hpp"
+#include "broker/store/job_reads.hpp"
+#include "broker/store/queue_directory.hpp"
 #include "broker/store/workflow_store.hpp"
 
 namespace ojs::broker {
@@ -19,7 +21,8 @@ inline constexpr std::size_t kMaxWorkflowJobs = 1000;  // steps or jobs per work
 
 class WorkflowService {
  public:
-  explicit WorkflowService(JobService& jobs) : jobs_(jobs), store_(jobs.store()) {}
+  WorkflowService(PushService& push, WorkflowStore& store, JobReads& reads, QueueDirectory& queues)
+      : push_(push), store_(store), reads_(reads), queues_(queues) {}
 
   nlohmann::json create(const nlohmann::json& body);  // -> {"workflow": ...}; throws OjsError (400, 409, 422)
   nlohmann::json get(const std::string& id);          // -> {"workflow": ...}; 404
@@ -33,8 +36,10 @@ class WorkflowService {
   void run_once();
 
  private:
-  JobService& jobs_;
-  WorkflowStore store_;
+  PushService& push_;  // every job is prepared as PUSH prepares it
+  WorkflowStore& store_;
+  JobReads& reads_;
+  QueueDirectory& queues_;
 };
 
 }  // namespace ojs::broker

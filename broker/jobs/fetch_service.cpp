@@ -1,0 +1,142 @@
+#include "broker/jobs/fetch_service.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+#include "ojs/core/envelope.hpp"
+#include "ojs/ml/affinity.hpp"
+#include "ojs/ml/worker_load.hpp"
+#include "broker/preemption/backfill.hpp"
+#include "broker/preemption/preemption.hpp"
+#include "broker/pipeline/claim_refusals.hpp"
+#include "broker/pipeline/fetch_filters.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+ClassSet FetchService::classes_of(const std::string& queue, bool refresh) {
+  if (!refresh) {
+    std::lock_guard lock(classes_mutex_);
+    auto it = classes_cache_.find(queue);
+    if (it != classes_cache_.end()) return it->second;
+  }
+  ClassSet fresh = queues_.load_classes(queue);
+  // Bounded like the scheduler's memo: FETCH may name queues that do not exist
+  // (those are not kept), and past the bound the cache starts over.
+  constexpr std::size_t kMaxCachedQueues = 4096;
+  if (fresh.classes.empty()) return fresh;
+  std::lock_guard lock(classes_mutex_);
+  if (classes_cache_.size() >= kMaxCachedQueues && !classes_cache_.count(queue)) classes_cache_.clear();
+  return classes_cache_[queue] = std::move(fresh);
+}
+
+std::vector<json> FetchService::fetch(const FetchRequest& request, const WorkerRegistry::Contact* contact) {
+  std::vector<json> jobs;
+  WorkerView worker;
+  worker.worker_id = request.worker_id;
+  if (request.capabilities) {
+    auto [caps, fingerprint] = scheduler_.capabilities(*request.capabilities, &request.capabilities_text);
+    worker.capabilities = std::move(caps);
+    worker.fingerprint = std::move(fingerprint);
+    worker.load = contact ? contact->held.load : workers_.load(request.worker_id);
+    if (contact) worker.load.drain(contact->drained_devices);  // per-GPU drain: out of placement
+  }
+  worker.guards = contact ? contact->guards : marks_.guards_for(request.worker_id);
+  for (const auto& queue : request.queues) {
+    if (static_cast<int>(jobs.size()) >= request.count) break;
+    fetch_from_queue(queue, request, worker, jobs);
+  }
+  diagnosis_.flush();
+  return jobs;
+}
+
+void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
+                                  std::vector<json>& jobs) {
+  ClassSet classes = classes_of(queue, false);
+  fetch_gang(queue, classes, request, worker, jobs);  // [gangs] gang classes go to claim_gang only
+  // The cached class set may predate a gang class: once it is refreshed below, a
+  // gang class it did not have is offered to claim_gang in this same FETCH.
+  const auto refreshed = [&](ClassSet fresh) {
+    const bool new_gang = std::any_of(fresh.classes.begin(), fresh.classes.end(), [&](const auto& c) {
+      return !classes.classes.count(c.first) && is_gang_class(scheduler_, fresh, c.first);
+    });
+    classes = std::move(fresh);
+    if (new_gang && static_cast<int>(jobs.size()) < request.count) fetch_gang(queue, classes, request, worker, jobs);
+  };
+  // A worker with capabilities claims one job at a time so that the GPUs and
+  // devices of each claim are taken into account for the next.
+  const bool one_by_one = worker.capabilities.has_value();
+  std::set<std::string> given_back;  // classes of a job handed back by symmetric anti-affinity: not claimed again this FETCH
+  for (int round = 0; round < 2 * request.count + 3 && static_cast<int>(jobs.size()) < request.count; ++round) {
+    const int want = one_by_one ? 1 : request.count - static_cast<int>(jobs.size());
+    std::vector<EligibleClass> eligible;
+    std::map<std::string, const ClassVerdict*> verdict_of;
+    auto verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, classes, worker, assignment_options(config_));
+    for (const auto& v : verdicts) {
+      verdict_of[v.class_id] = &v;
+      const bool gang = is_gang_class(scheduler_, classes, v.class_id);
+      if (gang && worker.capabilities) continue;  // fetch_gang judged and noted it, with claim_gang's answer
+      if (v.judgement.eligible() && !gang && !given_back.count(v.class_id)) eligible.push_back(v.claim);
+      diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);
+    }
+    if (eligible.empty()) {
+      // The cached class set may predate a class this worker could take (claim's
+      // version check never runs when nothing is eligible): look once more.
+      if (round > 0 || queues_.classes_version(queue) == classes.version) return;
+      refreshed(classes_of(queue, true));
+      continue;
+    }
+    auto outcome = claims_.claim(queue, worker.worker_id, request.visibility_timeout_ms,
+                                config_.default_visibility_timeout_ms, want, classes.version, eligible,
+                                worker.capabilities.has_value());
+    if (outcome.status == TransitionStatus::stale) {  // a class appeared since we looked
+      refreshed(classes_of(queue, true));
+      continue;
+    }
+    for (const auto& block : outcome.budget_blocked)
+      diagnosis_.note_refusal(queue, block.class_id, worker.worker_id,
+                              block.kind == "backfill" ? backfill_refusal(block.in_use, block.limit).refusals.front() : budget_refusal(block));
+    if (outcome.jobs.empty() && !outcome.rate_limited.empty())  // why-waiting names the queue's rate limit
+      for (const auto& c : eligible) diagnosis_.note_refusal(queue, c.id, worker.worker_id, rate_limit_refusal(outcome.rate_limited));
+    if (outcome.jobs.empty()) return;
+    for (const auto& record : outcome.jobs) {
+      json envelope = record.envelope();
+      if (worker.capabilities && excluded_by_running_job(record, envelope, worker.load)) {
+        given_back.insert(record.get("class"));
+        continue;
+      }
+      if (worker.capabilities) {
+        const auto* v = verdict_of[record.get("class")];
+        ml::ActiveJob active = ml::active_job_from(envelope, record.held_gpus());
+        const std::vector<int> devices = v ? v->judgement.devices : std::vector<int>{};
+        worker.load.active.push_back(active);  // claim.lua listed it in the worker's held set
+        worker.load.hold(devices, active.gpu_memory_gb);
+      }
+      jobs.push_back(std::move(envelope));
+    }
+    if (!one_by_one) return;
+  }
+}
+
+// Symmetric anti-affinity on what only the job knows (its type, id, meta.labels,
+// tenant: the predicate judged its class on its ML attributes): a job a running job's
+// anti-affinity excludes goes back at once, requeued without consuming the attempt.
+bool FetchService::excluded_by_running_job(const JobRecord& record, const json& envelope, const ml::WorkerLoad& load) {
+  const auto ex = ml::excluded_by_running(load, ml::job_labels(envelope), false);
+  if (!ex) return false;
+  const json error = {{"code", "anti_affinity"},
+                      {"message", "worker runs job " + ex->job_id + " whose anti-affinity " + ml::describe(ex->rule) + " excludes this job"},
+                      {"retryable", true}};
+  try {
+    jobs_.fail(record.id(), error, true, record.get("worker_id"));
+    return true;
+  } catch (const std::exception& e) {  // left with the worker rather than stranded until its visibility timeout
+    spdlog::warn("job {}: handing it back for anti-affinity failed ({}); the worker keeps it", record.id(), e.what());
+    return false;
+  }
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,65 @@
+// FETCH: the classes a worker may take from each queue (the scheduling pipeline),
+// then the claim; [gangs] gang classes through claim_gang (gang_fetch.cpp).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "broker/config.hpp"
+#include "broker/jobs/fetch_request.hpp"
+#include "broker/jobs/job_service.hpp"
+#include "broker/scheduling/diagnosis_log.hpp"
+#include "broker/scheduling/scheduler.hpp"
+#include "broker/store/claim_store.hpp"
+#include "broker/store/job_reads.hpp"
+#include "broker/store/preemption_store.hpp"
+#include "broker/store/queue_directory.hpp"
+#include "broker/workers/worker_registry.hpp"
+
+namespace ojs::broker {
+
+// [gangs] Whether a class is an ext_ml_gang class (claimed by claim_gang, never by claim).
+bool is_gang_class(const Scheduler& scheduler, const ClassSet& classes, const std::string& class_id);
+// A started gang's job as one member receives it: rank, world size, rendezvous, its devices.
+nlohmann::json gang_envelope(const JobRecord& job, int rank);
+
+class FetchService {
+ public:
+  // jobs: hands back a claimed job a running job's anti-affinity excludes (a NACK with requeue).
+  FetchService(ClaimStore& claims, QueueDirectory& queues, JobReads& reads, PreemptionStore& marks, JobService& jobs,
+               Scheduler& scheduler, WorkerRegistry& workers, DiagnosisLog& diagnosis, const BrokerConfig& config)
+      : claims_(claims), queues_(queues), reads_(reads), marks_(marks), jobs_(jobs), scheduler_(scheduler),
+        workers_(workers), diagnosis_(diagnosis), config_(config) {}
+
+  // contact: what the caller already read with the worker's contact (WorkerRegistry::contact:
+  // its load and capacity-guard marks); without one, FETCH reads them itself.
+  std::vector<nlohmann::json> fetch(const FetchRequest& request, const WorkerRegistry::Contact* contact = nullptr);
+
+ private:
+  // Symmetric anti-affinity on the claimed job itself: true when it was handed back.
+  bool excluded_by_running_job(const JobRecord& record, const nlohmann::json& envelope, const ml::WorkerLoad& load);
+  // Claims from one queue for a worker; appends envelopes to `jobs`.
+  void fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
+                        std::vector<nlohmann::json>& jobs);
+  ClassSet classes_of(const std::string& queue, bool refresh);
+  // [gangs] gang classes of the queue through claim_gang (broker/jobs/gang_fetch.cpp).
+  void fetch_gang(const std::string& queue, const ClassSet& classes, const FetchRequest& request, WorkerView& worker,
+                  std::vector<nlohmann::json>& jobs);
+
+  ClaimStore& claims_;
+  QueueDirectory& queues_;
+  JobReads& reads_;
+  PreemptionStore& marks_;
+  JobService& jobs_;
+  Scheduler& scheduler_;
+  WorkerRegistry& workers_;
+  DiagnosisLog& diagnosis_;
+  const BrokerConfig& config_;
+  std::mutex classes_mutex_;
+  std::map<std::string, ClassSet> classes_cache_;  // per queue; validated by the claim script's version check
+};
+
+}  // namespace ojs::broker

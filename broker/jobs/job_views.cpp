@@ -1,0 +1,67 @@
+#include "broker/jobs/job_views.hpp"
+
+#include "broker/jobs/job_service.hpp"
+#include "broker/preemption/backfill.hpp"
+#include "broker/preemption/preemption.hpp"
+#include "ojs/core/time.hpp"
+#include "ojs/ml/requirement_class.hpp"
+
+namespace ojs::broker {
+
+using nlohmann::json;
+
+std::optional<std::string> JobViews::tenant_of(const std::string& id) {
+  auto record = reads_.get(id);
+  if (!record) return std::nullopt;
+  return record->get("tenant");
+}
+
+DiagnosisReview JobViews::review() {
+  return DiagnosisReview(diagnosis_, workers_, marks_, config_.worker_dead_after_ms);
+}
+
+json JobViews::info(const std::string& id) {
+  auto record = reads_.get(id);
+  if (!record) throw job_not_found(id);
+  json envelope = record->envelope();
+  const auto& state = record->state();
+  const bool waiting = state == "available" || state == "retryable" || state == "scheduled";
+  if (waiting && record->get("class") != ml::kDefaultClassId) envelope["diagnosis"] = review().summary(record->queue(), record->get("class"), &*record);
+  return envelope;
+}
+
+json JobViews::diagnosis(const std::string& id) {
+  auto record = reads_.get(id);
+  if (!record) throw job_not_found(id);
+  json out = review().summary(record->queue(), record->get("class"), &*record);
+  out["job_id"] = id;
+  out["state"] = record->state();
+  out["queue"] = record->queue();
+  if (record->state() == "pending" && record->has("held_by")) {  // [issue #33] an operator holds it: nothing else matters
+    out["held_by"] = record->get("held_by");
+    out["message"] = "held by " + record->get("held_by") + ": no worker takes it until it is released (POST /ojs/v1/jobs/" + id + "/release)";
+  }
+  out["requirements"] = json::parse(queues_.load_classes(record->queue()).classes[record->get("class")], nullptr, false);
+  if (record->state() == "available") {  // [backfill] the worker held for it, and from when
+    if (auto hold = backfill_hold_of(marks_, id))
+      out["backfill_reservation"] = {{"worker_id", hold->worker_id}, {"start_at", format_rfc3339(hold->backfill_start_ms)},
+                                     {"until", format_rfc3339(hold->until_ms)}, {"gpus", hold->gpus}};
+  }
+  return out;
+}
+
+json JobViews::queue_diagnosis(const std::string& queue) {
+  const auto classes = queues_.load_classes(queue);
+  const auto waiting = queues_.ready_counts(queue, classes);
+  json list = json::array();
+  auto reviewed = review();
+  for (const auto& [id, canonical] : classes.classes) {
+    json entry = reviewed.summary(queue, id);
+    entry["waiting"] = waiting.count(id) ? waiting.at(id) : 0;
+    entry["requirements"] = json::parse(canonical, nullptr, false);
+    list.push_back(std::move(entry));
+  }
+  return {{"queue", queue}, {"classes", list}};
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,41 @@
+// The read models of a job and a queue: INFO (with the diagnosis while it waits),
+// the job's and the queue's diagnosis, the job's tenant.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+#include "broker/config.hpp"
+#include "broker/pipeline/diagnosis_review.hpp"
+#include "broker/scheduling/diagnosis_log.hpp"
+#include "broker/store/job_reads.hpp"
+#include "broker/store/preemption_store.hpp"
+#include "broker/store/queue_directory.hpp"
+#include "broker/workers/worker_registry.hpp"
+
+namespace ojs::broker {
+
+class JobViews {
+ public:
+  JobViews(JobReads& reads, QueueDirectory& queues, PreemptionStore& marks, DiagnosisLog& diagnosis, WorkerRegistry& workers,
+           const BrokerConfig& config)
+      : reads_(reads), queues_(queues), marks_(marks), diagnosis_(diagnosis), workers_(workers), config_(config) {}
+
+  nlohmann::json info(const std::string& id);               // -> envelope (+ diagnosis while waiting)
+  nlohmann::json diagnosis(const std::string& id);          // why a job waits
+  nlohmann::json queue_diagnosis(const std::string& queue); // per class: waiting jobs and why
+  std::optional<std::string> tenant_of(const std::string& id);  // the job's tenant ("" = none); nullopt: no such job
+
+ private:
+  DiagnosisReview review();  // the diagnosis end of the scheduling pipeline, over this broker's stores
+
+  JobReads& reads_;
+  QueueDirectory& queues_;
+  PreemptionStore& marks_;
+  DiagnosisLog& diagnosis_;
+  WorkerRegistry& workers_;
+  const BrokerConfig& config_;
+};
+
+}  // namespace ojs::broker

@@ -1,0 +1,105 @@
+// Claims: every key each script touches is declared (see claim.lua,
+// claim_gang.lua).
+#include "broker/store/claim_store.hpp"
+
+#include <algorithm>
+
+#include "broker/store/job_store_internal.hpp"
+#include "broker/store/priority_score.hpp"
+
+namespace ojs::broker {
+
+using detail::hints;
+using detail::status_of;
+using detail::with_workflow_keys;
+
+ClaimOutcome ClaimStore::claim(const std::string& queue, const std::string& worker_id,
+                               std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
+                               int count, const std::string& classes_version, const std::vector<EligibleClass>& eligible,
+                               bool record_held) {
+  std::vector<std::string> args{worker_id,
+                                optional_text(request_visibility_ms),
+                                std::to_string(default_visibility_ms),
+                                std::to_string(count),
+                                classes_version,
+                                score_band_arg()};
+  std::vector<std::string> claim_keys{keys::classes_version(queue), keys::paused(queue), keys::delayed(queue),
+                                      keys::active(queue),          keys::seq(queue),    keys::events(queue),
+                                      keys::config(queue),          keys::ledger(queue), keys::tenant_quotas(queue),
+                                      keys::tenant_ledger(queue),   keys::job_prefix(queue), keys::ready_prefix(queue),
+                                      keys::stats(queue),           keys::rate_window(queue), keys::class_heads(queue),
+                                      keys::held(queue, worker_id)};
+  claim_keys = with_workflow_keys(std::move(claim_keys), queue);  // [workflows] an expired step ends it
+  claim_keys.push_back(keys::finished_prefix(queue));             // [admin] 28: an expired job is finished
+  // [usage] 29-32: the fair order's use per tenant, then the journal it folds first
+  // and what the fold writes (usage_fold_keys' keys in claim.lua's order; the config is 7).
+  for (auto* key : {keys::usage, keys::usage_journal, keys::usage_totals, keys::usage_hours}) claim_keys.push_back(key(queue));
+  // One line per eligible class, parsed by claim.lua only for the classes it looks at.
+  std::string lines;
+  double max_bonus = eligible.empty() ? 0 : eligible.front().bonus;
+  for (const auto& c : eligible) {
+    max_bonus = std::max(max_bonus, c.bonus);
+    lines += '\n' + c.id + '\t' + std::to_string(c.bonus) + '\t' + std::to_string(c.hold_enqueued_after_ms) + '\t' +
+             std::to_string(c.gpus) + '\t' + c.devices_json + '\t' + std::to_string(c.gpu_memory_mb);
+    if (c.backfill_before_ms > 0) lines += '\t' + std::to_string(c.backfill_before_ms);  // [backfill] a 7th field
+  }
+  args.push_back(std::to_string(max_bonus));
+  args.push_back(std::to_string(eligible.size()));
+  args.push_back(std::move(lines));
+  args.push_back(record_held ? "1" : "");
+  auto reply = redis_.eval("claim", claim_keys, args);
+  ClaimOutcome out;
+  out.status = status_of(reply.elements.at(0).str);
+  if (out.status == TransitionStatus::stale) out.current_version = reply.elements.at(1).str;
+  if (out.status == TransitionStatus::ok) {
+    for (const auto& j : reply.elements.at(1).elements) out.jobs.push_back(JobRecord::from_flat_array(j));
+    const auto& blocked = reply.elements.at(2).elements;
+    for (std::size_t i = 0; i + 3 < blocked.size(); i += 4)
+      out.budget_blocked.push_back({blocked[i].str, blocked[i + 1].integer, blocked[i + 2].integer, blocked[i + 3].str});
+    if (reply.elements.size() > 3) out.rate_limited = reply.elements[3].str;
+    for (const auto& job : out.jobs) hints().remember_claimed(redis_.endpoint().describe() + '|' + job.id(), queue);
+  }
+  return out;
+}
+
+// [gangs]
+GangClaim ClaimStore::claim_gang(const std::string& queue, const GangMemberInfo& member,
+                                 std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
+                                 const std::vector<GangClass>& eligible) {
+  std::vector<std::string> gang_keys{keys::paused(queue),  keys::job_prefix(queue),    keys::ready_prefix(queue),
+                                     keys::gangs(queue),   keys::gang_deliveries(queue), keys::active(queue),
+                                     keys::events(queue),  keys::config(queue),        keys::ledger(queue),
+                                     keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::seq(queue),
+                                     keys::class_heads(queue), keys::stats(queue), keys::rate_window(queue),
+                                     keys::held(queue, member.worker_id)};
+  for (auto& k : keys::workflow_transition_keys(queue)) gang_keys.push_back(std::move(k));  // [workflows] 17-27
+  gang_keys.push_back(keys::finished_prefix(queue));  // [admin] 28: an expired member is finished
+  gang_keys.push_back(keys::usage(queue));            // [usage] 29: a started gang's held use under `fair`
+  std::vector<std::string> args{member.worker_id, optional_text(request_visibility_ms), std::to_string(default_visibility_ms),
+                                member.address, member.port};
+  for (const auto& c : eligible) {
+    gang_keys.push_back(keys::ready(queue, c.id));
+    for (auto& a : {c.id, std::to_string(c.gpus), c.devices_json, c.label_value, std::to_string(c.gpu_memory_mb)}) args.push_back(a);
+  }
+  const auto reply = redis_.eval("claim_gang", gang_keys, args);
+  GangClaim out;
+  const auto& kind = reply.elements.at(0).str;
+  if (kind == "start") {
+    out.kind = GangClaim::Kind::start;
+    out.job = JobRecord::from_flat_array(reply.elements.at(1));
+    out.job_id = out.job.id();
+    out.rank = static_cast<int>(reply.elements.at(2).integer);
+  } else if (kind == "held" || kind == "waiting") {
+    out.kind = kind == "held" ? GangClaim::Kind::held : GangClaim::Kind::waiting;
+    out.job_id = reply.elements.at(1).str;
+    out.rank = static_cast<int>(reply.elements.at(2).integer);
+    out.class_id = reply.elements.at(3).str;
+  } else if (kind == "blocked") {
+    out.kind = GangClaim::Kind::blocked;
+    out.blocked = {reply.elements.at(1).str, reply.elements.at(2).integer, reply.elements.at(3).integer,
+                   reply.elements.at(4).str};
+  }
+  return out;
+}
+
+}  // namespace ojs::broker
