@@ -10,6 +10,9 @@
 #     EventStore, ...) and does not reach one through a service (`.store()`);
 #     broker/store includes no other folder of broker/; no folder includes
 #     broker/api/ (only the wiring).
+#  4. no store is handed around: outside broker/store nothing calls a `store()`
+#     or `redis()` accessor (`jobs.store().forget(id)`); each service receives
+#     the stores it uses in its constructor, wired at broker/'s root (app.cpp).
 # Usage: check-layers.sh [repository root]; exits 1 naming each violation.
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -59,5 +62,12 @@ if [[ -d api ]] && named=$(grep -rnE '\b[A-Z][A-Za-z]*Store\b|\.store\(\)' --inc
   while IFS= read -r line; do echo "api names the store (handlers call services): broker/$line"; done <<<"$named"
   status=1
 fi
-[[ $status == 0 ]] && echo "layers ok: folder dependencies one-way, api -> services -> store, Redis only in broker/store"
+# 4. stores are wired, not fetched from another service or store.
+others=()
+for dir in */ *.cpp *.hpp; do [[ -e $dir && $dir != store/ ]] && others+=("$dir"); done
+if ((${#others[@]})) && handed=$(grep -rnE '(\.|->)(store|redis)\(\)' --include='*.hpp' --include='*.cpp' "${others[@]}"); then
+  while IFS= read -r line; do echo "store accessor used outside broker/store (wire the store in app.cpp): broker/$line"; done <<<"$handed"
+  status=1
+fi
+[[ $status == 0 ]] && echo "layers ok: folder dependencies one-way, api -> services -> store, Redis only in broker/store, no store accessors"
 exit $status
