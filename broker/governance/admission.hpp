@@ -3,7 +3,7 @@
 // ml_limits (422; a job without a timeout gets max_timeout_seconds), admin-only label keys (403 for non-admins), the allow-list of
 // model ids (422; checkpoint storage prefixes are checked by broker/preemption,
 // --checkpoint-prefix); finally the job's tenant
-// is resolved (meta.tenant_id, else the caller's token). JobService::push calls
+// is resolved (meta.tenant_id, else the caller's token). PushService::push calls
 // admit() through its admission hook before classifying the job.
 #pragma once
 #include <initializer_list>

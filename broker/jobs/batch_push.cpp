@@ -13,7 +13,7 @@ using nlohmann::json;
 
 namespace {
 
-// --max-queues for the batch as a whole: JobService::admit_queue admitted each job's
+// --max-queues for the batch as a whole: PushService::admit_queue admitted each job's
 // queue alone, so five new queues passed one by one where one more would fit.
 void admit_new_queues(QueueDirectory& store, const std::vector<PreparedJob>& prepared, int max_queues) {
   if (max_queues <= 0) return;

@@ -124,7 +124,7 @@ BatchJob store_record(const PreparedJob& prepared) {
 // PUSH in one round trip (docs/architecture.md, "PUSH"): admission applies this
 // broker's cached queue config and push.lua checks its version; a broker-minted id
 // (a UUIDv7: it cannot collide) has its directory entries written ahead of the
-// script in the same pipeline. A client's id is checked first (JobStore::reserve_id), for
+// script in the same pipeline. A client's id is checked first (JobDirectory::reserve_id), for
 // duplicates across queues. A stale config (an admin changed it, on any broker)
 // stores nothing: PUSH prepares the job again from a fresh read.
 json PushService::push(const json& body) { return push(body, prepare(body, true)); }

@@ -1,5 +1,5 @@
 // Reads of a queue's job indexes for listings (admin job listing): ids in the
-// order of each index, never the job hashes (JobStore::get_many reads those);
+// order of each index, never the job hashes (JobReads::get_many reads those);
 // and the upkeep of the finished index (retention trim, purge).
 #pragma once
 #include <cstdint>

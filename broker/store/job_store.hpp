@@ -108,7 +108,7 @@ struct BatchJob {
   std::optional<std::int64_t> reservation_timeout_ms;  // reservation-wait index, written by the same script
 };
 
-// What lets PUSH take one round trip (JobService::push): the directory writes sent
+// What lets PUSH take one round trip (PushService::push): the directory writes sent
 // ahead of push.lua in its pipeline (directory first: a crash between them leaves an
 // entry without a job, which reserve_ids tolerates), and the version of the queue
 // config the job was prepared with, which push.lua checks.
