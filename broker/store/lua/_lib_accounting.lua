@@ -38,8 +38,12 @@ end
 -- '': jobs without a tenant; tenant names never hold '*' or '|'):
 --   <tenant>      'at u1 u2 u3 u4': resource-seconds used by ended attempts,
 --                 decayed to `at` (ms) with the queue's half-life;
---   <tenant>|run  'n1 n2 n3 n4': what the tenant's running jobs hold now, kept by
---                 claim under `fair` (the job's field usage_run says it was added).
+--   <tenant>|run  'n1 n2 n3 n4 at hl s1 s2 s3 s4': what the tenant's running jobs
+--                 hold now (n), kept by claim under `fair` (the job's field usage_run
+--                 says it was added), and the same amounts each decayed from its
+--                 attempt's start to `at` (ms) with half-life `hl` (ms): the running
+--                 attempts' use so far is (hl / ln 2) x (n - s decayed to now)
+--                 (usage_running), so it counts as it accrues, not only at the end.
 -- A missing or short value reads as zeros.
 local USAGE_HALF_LIFE_MS = 3600000  -- the default of tenant_fairness.half_life_seconds (an hour)
 local LN2 = 0.69314718055994531
@@ -76,11 +80,46 @@ local function usage_half_life(raw)
   return tonumber(raw or '') or USAGE_HALF_LIFE_MS
 end
 
+-- A <tenant>|run value `r` (its 10 numbers) with its decayed starts brought to
+-- `now`. Why a sum decayed to one time and not each attempt's start: the use so far
+-- of attempts started at t_j, sum of n_j x (hl / ln 2) x (1 - 2^(-(now - t_j) / hl)),
+-- is (hl / ln 2) x (sum n_j - sum n_j x 2^(-(now - t_j) / hl)), and the second sum
+-- decays as one value: a start adds n_j, an end subtracts its term (usage_fold),
+-- whatever the number of attempts. Stored at the time of its last write, so it
+-- never grows past n (no epoch to rebase). A value written under another half-life
+-- (or before the starts were kept: `at` 0) restarts from `now`: its attempts count
+-- from then on, and what that forgets of them is at most their use before it.
+local function usage_run_at(r, now, half_life_ms)
+  if half_life_ms <= 0 then
+    for i = 7, 10 do r[i] = 0 end
+  elseif r[5] == 0 or r[6] ~= half_life_ms then
+    for i = 1, 4 do r[i + 6] = r[i] end
+  elseif now ~= r[5] then
+    local f = 2 ^ (-(now - r[5]) / half_life_ms)
+    for i = 7, 10 do r[i] = r[i] * f end
+  end
+  r[5], r[6] = now, half_life_ms
+  return r
+end
+
+-- The use so far, in resource-seconds decayed to `now`, of the running attempts of
+-- a <tenant>|run value `r` (nothing for a value of another half-life: see above).
+local function usage_running(r, now, half_life_ms)
+  if half_life_ms <= 0 or r[5] == 0 or r[6] ~= half_life_ms then return {0, 0, 0, 0} end
+  local f, k = 2 ^ (-(now - r[5]) / half_life_ms), half_life_ms / 1000 / LN2
+  local out = {}
+  for i = 1, 4 do out[i] = math.max(k * (r[i] - r[i + 6] * f), 0) end
+  return out
+end
+
 -- A tenant's use as the fair order weighs it: {used = resource-seconds decayed to
--- now, held = what its running jobs hold}, from its two fields as read.
+-- now, ended attempts' and running ones' so far, held = what its running jobs
+-- hold}, from its two fields as read.
 local function usage_view(decayed, run, now, half_life_ms)
   local d = usage_decayed(usage_numbers(decayed, 5), now, half_life_ms)
-  return {used = {d[2], d[3], d[4], d[5]}, held = usage_numbers(run, 4)}
+  local r = usage_numbers(run, 10)
+  local a = usage_running(r, now, half_life_ms)
+  return {used = {d[2] + a[1], d[3] + a[2], d[4] + a[3], d[5] + a[4]}, held = {r[1], r[2], r[3], r[4]}}
 end
 
 -- [fairshare] The share of tenant view `v` in the queue's view `q`: its fraction of
@@ -102,13 +141,16 @@ local function usage_share(v, q)
   return 0
 end
 
--- Adds (sign 1) or removes (-1) a running job's amounts in <tenant>|run fields
--- read as `values`; returns the HSET arguments.
-local function usage_run_update(fields, values, amounts, sign)
+-- Adds a running job's amounts, started `now`, to <tenant>|run fields read as
+-- `values`; returns the HSET arguments.
+local function usage_run_added(fields, values, amounts, now, half_life_ms)
   local out = {}
   for k, f in ipairs(fields) do
-    local r = usage_numbers(values[k], 4)
-    for i = 1, 4 do r[i] = math.max(r[i] + sign * amounts[i], 0) end
+    local r = usage_run_at(usage_numbers(values[k], 10), now, half_life_ms)
+    for i = 1, 4 do
+      r[i] = r[i] + amounts[i]
+      if half_life_ms > 0 then r[i + 6] = r[i + 6] + amounts[i] end
+    end
     out[#out + 1] = f; out[#out + 1] = usage_text(r)
   end
   return out
@@ -118,13 +160,14 @@ local function usage_tenant(job)
   return job.tenant or ''
 end
 
--- Claim under `fair`: the job's amounts join its tenant's and the queue's held
--- use. usage_key: keys.hpp usage; set: claim's HSET list for the job (usage_run is
--- added). Returns the tenant it charged.
-local function usage_started(usage_key, job, amounts, set)
+-- Claim under `fair`: the job's amounts, started `now` (ms; the job's started_at),
+-- join its tenant's and the queue's held use. usage_key: keys.hpp usage; set:
+-- claim's HSET list for the job (usage_run is added). Returns the tenant it charged.
+local function usage_started(usage_key, job, amounts, set, now, half_life_ms)
   local tenant = usage_tenant(job)
   local fields = {tenant .. '|run', '*|run'}
-  redis.call('HSET', usage_key, unpack(usage_run_update(fields, redis.call('HMGET', usage_key, unpack(fields)), amounts, 1)))
+  redis.call('HSET', usage_key, unpack(usage_run_added(fields, redis.call('HMGET', usage_key, unpack(fields)), amounts, now,
+                                                       half_life_ms)))
   job.usage_run = '1'
   set[#set + 1] = 'usage_run'; set[#set + 1] = '1'
   return tenant
@@ -203,7 +246,7 @@ local function usage_fold(f, limit)
       at, dur = tonumber(at), tonumber(dur)
       local amounts = usage_amount_numbers({a1, a2, a3, a4})
       local tenant = string.match(who, '^[^\t]*')
-      if not added[tenant] then added[tenant], freed[tenant] = {0, 0, 0, 0}, {0, 0, 0, 0}; names[#names + 1] = tenant end
+      if not added[tenant] then added[tenant], freed[tenant] = {0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0, 0}; names[#names + 1] = tenant end
       local factor = (half_life > 0 and at < last) and 2 ^ (-(last - at) / half_life) or 1
       -- The attempt's use as it accrued, each second decayed from when it was used to
       -- the end: amount x (half-life / ln 2) x (1 - 2^(-duration / half-life)), which
@@ -212,7 +255,13 @@ local function usage_fold(f, limit)
       local accrued = half_life > 0 and half_life / 1000 / LN2 * (1 - 2 ^ (-dur / 1000 / half_life)) or 0
       local add, free = added[tenant], freed[tenant]
       for i = 1, 4 do add[i] = add[i] + amounts[i] * accrued * factor end
-      if was_held == '1' then for i = 1, 4 do free[i] = free[i] + amounts[i] end end
+      if was_held == '1' then
+        -- Its amounts leave <tenant>|run, and their start's term the decayed starts
+        -- (as of `last`), in the step that adds its use to the decayed use: counted
+        -- once, running until the fold, ended after it.
+        local start = half_life > 0 and 2 ^ (-(last - at + dur / 1000) / half_life) or 0
+        for i = 1, 4 do free[i], free[i + 4] = free[i] + amounts[i], free[i + 4] + amounts[i] * start end
+      end
       -- The rollup's fields: hour TAB tenant TAB type TAB worker TAB resource.
       local hour = math.floor(at / 3600000)
       if hour ~= hour_at then hour_at, hour_s = hour, int_s(hour) end
@@ -235,9 +284,10 @@ local function usage_fold(f, limit)
     end
   end
   if #names == 0 then return #lines end
-  local all_added, all_freed = {0, 0, 0, 0}, {0, 0, 0, 0}
+  local all_added, all_freed = {0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0, 0}
   for _, name in ipairs(names) do
-    for i = 1, 4 do all_added[i] = all_added[i] + added[name][i]; all_freed[i] = all_freed[i] + freed[name][i] end
+    for i = 1, 4 do all_added[i] = all_added[i] + added[name][i] end
+    for i = 1, 8 do all_freed[i] = all_freed[i] + freed[name][i] end
   end
   names[#names + 1] = '*'; added['*'], freed['*'] = all_added, all_freed
   local fields = {}
@@ -245,10 +295,14 @@ local function usage_fold(f, limit)
   local cur = redis.call('HMGET', f.usage, unpack(fields))
   local out = {}
   for k, name in ipairs(names) do
-    local v, run = usage_decayed(usage_numbers(cur[2 * k - 1], 5), last, half_life), usage_numbers(cur[2 * k], 4)
+    local v = usage_decayed(usage_numbers(cur[2 * k - 1], 5), last, half_life)
+    local run, free = usage_run_at(usage_numbers(cur[2 * k], 10), last, half_life), freed[name]
     for i = 1, 4 do
       v[i + 1] = v[i + 1] + added[name][i]  -- (0 with half-life 0: nothing accrues)
-      run[i] = math.max(run[i] - freed[name][i], 0)
+      run[i] = math.max(run[i] - free[i], 0)
+      -- Never above what is held (0 once nothing is): rounding, and an attempt
+      -- started before a half-life change, leave nothing behind.
+      run[i + 6] = math.min(math.max(run[i + 6] - free[i + 4], 0), run[i])
     end
     out[#out + 1] = fields[2 * k - 1]; out[#out + 1] = usage_text(v)
     out[#out + 1] = fields[2 * k]; out[#out + 1] = usage_text(run)

@@ -52,7 +52,7 @@ end
 -- A claimed job's amounts join its tenant's held use (usage_started) and the
 -- views this call compares.
 local function fair_started(fc, t, job, amounts, set)
-  local tenant = usage_started(t.usage, job, amounts, set)
+  local tenant = usage_started(t.usage, job, amounts, set, t.now, t.half_life)
   local views = per_call.fair_usage
   if not views then return end
   for _, name in ipairs({tenant, '*'}) do
