@@ -4,8 +4,8 @@
 // use at its own end gives (decay, add, decay, add...; the use as it accrued over the
 // run, each second decayed from when it was used), and held amounts leave
 // <tenant>|run. Folding in several calls gives the same as folding in one. Running
-// attempts' use counts as it accrues (usage_started, usage_view): the decayed sum of
-// their starts, its bringing to each write's time, its end at the fold.
+// attempts' use counts as it accrues (usage_started, usage_view, usage_run_at) and
+// moves to the decayed use at the fold of its end.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -130,7 +130,7 @@ TEST(UsageFold, EqualsAddingEachEndAtItsOwnTime) {
   }
   for (const auto& [name, want] : held) {
     const auto got = numbers(usage.at(name + "|run"));
-    ASSERT_EQ(got.size(), 10u) << name;  // held, then the decayed starts (UsageRunning)
+    ASSERT_EQ(got.size(), 7u) << name;  // held, then the running use (UsageRunning)
     for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], want[i]) << name << " held " << i;
   }
 }
@@ -166,6 +166,9 @@ std::pair<double, double> view(const RedisServer& redis, const std::string& name
   return {std::stod(r.at(0)), std::stod(r.at(1))};
 }
 
+// The running use is kept in whole resource-microseconds, rounded at each write.
+constexpr double kMicro = 1e-5;
+
 // What `gpus` GPUs used from `from_ms` to `to_ms`, each second decayed to `now_ms`.
 double accrued(double gpus, long long from_ms, long long to_ms, long long now_ms, long long half_life_ms) {
   const double hl = half_life_ms / 1000.0, k = hl / std::log(2.0);
@@ -191,10 +194,10 @@ TEST(UsageRunning, RunningAttemptsCountAsTheyAccrueAndOnceAfterTheirEnd) {
   const double a = accrued(2, t0, now, now, kHalfLifeMs) + accrued(1, t0 + 300000, now, now, kHalfLifeMs);
   const double b = accrued(1, t0 + 60000, now, now, kHalfLifeMs);
   auto [a_used, a_held] = view(redis, "team-a", now, kHalfLifeMs);
-  EXPECT_NEAR(a_used, a, 1e-9 * a);
+  EXPECT_NEAR(a_used, a, kMicro);
   EXPECT_EQ(a_held, 3);
-  EXPECT_NEAR(view(redis, "team-b", now, kHalfLifeMs).first, b, 1e-9 * b);
-  EXPECT_NEAR(view(redis, "*", now, kHalfLifeMs).first, a + b, 1e-9 * (a + b));
+  EXPECT_NEAR(view(redis, "team-b", now, kHalfLifeMs).first, b, kMicro);
+  EXPECT_NEAR(view(redis, "*", now, kHalfLifeMs).first, a + b, kMicro);
 
   // team-a's first attempt ends at `end`, journaled as usage_ended writes it, and is folded.
   const long long end = t0 + 1200000;
@@ -202,46 +205,46 @@ TEST(UsageRunning, RunningAttemptsCountAsTheyAccrueAndOnceAfterTheirEnd) {
   redis_lines(redis, {"RPUSH", "q:journal", End{end, (end - t0) * 1000, true, 2, 1, 0, 0, "team-a", "train", "w1"}.line()});
   EXPECT_EQ(fold(redis, 10), 1);
   const auto after = view(redis, "team-a", end, kHalfLifeMs);
-  EXPECT_NEAR(after.first, before, 1e-9 * before) << "counted once: in the decayed use now, no longer as running";
+  EXPECT_NEAR(after.first, before, kMicro) << "counted once: in the decayed use now, no longer as running";
   EXPECT_EQ(after.second, 1);
   const long long later = end + 1800000;
   const double want = accrued(2, t0, end, later, kHalfLifeMs) + accrued(1, t0 + 300000, later, later, kHalfLifeMs);
-  EXPECT_NEAR(view(redis, "team-a", later, kHalfLifeMs).first, want, 1e-9 * want);
+  EXPECT_NEAR(view(redis, "team-a", later, kHalfLifeMs).first, want, kMicro);
 
   // The last attempt ends: nothing of team-a's runs, nothing is left of its starts.
   redis_lines(redis, {"RPUSH", "q:journal", End{later, (later - t0 - 300000) * 1000, true, 1, 1, 0, 0, "team-a", "train", "w1"}.line()});
   EXPECT_EQ(fold(redis, 10), 1);
   const auto run = numbers(hash(redis, "q:usage").at("team-a|run"));
-  ASSERT_EQ(run.size(), 10u);
-  for (int i : {0, 6}) EXPECT_EQ(run[i], 0) << i;
+  ASSERT_EQ(run.size(), 7u);
+  for (int i : {0, 1, 5, 6}) EXPECT_EQ(run[i], 0) << i;
   EXPECT_EQ(view(redis, "team-a", later + 60000, kHalfLifeMs).second, 0);
 }
 
-// The decayed starts are kept as of their last write, so an attempt running for
-// thousands of half-lives (2^2000 would overflow a fixed epoch) keeps exact numbers;
-// a value from before the starts were kept, or of another half-life, counts its
-// attempts from its next write on.
-TEST(UsageRunning, LongRunsStayFiniteAndAnotherHalfLifeRestarts) {
+// The running use is kept as of its last write, so an attempt running for thousands
+// of half-lives is worth what it can be at most (no epoch to overflow); a changed
+// half-life applies from the last write on; a value from before the running use was
+// kept counts its attempts from its next write.
+TEST(UsageRunning, LongRunsChangedHalfLivesAndOldValues) {
   RedisServer redis;
   constexpr long long kHalfLifeMs = 1000;
   const long long t0 = 1764000000000, late = t0 + 2000 * kHalfLifeMs;
+  const double k1 = 1 / std::log(2.0), k4 = 4 / std::log(2.0);  // half-life / ln 2, in seconds
   started(redis, "team-a", 1, t0, kHalfLifeMs);
+  EXPECT_NEAR(view(redis, "team-a", late, kHalfLifeMs).first, k1, kMicro);
   started(redis, "team-a", 1, late, kHalfLifeMs);
-  const double k = kHalfLifeMs / 1000.0 / std::log(2.0);
   const auto [used, held] = view(redis, "team-a", late + kHalfLifeMs, kHalfLifeMs);
-  EXPECT_NEAR(used, k + k / 2, 1e-9) << "the first: all it can be worth; the second: one half-life's worth";
+  EXPECT_NEAR(used, k1 / 2 + 2 * k1 / 2, kMicro) << "what was used, halved, and both GPUs' half-life's worth";
   EXPECT_EQ(held, 2);
-  const auto run = numbers(hash(redis, "q:usage").at("team-a|run"));
-  for (double x : run) EXPECT_TRUE(std::isfinite(x));
 
-  // The half-life becomes 4 s: the running attempts count from the next write.
-  EXPECT_EQ(view(redis, "team-a", late + 2000, 4000).first, 0);
+  // The half-life becomes 4 s.
+  const double at_2s = k1 * std::pow(2.0, -0.5) + 2 * k4 * (1 - std::pow(2.0, -0.5));
+  EXPECT_NEAR(view(redis, "team-a", late + 2000, 4000).first, at_2s, kMicro);
   started(redis, "team-a", 1, late + 2000, 4000);
-  EXPECT_NEAR(view(redis, "team-a", late + 6000, 4000).first, 3 * 4 / std::log(2.0) / 2, 1e-9);
+  EXPECT_NEAR(view(redis, "team-a", late + 6000, 4000).first, at_2s / 2 + 3 * k4 / 2, kMicro);
 
-  // A value written before the starts were kept ('n1 n2 n3 n4'): held, no use so far.
+  // A value written before the running use was kept ('n1 n2 n3 n4'): held, nothing used yet.
   redis_lines(redis, {"HSET", "q:usage", "team-b|run", "2 2 0 0"});
   EXPECT_EQ(view(redis, "team-b", late, kHalfLifeMs), std::make_pair(0.0, 2.0));
   started(redis, "team-b", 1, late, kHalfLifeMs);
-  EXPECT_NEAR(view(redis, "team-b", late + kHalfLifeMs, kHalfLifeMs).first, 3 * k / 2, 1e-9);
+  EXPECT_NEAR(view(redis, "team-b", late + kHalfLifeMs, kHalfLifeMs).first, 3 * k1 / 2, kMicro);
 }
