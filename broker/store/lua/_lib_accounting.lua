@@ -85,12 +85,11 @@ end
 -- value) add n x (half-life / ln 2) x (1 - 2^(-elapsed / half-life)) to the use so
 -- far, which decays meanwhile. One value per tenant whatever the number of its
 -- attempts; the same integral as the fold's for an ended attempt, so the use moves
--- from here to the decayed use at its end (usage_fold) and is counted once. Kept in
--- whole resource-microseconds when written (cheap to write and read back: every
--- claim does; usage_run_text), and
--- never above n x half-life / ln 2, so nothing grows without bound; under a changed
--- half-life it goes on from its last write with the new one. A value from before it
--- was kept (`at` 0) starts from `now`.
+-- from here to the decayed use at its end (usage_fold) and is counted once. Written
+-- in whole resource-microseconds (usage_run_text: integers are cheap to write and
+-- read back, and every claim does), never above n x half-life / ln 2, so nothing
+-- grows without bound; under a changed half-life it goes on from its last write
+-- with the new one. A value from before it was kept (`at` 0) starts from `now`.
 local function usage_run_at(r, now, half_life_ms)
   if half_life_ms <= 0 or r[5] == 0 then
     r[6], r[7] = 0, 0
@@ -289,7 +288,7 @@ local function usage_fold(f, limit)
     local v = usage_decayed(usage_numbers(cur[2 * k - 1], 5), last, half_life)
     local run, free = usage_run_at(usage_numbers(cur[2 * k], 7), last, half_life), freed[name]
     -- Its running use goes as of the value's time (a claim may have written it after `last`).
-    local k_us, f = half_life * 1000 / LN2, half_life > 0 and 2 ^ (-(run[5] - last) / half_life) or 0
+    local k_us, decay = half_life * 1000 / LN2, half_life > 0 and 2 ^ (-(run[5] - last) / half_life) or 0
     for i = 1, 4 do
       v[i + 1] = v[i + 1] + added[name][i]  -- (0 with half-life 0: nothing accrues)
       run[i] = math.max(run[i] - free[i], 0)
@@ -297,7 +296,7 @@ local function usage_fold(f, limit)
     for i = 1, 2 do
       -- Never below 0 nor above what is held can have used (0 once nothing is):
       -- rounding, and attempts that ran under another half-life, leave nothing behind.
-      local left = run[i + 5] - k_us * (free[i] - f * free[i + 4])
+      local left = run[i + 5] - k_us * (free[i] - decay * free[i + 4])
       run[i + 5] = math.min(math.max(left, 0), run[i] * k_us)
     end
     out[#out + 1] = fields[2 * k - 1]; out[#out + 1] = usage_text(v)
