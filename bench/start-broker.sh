@@ -2,12 +2,13 @@
 # fresh data directory and waits until it listens. Sets DATA (its directory; the
 # Redis socket is $DATA/redis.sock), BROKER_PID and PORT, and stops the broker and
 # removes DATA when the calling script exits.
+# BROKER_ARGS: extra broker flags (e.g. "--io-thread-handlers false" for the handler pool).
 start_broker() {
   local build=$1
   DATA=$(mktemp -d /tmp/ojs-bench.XXXXXX)
   BROKER_PID=
   trap 'if [[ -n "$BROKER_PID" ]]; then kill "$BROKER_PID" 2>/dev/null || true; wait "$BROKER_PID" 2>/dev/null || true; fi; rm -rf "$DATA"' EXIT
-  "$build/broker/broker" --port 0 --data-dir "$DATA" --log-level warn >"$DATA/broker.out" 2>"$DATA/broker.err" &
+  "$build/broker/broker" --port 0 --data-dir "$DATA" --log-level warn ${BROKER_ARGS:-} >"$DATA/broker.out" 2>"$DATA/broker.err" &
   BROKER_PID=$!
   PORT=
   for _ in $(seq 1 300); do

@@ -221,6 +221,8 @@ void BrokerApp::start() {
   http.port = i.config.port;
   http.threads = i.config.http_threads;
   http.handler_threads = i.config.handler_threads;
+  // A cluster's router blocks (its retries and failover): its requests stay on the pool.
+  http.fibers_on_io_threads = i.config.io_thread_handlers && i.redis->endpoint().cluster_seeds.empty();
   http.max_body_bytes = i.config.max_body_bytes;
   http.header_timeout = std::chrono::milliseconds(i.config.http_header_timeout_ms);
   http.body_timeout = std::chrono::milliseconds(i.config.http_body_timeout_ms);

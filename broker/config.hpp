@@ -13,6 +13,7 @@ struct BrokerConfig {
   std::uint16_t port = 8080;
   int http_threads = 4;
   int handler_threads = 16;  // request handlers (blocking Redis calls), a pool apart from the I/O threads
+  bool io_thread_handlers = true;  // FETCH, ACK, NACK, PUSH, heartbeat as fibers on the I/O threads (not on a cluster)
   std::size_t max_body_bytes = 4 * 1024 * 1024;
 
   std::string redis_url;          // empty: start an embedded redis-server

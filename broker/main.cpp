@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
   cli.add_option("--handler-threads", config.handler_threads, "Request handler threads (they wait on Redis; apart from the I/O threads)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  cli.add_option("--io-thread-handlers", config.io_thread_handlers,
+                 "Run FETCH, ACK, NACK, PUSH and heartbeat on the I/O thread that read them, suspending while Redis answers "
+                 "(false: on the handler pool; always so on a Redis Cluster)")
+      ->capture_default_str();
   cli.add_option("--redis", config.redis_url,
                  "Redis URL (redis://host:port/db, unix:///path, or redis-cluster://host:port,host:port,... for a Redis Cluster). "
                  "Empty: start an embedded redis-server");

@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost-dev libboost-system-dev   # Beast/Asio HTTP server
+  libboost-context-dev               # fibers: request handlers on the I/O threads (src/core/fibers.cpp)
   libhiredis-dev redis-server redis-tools  # Redis client + the server tests and the embedded mode run
   nlohmann-json3-dev libspdlog-dev libcli11-dev
   libvalijson-dev                    # header-only JSON Schema validator: requests checked against schema/*.schema.json

@@ -46,7 +46,7 @@ json to_json(const SimResult& r) {
           {"makespan_s", r.makespan_s}, {"gpu_utilization", r.gpu_utilization},
           {"useful_utilization", r.useful_utilization}, {"offered_load", r.offered_load},
           {"arrival_utilization", r.arrival_utilization}, {"stranded_gpu_hours", r.stranded_gpu_hours}, {"arrival_stranded", r.arrival_stranded},
-          {"tenant_gpu_hours", r.tenant_gpu_hours}, {"wait_s", waits},
+          {"tenant_gpu_hours", r.tenant_gpu_hours}, {"tenant_uncontested_gpu_hours", r.tenant_uncontested_gpu_hours}, {"wait_s", waits},
           {"locality_jobs", r.locality_jobs}, {"locality_hits", r.locality_hits},
           {"locality_hit_rate", r.locality_hit_rate()}, {"model_loads", r.model_loads},
           {"preemptions", r.preemptions}, {"lost_gpu_hours", r.lost_gpu_hours},
@@ -225,7 +225,10 @@ int main(int argc, char** argv) {
     for (const auto& [t, w] : ours.tenant_weights) {
       const double share = hours > 0 ? results[0].tenant_gpu_hours.count(t) ? results[0].tenant_gpu_hours.at(t) / hours : 0 : 0;
       const double target = w / weights;
-      std::fprintf(stderr, "tenant %s: %.3f of the GPU-time, weight share %.3f\n", t.c_str(), share, target);
+      const auto& forced = results[0].tenant_uncontested_gpu_hours;
+      // [usage] What no work-conserving order could have given another tenant: the floor of its share.
+      std::fprintf(stderr, "tenant %s: %.3f of the GPU-time, weight share %.3f (%.3f started with no other tenant's work waiting for the worker type)\n",
+                   t.c_str(), share, target, hours > 0 && forced.count(t) ? forced.at(t) / hours : 0.0);
       if (std::abs(share - target) > tenant_tolerance * target) {
         std::cerr << "UNFAIR: tenant " << t << " off its weight share by more than " << tenant_tolerance * 100 << "%\n";
         unfair = true;

@@ -44,6 +44,7 @@ struct Running {
   int gpus = 0;
   std::vector<int> devices;
   bool preempting = false;
+  bool uncontested = false;  // [usage] no other tenant had a job waiting for this worker type
 };
 
 struct WorkerState {
@@ -170,6 +171,7 @@ class Simulation {
   std::map<std::string, int> pool_gpus_;
   std::vector<std::string> type_names_;  // worker type index -> name
   std::map<std::string, double> pool_allocated_s_, pool_stranded_s_;  // arrival window, GPU-seconds
+  std::map<std::pair<std::size_t, int>, bool> uncontested_fit_;  // (class, worker type) -> fits statically
   std::vector<std::pair<double, double>> estimate_errors_;  // [estimate] (estimated - actual start, wait) per started job
   std::deque<double> ran_vs_declared_;  // [estimate] ran / declared of the last completed jobs (Snapshot overruns)
 
@@ -208,6 +210,29 @@ class Simulation {
   }
 
   // ----- matching, through the real code -----
+
+  // [usage] Whether j, starting on w (already out of its class's waiting set, its
+  // GPUs not yet taken), was the only tenant's work waiting that fits w's type and
+  // its free GPUs: then any work-conserving order starts its tenant's job there,
+  // whatever the weights. A lower bound of what is forced (a job that fits the free
+  // GPUs by count may still not fit their topology). Its own memo of the static
+  // fit, so the judgements counted stay the policy's.
+  bool uncontested(int j, const WorkerState& w) {
+    const std::string& tenant = job(j).tenant;
+    if (tenant.empty() || options_.tenant_weights.size() < 2) return false;
+    const int free = w.gpus_free();
+    for (std::size_t c = 0; c < classes_.size(); ++c) {
+      const auto& cls = classes_[c];
+      if (cls.pending.empty() || cls.req->gpu_count() == 0 || cls.req->gpu_count() > free) continue;
+      auto memo = uncontested_fit_.find({c, w.type});
+      if (memo == uncontested_fit_.end())
+        memo = uncontested_fit_.emplace(std::make_pair(c, w.type), ml::fits_static(*cls.req, &w.caps)).first;
+      if (!memo->second) continue;
+      for (const auto& p : cls.pending)
+        if (job(std::get<2>(p)).tenant != tenant) return false;
+    }
+    return true;
+  }
 
   bool fits_static(int cls, const WorkerState& w) {
     auto& memo = static_memo_[static_cast<std::size_t>(cls * types_ + w.type)];
@@ -486,6 +511,7 @@ class Simulation {
     r.start = now_;
     r.declared_end = now_ + sj.req.scheduling.estimated_duration_seconds.value_or(0);
     r.gpus = sj.req.gpu_count();
+    r.uncontested = r.gpus > 0 && uncontested(j, w);
     if (s.reserved_on >= 0) {  // [backfill] claimed: its reservation ends
       workers_[static_cast<std::size_t>(s.reserved_on)].reservation.job = -1;
       s.reserved_on = -1;
@@ -552,6 +578,7 @@ class Simulation {
       const double from = std::max(r.start, options_.tenant_window_start_s);
       const double to = std::min(now_, options_.tenant_window_start_s + options_.tenant_window_s);
       if (to > from) result_.tenant_gpu_hours[sj.tenant] += r.gpus * (to - from) / 3600.0;
+      if (to > from && r.uncontested) result_.tenant_uncontested_gpu_hours[sj.tenant] += r.gpus * (to - from) / 3600.0;
     }
     if (queue_) {
       if (completed) queue_->ack(j, w.spec->id);

@@ -75,6 +75,9 @@ struct SimResult {
   double stranded_gpu_hours = 0;  // arrival window: GPUs idle on a worker while a job its type can run waits
   double arrival_stranded = 0;    // the same as a fraction of GPUs x arrival span
   std::map<std::string, double> tenant_gpu_hours;  // allocated in the tenant window
+  // [usage] Of those, what jobs got that started while no other tenant had a job
+  // waiting that fits the worker type: any work-conserving order starts them.
+  std::map<std::string, double> tenant_uncontested_gpu_hours;
   std::map<std::string, Percentiles> wait_s;  // per priority class: total time queued
   Percentiles wait_8gpu_s;                    // jobs of 8 GPUs (the ones backfill reserves for)
   std::map<std::string, PoolResult> pools;    // per worker type

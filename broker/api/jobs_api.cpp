@@ -12,6 +12,7 @@
 #include "broker/uniqueness/unique_push.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/uuid.hpp"
+#include "ojs/core/fibers.hpp"
 
 namespace ojs::broker {
 
@@ -58,7 +59,7 @@ PushResult push_waiting_for_room(ApiContext& ctx, const nlohmann::json& body, st
       const bool blocks = e.code() == ErrorCode::queue_full && e.details().value("strategy", "") == "block";
       if (!blocks || std::chrono::steady_clock::now() + pause >= deadline) throw;
     }
-    std::this_thread::sleep_for(pause);  // polling: a blocked PUSH is rare and bounded by its timeout
+    fibers::sleep_for(pause);  // polling: a blocked PUSH is rare and bounded by its timeout
     pause = std::min(pause * 2, std::chrono::milliseconds(250));
   }
 }
@@ -74,7 +75,7 @@ void register_jobs_api(Router& router, ApiContext& ctx) {
     auto reply = json_reply(201, {{"job", job}});
     reply.headers.emplace_back("Location", "/ojs/v1/jobs/" + job["id"].get<std::string>());
     return reply;
-  });
+  }, Runs::on_io_thread);
   router.add("GET", "/ojs/v1/jobs/{id}", [&ctx](const HttpRequest& r) {
     const auto& id = r.params.at("id");
     require_in_tenant_scope(ctx, id);

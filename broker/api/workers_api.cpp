@@ -142,7 +142,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     const auto fetch = check_fetch(ctx, parse_json_body(r));
     auth::authorize_worker_id(fetch.named_worker ? fetch.request.worker_id : std::string());
     return json_reply(200, serve_fetch(ctx, fetch));
-  });
+  }, Runs::on_io_thread);
 
   // ACK and NACK with an optional `fetch` (docs/http-api.md "ACK with fetch"): the
   // report is applied first and stands whatever the fetch part then meets.
@@ -157,7 +157,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     out["acknowledged"] = true;
     if (next) out["fetch"] = serve_attached_fetch(ctx, r, *next);
     return json_reply(200, out);
-  });
+  }, Runs::on_io_thread);
 
   router.add("POST", "/ojs/v1/workers/nack", [&ctx](const HttpRequest& r) {
     const auto body = parse_json_body(r);
@@ -174,7 +174,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     auto out = transition_reply(ctx.jobs.fail(id, error, requeue, worker));
     if (next) out["fetch"] = serve_attached_fetch(ctx, r, *next);
     return json_reply(200, out);
-  });
+  }, Runs::on_io_thread);
 
   router.add("POST", "/ojs/v1/workers/heartbeat", [&ctx](const HttpRequest& r) {
     const auto body = parse_json_body(r);
@@ -208,7 +208,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
                             {"jobs_extended", extended},
                             {"job_directives", preemption_directives(contact.held.preempting)},
                             {"server_time", format_rfc3339(now_ms())}});
-  });
+  }, Runs::on_io_thread);
 
   // ojs-admin-api.md §9.1: {items, summary, pagination}; `workers` (the list before
   // issue 28) kept alongside for one release. active_jobs counts what the worker holds

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 #include <string_view>
 
 #include "ojs/core/error.hpp"
@@ -85,13 +86,26 @@ HttpResponse json_response(int status, const std::string& json_body) {
   return r;
 }
 
-void Router::add(const std::string& method, const std::string& pattern, Handler handler) {
+void Router::add(const std::string& method, const std::string& pattern, Handler handler, Runs runs) {
   auto segments = split_path(pattern);
+  if (runs == Runs::on_io_thread) {
+    if (pattern.find('{') != std::string::npos) throw std::logic_error("a route with parameters runs on the handler pool: " + pattern);
+    io_thread_routes_.push_back(method + ' ' + pattern);
+  }
   const auto params = std::count_if(segments.begin(), segments.end(), [](const std::string& s) { return s.size() > 2 && s.front() == '{'; });
   // Literal segments win over parameters (POST /jobs/batch is not the job "batch"):
   // routes stay sorted by parameter count, registration order within a count.
   const auto at = std::find_if(routes_.begin(), routes_.end(), [&](const Route& r) { return r.params > static_cast<std::size_t>(params); });
   routes_.insert(at, Route{method, pattern, std::move(segments), static_cast<std::size_t>(params), std::move(handler)});
+}
+
+bool Router::runs_on_io_thread(std::string_view method, std::string_view target) const {
+  const auto path = target.substr(0, target.find('?'));
+  for (const auto& r : io_thread_routes_)
+    if (r.size() == method.size() + 1 + path.size() && r.starts_with(method) && r[method.size()] == ' ' &&
+        std::string_view(r).substr(method.size() + 1) == path)
+      return true;
+  return false;
 }
 
 std::string request_id_for(const HttpRequest& request) {

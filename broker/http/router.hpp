@@ -5,6 +5,7 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "broker/http/message.hpp"
@@ -25,9 +26,18 @@ using Decorator = std::function<void(const HttpRequest& request, HttpResponse& r
 // 503, a JSON access error as 400, anything else as 500 (logged with `context`).
 OjsError failure_as_ojs_error(std::exception_ptr failure, const std::string& context);
 
+// Where a route's handler runs. On the handler pool it may block (its Redis calls
+// do). On the I/O thread that read the request it runs as a fiber that suspends
+// while Redis answers (ojs/core/fibers.hpp): no thread hand-off, for the hot
+// worker and producer calls; only a route with a literal path, whose handler
+// follows the fibers' rules, may ask for it.
+enum class Runs { on_handler_pool, on_io_thread };
+
 class Router {
  public:
-  void add(const std::string& method, const std::string& pattern, Handler handler);
+  void add(const std::string& method, const std::string& pattern, Handler handler, Runs runs = Runs::on_handler_pool);
+  // Whether the request's route runs on the I/O thread (target: path and query, as sent).
+  bool runs_on_io_thread(std::string_view method, std::string_view target) const;
   void use(Middleware middleware) { middlewares_.push_back(std::move(middleware)); }
   void observe(Observer observer) { observers_.push_back(std::move(observer)); }
   void decorate(Decorator decorator) { decorators_.push_back(std::move(decorator)); }
@@ -45,6 +55,7 @@ class Router {
     Handler handler;
   };
   std::vector<Route> routes_;
+  std::vector<std::string> io_thread_routes_;  // "METHOD /path"
   std::vector<Middleware> middlewares_;
   std::vector<Observer> observers_;
   std::vector<Decorator> decorators_;

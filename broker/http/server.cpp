@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "broker/http/handler_pool.hpp"
+#include "ojs/core/fibers.hpp"
 #include "ojs/core/error.hpp"
 
 namespace ojs::broker {
@@ -170,16 +171,16 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
  public:
-  Session(tcp::socket socket, const Router& router, HandlerPool& handlers, const HttpServerOptions& options, OpenStreams& streams,
-          Connections& connections)
-    requires(!kTls)
-      : stream_(std::move(socket)), router_(router), handlers_(handlers), options_(options), max_body_(options.max_body_bytes),
-        streams_(streams), connections_(connections) {}
-  Session(tcp::socket socket, asio::ssl::context& tls, const Router& router, HandlerPool& handlers, const HttpServerOptions& options,
+  Session(asio::io_context& loop, tcp::socket socket, const Router& router, HandlerPool& handlers, const HttpServerOptions& options,
           OpenStreams& streams, Connections& connections)
+    requires(!kTls)
+      : loop_(loop), stream_(std::move(socket)), router_(router), handlers_(handlers), options_(options),
+        max_body_(options.max_body_bytes), streams_(streams), connections_(connections) {}
+  Session(asio::io_context& loop, tcp::socket socket, asio::ssl::context& tls, const Router& router, HandlerPool& handlers,
+          const HttpServerOptions& options, OpenStreams& streams, Connections& connections)
     requires kTls
-      : stream_(std::move(socket), tls), router_(router), handlers_(handlers), options_(options), max_body_(options.max_body_bytes),
-        streams_(streams), connections_(connections) {}
+      : loop_(loop), stream_(std::move(socket), tls), router_(router), handlers_(handlers), options_(options),
+        max_body_(options.max_body_bytes), streams_(streams), connections_(connections) {}
   ~Session() {
     if (source_ && !stream_done_) {  // the I/O loop was torn down under an open stream
       source_->abandon();
@@ -258,22 +259,30 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     auto& req = parser_->get();
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
-    handlers_.post([self = this->shared_from_this(), &req, keep_alive, version] {
-      // The router renders every handler error; this guard keeps a bug in it (or an
-      // allocation failure) from unwinding into the pool and killing the broker.
-      HttpResponse response;
-      try {
-        response = self->router_.dispatch(to_request(req));
-      } catch (...) {
-        response = json_response(500, R"({"error":{"code":"internal_error","message":"internal error","retryable":false}})");
-      }
+    auto run = [self = this->shared_from_this(), &req, keep_alive, version] {
+      HttpResponse response = self->respond(req);
       if constexpr (!kTls) {
         if (!response.stream) return self->write_from_pool(std::move(response), keep_alive, version);
       }
       asio::post(self->stream_.get_executor(), [self, response = std::move(response), keep_alive, version]() mutable {
         self->write(std::move(response), keep_alive, version);
       });
-    });
+    };
+    // Nothing else is pending on the connection while its handler runs, on a fiber
+    // of this thread or on the pool: either may write the reply and read on.
+    if (options_.fibers_on_io_threads && router_.runs_on_io_thread(req.method_string(), req.target()))
+      return fibers::start(loop_, std::move(run));
+    handlers_.post(std::move(run));
+  }
+
+  HttpResponse respond(http::request<http::string_body>& req) {
+    // The router renders every handler error; this guard keeps a bug in it (or an
+    // allocation failure) from unwinding into the pool or a fiber and killing the broker.
+    try {
+      return router_.dispatch(to_request(req));
+    } catch (...) {
+      return json_response(500, R"({"error":{"code":"internal_error","message":"internal error","retryable":false}})");
+    }
   }
 
   static std::shared_ptr<http::response<http::string_body>> make_response(HttpResponse response, bool keep_alive, unsigned version) {
@@ -288,8 +297,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     return res;
   }
 
-  // On the pool thread that ran the handler (plain HTTP): send the reply without
-  // blocking, then read the next request. What the socket does not take now is
+  // Where the handler ran (a pool thread, or a fiber on the I/O thread; plain HTTP):
+  // send the reply without blocking, then read the next request. What the socket does not take now is
   // left to the I/O thread (async_write continues the same serializer).
   void write_from_pool(HttpResponse response, bool keep_alive, unsigned version) {
     auto res = make_response(std::move(response), keep_alive, version);
@@ -428,6 +437,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     }
   }
 
+  asio::io_context& loop_;  // the one thread this connection is served on (fibers start there)
   Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -478,12 +488,12 @@ struct HttpServer::Impl {
 
   void accept() {
     auto& ioc = *iocs[next_ioc++ % iocs.size()];
-    acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    acceptor.async_accept(asio::make_strand(ioc), [this, &ioc](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
         socket.set_option(tcp::no_delay(true), ec);
-        if (tls) std::make_shared<Session<TlsStream>>(std::move(socket), *tls, router, *handlers, options, streams, connections)->run();
-        else std::make_shared<Session<PlainStream>>(std::move(socket), router, *handlers, options, streams, connections)->run();
+        if (tls) std::make_shared<Session<TlsStream>>(ioc, std::move(socket), *tls, router, *handlers, options, streams, connections)->run();
+        else std::make_shared<Session<PlainStream>>(ioc, std::move(socket), router, *handlers, options, streams, connections)->run();
       }
       accept();
     });

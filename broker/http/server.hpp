@@ -15,6 +15,9 @@ struct HttpServerOptions {
   std::uint16_t port = 8080;     // 0 picks a free port (see HttpServer::port())
   int threads = 4;               // I/O threads: accept, read, write
   int handler_threads = 16;      // request handlers (they block on Redis), apart from the I/O threads
+  // Routes added with Runs::on_io_thread run as fibers on the I/O thread that read
+  // them (router.hpp); false sends every request to the handler pool.
+  bool fibers_on_io_threads = true;
   std::size_t max_body_bytes = 4 * 1024 * 1024;
   std::string tls_cert, tls_key;  // PEM files; both set: HTTPS (TLS 1.2+) instead of HTTP
   std::chrono::milliseconds stream_close_grace{2000};  // stop(): streaming responses left to end, then cut

@@ -7,7 +7,7 @@
 
 namespace ojs::broker {
 
-thread_local std::vector<DiagnosisLog::Pending> DiagnosisLog::pending_;
+fibers::Local<std::vector<DiagnosisLog::Pending>> DiagnosisLog::pending_;
 
 namespace {
 
@@ -44,7 +44,7 @@ void DiagnosisLog::note(const std::string& queue, const std::string& class_id, c
   }
   nlohmann::json j = ml::to_json(judgement);
   j["at"] = now;
-  pending_.push_back({key, worker_id, j.dump()});
+  pending_.get().push_back({key, worker_id, j.dump()});
 }
 
 void DiagnosisLog::note_refusal(const std::string& queue, const std::string& class_id, const std::string& worker_id,
@@ -55,10 +55,11 @@ void DiagnosisLog::note_refusal(const std::string& queue, const std::string& cla
 }
 
 void DiagnosisLog::flush() {
-  if (pending_.empty()) return;
+  auto& pending = pending_.get();
+  if (pending.empty()) return;
   std::vector<DiagnosisStore::Record> records;
-  for (auto& p : pending_) records.push_back({std::move(p.key), std::move(p.worker), std::move(p.value)});
-  pending_.clear();
+  for (auto& p : pending) records.push_back({std::move(p.key), std::move(p.worker), std::move(p.value)});
+  pending.clear();
   store_.write(records, window_ms_ * 2);
 }
 

@@ -14,6 +14,7 @@
 
 #include "broker/store/diagnosis_store.hpp"
 #include "broker/store/job_store.hpp"
+#include "ojs/core/fibers.hpp"
 #include "ojs/ml/diagnosis.hpp"
 
 namespace ojs::broker {
@@ -44,7 +45,7 @@ class DiagnosisLog {
   std::int64_t window_ms_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::pair<std::int64_t, std::string>> last_written_;  // key -> (ms, value)
-  static thread_local std::vector<Pending> pending_;
+  static fibers::Local<std::vector<Pending>> pending_;  // per request (per fiber, or thread)
 };
 
 }  // namespace ojs::broker

@@ -1,4 +1,5 @@
 #include "broker/store/cluster_client.hpp"
+#include "ojs/core/fibers.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -267,7 +268,7 @@ std::vector<RedisValue> ClusterRouter::pipeline(const std::vector<std::vector<st
       throw StoreUnavailable("Redis Cluster: no answer within " + std::to_string(options_.failover_bound.count()) +
                              " ms (" + last_error + ")");
     if (back_off)
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50 << std::min(round, 3), 400)));
+      fibers::sleep_for(std::chrono::milliseconds(std::min(50 << std::min(round, 3), 400)));
     if (stale) {
       try {
         refresh(generation);

@@ -4,6 +4,8 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
+#include <unordered_map>
 #include <cerrno>
 #include <charconv>
 #include <condition_variable>
@@ -13,89 +15,14 @@
 #include <stdexcept>
 
 #include "broker/store/cluster_client.hpp"
+#include "broker/store/fiber_link.hpp"
 #include "broker/store/lua_scripts.hpp"
+#include "broker/store/redis_wire.hpp"
+#include "ojs/core/fibers.hpp"
 
 namespace ojs::broker {
 
 namespace {
-
-// hiredis's reader builds each reply straight into a RedisValue: no redisReply
-// tree (one calloc per element, one malloc per string) to copy and free after.
-// A nested value lives in its parent's elements, sized when the array header
-// is read; only the root is allocated, and hiredis frees only roots.
-RedisValue* place(const redisReadTask* task) {
-  if (task->parent) return &static_cast<RedisValue*>(task->parent->obj)->elements[static_cast<std::size_t>(task->idx)];
-  return new RedisValue;
-}
-
-void* create_string(const redisReadTask* task, char* str, size_t len) {
-  RedisValue* v = place(task);
-  v->type = task->type == REDIS_REPLY_ERROR    ? RedisValue::Type::error
-            : task->type == REDIS_REPLY_STATUS ? RedisValue::Type::status
-                                               : RedisValue::Type::string;
-  v->str.assign(str, len);
-  return v;
-}
-
-void* create_array(const redisReadTask* task, int elements) {
-  RedisValue* v = place(task);
-  v->type = RedisValue::Type::array;
-  v->elements.resize(static_cast<std::size_t>(std::max(0, elements)));
-  return v;
-}
-
-void* create_integer(const redisReadTask* task, long long value) {
-  RedisValue* v = place(task);
-  v->type = RedisValue::Type::integer;
-  v->integer = value;
-  return v;
-}
-
-void* create_nil(const redisReadTask* task) {
-  RedisValue* v = place(task);
-  v->type = RedisValue::Type::nil;
-  return v;
-}
-
-void free_value(void* root) { delete static_cast<RedisValue*>(root); }
-
-redisReplyObjectFunctions value_functions{create_string, create_array, create_integer, create_nil, free_value};
-
-// The reply redisGetReply handed over (a root built by value_functions), moved out.
-RedisValue take_value(void* reply) {
-  std::unique_ptr<RedisValue> root(static_cast<RedisValue*>(reply));
-  return std::move(*root);
-}
-
-// The commands in RESP (arrays of bulk strings), formatted here and handed to
-// hiredis in one piece: redisAppendCommandArgv formats every argument with
-// sdscatfmt, which parses a format string per argument (7% of the broker's
-// instructions under FETCH+ACK load, a job's document being one argument).
-void append_commands(redisContext* ctx, const std::vector<std::vector<std::string>>& commands) {
-  std::size_t size = 0;
-  for (const auto& argv : commands) {
-    size += 16;
-    for (const auto& a : argv) size += a.size() + 24;
-  }
-  std::string out;
-  out.reserve(size);
-  const auto put_length = [&out](char mark, std::size_t n) {
-    char digits[24];
-    const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
-    out.push_back(mark);
-    out.append(digits, end);
-    out.append("\r\n", 2);
-  };
-  for (const auto& argv : commands) {
-    put_length('*', argv.size());
-    for (const auto& a : argv) {
-      put_length('$', a.size());
-      out.append(a);
-      out.append("\r\n", 2);
-    }
-  }
-  redisAppendFormattedCommand(ctx, out.data(), out.size());
-}
 
 // Redis refusing writes (persistence failure, OOM, loading) is an outage too.
 void throw_on_outage(const std::vector<RedisValue>& replies, const std::string& where) {
@@ -179,7 +106,11 @@ RedisEndpoint parse_redis_url(const std::string& url) {
   return ep;
 }
 
-RedisPool::RedisPool(RedisEndpoint endpoint, std::size_t size) : endpoint_(std::move(endpoint)), size_(size) {
+namespace {
+std::atomic<std::uint64_t> pools_made{0};
+}  // namespace
+
+RedisPool::RedisPool(RedisEndpoint endpoint, std::size_t size) : endpoint_(std::move(endpoint)), size_(size), id_(++pools_made) {
   lua_library();  // built now: the event bound is fixed from here on (lua_scripts.hpp)
 #ifndef NDEBUG
   check_slots_ = true;
@@ -232,7 +163,7 @@ redisContext* RedisPool::connect() {
   };
   if (!endpoint_.password.empty()) init({"AUTH", endpoint_.password});
   if (endpoint_.db != 0) init({"SELECT", std::to_string(endpoint_.db)});
-  ctx->reader->fn = &value_functions;  // from here on, replies are RedisValues (see take_value)
+  use_value_replies(ctx);
   return ctx;
 }
 
@@ -287,7 +218,20 @@ std::vector<RedisValue> RedisPool::pipeline(const std::vector<std::vector<std::s
   return out;
 }
 
+// The connection of the calling fiber's thread to this pool's Redis (fiber_link.hpp).
+FiberLink& RedisPool::fiber_link(boost::asio::io_context& loop) {
+  thread_local std::unordered_map<std::uint64_t, std::unique_ptr<FiberLink>> links;  // by pool id: one thread, one loop
+  auto& link = links[id_];
+  if (!link) link = std::make_unique<FiberLink>(loop, [this] { return connect(); }, endpoint_.describe());
+  return *link;
+}
+
 std::vector<RedisValue> RedisPool::send(const std::vector<std::vector<std::string>>& commands) {
+  // A request running as a fiber on an I/O thread suspends instead of blocking the
+  // thread. Cluster node pools (check_idle_) keep blocking: their router's retries
+  // count on StoreUnreachable meaning "nothing was sent" per call.
+  if (!check_idle_)
+    if (auto* loop = fibers::current_loop()) return fiber_link(*loop).exchange(commands);
   redisContext* ctx = acquire();
   append_commands(ctx, commands);
   std::vector<RedisValue> out;

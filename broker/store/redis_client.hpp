@@ -12,11 +12,15 @@
 #include "broker/store/store_error.hpp"
 
 struct redisContext;
+namespace boost::asio {
+class io_context;
+}
 
 namespace ojs::broker {
 namespace cluster {
 class ClusterRouter;
 }
+class FiberLink;
 
 struct RedisEndpoint {
   std::string host = "127.0.0.1";
@@ -84,6 +88,7 @@ class RedisPool {
   redisContext* acquire();
   void release(redisContext* ctx, bool broken);
   redisContext* connect();
+  FiberLink& fiber_link(boost::asio::io_context& loop);
   void load_library();  // FUNCTION LOAD (every master of a cluster)
   RedisValue eval_with(const std::vector<std::vector<std::string>>& before, const std::string& script,
                        const std::vector<std::string>& keys, const std::vector<std::string>& args,
@@ -91,6 +96,7 @@ class RedisPool {
 
   RedisEndpoint endpoint_;
   std::size_t size_;
+  std::uint64_t id_;  // names this pool's connection on each fiber thread (fiber_link)
   std::mutex mutex_;
   std::vector<redisContext*> idle_;
   std::size_t open_ = 0;

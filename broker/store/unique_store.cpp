@@ -6,6 +6,7 @@
 
 #include "broker/store/job_directory.hpp"
 #include "broker/store/keys.hpp"
+#include "ojs/core/fibers.hpp"
 
 namespace ojs::broker {
 
@@ -59,7 +60,7 @@ UniquePushOutcome UniqueStore::push(const BatchJob& job, const std::string& uniq
       const auto& word = reply.elements[0].str;
       if (word == "retry") continue;
       if (word == "missing" && ++missing < kMissingRounds) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        fibers::sleep_for(std::chrono::milliseconds(20));  // a fiber yields its I/O thread meanwhile
         continue;
       }
       if (word == "ignored") {

@@ -209,6 +209,31 @@ TEST_F(FairUsage, GangAttemptCountsInItsTenantsHeldUse) {
   EXPECT_EQ(held_gpus("team-a"), 0) << "the gang's GPUs leave the held use at its end";
 }
 
+// A running job's use counts as it accrues, not only once it ends: team-a's job and
+// team-b's hold one GPU each and neither tenant has used anything yet, but team-a's
+// has run longer (it started first, and ran alone for a few ms: the scenario, not a
+// wait for the broker), so the next claim serves team-b. Held now alone ties them,
+// and the tie goes to team-a's older waiting job.
+TEST_F(FairUsage, RunningJobsUseCountsAsItRuns) {
+  const std::string q = "fu-running";
+  put_config(q, {{"policy", "fair"}, {"tenant_fairness", {{"weights", {{"team-a", 1}, {"team-b", 1}}}}}});
+  const json one_gpu = {{"ext_ml_gpu_count", 1}};
+  push(q, "team-a", 1, one_gpu);
+  push(q, "team-b", 1, one_gpu);
+  push(q, "team-a", 1, one_gpu);
+  push(q, "team-b", 1, one_gpu);
+  auto first = api.fetch({q}, "run-w1", 1, gpu_worker(1));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(tenant_of.at(first[0]["id"]), "team-a") << "no use, nothing held: the oldest job";
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // team-a's job runs alone
+  auto second = api.fetch({q}, "run-w2", 1, gpu_worker(1));
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(tenant_of.at(second[0]["id"]), "team-b") << "team-a holds a GPU";
+  auto third = api.fetch({q}, "run-w3", 1, gpu_worker(1));
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_EQ(tenant_of.at(third[0]["id"]), "team-b") << "team-a's running job has used more GPU-time";
+}
+
 TEST_F(FairUsage, BadHalfLifeIs400NamingTheField) {
   for (const json& bad : {json(-1), json("1h"), json(40000000)}) {
     auto r = api.call("PUT", "/ojs/v1/admin/queues/fu-bad/config",

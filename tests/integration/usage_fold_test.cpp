@@ -3,7 +3,9 @@
 // rollup are the exact integer sums, the decayed use is what adding each attempt's
 // use at its own end gives (decay, add, decay, add...; the use as it accrued over the
 // run, each second decayed from when it was used), and held amounts leave
-// <tenant>|run. Folding in several calls gives the same as folding in one.
+// <tenant>|run. Folding in several calls gives the same as folding in one. Running
+// attempts' use counts as it accrues (usage_started, usage_view, usage_run_at) and
+// moves to the decayed use at the fold of its end.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,6 +25,11 @@ long long fold(const RedisServer& redis, int limit) {
   const std::string body = "per_call = {}\nreturn usage_fold({journal = 'q:journal', usage = 'q:usage', totals = 'q:totals', "
                            "hours = 'q:hours', config = 'q:config'}, " + std::to_string(limit) + ")";
   return std::stoll(redis_lines(redis, {"EVAL", lua_source("_lib.lua") + "\n" + lua_source("_lib_accounting.lua") + "\n" + body, "0"}).at(0));
+}
+
+// Runs `body` (Lua, after _lib.lua and _lib_accounting.lua) and returns its reply.
+std::vector<std::string> eval(const RedisServer& redis, const std::string& body) {
+  return redis_lines(redis, {"EVAL", lua_source("_lib.lua") + "\n" + lua_source("_lib_accounting.lua") + "\nper_call = {}\n" + body, "0"});
 }
 
 std::map<std::string, std::string> hash(const RedisServer& redis, const std::string& key) {
@@ -123,7 +130,7 @@ TEST(UsageFold, EqualsAddingEachEndAtItsOwnTime) {
   }
   for (const auto& [name, want] : held) {
     const auto got = numbers(usage.at(name + "|run"));
-    ASSERT_EQ(got.size(), 4u) << name;
+    ASSERT_EQ(got.size(), 7u) << name;  // held, then the running use (UsageRunning)
     for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], want[i]) << name << " held " << i;
   }
 }
@@ -137,4 +144,107 @@ TEST(UsageFold, AMalformedLineIsDroppedAndTheOthersCount) {
   const auto totals = hash(redis, "q:totals");
   EXPECT_EQ(totals.at("team-a\tgpu"), "1000000");
   EXPECT_EQ(totals.at("team-a\tcpu"), "1000000");
+}
+
+namespace {
+
+// A claim of `tenant`'s attempt holding `gpus` GPUs (and 1 CPU) at `at_ms` under `fair`.
+void started(const RedisServer& redis, const std::string& tenant, double gpus, long long at_ms, long long half_life_ms) {
+  std::ostringstream body;
+  body << "usage_started('q:usage', {tenant = '" << tenant << "'}, {" << gpus << ", 1, 0, 0}, {}, " << at_ms << ", " << half_life_ms
+       << ")\nreturn 1";
+  eval(redis, body.str());
+}
+
+// The GPU use (resource-seconds) and GPUs held that the fair order sees for `name` at `now_ms`.
+std::pair<double, double> view(const RedisServer& redis, const std::string& name, long long now_ms, long long half_life_ms) {
+  std::ostringstream body;
+  body << "local v = redis.call('HMGET', 'q:usage', '" << name << "', '" << name << "|run')\n"
+       << "local u = usage_view(v[1], v[2], " << now_ms << ", " << half_life_ms << ")\n"
+       << "return {string.format('%.17g', u.used[1]), string.format('%.17g', u.held[1])}";
+  const auto r = eval(redis, body.str());
+  return {std::stod(r.at(0)), std::stod(r.at(1))};
+}
+
+// The running use is kept in whole resource-microseconds, rounded at each write.
+constexpr double kMicro = 1e-5;
+
+// What `gpus` GPUs used from `from_ms` to `to_ms`, each second decayed to `now_ms`.
+double accrued(double gpus, long long from_ms, long long to_ms, long long now_ms, long long half_life_ms) {
+  const double hl = half_life_ms / 1000.0, k = hl / std::log(2.0);
+  return gpus * k * (std::pow(2.0, -(now_ms - to_ms) / 1000.0 / hl) - std::pow(2.0, -(now_ms - from_ms) / 1000.0 / hl));
+}
+
+}  // namespace
+
+// Two running attempts count what they used so far, each from its own start; when
+// one ends, the fold moves its use from the running sum to the decayed use: the sum
+// the fair order sees is the same just before and just after, and afterwards only
+// the other keeps accruing.
+TEST(UsageRunning, RunningAttemptsCountAsTheyAccrueAndOnceAfterTheirEnd) {
+  RedisServer redis;
+  constexpr long long kHalfLifeMs = 600000;
+  const long long t0 = 1764000000000;
+  redis_lines(redis, {"HSET", "q:config", "usage_half_life_ms", std::to_string(kHalfLifeMs)});
+  started(redis, "team-a", 2, t0, kHalfLifeMs);
+  started(redis, "team-b", 1, t0 + 60000, kHalfLifeMs);
+  started(redis, "team-a", 1, t0 + 300000, kHalfLifeMs);
+
+  const long long now = t0 + 900000;  // 1.5 half-lives after the first start
+  const double a = accrued(2, t0, now, now, kHalfLifeMs) + accrued(1, t0 + 300000, now, now, kHalfLifeMs);
+  const double b = accrued(1, t0 + 60000, now, now, kHalfLifeMs);
+  auto [a_used, a_held] = view(redis, "team-a", now, kHalfLifeMs);
+  EXPECT_NEAR(a_used, a, kMicro);
+  EXPECT_EQ(a_held, 3);
+  EXPECT_NEAR(view(redis, "team-b", now, kHalfLifeMs).first, b, kMicro);
+  EXPECT_NEAR(view(redis, "*", now, kHalfLifeMs).first, a + b, kMicro);
+
+  // team-a's first attempt ends at `end`, journaled as usage_ended writes it, and is folded.
+  const long long end = t0 + 1200000;
+  const auto before = view(redis, "team-a", end, kHalfLifeMs).first;
+  redis_lines(redis, {"RPUSH", "q:journal", End{end, (end - t0) * 1000, true, 2, 1, 0, 0, "team-a", "train", "w1"}.line()});
+  EXPECT_EQ(fold(redis, 10), 1);
+  const auto after = view(redis, "team-a", end, kHalfLifeMs);
+  EXPECT_NEAR(after.first, before, kMicro) << "counted once: in the decayed use now, no longer as running";
+  EXPECT_EQ(after.second, 1);
+  const long long later = end + 1800000;
+  const double want = accrued(2, t0, end, later, kHalfLifeMs) + accrued(1, t0 + 300000, later, later, kHalfLifeMs);
+  EXPECT_NEAR(view(redis, "team-a", later, kHalfLifeMs).first, want, kMicro);
+
+  // The last attempt ends: nothing of team-a's runs, nothing is left of its starts.
+  redis_lines(redis, {"RPUSH", "q:journal", End{later, (later - t0 - 300000) * 1000, true, 1, 1, 0, 0, "team-a", "train", "w1"}.line()});
+  EXPECT_EQ(fold(redis, 10), 1);
+  const auto run = numbers(hash(redis, "q:usage").at("team-a|run"));
+  ASSERT_EQ(run.size(), 7u);
+  for (int i : {0, 1, 5, 6}) EXPECT_EQ(run[i], 0) << i;
+  EXPECT_EQ(view(redis, "team-a", later + 60000, kHalfLifeMs).second, 0);
+}
+
+// The running use is kept as of its last write, so an attempt running for thousands
+// of half-lives is worth what it can be at most (no epoch to overflow); a changed
+// half-life applies from the last write on; a value from before the running use was
+// kept counts its attempts from its next write.
+TEST(UsageRunning, LongRunsChangedHalfLivesAndOldValues) {
+  RedisServer redis;
+  constexpr long long kHalfLifeMs = 1000;
+  const long long t0 = 1764000000000, late = t0 + 2000 * kHalfLifeMs;
+  const double k1 = 1 / std::log(2.0), k4 = 4 / std::log(2.0);  // half-life / ln 2, in seconds
+  started(redis, "team-a", 1, t0, kHalfLifeMs);
+  EXPECT_NEAR(view(redis, "team-a", late, kHalfLifeMs).first, k1, kMicro);
+  started(redis, "team-a", 1, late, kHalfLifeMs);
+  const auto [used, held] = view(redis, "team-a", late + kHalfLifeMs, kHalfLifeMs);
+  EXPECT_NEAR(used, k1 / 2 + 2 * k1 / 2, kMicro) << "what was used, halved, and both GPUs' half-life's worth";
+  EXPECT_EQ(held, 2);
+
+  // The half-life becomes 4 s.
+  const double at_2s = k1 * std::pow(2.0, -0.5) + 2 * k4 * (1 - std::pow(2.0, -0.5));
+  EXPECT_NEAR(view(redis, "team-a", late + 2000, 4000).first, at_2s, kMicro);
+  started(redis, "team-a", 1, late + 2000, 4000);
+  EXPECT_NEAR(view(redis, "team-a", late + 6000, 4000).first, at_2s / 2 + 3 * k4 / 2, kMicro);
+
+  // A value written before the running use was kept ('n1 n2 n3 n4'): held, nothing used yet.
+  redis_lines(redis, {"HSET", "q:usage", "team-b|run", "2 2 0 0"});
+  EXPECT_EQ(view(redis, "team-b", late, kHalfLifeMs), std::make_pair(0.0, 2.0));
+  started(redis, "team-b", 1, late, kHalfLifeMs);
+  EXPECT_NEAR(view(redis, "team-b", late + kHalfLifeMs, kHalfLifeMs).first, 3 * k1 / 2, kMicro);
 }

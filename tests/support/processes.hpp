@@ -25,6 +25,7 @@ class RedisServer {
   void start();
   void stop();   // SIGTERM and wait
   void kill9();  // crash it
+  pid_t pid() const { return pid_; }  // to stall it (SIGSTOP)
   std::uint16_t port() const { return port_; }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
 

@@ -38,8 +38,12 @@ end
 -- '': jobs without a tenant; tenant names never hold '*' or '|'):
 --   <tenant>      'at u1 u2 u3 u4': resource-seconds used by ended attempts,
 --                 decayed to `at` (ms) with the queue's half-life;
---   <tenant>|run  'n1 n2 n3 n4': what the tenant's running jobs hold now, kept by
---                 claim under `fair` (the job's field usage_run says it was added).
+--   <tenant>|run  'n1 n2 n3 n4 at r1 r2': what the tenant's running jobs hold now
+--                 (n), kept by claim under `fair` (the job's field usage_run says it
+--                 was added), and what they used so far of the resources the order
+--                 weighs (r: GPUs, CPUs; usage_share), in resource-microseconds
+--                 decayed to `at` (ms; usage_run_at): a running attempt's use counts
+--                 as it accrues, not only once it ended.
 -- A missing or short value reads as zeros.
 local USAGE_HALF_LIFE_MS = 3600000  -- the default of tenant_fairness.half_life_seconds (an hour)
 local LN2 = 0.69314718055994531
@@ -76,11 +80,40 @@ local function usage_half_life(raw)
   return tonumber(raw or '') or USAGE_HALF_LIFE_MS
 end
 
+-- A <tenant>|run value `r` (its 7 numbers) brought to `now`: over the time since
+-- `at` the amounts held (n, constant in between: every start and end writes the
+-- value) add n x (half-life / ln 2) x (1 - 2^(-elapsed / half-life)) to the use so
+-- far, which decays meanwhile. One value per tenant whatever the number of its
+-- attempts; the same integral as the fold's for an ended attempt, so the use moves
+-- from here to the decayed use at its end (usage_fold) and is counted once. Written
+-- in whole resource-microseconds (usage_run_text: integers are cheap to write and
+-- read back, and every claim does), never above n x half-life / ln 2, so nothing
+-- grows without bound; under a changed half-life it goes on from its last write
+-- with the new one. A value from before it was kept (`at` 0) starts from `now`.
+local function usage_run_at(r, now, half_life_ms)
+  if half_life_ms <= 0 or r[5] == 0 then
+    r[6], r[7] = 0, 0
+  elseif now > r[5] then
+    local f = 2 ^ (-(now - r[5]) / half_life_ms)
+    local k = half_life_ms * 1000 / LN2 * (1 - f)
+    r[6], r[7] = r[6] * f + r[1] * k, r[7] * f + r[2] * k
+  end
+  r[5] = math.max(r[5], now)
+  return r
+end
+
+local function usage_run_text(r)
+  return usage_text({r[1], r[2], r[3], r[4], r[5], math.floor(r[6] + 0.5), math.floor(r[7] + 0.5)})
+end
+
 -- A tenant's use as the fair order weighs it: {used = resource-seconds decayed to
--- now, held = what its running jobs hold}, from its two fields as read.
+-- now, of ended attempts and running ones so far, held = what its running jobs
+-- hold (its <tenant>|run value brought to now: usage_started writes it)}, from its
+-- two fields as read.
 local function usage_view(decayed, run, now, half_life_ms)
   local d = usage_decayed(usage_numbers(decayed, 5), now, half_life_ms)
-  return {used = {d[2], d[3], d[4], d[5]}, held = usage_numbers(run, 4)}
+  local r = usage_run_at(usage_numbers(run, 7), now, half_life_ms)
+  return {used = {d[2] + r[6] / 1e6, d[3] + r[7] / 1e6, d[4], d[5]}, held = r}
 end
 
 -- [fairshare] The share of tenant view `v` in the queue's view `q`: its fraction of
@@ -102,29 +135,28 @@ local function usage_share(v, q)
   return 0
 end
 
--- Adds (sign 1) or removes (-1) a running job's amounts in <tenant>|run fields
--- read as `values`; returns the HSET arguments.
-local function usage_run_update(fields, values, amounts, sign)
-  local out = {}
-  for k, f in ipairs(fields) do
-    local r = usage_numbers(values[k], 4)
-    for i = 1, 4 do r[i] = math.max(r[i] + sign * amounts[i], 0) end
-    out[#out + 1] = f; out[#out + 1] = usage_text(r)
-  end
-  return out
-end
-
 local function usage_tenant(job)
   return job.tenant or ''
 end
 
--- Claim under `fair`: the job's amounts join its tenant's and the queue's held
--- use. usage_key: keys.hpp usage; set: claim's HSET list for the job (usage_run is
--- added). Returns the tenant it charged.
-local function usage_started(usage_key, job, amounts, set)
+-- Claim under `fair`: the job's amounts, started `now` (ms; the job's started_at),
+-- join its tenant's and the queue's held use. usage_key: keys.hpp usage; set:
+-- claim's HSET list for the job (usage_run is added); views: nil, or the usage_view
+-- of names read in this call at `now` (their `held` is the <name>|run value at now:
+-- it is updated and written, not read again). Returns the tenant it charged.
+local function usage_started(usage_key, job, amounts, set, now, half_life_ms, views)
   local tenant = usage_tenant(job)
-  local fields = {tenant .. '|run', '*|run'}
-  redis.call('HSET', usage_key, unpack(usage_run_update(fields, redis.call('HMGET', usage_key, unpack(fields)), amounts, 1)))
+  local names, values, out = {tenant, '*'}, nil, {}
+  for k, name in ipairs(names) do
+    local r = views and views[name] and views[name].held
+    if not r then
+      values = values or redis.call('HMGET', usage_key, tenant .. '|run', '*|run')
+      r = usage_run_at(usage_numbers(values[k], 7), now, half_life_ms)
+    end
+    for i = 1, 4 do r[i] = r[i] + amounts[i] end
+    out[#out + 1] = name .. '|run'; out[#out + 1] = usage_run_text(r)
+  end
+  redis.call('HSET', usage_key, unpack(out))
   job.usage_run = '1'
   set[#set + 1] = 'usage_run'; set[#set + 1] = '1'
   return tenant
@@ -203,7 +235,7 @@ local function usage_fold(f, limit)
       at, dur = tonumber(at), tonumber(dur)
       local amounts = usage_amount_numbers({a1, a2, a3, a4})
       local tenant = string.match(who, '^[^\t]*')
-      if not added[tenant] then added[tenant], freed[tenant] = {0, 0, 0, 0}, {0, 0, 0, 0}; names[#names + 1] = tenant end
+      if not added[tenant] then added[tenant], freed[tenant] = {0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}; names[#names + 1] = tenant end
       local factor = (half_life > 0 and at < last) and 2 ^ (-(last - at) / half_life) or 1
       -- The attempt's use as it accrued, each second decayed from when it was used to
       -- the end: amount x (half-life / ln 2) x (1 - 2^(-duration / half-life)), which
@@ -212,7 +244,14 @@ local function usage_fold(f, limit)
       local accrued = half_life > 0 and half_life / 1000 / LN2 * (1 - 2 ^ (-dur / 1000 / half_life)) or 0
       local add, free = added[tenant], freed[tenant]
       for i = 1, 4 do add[i] = add[i] + amounts[i] * accrued * factor end
-      if was_held == '1' then for i = 1, 4 do free[i] = free[i] + amounts[i] end end
+      if was_held == '1' then
+        -- Its amounts leave <tenant>|run, and its use so far the running use, in the
+        -- step that adds its use to the decayed use: counted once. `start`: what is
+        -- left at `last` of each unit held since its start (usage_run_at).
+        local start = half_life > 0 and 2 ^ (-(last - at + dur / 1000) / half_life) or 0
+        for i = 1, 4 do free[i] = free[i] + amounts[i] end
+        free[5], free[6] = free[5] + amounts[1] * start, free[6] + amounts[2] * start
+      end
       -- The rollup's fields: hour TAB tenant TAB type TAB worker TAB resource.
       local hour = math.floor(at / 3600000)
       if hour ~= hour_at then hour_at, hour_s = hour, int_s(hour) end
@@ -235,9 +274,10 @@ local function usage_fold(f, limit)
     end
   end
   if #names == 0 then return #lines end
-  local all_added, all_freed = {0, 0, 0, 0}, {0, 0, 0, 0}
+  local all_added, all_freed = {0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}
   for _, name in ipairs(names) do
-    for i = 1, 4 do all_added[i] = all_added[i] + added[name][i]; all_freed[i] = all_freed[i] + freed[name][i] end
+    for i = 1, 4 do all_added[i] = all_added[i] + added[name][i] end
+    for i = 1, 6 do all_freed[i] = all_freed[i] + freed[name][i] end
   end
   names[#names + 1] = '*'; added['*'], freed['*'] = all_added, all_freed
   local fields = {}
@@ -245,13 +285,22 @@ local function usage_fold(f, limit)
   local cur = redis.call('HMGET', f.usage, unpack(fields))
   local out = {}
   for k, name in ipairs(names) do
-    local v, run = usage_decayed(usage_numbers(cur[2 * k - 1], 5), last, half_life), usage_numbers(cur[2 * k], 4)
+    local v = usage_decayed(usage_numbers(cur[2 * k - 1], 5), last, half_life)
+    local run, free = usage_run_at(usage_numbers(cur[2 * k], 7), last, half_life), freed[name]
+    -- Its running use goes as of the value's time (a claim may have written it after `last`).
+    local k_us, decay = half_life * 1000 / LN2, half_life > 0 and 2 ^ (-(run[5] - last) / half_life) or 0
     for i = 1, 4 do
       v[i + 1] = v[i + 1] + added[name][i]  -- (0 with half-life 0: nothing accrues)
-      run[i] = math.max(run[i] - freed[name][i], 0)
+      run[i] = math.max(run[i] - free[i], 0)
+    end
+    for i = 1, 2 do
+      -- Never below 0 nor above what is held can have used (0 once nothing is):
+      -- rounding, and attempts that ran under another half-life, leave nothing behind.
+      local left = run[i + 5] - k_us * (free[i] - decay * free[i + 4])
+      run[i + 5] = math.min(math.max(left, 0), run[i] * k_us)
     end
     out[#out + 1] = fields[2 * k - 1]; out[#out + 1] = usage_text(v)
-    out[#out + 1] = fields[2 * k]; out[#out + 1] = usage_text(run)
+    out[#out + 1] = fields[2 * k]; out[#out + 1] = usage_run_text(run)
   end
   redis.call('HSET', f.usage, unpack(out))
   for _, t in ipairs(torder) do redis.call('HINCRBY', f.totals, t, int_s(totals[t])) end

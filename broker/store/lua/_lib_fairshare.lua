@@ -49,16 +49,10 @@ local function fair_share(fc, t, tenant)
   return usage_share(fair_usage(fc, t, tenant)) / weight
 end
 
--- A claimed job's amounts join its tenant's held use (usage_started) and the
+-- A claimed job's amounts join its tenant's held use (usage_started), and so the
 -- views this call compares.
 local function fair_started(fc, t, job, amounts, set)
-  local tenant = usage_started(t.usage, job, amounts, set)
-  local views = per_call.fair_usage
-  if not views then return end
-  for _, name in ipairs({tenant, '*'}) do
-    local v = views[name]
-    if v then for i = 1, 4 do v.held[i] = v.held[i] + amounts[i] end end
-  end
+  usage_started(t.usage, job, amounts, set, t.now, t.half_life, per_call.fair_usage)
 end
 
 -- The range of tenant slot `slot` in a ready set: its lowest score, and the bounds

@@ -158,7 +158,8 @@ set = {'state', 'active', 'started_at', now, 'worker_id', job.worker_id, 'attemp
 if job.execution_deadline then set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline end
 -- [usage] Under `fair` the gang's attempt joins its tenant's held use as a claim's does
 -- (every member's GPUs: charged_gpus); usage_ended takes it out at its end.
-if redis.call('HGET', KEYS[8], 'policy') == 'fair' then usage_started(KEYS[29], job, usage_amounts(job), set) end
+local policy = redis.call('HMGET', KEYS[8], 'policy', 'usage_half_life_ms')
+if policy[1] == 'fair' then usage_started(KEYS[29], job, usage_amounts(job), set, now, usage_half_life(policy[2])) end
 redis.call('HSET', jk, unpack(set))
 redis.call('ZADD', KEYS[6], deadline, job.id)
 if rate_starts and rate_period then rate_record(KEYS[15], rate_period, tostring(now), job.id .. ':' .. job.attempt) end
