@@ -11,7 +11,7 @@ namespace ojs::broker {
 struct BrokerConfig {
   std::string listen_address = "127.0.0.1";
   std::uint16_t port = 8080;
-  int http_threads = 4;
+  int http_threads = 0;  // 0: half the cores (1 to 8), the rest left to Redis and the handler pool
   int handler_threads = 16;  // request handlers (blocking Redis calls), a pool apart from the I/O threads
   bool io_thread_handlers = true;  // FETCH, ACK, NACK, PUSH, heartbeat as fibers on the I/O threads (not on a cluster)
   std::size_t max_body_bytes = 4 * 1024 * 1024;

@@ -18,7 +18,9 @@ int main(int argc, char** argv) {
   CLI::App cli{"OJS broker with capability-aware FETCH for GPU job queues"};
   cli.add_option("--listen", config.listen_address, "Address to bind")->capture_default_str();
   cli.add_option("--port", config.port, "HTTP port (0 picks a free one; it is printed)")->capture_default_str();
-  cli.add_option("--threads", config.http_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 256));
+  cli.add_option("--threads", config.http_threads, "HTTP I/O threads (0: half the cores, 1 to 8)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
   cli.add_option("--handler-threads", config.handler_threads, "Request handler threads (they wait on Redis; apart from the I/O threads)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));

@@ -169,6 +169,7 @@ using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  static constexpr std::size_t kFiberBodyBytes = 64 * 1024;  // a FETCH, an ACK, a job: a few KiB
 
  public:
   Session(asio::io_context& loop, tcp::socket socket, const Router& router, HandlerPool& handlers, const HttpServerOptions& options,
@@ -269,8 +270,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       });
     };
     // Nothing else is pending on the connection while its handler runs, on a fiber
-    // of this thread or on the pool: either may write the reply and read on.
-    if (options_.fibers_on_io_threads && router_.runs_on_io_thread(req.method_string(), req.target()))
+    // of this thread or on the pool: either may write the reply and read on. A big
+    // body (a heartbeat listing 100k ids) goes to the pool even on a hot route: its
+    // parsing would hold this thread's other connections.
+    if (options_.fibers_on_io_threads && req.body().size() <= kFiberBodyBytes &&
+        router_.runs_on_io_thread(req.method_string(), req.target()))
       return fibers::start(loop_, std::move(run));
     handlers_.post(std::move(run));
   }
