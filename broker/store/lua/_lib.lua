@@ -154,7 +154,7 @@ end
 
 -- [admin] The per-minute rollup of the stats history (ojs-admin-api.md §10.2): field
 -- m<minute since the epoch>:<what> of the queue's stats hash, what = processed | failed;
--- JobStore::trim_stats_history drops the fields older than a day.
+-- StatsHistoryStore::trim drops the fields older than a day.
 local function count_minute(stats_key, what, now)
   redis.call('HINCRBY', stats_key, 'm' .. int_s(math.floor(now / 60000)) .. ':' .. what, 1)
 end

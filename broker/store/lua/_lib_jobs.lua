@@ -6,7 +6,7 @@
 -- The keys store_new_job needs: the job's eight keys declared in KEYS (the calling
 -- function's, passed in: a library has no global KEYS) from `first`
 -- on (job, ready, delayed, seq, events, classes, classes version, class heads). The directories
--- (global slot) are written by the caller before the script (JobStore::reserve_ids).
+-- (global slot) are written by the caller before the script (JobDirectory::reserve_ids).
 local function new_job_keys(KEYS, first)
   return {job = KEYS[first], ready = KEYS[first + 1], delayed = KEYS[first + 2],
           seq = KEYS[first + 3], events = KEYS[first + 4], classes = KEYS[first + 5], classes_ver = KEYS[first + 6],
@@ -47,7 +47,7 @@ local function store_new_job(k, job, now)
 end
 
 -- Whether a new job may take this id in its queue: no job hash under it (the
--- directory, in the global slot, was checked by JobStore::reserve_ids before).
+-- directory, in the global slot, was checked by JobDirectory::reserve_ids before).
 local function id_is_free(job_hash)
   return redis.call('EXISTS', job_hash) == 0
 end
