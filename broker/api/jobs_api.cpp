@@ -1,7 +1,6 @@
 // PUSH, INFO and CANCEL: POST /ojs/v1/jobs, GET and DELETE /ojs/v1/jobs/{id}.
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include "broker/api/api.hpp"
 #include "broker/api/job_scope.hpp"

@@ -90,7 +90,7 @@ void Router::add(const std::string& method, const std::string& pattern, Handler 
   auto segments = split_path(pattern);
   if (runs == Runs::on_io_thread) {
     if (pattern.find('{') != std::string::npos) throw std::logic_error("a route with parameters runs on the handler pool: " + pattern);
-    io_thread_routes_.push_back(method + ' ' + pattern);
+    io_thread_routes_.emplace_back(method, pattern);
   }
   const auto params = std::count_if(segments.begin(), segments.end(), [](const std::string& s) { return s.size() > 2 && s.front() == '{'; });
   // Literal segments win over parameters (POST /jobs/batch is not the job "batch"):
@@ -101,11 +101,8 @@ void Router::add(const std::string& method, const std::string& pattern, Handler 
 
 bool Router::runs_on_io_thread(std::string_view method, std::string_view target) const {
   const auto path = target.substr(0, target.find('?'));
-  for (const auto& r : io_thread_routes_)
-    if (r.size() == method.size() + 1 + path.size() && r.starts_with(method) && r[method.size()] == ' ' &&
-        std::string_view(r).substr(method.size() + 1) == path)
-      return true;
-  return false;
+  return std::any_of(io_thread_routes_.begin(), io_thread_routes_.end(),
+                     [&](const auto& route) { return route.first == method && route.second == path; });
 }
 
 std::string request_id_for(const HttpRequest& request) {

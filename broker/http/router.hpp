@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "broker/http/message.hpp"
@@ -55,7 +56,7 @@ class Router {
     Handler handler;
   };
   std::vector<Route> routes_;
-  std::vector<std::string> io_thread_routes_;  // "METHOD /path"
+  std::vector<std::pair<std::string, std::string>> io_thread_routes_;  // method, literal path
   std::vector<Middleware> middlewares_;
   std::vector<Observer> observers_;
   std::vector<Decorator> decorators_;

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "broker/http/handler_pool.hpp"
-#include "ojs/core/fibers.hpp"
 #include "ojs/core/error.hpp"
+#include "ojs/core/fibers.hpp"
 
 namespace ojs::broker {
 
@@ -302,8 +302,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   // Where the handler ran (a pool thread, or a fiber on the I/O thread; plain HTTP):
-  // send the reply without blocking, then read the next request. What the socket does not take now is
-  // left to the I/O thread (async_write continues the same serializer).
+  // send the reply without blocking, then read the next request. What the socket
+  // does not take now is left to the I/O thread (async_write continues the same
+  // serializer).
   void write_from_pool(HttpResponse response, bool keep_alive, unsigned version) {
     auto res = make_response(std::move(response), keep_alive, version);
     auto serializer = std::make_shared<http::response_serializer<http::string_body>>(*res);

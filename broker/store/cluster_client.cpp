@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
-#include <thread>
 
 namespace ojs::broker::cluster {
 

@@ -17,8 +17,8 @@ namespace ojs::broker {
 namespace asio = boost::asio;
 
 namespace {
-// As the blocking pool's command timeout (RedisPool::connect).
-constexpr std::chrono::seconds kAnswerWithin{5};
+// hiredis's description of its context's last error, or `otherwise` when it gave none.
+std::string error_of(const redisContext* ctx, const char* otherwise) { return ctx->errstr[0] ? ctx->errstr : otherwise; }
 }  // namespace
 
 struct FiberLink::Waiting {
@@ -91,38 +91,37 @@ void FiberLink::schedule_flush() {
   });
 }
 
+// Calls `next` once the connection is ready for `what`; `pending` is set meanwhile.
+// A wait of an earlier connection (its generation) does nothing.
+void FiberLink::when_ready(Ready what, bool& pending, void (FiberLink::*next)()) {
+  pending = true;
+  socket_->fd.async_wait(what == Ready::to_read ? asio::posix::stream_descriptor::wait_read : asio::posix::stream_descriptor::wait_write,
+                         [this, &pending, next, gen = generation_](const boost::system::error_code& ec) {
+                           if (gen != generation_) return;
+                           pending = false;
+                           if (ec) return fail(ec.message(), false);
+                           (this->*next)();
+                         });
+}
+
 void FiberLink::flush() {
   int done = 0;
-  if (redisBufferWrite(ctx_, &done) == REDIS_ERR) return fail(ctx_->errstr[0] ? ctx_->errstr : "write failed", false);
-  if (done) return;
-  writing_ = true;  // the socket's buffer is full: the rest when it drains
-  socket_->fd.async_wait(asio::posix::stream_descriptor::wait_write, [this, gen = generation_](const boost::system::error_code& ec) {
-    if (gen != generation_) return;
-    writing_ = false;
-    if (ec) return fail(ec.message(), false);
-    flush();
-  });
+  if (redisBufferWrite(ctx_, &done) == REDIS_ERR) return fail(error_of(ctx_, "write failed"), false);
+  if (!done) when_ready(Ready::to_write, writing_, &FiberLink::flush);  // the rest when it drains
 }
 
 // Always armed while connected, idle too: a connection the server closed (Redis
 // restarted, its idle timeout) is dropped when that happens, not found dead by the
 // next request, which then connects afresh instead of answering 503.
 void FiberLink::wait_readable() {
-  if (reading_ || !socket_) return;
-  reading_ = true;
-  socket_->fd.async_wait(asio::posix::stream_descriptor::wait_read, [this, gen = generation_](const boost::system::error_code& ec) {
-    if (gen != generation_) return;
-    reading_ = false;
-    if (ec) return fail(ec.message(), false);
-    on_readable();
-  });
+  if (!reading_ && socket_) when_ready(Ready::to_read, reading_, &FiberLink::on_readable);
 }
 
 void FiberLink::on_readable() {
-  if (redisBufferRead(ctx_) == REDIS_ERR) return fail(ctx_->errstr[0] ? ctx_->errstr : "connection lost", false);  // idle: just dropped
+  if (redisBufferRead(ctx_) == REDIS_ERR) return fail(error_of(ctx_, "connection lost"), false);  // idle: just dropped
   while (!waiting_.empty()) {
     void* reply = nullptr;
-    if (redisGetReplyFromReader(ctx_, &reply) == REDIS_ERR) return fail(ctx_->errstr[0] ? ctx_->errstr : "protocol error", false);
+    if (redisGetReplyFromReader(ctx_, &reply) == REDIS_ERR) return fail(error_of(ctx_, "protocol error"), false);
     if (!reply) break;
     Waiting* w = waiting_.front();
     w->replies.push_back(take_value(reply));
@@ -148,12 +147,12 @@ void FiberLink::on_readable() {
 void FiberLink::arm_timer() {
   if (timer_armed_ || waiting_.empty()) return;
   timer_armed_ = true;
-  socket_->timer.expires_at(waiting_.front()->since + kAnswerWithin);
+  socket_->timer.expires_at(waiting_.front()->since + kRedisAnswerWithin);
   socket_->timer.async_wait([this, gen = generation_](const boost::system::error_code& ec) {
     if (gen != generation_ || ec) return;
     timer_armed_ = false;
-    if (!waiting_.empty() && waiting_.front()->since + kAnswerWithin <= std::chrono::steady_clock::now())
-      return fail("no reply within " + std::to_string(kAnswerWithin.count()) + " s", true);
+    if (!waiting_.empty() && waiting_.front()->since + kRedisAnswerWithin <= std::chrono::steady_clock::now())
+      return fail("no reply within " + std::to_string(kRedisAnswerWithin.count()) + " s", true);
     arm_timer();  // the oldest waiting now came later
   });
 }

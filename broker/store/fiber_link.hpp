@@ -38,6 +38,8 @@ class FiberLink {
   struct Socket;
   void open();
   void schedule_flush();
+  enum class Ready { to_read, to_write };
+  void when_ready(Ready what, bool& pending, void (FiberLink::*next)());
   void flush();
   void wait_readable();
   void on_readable();

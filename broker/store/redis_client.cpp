@@ -3,16 +3,14 @@
 #include <hiredis/hiredis.h>
 #include <poll.h>
 
-#include <algorithm>
 #include <atomic>
-#include <unordered_map>
 #include <cerrno>
-#include <charconv>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "broker/store/cluster_client.hpp"
 #include "broker/store/fiber_link.hpp"
@@ -143,7 +141,7 @@ redisContext* RedisPool::connect() {
     redisFree(ctx);
     throw StoreUnreachable(msg);
   }
-  const timeval command_timeout{5, 0};
+  const timeval command_timeout{static_cast<time_t>(kRedisAnswerWithin.count()), 0};
   redisSetTimeout(ctx, command_timeout);
   auto init = [&](const std::vector<std::string>& argv) {
     append_commands(ctx, {argv});

@@ -2,6 +2,7 @@
 // fibers' connections: commands formatted in one piece, replies built straight
 // into RedisValues.
 #pragma once
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,10 @@
 struct redisContext;
 
 namespace ojs::broker {
+
+// How long a sent command may go unanswered before Redis counts as stalled
+// (StoreTimedOut): the blocking pool's socket timeout and the fibers' timer.
+inline constexpr std::chrono::seconds kRedisAnswerWithin{5};
 
 // From here on the context's replies are RedisValues (take them with take_value).
 void use_value_replies(redisContext* ctx);

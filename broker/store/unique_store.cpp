@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <stdexcept>
-#include <thread>
 
 #include "broker/store/job_directory.hpp"
 #include "broker/store/keys.hpp"

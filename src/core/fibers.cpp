@@ -11,7 +11,6 @@
 #include <boost/context/protected_fixedsize_stack.hpp>
 #include <cstdio>
 #include <exception>
-#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <utility>
