@@ -187,7 +187,13 @@ JOURNAL = 'usage_fold' in scripts  # [usage] the ends go to a journal, folded la
 if JOURNAL: ACK_KEYS.append(K('usage-journal'))  # keys.hpp usage_transition_keys
 elif 'usage_keys' in scripts['ack']: ACK_KEYS += [K('usage'), K('usage-totals'), K('usage-hours'), K('config')]
 if 'note_run_time' in scripts['ack']: ACK_KEYS.append(K('run-times:'))  # [estimate] keys.hpp run_times_prefix
-phase('ack', [call('ack', [K('job:' + a)] + ACK_KEYS, ['', 'w1']) for a in active])
+# The job read back behind the script, in the same round trip, when ack.lua no longer
+# returns it (JobStore::ack): counted with the ACK, as the broker sends it.
+READ_BACK = 'JobStore::ack reads it back' in scripts['ack']
+def ack_cmd(a):
+    c = call('ack', [K('job:' + a)] + ACK_KEYS, ['', 'w1'])
+    return ('PIPE', [c, ['HGETALL', K('job:' + a)]]) if READ_BACK else c
+phase('ack', [ack_cmd(a) for a in active])
 if JOURNAL:  # the maintenance pass's fold of those ACKs' lines, per line (ACK's cost is ack + fold)
     lines = r('LLEN', K('usage-journal'))
     phase('fold', [call('usage_fold', [K('usage-journal'), K('usage'), K('usage-totals'), K('usage-hours'), K('config')], ['1000'])],

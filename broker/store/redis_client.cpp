@@ -258,19 +258,21 @@ RedisValue RedisPool::eval(const std::string& script, const std::vector<std::str
 }
 
 RedisValue RedisPool::eval(const std::string& script, const std::vector<std::string>& keys,
-                           const std::vector<std::string>& args, const std::vector<std::vector<std::string>>& then) {
-  return eval_with({}, script, keys, args, then, nullptr);
+                           const std::vector<std::string>& args, const std::vector<std::vector<std::string>>& then,
+                           std::vector<RedisValue>* then_replies) {
+  return eval_with({}, script, keys, args, then, nullptr, then_replies);
 }
 
 RedisValue RedisPool::eval_after(const std::vector<std::vector<std::string>>& before, const std::string& script,
                                  const std::vector<std::string>& keys, const std::vector<std::string>& args,
                                  std::vector<RedisValue>* before_replies) {
-  return eval_with(before, script, keys, args, {}, before_replies);
+  return eval_with(before, script, keys, args, {}, before_replies, nullptr);
 }
 
 RedisValue RedisPool::eval_with(const std::vector<std::vector<std::string>>& before, const std::string& script,
                                 const std::vector<std::string>& keys, const std::vector<std::string>& args,
-                                const std::vector<std::vector<std::string>>& then, std::vector<RedisValue>* before_replies) {
+                                const std::vector<std::vector<std::string>>& then, std::vector<RedisValue>* before_replies,
+                                std::vector<RedisValue>* then_replies) {
   const auto& library = lua_library();
   const auto function = library.functions.find(script);
   if (function == library.functions.end()) throw std::logic_error("unknown Lua script: " + script);
@@ -293,10 +295,16 @@ RedisValue RedisPool::eval_with(const std::vector<std::vector<std::string>>& bef
   const std::size_t at = batch.size() - 1 - then.size();
   RedisValue v = std::move(replies[at]);
   if (before_replies && at > 0) before_replies->assign(std::make_move_iterator(replies.begin()), std::make_move_iterator(replies.begin() + at));
-  // A Redis without the library (restarted or flushed, a new cluster master): load it, call again.
+  if (then_replies) then_replies->assign(std::make_move_iterator(replies.begin() + at + 1), std::make_move_iterator(replies.end()));
+  // A Redis without the library (restarted or flushed, a new cluster master): load it,
+  // call again, and the commands behind it again (they ran before a script that did not).
   if (v.is_error() && v.str.starts_with("ERR Function not found")) {
     load_library();
-    v = command(argv);
+    std::vector<std::vector<std::string>> again{argv};
+    again.insert(again.end(), then.begin(), then.end());
+    auto second = pipeline(again);
+    v = std::move(second.front());
+    if (then_replies) then_replies->assign(std::make_move_iterator(second.begin() + 1), std::make_move_iterator(second.end()));
   }
   if (v.is_error() && v.str.starts_with("ERR unknown command"))
     throw std::runtime_error("Redis at " + endpoint_.describe() + " lacks Redis Functions (FCALL): Redis 7.0 or later is required");

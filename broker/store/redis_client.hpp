@@ -60,10 +60,12 @@ class RedisPool {
   // FCALL of an embedded script's function (see lua_scripts.hpp), loading the
   // library when Redis lacks it ("Function not found").
   RedisValue eval(const std::string& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
-  // The same, with plain commands sent behind it in the same round trip (their
-  // replies are dropped; when the library had to be loaded they have run before the script does).
+  // The same, with plain commands sent behind it in the same round trip: they run
+  // after the script (sent again behind the second call when the library had to be
+  // loaded); their replies in then_replies (e.g. a job read back native, not
+  // through the script's reply: a value crossing Lua costs Redis ~1k instructions).
   RedisValue eval(const std::string& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
-                  const std::vector<std::vector<std::string>>& then);
+                  const std::vector<std::vector<std::string>>& then, std::vector<RedisValue>* then_replies = nullptr);
   // The same, with plain commands sent ahead of it in the same round trip: they run
   // before the script, in order (on a cluster, whose pipeline orders commands per node
   // only, they take a round trip of their own first); their replies in before_replies.
@@ -92,7 +94,8 @@ class RedisPool {
   void load_library();  // FUNCTION LOAD (every master of a cluster)
   RedisValue eval_with(const std::vector<std::vector<std::string>>& before, const std::string& script,
                        const std::vector<std::string>& keys, const std::vector<std::string>& args,
-                       const std::vector<std::vector<std::string>>& then, std::vector<RedisValue>* before_replies);
+                       const std::vector<std::vector<std::string>>& then, std::vector<RedisValue>* before_replies,
+                       std::vector<RedisValue>* then_replies);
 
   RedisEndpoint endpoint_;
   std::size_t size_;
