@@ -5,7 +5,7 @@
 #
 #   bench/lua-callgrind.sh [LUA_DIR] [JOBS]     (defaults: broker/store/lua, 300)
 #
-# Env: PORT (6392), CLASSES (10), FORM (fcall | evalsha), ONLY0, HINT, FAIR; see lua-profile.py.
+# Env: PORT (6392), CLASSES (10), FORM (fcall | evalsha), ONLY0, HINT, FAIR, OPCOST; see lua-profile.py.
 # SHORT= (empty) also prints each phase's Redis calls per script call, from commandstats.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -207,3 +207,27 @@ else:
     r('FUNCTION', 'LOAD', '#!lua name=min\nredis.register_function{function_name = "min", callback = function(KEYS, ARGV) %s end}' % MIN)
     min_cmd = ['FCALL', 'min', 2, 'min:z', 'min:h:', 'w1', '123']
 phase('min', [min_cmd] * (N // 2))
+# OPCOST=1: what the pieces of a script call cost Redis, each measured alone (docs/benchmarks.md
+# "What a script call costs Redis"): the FCALL itself per key and argument, one small command
+# from Lua against the same natively, and a job-sized hash read natively, into Lua, and
+# returned through Lua.
+if os.environ.get('OPCOST'):
+    fns = {'op_none': 'return 1', 'op_hincrby': "redis.call('HINCRBY', KEYS[1], 'n', '1') return 1",
+           'op_hincrby5': "for i = 1, 5 do redis.call('HINCRBY', KEYS[1], 'n', '1') end return 1",
+           'op_read': "local f = redis.call('HGETALL', KEYS[1]) return 1", 'op_return': "return redis.call('HGETALL', KEYS[1])"}
+    r('FUNCTION', 'LOAD', '#!lua name=opcost\n' + ''.join(
+        'redis.register_function{function_name = "%s", callback = function(KEYS, ARGV) %s end}\n' % kv for kv in fns.items()))
+    job = [x for i in range(19) for x in ('field_%d' % i, ('d' * 400) if i == 0 else 'value-%d' % i)]  # a claimed job: 19 fields
+    r('HSET', 'op:job', *job)
+    keys32 = ['ojs:{k10}:key-%d' % i for i in range(32)]
+    M = 300
+    phase('FCALL, no key', [['FCALL', 'op_none', 0]] * M)
+    phase('FCALL, 1 key', [['FCALL', 'op_none', 1, 'op:job']] * M)
+    phase('FCALL, 32 keys', [['FCALL', 'op_none', 32] + keys32] * M)
+    phase('FCALL, 32 keys + 10 args', [['FCALL', 'op_none', 32] + keys32 + ['arg-%d' % i for i in range(10)]] * M)
+    phase('HINCRBY, native', [['HINCRBY', 'op:n', 'n', '1']] * M)
+    phase('FCALL of 1 HINCRBY', [['FCALL', 'op_hincrby', 1, 'op:n']] * M)
+    phase('FCALL of 5 HINCRBY', [['FCALL', 'op_hincrby5', 1, 'op:n']] * M)
+    phase('HGETALL job, native', [['HGETALL', 'op:job']] * M)
+    phase('FCALL: HGETALL job into Lua', [['FCALL', 'op_read', 1, 'op:job']] * M)
+    phase('FCALL: HGETALL job returned', [['FCALL', 'op_return', 1, 'op:job']] * M)
