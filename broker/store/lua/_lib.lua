@@ -254,6 +254,26 @@ local function promote_due(q, now, limit, expired)
   return #due
 end
 
+-- The reservation deadlines of a starting attempt (claim, and a gang's start in
+-- claim_gang): visibility from the request, then the job's, then the broker default,
+-- never past the execution timeout (timeout_ms / ext_ml_timeout_seconds), which
+-- heartbeats cannot extend. Sets job.visibility_deadline and job.execution_deadline
+-- (nil without a timeout); returns the visibility deadline and whether an execution
+-- deadline the job held went away (the caller deletes the field).
+local function start_deadlines(job, now, request_vis, default_vis)
+  local deadline = now + (request_vis or tonumber(job.visibility_timeout_ms or '') or default_vis)
+  local timeout = tonumber(job.timeout_ms or '')
+  local dropped = false
+  if timeout and timeout > 0 then
+    job.execution_deadline = now + timeout
+    if job.execution_deadline < deadline then deadline = job.execution_deadline end
+  elseif job.execution_deadline then
+    job.execution_deadline, dropped = nil, true
+  end
+  job.visibility_deadline = deadline
+  return deadline, dropped
+end
+
 -- GPU budget ledger of a queue: charged at claim, released by every transition
 -- that ends an attempt (ack, fail, cancel, requeue), inside the same script.
 -- Fields: gpus (devices held), gpu_jobs, gpu_mem_mb (GPU memory held, whole MB;

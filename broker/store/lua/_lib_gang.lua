@@ -85,16 +85,3 @@ local function gang_release_expired(g, now)
   return released
 end
 
--- The reservation deadlines of a starting attempt, as claim sets them: visibility
--- from the request, then the job, then the broker default, capped by the
--- execution timeout. Sets job.visibility_deadline / execution_deadline.
-local function gang_start_deadlines(job, now, request_vis, default_vis)
-  local deadline = now + (request_vis or tonumber(job.visibility_timeout_ms or '') or default_vis)
-  local timeout = tonumber(job.timeout_ms or '')
-  if timeout and timeout > 0 then
-    job.execution_deadline = now + timeout
-    if job.execution_deadline < deadline then deadline = job.execution_deadline end
-  end
-  job.visibility_deadline = deadline
-  return deadline
-end

@@ -152,10 +152,11 @@ redis.call('HDEL', jk, 'gang_deadline')
 job.attempt = tonumber(job.attempt or '0') + 1
 job.state, job.started_at, job.worker_id = 'active', now, members[1].worker_id
 job.gang_start = tostring(redis.call('HINCRBY', jk, 'gang_start', 1))
-local deadline = gang_start_deadlines(job, now, request_vis, default_vis)
+local deadline, dropped = start_deadlines(job, now, request_vis, default_vis)
 set = {'state', 'active', 'started_at', now, 'worker_id', job.worker_id, 'attempt', job.attempt,
        'visibility_deadline', deadline}
 if job.execution_deadline then set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline end
+if dropped then redis.call('HDEL', jk, 'execution_deadline') end
 -- [usage] Under `fair` the gang's attempt joins its tenant's held use as a claim's does
 -- (every member's GPUs: charged_gpus); usage_ended takes it out at its end.
 local policy = redis.call('HMGET', KEYS[8], 'policy', 'usage_half_life_ms')
