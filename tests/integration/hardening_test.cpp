@@ -126,14 +126,16 @@ TEST_F(Hardening, OverflowingDurationsAndTimesAreRefusedNamingTheField) {
 TEST_F(Hardening, APoisonJobIsDeadLetteredAndMaintenanceGoesOn) {
   const auto poison = api.push(job("hard-a-poison", {{"visibility_timeout_ms", 300}}));
   const auto healthy = api.push(job("hard-b-healthy", {{"visibility_timeout_ms", 300}, {"retry", {{"max_attempts", 5}}}}));
-  ASSERT_EQ(api.fetch({"hard-a-poison"}, "w1").size(), 1u);
-  ASSERT_EQ(api.fetch({"hard-b-healthy"}, "w1").size(), 1u);
-  // Corrupt the stored document the way the old overflow did.
+  // Corrupt the stored document the way the old overflow did, before the job is
+  // fetched: done after, it raced the 300 ms reservation (a loaded machine reclaimed
+  // the job with its sound policy first, and it then waited, available, for ever).
   json stored = {{"type", "hard.task"}, {"args", json::array()}, {"queue", "hard-a-poison"},
                  {"retry", {{"initial_interval", "PT-9223372036854776.000S"}}}};
   const auto set = run_process({"redis-cli", "-p", std::to_string(redis.port()), "HSET", "ojs:{hard-a-poison}:job:" + poison, "doc",
                                 stored.dump()}, 10);
   ASSERT_EQ(set.exit_code, 0) << set.output;
+  ASSERT_EQ(api.fetch({"hard-a-poison"}, "w1").size(), 1u);
+  ASSERT_EQ(api.fetch({"hard-b-healthy"}, "w1").size(), 1u);
 
   ASSERT_TRUE(wait_for([&] { return api.get("/ojs/v1/jobs/" + healthy).body["job"]["state"] != "active"; }))
       << "the healthy queue's expired reservation was never reclaimed";

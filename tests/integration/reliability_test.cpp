@@ -150,10 +150,12 @@ TEST_F(Reliability, RetriedNackOfTheFailureItsWorkerRecordedAnswers200AndChanges
 
 TEST_F(Reliability, HeartbeatKeepsAJobReservedPastItsVisibilityTimeout) {
   const auto id = api.push(job_in("rel-beat"));
-  ASSERT_EQ(api.fetch({"rel-beat"}, "beater", 1, {{"visibility_timeout_ms", 400}}).size(), 1u);
-  for (int i = 0; i < 6; ++i) {
-    sleep_ms(200);
-    auto beat = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", "beater"}, {"active_jobs", {id}}, {"visibility_timeout_ms", 400}});
+  // Beats every 250 ms for 2 s keep a 1 s reservation: a beat may come 750 ms late
+  // on a loaded machine (400 ms beaten every 200 ms left 200 ms, and lost the job).
+  ASSERT_EQ(api.fetch({"rel-beat"}, "beater", 1, {{"visibility_timeout_ms", 1000}}).size(), 1u);
+  for (int i = 0; i < 8; ++i) {
+    sleep_ms(250);
+    auto beat = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", "beater"}, {"active_jobs", {id}}, {"visibility_timeout_ms", 1000}});
     ASSERT_EQ(beat.status, 200);
     EXPECT_EQ(beat.body["jobs_extended"], json::array({id}));
     EXPECT_EQ(beat.body["state"], "running");
