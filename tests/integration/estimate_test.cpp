@@ -57,6 +57,13 @@ class EstimateOn : public ::testing::Test {
     return r.body["diagnosis"]["estimate"];
   }
   json what_if(const std::string& id, const json& body) { return api.post("/ojs/v1/jobs/" + id + "/what-if", body).body; }
+  // A spot job (declared 10 h, `grace_s` to leave) running on w1 (1 GPU), then a
+  // reserved 1-GPU job pushed behind it: {spot, reserved}.
+  std::pair<std::string, std::string> reserved_behind_spot(const std::string& q, int grace_s) {
+    const auto spot = api.push(gpu_job(q, 1, 36000, {{"ext_ml_priority_class", "spot"}, {"ext_ml_preemption_grace_period_s", grace_s}}));
+    EXPECT_EQ(fetch(q, "w1", a100_worker(1)).size(), 1u);
+    return {spot, api.push(gpu_job(q, 1, 60, {{"ext_ml_priority_class", "reserved"}}))};
+  }
   void put_config(const std::string& queue, const json& body) {
     auto r = api.call("PUT", "/ojs/v1/admin/queues/" + queue + "/config", body);
     ASSERT_EQ(r.status, 200) << r.body.dump();
@@ -275,10 +282,7 @@ class EstimateBeforeThePreemptionPass : public EstimateOn {
 
 TEST_F(EstimateBeforeThePreemptionPass, AReservedJobStartsOnceItsSpotVictimsGracePeriodEnds) {
   const std::string q = "est-preempt";
-  const json w = a100_worker(1);
-  const auto spot = api.push(gpu_job(q, 1, 36000, {{"ext_ml_priority_class", "spot"}, {"ext_ml_preemption_grace_period_s", 120}}));
-  ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
-  const auto reserved = api.push(gpu_job(q, 1, 60, {{"ext_ml_priority_class", "reserved"}}));
+  const auto [spot, reserved] = reserved_behind_spot(q, 120);
   const auto behind = api.push(gpu_job(q, 1, 60, {{"ext_ml_priority_class", "spot"}}));
 
   const json e = estimate(reserved);
@@ -310,11 +314,7 @@ class EstimateAfterThePreemptionPass : public EstimateOn {
 };
 
 TEST_F(EstimateAfterThePreemptionPass, AReservedJobStartsAtItsVictimsDeadline) {
-  const std::string q = "est-preempted";
-  const json w = a100_worker(1);
-  const auto spot = api.push(gpu_job(q, 1, 36000, {{"ext_ml_priority_class", "spot"}, {"ext_ml_preemption_grace_period_s", 300}}));
-  ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
-  const auto reserved = api.push(gpu_job(q, 1, 60, {{"ext_ml_priority_class", "reserved"}}));
+  const auto [spot, reserved] = reserved_behind_spot("est-preempted", 300);
   ASSERT_TRUE(eventually(10000, [&] { return job(spot).contains("preempt_deadline"); })) << job(spot).dump();
   const json e = estimate(reserved);
   ASSERT_EQ(e["status"], "estimated") << e.dump();
