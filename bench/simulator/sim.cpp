@@ -676,10 +676,22 @@ class Simulation {
           w.hold.job = -1;
         }
       }
-    for (const int c : classes_by_id_) {
+    // The class heads the controller reads: under `priority` the simulator's order is the
+    // ready sets'; under the other policies Redis is asked (one round trip).
+    std::vector<int> waiting;
+    std::vector<std::string> ids;
+    for (const int c : classes_by_id_)
+      if (!classes_[static_cast<std::size_t>(c)].pending.empty()) {
+        waiting.push_back(c);
+        ids.push_back(classes_[static_cast<std::size_t>(c)].id);
+      }
+    const bool ask = options_.queue_policy != broker::QueuePolicy::priority && queue_;
+    const auto heads = ask ? queue_->ready_heads(ids) : std::vector<int>{};
+    for (std::size_t k = 0; k < waiting.size(); ++k) {
+      const int c = waiting[k];
       auto& cls = classes_[static_cast<std::size_t>(c)];
-      if (cls.pending.empty()) continue;
-      const int j = std::get<2>(*cls.pending.begin());
+      const int j = ask ? heads[k] : std::get<2>(*cls.pending.begin());
+      if (j < 0) continue;
       auto& s = jobs_[static_cast<std::size_t>(j)];
       const int rank = broker::priority_class_rank(job(j).req);  // the head's own (a class mixes priority classes)
       if (s.preemption_pending || !broker::may_preempt(*cls.req, rank)) continue;
