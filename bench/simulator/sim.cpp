@@ -168,6 +168,7 @@ class Simulation {
   std::vector<WorkerState> workers_;
   std::vector<ClassInfo> classes_;
   std::vector<int> classes_by_id_;  // class indexes in class id order
+  long long next_seq_ = 0;          // the queue's sequence (arrivals and requeues)
   std::vector<signed char> static_memo_;  // class x worker type: -1 unknown, 0 refused, 1 fits
   int types_ = 0;
   int total_gpus_ = 0;
@@ -198,6 +199,9 @@ class Simulation {
     auto& s = jobs_[static_cast<std::size_t>(j)];
     s.queued_since = now_;
     s.worker = -1;
+    // The queue's sequence, as PUSH and a requeue (make_available) take it: a preempted
+    // job goes behind the jobs of its band that wait, as it does in the broker's ready set.
+    s.seq = next_seq_++;
     classes_[static_cast<std::size_t>(s.cls)].pending.emplace(s.rank, s.seq, j);
   }
 
