@@ -322,3 +322,22 @@ TEST_F(EstimateAfterThePreemptionPass, AReservedJobStartsAtItsVictimsDeadline) {
   EXPECT_EQ(e["preempts"], json::array({spot})) << e.dump();
   EXPECT_EQ(e["running_ends"]["preempted"], 1) << e.dump();
 }
+
+// What-if a waiting spot job were reserved: it would preempt the running spot job and
+// start once that job's grace period ends (the what-if runs the same preempting run).
+TEST_F(EstimateBeforeThePreemptionPass, WhatIfReservedPreemptsTheRunningSpotJob) {
+  const std::string q = "est-whatif-preempt";
+  const auto running = api.push(gpu_job(q, 1, 36000, {{"ext_ml_priority_class", "spot"}, {"ext_ml_preemption_grace_period_s", 90}}));
+  ASSERT_EQ(fetch(q, "w1", a100_worker(1)).size(), 1u);
+  const auto waiting = api.push(gpu_job(q, 1, 60, {{"ext_ml_priority_class", "spot"}}));
+  const json wi = what_if(waiting, {{"changes", {{{"kind", "priority_class"}, {"priority_class", "reserved"}}}}});
+  const auto answered = ojs::now_ms();
+  ASSERT_TRUE(wi.contains("what_if")) << wi.dump();
+  EXPECT_EQ(ms_of(wi["what_if"]["before"]["start_at"]), started_ms(running) + 36000000) << wi.dump();  // spot: waits it out
+  EXPECT_EQ(wi["what_if"]["helps"], true) << wi.dump();
+  const auto after = ms_of(wi["what_if"]["after"]["start_at"]);
+  EXPECT_GE(after, started_ms(running) + 90000) << wi.dump();
+  EXPECT_LE(after, answered + 90000) << wi.dump();
+  EXPECT_EQ(wi["what_if"]["after"]["preempts"], json::array({running})) << wi.dump();
+  EXPECT_EQ(job(running)["state"], "active");
+}
