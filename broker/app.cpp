@@ -159,7 +159,7 @@ void BrokerApp::start() {
   i.queues = std::make_unique<QueueService>(st.queues, *i.push);
   i.observability =
       std::make_unique<obs::Observability>(obs::OverviewSources{i.config, *i.views, st.queues, *i.workers, st.health, st.usage});
-  i.estimates = std::make_unique<EstimateService>(st.reads, st.queues, EstimateStore(*i.redis), QueueConfigStore(*i.redis),
+  i.estimates = std::make_unique<EstimateService>(st.reads, st.queues, EstimateStore(*i.redis), QueueConfigStore(*i.redis), st.marks,
                                                   *i.scheduler, *i.workers, i.config);
   i.listing = std::make_unique<admin::JobListingSources>(admin::JobListingSources{st.index, st.queues, st.reads});
   i.dead_letter = std::make_unique<admin::DeadLetterSources>(admin::DeadLetterSources{st.dead, st.directory, st.queues, st.index});

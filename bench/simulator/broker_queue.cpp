@@ -13,6 +13,7 @@
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/claim_store.hpp"
 #include "broker/store/embedded_redis.hpp"
+#include "broker/store/keys.hpp"
 #include "broker/store/job_reads.hpp"
 #include "broker/store/redis_client.hpp"
 #include "ojs/ml/requirement_class.hpp"
@@ -126,6 +127,15 @@ int BrokerQueue::claim(const std::string& worker, const std::vector<broker::Elig
     return std::stoi(out.jobs[0].id());
   }
   throw std::runtime_error("cluster_sim: claim stayed stale");
+}
+
+std::vector<int> BrokerQueue::ready_heads(const std::vector<std::string>& class_ids) {
+  std::vector<std::vector<std::string>> reads;
+  for (const auto& id : class_ids) reads.push_back({"ZRANGE", broker::keys::ready(kQueue, id), "0", "0"});
+  std::vector<int> heads;
+  if (reads.empty()) return heads;
+  for (const auto& reply : impl_->pool->pipeline(reads)) heads.push_back(reply.elements.empty() ? -1 : std::stoi(reply.elements[0].str));
+  return heads;
 }
 
 void BrokerQueue::ack(int job, const std::string& worker) { impl_->store->ack(kQueue, std::to_string(job), "null", worker); }

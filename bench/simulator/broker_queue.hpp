@@ -49,6 +49,9 @@ class BrokerQueue {
   int claim(const std::string& worker, const std::vector<broker::EligibleClass>& eligible);
   void ack(int job, const std::string& worker);
   void requeue(int job, const std::string& worker);  // preempted: available again, as fail.lua requeues
+  // The head of each class's ready set in the queue's policy order (the job the
+  // preemption controller reads, as PreemptionStore::ready_head), or -1; one round trip.
+  std::vector<int> ready_heads(const std::vector<std::string>& class_ids);
 
  private:
   struct Impl;

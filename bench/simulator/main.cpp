@@ -109,13 +109,15 @@ int main(int argc, char** argv) {
   app.add_option("--tenant-tolerance", tenant_tolerance,
                  "exit 1 unless each tenant's GPU-time share (ours) is within this fraction of its weight share (0 = no check)");
   app.add_option("--redis-server", ours.redis_binary, "redis-server binary our broker's queue runs on");
-  app.add_option("--preemption", ours.preemption, "our policy preempts spot work for waiting reserved jobs (true/false)");
+  app.add_option("--preemption", ours.preemption, "our policy preempts as the broker's controller does: lower-class work for a waiting higher-class job (true/false)");
   app.add_flag("--json", json_output, "print one JSON object");
   bool backfill = false;
   double pool_load = 0;
   app.add_flag("--backfill", backfill, "also run our policy with EASY backfill (queue config backfill)");
   double declared_noise = 0;
   app.add_flag("--estimates", ours.estimates, "our policy: the broker's start estimate at each arrival, its error at the start");
+  app.add_option("--estimate-preemption", ours.estimate_preemption,
+                 "the estimate's run preempts as the broker's controller does (true/false; false measures without it)");
   app.add_option("--declared-noise", declared_noise,
                  "declared durations drawn within +-this fraction of the run time (0: exact)")->check(CLI::Range(0.0, 0.9));
   app.add_option("--backfill-after-s", ours.backfill_after_s, "backfill.after_s: wait before a job gets a reservation");

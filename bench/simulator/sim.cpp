@@ -15,6 +15,7 @@
 #include "broker/estimate/forecast.hpp"
 #include "broker/governance/queue_config.hpp"
 #include "broker/preemption/backfill.hpp"
+#include "broker/preemption/capacity_plan.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "simulator/broker_queue.hpp"
 #include "ojs/ml/predicates.hpp"
@@ -44,6 +45,7 @@ struct Running {
   int gpus = 0;
   std::vector<int> devices;
   bool preempting = false;
+  double preempt_end = 0;  // preempting: its grace period's end
   bool uncontested = false;  // [usage] no other tenant had a job waiting for this worker type
 };
 
@@ -63,6 +65,12 @@ struct WorkerState {
     double start = 0, until = 0;
   } reservation;
   int cores_free() const { return caps.cpu_cores.value_or(1 << 20) - cores_used; }
+  // A capacity hold (preemption) on this worker (job -1: none): the victims' GPUs are kept for class `cls`.
+  struct {
+    int job = -1, cls = -1, victims = 0;
+    std::vector<int> devices;
+    double until = 0;
+  } hold;
 };
 
 struct JobState {
@@ -122,6 +130,9 @@ class Simulation {
       q.half_life_seconds = options.half_life_seconds;
       queue_ = std::make_unique<BrokerQueue>(q);
     }
+    for (std::size_t c = 0; c < classes_.size(); ++c) classes_by_id_.push_back(static_cast<int>(c));
+    std::sort(classes_by_id_.begin(), classes_by_id_.end(),  // the controller's order (the queue's class map)
+              [&](int a, int b) { return classes_[static_cast<std::size_t>(a)].id < classes_[static_cast<std::size_t>(b)].id; });
     static_memo_.assign(classes_.size() * types.size(), -1);
     types_ = static_cast<int>(types.size());
     scoring_.locality_delay_ms = static_cast<std::int64_t>(options.locality_delay_s * 1000);
@@ -156,6 +167,8 @@ class Simulation {
   std::vector<JobState> jobs_;
   std::vector<WorkerState> workers_;
   std::vector<ClassInfo> classes_;
+  std::vector<int> classes_by_id_;  // class indexes in class id order
+  long long next_seq_ = 0;          // the queue's sequence (arrivals and requeues)
   std::vector<signed char> static_memo_;  // class x worker type: -1 unknown, 0 refused, 1 fits
   int types_ = 0;
   int total_gpus_ = 0;
@@ -186,6 +199,9 @@ class Simulation {
     auto& s = jobs_[static_cast<std::size_t>(j)];
     s.queued_since = now_;
     s.worker = -1;
+    // The queue's sequence, as PUSH and a requeue (make_available) take it: a preempted
+    // job goes behind the jobs of its band that wait, as it does in the broker's ready set.
+    s.seq = next_seq_++;
     classes_[static_cast<std::size_t>(s.cls)].pending.emplace(s.rank, s.seq, j);
   }
 
@@ -269,20 +285,30 @@ class Simulation {
     const auto ms = [](double s) { return static_cast<std::int64_t>(std::llround(s * 1000)); };
     snap.now_ms = ms(now_);
     snap.scoring = scoring_;
+    snap.capacity_hold_ms = ms(options_.backfill_hold_s);
+    snap.preemption = options_.estimate_preemption;
     const auto overruns = est::Overruns::of({ran_vs_declared_.begin(), ran_vs_declared_.end()});
     for (const auto& w : workers_) {
       est::Worker ew{w.spec->id, w.caps, {}, {}};
-      for (const auto& [id, r] : w.running) {
+      for (auto& rj : running_view(w)) {
+        const int id = std::stoi(rj.job_id);
+        const Running& r = w.running.at(id);
         est::Running er;
-        er.job.job_id = std::to_string(id);
-        er.job.gpus = r.gpus;
-        er.job.devices = r.devices;
+        er.job = std::move(rj);
         if (const auto declared = job(id).req.scheduling.estimated_duration_seconds) {
           er.job.declared_end_ms = overruns.end(ms(r.start), *declared * 1000LL, snap.now_ms);
           er.source = est::EndSource::declared;
         }
+        if (r.preempting && (!er.job.declared_end_ms || *er.job.declared_end_ms > ms(r.preempt_end))) {
+          er.job.declared_end_ms = std::max(ms(r.preempt_end), snap.now_ms);  // as the service reads preempt_deadline
+          er.source = est::EndSource::preempted;
+        }
         ew.running.push_back(std::move(er));
       }
+      if (w.hold.job >= 0)
+        snap.holds.push_back({w.spec->id, std::to_string(w.hold.job), classes_[static_cast<std::size_t>(w.hold.cls)].id, ms(w.hold.until), {}});
+      if (w.reservation.job >= 0)  // [backfill] the controller preempts nothing on a reserved worker
+        snap.holds.push_back({w.spec->id, std::to_string(w.reservation.job), "", ms(w.reservation.until), {}, true});
       snap.workers.push_back(std::move(ew));
     }
     std::vector<std::tuple<double, long long, int>> order;
@@ -305,6 +331,7 @@ class Simulation {
       w.req = &sj.req;
       w.score = rank + static_cast<double>(seq);
       w.enqueued_ms = ms(jobs_[static_cast<std::size_t>(id)].queued_since);
+      w.class_rank = broker::priority_class_rank(sj.req);
       if (sj.req.scheduling.estimated_duration_seconds) {
         w.run_ms = overruns.run(*sj.req.scheduling.estimated_duration_seconds * 1000LL);
         w.run_source = est::EndSource::declared;
@@ -355,7 +382,7 @@ class Simulation {
         }
       }
       ++rotation_;
-      if (options_.preemption) preempt_for_waiting_reserved();
+      if (options_.preemption) preempt_waiting();
     } else {
       first_fit_fifo();
     }
@@ -407,10 +434,11 @@ class Simulation {
     auto& w = workers_[static_cast<std::size_t>(wi)];
     std::vector<broker::EligibleClass> eligible;
     std::map<std::string, std::vector<int>> devices_of;
+    ml::WorkerLoad scratch;
     for (std::size_t c = 0; c < classes_.size(); ++c) {
       auto& cls = classes_[c];
       if (cls.pending.empty()) continue;
-      auto devices = eligible_devices(static_cast<int>(c), w, w.load, w.cores_free());
+      auto devices = eligible_devices(static_cast<int>(c), w, guarded_load(w, static_cast<int>(c), scratch), w.cores_free());
       if (!devices) continue;
       const auto& req = *cls.req;
       const int oldest = std::get<2>(*cls.pending.begin());
@@ -610,79 +638,121 @@ class Simulation {
     enqueue(j);
   }
 
-  // ----- preemption (ours) -----
+  // ----- preemption (ours): the broker's controller pass -----
 
-  // A reserved job at the head of its class that fits nowhere (every worker just
-  // polled) preempts spot work: the victims get their grace period, then stop.
-  void preempt_for_waiting_reserved() {
-    for (std::size_t c = 0; c < classes_.size(); ++c) {
-      auto& cls = classes_[c];
-      if (cls.pending.empty() || broker::priority_class_rank(*cls.req) != 2) continue;
-      const int j = std::get<2>(*cls.pending.begin());
-      auto& s = jobs_[static_cast<std::size_t>(j)];
-      if (s.preemption_pending) continue;
-      if (!cls.req->soft.locality_model_id.empty() && now_ - s.queued_since < options_.locality_delay_s) continue;
-      preempt_for(static_cast<int>(c), j);
-    }
-  }
-
-  ml::WorkerLoad load_without(const WorkerState& w, const std::set<int>& gone) const {
-    ml::WorkerLoad load;
+  // Worker w's jobs as the broker's preemption sees them (running_job_from): class,
+  // preemptible, grace period, progress lost if preempted now (since the last
+  // checkpoint, else the start).
+  std::vector<broker::RunningJob> running_view(const WorkerState& w) const {
+    std::vector<broker::RunningJob> out;
     for (const auto& [id, r] : w.running) {
-      if (gone.count(id)) continue;
-      load.active.push_back({std::to_string(id), r.gpus, {}, {}, std::nullopt});
-      load.busy_devices.insert(r.devices.begin(), r.devices.end());
+      const auto& req = job(id).req;
+      broker::RunningJob rj;
+      rj.job_id = std::to_string(id);
+      rj.class_rank = broker::priority_class_rank(req);
+      rj.preemptible = req.scheduling.preemptible;
+      rj.preempting = r.preempting;
+      rj.gpus = r.gpus;
+      rj.devices = r.devices;
+      rj.grace_period_s = req.scheduling.grace_period_s;
+      rj.checkpoint_on_preempt = req.scheduling.checkpoint.on_preempt;
+      const auto& ck = req.scheduling.checkpoint;
+      double since = r.start;
+      if (ck.enabled && ck.interval_s > 0 && now_ > r.work_start)
+        since = std::max(since, r.work_start + std::floor((now_ - r.work_start) / ck.interval_s) * ck.interval_s);
+      rj.lost_ms = static_cast<std::int64_t>(std::llround((now_ - since) * 1000));
+      out.push_back(std::move(rj));
     }
-    return load;
+    return out;
   }
 
-  void preempt_for(int cls, int j) {
-    struct Plan {
-      int worker = -1;
-      std::vector<int> victims;
-      double lost = std::numeric_limits<double>::infinity();
-    } best;
-    for (std::size_t wi = 0; wi < workers_.size(); ++wi) {
-      auto& w = workers_[wi];
-      if (!fits_static(cls, w)) continue;
-      std::set<int> gone;
-      for (const auto& [id, r] : w.running)
-        if (r.preempting) gone.insert(id);  // already leaving: capacity that is coming anyway
-      int cores_free = w.cores_free();
-      if (!gone.empty() && eligible_devices(cls, w, load_without(w, gone), cores_free)) return;  // wait for it
-      // Candidates: preemptible jobs, cheapest (least work since checkpoint) first.
-      std::vector<std::pair<double, int>> candidates;
-      for (const auto& [id, r] : w.running) {
-        const auto& vreq = job(id).req;
-        if (r.preempting || !vreq.scheduling.preemptible) continue;
-        const double progress = std::max(0.0, now_ - r.work_start);
-        const auto& ck = vreq.scheduling.checkpoint;
-        const double at_risk = !ck.enabled ? progress : ck.on_preempt ? 0 : std::fmod(progress, ck.interval_s);
-        candidates.emplace_back(at_risk * std::max(1, r.gpus), id);
-      }
-      std::sort(candidates.begin(), candidates.end());
-      std::vector<int> victims;
-      double lost = 0;
-      for (const auto& [cost, id] : candidates) {
-        gone.insert(id);
-        victims.push_back(id);
-        lost += cost;
-        cores_free += job(id).req.gpu_count() == 0 ? job(id).cpu_cores : 0;
-        if (eligible_devices(cls, w, load_without(w, gone), cores_free)) {
-          if (lost < best.lost) best = {static_cast<int>(wi), victims, lost};
-          break;
+  // The broker's capacity preemption pass (capacity_preemption.cpp through
+  // broker::plan_capacity_preemption): each class head that may preempt
+  // (broker::may_preempt), has no preemption pending and fits no worker gets the
+  // cheapest victims on a worker not held; they stop at their grace period's end and
+  // the worker is held for its class until it is claimed or the hold lapses.
+  void preempt_waiting() {
+    for (auto& w : workers_)
+      if (w.hold.job >= 0) {
+        auto& p = jobs_[static_cast<std::size_t>(w.hold.job)];
+        if (w.hold.until <= now_ || p.worker >= 0 || p.done) {
+          p.preemption_pending = false;
+          w.hold.job = -1;
         }
       }
+    // The class heads the controller reads: under `priority` the simulator's order is the
+    // ready sets'; under the other policies Redis is asked (one round trip).
+    std::vector<int> waiting;
+    std::vector<std::string> ids;
+    for (const int c : classes_by_id_)
+      if (!classes_[static_cast<std::size_t>(c)].pending.empty()) {
+        waiting.push_back(c);
+        ids.push_back(classes_[static_cast<std::size_t>(c)].id);
+      }
+    const bool ask = options_.queue_policy != broker::QueuePolicy::priority && queue_;
+    const auto heads = ask ? queue_->ready_heads(ids) : std::vector<int>{};
+    for (std::size_t k = 0; k < waiting.size(); ++k) {
+      const int c = waiting[k];
+      auto& cls = classes_[static_cast<std::size_t>(c)];
+      const int j = ask ? heads[k] : std::get<2>(*cls.pending.begin());
+      if (j < 0) continue;
+      auto& s = jobs_[static_cast<std::size_t>(j)];
+      const int rank = broker::priority_class_rank(job(j).req);  // the head's own (a class mixes priority classes)
+      if (s.preemption_pending || !broker::may_preempt(*cls.req, rank)) continue;
+      std::vector<broker::PreemptionSite> sites;
+      std::vector<int> index;
+      for (std::size_t wi = 0; wi < workers_.size(); ++wi) {
+        const auto& w = workers_[wi];
+        if (w.hold.job >= 0 || w.reservation.job >= 0) continue;  // held for another preemptor or a reservation
+        sites.push_back({&w.caps, {}});
+        index.push_back(static_cast<int>(wi));
+      }
+      result_.judgements += static_cast<long long>(sites.size());
+      const auto plan = broker::plan_capacity_preemption(*cls.req, rank, sites, [&](std::size_t k) {
+        return running_view(workers_[static_cast<std::size_t>(index[k])]);
+      });
+      if (!plan.worker) continue;
+      const int wi = index[*plan.worker];
+      auto& w = workers_[static_cast<std::size_t>(wi)];
+      w.hold.victims = 0;
+      w.hold.devices.clear();
+      for (const auto& v : plan.choice.victims) {
+        const int id = std::stoi(v.job_id);
+        w.running.at(id).preempting = true;
+        w.running.at(id).preempt_end = now_ + v.grace_period_s;
+        ++result_.preemptions;
+        w.hold.victims += v.gpus;
+        w.hold.devices.insert(w.hold.devices.end(), v.devices.begin(), v.devices.end());
+        push({now_ + v.grace_period_s, 0, EventType::grace_end, id, wi, jobs_[static_cast<std::size_t>(id)].epoch});
+      }
+      const auto gone_ms = broker::victims_gone_by(plan.choice.victims, static_cast<std::int64_t>(std::llround(now_ * 1000)));
+      w.hold.job = j;
+      w.hold.cls = c;
+      w.hold.until = static_cast<double>(gone_ms) / 1000 + options_.backfill_hold_s;
+      push({w.hold.until + 0.001, 0, EventType::wake, j, -1, 0});  // the controller drops a lapsed hold
+      s.preemption_pending = true;
     }
-    if (best.worker < 0) return;
-    auto& w = workers_[static_cast<std::size_t>(best.worker)];
-    for (int v : best.victims) {
-      w.running[v].preempting = true;
-      ++result_.preemptions;
-      const auto& vs = jobs_[static_cast<std::size_t>(v)];
-      push({now_ + job(v).req.scheduling.grace_period_s, 0, EventType::grace_end, v, best.worker, vs.epoch});
+  }
+
+  // The FETCH guard `capacity_hold` on worker w for class c: another class sees the
+  // victims' GPUs as held (pipeline/capacity_guard_filter.cpp). The load to judge c by.
+  const ml::WorkerLoad& guarded_load(const WorkerState& w, int c, ml::WorkerLoad& scratch) const {
+    if (w.hold.job < 0 || w.hold.cls == c) return w.load;
+    scratch = w.load;
+    int gone = 0;  // victims' GPUs already given back
+    if (!w.hold.devices.empty()) {
+      for (int d : w.hold.devices)
+        if (!scratch.busy_devices.count(d)) {
+          scratch.busy_devices.insert(d);
+          ++gone;
+        }
+    } else {
+      gone = w.hold.victims;
+      for (const auto& [id, r] : w.running)
+        if (r.preempting) gone -= r.gpus;
     }
-    jobs_[static_cast<std::size_t>(j)].preemption_pending = true;
+    if (gone > 0) scratch.active.push_back({"hold", gone, {}, {}, std::nullopt});
+    return scratch;
   }
 
   // Per worker type: offered load (all work that fits it; and split over the pools

@@ -26,7 +26,7 @@ struct SimOptions {
   Policy policy = Policy::ours;
   double locality_delay_s = 120;  // delay scheduling bound (ours)
   int models_per_worker = 3;      // loaded models kept per worker (LRU)
-  bool preemption = true;         // reserved preempts spot when nothing fits (ours)
+  bool preemption = true;         // the broker's capacity preemption: a waiting job of a higher class that fits no worker preempts (ours)
   broker::QueuePolicy queue_policy = broker::QueuePolicy::priority;  // the queue's policy (ours)
   std::map<std::string, double> tenant_weights;                      // fair share weights (ours)
   std::optional<double> half_life_seconds;  // tenant_fairness.half_life_seconds (ours; unset: the broker's default, 1 h)
@@ -41,6 +41,7 @@ struct SimOptions {
   // [estimate] (ours) at each arrival, the broker's start estimate (broker/estimate/forecast.hpp)
   // over the simulated state; at the job's first start, its error.
   bool estimates = false;
+  bool estimate_preemption = true;  // the estimate's run preempts (estimate::Snapshot::preemption)
 };
 
 // [estimate] How the start estimates made at arrival compare with the starts.

@@ -148,6 +148,7 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   s.now_ms = now_ms();
   s.assignment = assignment_options(config_);
   s.scoring.locality_delay_ms = config_.locality_delay_ms;
+  s.capacity_hold_ms = config_.capacity_hold_ms;
   out.paused = queues_.is_paused(queue);
   const auto classes = queues_.load_classes(queue);
 
@@ -186,6 +187,7 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
     w.score = score;
     w.tenant = job.get("tenant");
     w.enqueued_ms = job.get_int("enqueued_at").value_or(s.now_ms);
+    w.class_rank = class_rank_of_ready_score(score).value_or(job.priority_class_rank());  // as the controller ranks a head
     declared_run(job, overruns, w);
     if (!w.run_ms) waiting_medians[job.get("type")].push_back(s.waiting.size());
     s.waiting.push_back(std::move(w));
@@ -233,14 +235,29 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
             job.declared_end_ms = std::min(*job.declared_end_ms, std::max(*deadline, s.now_ms));
         }
         job.declared_end_ms = std::max(*job.declared_end_ms, s.now_ms);
-      } else {
+      } else if (!record.has("preempt_deadline")) {
         running_medians[{job.queue, record.get("type")}].push_back(
             {s.workers.size(), w.running.size(), record.get_int("started_at").value_or(s.now_ms)});
+      }
+      if (const auto deadline = record.get_int("preempt_deadline"); deadline && job.preempting &&
+                                                                    (!job.declared_end_ms || *job.declared_end_ms > *deadline)) {
+        job.declared_end_ms = std::max(*deadline, s.now_ms);  // being preempted: gone by its grace period's end
+        r.source = EndSource::preempted;
       }
       r.job = std::move(job);
       w.running.push_back(std::move(r));
     }
     s.workers.push_back(std::move(w));
+  }
+
+  // Preemptions in progress: the workers held for their preemptors.
+  for (const auto& [worker, text] : marks_.holds()) {
+    const auto h = CapacityHold::parse(worker, text);
+    if (!h || h->until_ms <= s.now_ms) continue;
+    std::vector<std::string> victims;
+    for (const auto& v : h->victims) victims.push_back(v.job_id);
+    s.holds.push_back({h->worker_id, h->for_job, h->queue == queue ? h->class_id : std::string(), h->until_ms, std::move(victims),
+                       h->backfill_start_ms > 0});
   }
 
   // The learned medians, one read per queue.
@@ -341,6 +358,7 @@ json EstimateService::what_if(const std::string& id, const json& body) {
         notes.push_back("the job's priority class is already " + c.class_name + " or higher");
       } else {
         it->score -= static_cast<double>((c.class_rank - current) * kPrioritiesPerClass) * kScoreBand;
+        it->class_rank = c.class_rank;  // it may now preempt lower classes, as the controller would let it
         std::stable_sort(copy.waiting.begin(), copy.waiting.end(),
                          [](const estimate::Waiting& a, const estimate::Waiting& b) { return a.score < b.score; });
       }

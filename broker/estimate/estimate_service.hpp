@@ -8,8 +8,9 @@
 // job's end (started_at + ext_ml_estimated_duration_seconds, else its execution
 // deadline, else the median of its type's last 64 run times in its queue, which ACK
 // keeps), the queue's ready jobs in score order up to the job asked about (at most
-// kMaxWaiting), its GPU budget and tenant quotas, and how the queue's last completed
-// jobs kept to their declared durations (estimate::Overruns).
+// kMaxWaiting), its GPU budget and tenant quotas, how the queue's last completed
+// jobs kept to their declared durations (estimate::Overruns), and the capacity holds
+// of preemptions in progress (the run preempts as the controller does).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,7 @@
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/estimate_store.hpp"
 #include "broker/store/job_reads.hpp"
+#include "broker/store/preemption_store.hpp"
 #include "broker/store/queue_directory.hpp"
 #include "broker/store/queue_config_store.hpp"
 #include "broker/workers/worker_registry.hpp"
@@ -30,9 +32,9 @@ namespace ojs::broker {
 
 class EstimateService {
  public:
-  EstimateService(JobReads& jobs, QueueDirectory& queues, EstimateStore reads, QueueConfigStore configs, Scheduler& scheduler, WorkerRegistry& workers,
-                  const BrokerConfig& config)
-      : jobs_(jobs), queues_(queues), reads_(reads), configs_(configs), scheduler_(scheduler), workers_(workers), config_(config) {}
+  EstimateService(JobReads& jobs, QueueDirectory& queues, EstimateStore reads, QueueConfigStore configs, PreemptionStore& marks,
+                  Scheduler& scheduler, WorkerRegistry& workers, const BrokerConfig& config)
+      : jobs_(jobs), queues_(queues), reads_(reads), configs_(configs), marks_(marks), scheduler_(scheduler), workers_(workers), config_(config) {}
 
   // The diagnosis's `estimate` of a job: {status: estimated | unresolvable | unknown |
   // started | not_waiting, ...} (docs/http-api.md). 404 when there is no such job.
@@ -63,6 +65,7 @@ class EstimateService {
   QueueDirectory& queues_;
   EstimateStore reads_;
   QueueConfigStore configs_;
+  PreemptionStore& marks_;  // capacity holds in force (read only)
   Scheduler& scheduler_;
   WorkerRegistry& workers_;
   const BrokerConfig& config_;

@@ -10,6 +10,7 @@
 #include <queue>
 #include <set>
 
+#include "broker/preemption/capacity_plan.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/predicates.hpp"
 
@@ -66,11 +67,28 @@ class Run {
     const auto& b = s.limits.budget;
     limited_ = b.max_gpus || b.max_jobs || b.max_gpu_mem_mb || !s.limits.tenant_max.empty();
     for (const auto& w : s.waiting) add(w);
+    for (const auto& h : s.holds) {  // preemptions the controller already started
+      const auto w = std::find_if(workers_.begin(), workers_.end(), [&](const Worker& x) { return x.id == h.worker_id; });
+      if (w == workers_.end() || h.until_ms <= s.now_ms) continue;
+      if (h.backfill) {
+        reserved_.insert(static_cast<std::size_t>(w - workers_.begin()));
+        continue;
+      }
+      Hold hold{kNoJob, -1, h.until_ms};
+      if (const auto c = class_index_.find(h.class_id); !h.class_id.empty() && c != class_index_.end()) hold.cls = c->second;
+      for (std::size_t i = 0; i < jobs_.size(); ++i)
+        if (jobs_[i].w.id == h.for_job) {
+          hold = {i, jobs_[i].cls, h.until_ms};
+          pending_.insert(i);
+        }
+      holds_[static_cast<std::size_t>(w - workers_.begin())] = hold;
+    }
   }
 
   // What kept job `i` from a start at the last instant (only recorded for `watch_`).
   std::size_t watch_ = static_cast<std::size_t>(-1);
   std::set<std::string> kept_by_;
+  std::vector<std::string> preempted_for_watch_;  // victims the run preempted for the watched job
   // Initial running jobs the run ended: per worker, and those charged to the queue.
   std::vector<std::vector<std::pair<std::string, EndSource>>> ended_on_ = {};
   std::vector<std::pair<std::string, EndSource>> ended_charged_;
@@ -80,6 +98,7 @@ class Run {
     release(t);
     arrive(t);
     place(t, placed);
+    if (s_.preemption) preempt(t);
   }
 
   // The next instant after `t` at which anything can change; nullopt when none does.
@@ -92,6 +111,7 @@ class Run {
       for (const auto& r : w.running)
         if (r.job.declared_end_ms) consider(*r.job.declared_end_ms);
     if (auto it = wakes_.upper_bound({t, std::numeric_limits<std::size_t>::max()}); it != wakes_.end()) consider(it->first);
+    for (const auto& [w, hold] : holds_) consider(hold.until_ms);
     return next;
   }
 
@@ -245,6 +265,7 @@ class Run {
         for (std::size_t w = 0; w < workers_.size(); ++w) {
           if (!every_worker && !dirty.count(w)) continue;
           if (held.count(w) || !fits_static(job, w)) continue;
+          if (const auto h = holds_.find(w); h != holds_.end() && h->second.cls != c) continue;  // freed for a preemptor
           if (!ml::fits(req, &workers_[w].caps, load(w), s_.assignment)) continue;
           if (ml::locality_hold(req, &workers_[w].caps, t - job.enqueued_ms, s_.scoring)) {
             locality_held = true;
@@ -282,8 +303,13 @@ class Run {
           r.source = job.run_source;
           r.charged = true;
           r.tenant = job.tenant;
+          r.job.class_rank = job.class_rank;  // what preemption in the run weighs
+          r.job.preemptible = req.scheduling.preemptible;
+          r.job.grace_period_s = req.scheduling.grace_period_s;
+          r.job.lost_ms = s_.now_ms - t;  // progress since its start, once preempt() adds t' - now
           workers_[w].running.push_back(std::move(r));
           loads_[w].reset();
+          if (const auto h = holds_.find(w); h != holds_.end() && h->second.cls == c) end_hold(h);  // the preemptor's class took it
           p.worker_ids.push_back(workers_[w].id);
         }
         if (gpus > 0) {
@@ -298,6 +324,78 @@ class Run {
         if (it != pending.end()) heads.push({*it, c});  // its next job, in the queue's order among the others
         break;
       }
+    }
+  }
+
+  // A worker freed by preemption, held for the preemptor's class (the FETCH guard
+  // `capacity_hold`) until its class takes it or the hold lapses.
+  static constexpr std::size_t kNoJob = static_cast<std::size_t>(-1);  // a hold for another queue's job
+  struct Hold {
+    std::size_t job = kNoJob;
+    int cls = 0;
+    std::int64_t until_ms = 0;
+  };
+
+  void end_hold(std::map<std::size_t, Hold>::iterator h) {
+    pending_.erase(h->second.job);
+    dirty_.insert(h->first);  // other classes may look at the worker again
+    holds_.erase(h);
+  }
+
+  // The preemption controller's pass at `t`: each class head that may preempt, has no
+  // preemption pending and fits no worker gets the cheapest victims on a worker not
+  // already held (plan_capacity_preemption); they end at their grace period's end.
+  void preempt(std::int64_t t) {
+    for (auto h = holds_.begin(); h != holds_.end();) {
+      if (h->second.until_ms <= t || (h->second.job != kNoJob && jobs_[h->second.job].placed)) end_hold(h++);
+      else ++h;
+    }
+    std::vector<Key> heads;
+    for (const auto& pending : classes_)
+      if (!pending.empty()) {
+        const auto& head = jobs_[pending.begin()->second].w;
+        if (may_preempt(*head.req, head.class_rank) && !pending_.count(pending.begin()->second)) heads.push_back(*pending.begin());
+      }
+    std::sort(heads.begin(), heads.end());
+    for (const auto& [score, i] : heads) {
+      const Waiting& job = jobs_[i].w;
+      std::vector<PreemptionSite> sites;
+      std::vector<std::size_t> index;
+      for (std::size_t w = 0; w < workers_.size(); ++w) {
+        if (holds_.count(w) || reserved_.count(w) || !fits_static(job, w)) continue;  // held: the controller passes it
+        sites.push_back({&workers_[w].caps, workers_[w].drained});
+        index.push_back(w);
+      }
+      const auto plan = plan_capacity_preemption(
+          *job.req, job.class_rank, sites,
+          [&](std::size_t k) {
+            std::vector<RunningJob> running;
+            for (const auto& r : workers_[index[k]].running) {
+              running.push_back(r.job);
+              running.back().lost_ms += t - s_.now_ms;
+            }
+            return running;
+          },
+          s_.assignment);
+      if (!plan.worker) continue;
+      const std::size_t w = index[*plan.worker];
+      std::set<std::string> victims;
+      for (const auto& v : plan.choice.victims) {
+        victims.insert(v.job_id);
+        const std::int64_t gone = t + static_cast<std::int64_t>(v.grace_period_s) * 1000;
+        for (auto& worker : workers_)  // a gang's member goes down with it everywhere
+          for (auto& r : worker.running)
+            if (r.job.job_id == v.job_id && !r.job.preempting) {
+              r.job.preempting = true;
+              if (!r.job.declared_end_ms || *r.job.declared_end_ms > gone) {
+                r.job.declared_end_ms = gone;
+                r.source = EndSource::preempted;
+              }
+            }
+      }
+      holds_[w] = {i, jobs_[i].cls, victims_gone_by(plan.choice.victims, t) + s_.capacity_hold_ms};
+      pending_.insert(i);
+      if (i == watch_) preempted_for_watch_.assign(victims.begin(), victims.end());
     }
   }
 
@@ -345,6 +443,9 @@ class Run {
   std::map<std::pair<std::string, std::size_t>, bool> static_fit_;
   std::set<std::string> initial_;
   std::set<std::size_t> dirty_;      // workers a job left since the last placement pass
+  std::map<std::size_t, Hold> holds_;  // worker -> the preemptor it is held for
+  std::set<std::size_t> pending_;      // jobs a preemption is pending for
+  std::set<std::size_t> reserved_;     // workers with a backfill reservation (at the snapshot): no preemption there
   bool all_dirty_ = true;            // look at every worker at the next pass
   bool gangs_ = false;               // a gang waits
   bool limited_ = false;             // the queue has a budget or tenant quotas
@@ -405,6 +506,7 @@ const char* to_string(EndSource source) {
     case EndSource::declared: return "declared";
     case EndSource::deadline: return "deadline";
     case EndSource::median: return "median";
+    case EndSource::preempted: return "preempted";
     case EndSource::unknown: break;
   }
   return "unknown";
@@ -462,6 +564,10 @@ Estimate estimate_start(const Snapshot& s, const std::string& target) {
   e.worker_ids = mine->worker_ids;
   e.placed_ahead = placed_ahead;
   e.kept_by.assign(run.kept_by_.begin(), run.kept_by_.end());
+  e.preempts = run.preempted_for_watch_;
+  for (const auto& h : s.holds)  // a preemption for it the controller already started, where it starts
+    if (h.for_job == target && std::find(e.worker_ids.begin(), e.worker_ids.end(), h.worker_id) != e.worker_ids.end())
+      e.preempts = h.victims;
   // The ends it rests on: the running jobs that left the workers it starts on, and
   // those that gave back the budget or quota when that is what kept it.
   std::map<std::string, EndSource> ends;
@@ -501,6 +607,11 @@ std::string rests_on(const Estimate& e) {
   if (int n = count(EndSource::deadline)) parts.push_back(plural(n, "running job's execution deadline", "running jobs' execution deadlines"));
   if (int n = count(EndSource::median))
     parts.push_back(plural(n, "running job's learned run time (its type's median)", "running jobs' learned run times (their type's median)"));
+  if (!e.preempts.empty())
+    parts.push_back("the preemption of " + plural(static_cast<int>(e.preempts.size()), "lower-class running job", "lower-class running jobs") +
+                    " for it (it starts once their grace period ends)");
+  else if (int n = count(EndSource::preempted))
+    parts.push_back(plural(n, "running job preempted for another job", "running jobs preempted for other jobs"));
   parts.push_back(plural(e.jobs_ahead, "job ahead", "jobs ahead"));
   for (const auto& k : e.kept_by) {
     if (k == "max_total_gpus" || k == "max_concurrent_gpu_jobs") parts.push_back("the queue budget (" + k + ")");
@@ -529,10 +640,11 @@ json to_json(const Estimate& e, std::int64_t now_ms) {
     j["worker_ids"] = e.worker_ids;
     j["placed_ahead"] = e.placed_ahead;
     json ends = json::object();
-    for (auto source : {EndSource::declared, EndSource::deadline, EndSource::median})
+    for (auto source : {EndSource::declared, EndSource::deadline, EndSource::median, EndSource::preempted})
       ends[to_string(source)] = e.running_ends.count(source) ? e.running_ends.at(source) : 0;
     j["running_ends"] = ends;
     j["rests_on"] = rests_on(e);
+    if (!e.preempts.empty()) j["preempts"] = e.preempts;
   } else {
     j["reason"] = e.reason;
   }

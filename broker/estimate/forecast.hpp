@@ -13,7 +13,10 @@
 // placed job runs for its declared duration (or its timeout, or its type's learned
 // median); without one it never ends, as far as the run can tell. A job that prefers a
 // model takes a worker without it only once the locality delay has passed
-// (ml::locality_hold, the pipeline's locality_hold filter).
+// (ml::locality_hold, the pipeline's locality_hold filter). After each instant's
+// placements, a waiting class head that may preempt (may_preempt) and fits no worker
+// preempts as the controller would (plan_capacity_preemption, choose_victims): its
+// victims end at their grace period's end and the worker is held for its class.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
@@ -32,7 +35,7 @@
 namespace ojs::broker::estimate {
 
 // Where a job's end (or run time) comes from, best first.
-enum class EndSource { declared, deadline, median, unknown };
+enum class EndSource { declared, deadline, median, preempted, unknown };
 const char* to_string(EndSource source);
 
 // A job running on a worker of the fleet (any queue).
@@ -61,6 +64,7 @@ struct Waiting {
   EndSource run_source = EndSource::unknown;
   std::int64_t due_ms = 0;                // not before (a scheduled job, a retry's backoff)
   std::int64_t enqueued_ms = 0;           // since when it waits (the locality hold counts from it)
+  int class_rank = -1;                    // priority class rank (spot 0 .. reserved 2); -1: unknown, it does not preempt
 };
 
 struct Limits {
@@ -77,6 +81,15 @@ struct Snapshot {
   bool truncated = false;        // more jobs wait than were read: the later ones are not in the run
   ml::AssignmentOptions assignment;
   ml::ScoringOptions scoring;    // locality_delay_ms: how long a job preferring a model waits for a warm worker
+  std::int64_t capacity_hold_ms = 10000;  // --capacity-hold-ms: a worker freed by preemption is held this long past the grace
+  struct Hold {  // a capacity hold in force: the worker's freed GPUs are kept for a preemptor
+    std::string worker_id, for_job, class_id;  // class_id "" (another queue's preemptor): no class of this one takes the worker
+    std::int64_t until_ms = 0;
+    std::vector<std::string> victims;  // the jobs preempted for it
+    bool backfill = false;  // a backfill reservation: the controller preempts nothing there (placement is not restricted)
+  };
+  std::vector<Hold> holds;
+  bool preemption = true;  // the run preempts as the controller does (the broker always does; off: to measure without)
 };
 
 struct Placement {
@@ -97,6 +110,7 @@ struct Estimate {
   int placed_ahead = 0;  // of those, how many the run placed before it
   std::map<EndSource, int> running_ends;  // running jobs (when it was estimated) whose ends it waited for, by source
   std::vector<std::string> kept_by;  // what kept it from an earlier start: max_total_gpus, tenant_quota, gang, ...
+  std::vector<std::string> preempts;  // running jobs the run preempted for it (it starts once their grace periods end)
   std::string reason;   // unresolvable, unknown: why
   bool truncated = false;
 };

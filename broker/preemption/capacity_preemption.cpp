@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "broker/preemption/capacity_plan.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/preemption/running_jobs.hpp"
 #include "ojs/ml/device_assignment.hpp"
@@ -79,37 +80,32 @@ int PreemptionController::preempt() {
       if (!head) continue;
       const std::string preemptor = head->first;
       const int rank = head_class_rank(queue, *head);
-      if (rank <= 0 || pending_preemptors.count(preemptor)) continue;
-      if (live().empty()) return started;
+      if (pending_preemptors.count(preemptor)) continue;
       const ml::Requirements& req = scheduler_.requirements(class_id, class_json);
-      if (!req.scheduling.reservation_id.empty()) continue;  // reservations hold their own capacity
+      if (!may_preempt(req, rank)) continue;  // spot, or a reservation's job (it holds its own capacity)
+      if (live().empty()) return started;
       // Workers whose recent judgement of this class shows a static refusal cannot
       // be helped by preemption; skip them without reading their load.
       std::set<std::string> static_refusers;
       for (const auto& record : diagnosis_.recent(queue, class_id))
         if (!dynamic_only(record.judgement)) static_refusers.insert(record.worker_id);
 
-      std::optional<std::pair<const Candidate*, VictimChoice>> best;
-      bool fits_somewhere = false;
-      long long fit_gpu_mem_mb = 0;  // what it would be charged where it fits (a GPU-memory budget)
+      std::vector<const Candidate*> candidates;
+      std::vector<PreemptionSite> sites;
       for (const auto& c : live()) {
         if (held_workers.count(c.info.id) || static_refusers.count(c.info.id)) continue;
         if (!c.serves(queue)) continue;
-        if (!ml::fits_static(req, &c.caps)) continue;
-        const auto running = running_on(c.info.id);
-        std::set<std::string> leaving;
-        for (const auto& r : running)
-          if (r.preempting) leaving.insert(r.job_id);
-        const auto load = load_without(running, leaving, c.info.drained_devices);
-        if (ml::fits(req, &c.caps, load, assignment)) {
-          fits_somewhere = true;  // a worker can take it (or soon will): no preemption
-          if (req.gpu_count() > 0)
-            fit_gpu_mem_mb = ml::gpu_memory_charge_mb(c.caps.devices, ml::judge_dynamic(req, &c.caps, load, assignment).devices,
-                                                      req.hard.gpu.memory_gb, req.gpu_count());
-          break;
-        }
-        auto choice = choose_victims(req, rank, c.caps, running, assignment, c.info.drained_devices);
-        if (choice && (!best || cheaper(*choice, best->second))) best.emplace(&c, std::move(*choice));
+        candidates.push_back(&c);
+        sites.push_back({&c.caps, c.info.drained_devices});
+      }
+      const auto plan = plan_capacity_preemption(
+          req, rank, sites, [&](std::size_t i) { return running_on(candidates[i]->info.id); }, assignment);
+      const bool fits_somewhere = plan.fits_on.has_value();  // a worker can take it (or soon will): no preemption
+      long long fit_gpu_mem_mb = 0;  // what it would be charged where it fits (a GPU-memory budget)
+      if (fits_somewhere && req.gpu_count() > 0) {
+        const auto& caps = candidates[*plan.fits_on]->caps;
+        fit_gpu_mem_mb = ml::gpu_memory_charge_mb(caps.devices, ml::judge_dynamic(req, &caps, plan.fit_load, assignment).devices,
+                                                  req.hard.gpu.memory_gb, req.gpu_count());
       }
       if (fits_somewhere) {
         // Capacity exists; if the queue's budget is what keeps the job waiting,
@@ -120,10 +116,11 @@ int PreemptionController::preempt() {
         }
         continue;
       }
-      if (!best) continue;
+      if (!plan.worker) continue;
 
       // Mark the victims, then hold the capacity.
-      const auto& [worker, choice] = *best;
+      const Candidate* worker = candidates[*plan.worker];
+      const VictimChoice& choice = plan.choice;
       const auto last_deadline = mark(preemptor, choice.victims);
       if (!last_deadline) continue;
       CapacityHold hold;

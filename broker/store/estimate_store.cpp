@@ -10,7 +10,8 @@ namespace ojs::broker {
 namespace {
 
 const std::vector<std::string> kWaitingFields = {"id",         "class",           "type",           "tenant", "state",
-                                                 "timeout_ms", "next_attempt_at", "estimated_duration_s", "enqueued_at"};
+                                                 "timeout_ms", "next_attempt_at", "estimated_duration_s", "enqueued_at",
+                                                 "rank_base"};
 
 // A score as ZRANGEBYSCORE / ZCOUNT bounds take it: the exact integer.
 std::string score_text(double score) {

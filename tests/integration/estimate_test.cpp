@@ -6,7 +6,10 @@
 // with the running jobs' started_at plus what they declared (never with wall time).
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "ojs/core/time.hpp"
+#include "support/eventually.hpp"
 #include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 #include "support/role_tokens.hpp"
@@ -31,11 +34,14 @@ std::int64_t ms_of(const json& rfc3339) { return ojs::parse_rfc3339(rfc3339.get<
 
 }  // namespace
 
-class Estimate : public ::testing::Test {
+class EstimateOn : public ::testing::Test {
  protected:
+  // before_start: what Redis holds before the broker starts.
+  explicit EstimateOn(std::vector<std::string> broker_args = {}, const std::function<void(RedisServer&)>& before_start = {})
+      : broker((before_start ? before_start(redis) : void(), redis.url()), std::move(broker_args)), api(broker.url()) {}
   RedisServer redis;
-  BrokerProcess broker{redis.url()};
-  Api api{broker.url()};
+  BrokerProcess broker;
+  Api api;
 
   // A worker polls the queue (and registers with its capabilities); the ids it got.
   std::vector<std::string> fetch(const std::string& queue, const std::string& worker, const json& caps, int count = 1) {
@@ -51,11 +57,20 @@ class Estimate : public ::testing::Test {
     return r.body["diagnosis"]["estimate"];
   }
   json what_if(const std::string& id, const json& body) { return api.post("/ojs/v1/jobs/" + id + "/what-if", body).body; }
+  // A spot job (declared 10 h, `grace_s` to leave) running on w1 (1 GPU), then a
+  // reserved 1-GPU job pushed behind it: {spot, reserved}.
+  std::pair<std::string, std::string> reserved_behind_spot(const std::string& q, int grace_s) {
+    const auto spot = api.push(gpu_job(q, 1, 36000, {{"ext_ml_priority_class", "spot"}, {"ext_ml_preemption_grace_period_s", grace_s}}));
+    EXPECT_EQ(fetch(q, "w1", a100_worker(1)).size(), 1u);
+    return {spot, api.push(gpu_job(q, 1, 60, {{"ext_ml_priority_class", "reserved"}}))};
+  }
   void put_config(const std::string& queue, const json& body) {
     auto r = api.call("PUT", "/ojs/v1/admin/queues/" + queue + "/config", body);
     ASSERT_EQ(r.status, 200) << r.body.dump();
   }
 };
+
+class Estimate : public EstimateOn {};
 
 TEST_F(Estimate, BehindTwoRunningJobsWithDeclaredDurations) {
   const std::string q = "est-two";
@@ -252,4 +267,77 @@ TEST_F(Estimate, LearnedMedianForARunningJobWithoutADeclaredEnd) {
   EXPECT_EQ(e["running_ends"]["median"], 1) << e.dump();
   EXPECT_NE(e["rests_on"].get<std::string>().find("learned run time"), std::string::npos) << e.dump();
   (void)running;
+}
+
+// [preemption] A reserved job that fits no worker while a spot job holds it: the
+// controller would preempt the spot job, so the estimate is the end of its grace
+// period, not its declared end. Here another broker holds the controller's leader
+// lease (and has not run its pass yet), so what the estimate shows is the run's own
+// preemption.
+class EstimateBeforeThePreemptionPass : public EstimateOn {
+ protected:
+  EstimateBeforeThePreemptionPass()
+      : EstimateOn({}, [](RedisServer& r) { redis_lines(r, {"SET", "ojs:{_global}:preemption:leader", "another-broker", "PX", "600000"}); }) {}
+};
+
+TEST_F(EstimateBeforeThePreemptionPass, AReservedJobStartsOnceItsSpotVictimsGracePeriodEnds) {
+  const std::string q = "est-preempt";
+  const auto [spot, reserved] = reserved_behind_spot(q, 120);
+  const auto behind = api.push(gpu_job(q, 1, 60, {{"ext_ml_priority_class", "spot"}}));
+
+  const json e = estimate(reserved);
+  const auto answered = ojs::now_ms();
+  ASSERT_EQ(e["status"], "estimated") << e.dump();
+  // 120 s (the victim's grace period) after the estimate was made: between the spot
+  // job's start and the answer, and long before the spot job's declared 10 h end.
+  const auto start = ms_of(e["start_at"]);
+  EXPECT_GE(start, started_ms(spot) + 120000) << e.dump();
+  EXPECT_LE(start, answered + 120000) << e.dump();
+  EXPECT_EQ(e["preempts"], json::array({spot})) << e.dump();
+  EXPECT_EQ(e["running_ends"]["preempted"], 1) << e.dump();
+  EXPECT_EQ(e["worker_ids"], json({"w1"}));
+  EXPECT_NE(e["rests_on"].get<std::string>().find("the preemption of 1 lower-class running job for it"), std::string::npos) << e.dump();
+  // A spot job preempts nobody: it waits for the reserved job's 60 s after that.
+  const json b = estimate(behind);
+  ASSERT_EQ(b["status"], "estimated") << b.dump();
+  EXPECT_GE(ms_of(b["start_at"]), start + 60000) << b.dump();
+  EXPECT_FALSE(b.contains("preempts")) << b.dump();
+  // The estimate wrote nothing: the spot job runs on, unmarked.
+  EXPECT_EQ(job(spot)["state"], "active");
+  EXPECT_FALSE(job(spot).contains("preempt_deadline")) << job(spot).dump();
+}
+
+// The controller has already preempted (every 100 ms): the estimate is the victim's deadline.
+class EstimateAfterThePreemptionPass : public EstimateOn {
+ protected:
+  EstimateAfterThePreemptionPass() : EstimateOn({"--preemption-interval-ms", "100"}) {}
+};
+
+TEST_F(EstimateAfterThePreemptionPass, AReservedJobStartsAtItsVictimsDeadline) {
+  const auto [spot, reserved] = reserved_behind_spot("est-preempted", 300);
+  ASSERT_TRUE(eventually(10000, [&] { return job(spot).contains("preempt_deadline"); })) << job(spot).dump();
+  const json e = estimate(reserved);
+  ASSERT_EQ(e["status"], "estimated") << e.dump();
+  EXPECT_EQ(ms_of(e["start_at"]), ms_of(job(spot)["preempt_deadline"])) << e.dump() << job(spot).dump();
+  EXPECT_EQ(e["preempts"], json::array({spot})) << e.dump();
+  EXPECT_EQ(e["running_ends"]["preempted"], 1) << e.dump();
+}
+
+// What-if a waiting spot job were reserved: it would preempt the running spot job and
+// start once that job's grace period ends (the what-if runs the same preempting run).
+TEST_F(EstimateBeforeThePreemptionPass, WhatIfReservedPreemptsTheRunningSpotJob) {
+  const std::string q = "est-whatif-preempt";
+  const auto running = api.push(gpu_job(q, 1, 36000, {{"ext_ml_priority_class", "spot"}, {"ext_ml_preemption_grace_period_s", 90}}));
+  ASSERT_EQ(fetch(q, "w1", a100_worker(1)).size(), 1u);
+  const auto waiting = api.push(gpu_job(q, 1, 60, {{"ext_ml_priority_class", "spot"}}));
+  const json wi = what_if(waiting, {{"changes", {{{"kind", "priority_class"}, {"priority_class", "reserved"}}}}});
+  const auto answered = ojs::now_ms();
+  ASSERT_TRUE(wi.contains("what_if")) << wi.dump();
+  EXPECT_EQ(ms_of(wi["what_if"]["before"]["start_at"]), started_ms(running) + 36000000) << wi.dump();  // spot: waits it out
+  EXPECT_EQ(wi["what_if"]["helps"], true) << wi.dump();
+  const auto after = ms_of(wi["what_if"]["after"]["start_at"]);
+  EXPECT_GE(after, started_ms(running) + 90000) << wi.dump();
+  EXPECT_LE(after, answered + 90000) << wi.dump();
+  EXPECT_EQ(wi["what_if"]["after"]["preempts"], json::array({running})) << wi.dump();
+  EXPECT_EQ(job(running)["state"], "active");
 }

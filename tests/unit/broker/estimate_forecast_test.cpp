@@ -116,3 +116,51 @@ TEST(EstimateForecast, OverrunsFromCompletedJobsMoveTheEnds) {
   EXPECT_EQ(learned.run(2000), 2000);
   EXPECT_EQ(Overruns::of({2.0, 2.0, 3.0}).run(1000), 2000);
 }
+
+// [preemption] A job that may preempt (above spot) and fits no worker starts once its
+// victims' grace period ends, as the controller would free the worker for it.
+TEST(EstimateForecast, AHigherClassJobStartsAfterItsVictimsGracePeriod) {
+  Snapshot s;
+  s.now_ms = 1000;
+  Running spot = running("spot", 1, 36000000);
+  spot.job.class_rank = 0;
+  spot.job.preemptible = true;
+  spot.job.grace_period_s = 120;
+  spot.job.lost_ms = 5000;
+  s.workers.push_back({"w1", gpus(1), {spot}, {}});
+  Waiting reserved = waiting("reserved", 1, 60000, 1);
+  reserved.class_rank = 2;
+  Waiting later = waiting("later", 1, 60000, 2);
+  later.class_rank = 0;  // spot: it preempts nobody, and the freed worker is held for the reserved job
+  s.waiting = {reserved, later};
+  const auto e = estimate_start(s, "reserved");
+  ASSERT_EQ(e.status, Estimate::Status::estimated);
+  EXPECT_EQ(e.start_ms, 1000 + 120000);
+  EXPECT_EQ(e.preempts, std::vector<std::string>{"spot"});
+  EXPECT_EQ(e.running_ends.at(EndSource::preempted), 1);
+  EXPECT_NE(rests_on(e).find("the preemption of 1 lower-class running job for it"), std::string::npos) << rests_on(e);
+  EXPECT_EQ(to_json(e, s.now_ms)["preempts"], nlohmann::json::array({"spot"}));
+  EXPECT_EQ(estimate_start(s, "later").start_ms, 1000 + 120000 + 60000);  // after the reserved job's run
+
+  // A spot job does not preempt; nor is a job that is not preemptible preempted.
+  s.waiting = {later};
+  EXPECT_EQ(estimate_start(s, "later").start_ms, 36000000);
+  s.waiting = {reserved};
+  s.workers[0].running[0].job.preemptible = false;
+  EXPECT_EQ(estimate_start(s, "reserved").start_ms, 36000000);
+  EXPECT_TRUE(estimate_start(s, "reserved").preempts.empty());
+
+  // A preemption the controller already started: the worker is held for it.
+  s.workers[0].running[0].job.preemptible = true;
+  s.workers[0].running[0].job.preempting = true;
+  s.workers[0].running[0].job.declared_end_ms = 31000;
+  s.workers[0].running[0].source = EndSource::preempted;
+  s.holds = {{"w1", "reserved", "c1", 41000, {"spot"}}};
+  later.score = 0.5;  // even a job of another class ahead in the queue does not take the held worker
+  later.class_id = "other";
+  s.waiting = {later, reserved};
+  const auto held = estimate_start(s, "reserved");
+  EXPECT_EQ(held.start_ms, 31000);
+  EXPECT_EQ(held.preempts, std::vector<std::string>{"spot"});
+  EXPECT_EQ(estimate_start(s, "later").start_ms, 31000 + 60000);
+}

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "broker/preemption/capacity_plan.hpp"
 #include "broker/preemption/victims.hpp"
 #include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/requirements.hpp"
@@ -198,4 +199,50 @@ TEST(BudgetVictims, NothingWhenTheBudgetAllowsOrJobLimitIsTheObstacle) {
   std::vector<RunningJob> leaving = {running("a", 0, 1, 50), running("b", 0, 1, 10)};
   leaving[1].preempting = true;
   EXPECT_FALSE(choose_budget_victims(1, 2, budget, leaving)) << "a job already leaving frees the slot";
+}
+
+// [preemption] plan_capacity_preemption: the controller's pass over the workers, shared
+// by the start estimate's run and bench/simulator (broker/preemption/capacity_plan.hpp).
+TEST(CapacityPlan, OnlyAboveSpotAndNotForAReservationsJob) {
+  EXPECT_FALSE(may_preempt(needs(1), 0));
+  EXPECT_TRUE(may_preempt(needs(1), 1));
+  EXPECT_TRUE(may_preempt(needs(1), 2));
+  EXPECT_FALSE(may_preempt(needs(1, {{"ext_ml_reservation_id", "r1"}}), 2));
+}
+
+TEST(CapacityPlan, CheapestWorkerUnlessOneFitsOrWillOnceLeavingJobsGo) {
+  const auto caps = gpus(2);
+  std::vector<std::vector<RunningJob>> on = {
+      {running("costly", 0, 2, 600000)},                            // w0: one spot job, much progress at stake
+      {running("cheap", 0, 1, 1000), running("keep", 1, 1, 0, false)},  // w1: not enough even without "cheap"
+      {running("cheap2", 0, 1, 2000), running("cheap3", 0, 1, 3000)},   // w2: both cheap ones
+  };
+  std::vector<PreemptionSite> sites(on.size(), PreemptionSite{&caps, {}});
+  int reads = 0;
+  auto of = [&](std::size_t i) {
+    ++reads;
+    return on[i];
+  };
+  auto plan = plan_capacity_preemption(needs(2), 2, sites, of);
+  EXPECT_FALSE(plan.fits_on);
+  ASSERT_TRUE(plan.worker);
+  EXPECT_EQ(*plan.worker, 2u);
+  EXPECT_EQ(ids(plan.choice), (std::vector<std::string>{"cheap2", "cheap3"}));
+  EXPECT_EQ(reads, 3);
+  EXPECT_EQ(victims_gone_by(plan.choice.victims, 1000), 1000 + 30000);  // the default grace period
+
+  // A job already preempting on w0 frees it: the job waits for it, nothing more is preempted.
+  on[0][0].preempting = true;
+  plan = plan_capacity_preemption(needs(2), 2, sites, of);
+  ASSERT_TRUE(plan.fits_on);
+  EXPECT_EQ(*plan.fits_on, 0u);
+  EXPECT_FALSE(plan.worker);
+
+  // A worker whose hardware does not fit is not read.
+  const auto small = gpus(1);
+  std::vector<PreemptionSite> one = {PreemptionSite{&small, {}}};
+  reads = 0;
+  plan = plan_capacity_preemption(needs(2), 2, one, of);
+  EXPECT_EQ(reads, 0);
+  EXPECT_FALSE(plan.worker);
 }

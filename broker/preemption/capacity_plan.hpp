@@ -1,0 +1,51 @@
+// The capacity preemption rule as pure code (no Redis): which waiting job may
+// preempt, and over the workers that could take it, whether it must (it fits none
+// as things stand, jobs already preempting counted gone) and whom (the cheapest
+// choose_victims among the workers). Called by the controller
+// (capacity_preemption.cpp), the start estimate's forward run
+// (broker/estimate/forecast.cpp) and bench/simulator, so all three preempt alike.
+// Unit-tested in tests/unit/broker/victims_test.cpp.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "broker/preemption/victims.hpp"
+
+namespace ojs::broker {
+
+// Whether a waiting job of priority class rank `rank` may preempt: above spot, and
+// not bound to a reservation (a reservation holds its own capacity).
+bool may_preempt(const ml::Requirements& req, int rank);
+
+// A worker the pass may free GPUs on, as the caller sees it (leave out those that
+// do not serve the queue and those already held for another preemptor).
+struct PreemptionSite {
+  const ml::Capabilities* caps = nullptr;
+  std::vector<int> drained;  // devices an admin drained
+};
+
+struct CapacityPlan {
+  // A worker that takes the job as things stand, or once jobs already preempting
+  // leave: nothing is preempted (it only has to be fetched, or to wait for them).
+  std::optional<std::size_t> fits_on;
+  ml::WorkerLoad fit_load;  // that worker's load without the leaving jobs
+  // Else the worker whose victims lose the least progress (cheaper()), and whom.
+  std::optional<std::size_t> worker;
+  VictimChoice choice;
+};
+
+// The pass's decision for one waiting class head of rank `rank`, over `sites` in the
+// fleet's order. `running_of(i)`: what runs on site i, asked only for sites whose
+// hardware fits the job (the controller reads it from Redis).
+CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, const std::vector<PreemptionSite>& sites,
+                                      const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
+                                      const ml::AssignmentOptions& assignment = {});
+
+// When victims marked at `now_ms` are gone at the latest: the end of the longest
+// grace period among them (the deadline PreemptionStore::mark sets).
+std::int64_t victims_gone_by(const std::vector<RunningJob>& victims, std::int64_t now_ms);
+
+}  // namespace ojs::broker
