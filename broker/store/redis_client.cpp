@@ -204,6 +204,19 @@ void RedisPool::drop_idle() {
 }
 
 std::vector<RedisValue> RedisPool::pipeline(const std::vector<std::vector<std::string>>& commands) {
+  auto out = pipeline_once(commands);
+  // A Redis without the library (restarted or flushed, a new cluster master): load it, call again.
+  bool loaded = false;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i].is_error() && out[i].str.starts_with("ERR Function not found") && commands[i][0] == "FCALL") {
+      if (!loaded) load_library();
+      loaded = true;
+      out[i] = std::move(pipeline_once({commands[i]}).front());
+    }
+  return out;
+}
+
+std::vector<RedisValue> RedisPool::pipeline_once(const std::vector<std::vector<std::string>>& commands) {
   if (cluster_) {
     auto out = cluster_->pipeline(commands);
     throw_on_outage(out, endpoint_.describe());
@@ -271,13 +284,7 @@ RedisValue RedisPool::eval_after(const std::vector<std::vector<std::string>>& be
 RedisValue RedisPool::eval_with(const std::vector<std::vector<std::string>>& before, const std::string& script,
                                 const std::vector<std::string>& keys, const std::vector<std::string>& args,
                                 const std::vector<std::vector<std::string>>& then, std::vector<RedisValue>* before_replies) {
-  const auto& library = lua_library();
-  const auto function = library.functions.find(script);
-  if (function == library.functions.end()) throw std::logic_error("unknown Lua script: " + script);
-  check_key_count(script, keys.size());  // the script's header says how many (lua_scripts.hpp)
-  std::vector<std::string> argv{"FCALL", function->second, std::to_string(keys.size())};
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
+  const auto argv = script_call(script, keys, args);
   std::vector<std::vector<std::string>> batch;
   // A cluster pipeline orders commands per node only: the commands that must run
   // first get a round trip of their own there. One Redis runs a pipeline in order.
@@ -293,15 +300,22 @@ RedisValue RedisPool::eval_with(const std::vector<std::vector<std::string>>& bef
   const std::size_t at = batch.size() - 1 - then.size();
   RedisValue v = std::move(replies[at]);
   if (before_replies && at > 0) before_replies->assign(std::make_move_iterator(replies.begin()), std::make_move_iterator(replies.begin() + at));
-  // A Redis without the library (restarted or flushed, a new cluster master): load it, call again.
-  if (v.is_error() && v.str.starts_with("ERR Function not found")) {
-    load_library();
-    v = command(argv);
-  }
   if (v.is_error() && v.str.starts_with("ERR unknown command"))
     throw std::runtime_error("Redis at " + endpoint_.describe() + " lacks Redis Functions (FCALL): Redis 7.0 or later is required");
   if (v.is_error()) throw std::runtime_error("Lua script " + script + " failed: " + v.str);
   return v;
+}
+
+std::vector<std::string> RedisPool::script_call(const std::string& script, const std::vector<std::string>& keys,
+                                                const std::vector<std::string>& args) {
+  const auto& library = lua_library();
+  const auto function = library.functions.find(script);
+  if (function == library.functions.end()) throw std::logic_error("unknown Lua script: " + script);
+  check_key_count(script, keys.size());  // the script's header says how many (lua_scripts.hpp)
+  std::vector<std::string> argv{"FCALL", function->second, std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
 }
 
 void RedisPool::load_library() {
