@@ -161,3 +161,20 @@ TEST(HeldSets, ACapabilityFetchOfAWorkerThatHoldsJobsIsTwoRoundTrips) {
   EXPECT_EQ(redis_cli(redis, {"SCARD", "ojs:{trips-q}:held:trips-w"}), std::to_string(kFetches + 1));
   EXPECT_EQ(reads, 2 * kFetches) << "round trips to Redis over " << kFetches << " capability FETCHes";
 }
+
+// The contact reads held jobs by a script (held_jobs.lua) in its pipeline: a Redis
+// that lost the library (restarted without persistence, FUNCTION FLUSH) has it
+// loaded again there, and the FETCH still counts what the worker holds.
+TEST(HeldSets, AContactOnARedisWithoutTheLibraryLoadsItAndReadsHeldJobs) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  const json caps = example_worker("4xa100-pcie");
+  api.push(ml_job("flush-q", {{"ext_ml_gpu_count", 3}}));
+  ASSERT_EQ(api.fetch({"flush-q"}, "flush-w", 1, {{"capabilities", caps}}).size(), 1u);
+  ASSERT_EQ(redis_lines(redis, {"FUNCTION", "FLUSH"}), std::vector<std::string>{"OK"});
+  api.push(ml_job("flush-q", {{"ext_ml_gpu_count", 2}}));
+  EXPECT_TRUE(api.fetch({"flush-q"}, "flush-w", 1, {{"capabilities", caps}}).empty()) << "3 of its 4 GPUs are held";
+  api.push(ml_job("flush-q", {{"ext_ml_gpu_count", 1}}));
+  EXPECT_EQ(api.fetch({"flush-q"}, "flush-w", 1, {{"capabilities", caps}}).size(), 1u) << "the one GPU left";
+}
