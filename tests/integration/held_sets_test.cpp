@@ -178,3 +178,32 @@ TEST(HeldSets, AContactOnARedisWithoutTheLibraryLoadsItAndReadsHeldJobs) {
   api.push(ml_job("flush-q", {{"ext_ml_gpu_count", 1}}));
   EXPECT_EQ(api.fetch({"flush-q"}, "flush-w", 1, {{"capabilities", caps}}).size(), 1u) << "the one GPU left";
 }
+
+// ACK with `fetch` takes the same path as a FETCH for its fetch part (one contact,
+// held jobs read in it): the ACK, the contact, the claim, for a worker that still
+// holds jobs after the ACK. Before, a round trip more read the held jobs.
+TEST(HeldSets, AnAckWithFetchOfAWorkerThatStillHoldsJobsIsThreeRoundTrips) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000", "--preemption-interval-ms", "600000"}};
+  Api api{broker.url()};
+  const json caps = example_worker("dgx-h100");
+  constexpr int kAcks = 4;
+  for (int i = 0; i < kAcks + 2; ++i) api.push(ml_job("ackf-q", {{"ext_ml_gpu_count", 1}}));
+  auto held = api.fetch({"ackf-q"}, "ackf-w", 2, {{"capabilities", caps}});  // it holds two jobs
+  ASSERT_EQ(held.size(), 2u);
+
+  const json next = {{"queues", {"ackf-q"}}, {"count", 1}, {"capabilities", caps}};
+  const long long idle = reads_processed(redis);
+  const long long reading = reads_processed(redis) - idle;
+  long long reads = 0;
+  for (int i = 0; i < kAcks; ++i) {
+    const long long before = reads_processed(redis);
+    const auto r = api.post("/ojs/v1/workers/ack", {{"job_id", held[0]["id"]}, {"worker_id", "ackf-w"}, {"fetch", next}});
+    reads += reads_processed(redis) - before - reading;
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+    ASSERT_EQ(r.body["fetch"]["jobs"].size(), 1u) << r.body.dump();
+    held.erase(held.begin());
+    held.push_back(r.body["fetch"]["jobs"][0]);
+  }
+  EXPECT_EQ(reads, 3 * kAcks) << "round trips to Redis over " << kAcks << " ACKs with fetch";
+}
