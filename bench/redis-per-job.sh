@@ -11,7 +11,8 @@
 # Run it on a quiet machine and compare runs taken back to back: every µs figure is
 # wall or CPU time and moves with the load. Knobs (environment): CLASSES (10),
 # PENDING (1000), JOBS (3000), PRODUCERS (4), WORKERS (8), DURATION_S (20),
-# CEILING_OPS (50000), LOADGEN (the loadgen binary; default BUILD_DIR's), JSON=1.
+# CEILING_OPS (50000), HOLD (0: jobs each worker keeps running while it fetches the
+# next, loadgen --hold), LOADGEN (the loadgen binary; default BUILD_DIR's), JSON=1.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
@@ -28,7 +29,7 @@ echo "== $LABEL ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'
 args=(--url "http://127.0.0.1:$PORT" --redis "$DATA/redis.sock" --queue k10
       --classes "${CLASSES:-10}" --pending "${PENDING:-1000}" --jobs "${JOBS:-3000}"
       --producers "${PRODUCERS:-4}" --workers "${WORKERS:-8}" --duration-s "${DURATION_S:-20}"
-      --ceiling-ops "${CEILING_OPS:-50000}" --skip-plain --broker-pid "$BROKER_PID")
+      --ceiling-ops "${CEILING_OPS:-50000}" --hold "${HOLD:-0}" --skip-plain --broker-pid "$BROKER_PID")
 [[ "${JSON:-0}" == 1 ]] && args+=(--json)
 "$LOADGEN" "${args[@]}"
 # The broker's CPU over its whole life (pre-fill included), split user / kernel: the

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +53,7 @@ struct Options {
   bool skip_ack_fetch = false;
   bool json_output = false;
   int broker_pid = 0;  // > 0: also report that process's CPU per job (a broker on this machine)
+  int hold = 0;  // FETCH+ACK: jobs each worker keeps running while it fetches the next (it ACKs the oldest)
 };
 
 // CPU seconds (user + system) a process has used, from /proc/<pid>/stat; -1 when unreadable.
@@ -204,7 +206,9 @@ struct CycleStats {
 };
 
 // Workers FETCH one job and ACK it until `count` jobs are done, the deadline
-// passes, or the queue stays empty for 2 s.
+// passes, or the queue stays empty for 2 s. With --hold N a worker keeps N jobs
+// running while it fetches the next (it ACKs the oldest after each FETCH past N;
+// those left are ACKed at the end): a FETCH then finds the worker holding N jobs.
 CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long count, bool with_caps,
                            const std::string& label) {
   const int threads = o.workers;
@@ -224,6 +228,17 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
       fetch_req["worker_id"] = worker_id;
       const std::string fetch_body = fetch_req.dump();
       auto empty_since = Clock::time_point{};
+      std::deque<std::string> held;  // --hold: the jobs it runs, oldest first
+      const auto ack_job = [&](const std::string& id, Clock::time_point t0) {
+        const auto t1 = Clock::now();
+        const auto a = http.post("/ojs/v1/workers/ack", json{{"job_id", id}, {"worker_id", worker_id}}.dump());
+        if (ok_status(a.status)) {
+          ack.samples[t].push_back(since_ns(t1));
+          cycle.samples[t].push_back(since_ns(t0));
+        } else if (++ack.errors[t] == 1) {
+          std::cerr << "loadgen: ACK " << a.status << " " << a.body.substr(0, 300) << "\n";
+        }
+      };
       while (!stop && Clock::now() < deadline && tickets.fetch_add(1) < count) {
         const auto t0 = Clock::now();
         const auto r = http.post("/ojs/v1/workers/fetch", fetch_body);
@@ -247,15 +262,12 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
         }
         empty_since = {};
         fetch.samples[t].push_back(fetch_ns);
-        const auto t1 = Clock::now();
-        const auto a = http.post("/ojs/v1/workers/ack", json{{"job_id", id}, {"worker_id", worker_id}}.dump());
-        if (ok_status(a.status)) {
-          ack.samples[t].push_back(since_ns(t1));
-          cycle.samples[t].push_back(since_ns(t0));
-        } else if (++ack.errors[t] == 1) {
-          std::cerr << "loadgen: ACK " << a.status << " " << a.body.substr(0, 300) << "\n";
-        }
+        held.push_back(std::move(id));
+        if (static_cast<int>(held.size()) <= o.hold) continue;
+        ack_job(held.front(), t0);
+        held.pop_front();
       }
+      for (const auto& id : held) ack_job(id, Clock::now());
     });
   }
   for (auto& th : pool) th.join();
@@ -432,11 +444,13 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-ack-fetch", o.skip_ack_fetch, "skip the PUSH/ACK-with-fetch phase (workers with capabilities)");
   app.add_option("--broker-pid", o.broker_pid, "the broker's process id (same machine): report its CPU per job beside Redis's and this tool's")
       ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--hold", o.hold, "FETCH+ACK: jobs each worker keeps running while it fetches the next (ACKs the oldest)")
+      ->check(CLI::Range(0, 7));
   app.add_flag("--json", o.json_output, "print one JSON object instead of tables");
   CLI11_PARSE(app, argc, argv);
 
   json report = {{"config", {{"url", o.url}, {"queue", o.queue}, {"queues", o.queues}, {"producers", o.producers}, {"workers", o.workers},
-                             {"jobs", o.jobs}, {"duration_s", o.duration_s}, {"pending", o.pending}, {"classes", o.classes}}}};
+                             {"jobs", o.jobs}, {"duration_s", o.duration_s}, {"pending", o.pending}, {"classes", o.classes}, {"hold", o.hold}}}};
   std::vector<OpStats> ops;
   auto log = [&](const std::string& line) {
     if (!o.json_output) std::cout << line << std::endl;

@@ -90,17 +90,12 @@ CheckedFetch check_fetch(const ApiContext& ctx, const nlohmann::json& body) {
 
 // FETCH's reply: {jobs, job (the first), state, directive, job_directives}.
 nlohmann::json serve_fetch(ApiContext& ctx, const CheckedFetch& fetch) {
-  const auto& request = fetch.request;
-  // One pipeline records contact and reads what the worker holds (its load, preemption marks and capacity guards).
-  const auto contact = ctx.workers.contact(request.worker_id, request.capabilities ? &request.capabilities_text : nullptr, request.queues,
-                                           fetch.incarnation);
-  const auto& state = contact.state;
-  nlohmann::json out = {{"jobs", nlohmann::json::array()}, {"state", state}, {"directive", directive_for(state)}};
+  // The worker's contact (its state, load, preemption marks and capacity guards) and the claims.
+  auto got = ctx.fetch.fetch(fetch.request, fetch.incarnation);
+  nlohmann::json out = {{"jobs", nlohmann::json::array()}, {"state", got.state}, {"directive", directive_for(got.state)}};
   auto& jobs = out["jobs"];  // filled in place: each job is copied once, for "job"
-  // A worker told to be quiet or to terminate gets no new work.
-  if (state == "running")
-    for (auto& j : ctx.fetch.fetch(request, &contact)) jobs.push_back(std::move(j));
-  out["job_directives"] = preemption_directives(contact.held.preempting);
+  for (auto& j : got.jobs) jobs.push_back(std::move(j));
+  out["job_directives"] = preemption_directives(got.preempting);
   if (!jobs.empty()) out["job"] = jobs[0];
   return out;
 }

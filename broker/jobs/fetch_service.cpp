@@ -33,24 +33,27 @@ ClassSet FetchService::classes_of(const std::string& queue, bool refresh) {
   return classes_cache_[queue] = std::move(fresh);
 }
 
-std::vector<json> FetchService::fetch(const FetchRequest& request, const WorkerRegistry::Contact* contact) {
-  std::vector<json> jobs;
+FetchService::Outcome FetchService::fetch(const FetchRequest& request, const std::string& incarnation) {
+  auto contact = workers_.contact(request.worker_id, request.capabilities ? &request.capabilities_text : nullptr, request.queues,
+                                  incarnation);
+  Outcome out{std::move(contact.state), {}, std::move(contact.held.preempting)};
+  if (out.state != "running") return out;  // a worker told to be quiet or to terminate gets no new work
   WorkerView worker;
   worker.worker_id = request.worker_id;
   if (request.capabilities) {
     auto [caps, fingerprint] = scheduler_.capabilities(*request.capabilities, &request.capabilities_text);
     worker.capabilities = std::move(caps);
     worker.fingerprint = std::move(fingerprint);
-    worker.load = contact ? contact->held.load : workers_.load(request.worker_id);
-    if (contact) worker.load.drain(contact->drained_devices);  // per-GPU drain: out of placement
+    worker.load = std::move(contact.held.load);
+    worker.load.drain(contact.drained_devices);  // per-GPU drain: out of placement
   }
-  worker.guards = contact ? contact->guards : marks_.guards_for(request.worker_id);
+  worker.guards = std::move(contact.guards);
   for (const auto& queue : request.queues) {
-    if (static_cast<int>(jobs.size()) >= request.count) break;
-    fetch_from_queue(queue, request, worker, jobs);
+    if (static_cast<int>(out.jobs.size()) >= request.count) break;
+    fetch_from_queue(queue, request, worker, out.jobs);
   }
   diagnosis_.flush();
-  return jobs;
+  return out;
 }
 
 void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,

@@ -34,9 +34,16 @@ class FetchService {
       : claims_(claims), queues_(queues), reads_(reads), marks_(marks), jobs_(jobs), scheduler_(scheduler),
         workers_(workers), diagnosis_(diagnosis), config_(config) {}
 
-  // contact: what the caller already read with the worker's contact (WorkerRegistry::contact:
-  // its load and capacity-guard marks); without one, FETCH reads them itself.
-  std::vector<nlohmann::json> fetch(const FetchRequest& request, const WorkerRegistry::Contact* contact = nullptr);
+  // A FETCH: the worker's contact first (WorkerRegistry::contact, one round trip: its
+  // directive state, what it holds, its capacity-guard marks), the one read of them a
+  // FETCH makes; then, for a running worker, the claims.
+  struct Outcome {
+    std::string state;                           // what the worker is told: running, quiet or terminate
+    std::vector<nlohmann::json> jobs;            // claimed (none unless running)
+    std::vector<PreemptionMarkView> preempting;  // its jobs marked for preemption (the reply's job_directives)
+  };
+  // incarnation: which run of the worker process this is (WorkerRegistry::contact).
+  Outcome fetch(const FetchRequest& request, const std::string& incarnation);
 
  private:
   // Symmetric anti-affinity on the claimed job itself: true when it was handed back.

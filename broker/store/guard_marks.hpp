@@ -18,7 +18,7 @@ struct GuardMarks {
 };
 
 // The two reads, to append to a pipeline, and their replies as marks (defined in
-// preemption_store.cpp beside PreemptionStore::guards_for, the one other reader).
+// preemption_store.cpp, beside the other reads of the holds and reservations).
 std::vector<std::vector<std::string>> guard_mark_reads(const std::string& worker_id);
 GuardMarks guard_marks_from(const RedisValue& hold, const RedisValue& reservations_exist);
 

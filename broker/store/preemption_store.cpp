@@ -99,11 +99,6 @@ GuardMarks guard_marks_from(const RedisValue& hold, const RedisValue& reservatio
   return g;
 }
 
-GuardMarks PreemptionStore::guards_for(const std::string& worker_id) {
-  auto replies = redis_.pipeline(guard_mark_reads(worker_id));
-  return guard_marks_from(replies[0], replies[1]);
-}
-
 std::map<std::string, std::string> PreemptionStore::holds() { return as_map(redis_.command({"HGETALL", keys::holds})); }
 
 std::optional<std::string> PreemptionStore::hold_of(const std::string& worker_id) {

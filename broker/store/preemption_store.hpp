@@ -49,10 +49,6 @@ class PreemptionStore {
   // The head (id, score) of a class's ready set.
   std::optional<std::pair<std::string, double>> ready_head(const std::string& queue, const std::string& class_id);
 
-  // What FETCH's capacity guards need, in one round trip, for a caller that has no
-  // worker contact to read them with (guard_marks.hpp).
-  GuardMarks guards_for(const std::string& worker_id);
-
   // Capacity holds: worker id -> hold JSON.
   std::map<std::string, std::string> holds();
   std::optional<std::string> hold_of(const std::string& worker_id);

@@ -204,6 +204,19 @@ void RedisPool::drop_idle() {
 }
 
 std::vector<RedisValue> RedisPool::pipeline(const std::vector<std::vector<std::string>>& commands) {
+  auto out = pipeline_once(commands);
+  // A Redis without the library (restarted or flushed, a new cluster master): load it, call again.
+  bool loaded = false;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i].is_error() && out[i].str.starts_with("ERR Function not found") && commands[i][0] == "FCALL") {
+      if (!loaded) load_library();
+      loaded = true;
+      out[i] = std::move(pipeline_once({commands[i]}).front());
+    }
+  return out;
+}
+
+std::vector<RedisValue> RedisPool::pipeline_once(const std::vector<std::vector<std::string>>& commands) {
   if (cluster_) {
     auto out = cluster_->pipeline(commands);
     throw_on_outage(out, endpoint_.describe());
@@ -273,13 +286,7 @@ RedisValue RedisPool::eval_with(const std::vector<std::vector<std::string>>& bef
                                 const std::vector<std::string>& keys, const std::vector<std::string>& args,
                                 const std::vector<std::vector<std::string>>& then, std::vector<RedisValue>* before_replies,
                                 std::vector<RedisValue>* then_replies) {
-  const auto& library = lua_library();
-  const auto function = library.functions.find(script);
-  if (function == library.functions.end()) throw std::logic_error("unknown Lua script: " + script);
-  check_key_count(script, keys.size());  // the script's header says how many (lua_scripts.hpp)
-  std::vector<std::string> argv{"FCALL", function->second, std::to_string(keys.size())};
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
+  const auto argv = script_call(script, keys, args);
   std::vector<std::vector<std::string>> batch;
   // A cluster pipeline orders commands per node only: the commands that must run
   // first get a round trip of their own there. One Redis runs a pipeline in order.
@@ -291,18 +298,19 @@ RedisValue RedisPool::eval_with(const std::vector<std::vector<std::string>>& bef
   }
   batch.push_back(argv);
   batch.insert(batch.end(), then.begin(), then.end());
-  auto replies = pipeline(batch);
+  auto replies = pipeline_once(batch);
   const std::size_t at = batch.size() - 1 - then.size();
   RedisValue v = std::move(replies[at]);
   if (before_replies && at > 0) before_replies->assign(std::make_move_iterator(replies.begin()), std::make_move_iterator(replies.begin() + at));
   if (then_replies) then_replies->assign(std::make_move_iterator(replies.begin() + at + 1), std::make_move_iterator(replies.end()));
   // A Redis without the library (restarted or flushed, a new cluster master): load it,
-  // call again, and the commands behind it again (they ran before a script that did not).
+  // call again, and the commands behind it again (they ran before a script that did
+  // not). pipeline() would retry the call alone, after them: this batch uses pipeline_once.
   if (v.is_error() && v.str.starts_with("ERR Function not found")) {
     load_library();
     std::vector<std::vector<std::string>> again{argv};
     again.insert(again.end(), then.begin(), then.end());
-    auto second = pipeline(again);
+    auto second = pipeline_once(again);
     v = std::move(second.front());
     if (then_replies) then_replies->assign(std::make_move_iterator(second.begin() + 1), std::make_move_iterator(second.end()));
   }
@@ -310,6 +318,18 @@ RedisValue RedisPool::eval_with(const std::vector<std::vector<std::string>>& bef
     throw std::runtime_error("Redis at " + endpoint_.describe() + " lacks Redis Functions (FCALL): Redis 7.0 or later is required");
   if (v.is_error()) throw std::runtime_error("Lua script " + script + " failed: " + v.str);
   return v;
+}
+
+std::vector<std::string> RedisPool::script_call(const std::string& script, const std::vector<std::string>& keys,
+                                                const std::vector<std::string>& args) {
+  const auto& library = lua_library();
+  const auto function = library.functions.find(script);
+  if (function == library.functions.end()) throw std::logic_error("unknown Lua script: " + script);
+  check_key_count(script, keys.size());  // the script's header says how many (lua_scripts.hpp)
+  std::vector<std::string> argv{"FCALL", function->second, std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
 }
 
 void RedisPool::load_library() {

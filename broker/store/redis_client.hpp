@@ -55,8 +55,13 @@ class RedisPool {
 
   // One command; argv[0] is the command name. Throws StoreUnavailable.
   RedisValue command(const std::vector<std::string>& argv);
-  // Several commands in one round trip, replies in order.
+  // Several commands in one round trip, replies in order. A script call among them
+  // (script_call) that finds Redis without the library loads it and runs again, alone.
   std::vector<RedisValue> pipeline(const std::vector<std::vector<std::string>>& commands);
+  // The FCALL of an embedded script's function (see lua_scripts.hpp) as a command for
+  // pipeline(), its key count checked against the script's header.
+  static std::vector<std::string> script_call(const std::string& script, const std::vector<std::string>& keys,
+                                              const std::vector<std::string>& args);
   // FCALL of an embedded script's function (see lua_scripts.hpp), loading the
   // library when Redis lacks it ("Function not found").
   RedisValue eval(const std::string& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
@@ -92,6 +97,7 @@ class RedisPool {
   redisContext* connect();
   FiberLink& fiber_link(boost::asio::io_context& loop);
   void load_library();  // FUNCTION LOAD (every master of a cluster)
+  std::vector<RedisValue> pipeline_once(const std::vector<std::vector<std::string>>& commands);
   RedisValue eval_with(const std::vector<std::vector<std::string>>& before, const std::string& script,
                        const std::vector<std::string>& keys, const std::vector<std::string>& args,
                        const std::vector<std::vector<std::string>>& then, std::vector<RedisValue>* before_replies,

@@ -1,6 +1,7 @@
 #include "broker/store/worker_store.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "broker/store/job_record.hpp"
 #include "broker/store/keys.hpp"
@@ -11,6 +12,28 @@ namespace ojs::broker {
 namespace {
 const std::string& kWorkers = keys::workers;
 std::string worker_key(const std::string& id) { return keys::worker(id); }
+
+// Per held job: whether the worker still holds it and what it weighs there
+// (JobRecord::load_on), and the preemption directive on it.
+const std::vector<std::string> kHeldFields{"id",           "queue",         "state",          "worker_id",
+                                           "gang_workers", "gang_members",  "charged_gpus",   "gpus",
+                                           "ext_ml_assigned_devices",       "doc",            "preempt_deadline",
+                                           "preempt_checkpoint",            "preempted_for"};
+
+// A job as HMGET of kHeldFields answered it (nil: absent).
+JobRecord held_job(const std::vector<RedisValue>& values) {
+  JobRecord job;
+  for (std::size_t k = 0; k < values.size() && k < kHeldFields.size(); ++k)
+    if (!values[k].is_nil()) job.fields[kHeldFields[k]] = values[k].str;
+  return job;
+}
+
+// The read of the worker's held set in one queue: its ids, or (with_jobs) its ids
+// with their jobs' fields (held_jobs.lua: no round trip between the two).
+std::vector<std::string> held_read(const std::string& worker_id, const std::string& queue, bool with_jobs) {
+  if (!with_jobs) return {"SMEMBERS", keys::held(queue, worker_id)};
+  return RedisPool::script_call("held_jobs", {keys::held(queue, worker_id), keys::job_prefix(queue)}, kHeldFields);
+}
 
 // Device indices of a SMEMBERS reply, ascending.
 std::vector<int> device_indices(const RedisValue& members) {
@@ -91,7 +114,7 @@ WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const st
   const std::size_t guards_at = cmds.size();
   for (auto& read : guard_mark_reads(worker_id)) cmds.push_back(std::move(read));
   const std::size_t held_at = cmds.size();
-  append_held_reads(worker_id, read_queues, cmds);
+  append_held_reads(worker_id, read_queues, true, cmds);
   auto replies = redis_.pipeline(cmds);
 
   Contact c;
@@ -100,7 +123,7 @@ WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const st
   if (directive.size() > 1 && !directive[1].is_nil()) c.terminated_by = directive[1].str;
   c.drained_devices = device_indices(replies[3]);
   c.guards = guard_marks_from(replies[guards_at], replies[guards_at + 1]);
-  HeldRead read = held_from(worker_id, read_queues, replies, held_at);
+  HeldRead read = held_from(worker_id, read_queues, true, replies, held_at);
   c.queues = std::move(read.listed);
   // A queue this FETCH names must be listed before it claims there (the list may
   // have been dropped since the caller last saw it: the worker was forgotten).
@@ -173,29 +196,30 @@ bool WorkerStore::prune(const std::string& worker_id, std::int64_t silent_since_
 }
 
 std::vector<WorkerStore::HeldEntry> WorkerStore::held_ids(const std::string& worker_id, const std::vector<std::string>& known_queues) {
-  HeldRead read = read_entries(worker_id, known_queues);
+  HeldRead read = read_entries(worker_id, known_queues, false);
   read.entries.insert(read.entries.end(), read.legacy.begin(), read.legacy.end());
   return read.entries;
 }
 
 HeldState WorkerStore::held_state(const std::string& worker_id, const std::vector<std::string>& known_queues) {
-  return verify(worker_id, read_entries(worker_id, known_queues));
+  return verify(worker_id, read_entries(worker_id, known_queues, true));
 }
 
-WorkerStore::HeldRead WorkerStore::read_entries(const std::string& worker_id, const std::vector<std::string>& known_queues) {
+WorkerStore::HeldRead WorkerStore::read_entries(const std::string& worker_id, const std::vector<std::string>& known_queues,
+                                                bool with_jobs) {
   std::vector<std::vector<std::string>> cmds;
-  append_held_reads(worker_id, known_queues, cmds);
-  return held_from(worker_id, known_queues, redis_.pipeline(cmds), 0);
+  append_held_reads(worker_id, known_queues, with_jobs, cmds);
+  return held_from(worker_id, known_queues, with_jobs, redis_.pipeline(cmds), 0);
 }
 
-void WorkerStore::append_held_reads(const std::string& worker_id, const std::vector<std::string>& queues,
+void WorkerStore::append_held_reads(const std::string& worker_id, const std::vector<std::string>& queues, bool with_jobs,
                                     std::vector<std::vector<std::string>>& cmds) {
   cmds.push_back({"SMEMBERS", keys::worker_queues(worker_id)});
   cmds.push_back({"HGETALL", keys::legacy_worker_jobs(worker_id)});
-  for (const auto& q : queues) cmds.push_back({"SMEMBERS", keys::held(q, worker_id)});
+  for (const auto& q : queues) cmds.push_back(held_read(worker_id, q, with_jobs));
 }
 
-WorkerStore::HeldRead WorkerStore::held_from(const std::string& worker_id, const std::vector<std::string>& queues,
+WorkerStore::HeldRead WorkerStore::held_from(const std::string& worker_id, const std::vector<std::string>& queues, bool with_jobs,
                                              const std::vector<RedisValue>& replies, std::size_t first) {
   HeldRead read;
   for (const auto& q : replies[first].elements) read.listed.push_back(q.str);
@@ -206,57 +230,56 @@ WorkerStore::HeldRead WorkerStore::held_from(const std::string& worker_id, const
     const std::string queue = record.is_object() ? record.value("queue", "") : "";
     if (!queue.empty()) read.legacy.push_back({queue, legacy[i].str});
   }
-  for (std::size_t i = 0; i < queues.size(); ++i)
-    for (const auto& id : replies[first + 2 + i].elements) read.entries.push_back({queues[i], id.str});
+  // One queue's held set: ids, or (with_jobs) held_jobs.lua's {id, {fields}, ...}.
+  const auto take = [&](const std::string& queue, const RedisValue& reply) {
+    if (reply.is_error()) throw std::runtime_error("reading what worker " + worker_id + " holds in " + queue + " failed: " + reply.str);
+    const std::size_t step = with_jobs ? 2 : 1;
+    for (std::size_t i = 0; i + step <= reply.elements.size(); i += step) {
+      read.entries.push_back({queue, reply.elements[i].str});
+      if (with_jobs) read.jobs.push_back(held_job(reply.elements[i + 1].elements));
+    }
+  };
+  for (std::size_t i = 0; i < queues.size(); ++i) take(queues[i], replies[first + 2 + i]);
   // Listed queues the caller did not know of (another broker added them): one more round trip.
   std::vector<std::vector<std::string>> more;
   std::vector<std::string> unread;
   for (const auto& q : read.listed)
     if (std::find(queues.begin(), queues.end(), q) == queues.end()) {
       unread.push_back(q);
-      more.push_back({"SMEMBERS", keys::held(q, worker_id)});
+      more.push_back(held_read(worker_id, q, with_jobs));
     }
   if (more.empty()) return read;
   const auto sets = redis_.pipeline(more);
-  for (std::size_t i = 0; i < unread.size(); ++i)
-    for (const auto& id : sets[i].elements) read.entries.push_back({unread[i], id.str});
+  for (std::size_t i = 0; i < unread.size(); ++i) take(unread[i], sets[i]);
   return read;
 }
 
-namespace {
-// Per held job: whether the worker still holds it and what it weighs there
-// (JobRecord::load_on), and the preemption directive on it.
-const std::vector<std::string> kHeldFields{"id",           "queue",         "state",          "worker_id",
-                                           "gang_workers", "gang_members",  "charged_gpus",   "gpus",
-                                           "ext_ml_assigned_devices",       "doc",            "preempt_deadline",
-                                           "preempt_checkpoint",            "preempted_for"};
-}  // namespace
-
 HeldState WorkerStore::verify(const std::string& worker_id, HeldRead read) {
   // The legacy records are verified like the held sets' entries; those still held
-  // move into the sets, and the old hash drains.
+  // move into the sets, and the old hash drains. Jobs not read with their entries
+  // (the legacy ones) are read here, in one round trip.
   std::vector<HeldEntry>& entries = read.entries;
+  std::vector<JobRecord>& jobs = read.jobs;
   const std::size_t legacy_from = entries.size();
   entries.insert(entries.end(), read.legacy.begin(), read.legacy.end());
   HeldState out;
   if (entries.empty()) return out;
+  const std::size_t unread_from = jobs.size();
   std::vector<std::vector<std::string>> reads;
-  for (const auto& e : entries) {
-    std::vector<std::string> hmget{"HMGET", keys::job(e.queue, e.id)};
+  for (std::size_t i = unread_from; i < entries.size(); ++i) {
+    std::vector<std::string> hmget{"HMGET", keys::job(entries[i].queue, entries[i].id)};
     hmget.insert(hmget.end(), kHeldFields.begin(), kHeldFields.end());
     reads.push_back(std::move(hmget));
   }
-  const auto replies = redis_.pipeline(reads);
+  if (!reads.empty())
+    for (const auto& reply : redis_.pipeline(reads)) jobs.push_back(held_job(reply.elements));
   std::vector<std::vector<std::string>> fixes;
   std::vector<std::string> drained{"HDEL", keys::legacy_worker_jobs(worker_id)};
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& [queue, id] = entries[i];
     const bool legacy_entry = i >= legacy_from;
     if (legacy_entry) drained.push_back(id);
-    JobRecord job;
-    const auto& f = replies[i].elements;
-    for (std::size_t k = 0; k < f.size() && k < kHeldFields.size(); ++k)
-      if (!f[k].is_nil()) job.fields[kHeldFields[k]] = f[k].str;
+    const JobRecord& job = jobs[i];
     const auto load = job.load_on(worker_id);
     if (!load) {  // finished, or moved to another worker: the entry heals here
       if (!legacy_entry) fixes.push_back({"SREM", keys::held(queue, worker_id), id});

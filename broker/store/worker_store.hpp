@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "broker/store/guard_marks.hpp"
+#include "broker/store/job_record.hpp"
 #include "broker/store/redis_client.hpp"
 #include "ojs/ml/worker_load.hpp"
 
@@ -48,10 +49,10 @@ class WorkerStore {
   explicit WorkerStore(RedisPool& redis) : redis_(redis) {}
 
   // Records contact now and reads, in one pipeline, the directive state, the
-  // worker's queue list (keys.hpp worker_queues), FETCH's capacity guards and its
-  // held sets in `claim_queues` and `known_queues` (held sets of other listed queues
-  // follow in a second round trip; what they list is verified against the jobs in
-  // one more when there is any). `claim_queues` (a FETCH's: it may claim there) are
+  // worker's queue list (keys.hpp worker_queues), FETCH's capacity guards and what
+  // it holds in `claim_queues` and `known_queues`: each held set with its jobs'
+  // fields (held_jobs.lua), verified here (held sets of other listed queues follow
+  // in a second round trip). `claim_queues` (a FETCH's: it may claim there) are
   // on the list when this returns; `known_queues` is the list as the caller last saw
   // it (those need no write). The
   // capabilities and queues (JSON text) are written when given; nullptr leaves the
@@ -86,7 +87,7 @@ class WorkerStore {
   // What the worker holds, verified against the job hashes: entries of jobs that
   // finished or moved to another worker are dropped (so they heal after any crash).
   // known_queues: the worker's queue list as the caller last saw it (their held sets
-  // are read in the first round trip; others the list names, in a second).
+  // and jobs are read in the first round trip; others the list names, in a second).
   HeldState held_state(const std::string& worker_id, const std::vector<std::string>& known_queues);
   // The same entries unverified ({queue, job id}), for a caller that reads the jobs
   // anyway (the preemption controller: JobRecord::load_on tells what each weighs).
@@ -99,16 +100,18 @@ class WorkerStore {
   struct HeldRead {
     std::vector<std::string> listed;  // the worker's queue list
     std::vector<HeldEntry> entries;   // its held sets' entries
+    std::vector<JobRecord> jobs;      // with_jobs: the fields verify() reads of each entry's job, in order
     std::vector<HeldEntry> legacy;    // the claim records an older broker wrote (keys.hpp legacy_worker_jobs)
   };
-  HeldRead read_entries(const std::string& worker_id, const std::vector<std::string>& known_queues);
+  HeldRead read_entries(const std::string& worker_id, const std::vector<std::string>& known_queues, bool with_jobs);
   // The reads of what the worker holds, appended to a pipeline: its queue list, the
-  // legacy records, the held sets of `queues`; held_from parses their replies (from
-  // `first` on) and reads the held sets of listed queues not among `queues`.
-  static void append_held_reads(const std::string& worker_id, const std::vector<std::string>& queues,
+  // legacy records, the held sets of `queues` (with_jobs: each with its jobs' fields,
+  // held_jobs.lua); held_from parses their replies (from `first` on) and reads the
+  // held sets of listed queues not among `queues`.
+  static void append_held_reads(const std::string& worker_id, const std::vector<std::string>& queues, bool with_jobs,
                                 std::vector<std::vector<std::string>>& cmds);
-  HeldRead held_from(const std::string& worker_id, const std::vector<std::string>& queues, const std::vector<RedisValue>& replies,
-                     std::size_t first);
+  HeldRead held_from(const std::string& worker_id, const std::vector<std::string>& queues, bool with_jobs,
+                     const std::vector<RedisValue>& replies, std::size_t first);
   HeldState verify(const std::string& worker_id, HeldRead read);
   RedisPool& redis_;
 };

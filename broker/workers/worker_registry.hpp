@@ -19,8 +19,8 @@ namespace ojs::broker {
 class WorkerRegistry {
  public:
   explicit WorkerRegistry(WorkerStore& store) : store_(store) {}
-  // FETCH and BEAT: records contact and reads what the worker holds: one round trip
-  // for an idle worker, one more to verify what it holds. The held sets read are
+  // FETCH and BEAT: records contact and reads what the worker holds, with the jobs
+  // it verifies them against, in one round trip (held_jobs.lua). The held sets read are
   // those of the queues it names and of the queue list this broker last read for it
   // (another broker may have added one: then a round trip more). A FETCH's queues
   // join the list before it claims there. A worker sends its capabilities (a few KB) with every

@@ -45,6 +45,14 @@ std::size_t count_naming(const std::vector<std::string>& lines, const std::strin
   return n;
 }
 
+// Read events Redis has processed since it started (INFO stats): one per round trip
+// of a client, however many commands it pipelined.
+long long reads_processed(const RedisServer& redis) {
+  for (const auto& line : redis_lines(redis, {"INFO", "stats"}))
+    if (line.starts_with("total_reads_processed:")) return std::stoll(line.substr(22));
+  return -1;
+}
+
 }  // namespace
 
 TEST(HeldSets, AClaimIsListedByTheClaimScriptAndAnAckIsOneCommand) {
@@ -129,4 +137,76 @@ TEST(HeldSets, AClaimRecordAnOlderBrokerWroteCountsAndMovesIntoTheHeldSet) {
   EXPECT_TRUE(api2.fetch({"legacy-other"}, "legacy-w", 1, {{"capabilities", caps}}).empty()) << "the recorded job holds all 4 GPUs";
   EXPECT_EQ(redis_cli(redis, {"SMEMBERS", "ojs:{legacy-q}:held:legacy-w"}), id);
   EXPECT_EQ(redis_cli(redis, {"EXISTS", "ojs:{_global}:worker:legacy-w:jobs"}), "0") << "the old hash drained";
+}
+
+// A capability FETCH of a worker that holds jobs reaches Redis twice: the contact
+// pipeline, which reads what the worker holds with what placement needs of each job
+// (held_jobs.lua), then the claim. Before, the jobs' fields took a round trip of
+// their own between the two (their ids had to come first).
+TEST(HeldSets, ACapabilityFetchOfAWorkerThatHoldsJobsIsTwoRoundTrips) {
+  RedisServer redis;
+  // No background pass reads Redis while the FETCHes are counted.
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000", "--preemption-interval-ms", "600000"}};
+  Api api{broker.url()};
+  const json caps = example_worker("dgx-h100");  // 8 GPUs: each FETCH below claims one more job
+  constexpr int kFetches = 6;
+  for (int i = 0; i <= kFetches; ++i) api.push(ml_job("trips-q", {{"ext_ml_gpu_count", 1}}));
+  ASSERT_EQ(api.fetch({"trips-q"}, "trips-w", 1, {{"capabilities", caps}}).size(), 1u);  // it holds one job now
+
+  const long long idle = reads_processed(redis);
+  const long long reading = reads_processed(redis) - idle;  // what a reading itself costs (redis-cli's connection)
+  long long reads = 0;
+  for (int i = 0; i < kFetches; ++i) {
+    const long long before = reads_processed(redis);
+    ASSERT_EQ(api.fetch({"trips-q"}, "trips-w", 1, {{"capabilities", caps}}).size(), 1u);
+    reads += reads_processed(redis) - before - reading;
+  }
+  EXPECT_EQ(redis_cli(redis, {"SCARD", "ojs:{trips-q}:held:trips-w"}), std::to_string(kFetches + 1));
+  EXPECT_EQ(reads, 2 * kFetches) << "round trips to Redis over " << kFetches << " capability FETCHes";
+}
+
+// The contact reads held jobs by a script (held_jobs.lua) in its pipeline: a Redis
+// that lost the library (restarted without persistence, FUNCTION FLUSH) has it
+// loaded again there, and the FETCH still counts what the worker holds.
+TEST(HeldSets, AContactOnARedisWithoutTheLibraryLoadsItAndReadsHeldJobs) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  const json caps = example_worker("4xa100-pcie");
+  api.push(ml_job("flush-q", {{"ext_ml_gpu_count", 3}}));
+  ASSERT_EQ(api.fetch({"flush-q"}, "flush-w", 1, {{"capabilities", caps}}).size(), 1u);
+  ASSERT_EQ(redis_lines(redis, {"FUNCTION", "FLUSH"}), std::vector<std::string>{"OK"});
+  api.push(ml_job("flush-q", {{"ext_ml_gpu_count", 2}}));
+  EXPECT_TRUE(api.fetch({"flush-q"}, "flush-w", 1, {{"capabilities", caps}}).empty()) << "3 of its 4 GPUs are held";
+  api.push(ml_job("flush-q", {{"ext_ml_gpu_count", 1}}));
+  EXPECT_EQ(api.fetch({"flush-q"}, "flush-w", 1, {{"capabilities", caps}}).size(), 1u) << "the one GPU left";
+}
+
+// ACK with `fetch` takes the same path as a FETCH for its fetch part (one contact,
+// held jobs read in it): the ACK, the contact, the claim, for a worker that still
+// holds jobs after the ACK. Before, a round trip more read the held jobs.
+TEST(HeldSets, AnAckWithFetchOfAWorkerThatStillHoldsJobsIsThreeRoundTrips) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000", "--preemption-interval-ms", "600000"}};
+  Api api{broker.url()};
+  const json caps = example_worker("dgx-h100");
+  constexpr int kAcks = 4;
+  for (int i = 0; i < kAcks + 2; ++i) api.push(ml_job("ackf-q", {{"ext_ml_gpu_count", 1}}));
+  auto held = api.fetch({"ackf-q"}, "ackf-w", 2, {{"capabilities", caps}});  // it holds two jobs
+  ASSERT_EQ(held.size(), 2u);
+
+  const json next = {{"queues", {"ackf-q"}}, {"count", 1}, {"capabilities", caps}};
+  const long long idle = reads_processed(redis);
+  const long long reading = reads_processed(redis) - idle;
+  long long reads = 0;
+  for (int i = 0; i < kAcks; ++i) {
+    const long long before = reads_processed(redis);
+    const auto r = api.post("/ojs/v1/workers/ack", {{"job_id", held[0]["id"]}, {"worker_id", "ackf-w"}, {"fetch", next}});
+    reads += reads_processed(redis) - before - reading;
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+    ASSERT_EQ(r.body["fetch"]["jobs"].size(), 1u) << r.body.dump();
+    held.erase(held.begin());
+    held.push_back(r.body["fetch"]["jobs"][0]);
+  }
+  EXPECT_EQ(reads, 3 * kAcks) << "round trips to Redis over " << kAcks << " ACKs with fetch";
 }
