@@ -205,13 +205,15 @@ void RedisPool::drop_idle() {
 
 std::vector<RedisValue> RedisPool::pipeline(const std::vector<std::vector<std::string>>& commands) {
   auto out = pipeline_once(commands);
-  // A Redis without the library (restarted or flushed, a new cluster master): load it, call again.
-  bool loaded = false;
+  // A Redis without the library (restarted or flushed, a new cluster master): load it,
+  // and send again the first call that found none with every command behind it (they
+  // ran before a script that did not: a read behind a script must see what it wrote).
   for (std::size_t i = 0; i < out.size(); ++i)
-    if (out[i].is_error() && out[i].str.starts_with("ERR Function not found") && commands[i][0] == "FCALL") {
-      if (!loaded) load_library();
-      loaded = true;
-      out[i] = std::move(pipeline_once({commands[i]}).front());
+    if (commands[i][0] == "FCALL" && out[i].is_error() && out[i].str.starts_with("ERR Function not found")) {
+      load_library();
+      auto again = pipeline_once({commands.begin() + static_cast<std::ptrdiff_t>(i), commands.end()});
+      std::move(again.begin(), again.end(), out.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
     }
   return out;
 }
@@ -298,22 +300,11 @@ RedisValue RedisPool::eval_with(const std::vector<std::vector<std::string>>& bef
   }
   batch.push_back(argv);
   batch.insert(batch.end(), then.begin(), then.end());
-  auto replies = pipeline_once(batch);
+  auto replies = pipeline(batch);  // a library reload sends the script and `then` again, in order
   const std::size_t at = batch.size() - 1 - then.size();
   RedisValue v = std::move(replies[at]);
   if (before_replies && at > 0) before_replies->assign(std::make_move_iterator(replies.begin()), std::make_move_iterator(replies.begin() + at));
   if (then_replies) then_replies->assign(std::make_move_iterator(replies.begin() + at + 1), std::make_move_iterator(replies.end()));
-  // A Redis without the library (restarted or flushed, a new cluster master): load it,
-  // call again, and the commands behind it again (they ran before a script that did
-  // not). pipeline() would retry the call alone, after them: this batch uses pipeline_once.
-  if (v.is_error() && v.str.starts_with("ERR Function not found")) {
-    load_library();
-    std::vector<std::vector<std::string>> again{argv};
-    again.insert(again.end(), then.begin(), then.end());
-    auto second = pipeline_once(again);
-    v = std::move(second.front());
-    if (then_replies) then_replies->assign(std::make_move_iterator(second.begin() + 1), std::make_move_iterator(second.end()));
-  }
   if (v.is_error() && v.str.starts_with("ERR unknown command"))
     throw std::runtime_error("Redis at " + endpoint_.describe() + " lacks Redis Functions (FCALL): Redis 7.0 or later is required");
   if (v.is_error()) throw std::runtime_error("Lua script " + script + " failed: " + v.str);

@@ -56,7 +56,8 @@ class RedisPool {
   // One command; argv[0] is the command name. Throws StoreUnavailable.
   RedisValue command(const std::vector<std::string>& argv);
   // Several commands in one round trip, replies in order. A script call among them
-  // (script_call) that finds Redis without the library loads it and runs again, alone.
+  // (script_call) that finds Redis without the library loads it and is sent again with
+  // the commands behind it (so put behind a script only what may run twice: reads).
   std::vector<RedisValue> pipeline(const std::vector<std::vector<std::string>>& commands);
   // The FCALL of an embedded script's function (see lua_scripts.hpp) as a command for
   // pipeline(), its key count checked against the script's header.
