@@ -67,8 +67,8 @@ struct WorkerState {
   int cores_free() const { return caps.cpu_cores.value_or(1 << 20) - cores_used; }
   // A capacity hold (preemption) on this worker (job -1: none): the victims' GPUs are kept for class `cls`.
   struct {
-    int job = -1, cls = -1, victims = 0;
-    std::vector<int> devices;
+    int job = -1, cls = -1;
+    std::vector<broker::RunningJob> victims;
     double until = 0;
   } hold;
 };
@@ -714,15 +714,12 @@ class Simulation {
       if (!plan.worker) continue;
       const int wi = index[*plan.worker];
       auto& w = workers_[static_cast<std::size_t>(wi)];
-      w.hold.victims = 0;
-      w.hold.devices.clear();
+      w.hold.victims = plan.choice.victims;
       for (const auto& v : plan.choice.victims) {
         const int id = std::stoi(v.job_id);
         w.running.at(id).preempting = true;
         w.running.at(id).preempt_end = now_ + v.grace_period_s;
         ++result_.preemptions;
-        w.hold.victims += v.gpus;
-        w.hold.devices.insert(w.hold.devices.end(), v.devices.begin(), v.devices.end());
         push({now_ + v.grace_period_s, 0, EventType::grace_end, id, wi, jobs_[static_cast<std::size_t>(id)].epoch});
       }
       const auto gone_ms = broker::victims_gone_by(plan.choice.victims, static_cast<std::int64_t>(std::llround(now_ * 1000)));
@@ -739,19 +736,7 @@ class Simulation {
   const ml::WorkerLoad& guarded_load(const WorkerState& w, int c, ml::WorkerLoad& scratch) const {
     if (w.hold.job < 0 || w.hold.cls == c) return w.load;
     scratch = w.load;
-    int gone = 0;  // victims' GPUs already given back
-    if (!w.hold.devices.empty()) {
-      for (int d : w.hold.devices)
-        if (!scratch.busy_devices.count(d)) {
-          scratch.busy_devices.insert(d);
-          ++gone;
-        }
-    } else {
-      gone = w.hold.victims;
-      for (const auto& [id, r] : w.running)
-        if (r.preempting) gone -= r.gpus;
-    }
-    if (gone > 0) scratch.active.push_back({"hold", gone, {}, {}, std::nullopt});
+    broker::hold_freed_gpus(scratch, w.caps, std::to_string(w.hold.job), w.hold.victims);
     return scratch;
   }
 

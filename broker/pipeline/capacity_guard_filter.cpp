@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "broker/preemption/backfill.hpp"
+#include "broker/preemption/capacity_plan.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/pipeline/preemption_pending_filter.hpp"
 #include "ojs/core/error.hpp"
@@ -27,10 +28,6 @@ ml::Refusal refusal(const std::string& predicate, const std::string& reason, con
   r.summary = summary;
   r.code = code;
   return r;
-}
-
-bool has_active(const ml::WorkerLoad& load, const std::string& id) {
-  return std::any_of(load.active.begin(), load.active.end(), [&](const ml::ActiveJob& a) { return a.job_id == id; });
 }
 
 }  // namespace
@@ -97,8 +94,7 @@ void apply_capacity_guards(JobReads& reads, PreemptionStore& marks, const Schedu
     std::string held_for;
     std::string predicate;
     if (hold && hold->backfill_start_ms == 0 && !own_class) {
-      for (const auto& victim : hold->victims)
-        if (!has_active(load, victim.job_id)) add_phantom(load, *caps, "hold:" + hold->for_job, victim.gpus, victim.devices);
+      hold_freed_gpus(load, *caps, hold->for_job, hold->victims);
       held_for = "GPUs freed by preemption are held for job " + hold->for_job + " until " + format_rfc3339(hold->until_ms);
       predicate = "capacity_hold";
     }

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "broker/preemption/backfill.hpp"
 #include "ojs/ml/predicates.hpp"
 
 namespace ojs::broker {
@@ -38,6 +39,14 @@ CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, con
   }
   if (best) plan.choice = std::move(*best);
   return plan;
+}
+
+void hold_freed_gpus(ml::WorkerLoad& load, const ml::Capabilities& caps, const std::string& for_job,
+                     const std::vector<RunningJob>& victims) {
+  for (const auto& victim : victims) {
+    const bool running = std::any_of(load.active.begin(), load.active.end(), [&](const ml::ActiveJob& a) { return a.job_id == victim.job_id; });
+    if (!running) add_phantom(load, caps, "hold:" + for_job, victim.gpus, victim.devices);
+  }
 }
 
 std::int64_t victims_gone_by(const std::vector<RunningJob>& victims, std::int64_t now_ms) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "broker/preemption/victims.hpp"
@@ -43,6 +44,12 @@ struct CapacityPlan {
 CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, const std::vector<PreemptionSite>& sites,
                                       const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
                                       const ml::AssignmentOptions& assignment = {});
+
+// A worker held for a preemptor, as a class other than the preemptor's sees it (the
+// FETCH guard `capacity_hold`, pipeline/capacity_guard_filter.cpp, and bench/simulator):
+// the GPUs of victims no longer running in `load` stay taken (add_phantom).
+void hold_freed_gpus(ml::WorkerLoad& load, const ml::Capabilities& caps, const std::string& for_job,
+                     const std::vector<RunningJob>& victims);
 
 // When victims marked at `now_ms` are gone at the latest: the end of the longest
 // grace period among them (the deadline PreemptionStore::mark sets).
