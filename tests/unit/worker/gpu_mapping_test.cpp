@@ -135,12 +135,26 @@ TEST(GpuMapping, MigCapableGpuUsedWholeSaysSoAndItsPendingMode) {
   EXPECT_FALSE(plain.devices[0].contains("mig_mode"));
 }
 
-// Recorded on a real H200 (scripts/capture-gpu.sh; see h200-1gpu.capture.log and
-// the nvidia-smi files beside it): the raw NVML values must map to what the
-// worker advertised there, and agree with nvidia-smi.
-TEST(GpuMapping, H200CapturedOnRealHardwareMapsToItsAdvertisement) {
-  const auto inventory = load_fixture("h200-1gpu.json");
-  const auto advertised = read_json_file(testing::fixture_path("nvml/h200-1gpu.capabilities.json").string());
+// Recorded on real machines (scripts/capture-gpu.sh, run by scripts/gpu-e2e.sh; see
+// NAME.capture.log, NAME.e2e.log and the nvidia-smi files beside them): the raw NVML
+// values must map to what the worker advertised there, and agree with nvidia-smi.
+struct RealCapture {
+  std::string name;      // fixture prefix in tests/fixtures/nvml
+  std::string type;      // what the worker called the GPU
+  double smi_total_mib;  // nvidia-smi's memory.total on that machine
+};
+void PrintTo(const RealCapture& capture, std::ostream* os) { *os << capture.name; }
+
+class RealGpuCapture : public ::testing::TestWithParam<RealCapture> {
+ protected:
+  nlohmann::json advertised(const std::string& suffix) const {
+    return read_json_file(testing::fixture_path("nvml/" + GetParam().name + suffix).string());
+  }
+};
+
+TEST_P(RealGpuCapture, RawNvmlValuesMapToTheWorkersAdvertisement) {
+  const auto inventory = load_fixture(GetParam().name + ".json");
+  const auto advertised = this->advertised(".capabilities.json");
   const auto caps = map_gpu_inventory(inventory);
   EXPECT_EQ(caps.gpu, advertised["gpu"]);
   ASSERT_EQ(caps.devices.size(), 1u);
@@ -152,9 +166,9 @@ TEST(GpuMapping, H200CapturedOnRealHardwareMapsToItsAdvertisement) {
   EXPECT_EQ(mapped, device);
   for (const auto& [key, value] : caps.labels.items()) EXPECT_EQ(advertised["labels"][key], value) << key;
 
-  // nvidia-smi on the same machine: NVIDIA H200, 143771 MiB, 9.0, MIG Disabled/Disabled, compute mode Default.
-  EXPECT_EQ(caps.gpu["type"], "nvidia-h200");
-  EXPECT_DOUBLE_EQ(caps.gpu["memory_gb"].get<double>(), std::floor(143771.0 * 1048576 / 1e8) / 10);
+  // nvidia-smi on the same machine: MiB as given, 9.0, MIG Disabled/Disabled, compute mode Default.
+  EXPECT_EQ(caps.gpu["type"], GetParam().type);
+  EXPECT_DOUBLE_EQ(caps.gpu["memory_gb"].get<double>(), std::floor(GetParam().smi_total_mib * 1048576 / 1e8) / 10);
   EXPECT_EQ(caps.gpu["compute_capability"], "9.0");
   EXPECT_EQ(caps.devices[0]["mig_mode"], "disabled");
   EXPECT_EQ(caps.devices[0]["compute_mode"], "default");
@@ -164,14 +178,19 @@ TEST(GpuMapping, H200CapturedOnRealHardwareMapsToItsAdvertisement) {
 
 // The same machine while an MPS control daemon ran: the worker's "auto" sharing
 // found it and advertised two jobs per GPU at the default 50 % of threads.
-TEST(GpuSharing, H200WithItsMpsDaemonAdvertisedTwoJobsPerGpu) {
-  const auto with_mps = read_json_file(testing::fixture_path("nvml/h200-1gpu.mps.capabilities.json").string());
-  const auto without = read_json_file(testing::fixture_path("nvml/h200-1gpu.capabilities.json").string());
+TEST_P(RealGpuCapture, WithItsMpsDaemonItAdvertisedTwoJobsPerGpu) {
+  const auto with_mps = advertised(".mps.capabilities.json");
+  const auto without = advertised(".capabilities.json");
   const auto shared = apply_gpu_sharing(without, resolve_gpu_sharing({}, true, nullptr));
   EXPECT_EQ(shared["devices"], with_mps["devices"]);
   EXPECT_EQ(shared["labels"], with_mps["labels"]);
   EXPECT_EQ(with_mps["devices"][0]["max_jobs"], 2);
 }
+
+INSTANTIATE_TEST_SUITE_P(Captures, RealGpuCapture,
+                         ::testing::Values(RealCapture{"h200-1gpu", "nvidia-h200", 143771},
+                                         RealCapture{"h100-1gpu", "nvidia-h100", 81559}),
+                         [](const auto& info) { return info.param.name.substr(0, 4); });
 
 TEST(GpuMapping, SickGpuDoesNotLowerTheAggregates) {
   auto inventory = load_fixture("a100-pcie-4x.json");
