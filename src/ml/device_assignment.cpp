@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <tuple>
 
@@ -136,22 +137,64 @@ long long gpu_memory_charge_mb(const std::vector<GpuDevice>& devices, const std:
   return gpu_memory_mb(gb);
 }
 
+namespace {
+
+// The memory the jobs on a shared device are charged (declared, or the device's
+// fair share for a job that declares none).
+double shared_memory_held_gb(const GpuDevice& d, const WorkerLoad& load) {
+  auto at = [&](const auto& by_device) -> double {
+    const auto it = by_device.find(d.index);
+    return it == by_device.end() ? 0.0 : static_cast<double>(it->second);
+  };
+  return at(load.device_memory_gb) + at(load.device_undeclared) * memory_charge_gb(d, {});
+}
+
+// A shared device with a free job slot: the only kind a second job may join.
+bool has_free_slot(const GpuDevice& d, const WorkerLoad& load) {
+  const auto jobs = load.device_jobs.find(d.index);
+  return d.max_jobs > 1 && jobs != load.device_jobs.end() && jobs->second < d.max_jobs &&
+         !load.drained_devices.count(d.index);
+}
+
+// 1e-9: sums of decimal gigabytes (42.75 + 42.75) must not miss an exact fit.
+bool memory_fits(const GpuDevice& d, double held_gb, const GpuRequirement& need) {
+  return d.memory_gb <= 0 || held_gb + memory_charge_gb(d, need.memory_gb) <= d.memory_gb + 1e-9;
+}
+
+std::string format_gb(double gb) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", gb);
+  return text;
+}
+
+}  // namespace
+
 std::set<int> unavailable_devices(const std::vector<GpuDevice>& devices, const WorkerLoad& load,
                                   const GpuRequirement& need) {
   std::set<int> out = load.busy_devices;
-  auto at = [](const auto& by_device, int index) -> double {
-    const auto it = by_device.find(index);
-    return it == by_device.end() ? 0.0 : static_cast<double>(it->second);
-  };
-  for (const auto& d : devices) {
-    const auto jobs = load.device_jobs.find(d.index);
-    if (d.max_jobs <= 1 || jobs == load.device_jobs.end() || jobs->second >= d.max_jobs) continue;
-    const double held = at(load.device_memory_gb, d.index) + at(load.device_undeclared, d.index) * memory_charge_gb(d, {});
-    // 1e-9: sums of decimal gigabytes (42.75 + 42.75) must not miss an exact fit.
-    if (d.memory_gb > 0 && held + memory_charge_gb(d, need.memory_gb) > d.memory_gb + 1e-9) continue;
-    out.erase(d.index);
-  }
+  for (const auto& d : devices)
+    if (has_free_slot(d, load) && memory_fits(d, shared_memory_held_gb(d, load), need)) out.erase(d.index);
   out.insert(load.drained_devices.begin(), load.drained_devices.end());
+  return out;
+}
+
+std::string shared_memory_shortfall(const std::vector<GpuDevice>& devices, const WorkerLoad& load,
+                                    const GpuRequirement& need) {
+  std::string out;
+  int more = 0;
+  for (const auto& d : devices) {
+    if (!d.healthy || !has_free_slot(d, load) || !device_meets(d, need)) continue;
+    const double held = shared_memory_held_gb(d, load);
+    if (memory_fits(d, held, need)) continue;
+    if (!out.empty()) {
+      ++more;
+      continue;
+    }
+    out = "device " + std::to_string(d.index) + " is shared (" + std::to_string(load.device_jobs.at(d.index)) + " of " +
+          std::to_string(d.max_jobs) + " jobs) and has " + format_gb(std::max(0.0, d.memory_gb - held)) + " of " +
+          format_gb(d.memory_gb) + " GB left, job needs " + format_gb(memory_charge_gb(d, need.memory_gb)) + " GB";
+  }
+  if (more > 0) out += " (" + std::to_string(more) + " more such devices)";
   return out;
 }
 

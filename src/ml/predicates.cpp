@@ -268,7 +268,10 @@ Result free_gpus(const MatchContext& c) {
       return refuse("free_gpus", a.refusal + "; no set of its devices could ever hold the job (a MIG slice takes only single-GPU jobs)",
                     "have no " + std::to_string(need) + " devices that could ever hold the job",
                     {{"free", double(a.free_matching)}, {"need", double(need)}});
-    return busy("free_gpus", a.refusal, summary, {{"free", double(a.free_matching)}, {"need", double(need)}});
+    // A shared device with a free slot refuses for memory: say so, it is not "busy" in slots.
+    const auto memory = shared_memory_shortfall(c.caps.devices, *c.load, c.req.hard.gpu);
+    return busy("free_gpus", memory.empty() ? a.refusal : a.refusal + "; " + memory, summary,
+                {{"free", double(a.free_matching)}, {"need", double(need)}});
   }
   const int free = std::max(0, c.caps.gpu.count - c.load->gpus_in_use());
   if (free >= need) return std::nullopt;

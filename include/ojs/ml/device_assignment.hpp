@@ -64,6 +64,13 @@ long long gpu_memory_charge_mb(const std::vector<GpuDevice>& devices, const std:
 std::set<int> unavailable_devices(const std::vector<GpuDevice>& devices, const WorkerLoad& load,
                                   const GpuRequirement& need);
 
+// Why a refusal is not "busy": the shared devices that meet the job and have a free
+// job slot, but not the memory for its charge beside the jobs on them. Said as
+// "device 0 is shared (1 of 2 jobs) and has 21.5 of 85.5 GB left, job needs 64 GB";
+// empty when no device is short of memory only.
+std::string shared_memory_shortfall(const std::vector<GpuDevice>& devices, const WorkerLoad& load,
+                                    const GpuRequirement& need);
+
 // What CUDA_VISIBLE_DEVICES carries for assigned devices: the MIG UUID of a
 // MIG device (CUDA addresses MIG devices only by UUID), else the index.
 std::vector<std::string> visible_device_ids(const std::vector<GpuDevice>& devices, const std::vector<int>& assigned);
