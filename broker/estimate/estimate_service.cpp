@@ -9,6 +9,7 @@
 #include "broker/preemption/running_jobs.hpp"
 #include "broker/store/priority_score.hpp"
 #include "ojs/core/error.hpp"
+#include "ojs/core/job_states.hpp"
 #include "ojs/ml/predicates.hpp"
 #include "ojs/ml/requirement_class.hpp"
 #include "ojs/core/time.hpp"
@@ -23,8 +24,6 @@ namespace {
 OjsError no_such_job(const std::string& id) {
   return OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
 }
-
-bool waiting_state(const std::string& state) { return state == "available" || state == "scheduled" || state == "retryable"; }
 
 // The median of a type's learned run times (ms); none without any.
 std::optional<std::int64_t> median_ms(std::vector<long long> times) {
@@ -320,7 +319,7 @@ json EstimateService::for_job(const std::string& id) {
   }
   if (state == "pending")
     return {{"status", "unknown"}, {"reason", "held by an operator: it starts only after it is released"}};
-  if (!waiting_state(state)) return {{"status", "not_waiting"}, {"state", state}};
+  if (!waits_for_worker(state)) return {{"status", "not_waiting"}, {"state", state}};
   return estimate_of(*record, nullptr, nullptr, nullptr);
 }
 
@@ -328,7 +327,7 @@ json EstimateService::what_if(const std::string& id, const json& body) {
   const auto changes = parse_changes(body);
   const auto record = jobs_.get(id);
   if (!record) throw no_such_job(id);
-  if (!waiting_state(record->state()))
+  if (!waits_for_worker(record->state()))
     throw OjsError(ErrorCode::conflict, "job " + id + " is not waiting (state '" + record->state() + "'): a what-if asks about a waiting job",
                    {{"job_id", id}, {"state", record->state()}});
   Read r;

@@ -3,6 +3,7 @@
 #include "broker/jobs/job_service.hpp"
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "ojs/core/job_states.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/requirement_class.hpp"
 
@@ -24,9 +25,7 @@ json JobViews::info(const std::string& id) {
   auto record = reads_.get(id);
   if (!record) throw job_not_found(id);
   json envelope = record->envelope();
-  const auto& state = record->state();
-  const bool waiting = state == "available" || state == "retryable" || state == "scheduled";
-  if (waiting && record->get("class") != ml::kDefaultClassId) envelope["diagnosis"] = review().summary(record->queue(), record->get("class"), &*record);
+  if (waits_for_worker(record->state()) && record->get("class") != ml::kDefaultClassId) envelope["diagnosis"] = review().summary(record->queue(), record->get("class"), &*record);
   return envelope;
 }
 
@@ -40,6 +39,12 @@ json JobViews::diagnosis(const std::string& id) {
   if (record->state() == "pending" && record->has("held_by")) {  // [issue #33] an operator holds it: nothing else matters
     out["held_by"] = record->get("held_by");
     out["message"] = "held by " + record->get("held_by") + ": no worker takes it until it is released (POST /ojs/v1/jobs/" + id + "/release)";
+  } else if (!waits_for_worker(record->state())) {  // running or finished: the class's verdict is about others
+    out.erase("code");
+    out.erase("by_code");
+    std::string where;
+    if (record->state() == "active" && record->has("worker_id")) where = " on worker " + record->get("worker_id");
+    out["message"] = "not waiting: " + record->state() + where + "; the refusals are its class's, for its jobs still waiting";
   }
   out["requirements"] = json::parse(queues_.load_classes(record->queue()).classes[record->get("class")], nullptr, false);
   if (record->state() == "available") {  // [backfill] the worker held for it, and from when

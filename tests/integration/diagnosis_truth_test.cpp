@@ -132,7 +132,6 @@ TEST_F(DiagnosisTruth, FitsNoWorkerIsToldFromBusyNowInJobQueueAndOjsctl) {
   ASSERT_EQ(api.fetch({q}, "mig-c", 1, mig_worker()).size(), 1u);  // both slices taken
   ASSERT_EQ(api.fetch({q}, "mig-c", 1, mig_worker()).size(), 1u);
   EXPECT_EQ(api.fetch({q}, "mig-c", 1, mig_worker()).size(), 0u);  // the third 1-GPU job waits
-  (void)one_a;
   (void)one_b;
 
   EXPECT_EQ(why(never)["code"], "unresolvable") << why(never).dump();
@@ -151,6 +150,13 @@ TEST_F(DiagnosisTruth, FitsNoWorkerIsToldFromBusyNowInJobQueueAndOjsctl) {
   EXPECT_NE(out.output.find("Verdict:      unresolvable"), std::string::npos) << out.output;
   out = run_process({ojsctl, "--url", broker.url(), "why", busy}, 30);
   EXPECT_NE(out.output.find("Verdict:      wait"), std::string::npos) << out.output;
+
+  // A running job is past waiting: no verdict of its class's waiting jobs is its own.
+  const auto running = why(one_a);
+  EXPECT_FALSE(running.contains("code")) << running.dump();
+  EXPECT_EQ(message(running).rfind("not waiting: active on worker mig-c", 0), 0u) << running.dump();
+  out = run_process({ojsctl, "--url", broker.url(), "why", one_a}, 30);
+  EXPECT_EQ(out.output.find("Verdict:"), std::string::npos) << out.output;
 }
 
 // --worker-dead-after-ms short enough to pass within a test; the diagnosis window
