@@ -120,6 +120,12 @@ int main(int argc, char** argv) {
   app.add_flag("--estimates", ours.estimates, "our policy: the broker's start estimate at each arrival, its error at the start");
   app.add_option("--estimate-preemption", ours.estimate_preemption,
                  "the estimate's run preempts as the broker's controller does (true/false; false measures without it)");
+  std::string oracle = "none";
+  app.add_option("--estimate-oracle", oracle,
+                 "diagnosis only: tell the estimate what no broker knows: ends (running jobs' true ends), durations (also "
+                 "waiting jobs' true run times), arrivals (also the trace's later arrivals); none")
+      ->check(CLI::IsMember({"none", "ends", "durations", "arrivals"}));
+  app.add_option("--estimate-log", ours.estimate_log, "a CSV line per job at its first start: its estimate at arrival against the start");
   app.add_option("--declared-noise", declared_noise,
                  "declared durations drawn within +-this fraction of the run time (0: exact)")->check(CLI::Range(0.0, 0.9));
   app.add_option("--backfill-after-s", ours.backfill_after_s, "backfill.after_s: wait before a job gets a reservation");
@@ -141,6 +147,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   ours.queue_policy = *parsed_policy;
+  ours.estimate_oracle = oracle == "ends"        ? SimOptions::Oracle::ends
+                         : oracle == "durations" ? SimOptions::Oracle::durations
+                         : oracle == "arrivals"  ? SimOptions::Oracle::arrivals
+                                                 : SimOptions::Oracle::none;
   std::vector<std::string> tenant_names;
   {
     std::stringstream in(tenants);

@@ -5,9 +5,12 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <set>
+#include <stdexcept>
+#include <cstdio>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -87,6 +90,7 @@ struct JobState {
   bool wake_scheduled = false;
   int reserved_on = -1;  // [backfill] worker holding a reservation for it
   std::optional<double> estimated_start;  // [estimate] made at arrival (simulated seconds)
+  std::string estimated_worker;           // [estimate] where (the first of a gang's), for --estimate-log
   bool started = false;                   // [estimate] the error is measured at the first start
 };
 
@@ -136,6 +140,11 @@ class Simulation {
     static_memo_.assign(classes_.size() * types.size(), -1);
     types_ = static_cast<int>(types.size());
     scoring_.locality_delay_ms = static_cast<std::int64_t>(options.locality_delay_s * 1000);
+    if (options.estimates && !options.estimate_log.empty()) {
+      estimate_log_.reset(std::fopen((options.estimate_log + (options.backfill ? ".bf" : "")).c_str(), "w"));
+      if (!estimate_log_) throw std::runtime_error("cannot write --estimate-log " + options.estimate_log);
+      std::fprintf(estimate_log_.get(), "job,kind,class_rank,gpus,arrival_s,start_s,estimated_start_s,worker,estimated_worker\n");
+    }
   }
 
   SimResult run() {
@@ -187,6 +196,7 @@ class Simulation {
   std::map<std::pair<std::size_t, int>, bool> uncontested_fit_;  // (class, worker type) -> fits statically
   std::vector<std::pair<double, double>> estimate_errors_;  // [estimate] (estimated - actual start, wait) per started job
   std::deque<double> ran_vs_declared_;  // [estimate] ran / declared of the last completed jobs (Snapshot overruns)
+  std::unique_ptr<FILE, int (*)(FILE*)> estimate_log_{nullptr, &std::fclose};  // [estimate] --estimate-log
 
   void push(Event e) {
     e.seq = event_seq_++;
@@ -288,6 +298,7 @@ class Simulation {
     snap.capacity_hold_ms = ms(options_.backfill_hold_s);
     snap.preemption = options_.estimate_preemption;
     const auto overruns = est::Overruns::of({ran_vs_declared_.begin(), ran_vs_declared_.end()});
+    const auto oracle = options_.estimate_oracle;
     for (const auto& w : workers_) {
       est::Worker ew{w.spec->id, w.caps, {}, {}};
       for (auto& rj : running_view(w)) {
@@ -297,6 +308,8 @@ class Simulation {
         er.job = std::move(rj);
         if (const auto declared = job(id).req.scheduling.estimated_duration_seconds) {
           er.job.declared_end_ms = overruns.end(ms(r.start), *declared * 1000LL, snap.now_ms);
+          if (oracle != SimOptions::Oracle::none)  // diagnosis: its true end
+            er.job.declared_end_ms = ms(r.work_start + jobs_[static_cast<std::size_t>(id)].remaining);
           er.source = est::EndSource::declared;
         }
         if (r.preempting && (!er.job.declared_end_ms || *er.job.declared_end_ms > ms(r.preempt_end))) {
@@ -336,11 +349,29 @@ class Simulation {
         w.run_ms = overruns.run(*sj.req.scheduling.estimated_duration_seconds * 1000LL);
         w.run_source = est::EndSource::declared;
       }
+      if (oracle >= SimOptions::Oracle::durations) w.run_ms = ms(jobs_[static_cast<std::size_t>(id)].remaining);
       snap.waiting.push_back(std::move(w));
+    }
+    if (oracle == SimOptions::Oracle::arrivals) {  // diagnosis: the trace's next arrivals, due when they arrive
+      constexpr double kAhead = 200000;  // s (55 h)
+      for (auto k = static_cast<std::size_t>(j) + 1; k < trace_.size() && trace_[k].arrival_s <= now_ + kAhead; ++k) {
+        const auto& sj = trace_[k];
+        est::Waiting w;
+        w.id = std::to_string(k);
+        w.class_id = sj.class_id;
+        w.req = &sj.req;
+        w.score = jobs_[k].rank + static_cast<double>(next_seq_ + static_cast<long long>(k) - j);
+        w.enqueued_ms = w.due_ms = ms(sj.arrival_s);
+        w.class_rank = broker::priority_class_rank(sj.req);
+        w.run_ms = ms(sj.work_s);
+        w.run_source = est::EndSource::declared;
+        snap.waiting.push_back(std::move(w));
+      }
     }
     const auto e = est::estimate_start(snap, std::to_string(j));
     if (e.status == est::Estimate::Status::estimated) {
       jobs_[static_cast<std::size_t>(j)].estimated_start = static_cast<double>(e.start_ms) / 1000.0;
+      if (!e.worker_ids.empty()) jobs_[static_cast<std::size_t>(j)].estimated_worker = e.worker_ids.front();
       ++result_.estimate.made;
     } else {
       ++result_.estimate.unknown;
@@ -530,6 +561,9 @@ class Simulation {
     if (!s.started) {
       s.started = true;
       if (s.estimated_start) estimate_errors_.push_back({*s.estimated_start - now_, now_ - job(j).arrival_s});
+      if (estimate_log_)
+        std::fprintf(estimate_log_.get(), "%d,%s,%d,%d,%.1f,%.1f,%.1f,%s,%s\n", j, sj.kind.c_str(), broker::priority_class_rank(sj.req),
+                     sj.req.gpu_count(), sj.arrival_s, now_, s.estimated_start.value_or(-1), w.spec->id.c_str(), s.estimated_worker.c_str());
     }
     s.worker = wi;
     s.preemption_pending = false;
