@@ -235,3 +235,25 @@ TEST_F(QueuePolicy, FairWeightsAreBoundedByTheSlotsOfAClass) {
   const auto last = api.push(job("pol-fair-many", {{"meta", {{"tenant_id", "t999"}}}}));
   EXPECT_EQ(drain(api, "pol-fair-many"), (std::vector<std::string>{last}));
 }
+
+// [fairband] A tenant at its quota does not hold back a lower class: team-a's
+// on-demand jobs are the set's best class, but team-a is at its quota, so team-b's
+// spot job is claimed (the claim looks past a class whose every tenant is blocked).
+TEST_F(QueuePolicy, FairLooksPastAClassWhoseTenantsAreAllOverQuota) {
+  const std::string queue = "pol-fair-band-quota";
+  put_config(queue, {{"policy", "fair"},
+                     {"tenant_fairness", {{"weights", {{"team-a", 1}, {"team-b", 1}}}}},
+                     {"tenant_quotas", {{"tenants", {{"team-a", {{"max_gpus", 1}}}}}}}});
+  auto pushed = [&](const std::string& tenant, const std::string& cls) {
+    return api.push(job(queue, {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", cls}, {"meta", {{"tenant_id", tenant}}}}));
+  };
+  const auto held = pushed("team-a", "on-demand");
+  const auto first = api.fetch({queue}, "band-quota-w", 1, gpu_worker(4));
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0]["id"], held);  // team-a now at its quota of 1 GPU
+  pushed("team-a", "on-demand");
+  const auto spot_b = pushed("team-b", "spot");
+  const auto next = api.fetch({queue}, "band-quota-w", 1, gpu_worker(4));
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0]["id"], spot_b);
+}
