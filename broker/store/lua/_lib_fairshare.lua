@@ -69,6 +69,13 @@ local function fair_band_of(fc, band)
   return cb, band - fc.base - cb * FAIR_CLASS_SLOTS
 end
 
+-- The lowest score of the class bands after `cb`: a head at or above it is of a lower
+-- priority class (claim's early stop compares scores, not bands).
+local function fair_band_end(fc, cb)
+  if cb < 0 then return score_pack(fc.base, 0) end
+  return score_pack(fc.base + (cb + 1) * FAIR_CLASS_SLOTS, 0)
+end
+
 -- The range of tenant slot `slot` of class band `cb` in a ready set: its lowest
 -- score, and the bounds ZRANGEBYSCORE takes, formatted once per call (the same for
 -- every ready set). The last slot's range runs to the next class band.
@@ -79,8 +86,11 @@ local function fair_slot_range(fc, cb, slot)
   if not r then
     local first = fc.base + key
     local low = score_pack(first, 0)
-    local high = slot >= fc.slots and fc.base + (cb + 1) * FAIR_CLASS_SLOTS or first + 1
-    r = {low = low, low_s = string.format('%.0f', low), high_s = '(' .. string.format('%.0f', high * SCORE_BAND)}
+    local high_s = '+inf'  -- the last slot of the last class: nothing scores above it
+    if slot < fc.slots or cb < 2 then
+      high_s = '(' .. string.format('%.0f', (slot >= fc.slots and fc.base + (cb + 1) * FAIR_CLASS_SLOTS or first + 1) * SCORE_BAND)
+    end
+    r = {low = low, low_s = string.format('%.0f', low), high_s = high_s}
     fc.ranges[key] = r
   end
   return r
@@ -110,7 +120,7 @@ local function fair_head(fc, t, ready_key, gpus, known)
   local first_block = nil
   while true do
     local best = nil
-    for slot = math.min(head_slot, fc.slots), fc.slots do
+    for slot = head_slot < fc.slots and head_slot or fc.slots, fc.slots do
       local range = fair_slot_range(fc, cb, slot)
       local r = head
       if slot ~= head_slot then

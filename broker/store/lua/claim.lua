@@ -142,6 +142,7 @@ end
 -- (over budget or quota, held for a warm worker, empty) is `done` for this claim.
 local function choose()
   local best, best_id, b1, b2, b3, b4 = nil, nil, nil, nil, nil, nil
+  local stop = nil  -- [fairband] under `fair`: the first score of the classes below the best's
   local pos, page = 0, 1
   while true do
     local entries = heads_from(pos, page)
@@ -150,7 +151,7 @@ local function choose()
       local band = score_unpack(score)
       -- Heads come in score order: past the best's band nothing can beat it
       -- ([fairband] under `fair`, past its priority class).
-      if best and (fair and fair_band_of(fair, band) or band) > b1 then return best, best_id end
+      if best and (fair and score >= stop or not fair and band > b1) then return best, best_id end
       local c = class_info(entries[j])
       if c and not c.done then
         local head, over = {nil, score}, budget_block(b, c.gpus, c.mem)  -- the id is read only if this class is taken
@@ -184,6 +185,7 @@ local function choose()
             if fair then k1, k2, k4 = head[5], head[3], head[4] end  -- [fairshare] class, then lowest weighted share
             if not best or k1 < b1 or (k1 == b1 and (k2 < b2 or (k2 == b2 and (k3 < b3 or (k3 == b3 and k4 < b4))))) then
               best, best_id, b1, b2, b3, b4 = c, head[1], k1, k2, k3, k4
+              if fair then stop = fair_band_end(fair, k1) end
               -- Nothing later in the index sorts before it, and no class offers more bonus.
               if not fair and c.bonus >= max_bonus and not c.backfill then return best, best_id end
             end
