@@ -138,7 +138,8 @@ def push_cmd(i, q=q, ids=ids):
     if 'KEYS[12]' in scripts['push']: keys.append(K('ready:'))  # the ready prefix: the queue's depth
     if 'KEYS[13]' in scripts['push']: keys.append(K('on-hold'))  # [backpressure] held jobs count in the depth
     args += ['doc', doc, 'queue', q, 'type', 'bench.noop', 'priority', '0', 'max_attempts', '3', 'gpus', '1']
-    if FAIR: args += ['tenant', 'team-a' if i % 2 == 0 else 'team-b', 'order_base', str((4096 + 1 + i % 2) * BAND)]
+    # [fairband] the on-demand class's band of the tenant's slot (priority_score.hpp fair_band: 4096 + 1 * 1365 + slot)
+    if FAIR: args += ['tenant', 'team-a' if i % 2 == 0 else 'team-b', 'order_base', str((4096 + 1365 + 1 + i % 2) * BAND)]
     return call('push', keys, args)
 phase('push', [push_cmd(i) for i in range(N)])
 # The whole PUSH as the broker sends it, in another queue: before, the config read, the

@@ -111,6 +111,13 @@ int main(int argc, char** argv) {
   app.add_option("--tenant-tolerance", tenant_tolerance,
                  "exit 1 unless each tenant's GPU-time share (ours) is within this fraction of its weight share (0 = no check)");
   app.add_option("--redis-server", ours.redis_binary, "redis-server binary our broker's queue runs on");
+  std::string one_class;  // [fairband]
+  app.add_option("--one-class", one_class,
+                 "every job of the trace in this priority class (spot, on-demand, reserved): the fair order's "
+                 "shares within one class")->check(CLI::IsMember({"spot", "on-demand", "reserved"}));
+  long long max_preemptions = -1;  // [fairband]
+  app.add_option("--max-preemptions", max_preemptions,
+                 "exit 1 (CHURN) when our policy preempts more than this many times (-1 = no check)");
   app.add_option("--preemption", ours.preemption, "our policy preempts as the broker's controller does: lower-class work for a waiting higher-class job (true/false)");
   app.add_flag("--json", json_output, "print one JSON object");
   bool backfill = false;
@@ -163,6 +170,11 @@ int main(int argc, char** argv) {
   }
   auto trace = pool_load > 0 ? generate_pool_trace(jobs, seed, pool_load, workers) : generate_trace(jobs, seed, load, workers);
   assign_tenants(trace, tenant_names, seed);
+  if (!one_class.empty())
+    for (auto& j : trace) {
+      j.document["ext_ml_priority_class"] = one_class;
+      j.req = ojs::ml::parse_requirements(j.document);
+    }
   perturb_declared_durations(trace, declared_noise, seed);
   SimOptions fifo = ours;
   fifo.policy = Policy::fifo_first_fit;
@@ -261,5 +273,11 @@ int main(int argc, char** argv) {
     std::cerr << "OVERSUBSCRIBED: " << bad << " capacity or constraint violations\n";
     return 1;
   }
-  return unfair ? 1 : 0;
+  bool churn = false;  // [fairband] preemptions are work lost: a bound catches an order that undoes itself
+  if (max_preemptions >= 0 && results[0].preemptions > max_preemptions) {
+    std::cerr << "CHURN: " << results[0].policy << " preempted " << results[0].preemptions << " times, more than "
+              << max_preemptions << "\n";
+    churn = true;
+  }
+  return unfair || churn ? 1 : 0;
 }

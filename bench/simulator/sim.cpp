@@ -240,12 +240,15 @@ class Simulation {
   // [usage] Whether j, starting on w (already out of its class's waiting set, its
   // GPUs not yet taken), was the only tenant's work waiting that fits w's type and
   // its free GPUs: then any work-conserving order starts its tenant's job there,
-  // whatever the weights. A lower bound of what is forced (a job that fits the free
-  // GPUs by count may still not fit their topology). Its own memo of the static
-  // fit, so the judgements counted stay the policy's.
+  // whatever the weights. [fairband] Work of a lower priority class does not
+  // contest: the fair order takes the class first (docs/matching.md#fair-share). A
+  // lower bound of what is forced (a job that fits the free GPUs by count may still
+  // not fit their topology). Its own memo of the static fit, so the judgements
+  // counted stay the policy's.
   bool uncontested(int j, const WorkerState& w) {
     const std::string& tenant = job(j).tenant;
     if (tenant.empty() || options_.tenant_weights.size() < 2) return false;
+    const int rank = broker::priority_class_rank(job(j).req);
     const int free = w.gpus_free();
     for (std::size_t c = 0; c < classes_.size(); ++c) {
       const auto& cls = classes_[c];
@@ -254,8 +257,10 @@ class Simulation {
       if (memo == uncontested_fit_.end())
         memo = uncontested_fit_.emplace(std::make_pair(c, w.type), ml::fits_static(*cls.req, &w.caps)).first;
       if (!memo->second) continue;
-      for (const auto& p : cls.pending)
-        if (job(std::get<2>(p)).tenant != tenant) return false;
+      for (const auto& p : cls.pending) {
+        const auto& other = job(std::get<2>(p));
+        if (other.tenant != tenant && broker::priority_class_rank(other.req) >= rank) return false;
+      }
     }
     return true;
   }

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "broker/store/priority_score.hpp"
 #include "ojs/core/digest.hpp"
@@ -98,14 +99,18 @@ const LuaLibrary& lua_library() {
       bound_found = true;
     }
     if (!bound_found) throw std::logic_error("the Lua helpers lack _lib.lua's event bound line");
-    // The score rule's two constants, written on both sides of the language line:
-    // the library is refused when _lib.lua's differ from priority_score.hpp's.
-    for (const auto& line : {"local SCORE_BAND = " + std::to_string(static_cast<long long>(kScoreBand)) + " ",
-                             "local SCORE_BANDS = " + std::to_string(kScoreBands) + " "}) {
+    // The score rule's constants, written on both sides of the language line: the
+    // library is refused when _lib.lua's (or [fairband] _lib_fairshare.lua's) differ
+    // from priority_score.hpp's.
+    const std::pair<std::string, std::string> constants[] = {
+        {"_lib", "local SCORE_BAND = " + std::to_string(static_cast<long long>(kScoreBand)) + " "},
+        {"_lib", "local SCORE_BANDS = " + std::to_string(kScoreBands) + " "},
+        {"_lib_fairshare", "local FAIR_CLASS_SLOTS = " + std::to_string(kMaxFairSlots) + " "}};
+    for (const auto& [lib, line] : constants) {
       const bool found = std::any_of(sources.begin(), sources.end(), [&](const LuaScriptSource& s) {
-        return s.name == "_lib" && s.body.find("\n" + line) != std::string::npos;
+        return s.name == lib && s.body.find("\n" + line) != std::string::npos;
       });
-      if (!found) throw std::logic_error("_lib.lua lacks '" + line + "' (broker/store/priority_score.hpp)");
+      if (!found) throw std::logic_error(lib + ".lua lacks '" + line + "' (broker/store/priority_score.hpp)");
     }
     std::string suffix(1, '_');
     suffix += sha1_hex(library_text(sources, "")).substr(0, 12);

@@ -45,13 +45,14 @@ void PreemptionStore::drop(const std::string& queue, Index index, const std::str
   redis_.command({"ZREM", index_key(queue, index), id});
 }
 
-bool PreemptionStore::escalate(const JobRecord& job, double new_rank_base, int from_rank, int to_rank) {
+bool PreemptionStore::escalate(const JobRecord& job, double new_rank_base, std::optional<double> new_order_base, int from_rank,
+                               int to_rank) {
   const auto& q = job.queue();
   auto reply = redis_.eval("escalate",
                            {keys::job(q, job.id()), keys::escalations(q), keys::ready(q, job.get("class")), keys::events(q),
                             keys::class_heads(q)},
                            {job.id(), job.get("rank_base"), whole(new_rank_base), std::to_string(from_rank),
-                            std::to_string(to_rank)});
+                            std::to_string(to_rank), new_order_base ? whole(*new_order_base) : std::string()});
   return reply.elements.at(0).str == "ok";
 }
 

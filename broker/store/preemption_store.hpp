@@ -36,7 +36,8 @@ class PreemptionStore {
   void drop(const std::string& queue, Index index, const std::string& id);
 
   // escalate.lua: re-bands a waiting job (compare-and-set on its rank base); false when skipped.
-  bool escalate(const JobRecord& job, double new_rank_base, int from_rank, int to_rank);
+  // [fairband] new_order_base: its fair order base in the new class (nullopt: keep its order).
+  bool escalate(const JobRecord& job, double new_rank_base, std::optional<double> new_order_base, int from_rank, int to_rank);
   // discard_waiting.lua: a waiting job whose reservation never came is discarded with `error_json`.
   Transition discard_waiting(const JobRecord& job, const std::string& error_json);
   // preempt.lua: marks the victims (all on one worker, one queue), all or none;

@@ -68,8 +68,11 @@ inline const std::string& score_band_arg() {
 // computed once, at PUSH: base(policy) + seq. `priority` keeps rank_base above; the
 // other policies store their base as the job's `order_base` field (make_available
 // prefers it), and rank_base stays the priority band preemption reads. Bands:
-//   priority 0 .. 602 | fifo 700 | sjf 1000 + bucket (0 .. 2047) | fair 4096 + tenant slot
+//   priority 0 .. 602 | fifo 700 | sjf 1000 + bucket (0 .. 2047)
+//   | fair 4096 + (2 - class rank) * kMaxFairSlots + tenant slot
 // so jobs queued under an earlier policy keep a well-defined place after a change.
+// [fairband] fair: the priority class first (reserved, on-demand, spot: the classes
+// preemption ranks), the tenant's share within it (claim.lua, _lib_fairshare.lua).
 enum class QueuePolicy { priority, fifo, sjf, fair };
 
 // What PUSH needs of the queue's configuration to score a job.
@@ -82,7 +85,7 @@ inline constexpr int kFifoBand = 700;
 inline constexpr int kSjfBandBase = 1000;
 inline constexpr int kSjfBuckets = 2048;       // the last bucket: no declared duration
 inline constexpr int kFairBandBase = 4096;
-inline constexpr int kMaxFairSlots = 4000;     // 4096 + 4000 < kScoreBands: scores stay exact doubles
+inline constexpr int kMaxFairSlots = 1365;     // tenant slots per class: 4096 + 3 * 1365 <= kScoreBands, exact doubles
 
 // Log-scale duration buckets (~0.9% wide): 80 * log2(1 + s), 1 year -> 1993.
 inline int sjf_bucket(std::optional<long long> estimated_seconds) {
@@ -91,17 +94,34 @@ inline int sjf_bucket(std::optional<long long> estimated_seconds) {
   return std::clamp(b, 0, kSjfBuckets - 2);
 }
 
+// [fairband] The fair band of class rank `priority_class_rank` and tenant slot `slot`:
+// the class first (reserved lowest), slots past kMaxFairSlots - 1 share the last.
+inline long long fair_band(int priority_class_rank, long long slot) {
+  return kFairBandBase + (2 - std::clamp(priority_class_rank, 0, 2)) * static_cast<long long>(kMaxFairSlots) +
+         std::clamp(slot, 0LL, static_cast<long long>(kMaxFairSlots) - 1);
+}
+
 // The base of a job's ready-set score under `policy` (the store adds the FIFO seq).
-// fair_slot: the tenant's slot in the queue's tenant_fairness (0 = unnamed tenants).
+// fair_slot: the tenant's slot in the queue's tenant_fairness (0 = unnamed tenants;
+// the schema allows kMaxFairSlots - 1 names).
 inline double order_base(QueuePolicy policy, int priority_class_rank, int priority, std::optional<long long> estimated_seconds,
                          int fair_slot) {
   switch (policy) {
     case QueuePolicy::fifo: return pack_score(kFifoBand, 0);
     case QueuePolicy::sjf: return pack_score(kSjfBandBase + sjf_bucket(estimated_seconds), 0);
-    case QueuePolicy::fair: return pack_score(kFairBandBase + std::clamp(fair_slot, 0, kMaxFairSlots - 1), 0);
+    case QueuePolicy::fair: return pack_score(fair_band(priority_class_rank, fair_slot), 0);
     case QueuePolicy::priority: break;
   }
   return rank_base(priority_class_rank, priority);
+}
+
+// [fairband] The fair order base of a job whose priority class changes (escalation):
+// the same tenant slot in the new class's band; nullopt for a base that is not a
+// fair one (another policy's: its order does not follow the class).
+inline std::optional<double> fair_base_for_class(double base, int to_rank) {
+  const long long band = unpack_score(base).band;
+  if (band < kFairBandBase || band >= kFairBandBase + 3LL * kMaxFairSlots) return std::nullopt;
+  return pack_score(fair_band(to_rank, (band - kFairBandBase) % kMaxFairSlots), 0);
 }
 
 }  // namespace ojs::broker

@@ -240,21 +240,28 @@ TEST_F(Preemption, CheckpointPrefixAllowList) {
   EXPECT_EQ(a.post("/ojs/v1/jobs", ml_job("pfx", {{"ext_ml_checkpoint_storage_uri", "s3://allowed/x"}})).status, 400);  // trailing slash
 }
 
+// [fairband] Under `fair` too: its order is the priority class first, so an escalated
+// job moves to the new class's band (before, it kept its place).
 TEST_F(Preemption, WaitingJobEscalatesToItsTargetClass) {
-  const auto low = api.push(ml_job("esc", {{"ext_ml_priority_class", "spot"}, {"ext_ml_priority_escalation", true},
-                                        {"ext_ml_escalation_after_s", 1}, {"ext_ml_escalation_target_class", "reserved"}}));
-  const auto first = api.push(ml_job("esc", {{"ext_ml_priority_class", "on-demand"}}));
-  const auto second = api.push(ml_job("esc", {{"ext_ml_priority_class", "on-demand"}}));
-  auto got = api.fetch({"esc"}, "w");
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0]["id"], first);  // on-demand before spot
-  std::this_thread::sleep_for(1600ms);
-  got = api.fetch({"esc"}, "w");
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0]["id"], low);  // escalated to reserved: ahead of the waiting on-demand job
-  got = api.fetch({"esc"}, "w");
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0]["id"], second);
+  for (const std::string policy : {"priority", "fair"}) {
+    const std::string queue = policy == "priority" ? "esc" : "esc-" + policy;
+    auto put = api.call("PUT", "/ojs/v1/admin/queues/" + queue + "/config", {{"policy", policy}});
+    ASSERT_EQ(put.status, 200) << put.body.dump();
+    const auto low = api.push(ml_job(queue, {{"ext_ml_priority_class", "spot"}, {"ext_ml_priority_escalation", true},
+                                           {"ext_ml_escalation_after_s", 1}, {"ext_ml_escalation_target_class", "reserved"}}));
+    const auto first = api.push(ml_job(queue, {{"ext_ml_priority_class", "on-demand"}}));
+    const auto second = api.push(ml_job(queue, {{"ext_ml_priority_class", "on-demand"}}));
+    auto got = api.fetch({queue}, "w");
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0]["id"], first) << policy;  // on-demand before spot
+    std::this_thread::sleep_for(1600ms);
+    got = api.fetch({queue}, "w");
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0]["id"], low) << policy;  // escalated to reserved: ahead of the waiting on-demand job
+    got = api.fetch({queue}, "w");
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0]["id"], second) << policy;
+  }
 }
 
 TEST_F(Preemption, ReservationsHoldCapacityAndConfineTheirJobs) {

@@ -4,8 +4,8 @@
 -- ([usage] _lib_accounting.lua usage_share: a tenant's fraction of the queue's
 -- decayed resource-seconds plus its fraction of what the queue holds now), divided
 -- by its weight; the claim serves the tenant with the lowest share first.
--- PUSH scored a fair job score_pack(fair_tenants.base + tenant slot, seq), so each
--- tenant's oldest job in a ready set is one ZRANGEBYSCORE over its slot's band.
+-- PUSH scored a fair job score_pack(fair_tenants.base + class band + tenant slot, seq),
+-- so each tenant's oldest job of a class in a ready set is one ZRANGEBYSCORE over its band.
 -- Keys: the config hash (field fair_tenants, written by the broker from the queue
 -- config) and t = {tenant_quotas, tenant_ledger, job_prefix, usage, now, half_life},
 -- all declared by claim.
@@ -55,57 +55,94 @@ local function fair_started(fc, t, job, amounts, set)
   usage_started(t.usage, job, amounts, set, t.now, t.half_life, per_call.fair_usage)
 end
 
--- The range of tenant slot `slot` in a ready set: its lowest score, and the bounds
--- ZRANGEBYSCORE takes, formatted once per call (the same for every class).
-local function fair_slot_range(fc, slot)
+-- [fairband] The bands of a fair ready set: the priority class first (reserved,
+-- on-demand, spot; the classes preemption ranks), then the tenant slot.
+-- PUSH scored a job score_pack(base + (2 - class rank) * FAIR_CLASS_SLOTS + slot, seq)
+-- (priority_score.hpp order_base; the loader checks this constant against kMaxFairSlots).
+local FAIR_CLASS_SLOTS = 1365 -- tenant slots per priority class
+
+-- The class band (0 reserved, 1 on-demand, 2 spot) and tenant slot of a fair band;
+-- band -1 for a band below the fair ones (scored under an earlier policy).
+local function fair_band_of(fc, band)
+  if band < fc.base then return -1, 0 end
+  local cb = math.floor((band - fc.base) / FAIR_CLASS_SLOTS)
+  return cb, band - fc.base - cb * FAIR_CLASS_SLOTS
+end
+
+-- The lowest score of the class bands after `cb`: a head at or above it is of a lower
+-- priority class (claim's early stop compares scores, not bands).
+local function fair_band_end(fc, cb)
+  if cb < 0 then return score_pack(fc.base, 0) end
+  return score_pack(fc.base + (cb + 1) * FAIR_CLASS_SLOTS, 0)
+end
+
+-- The range of tenant slot `slot` of class band `cb` in a ready set: its lowest
+-- score, and the bounds ZRANGEBYSCORE takes, formatted once per call (the same for
+-- every ready set). The last slot's range runs to the next class band.
+local function fair_slot_range(fc, cb, slot)
   fc.ranges = fc.ranges or {}
-  local r = fc.ranges[slot]
+  local key = cb * FAIR_CLASS_SLOTS + slot
+  local r = fc.ranges[key]
   if not r then
-    local low = score_pack(fc.base + slot, 0)
-    r = {low = low, low_s = string.format('%.0f', low),
-         high_s = slot == fc.slots and '+inf' or '(' .. string.format('%.0f', score_pack(fc.base + slot + 1, 0))}
-    fc.ranges[slot] = r
+    local first = fc.base + key
+    local low = score_pack(first, 0)
+    local high_s = '+inf'  -- the last slot of the last class: nothing scores above it
+    if slot < fc.slots or cb < 2 then
+      high_s = '(' .. string.format('%.0f', (slot >= fc.slots and fc.base + (cb + 1) * FAIR_CLASS_SLOTS or first + 1) * SCORE_BAND)
+    end
+    r = {low = low, low_s = string.format('%.0f', low), high_s = high_s}
+    fc.ranges[key] = r
   end
   return r
 end
 
--- The job a `fair` claim takes from one ready set, as {id, score, share, seq}, or
--- nil and the first quota block. A head scored under an earlier policy (below the
--- fair bands) is served first, with share -1, so a policy change strands nothing.
--- Each tenant slot offers its oldest job (one more range past the last slot: jobs
--- scored under earlier weights with more named tenants; a candidate's tenant is
--- read from the job, not from its slot). [hotpath] The set's head is the oldest job
--- of the lowest non-empty slot: the slots below it are not read, nor is its own.
+-- The job a `fair` claim takes from one ready set, as {id, score, share, seq, class
+-- band}, or nil and the first quota block. A head scored under an earlier policy
+-- (below the fair bands) is served first, with class band -1, so a policy change
+-- strands nothing. [fairband] The set's highest priority class (its head's band)
+-- offers each tenant slot's oldest job (one more range past the last slot: jobs
+-- scored under earlier weights with more named tenants; a candidate's tenant is read
+-- from the job, not from its slot) and the lowest share wins; only when every
+-- tenant of that class is over its quota does the next class get a look.
+-- [hotpath] The set's head is the oldest job of the lowest non-empty slot: the
+-- slots below it are not read, nor is its own.
 -- known: the set's head as the caller read it ({id, score, ...}), or nil.
 local function fair_head(fc, t, ready_key, gpus, known)
   local head = known or redis.call('ZRANGE', ready_key, '0', '0', 'WITHSCORES')
   if not head[1] then return nil, nil end
-  local head_band = score_unpack(tonumber(head[2]))
-  if head_band < fc.base then
+  local cb, head_slot = fair_band_of(fc, (score_unpack(tonumber(head[2]))))
+  if cb < 0 then
     local h, over = within_tenant_quota(t, ready_key, head, gpus)
-    if h then return {h[1], h[2], -1, tonumber(h[2])}, nil end
+    if h then return {h[1], h[2], -1, tonumber(h[2]), -1}, nil end
     return nil, over
   end
   local quotas = gpus > 0 and has_tenant_quotas(t)
-  local best, first_block = nil, nil
-  local head_slot = math.min(head_band - fc.base, fc.slots)
-  for slot = head_slot, fc.slots do
-    local range = fair_slot_range(fc, slot)
-    local r = head
-    if slot ~= head_slot then
-      r = redis.call('ZRANGEBYSCORE', ready_key, range.low_s, range.high_s, 'WITHSCORES', 'LIMIT', '0', '1')
-    end
-    if r[1] then
-      local tenant = redis.call('HGET', t.job_prefix .. r[1], 'tenant') or ''
-      local over = quotas and tenant_block(t, tenant, gpus)
-      if over then
-        first_block = first_block or over
-      else
-        local share, seq = fair_share(fc, t, tenant), tonumber(r[2]) - range.low
-        if not best or share < best[3] or (share == best[3] and seq < best[4]) then best = {r[1], r[2], share, seq} end
+  local first_block = nil
+  while true do
+    local best = nil
+    for slot = head_slot < fc.slots and head_slot or fc.slots, fc.slots do
+      local range = fair_slot_range(fc, cb, slot)
+      local r = head
+      if slot ~= head_slot then
+        r = redis.call('ZRANGEBYSCORE', ready_key, range.low_s, range.high_s, 'WITHSCORES', 'LIMIT', '0', '1')
+      end
+      if r[1] then
+        local tenant = redis.call('HGET', t.job_prefix .. r[1], 'tenant') or ''
+        local over = quotas and tenant_block(t, tenant, gpus)
+        if over then
+          first_block = first_block or over
+        else
+          local share, seq = fair_share(fc, t, tenant), tonumber(r[2]) - range.low
+          if not best or share < best[3] or (share == best[3] and seq < best[4]) then best = {r[1], r[2], share, seq, cb} end
+        end
       end
     end
+    if best then return best, nil end
+    -- Every tenant of this class over its quota: the set's next class, if it has one.
+    if cb >= 2 then return nil, first_block end
+    head = redis.call('ZRANGEBYSCORE', ready_key, string.format('%.0f', score_pack(fc.base + (cb + 1) * FAIR_CLASS_SLOTS, 0)),
+                      '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
+    if not head[1] then return nil, first_block end
+    cb, head_slot = fair_band_of(fc, (score_unpack(tonumber(head[2]))))
   end
-  if best then return best, nil end
-  return nil, first_block
 end

@@ -116,8 +116,9 @@ local function head_of(c)
   return c.head
 end
 
--- [fairshare] Queue policy `fair`: each ready set offers its lowest-share tenant's
--- oldest job and the classes compare by that share (_lib_fairshare.lua).
+-- [fairshare] Queue policy `fair`: each ready set offers, of its highest priority
+-- class, its lowest-share tenant's oldest job, and the classes compare by that
+-- priority class, then that share ([fairband] _lib_fairshare.lua).
 local fair = nil
 if rl[6] == 'fair' then
   fair, t.half_life = fair_config(KEYS[7]), usage_half_life(rl[9])
@@ -136,19 +137,21 @@ local function report_blocked(c, in_use, limit, kind)
 end
 
 -- The best job for this worker: the lowest (band, -bonus, score) over the eligible
--- classes' heads; [fairshare] (share, -bonus, seq) under `fair`. Returns the class
+-- classes' heads; [fairshare] (class band, share, -bonus, seq) under `fair`. Returns the class
 -- and the job id (nil: the class's head, read when taken). A class refused here
 -- (over budget or quota, held for a warm worker, empty) is `done` for this claim.
 local function choose()
-  local best, best_id, b1, b2, b3 = nil, nil, nil, nil, nil
+  local best, best_id, b1, b2, b3, b4 = nil, nil, nil, nil, nil, nil
+  local stop = nil  -- [fairband] under `fair`: the first score of the classes below the best's
   local pos, page = 0, 1
   while true do
     local entries = heads_from(pos, page)
     for j = 1, #entries, 2 do
       local score = tonumber(entries[j + 1])
       local band = score_unpack(score)
-      -- Heads come in score order: past the best's band nothing can beat it.
-      if best and not fair and band > b1 then return best, best_id end
+      -- Heads come in score order: past the best's band nothing can beat it
+      -- ([fairband] under `fair`, past its priority class).
+      if best and (fair and score >= stop or not fair and band > b1) then return best, best_id end
       local c = class_info(entries[j])
       if c and not c.done then
         local head, over = {nil, score}, budget_block(b, c.gpus, c.mem)  -- the id is read only if this class is taken
@@ -170,16 +173,19 @@ local function choose()
           -- [backfill] On GPUs held for a reservation, only a job declared to end before its start (_lib_backfill.lua).
           if not c.done and c.backfill then
             local id, sc, declared = backfill_pick(t, c.ready, c.backfill, now, c.gpus)
-            if id then head, band = {id, sc, head[3], head[4]}, (score_unpack(tonumber(sc)))
+            if id then
+              band = score_unpack(tonumber(sc))
+              head = {id, sc, head[3], head[4], fair and fair_band_of(fair, band)}
             else
               report_blocked(c, declared, c.backfill, 'backfill')
             end
           end
           if not c.done then
-            local k1, k2, k3 = band, -c.bonus, tonumber(head[2])
-            if fair then k1, k3 = head[3], head[4] end  -- [fairshare] lowest weighted share first
-            if not best or k1 < b1 or (k1 == b1 and (k2 < b2 or (k2 == b2 and k3 < b3))) then
-              best, best_id, b1, b2, b3 = c, head[1], k1, k2, k3
+            local k1, k2, k3, k4 = band, 0, -c.bonus, tonumber(head[2])
+            if fair then k1, k2, k4 = head[5], head[3], head[4] end  -- [fairshare] class, then lowest weighted share
+            if not best or k1 < b1 or (k1 == b1 and (k2 < b2 or (k2 == b2 and (k3 < b3 or (k3 == b3 and k4 < b4))))) then
+              best, best_id, b1, b2, b3, b4 = c, head[1], k1, k2, k3, k4
+              if fair then stop = fair_band_end(fair, k1) end
               -- Nothing later in the index sorts before it, and no class offers more bonus.
               if not fair and c.bonus >= max_bonus and not c.backfill then return best, best_id end
             end

@@ -5,20 +5,29 @@
 -- target only leaves the index.
 -- KEYS (5): 1 job hash, 2 escalations, 3 ready set of the job's class, 4 events, 5 class heads
 -- ARGV: id, expected rank_base (the one the decision was made on), new rank_base,
---       from class rank, to class rank
+--       from class rank, to class rank, [fairband] new order_base ('' = keep the order:
+--       a policy whose order does not follow the class)
 -- Reply: {'ok'} | {'skipped'}
-local id, expected, base, from, to = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local id, expected, base, from, to, order = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local jk = KEYS[1]
 redis.call('ZREM', KEYS[2], id)
 local f = redis.call('HMGET', jk, 'state', 'rank_base', 'type', 'queue', 'attempt', 'order_base', 'class', 'tenant')
 if not f[1] or is_terminal(f[1]) or f[2] ~= expected then return {'skipped'} end
-redis.call('HSET', jk, 'rank_base', base, 'escalated_at', now_ms(), 'escalated_from', from)
--- [fairshare] under a policy with its own order (order_base) the class changes, not the order.
-if f[1] == 'available' and not f[6] then
+local set = {'rank_base', base, 'escalated_at', now_ms(), 'escalated_from', from}
+-- [fairshare] under a policy with its own order (order_base) the class changes, not the
+-- order; [fairband] except under `fair`, whose order is the class first: the broker
+-- gives its new order_base.
+local score_base = base
+if f[6] then
+  score_base = (order or '') ~= '' and order or nil
+  if score_base then set[#set + 1] = 'order_base'; set[#set + 1] = order end
+end
+redis.call('HSET', jk, unpack(set))
+if f[1] == 'available' and score_base then
   local score = redis.call('ZSCORE', KEYS[3], id)
   if score then
     local _, seq = score_unpack(tonumber(score))
-    redis.call('ZADD', KEYS[3], string.format('%.0f', score_at(tonumber(base), seq)), id)
+    redis.call('ZADD', KEYS[3], string.format('%.0f', score_at(tonumber(score_base), seq)), id)
     head_refresh(KEYS[5], KEYS[3], f[7])
   end
 end

@@ -38,5 +38,20 @@ TEST(ScoreBand, RankAndPolicyBasesAreBandStarts) {
   EXPECT_EQ(unpack_score(rank_base(0, -100)).band, 3 * kPrioritiesPerClass - 1);
   EXPECT_EQ(class_rank_of_score(rank_base(1, 7) + 99), 1);
   EXPECT_EQ(class_rank_of_ready_score(order_base(QueuePolicy::fifo, 2, 0, std::nullopt, 0)), std::nullopt);
-  EXPECT_EQ(unpack_score(order_base(QueuePolicy::fair, 0, 0, std::nullopt, 1 << 20)).band, kFairBandBase + kMaxFairSlots - 1);
+  // [fairband] fair: the class band (reserved first), then the tenant slot, clamped to the class's last.
+  EXPECT_EQ(unpack_score(order_base(QueuePolicy::fair, 2, 0, std::nullopt, 3)).band, kFairBandBase + 3);
+  EXPECT_EQ(unpack_score(order_base(QueuePolicy::fair, 1, 0, std::nullopt, 0)).band, kFairBandBase + kMaxFairSlots);
+  EXPECT_EQ(unpack_score(order_base(QueuePolicy::fair, 0, 0, std::nullopt, 1 << 20)).band, kFairBandBase + 3 * kMaxFairSlots - 1);
+  EXPECT_LT(kFairBandBase + 3 * kMaxFairSlots, kScoreBands + 1);  // every fair band packs
+  EXPECT_EQ(class_rank_of_ready_score(order_base(QueuePolicy::fair, 2, 0, std::nullopt, 0)), std::nullopt);  // the job's rank_base says
+}
+
+// [fairband] Escalation under `fair` moves a job to its tenant's slot of the new class;
+// another policy's base has no class to move.
+TEST(ScoreBand, FairBaseFollowsTheClassAndKeepsTheTenantSlot) {
+  const double spot_slot_5 = order_base(QueuePolicy::fair, 0, 0, std::nullopt, 5);
+  EXPECT_EQ(fair_base_for_class(spot_slot_5, 1), order_base(QueuePolicy::fair, 1, 0, std::nullopt, 5));
+  EXPECT_EQ(fair_base_for_class(spot_slot_5, 2), order_base(QueuePolicy::fair, 2, 0, std::nullopt, 5));
+  EXPECT_EQ(fair_base_for_class(order_base(QueuePolicy::sjf, 0, 0, 60, 0), 2), std::nullopt);
+  EXPECT_EQ(fair_base_for_class(rank_base(0, 0), 2), std::nullopt);
 }

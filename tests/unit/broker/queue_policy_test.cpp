@@ -24,12 +24,15 @@ TEST(QueuePolicyScore, PolicyBandsAreDisjointAndExact) {
   const double fifo = order_base(QueuePolicy::fifo, 2, 100, std::nullopt, 0);
   const double sjf_first = order_base(QueuePolicy::sjf, 1, 0, 1, 0);
   const double sjf_last = order_base(QueuePolicy::sjf, 1, 0, std::nullopt, 0);
-  const double fair_first = order_base(QueuePolicy::fair, 1, 0, std::nullopt, 0);
-  const double fair_last = order_base(QueuePolicy::fair, 1, 0, std::nullopt, kMaxFairSlots + 7);
+  const double fair_first = order_base(QueuePolicy::fair, 2, 0, std::nullopt, 0);  // reserved, unnamed tenants
+  const double fair_last = order_base(QueuePolicy::fair, 0, 0, std::nullopt, kMaxFairSlots + 7);  // spot, past the slots
   EXPECT_LT(top_priority, fifo);
   EXPECT_LT(fifo, sjf_first);
   EXPECT_LT(sjf_last, fair_first);
-  EXPECT_EQ(fair_last, (kFairBandBase + kMaxFairSlots - 1) * kScoreBand);  // clamped
+  EXPECT_EQ(fair_last, (kFairBandBase + 3 * kMaxFairSlots - 1) * kScoreBand);  // clamped
+  // [fairband] Every reserved job's band before every on-demand one's, before every spot one's.
+  EXPECT_LT(order_base(QueuePolicy::fair, 2, -100, std::nullopt, kMaxFairSlots - 1), order_base(QueuePolicy::fair, 1, 100, std::nullopt, 0));
+  EXPECT_LT(order_base(QueuePolicy::fair, 1, -100, std::nullopt, kMaxFairSlots - 1), order_base(QueuePolicy::fair, 0, 100, std::nullopt, 0));
   EXPECT_LT(fair_last + kScoreBand, 9007199254740992.0);  // + a full sequence: still below 2^53
   EXPECT_EQ(order_base(QueuePolicy::priority, 2, 7, 60, 3), rank_base(2, 7));
   // fifo ignores class and priority; sjf ignores them too.
