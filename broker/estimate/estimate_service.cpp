@@ -350,13 +350,15 @@ json EstimateService::what_if(const std::string& id, const json& body) {
     } else if (c.kind == "priority_class") {
       auto it = std::find_if(copy.waiting.begin(), copy.waiting.end(), [&](const estimate::Waiting& w) { return w.id == id; });
       const auto rank = class_rank_of_ready_score(it->score);
+      const auto fair_base = fair_base_for_class(it->score, c.class_rank);  // fair: the class band first, as escalation moves it
       const int current = record->priority_class_rank();
-      if (!rank) {
+      if (!rank && !fair_base) {
         notes.push_back("the queue's policy does not order jobs by priority class");
       } else if (c.class_rank <= current) {
         notes.push_back("the job's priority class is already " + c.class_name + " or higher");
       } else {
-        it->score -= static_cast<double>((c.class_rank - current) * kPrioritiesPerClass) * kScoreBand;
+        if (rank) it->score -= static_cast<double>((c.class_rank - current) * kPrioritiesPerClass) * kScoreBand;
+        else it->score = *fair_base + static_cast<double>(unpack_score(it->score).seq);
         it->class_rank = c.class_rank;  // it may now preempt lower classes, as the controller would let it
         std::stable_sort(copy.waiting.begin(), copy.waiting.end(),
                          [](const estimate::Waiting& a, const estimate::Waiting& b) { return a.score < b.score; });

@@ -205,6 +205,24 @@ TEST_F(Estimate, WhatIfRaisedPriorityClassGoesAhead) {
   (void)first;
 }
 
+// Under policy fair the priority class comes first too: a raised class goes ahead of
+// an older job of the lower class, whatever the tenants' shares.
+TEST_F(Estimate, WhatIfRaisedPriorityClassGoesAheadUnderTheFairPolicy) {
+  const std::string q = "est-fair";
+  ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/queues/" + q + "/config", {{"policy", "fair"}}).status, 200);
+  const json w = a100_worker(1);
+  const auto running = api.push(gpu_job(q, 1, 300));
+  ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
+  const auto first = api.push(gpu_job(q, 1, 600, {{"ext_ml_priority_class", "spot"}}));
+  const auto second = api.push(gpu_job(q, 1, 60, {{"ext_ml_priority_class", "spot"}}));
+  const json wi = what_if(second, {{"changes", {{{"kind", "priority_class"}, {"priority_class", "on-demand"}}}}});
+  ASSERT_TRUE(wi.contains("what_if")) << wi.dump();
+  EXPECT_EQ(wi["what_if"]["helps"], true) << wi.dump();
+  EXPECT_NEAR(static_cast<double>(ms_of(wi["what_if"]["after"]["start_at"])), static_cast<double>(started_ms(running) + 300000), 1000.0)
+      << wi.dump();
+  (void)first;
+}
+
 TEST_F(Estimate, WhatIfBodyErrorsNameTheField) {
   const std::string q = "est-bad";
   const auto id = api.push(gpu_job(q, 1, 60));
