@@ -132,6 +132,9 @@ int main(int argc, char** argv) {
                  "diagnosis only: tell the estimate what no broker knows: ends (running jobs' true ends), durations (also "
                  "waiting jobs' true run times), arrivals (also the trace's later arrivals); none")
       ->check(CLI::IsMember({"none", "ends", "durations", "arrivals"}));
+  app.add_option("--progress-every-s", ours.progress_every_s,
+                 "running jobs report their progress (true share of the attempt's work done) every N simulated seconds; 0: never")
+      ->check(CLI::Range(0.0, 1e9));
   app.add_option("--estimate-log", ours.estimate_log, "a CSV line per job at its first start: its estimate at arrival against the start");
   app.add_option("--declared-noise", declared_noise,
                  "declared durations drawn within +-this fraction of the run time (0: exact)")->check(CLI::Range(0.0, 0.9));

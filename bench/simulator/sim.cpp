@@ -317,6 +317,19 @@ class Simulation {
             er.job.declared_end_ms = ms(r.work_start + jobs_[static_cast<std::size_t>(id)].remaining);
           er.source = est::EndSource::declared;
         }
+        if (options_.progress_every_s > 0 && oracle == SimOptions::Oracle::none) {
+          // It reports its true share of this attempt's work done (linear in time, nothing
+          // during model loading) at each multiple of --progress-every-s since its (re)start;
+          // read as the service reads the job hash's progress and progress_updated_at.
+          const double every = options_.progress_every_s;
+          const double at = r.start + std::floor((now_ - r.start) / every) * every;
+          const double work = jobs_[static_cast<std::size_t>(id)].remaining;
+          const est::Progress reported{work > 0 ? std::clamp((at - r.work_start) / work, 0.0, 1.0) : 0.0, ms(at)};
+          if (const auto end = est::progress_end(ms(r.start), reported, snap.now_ms)) {
+            er.job.declared_end_ms = *end;
+            er.source = est::EndSource::progress;
+          }
+        }
         if (r.preempting && (!er.job.declared_end_ms || *er.job.declared_end_ms > ms(r.preempt_end))) {
           er.job.declared_end_ms = std::max(ms(r.preempt_end), snap.now_ms);  // as the service reads preempt_deadline
           er.source = est::EndSource::preempted;

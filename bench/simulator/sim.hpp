@@ -46,6 +46,9 @@ struct SimOptions {
   // knows, to measure what each unknown costs. ends: running jobs' true ends; durations: also
   // the waiting jobs' true run times; arrivals: also the trace's later arrivals (next 55 h).
   enum class Oracle { none, ends, durations, arrivals } estimate_oracle = Oracle::none;
+  // Running jobs report progress (the OJS progress extension) every this many simulated
+  // seconds since their (re)start, which the estimate reads (estimate::progress_end); 0: never.
+  double progress_every_s = 0;
   std::string estimate_log;  // a CSV line per job at its first start: estimate against start
 };
 

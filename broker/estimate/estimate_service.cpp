@@ -46,6 +46,18 @@ void declared_run(const JobRecord& job, const estimate::Overruns& overruns, esti
   }
 }
 
+// A running job's reported progress as the PROGRESS extension keeps it in the job hash
+// (progress, progress_updated_at); fraction 0 when it reported none.
+estimate::Progress reported_progress(const JobRecord& record) {
+  estimate::Progress p;
+  try {
+    if (record.has("progress")) p.fraction = std::stod(record.get("progress"));
+  } catch (const std::exception&) {
+  }
+  p.reported_ms = record.get_int("progress_updated_at").value_or(0);
+  return p;
+}
+
 // The changes a what-if body names, validated (400 naming the field).
 struct Change {
   std::string kind;  // budget | worker | end_job | priority_class
@@ -223,6 +235,8 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
       estimate::Running r;
       r.charged = job.queue == queue;
       r.tenant = record.get("tenant");
+      const auto by_progress =
+          estimate::progress_end(record.get_int("started_at").value_or(s.now_ms), reported_progress(record), s.now_ms);
       if (job.declared_end_ms) {
         const auto started = record.get_int("started_at").value_or(s.now_ms);
         const auto est = record.get_int("estimated_duration_s");
@@ -234,9 +248,16 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
             job.declared_end_ms = std::min(*job.declared_end_ms, std::max(*deadline, s.now_ms));
         }
         job.declared_end_ms = std::max(*job.declared_end_ms, s.now_ms);
-      } else if (!record.has("preempt_deadline")) {
+      } else if (!record.has("preempt_deadline") && !by_progress) {
         running_medians[{job.queue, record.get("type")}].push_back(
             {s.workers.size(), w.running.size(), record.get_int("started_at").value_or(s.now_ms)});
+      }
+      // Reported progress, when it is to be trusted, beats the declared end (not past the deadline) and the median.
+      if (by_progress && !record.has("preempt_deadline")) {
+        job.declared_end_ms = *by_progress;
+        if (const auto deadline = record.get_int("execution_deadline"))
+          job.declared_end_ms = std::min(*by_progress, std::max(*deadline, s.now_ms));
+        r.source = EndSource::progress;
       }
       if (const auto deadline = record.get_int("preempt_deadline"); deadline && job.preempting &&
                                                                     (!job.declared_end_ms || *job.declared_end_ms > *deadline)) {

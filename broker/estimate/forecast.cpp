@@ -501,8 +501,15 @@ std::int64_t Overruns::run(std::int64_t declared_ms) const {
   return std::max<std::int64_t>(1, std::llround(ratios[ratios.size() / 2] * static_cast<double>(declared_ms)));
 }
 
+std::optional<std::int64_t> progress_end(std::int64_t started_ms, const Progress& p, std::int64_t now_ms) {
+  if (!(p.fraction >= kProgressTrusted) || !(p.fraction < 1) || p.reported_ms < started_ms) return std::nullopt;
+  const std::int64_t end = started_ms + std::llround(static_cast<double>(p.reported_ms - started_ms) / p.fraction);
+  return std::max(end, now_ms);
+}
+
 const char* to_string(EndSource source) {
   switch (source) {
+    case EndSource::progress: return "progress";
     case EndSource::declared: return "declared";
     case EndSource::deadline: return "deadline";
     case EndSource::median: return "median";
@@ -603,6 +610,7 @@ std::string rests_on(const Estimate& e) {
   std::vector<std::string> parts;
   auto count = [&](EndSource source) { return e.running_ends.count(source) ? e.running_ends.at(source) : 0; };
   auto plural = [](int n, const std::string& one, const std::string& many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
+  if (int n = count(EndSource::progress)) parts.push_back(plural(n, "running job's reported progress", "running jobs' reported progress"));
   if (int n = count(EndSource::declared)) parts.push_back(plural(n, "running job's declared end", "running jobs' declared ends"));
   if (int n = count(EndSource::deadline)) parts.push_back(plural(n, "running job's execution deadline", "running jobs' execution deadlines"));
   if (int n = count(EndSource::median))
@@ -640,7 +648,7 @@ json to_json(const Estimate& e, std::int64_t now_ms) {
     j["worker_ids"] = e.worker_ids;
     j["placed_ahead"] = e.placed_ahead;
     json ends = json::object();
-    for (auto source : {EndSource::declared, EndSource::deadline, EndSource::median, EndSource::preempted})
+    for (auto source : {EndSource::progress, EndSource::declared, EndSource::deadline, EndSource::median, EndSource::preempted})
       ends[to_string(source)] = e.running_ends.count(source) ? e.running_ends.at(source) : 0;
     j["running_ends"] = ends;
     j["rests_on"] = rests_on(e);

@@ -35,8 +35,26 @@
 namespace ojs::broker::estimate {
 
 // Where a job's end (or run time) comes from, best first.
-enum class EndSource { declared, deadline, median, preempted, unknown };
+enum class EndSource { progress, declared, deadline, median, preempted, unknown };
 const char* to_string(EndSource source);
+
+// A running job's reported progress (the OJS progress extension, broker/store/lua/progress.lua):
+// `fraction` (0..1) of its work done, reported at `reported_ms` (progress_updated_at).
+struct Progress {
+  double fraction = 0;
+  std::int64_t reported_ms = 0;
+};
+// Below this fraction a report is not trusted over the declared end: the first tenth
+// of a run is where setup (data loading, compilation, a model's download) sits, which
+// is seldom the pace of the rest, and an extrapolation from a small fraction
+// multiplies its error by 1 / fraction (docs/matching.md#start-estimates).
+constexpr double kProgressTrusted = 0.1;
+// When a running job that started (its current attempt) at `started_ms` is expected to
+// end by its reported progress, seen at `now_ms`: started + (reported - started) /
+// fraction (progress linear in time), not before now. nullopt when the report is not
+// to be used: below kProgressTrusted, done (1: it ends any moment, its other end
+// stands), or made before this attempt started (a previous attempt's).
+std::optional<std::int64_t> progress_end(std::int64_t started_ms, const Progress& p, std::int64_t now_ms);
 
 // A job running on a worker of the fleet (any queue).
 struct Running {

@@ -105,6 +105,30 @@ TEST_F(Estimate, BehindTwoRunningJobsWithDeclaredDurations) {
   EXPECT_NEAR(static_cast<double>(ms_of(s["start_at"])), static_cast<double>(started_ms(a) + 600000), 1000.0) << s.dump();
 }
 
+// A running job that reported progress 0.5 after X ms of its attempt is expected to
+// end X ms later, not at its declared end (an hour): the job behind it starts then.
+TEST_F(Estimate, BehindARunningJobThatReportedProgress) {
+  const std::string q = "est-progress";
+  const auto a = api.push(gpu_job(q, 1, 3600));
+  ASSERT_EQ(fetch(q, "w1", a100_worker(1)).size(), 1u);
+  const auto next = api.push(gpu_job(q, 1, 60));
+  const json declared = estimate(next);
+  EXPECT_EQ(declared["running_ends"]["declared"], 1) << declared.dump();
+
+  auto r = api.call("PUT", "/ojs/v1/jobs/" + a + "/progress", {{"worker_id", "w1"}, {"progress", 0.5}});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  const auto progress = api.get("/ojs/v1/jobs/" + a + "/progress").body;
+  const std::int64_t started = started_ms(a), reported = ms_of(progress["updated_at"]);
+  const json e = estimate(next);
+  ASSERT_EQ(e["status"], "estimated") << e.dump();
+  EXPECT_NEAR(static_cast<double>(ms_of(e["start_at"])), static_cast<double>(started + 2 * (reported - started)), 1000.0)
+      << e.dump() << progress.dump();
+  EXPECT_LT(ms_of(e["start_at"]), started + 3600000 / 2) << e.dump();
+  EXPECT_EQ(e["running_ends"]["progress"], 1) << e.dump();
+  EXPECT_EQ(e["running_ends"]["declared"], 0) << e.dump();
+  EXPECT_NE(e["rests_on"].get<std::string>().find("1 running job's reported progress"), std::string::npos) << e.dump();
+}
+
 TEST_F(Estimate, BehindTheQueueBudget) {
   const std::string q = "est-budget";
   put_config(q, {{"budgets", {{"max_total_gpus", 2}}}});

@@ -164,3 +164,30 @@ TEST(EstimateForecast, AHigherClassJobStartsAfterItsVictimsGracePeriod) {
   EXPECT_EQ(held.preempts, std::vector<std::string>{"spot"});
   EXPECT_EQ(estimate_start(s, "later").start_ms, 31000 + 60000);
 }
+
+// [estimate] A running job that reported progress (the OJS progress extension) ends
+// where its progress says, not at its declared end, once the report is to be trusted.
+TEST(EstimateForecast, ReportedProgressSaysWhenARunningJobEnds) {
+  EXPECT_EQ(progress_end(0, {0.5, 30000}, 40000), 60000);  // half done after 30 s: 30 s more
+  EXPECT_EQ(progress_end(0, {0.5, 30000}, 70000), 70000);  // past that: now
+  EXPECT_FALSE(progress_end(0, {0.05, 3000}, 4000));       // below kProgressTrusted
+  EXPECT_FALSE(progress_end(0, {1.0, 30000}, 40000));      // done: its other end stands
+  EXPECT_FALSE(progress_end(10000, {0.5, 5000}, 20000));   // a previous attempt's report
+  EXPECT_FALSE(progress_end(0, {0, 0}, 20000));            // none reported
+
+  Snapshot s;
+  s.now_ms = 40000;
+  Running r = running("half", 1, 100000);  // declared to end at 100 s
+  const auto end = progress_end(0, {0.5, 30000}, s.now_ms);
+  ASSERT_TRUE(end);
+  r.job.declared_end_ms = end;
+  r.source = EndSource::progress;
+  s.workers.push_back({"w1", gpus(1), {r}, {}});
+  s.waiting = {waiting("j", 1, 5000, 1)};
+  const auto e = estimate_start(s, "j");
+  ASSERT_EQ(e.status, Estimate::Status::estimated);
+  EXPECT_EQ(e.start_ms, 60000);
+  EXPECT_EQ(e.running_ends.at(EndSource::progress), 1);
+  EXPECT_EQ(rests_on(e), "1 running job's reported progress; 0 jobs ahead");
+  EXPECT_EQ(to_json(e, s.now_ms)["running_ends"]["progress"], 1);
+}
