@@ -63,3 +63,37 @@ TEST_F(Progress, NonActiveJobsAreIgnoredAndBadBodiesRefused) {
   EXPECT_EQ(api.post("/ojs/v1/workers/progress", {{"job_id", waiting}}).status, 400);
   EXPECT_EQ(api.post("/ojs/v1/workers/progress", {{"progress", 0.5}}).body["error"]["details"]["field"], "job_id");
 }
+
+// Progress never goes back within an attempt; a new attempt starts afresh, whatever
+// put the job back (here its reservation ran out): the stale value of the earlier
+// attempt neither refuses the new attempt's reports nor reads as its progress.
+TEST_F(Progress, ANewAttemptReportsFromZeroAgain) {
+  const auto id = push_and_fetch("prog-d");
+  ASSERT_EQ(api.post("/ojs/v1/workers/progress", {{"job_id", id}, {"worker_id", "pw"}, {"progress", 0.6}}).body["accepted"], true);
+  std::vector<json> again;
+  for (int i = 0; i < 100 && again.empty(); ++i) {  // the reaper puts it back after 800 ms
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    again = api.fetch({"prog-d"}, "pw2");
+  }
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0]["attempt"], 2) << again[0].dump();
+  const auto r = api.post("/ojs/v1/workers/progress", {{"job_id", id}, {"worker_id", "pw2"}, {"progress", 0.3}});
+  EXPECT_EQ(r.body["accepted"], true) << r.body.dump();
+  EXPECT_DOUBLE_EQ(api.get("/ojs/v1/jobs/" + id + "/progress").body["progress"].get<double>(), 0.3);
+}
+
+// The same for a job retried from the dead letter queue: its last attempt ended
+// failed at 0.6, the retried one reports 0.2.
+TEST_F(Progress, AJobRetriedFromTheDeadLetterQueueReportsFromZeroAgain) {
+  const auto id = api.push({{"type", "p.z"}, {"args", json::array()}, {"options", {{"queue", "prog-e"}, {"retry", {{"max_attempts", 1}, {"on_exhaustion", "dead_letter"}}}}}});
+  ASSERT_EQ(api.fetch({"prog-e"}, "pw").size(), 1u);
+  ASSERT_EQ(api.post("/ojs/v1/workers/progress", {{"job_id", id}, {"worker_id", "pw"}, {"progress", 0.6}}).body["accepted"], true);
+  ASSERT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", id}, {"worker_id", "pw"}, {"error", {{"code", "boom"}, {"message", "failed"}}}}).status, 200);
+  const auto retried = api.post("/ojs/v1/dead-letter/" + id + "/retry", json::object());
+  ASSERT_EQ(retried.status, 200) << retried.body.dump();
+  EXPECT_TRUE(api.get("/ojs/v1/jobs/" + id + "/progress").body["progress"].is_null());  // not the last attempt's 0.6
+  ASSERT_EQ(api.fetch({"prog-e"}, "pw2").size(), 1u);
+  const auto r = api.post("/ojs/v1/workers/progress", {{"job_id", id}, {"worker_id", "pw2"}, {"progress", 0.2}});
+  EXPECT_EQ(r.body["accepted"], true) << r.body.dump();
+  EXPECT_DOUBLE_EQ(api.get("/ojs/v1/jobs/" + id + "/progress").body["progress"].get<double>(), 0.2);
+}
