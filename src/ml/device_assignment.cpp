@@ -1,8 +1,9 @@
 #include "ojs/ml/device_assignment.hpp"
 
+#include "ojs/ml/types.hpp"
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <tuple>
 
@@ -161,12 +162,6 @@ bool memory_fits(const GpuDevice& d, double held_gb, const GpuRequirement& need)
   return d.memory_gb <= 0 || held_gb + memory_charge_gb(d, need.memory_gb) <= d.memory_gb + 1e-9;
 }
 
-std::string format_gb(double gb) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", gb);
-  return text;
-}
-
 }  // namespace
 
 std::set<int> unavailable_devices(const std::vector<GpuDevice>& devices, const WorkerLoad& load,
@@ -191,8 +186,8 @@ std::string shared_memory_shortfall(const std::vector<GpuDevice>& devices, const
       continue;
     }
     out = "device " + std::to_string(d.index) + " is shared (" + std::to_string(load.device_jobs.at(d.index)) + " of " +
-          std::to_string(d.max_jobs) + " jobs) and has " + format_gb(std::max(0.0, d.memory_gb - held)) + " of " +
-          format_gb(d.memory_gb) + " GB left, job needs " + format_gb(memory_charge_gb(d, need.memory_gb)) + " GB";
+          std::to_string(d.max_jobs) + " jobs) and has " + format_number(std::max(0.0, d.memory_gb - held)) + " of " +
+          format_number(d.memory_gb) + " GB left, job needs " + format_number(memory_charge_gb(d, need.memory_gb)) + " GB";
   }
   if (more > 0) out += " (" + std::to_string(more) + " more such devices)";
   return out;

@@ -63,7 +63,7 @@ TEST(GpuMemory, TwoEightyGigabyteJobsNeverShareAnEightyFiveGigabyteDevice) {
   const auto reason = free_gpus_refusal(api, second);  // a later FETCH, while the first is held
   EXPECT_NE(reason.find("insufficient free GPUs"), std::string::npos) << reason;
   // Device 0 has a free MPS slot: the refusal names its memory, not only a count (seen on a real H100).
-  EXPECT_NE(reason.find("device 0 is shared (1 of 2 jobs) and has 5.5 of 85.5 GB left, job needs 80.0 GB"),
+  EXPECT_NE(reason.find("device 0 is shared (1 of 2 jobs) and has 5.5 of 85.5 GB left, job needs 80 GB"),
             std::string::npos)
       << reason;
   EXPECT_EQ(job_of(api, second)["state"], "available") << job_of(api, second).dump();
