@@ -235,28 +235,26 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
       estimate::Running r;
       r.charged = job.queue == queue;
       r.tenant = record.get("tenant");
-      const auto by_progress =
-          estimate::progress_end(record.get_int("started_at").value_or(s.now_ms), reported_progress(record), s.now_ms);
+      const auto started = record.get_int("started_at").value_or(s.now_ms);
+      // An expected end is never past the job's execution deadline (a deadline passed: due now).
+      const auto within_deadline = [&](std::int64_t end) {
+        const auto deadline = record.get_int("execution_deadline");
+        return deadline ? std::min(end, std::max(*deadline, s.now_ms)) : end;
+      };
+      const auto by_progress = estimate::progress_end(started, reported_progress(record), s.now_ms);
       if (job.declared_end_ms) {
-        const auto started = record.get_int("started_at").value_or(s.now_ms);
         const auto est = record.get_int("estimated_duration_s");
         r.source = est && *job.declared_end_ms == started + *est * 1000 ? EndSource::declared : EndSource::deadline;
         // A declared end moves as the queue's jobs overran theirs (but not past its deadline); past its end: due now.
-        if (r.source == EndSource::declared && job.queue == queue) {
-          job.declared_end_ms = overruns.end(started, *est * 1000, s.now_ms);
-          if (const auto deadline = record.get_int("execution_deadline"))
-            job.declared_end_ms = std::min(*job.declared_end_ms, std::max(*deadline, s.now_ms));
-        }
+        if (r.source == EndSource::declared && job.queue == queue)
+          job.declared_end_ms = within_deadline(overruns.end(started, *est * 1000, s.now_ms));
         job.declared_end_ms = std::max(*job.declared_end_ms, s.now_ms);
       } else if (!record.has("preempt_deadline") && !by_progress) {
-        running_medians[{job.queue, record.get("type")}].push_back(
-            {s.workers.size(), w.running.size(), record.get_int("started_at").value_or(s.now_ms)});
+        running_medians[{job.queue, record.get("type")}].push_back({s.workers.size(), w.running.size(), started});
       }
       // Reported progress, when it is to be trusted, beats the declared end (not past the deadline) and the median.
       if (by_progress && !record.has("preempt_deadline")) {
-        job.declared_end_ms = *by_progress;
-        if (const auto deadline = record.get_int("execution_deadline"))
-          job.declared_end_ms = std::min(*by_progress, std::max(*deadline, s.now_ms));
+        job.declared_end_ms = within_deadline(*by_progress);
         r.source = EndSource::progress;
       }
       if (const auto deadline = record.get_int("preempt_deadline"); deadline && job.preempting &&
