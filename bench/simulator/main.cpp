@@ -135,6 +135,11 @@ int main(int argc, char** argv) {
   app.add_option("--progress-every-s", ours.progress_every_s,
                  "running jobs report their progress (true share of the attempt's work done) every N simulated seconds; 0: never")
       ->check(CLI::Range(0.0, 1e9));
+  std::string progress_of = "attempt";
+  app.add_option("--progress-of", progress_of,
+                 "what the progress reports count: attempt (its share of this attempt's work) or job (of the whole job's: "
+                 "a job resumed from a checkpoint reports from where it resumed)")
+      ->check(CLI::IsMember({"attempt", "job"}));
   app.add_option("--estimate-log", ours.estimate_log, "a CSV line per job at its first start: its estimate at arrival against the start");
   app.add_option("--declared-noise", declared_noise,
                  "declared durations drawn within +-this fraction of the run time (0: exact)")->check(CLI::Range(0.0, 0.9));
@@ -157,6 +162,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   ours.queue_policy = *parsed_policy;
+  ours.progress_of_job = progress_of == "job";
   ours.estimate_oracle = oracle == "ends"        ? SimOptions::Oracle::ends
                          : oracle == "durations" ? SimOptions::Oracle::durations
                          : oracle == "arrivals"  ? SimOptions::Oracle::arrivals

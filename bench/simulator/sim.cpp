@@ -320,11 +320,22 @@ class Simulation {
         if (options_.progress_every_s > 0 && oracle == SimOptions::Oracle::none) {
           // It reports its true share of this attempt's work done (linear in time, nothing
           // during model loading) at each multiple of --progress-every-s since its (re)start;
-          // read as the service reads the job hash's progress and progress_updated_at.
+          // read as the service reads the job hash's progress and progress_updated_at, and
+          // its first report above 0 as progress.lua keeps it (progress_base, _at).
           const double every = options_.progress_every_s;
           const double at = r.start + std::floor((now_ - r.start) / every) * every;
           const double work = jobs_[static_cast<std::size_t>(id)].remaining;
-          const est::Progress reported{work > 0 ? std::clamp((at - r.work_start) / work, 0.0, 1.0) : 0.0, ms(at)};
+          const double total = options_.progress_of_job ? job(id).work_s : work;  // --progress-of
+          const auto done = [&](double t) {
+            return total > 0 ? std::clamp((total - work + t - r.work_start) / total, 0.0, 1.0) : 0.0;
+          };
+          est::Progress reported{done(at), ms(at)};
+          reported.resumed = total > work;  // it saved work before a preemption (a checkpoint)
+          const double first = r.start + (std::floor((r.work_start - r.start) / every) + 1) * every;
+          if (first <= at) {
+            reported.base_fraction = done(first);
+            reported.base_ms = ms(first);
+          }
           if (const auto end = est::progress_end(ms(r.start), reported, snap.now_ms)) {
             er.job.declared_end_ms = *end;
             er.source = est::EndSource::progress;

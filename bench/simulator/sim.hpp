@@ -49,6 +49,10 @@ struct SimOptions {
   // Running jobs report progress (the OJS progress extension) every this many simulated
   // seconds since their (re)start, which the estimate reads (estimate::progress_end); 0: never.
   double progress_every_s = 0;
+  // What the reports count: the attempt's work (false), or the whole job's (true: a job
+  // resumed from a checkpoint reports from where it resumed, as a training loop's step
+  // count does).
+  bool progress_of_job = false;
   std::string estimate_log;  // a CSV line per job at its first start: estimate against start
 };
 

@@ -47,14 +47,24 @@ void declared_run(const JobRecord& job, const estimate::Overruns& overruns, esti
 }
 
 // A running job's reported progress as the PROGRESS extension keeps it in the job hash
-// (progress, progress_updated_at); fraction 0 when it reported none.
+// (progress, progress_updated_at, and the attempt's first report above 0: progress_base,
+// progress_base_at); fraction 0 when it reported none. Resumed: a checkpoint saved
+// before the attempt started (checkpoint.lua's last_checkpoint_at).
 estimate::Progress reported_progress(const JobRecord& record) {
+  const auto fraction = [&](const char* field) {
+    try {
+      if (record.has(field)) return std::stod(record.get(field));
+    } catch (const std::exception&) {
+    }
+    return 0.0;
+  };
   estimate::Progress p;
-  try {
-    if (record.has("progress")) p.fraction = std::stod(record.get("progress"));
-  } catch (const std::exception&) {
-  }
+  p.fraction = fraction("progress");
   p.reported_ms = record.get_int("progress_updated_at").value_or(0);
+  p.base_fraction = fraction("progress_base");
+  p.base_ms = record.get_int("progress_base_at").value_or(0);
+  const auto checkpoint = record.get_int("last_checkpoint_at"), started = record.get_int("started_at");
+  p.resumed = checkpoint && started && *checkpoint < *started;
   return p;
 }
 

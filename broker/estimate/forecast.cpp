@@ -502,7 +502,13 @@ std::int64_t Overruns::run(std::int64_t declared_ms) const {
 }
 
 std::optional<std::int64_t> progress_end(std::int64_t started_ms, const Progress& p, std::int64_t now_ms) {
-  if (!(p.fraction >= kProgressTrusted) || !(p.fraction < 1) || p.reported_ms < started_ms) return std::nullopt;
+  if (!(p.fraction > 0) || !(p.fraction < 1) || p.reported_ms < started_ms) return std::nullopt;
+  const bool has_base = p.base_ms > 0 && p.base_ms >= started_ms && p.base_ms <= p.reported_ms && p.base_fraction > 0;
+  if (has_base && p.reported_ms > p.base_ms && p.fraction - p.base_fraction >= kPaceSpan) {
+    const double ms_per_unit = static_cast<double>(p.reported_ms - p.base_ms) / (p.fraction - p.base_fraction);
+    return std::max<std::int64_t>(p.reported_ms + std::llround((1 - p.fraction) * ms_per_unit), now_ms);
+  }
+  if (p.resumed || !(p.fraction >= kProgressTrusted)) return std::nullopt;
   const std::int64_t end = started_ms + std::llround(static_cast<double>(p.reported_ms - started_ms) / p.fraction);
   return std::max(end, now_ms);
 }

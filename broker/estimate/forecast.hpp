@@ -39,21 +39,38 @@ enum class EndSource { progress, declared, deadline, median, preempted, unknown 
 const char* to_string(EndSource source);
 
 // A running job's reported progress (the OJS progress extension, broker/store/lua/progress.lua):
-// `fraction` (0..1) of its work done, reported at `reported_ms` (progress_updated_at).
+// `fraction` (0..1) of its work done, reported at `reported_ms` (progress_updated_at), and
+// the attempt's first report above 0, `base_fraction` at `base_ms` (progress_base,
+// progress_base_at; base_ms 0: none kept, as for a job that reported before the broker kept it).
+// `resumed`: the attempt resumed from a checkpoint saved before it started, so it need not
+// have begun at 0 (a training loop reports its step of the whole run).
 struct Progress {
   double fraction = 0;
   std::int64_t reported_ms = 0;
+  double base_fraction = 0;
+  std::int64_t base_ms = 0;
+  bool resumed = false;
 };
-// Below this fraction a report is not trusted over the declared end: the first tenth
+// Below this fraction a report alone is not trusted over the declared end: the first tenth
 // of a run is where setup (data loading, compilation, a model's download) sits, which
 // is seldom the pace of the rest, and an extrapolation from a small fraction
 // multiplies its error by 1 / fraction (docs/matching.md#start-estimates).
 constexpr double kProgressTrusted = 0.1;
+// The progress made since the attempt's first report above 0 from which its pace is
+// taken: that report comes after the setup, so the pace is the work's own and a
+// twentieth of the run measures it (a job resumed from a checkpoint, whose first
+// report is already far along, is measured the same way).
+constexpr double kPaceSpan = 0.05;
 // When a running job that started (its current attempt) at `started_ms` is expected to
-// end by its reported progress, seen at `now_ms`: started + (reported - started) /
-// fraction (progress linear in time), not before now. nullopt when the report is not
-// to be used: below kProgressTrusted, done (1: it ends any moment, its other end
-// stands), or made before this attempt started (a previous attempt's).
+// end by its reported progress, seen at `now_ms`, not before now:
+// - by its pace: reported + (1 - fraction) * (reported - base) / (fraction - base_fraction),
+//   once it made kPaceSpan of progress since its first report above 0;
+// - else, for an attempt that began at 0 (not resumed) and has reported at least
+//   kProgressTrusted: started + (reported - started) / fraction (progress linear in time
+//   since the start, setup included);
+// nullopt otherwise: too little reported, done (1: it ends any moment, its other end
+// stands), made before this attempt started (a previous attempt's), or a resumed attempt
+// with no pace yet, for which the time since its start says nothing.
 std::optional<std::int64_t> progress_end(std::int64_t started_ms, const Progress& p, std::int64_t now_ms);
 
 // A job running on a worker of the fleet (any queue).

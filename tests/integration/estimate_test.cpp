@@ -129,6 +129,43 @@ TEST_F(Estimate, BehindARunningJobThatReportedProgress) {
   EXPECT_NE(e["rests_on"].get<std::string>().find("1 running job's reported progress"), std::string::npos) << e.dump();
 }
 
+// A job resumed from its checkpoint reports its progress through the whole run (a
+// training loop's step): its first report after the resume, 0.6, says nothing of when
+// it ends (counted from the attempt's start it would say "now"), so its declared end
+// stands; once it has moved on from there (0.7), its pace since that first report says.
+TEST_F(Estimate, BehindAJobResumedFromItsCheckpoint) {
+  const std::string q = "est-resumed";
+  const auto a = api.push(gpu_job(q, 1, 3600));
+  ASSERT_EQ(fetch(q, "w1", a100_worker(1)).size(), 1u);
+  const auto report = [&](double progress) {
+    auto r = api.call("PUT", "/ojs/v1/jobs/" + a + "/progress", {{"worker_id", "w1"}, {"progress", progress}});
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+  };
+  report(0.3);
+  auto r = api.post("/ojs/v1/jobs/" + a + "/checkpoint", {{"step", 300}, {"storage_key", "s3://ckpt/a/300/"}, {"worker_id", "w1"}});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  r = api.post("/ojs/v1/workers/nack", {{"job_id", a}, {"worker_id", "w1"}, {"requeue", true},
+                                        {"error", {{"code", "preempted"}, {"message", "stopped"}}}});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  ASSERT_EQ(fetch(q, "w1", a100_worker(1)), std::vector<std::string>{a});
+  const auto next = api.push(gpu_job(q, 1, 60));
+
+  report(0.6);
+  json e = estimate(next);
+  ASSERT_EQ(e["status"], "estimated") << e.dump();
+  EXPECT_EQ(e["running_ends"]["declared"], 1) << e.dump();
+  EXPECT_EQ(e["running_ends"]["progress"], 0) << e.dump();
+  EXPECT_GT(ms_of(e["start_at"]), started_ms(a) + 3000000) << e.dump();
+
+  report(0.7);
+  e = estimate(next);
+  ASSERT_EQ(e["status"], "estimated") << e.dump();
+  EXPECT_EQ(e["running_ends"]["progress"], 1) << e.dump();
+  // 0.1 since the first report: the 0.3 left takes three times as long as that did.
+  const std::int64_t reported = ms_of(api.get("/ojs/v1/jobs/" + a + "/progress").body["updated_at"]);
+  EXPECT_LE(ms_of(e["start_at"]), reported + 3 * (reported - started_ms(a)) + 1000) << e.dump();
+}
+
 TEST_F(Estimate, BehindTheQueueBudget) {
   const std::string q = "est-budget";
   put_config(q, {{"budgets", {{"max_total_gpus", 2}}}});

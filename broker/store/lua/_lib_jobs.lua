@@ -66,11 +66,17 @@ end
 
 -- Progress (spec/ojs-progress.md 8.1, 5.3): a completed job that reported progress
 -- ends at 1.0; a new attempt starts without the previous attempt's progress.
+-- progress_base / progress_base_at: the attempt's first report above 0 (progress.lua),
+-- from which the start estimate measures the job's pace.
+local PROGRESS_FIELDS = {'progress', 'progress_data', 'progress_message', 'progress_updated_at', 'progress_event_at',
+                         'progress_base', 'progress_base_at'}
 local function progress_on_complete(jk)
   if redis.call('HEXISTS', jk, 'progress') == 1 then redis.call('HSET', jk, 'progress', '1') end
 end
-local function progress_on_retry(jk)
-  redis.call('HDEL', jk, 'progress', 'progress_data', 'progress_message', 'progress_updated_at', 'progress_event_at')
+-- Clears the attempt's progress from the hash and from `job`, the caller's copy.
+local function progress_on_retry(jk, job)
+  redis.call('HDEL', jk, unpack(PROGRESS_FIELDS))
+  for _, f in ipairs(PROGRESS_FIELDS) do job[f] = nil end
 end
 
 -- CANCEL of one job (cancel.lua, and a workflow's cancel for each of its jobs):

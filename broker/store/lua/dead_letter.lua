@@ -26,8 +26,7 @@ local now = now_ms()
 job.attempt, job.completed_at, job.discarded_at, job.cancelled_at, job.error = 0, nil, nil, nil, nil
 redis.call('HSET', jk, 'attempt', 0)
 redis.call('HDEL', jk, 'completed_at', 'discarded_at', 'cancelled_at', 'error')
-progress_on_retry(jk)  -- progress is per attempt: the new one reports from zero
-job.progress, job.progress_data, job.progress_message, job.progress_updated_at, job.progress_event_at = nil, nil, nil, nil, nil
+progress_on_retry(jk, job)  -- progress is per attempt: the new one reports from zero
 make_available({seq = KEYS[4], heads = KEYS[6], ready = KEYS[3] .. job.class}, jk, job, now)
 emit(KEYS[5], 'job.enqueued', job, {'state', 'available', 'from', from})
 return {'ok', flat_job(job)}

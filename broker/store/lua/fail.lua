@@ -41,8 +41,7 @@ end
 if err ~= '' then job.error = err; redis.call('HSET', jk, 'error', err) end
 if errors ~= '' then job.errors = errors; redis.call('HSET', jk, 'errors', errors) end
 if outcome == 'retry' or outcome == 'requeue' or outcome == 'reclaim' then  -- ecosystem: per-attempt progress
-  progress_on_retry(jk)
-  job.progress, job.progress_data, job.progress_message, job.progress_updated_at, job.progress_event_at = nil, nil, nil, nil, nil
+  progress_on_retry(jk, job)
 end
 if outcome == 'retry' then
   job.state, job.next_attempt_at = 'retryable', due

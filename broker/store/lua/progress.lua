@@ -8,13 +8,19 @@
 --        | {'not_found'}
 local id, worker, progress, data = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local jk = KEYS[1]
-local f = redis.call('HMGET', jk, 'state', 'worker_id', 'progress', 'progress_event_at', 'type', 'queue', 'attempt', 'gang_workers', 'tenant')
+local f = redis.call('HMGET', jk, 'state', 'worker_id', 'progress', 'progress_event_at', 'type', 'queue', 'attempt', 'gang_workers', 'tenant',
+                    'progress_base')
 if not f[1] then return {'not_found'} end
 if f[1] ~= 'active' then return {'ignored', 'state ' .. f[1]} end
 if worker ~= '' and not held_by({worker_id = f[2], gang_workers = f[8] or nil}, worker) then return {'conflict', 'active (held by another worker)'} end
 if progress ~= '' and f[3] and tonumber(progress) < tonumber(f[3]) then return {'ignored', 'progress may not decrease'} end
 local now = now_ms()
-if progress ~= '' then redis.call('HSET', jk, 'progress', progress) end
+if progress ~= '' then
+  redis.call('HSET', jk, 'progress', progress)
+  -- The attempt's first report above 0: the start estimate's pace is measured from it,
+  -- past the setup a job reports no progress in (estimate::progress_end).
+  if not f[10] and tonumber(progress) > 0 then redis.call('HSET', jk, 'progress_base', progress, 'progress_base_at', now) end
+end
 if data ~= '' then redis.call('HSET', jk, 'progress_data', data) end
 if ARGV[6] ~= '' then redis.call('HSET', jk, 'progress_message', ARGV[6]) end
 redis.call('HSET', jk, 'progress_updated_at', now)

@@ -191,3 +191,31 @@ TEST(EstimateForecast, ReportedProgressSaysWhenARunningJobEnds) {
   EXPECT_EQ(rests_on(e), "1 running job's reported progress; 0 jobs ahead");
   EXPECT_EQ(to_json(e, s.now_ms)["running_ends"]["progress"], 1);
 }
+
+// A job's pace is measured from its attempt's first report above 0, past the setup in
+// which it reported nothing: 2 min of setup, then 10 min of work.
+TEST(EstimateForecast, ThePaceSinceTheFirstReportLeavesTheSetupOut) {
+  const std::int64_t setup = 120000, work = 600000;
+  const auto at = [&](std::int64_t t) { return static_cast<double>(t - setup) / static_cast<double>(work); };
+  // At 4 min it reported 0.2 (first report 0.1 at 3 min): 8 min of work left, at the work's pace.
+  const Progress p{at(240000), 240000, at(180000), 180000};
+  EXPECT_EQ(progress_end(0, p, 240000), setup + work);
+  // Without the first report, elapsed / fraction spreads the setup over the run: 20 min.
+  EXPECT_EQ(progress_end(0, {at(240000), 240000}, 240000), 1200000);
+  // Less than kPaceSpan since the first report: the elapsed rule, once past kProgressTrusted.
+  EXPECT_EQ(progress_end(0, {0.12, 120000, 0.09, 100000}, 120000), 1000000);
+  EXPECT_FALSE(progress_end(0, {0.08, 120000, 0.05, 100000}, 120000));
+  // A first report of a previous attempt (before this start) is not a base.
+  EXPECT_EQ(progress_end(200000, {0.5, 300000, 0.4, 100000}, 300000), 400000);
+}
+
+// A job resumed from a checkpoint reports its overall progress: its first report is far
+// along, so the time since its start says nothing of its pace until it has made some.
+TEST(EstimateForecast, AJobResumedFarAlongIsEstimatedByItsPaceNotItsStart) {
+  // Resumed at 0.6, 1 min in: no pace yet; elapsed / fraction would say it ends now.
+  EXPECT_FALSE(progress_end(0, {0.6, 60000, 0.6, 60000, true}, 60000));
+  // 0.7 at 3 min (0.1 in 2 min): 0.3 left, 6 min more.
+  EXPECT_EQ(progress_end(0, {0.7, 180000, 0.6, 60000, true}, 180000), 540000);
+  // A first attempt's first report far along (it reports seldom) still counts from its start.
+  EXPECT_EQ(progress_end(0, {0.6, 60000, 0.6, 60000}, 60000), 100000);
+}
