@@ -799,7 +799,7 @@ class Simulation {
   const ml::WorkerLoad& guarded_load(const WorkerState& w, int c, ml::WorkerLoad& scratch) const {
     if (w.hold.job < 0 || w.hold.cls == c) return w.load;
     scratch = w.load;
-    broker::hold_freed_gpus(scratch, w.caps, std::to_string(w.hold.job), w.hold.victims);
+    broker::hold_freed_gpus(scratch, w.caps, std::to_string(w.hold.job), w.hold.victims, job(w.hold.job).req.gpu_count());
     return scratch;
   }
 

@@ -94,7 +94,7 @@ void apply_capacity_guards(JobReads& reads, PreemptionStore& marks, const Schedu
     std::string held_for;
     std::string predicate;
     if (hold && hold->backfill_start_ms == 0 && !own_class) {
-      hold_freed_gpus(load, *caps, hold->for_job, hold->victims);
+      hold_freed_gpus(load, *caps, hold->for_job, hold->victims, hold->gpus);
       held_for = "GPUs freed by preemption are held for job " + hold->for_job + " until " + format_rfc3339(hold->until_ms);
       predicate = "capacity_hold";
     }

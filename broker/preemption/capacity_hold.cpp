@@ -11,10 +11,8 @@ json CapacityHold::to_json() const {
   json v = json::array();
   for (const auto& victim : victims) v.push_back({{"job_id", victim.job_id}, {"gpus", victim.gpus}, {"devices", victim.devices}});
   json out = {{"for_job", for_job}, {"queue", queue}, {"class", class_id}, {"class_rank", class_rank}, {"victims", v}, {"until_ms", until_ms}};
-  if (backfill_start_ms > 0) {  // [backfill]
-    out["backfill_start_ms"] = backfill_start_ms;
-    out["gpus"] = gpus;
-  }
+  if (backfill_start_ms > 0) out["backfill_start_ms"] = backfill_start_ms;  // [backfill]
+  if (gpus > 0) out["gpus"] = gpus;
   return out;
 }
 

@@ -42,11 +42,14 @@ CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, con
 }
 
 void hold_freed_gpus(ml::WorkerLoad& load, const ml::Capabilities& caps, const std::string& for_job,
-                     const std::vector<RunningJob>& victims) {
+                     const std::vector<RunningJob>& victims, int needed_gpus) {
+  int held = 0;  // the victims' GPUs: still running (busy in the load) or freed (held here)
   for (const auto& victim : victims) {
     const bool running = std::any_of(load.active.begin(), load.active.end(), [&](const ml::ActiveJob& a) { return a.job_id == victim.job_id; });
     if (!running) add_phantom(load, caps, "hold:" + for_job, victim.gpus, victim.devices);
+    held += victim.gpus;
   }
+  add_phantom(load, caps, "hold:" + for_job, needed_gpus - held, {});  // the free GPUs it counted on
 }
 
 std::int64_t victims_gone_by(const std::vector<RunningJob>& victims, std::int64_t now_ms) {

@@ -47,9 +47,11 @@ CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, con
 
 // A worker held for a preemptor, as a class other than the preemptor's sees it (the
 // FETCH guard `capacity_hold`, pipeline/capacity_guard_filter.cpp, and bench/simulator):
-// the GPUs of victims no longer running in `load` stay taken (add_phantom).
+// the GPUs of victims no longer running in `load` stay taken (add_phantom), and so do
+// free GPUs up to `needed_gpus`, the preemptor's need (the victims' GPUs and the free ones
+// the plan counted on; 0 for a hold written before it was kept: the victims' alone).
 void hold_freed_gpus(ml::WorkerLoad& load, const ml::Capabilities& caps, const std::string& for_job,
-                     const std::vector<RunningJob>& victims);
+                     const std::vector<RunningJob>& victims, int needed_gpus);
 
 // When victims marked at `now_ms` are gone at the latest: the end of the longest
 // grace period among them (the deadline PreemptionStore::mark sets).

@@ -130,6 +130,7 @@ int PreemptionController::preempt() {
       hold.class_id = class_id;
       hold.class_rank = rank;
       hold.victims = choice.victims;
+      hold.gpus = req.gpu_count();  // the victims' GPUs and the free ones the plan counted on
       hold.until_ms = *last_deadline + config_.capacity_hold_ms;
       marks.put_hold(hold.worker_id, hold.to_json().dump());
       held_workers.insert(hold.worker_id);

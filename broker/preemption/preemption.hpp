@@ -78,7 +78,7 @@ struct CapacityHold {
   std::vector<RunningJob> victims;  // id, gpus, devices
   std::int64_t until_ms = 0;
   std::int64_t backfill_start_ms = 0;  // [backfill] 0: a preemption hold
-  int gpus = 0;                        // [backfill] GPUs the job needs
+  int gpus = 0;  // GPUs the job needs: a preemption hold keeps the free GPUs it counted on too; [backfill] the job's
   nlohmann::json to_json() const;
   static std::optional<CapacityHold> parse(const std::string& worker_id, const std::string& text);
 };

@@ -117,6 +117,34 @@ TEST_F(Preemption, SpotJobGivesWayToReservedJobAndResumesFromItsCheckpoint) {
   EXPECT_EQ(got[0]["last_checkpoint"]["storage_key"], "s3://ckpt/run-1/step-1200/");
 }
 
+// A reserved job that needs two free GPUs of a 4-GPU worker and the two a spot job
+// holds: during the spot job's grace period the free two are held for it as well, or
+// a lower-class job takes them and the reserved job, once its victim has left, still
+// does not fit (and preempts again).
+TEST_F(Preemption, TheFreeGpusAPreemptionCountedOnAreHeldDuringTheGracePeriod) {
+  const auto a100 = caps_body("4xa100-pcie");
+  const std::vector<std::string> queues = {"cnt-res", "cnt-od", "cnt-spot"};
+  const auto spot = api.push(ml_job("cnt-spot", {{"ext_ml_gpu_count", 2}, {"ext_ml_priority_class", "spot"},
+                                                 {"ext_ml_preemption_grace_period_s", 30}}));
+  ASSERT_EQ(api.fetch(queues, "a1", 1, a100).size(), 1u);
+  const auto reserved = api.push(ml_job("cnt-res", {{"ext_ml_gpu_count", 4}, {"ext_ml_priority_class", "reserved"}}));
+  ASSERT_EQ(wait_for_directive("a1", spot).size(), 1u) << "no preempt directive arrived";
+  const auto on_demand = api.push(ml_job("cnt-od", {{"ext_ml_gpu_count", 2}, {"ext_ml_priority_class", "on-demand"}}));
+
+  // Two GPUs are free, but held: the on-demand job waits, and says why.
+  EXPECT_EQ(api.fetch(queues, "a1", 1, a100).size(), 0u);
+  auto why = api.get("/ojs/v1/jobs/" + on_demand + "/diagnosis").body["diagnosis"];
+  EXPECT_TRUE(why["by_predicate"].contains("capacity_hold")) << why.dump();
+
+  // The spot job leaves; the reserved job takes all four GPUs.
+  auto nack = api.post("/ojs/v1/workers/nack", {{"job_id", spot}, {"worker_id", "a1"}, {"requeue", true},
+                                                {"error", {{"code", "preempted"}, {"message", "preempted"}}}});
+  ASSERT_EQ(nack.status, 200) << nack.body.dump();
+  const auto got = api.fetch(queues, "a1", 1, a100);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], reserved);
+}
+
 TEST_F(Preemption, WorkerThatIgnoresTheDirectiveLosesTheJobAtTheDeadline) {
   const auto l4 = caps_body("l4-inference");
   const auto spot = api.push(spot_job("pre-ign-spot", 1));
