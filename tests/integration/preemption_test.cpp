@@ -188,7 +188,8 @@ TEST_F(Preemption, FairTenantOrderPreemptsAnotherTenantOnlyUnderTheShareRule) {
                          {"tenant_fairness", {{"weights", {{"team-a", 1}, {"team-b", 1}}}, {"half_life_seconds", 0}, {"order", order}}}});
     ASSERT_EQ(put.status, 200) << put.body.dump();
     auto pushed = [&](const std::string& tenant, const std::string& cls) {
-      json j = cls == "spot" ? spot_job(queue, 30) : ml_job(queue, {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", cls}});
+      // A 1 s grace: the worker stays held for a preemptor until its victims' deadline + --capacity-hold-ms (3 s).
+      json j = cls == "spot" ? spot_job(queue, 1) : ml_job(queue, {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", cls}});
       j["meta"] = {{"tenant_id", tenant}};
       return api.push(j);
     };
@@ -226,7 +227,8 @@ TEST_F(Preemption, FairTenantOrderPreemptsAnotherTenantOnlyUnderTheShareRule) {
       EXPECT_FALSE(preempted_for(b3).empty()) << "the class order preempts for the class alone";
       continue;
     }
-    for (int i = 0; i < 10; ++i) {
+    // Past b2's hold (1 s grace + 3 s), as long again of controller passes (every 100 ms).
+    for (int i = 0; i < 80; ++i) {
       EXPECT_TRUE(heartbeat(worker, running)["job_directives"].empty()) << "team-b at its share preempted team-a";
       std::this_thread::sleep_for(100ms);
     }
