@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "support/processes.hpp"
@@ -48,6 +49,30 @@ class QueuePolicy : public ::testing::Test {
   void put_config(const std::string& queue, const json& body) {
     auto r = api.call("PUT", config_path(queue), body);
     ASSERT_EQ(r.status, 200) << r.body.dump();
+  }
+
+  // [fairorder] Weights 1:1 and tenant_fairness.order `order`; team-a holds 1 of 8 GPUs
+  // (team-b none) when a spot job of team-b, a spot job of team-a (both of `spot_gpus`)
+  // and a 1-GPU on-demand job of team-a wait. The ids {spot_b, spot_a, on_demand_a}
+  // and the order the queue serves them in, one FETCH at a time.
+  std::pair<std::vector<std::string>, std::vector<std::string>> fair_mix(const std::string& queue, const std::string& order,
+                                                                         int spot_gpus) {
+    put_config(queue, {{"policy", "fair"}, {"tenant_fairness", {{"weights", {{"team-a", 1}, {"team-b", 1}}}, {"order", order}}}});
+    auto pushed = [&](const std::string& tenant, const std::string& cls, int gpus) {
+      return api.push(job(queue, {{"ext_ml_gpu_count", gpus}, {"ext_ml_priority_class", cls}, {"meta", {{"tenant_id", tenant}}}}));
+    };
+    const std::string worker = queue + "-w";
+    const auto held = pushed("team-a", "on-demand", 1);
+    auto first = api.fetch({queue}, worker, 1, gpu_worker(8));
+    EXPECT_TRUE(first.size() == 1 && first[0]["id"] == held);  // team-a now holds 1 of 8 GPUs, team-b none
+    std::vector<std::string> ids{pushed("team-b", "spot", spot_gpus), pushed("team-a", "spot", spot_gpus), pushed("team-a", "on-demand", 1)};
+    std::vector<std::string> served;
+    for (int k = 0; k < 3; ++k) {
+      auto jobs = api.fetch({queue}, worker, 1, gpu_worker(8));
+      if (jobs.size() != 1u) break;
+      served.push_back(jobs[0]["id"].get<std::string>());
+    }
+    return {ids, served};
   }
 };
 
@@ -196,26 +221,9 @@ TEST_F(QueuePolicy, FairShareRespectsTenantQuotas) {
 // on-demand job before its spot job. In one ready set and in two (2-GPU spot jobs).
 TEST_F(QueuePolicy, FairTenantOrderServesTheTenantBelowItsShareAcrossClasses) {
   for (const int spot_gpus : {1, 2}) {
-    const std::string queue = "pol-fair-tenant-" + std::to_string(spot_gpus);
-    put_config(queue, {{"policy", "fair"}, {"tenant_fairness", {{"weights", {{"team-a", 1}, {"team-b", 1}}}}}});
-    const std::string worker = "tenant-w" + std::to_string(spot_gpus);
-    auto pushed = [&](const std::string& tenant, const std::string& cls, int gpus) {
-      return api.push(job(queue, {{"ext_ml_gpu_count", gpus}, {"ext_ml_priority_class", cls}, {"meta", {{"tenant_id", tenant}}}}));
-    };
-    const auto held = pushed("team-a", "on-demand", 1);
-    auto first = api.fetch({queue}, worker, 1, gpu_worker(8));
-    ASSERT_EQ(first.size(), 1u);
-    ASSERT_EQ(first[0]["id"], held);  // team-a now holds 1 of 8 GPUs, team-b none
-    const auto spot_a = pushed("team-a", "spot", spot_gpus);
-    const auto spot_b = pushed("team-b", "spot", spot_gpus);
-    const auto on_demand_a = pushed("team-a", "on-demand", 1);
-    std::vector<std::string> order;
-    for (int k = 0; k < 3; ++k) {
-      auto jobs = api.fetch({queue}, worker, 1, gpu_worker(8));
-      ASSERT_EQ(jobs.size(), 1u) << spot_gpus;
-      order.push_back(jobs[0]["id"].get<std::string>());
-    }
-    EXPECT_EQ(order, (std::vector<std::string>{spot_b, on_demand_a, spot_a})) << spot_gpus << "-GPU spot jobs";
+    const auto [ids, served] = fair_mix("pol-fair-tenant-" + std::to_string(spot_gpus), "tenant", spot_gpus);
+    const auto& [spot_b, spot_a, on_demand_a] = std::tie(ids[0], ids[1], ids[2]);
+    EXPECT_EQ(served, (std::vector<std::string>{spot_b, on_demand_a, spot_a})) << spot_gpus << "-GPU spot jobs";
   }
 }
 
@@ -269,26 +277,9 @@ TEST_F(QueuePolicy, FairOrderChangeStrandsNothingAndAppliesToQueuedJobs) {
 // not part of the requirement class) and in two (2-GPU spot jobs: another class).
 TEST_F(QueuePolicy, FairClassOrderServesTheHigherPriorityClassFirstAndSharesWithinIt) {
   for (const int spot_gpus : {1, 2}) {
-    const std::string queue = "pol-fair-band-" + std::to_string(spot_gpus);
-    put_config(queue, {{"policy", "fair"}, {"tenant_fairness", {{"weights", {{"team-a", 1}, {"team-b", 1}}}, {"order", "class"}}}});
-    const std::string worker = "band-w" + std::to_string(spot_gpus);
-    auto pushed = [&](const std::string& tenant, const std::string& cls, int gpus) {
-      return api.push(job(queue, {{"ext_ml_gpu_count", gpus}, {"ext_ml_priority_class", cls}, {"meta", {{"tenant_id", tenant}}}}));
-    };
-    const auto held = pushed("team-a", "on-demand", 1);
-    auto first = api.fetch({queue}, worker, 1, gpu_worker(8));
-    ASSERT_EQ(first.size(), 1u);
-    ASSERT_EQ(first[0]["id"], held);  // team-a now holds 1 of 8 GPUs, team-b none
-    const auto spot_b = pushed("team-b", "spot", spot_gpus);
-    const auto spot_a = pushed("team-a", "spot", spot_gpus);
-    const auto on_demand_a = pushed("team-a", "on-demand", 1);
-    std::vector<std::string> order;
-    for (int k = 0; k < 3; ++k) {
-      auto jobs = api.fetch({queue}, worker, 1, gpu_worker(8));
-      ASSERT_EQ(jobs.size(), 1u) << spot_gpus;
-      order.push_back(jobs[0]["id"].get<std::string>());
-    }
-    EXPECT_EQ(order, (std::vector<std::string>{on_demand_a, spot_b, spot_a})) << spot_gpus << "-GPU spot jobs";
+    const auto [ids, served] = fair_mix("pol-fair-band-" + std::to_string(spot_gpus), "class", spot_gpus);
+    const auto& [spot_b, spot_a, on_demand_a] = std::tie(ids[0], ids[1], ids[2]);
+    EXPECT_EQ(served, (std::vector<std::string>{on_demand_a, spot_b, spot_a})) << spot_gpus << "-GPU spot jobs";
   }
 }
 
