@@ -121,7 +121,8 @@ FAIR = os.environ.get('FAIR')  # the config queue_config.lua writes for policy f
 if FAIR:
     for qq in (q, 'p1'):
         r('HSET', 'ojs:{%s}:config' % qq, 'policy', 'fair', 'fair_tenants',
-          json.dumps({'base': 4096, 'slots': 3, 'default_weight': 1, 'tenants': {'team-a': [1, 1], 'team-b': [2, 3]}}))
+          json.dumps({'base': 4096, 'slots': 3, 'default_weight': 1, 'tenants': {'team-a': [1, 1], 'team-b': [2, 3]},
+                      'order': os.environ.get('FAIR_ORDER', 'tenant')}))  # [fairorder] FAIR_ORDER=class: the class order
 # push.lua checks the version of the queue config the broker prepared the job with (KEYS 11, ARGV 8).
 CONFIG_CHECK = 'stale_config' in scripts['push']
 def push_cmd(i, q=q, ids=ids):

@@ -14,6 +14,7 @@
 #include "broker/store/claim_store.hpp"
 #include "broker/store/embedded_redis.hpp"
 #include "broker/store/keys.hpp"
+#include "broker/store/preemption_store.hpp"
 #include "broker/store/job_reads.hpp"
 #include "broker/store/redis_client.hpp"
 #include "ojs/ml/requirement_class.hpp"
@@ -86,6 +87,7 @@ BrokerQueue::BrokerQueue(const BrokerQueueOptions& options) : impl_(std::make_un
   impl_->config.tenant_fairness.weights = options.tenant_weights;
   // [usage] Decayed use is measured with Redis TIME: the simulated clock here.
   impl_->config.tenant_fairness.half_life_seconds = options.half_life_seconds;
+  impl_->config.tenant_fairness.order = options.fair_order;  // [fairorder]
   broker::QueueConfigStore config_store(*impl_->pool);
   broker::governance::QueueConfigs(config_store).save(kQueue, impl_->config, std::nullopt);
 }
@@ -137,6 +139,8 @@ std::vector<int> BrokerQueue::ready_heads(const std::vector<std::string>& class_
   for (const auto& reply : impl_->pool->pipeline(reads)) heads.push_back(reply.elements.empty() ? -1 : std::stoi(reply.elements[0].str));
   return heads;
 }
+
+std::optional<broker::FairShares> BrokerQueue::fair_shares() { return broker::PreemptionStore(*impl_->pool).fair_shares(kQueue); }
 
 void BrokerQueue::ack(int job, const std::string& worker) { impl_->store->ack(kQueue, std::to_string(job), "null", worker); }
 

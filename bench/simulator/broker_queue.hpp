@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/store/fair_shares.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/store/priority_score.hpp"
 #include "simulator/trace.hpp"
@@ -25,6 +26,7 @@ struct BrokerQueueOptions {
   broker::QueuePolicy policy = broker::QueuePolicy::priority;
   std::map<std::string, double> tenant_weights;  // the fair policy's weights
   std::optional<double> half_life_seconds;  // tenant_fairness.half_life_seconds (unset: the broker's default)
+  broker::FairOrder fair_order = broker::FairOrder::tenant;  // [fairorder] tenant_fairness.order
   std::string redis_binary = "redis-server";
   std::string clock_library = OJS_SIM_CLOCK_LIB;  // sim_clock.c, built with cluster_sim
 };
@@ -52,6 +54,9 @@ class BrokerQueue {
   // The head of each class's ready set in the queue's policy order (the job the
   // preemption controller reads, as PreemptionStore::ready_head), or -1; one round trip.
   std::vector<int> ready_heads(const std::vector<std::string>& class_ids);
+  // [fairorder] The tenants' shares capacity preemption weighs under fair's tenant
+  // order (the broker's PreemptionStore::fair_shares); nullopt under another order.
+  std::optional<broker::FairShares> fair_shares();
 
  private:
   struct Impl;

@@ -107,10 +107,13 @@ int main(int argc, char** argv) {
                  "the fair policy's tenant_fairness.half_life_seconds (default: the broker's, 3600; 0 = held now only)")
       ->check(CLI::Range(0.0, 31536000.0));
   app.add_option("--tenant-window-start-s", ours.tenant_window_start_s, "start of the window measuring GPU-time per tenant");
-  app.add_option("--tenant-window-s", ours.tenant_window_s, "length of that window");
+  app.add_option("--tenant-window-s", ours.tenant_window_s, "length of that window (0: to the trace's last arrival)");
   app.add_option("--tenant-tolerance", tenant_tolerance,
                  "exit 1 unless each tenant's GPU-time share (ours) is within this fraction of its weight share (0 = no check)");
   app.add_option("--redis-server", ours.redis_binary, "redis-server binary our broker's queue runs on");
+  std::string fair_order = "tenant";  // [fairorder]
+  app.add_option("--fair-order", fair_order, "the fair policy's tenant_fairness.order: tenant (the default) or class")
+      ->check(CLI::IsMember({"tenant", "class"}));
   std::string one_class;  // [fairband]
   app.add_option("--one-class", one_class,
                  "every job of the trace in this priority class (spot, on-demand, reserved): the fair order's "
@@ -163,6 +166,7 @@ int main(int argc, char** argv) {
   }
   ours.queue_policy = *parsed_policy;
   ours.progress_of_job = progress_of == "job";
+  ours.fair_order = fair_order == "class" ? ojs::broker::FairOrder::priority_class : ojs::broker::FairOrder::tenant;
   ours.estimate_oracle = oracle == "ends"        ? SimOptions::Oracle::ends
                          : oracle == "durations" ? SimOptions::Oracle::durations
                          : oracle == "arrivals"  ? SimOptions::Oracle::arrivals
@@ -179,6 +183,12 @@ int main(int argc, char** argv) {
   }
   auto trace = pool_load > 0 ? generate_pool_trace(jobs, seed, pool_load, workers) : generate_trace(jobs, seed, load, workers);
   assign_tenants(trace, tenant_names, seed);
+  if (ours.tenant_window_s <= 0) {  // [fairorder] the window runs to the last arrival (each seed's own)
+    double last = 0;
+    for (const auto& j : trace) last = std::max(last, j.arrival_s);
+    ours.tenant_window_s = std::max(0.0, last - ours.tenant_window_start_s);
+    std::fprintf(stderr, "tenant window: %.0f s to the last arrival, %.1f h\n", ours.tenant_window_start_s, last / 3600);
+  }
   if (!one_class.empty())
     for (auto& j : trace) {
       j.document["ext_ml_priority_class"] = one_class;

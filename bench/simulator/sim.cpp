@@ -132,6 +132,7 @@ class Simulation {
       q.tenant_weights = options.tenant_weights;
       q.redis_binary = options.redis_binary;
       q.half_life_seconds = options.half_life_seconds;
+      q.fair_order = options.fair_order;  // [fairorder]
       queue_ = std::make_unique<BrokerQueue>(q);
     }
     for (std::size_t c = 0; c < classes_.size(); ++c) classes_by_id_.push_back(static_cast<int>(c));
@@ -240,8 +241,9 @@ class Simulation {
   // [usage] Whether j, starting on w (already out of its class's waiting set, its
   // GPUs not yet taken), was the only tenant's work waiting that fits w's type and
   // its free GPUs: then any work-conserving order starts its tenant's job there,
-  // whatever the weights. [fairband] Work of a lower priority class does not
-  // contest: the fair order takes the class first (docs/matching.md#fair-share). A
+  // whatever the weights. [fairband] Under the class order work of a lower priority
+  // class does not contest: it takes the class first ([fairorder] the tenant order
+  // weighs every class: docs/matching.md#fair-share). A
   // lower bound of what is forced (a job that fits the free GPUs by count may still
   // not fit their topology). Its own memo of the static fit, so the judgements
   // counted stay the policy's.
@@ -249,6 +251,7 @@ class Simulation {
     const std::string& tenant = job(j).tenant;
     if (tenant.empty() || options_.tenant_weights.size() < 2) return false;
     const int rank = broker::priority_class_rank(job(j).req);
+    const bool by_class = options_.fair_order == broker::FairOrder::priority_class;
     const int free = w.gpus_free();
     for (std::size_t c = 0; c < classes_.size(); ++c) {
       const auto& cls = classes_[c];
@@ -259,7 +262,7 @@ class Simulation {
       if (!memo->second) continue;
       for (const auto& p : cls.pending) {
         const auto& other = job(std::get<2>(p));
-        if (other.tenant != tenant && broker::priority_class_rank(other.req) >= rank) return false;
+        if (other.tenant != tenant && (!by_class || broker::priority_class_rank(other.req) >= rank)) return false;
       }
     }
     return true;
@@ -712,6 +715,7 @@ class Simulation {
       const auto& req = job(id).req;
       broker::RunningJob rj;
       rj.job_id = std::to_string(id);
+      rj.tenant = job(id).tenant;  // [fairorder]
       rj.class_rank = broker::priority_class_rank(req);
       rj.preemptible = req.scheduling.preemptible;
       rj.preempting = r.preempting;
@@ -754,6 +758,8 @@ class Simulation {
       }
     const bool ask = options_.queue_policy != broker::QueuePolicy::priority && queue_;
     const auto heads = ask ? queue_->ready_heads(ids) : std::vector<int>{};
+    // [fairorder] Under fair's tenant order, the share rule on victims of another tenant.
+    std::optional<std::optional<broker::FairShares>> shares;
     for (std::size_t k = 0; k < waiting.size(); ++k) {
       const int c = waiting[k];
       auto& cls = classes_[static_cast<std::size_t>(c)];
@@ -771,9 +777,10 @@ class Simulation {
         index.push_back(static_cast<int>(wi));
       }
       result_.judgements += static_cast<long long>(sites.size());
-      const auto plan = broker::plan_capacity_preemption(*cls.req, rank, sites, [&](std::size_t k) {
-        return running_view(workers_[static_cast<std::size_t>(index[k])]);
-      });
+      if (!shares) shares = ask && options_.queue_policy == broker::QueuePolicy::fair ? queue_->fair_shares() : std::nullopt;
+      const auto plan = broker::plan_capacity_preemption(
+          *cls.req, rank, sites, [&](std::size_t k) { return running_view(workers_[static_cast<std::size_t>(index[k])]); }, {},
+          broker::fair_victims(*shares, "", job(j).tenant, cls.req->gpu_count()));
       if (!plan.worker) continue;
       const int wi = index[*plan.worker];
       auto& w = workers_[static_cast<std::size_t>(wi)];

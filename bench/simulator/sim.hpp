@@ -30,6 +30,7 @@ struct SimOptions {
   broker::QueuePolicy queue_policy = broker::QueuePolicy::priority;  // the queue's policy (ours)
   std::map<std::string, double> tenant_weights;                      // fair share weights (ours)
   std::optional<double> half_life_seconds;  // tenant_fairness.half_life_seconds (ours; unset: the broker's default, 1 h)
+  broker::FairOrder fair_order = broker::FairOrder::tenant;  // [fairorder] tenant_fairness.order (ours)
   std::string redis_binary = "redis-server";
   double tenant_window_start_s = 3600, tenant_window_s = 3600;       // GPU-time per tenant measured here
   // [backfill] (ours) EASY backfill as the broker's queue config `backfill` does it: the

@@ -172,6 +172,7 @@ void parse_fairness(const json& f, QueueConfig& c) {
   TenantFairness out;
   if (f.contains("default_weight")) out.default_weight = f["default_weight"].get<double>();
   if (f.contains("half_life_seconds")) out.half_life_seconds = f["half_life_seconds"].get<double>();
+  if (f.contains("order") && f["order"] == "class") out.order = FairOrder::priority_class;  // [fairorder] the schema allows tenant | class
   if (f.contains("weights"))
     for (auto it = f["weights"].begin(); it != f["weights"].end(); ++it) {
       std::string tenant = it.key();
@@ -186,6 +187,7 @@ json render_fairness(const QueueConfig& c) {
   if (!c.tenant_fairness.weights.empty()) out["weights"] = c.tenant_fairness.weights;
   if (c.tenant_fairness.default_weight != 1) out["default_weight"] = c.tenant_fairness.default_weight;
   put(out, "half_life_seconds", c.tenant_fairness.half_life_seconds);
+  if (c.tenant_fairness.order == FairOrder::priority_class) out["order"] = "class";  // [fairorder] the default, tenant, is not shown
   return out;
 }
 
@@ -370,7 +372,11 @@ int TenantFairness::slot_of(const std::string& tenant) const {
 json fairness_for_claim(const TenantFairness& f) {
   json tenants = json::object();
   for (const auto& [tenant, weight] : f.weights) tenants[tenant] = {f.slot_of(tenant), weight};
-  return {{"base", kFairBandBase}, {"slots", f.weights.size() + 1}, {"default_weight", f.default_weight}, {"tenants", tenants}};
+  return {{"base", kFairBandBase},
+          {"slots", f.weights.size() + 1},
+          {"default_weight", f.default_weight},
+          {"tenants", tenants},
+          {"order", f.order == FairOrder::priority_class ? "class" : "tenant"}};  // [fairorder] _lib_fairshare.lua fair_head
 }
 
 // The schema's rate_limit property, then the period, which a schema cannot parse.

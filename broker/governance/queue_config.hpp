@@ -63,7 +63,8 @@ struct TenantFairness {
   // [usage] Past use counts half after this long (config field usage_half_life_ms,
   // read by _lib_accounting.lua, whose USAGE_HALF_LIFE_MS is the default: unset here).
   std::optional<double> half_life_seconds;
-  bool empty() const { return weights.empty() && default_weight == 1 && !half_life_seconds; }
+  FairOrder order = FairOrder::tenant;  // [fairorder] field `order`: "tenant" | "class" (fair_tenants' order)
+  bool empty() const { return weights.empty() && default_weight == 1 && !half_life_seconds && order == FairOrder::tenant; }
   int slot_of(const std::string& tenant) const;  // 0 for a tenant without a weight
 };
 

@@ -31,10 +31,10 @@ std::vector<RunningJob> PreemptionController::charged_in(const std::string& queu
 }
 
 bool PreemptionController::preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus,
-                                              long long gpu_mem_mb) {
+                                              long long gpu_mem_mb, const VictimFilter& allowed) {
   const QueueBudget budget = budget_of(queue);
   if (budget.allows({gpus, 1, gpu_mem_mb})) return false;
-  const auto choice = choose_budget_victims(gpus, rank, budget, charged_in(queue), gpu_mem_mb);
+  const auto choice = choose_budget_victims(gpus, rank, budget, charged_in(queue), gpu_mem_mb, allowed);
   if (!choice || !mark(preemptor, choice->victims)) return false;
   std::string ids;
   for (const auto& v : choice->victims) ids += (ids.empty() ? "" : ", ") + v.job_id;

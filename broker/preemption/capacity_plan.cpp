@@ -14,7 +14,7 @@ bool may_preempt(const ml::Requirements& req, int rank) { return rank > 0 && req
 
 CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, const std::vector<PreemptionSite>& sites,
                                       const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
-                                      const ml::AssignmentOptions& assignment) {
+                                      const ml::AssignmentOptions& assignment, const VictimFilter& allowed) {
   CapacityPlan plan;
   std::optional<VictimChoice> best;
   for (std::size_t i = 0; i < sites.size(); ++i) {
@@ -31,7 +31,7 @@ CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, con
       plan.worker.reset();
       return plan;
     }
-    auto choice = choose_victims(req, rank, *site.caps, running, assignment, site.drained);
+    auto choice = choose_victims(req, rank, *site.caps, running, assignment, site.drained, allowed);
     if (choice && (!best || cheaper(*choice, *best))) {
       best = std::move(choice);
       plan.worker = i;
@@ -39,6 +39,32 @@ CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, con
   }
   if (best) plan.choice = std::move(*best);
   return plan;
+}
+
+bool fair_share_allows(const FairShares& shares, const std::string& queue, const std::string& tenant, int gpus, const RunningJob& victim) {
+  if (victim.queue != queue || victim.tenant == tenant) return true;
+  if (tenant.empty() || victim.tenant.empty()) return false;
+  // Below its share: of the terms the claim adds (decayed use, held now), its mean
+  // fraction against its weight's fraction among the tenants with use and the two.
+  const bool any_used = std::any_of(shares.tenants.begin(), shares.tenants.end(), [](const auto& t) { return t.second.used > 0; });
+  const int terms = (any_used ? 1 : 0) + (shares.queue_held > 0 ? 1 : 0);
+  double weights = 0;
+  for (const auto& [name, t] : shares.tenants)
+    if (t.used > 0 || t.held > 0 || name == tenant || name == victim.tenant) weights += t.weight;
+  for (const auto& name : {tenant, victim.tenant})
+    if (!shares.tenants.count(name)) weights += shares.default_weight;
+  const double weight = shares.tenants.count(tenant) ? shares.tenants.at(tenant).weight : shares.default_weight;
+  const double fraction = terms > 0 ? shares.share(tenant) * weight / terms : 0;
+  if (!(fraction < weight / weights)) return false;
+  // At or below the victim's tenant once the GPUs moved (GPU use only: another
+  // resource's share does not move with them).
+  const double moved = shares.resource == 1 ? gpus : 0, freed = shares.resource == 1 ? victim.gpus : 0;
+  return shares.share(tenant, moved, moved - freed) <= shares.share(victim.tenant, -freed, moved - freed);
+}
+
+VictimFilter fair_victims(const std::optional<FairShares>& shares, const std::string& queue, const std::string& tenant, int gpus) {
+  if (!shares) return {};
+  return [shares = *shares, queue, tenant, gpus](const RunningJob& v) { return fair_share_allows(shares, queue, tenant, gpus, v); };
 }
 
 void hold_freed_gpus(ml::WorkerLoad& load, const ml::Capabilities& caps, const std::string& for_job,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "broker/preemption/victims.hpp"
+#include "broker/store/fair_shares.hpp"
 
 namespace ojs::broker {
 
@@ -41,9 +42,26 @@ struct CapacityPlan {
 // The pass's decision for one waiting class head of rank `rank`, over `sites` in the
 // fleet's order. `running_of(i)`: what runs on site i, asked only for sites whose
 // hardware fits the job (the controller reads it from Redis).
+// [fairorder] `allowed`: the victims the queue's fair order lets it take (fair_victims).
 CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, const std::vector<PreemptionSite>& sites,
                                       const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
-                                      const ml::AssignmentOptions& assignment = {});
+                                      const ml::AssignmentOptions& assignment = {}, const VictimFilter& allowed = {});
+
+// [fairorder] Fair-sharing preemption under the fair policy's tenant order (Kueue's
+// LessThanOrEqualToFinalShare; docs/matching.md#fair-share). A job of `tenant` in
+// `queue`, of `gpus` GPUs, may take as a victim a job of the same tenant (the class
+// rule alone, as before), a job of another queue (whose weights are not this
+// queue's), or a job of another tenant of the queue only when
+//   - its tenant is below its share: its fraction of the queue's use (decayed use
+//     plus held now, _lib_accounting.lua usage_share) is below its weight's
+//     fraction of the weights of the tenants with use, and
+//   - once the victim's GPUs are its own, its share is at or below the victim
+//     tenant's: (use + held + gpus) / weight <= (use' + held' - victim gpus) / weight'.
+// Jobs without a tenant are not shared: they take only one another.
+bool fair_share_allows(const FairShares& shares, const std::string& queue, const std::string& tenant, int gpus, const RunningJob& victim);
+
+// The VictimFilter of fair_share_allows; empty (any) without shares (another order or policy).
+VictimFilter fair_victims(const std::optional<FairShares>& shares, const std::string& queue, const std::string& tenant, int gpus);
 
 // A worker held for a preemptor, as a class other than the preemptor's sees it (the
 // FETCH guard `capacity_hold`, pipeline/capacity_guard_filter.cpp, and bench/simulator):

@@ -75,6 +75,12 @@ int PreemptionController::preempt() {
   for (const auto& queue : queues_.queues()) {
     if (queues_.is_paused(queue)) continue;
     const auto classes = queues_.load_classes(queue);
+    // [fairorder] Under fair's tenant order, the tenants' shares (read once a head may preempt).
+    std::optional<std::optional<FairShares>> shares_once;
+    const auto shares = [&]() -> const std::optional<FairShares>& {
+      if (!shares_once) shares_once = marks.fair_shares(queue);
+      return *shares_once;
+    };
     for (const auto& [class_id, class_json] : classes.classes) {
       const auto head = marks.ready_head(queue, class_id);
       if (!head) continue;
@@ -98,8 +104,14 @@ int PreemptionController::preempt() {
         candidates.push_back(&c);
         sites.push_back({&c.caps, c.info.drained_devices});
       }
+      std::string tenant;  // [fairorder] the preemptor's, for the tenant order's share rule
+      if (shares()) {
+        const auto record = jobs_.get(queue, preemptor);
+        tenant = record ? record->get("tenant") : std::string();
+      }
+      const VictimFilter allowed = fair_victims(shares(), queue, tenant, req.gpu_count());
       const auto plan = plan_capacity_preemption(
-          req, rank, sites, [&](std::size_t i) { return running_on(candidates[i]->info.id); }, assignment);
+          req, rank, sites, [&](std::size_t i) { return running_on(candidates[i]->info.id); }, assignment, allowed);
       const bool fits_somewhere = plan.fits_on.has_value();  // a worker can take it (or soon will): no preemption
       long long fit_gpu_mem_mb = 0;  // what it would be charged where it fits (a GPU-memory budget)
       if (fits_somewhere && req.gpu_count() > 0) {
@@ -110,7 +122,7 @@ int PreemptionController::preempt() {
       if (fits_somewhere) {
         // Capacity exists; if the queue's budget is what keeps the job waiting,
         // free budget held by lower-class work.
-        if (preempt_for_budget(queue, preemptor, rank, req.gpu_count(), fit_gpu_mem_mb)) {
+        if (preempt_for_budget(queue, preemptor, rank, req.gpu_count(), fit_gpu_mem_mb, allowed)) {
           pending_preemptors.insert(preemptor);
           ++started;
         }

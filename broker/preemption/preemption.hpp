@@ -157,7 +157,9 @@ class PreemptionController {
   // Budget-driven preemption: the job would fit a worker but its queue's budget
   // is held by lower-class preemptible jobs.
   // gpu_mem_mb: what the preemptor would be charged on the worker it fits (a GPU-memory budget).
-  bool preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus, long long gpu_mem_mb);
+  // [fairorder] allowed: the tenant order's share rule (capacity_plan.hpp fair_victims).
+  bool preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus, long long gpu_mem_mb,
+                          const VictimFilter& allowed = {});
 
   JobReads& jobs_;
   QueueDirectory& queues_;

@@ -39,6 +39,7 @@ RunningJob running_job_from(const JobRecord& job, const std::string& queue, std:
   r.job_id = job.id();
   r.queue = queue;
   r.worker_id = job.get("worker_id");
+  r.tenant = job.get("tenant");  // [fairorder]
   r.class_rank = job.priority_class_rank();
   r.preempting = job.has("preempt_deadline");
   if (auto req = requirements_of(job)) {

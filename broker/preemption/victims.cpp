@@ -19,11 +19,11 @@ ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::s
 
 namespace {
 
-// Lower-class, preemptible jobs not already leaving, least progress lost first.
-std::vector<const RunningJob*> candidates_for(int preemptor_rank, const std::vector<RunningJob>& running) {
+// Lower-class, preemptible jobs not already leaving (and [fairorder] `allowed`), least progress lost first.
+std::vector<const RunningJob*> candidates_for(int preemptor_rank, const std::vector<RunningJob>& running, const VictimFilter& allowed) {
   std::vector<const RunningJob*> candidates;
   for (const auto& job : running)
-    if (!job.preempting && job.preemptible && job.class_rank < preemptor_rank) candidates.push_back(&job);
+    if (!job.preempting && job.preemptible && job.class_rank < preemptor_rank && (!allowed || allowed(job))) candidates.push_back(&job);
   std::stable_sort(candidates.begin(), candidates.end(), [](const RunningJob* a, const RunningJob* b) {
     if (a->lost_ms != b->lost_ms) return a->lost_ms < b->lost_ms;
     if (a->class_rank != b->class_rank) return a->class_rank < b->class_rank;
@@ -73,7 +73,8 @@ VictimChoice to_choice(const std::vector<const RunningJob*>& chosen) {
 
 std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, int preemptor_rank,
                                            const ml::Capabilities& caps, const std::vector<RunningJob>& running,
-                                           const ml::AssignmentOptions& assignment, const std::vector<int>& drained) {
+                                           const ml::AssignmentOptions& assignment, const std::vector<int>& drained,
+                                           const VictimFilter& allowed) {
   if (!ml::fits_static(preemptor, &caps)) return std::nullopt;  // static refusals: preemption cannot help
   std::set<std::string> removed;  // jobs already preempting count as gone
   for (const auto& job : running)
@@ -82,7 +83,7 @@ std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, in
     return ml::judge(preemptor, &caps, load_without(running, without, drained), assignment);
   };
   if (judge(removed).eligible()) return std::nullopt;
-  auto chosen = minimal_victims(candidates_for(preemptor_rank, running), removed,
+  auto chosen = minimal_victims(candidates_for(preemptor_rank, running, allowed), removed,
                                 [&](const std::set<std::string>& without) { return judge(without).eligible(); });
   if (!chosen) return std::nullopt;
   VictimChoice choice = to_choice(*chosen);
@@ -98,7 +99,8 @@ std::optional<std::string> QueueBudget::blocking(const BudgetCharge& job, const 
 }
 
 std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemptor_rank, const QueueBudget& budget,
-                                                  const std::vector<RunningJob>& running, long long preemptor_mem_mb) {
+                                                  const std::vector<RunningJob>& running, long long preemptor_mem_mb,
+                                                  const VictimFilter& allowed) {
   if (preemptor_gpus <= 0) return std::nullopt;
   const BudgetCharge preemptor{preemptor_gpus, 1, preemptor_mem_mb};
   auto allows = [&](const std::set<std::string>& without) {
@@ -116,7 +118,7 @@ std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemp
     if (job.preempting) removed.insert(job.job_id);
   if (allows(removed)) return std::nullopt;  // the budget is not (or soon not) the obstacle
   std::vector<const RunningJob*> candidates;
-  for (const auto* c : candidates_for(preemptor_rank, running))
+  for (const auto* c : candidates_for(preemptor_rank, running, allowed))
     if (c->gpus > 0) candidates.push_back(c);  // only jobs charged to the budget free any of it
   auto chosen = minimal_victims(candidates, removed, allows);
   if (!chosen) return std::nullopt;

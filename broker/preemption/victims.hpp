@@ -22,6 +22,7 @@ struct RunningJob {
   std::string job_id;
   std::string queue;
   std::string worker_id;
+  std::string tenant;        // [fairorder] its meta.tenant_id ("" none): the tenant order's share rule
   int class_rank = 1;        // spot 0, on-demand 1, reserved 2
   bool preemptible = false;  // ext_ml_preemptible (defaults from the class)
   bool preempting = false;   // already marked: it is on its way out
@@ -43,6 +44,9 @@ struct VictimChoice {
   ml::Judgement fit;                // the preemptor's judgement once they are gone (devices)
 };
 
+// [fairorder] Whether a running job may be a victim beyond the class rule (empty: any).
+using VictimFilter = std::function<bool(const RunningJob&)>;
+
 // The worker's load without the jobs in `removed` (ids), built as FETCH builds the
 // live one: each job's labels and anti-affinity, its devices held (shared devices
 // counted), and the devices an admin drained.
@@ -55,10 +59,12 @@ ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::s
 // first until the job fits, then any that turn out unnecessary are dropped.
 // nullopt when the job already fits (nothing to preempt: it only has to be
 // fetched, or jobs already preempting free enough), or when it would not fit
-// even without every candidate (never preempt for nothing).
+// even without every candidate (never preempt for nothing). [fairorder] `allowed`:
+// only candidates it accepts (the tenant order's share rule).
 std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, int preemptor_rank,
                                            const ml::Capabilities& caps, const std::vector<RunningJob>& running,
-                                           const ml::AssignmentOptions& assignment = {}, const std::vector<int>& drained = {});
+                                           const ml::AssignmentOptions& assignment = {}, const std::vector<int>& drained = {},
+                                           const VictimFilter& allowed = {});
 
 // What a job holds of a queue's budget, or what leaving jobs give back.
 struct BudgetCharge {
@@ -89,7 +95,8 @@ struct QueueBudget {
 // or no choice of victims makes it fit. preemptor_mem_mb: the GPU memory it would
 // be charged (a GPU-memory budget; 0 when none is known).
 std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemptor_rank, const QueueBudget& budget,
-                                                  const std::vector<RunningJob>& running, long long preemptor_mem_mb = 0);
+                                                  const std::vector<RunningJob>& running, long long preemptor_mem_mb = 0,
+                                                  const VictimFilter& allowed = {});
 
 // Of several workers' choices, the one losing the least progress (then fewest victims).
 bool cheaper(const VictimChoice& a, const VictimChoice& b);

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "broker/store/fair_shares.hpp"
 #include "broker/store/guard_marks.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/store/redis_client.hpp"
@@ -26,6 +27,10 @@ struct PreemptionMark {
 class PreemptionStore {
  public:
   explicit PreemptionStore(RedisPool& redis) : redis_(redis) {}
+
+  // [fairorder] The queue's tenant shares (fair_shares.lua, after folding its usage
+  // journal), or nullopt when its order is not fair's tenant order.
+  std::optional<FairShares> fair_shares(const std::string& queue);
 
   // Leader lease of the preemption controller: true while `owner` holds it.
   bool hold_lease(const std::string& owner, std::int64_t ttl_ms);

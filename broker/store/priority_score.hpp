@@ -75,6 +75,16 @@ inline const std::string& score_band_arg() {
 // preemption ranks), the tenant's share within it (claim.lua, _lib_fairshare.lua).
 enum class QueuePolicy { priority, fifo, sjf, fair };
 
+// [fairorder] The two orders of `fair` (queue config tenant_fairness.order), one rule
+// each in _lib_fairshare.lua (fair_head, fair_rank), which claim.lua applies:
+//   tenant (the default; Kueue, YARN): the lowest (decayed use + held) / weight first,
+//     whatever the class; within a tenant the higher priority class, then FIFO;
+//   priority_class ("class"; Slurm QOS then fairshare): the highest priority class
+//     first, the lowest share within it, then FIFO.
+// Both read the one band layout below (class band, then tenant slot), so a change of
+// order rescores nothing: the jobs queued get the new order at once.
+enum class FairOrder { tenant, priority_class };
+
 // What PUSH needs of the queue's configuration to score a job.
 struct JobOrder {
   QueuePolicy policy = QueuePolicy::priority;

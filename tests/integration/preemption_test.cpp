@@ -2,6 +2,7 @@
 // redis-server and broker; workers simulated by HTTP calls with capabilities.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -195,6 +196,75 @@ TEST_F(Preemption, ReservedJobPreemptsSpotWorkUnderEveryQueuePolicy) {
     ASSERT_EQ(next.size(), 1u) << policy;
     EXPECT_EQ(next[0]["id"], reserved) << policy;
     EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", reserved}, {"worker_id", worker}}).status, 200) << policy;
+  }
+}
+
+// [fairorder] Under fair's tenant order a job takes a lower-class victim of its own
+// tenant as before, but another tenant's only while its tenant is below its share
+// and, after the move, at or below the victim tenant's (Kueue's
+// LessThanOrEqualToFinalShare; half-life 0: the shares are the GPUs held now). On a
+// 4-GPU worker full of team-a's spot jobs, team-b's on-demand jobs preempt two of
+// them (0 -> 1/4 <= 3/4, 1/4 -> 2/4 <= 2/4), not a third (team-b at 2/4 is not below
+// its half); team-a's reserved job then preempts team-a's own spot job. Under the
+// class order the third preempts too (the class rule alone).
+TEST_F(Preemption, FairTenantOrderPreemptsAnotherTenantOnlyUnderTheShareRule) {
+  const auto a100 = caps_body("4xa100-pcie");  // 4 GPUs
+  for (const std::string order : {"tenant", "class"}) {
+    const std::string queue = "pre-fair-" + order, worker = "a100-" + order;
+    auto put = api.call("PUT", "/ojs/v1/admin/queues/" + queue + "/config",
+                        {{"policy", "fair"},
+                         {"tenant_fairness", {{"weights", {{"team-a", 1}, {"team-b", 1}}}, {"half_life_seconds", 0}, {"order", order}}}});
+    ASSERT_EQ(put.status, 200) << put.body.dump();
+    auto pushed = [&](const std::string& tenant, const std::string& cls) {
+      // A 1 s grace: the worker stays held for a preemptor until its victims' deadline + --capacity-hold-ms (3 s).
+      json j = cls == "spot" ? spot_job(queue, 1) : ml_job(queue, {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", cls}});
+      j["meta"] = {{"tenant_id", tenant}};
+      return api.push(j);
+    };
+    std::vector<std::string> running;
+    for (int i = 0; i < 4; ++i) pushed("team-a", "spot");
+    for (const auto& j : api.fetch({queue}, worker, 4, a100)) running.push_back(j["id"].get<std::string>());
+    ASSERT_EQ(running.size(), 4u) << order;
+    // The victim gives its GPU back (the worker acks it) and the preemptor is fetched.
+    auto preempted_for = [&](const std::string& preemptor) -> std::string {
+      const auto until = std::chrono::steady_clock::now() + 10s;
+      while (std::chrono::steady_clock::now() < until) {
+        auto beat = heartbeat(worker, running);
+        for (const auto& d : beat["job_directives"]) {
+          if (d["preempted_for"] != preemptor) continue;
+          const std::string victim = d["job_id"];
+          EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", victim}, {"worker_id", worker}}).status, 200);
+          running.erase(std::find(running.begin(), running.end(), victim));
+          auto next = api.fetch({queue}, worker, 1, a100);
+          EXPECT_EQ(next.size(), 1u) << order;
+          if (!next.empty()) running.push_back(next[0]["id"].get<std::string>());
+          EXPECT_EQ(running.back(), preemptor) << order;
+          return victim;
+        }
+        std::this_thread::sleep_for(100ms);
+      }
+      return "";
+    };
+    const auto tenant_of = [&](const std::string& id) { return info(id)["meta"]["tenant_id"].get<std::string>(); };
+    const auto b1 = pushed("team-b", "on-demand");
+    ASSERT_FALSE(preempted_for(b1).empty()) << order << ": team-b below its share did not preempt";
+    const auto b2 = pushed("team-b", "on-demand");
+    ASSERT_FALSE(preempted_for(b2).empty()) << order << ": 2/4 <= 2/4 did not preempt";
+    const auto b3 = pushed("team-b", "on-demand");
+    if (order == "class") {
+      EXPECT_FALSE(preempted_for(b3).empty()) << "the class order preempts for the class alone";
+      continue;
+    }
+    // Past b2's hold (1 s grace + 3 s), as long again of controller passes (every 100 ms).
+    for (int i = 0; i < 80; ++i) {
+      EXPECT_TRUE(heartbeat(worker, running)["job_directives"].empty()) << "team-b at its share preempted team-a";
+      std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + b3).status, 200);
+    const auto a_reserved = pushed("team-a", "reserved");
+    const auto victim = preempted_for(a_reserved);
+    ASSERT_FALSE(victim.empty()) << "team-a's reserved job did not preempt its own spot job";
+    EXPECT_EQ(tenant_of(victim), "team-a");
   }
 }
 

@@ -2,7 +2,9 @@
 // tenant fair share under saturation: real redis-server, real broker, HTTP.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "support/processes.hpp"
@@ -48,6 +50,30 @@ class QueuePolicy : public ::testing::Test {
     auto r = api.call("PUT", config_path(queue), body);
     ASSERT_EQ(r.status, 200) << r.body.dump();
   }
+
+  // [fairorder] Weights 1:1 and tenant_fairness.order `order`; team-a holds 1 of 8 GPUs
+  // (team-b none) when a spot job of team-b, a spot job of team-a (both of `spot_gpus`)
+  // and a 1-GPU on-demand job of team-a wait. The ids {spot_b, spot_a, on_demand_a}
+  // and the order the queue serves them in, one FETCH at a time.
+  std::pair<std::vector<std::string>, std::vector<std::string>> fair_mix(const std::string& queue, const std::string& order,
+                                                                         int spot_gpus) {
+    put_config(queue, {{"policy", "fair"}, {"tenant_fairness", {{"weights", {{"team-a", 1}, {"team-b", 1}}}, {"order", order}}}});
+    auto pushed = [&](const std::string& tenant, const std::string& cls, int gpus) {
+      return api.push(job(queue, {{"ext_ml_gpu_count", gpus}, {"ext_ml_priority_class", cls}, {"meta", {{"tenant_id", tenant}}}}));
+    };
+    const std::string worker = queue + "-w";
+    const auto held = pushed("team-a", "on-demand", 1);
+    auto first = api.fetch({queue}, worker, 1, gpu_worker(8));
+    EXPECT_TRUE(first.size() == 1 && first[0]["id"] == held);  // team-a now holds 1 of 8 GPUs, team-b none
+    std::vector<std::string> ids{pushed("team-b", "spot", spot_gpus), pushed("team-a", "spot", spot_gpus), pushed("team-a", "on-demand", 1)};
+    std::vector<std::string> served;
+    for (int k = 0; k < 3; ++k) {
+      auto jobs = api.fetch({queue}, worker, 1, gpu_worker(8));
+      if (jobs.size() != 1u) break;
+      served.push_back(jobs[0]["id"].get<std::string>());
+    }
+    return {ids, served};
+  }
 };
 
 TEST_F(QueuePolicy, PriorityIsTheDefaultAndFifoIgnoresPriority) {
@@ -90,6 +116,7 @@ TEST_F(QueuePolicy, BadPolicyOrWeightsAre400NamingTheField) {
       {{{"tenant_fairness", {{"default_weight", -1}}}}, "tenant_fairness.default_weight"},
       {{{"tenant_fairness", {{"strategy", "round-robin"}}}}, "tenant_fairness.strategy"},
       {{{"tenant_fairness", {{"weight", {}}}}}, "tenant_fairness.weight"},
+      {{{"tenant_fairness", {{"order", "round-robin"}}}}, "tenant_fairness.order"},  // [fairorder]
   };
   for (const auto& [body, field] : bad) {
     auto r = api.call("PUT", config_path("pol-bad"), body);
@@ -187,35 +214,72 @@ TEST_F(QueuePolicy, FairShareRespectsTenantQuotas) {
   EXPECT_EQ(got["team-b"], 3);
 }
 
-// [fairband] Under `fair` the priority class comes first and the tenant's share
-// orders jobs within a class. team-a holds a GPU (over its share), team-b holds
+// [fairorder] The default fair order (tenant_fairness.order "tenant"): the tenant's
+// share first, then, within the tenant, the higher priority class. team-a holds a GPU
+// (over its share), team-b none: of an on-demand job of team-a and a spot job of
+// team-b, team-b's spot job is placed (the weights bind across classes); then team-a's
+// on-demand job before its spot job. In one ready set and in two (2-GPU spot jobs).
+TEST_F(QueuePolicy, FairTenantOrderServesTheTenantBelowItsShareAcrossClasses) {
+  for (const int spot_gpus : {1, 2}) {
+    const auto [ids, served] = fair_mix("pol-fair-tenant-" + std::to_string(spot_gpus), "tenant", spot_gpus);
+    const auto& [spot_b, spot_a, on_demand_a] = std::tie(ids[0], ids[1], ids[2]);
+    EXPECT_EQ(served, (std::vector<std::string>{spot_b, on_demand_a, spot_a})) << spot_gpus << "-GPU spot jobs";
+  }
+}
+
+// [fairorder] A change of tenant_fairness.order rescoring nothing strands nothing:
+// the two orders read the same bands, so the jobs queued under one are claimed in
+// the other's order at once. Queued under "class", claimed under "tenant", then the
+// reverse.
+TEST_F(QueuePolicy, FairOrderChangeStrandsNothingAndAppliesToQueuedJobs) {
+  const std::string queue = "pol-fair-order-change";
+  auto config = [](const std::string& order) {
+    return json{{"policy", "fair"}, {"tenant_fairness", {{"weights", {{"team-a", 1}, {"team-b", 1}}}, {"order", order}}}};
+  };
+  auto pushed = [&](const std::string& tenant, const std::string& cls) {
+    return api.push(job(queue, {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", cls}, {"meta", {{"tenant_id", tenant}}}}));
+  };
+  auto fetch_one = [&]() {
+    auto jobs = api.fetch({queue}, "order-change-w", 1, gpu_worker(16));
+    return jobs.empty() ? std::string() : jobs[0]["id"].get<std::string>();
+  };
+  put_config(queue, config("class"));
+  EXPECT_EQ(api.get(config_path(queue)).body["config"]["tenant_fairness"]["order"], "class");
+  const auto held = pushed("team-a", "on-demand");
+  ASSERT_EQ(fetch_one(), held);  // team-a holds a GPU, team-b none
+  const auto spot_b = pushed("team-b", "spot");
+  const auto on_demand_a = pushed("team-a", "on-demand");
+  const auto reserved_a = pushed("team-a", "reserved");
+  put_config(queue, config("tenant"));
+  const auto spot_b2 = pushed("team-b", "spot");
+  // Tenant order: team-b (below its share) first, its jobs FIFO; then team-a, the higher class first.
+  EXPECT_EQ(fetch_one(), spot_b);
+  EXPECT_EQ(fetch_one(), spot_b2);
+  // Back to the class order with team-a's two jobs and a new one of team-b queued.
+  put_config(queue, config("class"));
+  const auto on_demand_b = pushed("team-b", "on-demand");
+  EXPECT_EQ(fetch_one(), reserved_a);  // the class first
+  // Then the two on-demand jobs, in share order (both tenants hold 2 GPUs): both claimed.
+  std::vector<std::string> rest;
+  for (std::string id = fetch_one(); !id.empty(); id = fetch_one()) rest.push_back(id);
+  std::sort(rest.begin(), rest.end());
+  std::vector<std::string> want{on_demand_a, on_demand_b};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(rest, want);  // nothing stranded
+}
+
+// [fairband] Under `fair` with order "class" the priority class comes first and the
+// tenant's share orders jobs within a class. team-a holds a GPU (over its share), team-b holds
 // none: of an on-demand job of team-a and a spot job of team-b that both fit the
 // one free GPU, the on-demand job is placed (a spot job placed there would be
 // preempted for it: the churn docs/benchmarks.md measures). Among spot jobs team-b,
 // below its share, still goes first. Both in one ready set (the priority class is
 // not part of the requirement class) and in two (2-GPU spot jobs: another class).
-TEST_F(QueuePolicy, FairServesTheHigherPriorityClassFirstAndSharesWithinIt) {
+TEST_F(QueuePolicy, FairClassOrderServesTheHigherPriorityClassFirstAndSharesWithinIt) {
   for (const int spot_gpus : {1, 2}) {
-    const std::string queue = "pol-fair-band-" + std::to_string(spot_gpus);
-    put_config(queue, {{"policy", "fair"}, {"tenant_fairness", {{"weights", {{"team-a", 1}, {"team-b", 1}}}}}});
-    const std::string worker = "band-w" + std::to_string(spot_gpus);
-    auto pushed = [&](const std::string& tenant, const std::string& cls, int gpus) {
-      return api.push(job(queue, {{"ext_ml_gpu_count", gpus}, {"ext_ml_priority_class", cls}, {"meta", {{"tenant_id", tenant}}}}));
-    };
-    const auto held = pushed("team-a", "on-demand", 1);
-    auto first = api.fetch({queue}, worker, 1, gpu_worker(8));
-    ASSERT_EQ(first.size(), 1u);
-    ASSERT_EQ(first[0]["id"], held);  // team-a now holds 1 of 8 GPUs, team-b none
-    const auto spot_b = pushed("team-b", "spot", spot_gpus);
-    const auto spot_a = pushed("team-a", "spot", spot_gpus);
-    const auto on_demand_a = pushed("team-a", "on-demand", 1);
-    std::vector<std::string> order;
-    for (int k = 0; k < 3; ++k) {
-      auto jobs = api.fetch({queue}, worker, 1, gpu_worker(8));
-      ASSERT_EQ(jobs.size(), 1u) << spot_gpus;
-      order.push_back(jobs[0]["id"].get<std::string>());
-    }
-    EXPECT_EQ(order, (std::vector<std::string>{on_demand_a, spot_b, spot_a})) << spot_gpus << "-GPU spot jobs";
+    const auto [ids, served] = fair_mix("pol-fair-band-" + std::to_string(spot_gpus), "class", spot_gpus);
+    const auto& [spot_b, spot_a, on_demand_a] = std::tie(ids[0], ids[1], ids[2]);
+    EXPECT_EQ(served, (std::vector<std::string>{on_demand_a, spot_b, spot_a})) << spot_gpus << "-GPU spot jobs";
   }
 }
 

@@ -123,16 +123,24 @@ end
 -- claim knows no capacity, and over the queue's own totals a lightly used resource
 -- (a few CPU jobs in a GPU queue) would make one job a whole share (the simulator's
 -- trace put team-a at 0.20 instead of 0.25 that way).
-local function usage_share(v, q)
+-- [fairorder] Its parts: the resource (1 GPUs, 2 CPU cores, 0 none used or held),
+-- the fraction of the queue's decayed use, and the amounts held by the tenant and
+-- by the queue (preemption weighs a move of held GPUs with them: fair_shares.lua).
+local function usage_share_parts(v, q)
   for i = 1, 2 do
     if q.used[i] > 0 or q.held[i] > 0 then
-      local s = 0
-      if q.used[i] > 0 then s = v.used[i] / q.used[i] end
-      if q.held[i] > 0 then s = s + v.held[i] / q.held[i] end
-      return s
+      local used = 0
+      if q.used[i] > 0 then used = v.used[i] / q.used[i] end
+      return i, used, v.held[i], q.held[i]
     end
   end
-  return 0
+  return 0, 0, 0, 0
+end
+
+local function usage_share(v, q)
+  local _, s, held, q_held = usage_share_parts(v, q)
+  if q_held > 0 then s = s + held / q_held end
+  return s
 end
 
 local function usage_tenant(job)

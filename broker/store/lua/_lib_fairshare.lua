@@ -42,11 +42,15 @@ local function fair_usage(fc, t, tenant)
   return views[tenant], views['*']
 end
 
+-- A tenant's weight: its own, or the default.
+local function fair_weight(fc, tenant)
+  local entry = fc.tenants[tenant]
+  return entry and tonumber(entry[2]) or tonumber(fc.default_weight)
+end
+
 local function fair_share(fc, t, tenant)
   if not tenant or tenant == '' then return 0 end  -- a job without a tenant is not shared
-  local entry = fc.tenants[tenant]
-  local weight = entry and tonumber(entry[2]) or tonumber(fc.default_weight)
-  return usage_share(fair_usage(fc, t, tenant)) / weight
+  return usage_share(fair_usage(fc, t, tenant)) / fair_weight(fc, tenant)
 end
 
 -- A claimed job's amounts join its tenant's held use (usage_started), and so the
@@ -96,6 +100,43 @@ local function fair_slot_range(fc, cb, slot)
   return r
 end
 
+-- [fairorder] order "tenant" (the default): each tenant's best job of the set is its
+-- highest class's oldest; the lowest share wins, then the higher class, then FIFO.
+-- The bands are the class order's (class band, then tenant slot), so a change of
+-- order rescores nothing. One ZRANGEBYSCORE per non-empty (class, slot) band whose
+-- slot has no candidate yet, from the head on: a slot met in a higher class is
+-- skipped past in the lower ones, and the walk ends once every slot has one.
+local function fair_head_by_tenant(fc, t, ready_key, gpus, head)
+  local quotas = gpus > 0 and has_tenant_quotas(t)
+  local best, first_block, seen, left = nil, nil, {}, fc.slots + 1
+  while true do
+    local band, head_seq = score_unpack(tonumber(head[2]))
+    local cb, slot = fair_band_of(fc, band)
+    if slot > fc.slots then slot = fc.slots end  -- slots of earlier weights: one more, as fair_slot_range reads them
+    if not seen[slot] then
+      seen[slot], left = true, left - 1
+      local tenant = redis.call('HGET', t.job_prefix .. head[1], 'tenant') or ''
+      local over = quotas and tenant_block(t, tenant, gpus)
+      if over then
+        first_block = first_block or over
+      else
+        local share, seq = fair_share(fc, t, tenant), head_seq
+        if not best or share < best[3] or (share == best[3] and (cb < best[5] or (cb == best[5] and seq < best[4]))) then
+          best = {head[1], head[2], share, seq, cb}
+        end
+      end
+      if left == 0 then break end
+    end
+    -- The next non-empty band past this slot's (its range's end; the last slot's runs to the next class).
+    local high = fair_slot_range(fc, cb, slot).high_s
+    if high == '+inf' then break end
+    head = redis.call('ZRANGEBYSCORE', ready_key, string.sub(high, 2), '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
+    if not head[1] then break end
+  end
+  if best then return best, nil end
+  return nil, first_block
+end
+
 -- The job a `fair` claim takes from one ready set, as {id, score, share, seq, class
 -- band}, or nil and the first quota block. A head scored under an earlier policy
 -- (below the fair bands) is served first, with class band -1, so a policy change
@@ -116,6 +157,7 @@ local function fair_head(fc, t, ready_key, gpus, known)
     if h then return {h[1], h[2], -1, tonumber(h[2]), -1}, nil end
     return nil, over
   end
+  if fc.order ~= 'class' then return fair_head_by_tenant(fc, t, ready_key, gpus, head) end  -- [fairorder]
   local quotas = gpus > 0 and has_tenant_quotas(t)
   local first_block = nil
   while true do
@@ -145,4 +187,13 @@ local function fair_head(fc, t, ready_key, gpus, known)
     if not head[1] then return nil, first_block end
     cb, head_slot = fair_band_of(fc, (score_unpack(tonumber(head[2]))))
   end
+end
+
+-- [fairorder] The keys claim's choose sorts fair heads by ({id, score, share, seq,
+-- class band} from fair_head): (k1, k2, seq), lowest first, and the score past
+-- which no later head in the index can beat this one (class order: the classes
+-- below its class; tenant order: none, a lower class may be a lower share's).
+local function fair_rank(fc, head)
+  if fc.order ~= 'class' then return head[3], head[5], head[4], math.huge end
+  return head[5], head[3], head[4], fair_band_end(fc, head[5])
 end

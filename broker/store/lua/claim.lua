@@ -116,9 +116,10 @@ local function head_of(c)
   return c.head
 end
 
--- [fairshare] Queue policy `fair`: each ready set offers, of its highest priority
--- class, its lowest-share tenant's oldest job, and the classes compare by that
--- priority class, then that share ([fairband] _lib_fairshare.lua).
+-- [fairshare] Queue policy `fair`: each ready set offers its best job by the queue's
+-- fair order ([fairorder] tenant: the lowest share, its highest class; class: the
+-- highest class, its lowest share), and the classes compare by the same keys
+-- (_lib_fairshare.lua fair_head, fair_rank).
 local fair = nil
 if rl[6] == 'fair' then
   fair, t.half_life = fair_config(KEYS[7]), usage_half_life(rl[9])
@@ -137,12 +138,12 @@ local function report_blocked(c, in_use, limit, kind)
 end
 
 -- The best job for this worker: the lowest (band, -bonus, score) over the eligible
--- classes' heads; [fairshare] (class band, share, -bonus, seq) under `fair`. Returns the class
+-- classes' heads; [fairshare] under `fair` the order's keys (fair_rank), -bonus, seq. Returns the class
 -- and the job id (nil: the class's head, read when taken). A class refused here
 -- (over budget or quota, held for a warm worker, empty) is `done` for this claim.
 local function choose()
   local best, best_id, b1, b2, b3, b4 = nil, nil, nil, nil, nil, nil
-  local stop = nil  -- [fairband] under `fair`: the first score of the classes below the best's
+  local stop = nil  -- [fairband] under `fair`: the score past which no head beats the best (fair_rank)
   local pos, page = 0, 1
   while true do
     local entries = heads_from(pos, page)
@@ -181,11 +182,11 @@ local function choose()
             end
           end
           if not c.done then
-            local k1, k2, k3, k4 = band, 0, -c.bonus, tonumber(head[2])
-            if fair then k1, k2, k4 = head[5], head[3], head[4] end  -- [fairshare] class, then lowest weighted share
+            local k1, k2, k3, k4, fair_stop = band, 0, -c.bonus, tonumber(head[2]), nil
+            if fair then k1, k2, k4, fair_stop = fair_rank(fair, head) end  -- [fairorder] the order's (share, class) keys
             if not best or k1 < b1 or (k1 == b1 and (k2 < b2 or (k2 == b2 and (k3 < b3 or (k3 == b3 and k4 < b4))))) then
               best, best_id, b1, b2, b3, b4 = c, head[1], k1, k2, k3, k4
-              if fair then stop = fair_band_end(fair, k1) end
+              if fair then stop = fair_stop end
               -- Nothing later in the index sorts before it, and no class offers more bonus.
               if not fair and c.bonus >= max_bonus and not c.backfill then return best, best_id end
             end

@@ -246,3 +246,36 @@ TEST(CapacityPlan, CheapestWorkerUnlessOneFitsOrWillOnceLeavingJobsGo) {
   EXPECT_EQ(reads, 0);
   EXPECT_FALSE(plan.worker);
 }
+
+// [fairorder] The tenant order's share rule (capacity_plan.hpp fair_share_allows),
+// shares as GPUs held now (no decayed use): 4 GPUs, team-a holds 4, weights 1:1.
+TEST(FairSharePreemption, AnotherTenantOnlyBelowItsShareAndAtOrBelowTheVictimAfter) {
+  FairShares s;
+  s.resource = 1;
+  s.queue_held = 4;
+  s.tenants = {{"team-a", {1, 0, 4}}, {"team-b", {1, 0, 0}}};
+  auto victim = [](const std::string& tenant, const std::string& queue = "q") {
+    RunningJob r = running("v", 0, 1, 0);
+    r.tenant = tenant;
+    r.queue = queue;
+    return r;
+  };
+  EXPECT_TRUE(fair_share_allows(s, "q", "team-b", 1, victim("team-a")));  // 0 -> 1/4 <= 3/4
+  s.tenants["team-a"].held = 3, s.tenants["team-b"].held = 1;
+  EXPECT_TRUE(fair_share_allows(s, "q", "team-b", 1, victim("team-a")));  // 1/4 -> 2/4 <= 2/4
+  s.tenants["team-a"].held = 2, s.tenants["team-b"].held = 2;
+  EXPECT_FALSE(fair_share_allows(s, "q", "team-b", 1, victim("team-a")));  // at its share: not below
+  EXPECT_TRUE(fair_share_allows(s, "q", "team-a", 1, victim("team-a")));   // its own work: the class rule alone
+  EXPECT_TRUE(fair_share_allows(s, "q", "team-b", 1, victim("team-a", "other")));  // another queue's weights are not these
+  EXPECT_FALSE(fair_share_allows(s, "q", "", 1, victim("team-a")));        // no tenant: not shared
+  // Below its share, but the move would put it above the victim's tenant: team-b (1
+  // of 4 held) wants 2 GPUs, team-a's victim frees 1: 3/5 > 2/5, refused.
+  s.tenants["team-a"].held = 3, s.tenants["team-b"].held = 1;
+  EXPECT_FALSE(fair_share_allows(s, "q", "team-b", 2, victim("team-a")));
+  // A weight of 3 makes 3/4 its share: 2 of 4 held is below it, and 3/4 / 3 <= 1/4.
+  s.tenants["team-b"].weight = 3;
+  s.tenants["team-a"].held = 2, s.tenants["team-b"].held = 2;
+  EXPECT_TRUE(fair_share_allows(s, "q", "team-b", 1, victim("team-a")));
+  // The filter: empty (any victim) without shares.
+  EXPECT_FALSE(static_cast<bool>(fair_victims(std::nullopt, "q", "team-b", 1)));
+}
