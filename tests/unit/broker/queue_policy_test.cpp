@@ -49,7 +49,7 @@ TEST(QueuePolicyConfig, SlotsFollowNameOrderAndTheClaimFormCarriesWeights) {
   EXPECT_EQ(c.tenant_fairness.slot_of("team-b"), 2);
   EXPECT_EQ(c.tenant_fairness.slot_of("someone-else"), 0);
   EXPECT_EQ(governance::fairness_for_claim(c.tenant_fairness),
-            nlohmann::json({{"base", kFairBandBase}, {"slots", 3}, {"default_weight", 2.0},
+            nlohmann::json({{"base", kFairBandBase}, {"slots", 3}, {"default_weight", 2.0}, {"order", "tenant"},
                             {"tenants", {{"team-a", {1, 1.0}}, {"team-b", {2, 3.0}}}}}));
   const auto out = governance::to_json(c, "q");
   EXPECT_EQ(out["policy"], "fair");
