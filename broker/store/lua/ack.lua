@@ -1,11 +1,14 @@
 -- ACK: active -> completed.
--- KEYS (21): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
---            7 held prefix (keys.hpp held_prefix), 8-18 workflow keys (_lib_workflows.lua),
---            19 finished prefix (keys.hpp finished_prefix), 20 [usage] the usage journal (_lib_accounting.lua usage_keys),
---            21 run-times prefix (keys.hpp run_times_prefix)
+-- KEYS (10 + 11n): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
+--            7 held prefix (keys.hpp held_prefix), 8 finished prefix (keys.hpp finished_prefix),
+--            9 [usage] the usage journal (_lib_accounting.lua usage_keys), 10 run-times prefix
+--            (keys.hpp run_times_prefix), n = 0 or 1: 11-21 workflow keys (_lib_workflows.lua).
+--            [hotpath] The workflow keys are sent only for a job of a workflow (a key costs
+--            the call ~1.1k instructions): a workflow's job ACKed without them answers
+--            {'need_keys'} with nothing written, and JobStore::ack sends them.
 -- ARGV: result_json ('' = none), worker_id ('' = any: plain OJS ACKs carry none)
 -- Reply: {'ok'} (also for a replay: the completing worker's same ACK again)
---        | {'not_found'} | {'conflict', state}
+--        | {'not_found'} | {'conflict', state} | {'need_keys'} (nothing written)
 -- [hotpath] The job is not in the reply: JobStore::ack reads it back with an HGETALL
 -- sent behind the call, native: returned through Lua it cost Redis ~48k instructions,
 -- the native read ~27k (bench/lua-callgrind.sh counts both).
@@ -25,6 +28,7 @@ if job.state ~= 'active' then
 end
 -- A worker whose reservation expired must not complete the job another worker now holds.
 if worker ~= '' and not held_by(job, worker) then return {'conflict', 'active (held by another worker)'} end
+if job.workflow_id and #KEYS < 21 then return {'need_keys'} end  -- [workflows] before any write
 -- [gangs] a gang completes when every rank has acknowledged; it keeps rank 0's result.
 if job.gang_workers then
   local gang_result = gang_ack(jk, job, worker, result)
@@ -34,7 +38,7 @@ end
 local now = now_ms()
 local now_s = int_s(now)  -- [hotpath] formatted once, not by every redis.call
 local used = {}
-usage_ended(usage_keys(KEYS, 20), jk, job, now, used)  -- [usage] before the charge is released
+usage_ended(usage_keys(KEYS, 9), jk, job, now, used)  -- [usage] before the charge is released
 local charged = release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job, true)  -- charged_gpus goes in the HDEL below
 job.state, job.completed_at = 'completed', now_s
 local set = {'state', 'completed', 'completed_at', now_s}
@@ -58,8 +62,8 @@ redis.call('ZREM', KEYS[2], job.id)
 release_holder(KEYS[7], job)
 redis.call('HINCRBY', KEYS[3], 'completed', '1')
 count_minute(KEYS[3], 'processed', now)
-job_finished(KEYS[19], job, 'completed', now, now_s)
-note_run_time(KEYS[21], job, now)  -- [estimate]
+job_finished(KEYS[8], job, 'completed', now, now_s)
+note_run_time(KEYS[10], job, now)  -- [estimate]
 emit(KEYS[4], 'job.completed', job, {'duration_ms', int_s(now - tonumber(job.started_at or now))})
-workflow_job_ended(workflow_keys(KEYS, 8, KEYS[4]), job, 'completed', now)  -- [workflows]
+workflow_job_ended(workflow_keys(KEYS, 11, KEYS[4]), job, 'completed', now)  -- [workflows]
 return {'ok'}
