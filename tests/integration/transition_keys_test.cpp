@@ -117,3 +117,24 @@ TEST(TransitionKeys, AnExpiredWorkflowStepMetByAClaimEndsItsStep) {
   EXPECT_EQ(group["jobs_failed"], 1) << group.dump();
   EXPECT_EQ(group["state"], "running");
 }
+
+// ack.lua reads into Lua only the fields it uses (HMGET): the whole job is read once,
+// natively, behind the script (JobStore::ack). The background loops are held off.
+TEST(TransitionKeys, AnAckReadsTheWholeJobOnceNatively) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000", "--preemption-interval-ms", "600000"}};
+  Api api{broker.url()};
+  api.push({{"type", "keys.read"}, {"args", json::array()}, {"options", {{"queue", "keys-read"}}}});
+  const auto jobs = api.fetch({"keys-read"}, "w1");
+  ASSERT_EQ(jobs.size(), 1u);
+  redis_lines(redis, {"CONFIG", "RESETSTAT"});
+  const auto acked = api.post("/ojs/v1/workers/ack", {{"job_id", jobs[0]["id"]}, {"worker_id", "w1"}, {"result", {{"ok", true}}}});
+  ASSERT_EQ(acked.status, 200);
+  EXPECT_EQ(acked.body["job"]["state"], "completed") << acked.body.dump();
+  EXPECT_EQ(acked.body["job"]["result"], json({{"ok", true}}));
+  // Commands a script runs count in commandstats as their own.
+  std::string hgetall = "none";
+  for (const auto& line : redis_lines(redis, {"INFO", "commandstats"}))
+    if (line.rfind("cmdstat_hgetall:", 0) == 0) hgetall = line.substr(0, line.find(','));
+  EXPECT_EQ(hgetall, "cmdstat_hgetall:calls=1") << "the read-back behind ack.lua only";
+}
