@@ -52,16 +52,14 @@ if job.gang_workers then
 end
 local now = now_ms()
 local now_s = int_s(now)  -- [hotpath] formatted once, not by every redis.call
-local used = {}
-usage_ended(usage_keys(KEYS, 9), jk, job, now, used)  -- [usage] before the charge is released
+local set = {'state', 'completed', 'completed_at', now_s}
+usage_ended(usage_keys(KEYS, 9), jk, job, now, set, now_s)  -- [usage] the job's record into `set`, before the charge is released
 local charged = release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job, true)  -- charged_gpus goes in the HDEL below
 job.state, job.completed_at = 'completed', now_s
-local set = {'state', 'completed', 'completed_at', now_s}
 if result ~= '' then
   job.result = result
-  set[5], set[6] = 'result', result
+  set[#set + 1] = 'result'; set[#set + 1] = result
 end
-for i = 1, #used do set[#set + 1] = used[i] end  -- [usage] the job's record
 if job.progress then  -- ecosystem: progress ends at 1.0
   job.progress = '1'
   set[#set + 1] = 'progress'; set[#set + 1] = '1'
@@ -69,7 +67,7 @@ end
 redis.call('HSET', jk, unpack(set))
 local del = {}
 if charged then for i, f in ipairs(BUDGET_FIELDS) do del[i] = f end end
-for _, f in ipairs({'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at'}) do
+for _, f in ipairs(ATTEMPT_FIELDS) do
   if job[f] then job[f] = nil; del[#del + 1] = f end
 end
 if #del > 0 then redis.call('HDEL', jk, unpack(del)) end  -- one HDEL for all (the reply lists them too)
