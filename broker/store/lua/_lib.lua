@@ -74,14 +74,19 @@ local EVENTS_MAXLEN = 10000
 local EVENTS_MAXLEN_S = '10000'  -- [hotpath] the same as XADD's argument: not formatted per call
 
 -- One XADD to the queue's capped event stream, from values the script holds.
-local function emit(events_key, event_type, job, extra)
+-- extra: more field/value pairs, or (a transition's one pair, [hotpath] no table built
+-- for it) nil and the pair as key, value.
+local function emit(events_key, event_type, job, extra, key, value)
   if EVENTS_MAXLEN == 0 then return end
   local fields = {'type', event_type, 'job_id', job.id or '', 'job_type', job.type or '',
                   'queue', job.queue or '', 'attempt', type(job.attempt) == 'string' and job.attempt or tostring(job.attempt or '0')}
+  local n = 10
   -- The job's tenant rides in the entry: a tenant-pinned reader filters without reading the job.
-  if job.tenant and job.tenant ~= '' then fields[#fields + 1] = 'tenant'; fields[#fields + 1] = job.tenant end
+  if job.tenant and job.tenant ~= '' then fields[11], fields[12] = 'tenant', job.tenant; n = 12 end
   if extra then
-    for i = 1, #extra do fields[#fields + 1] = extra[i] end
+    for i = 1, #extra do fields[n + i] = extra[i] end
+  elseif key then
+    fields[n + 1], fields[n + 2] = key, value
   end
   redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN_S, '*', unpack(fields))
 end

@@ -77,6 +77,6 @@ redis.call('HINCRBY', KEYS[3], 'completed', '1')
 count_minute(KEYS[3], 'processed', now)
 job_finished(KEYS[8], job, 'completed', now, now_s)
 note_run_time(KEYS[10], job, now)  -- [estimate]
-emit(KEYS[4], 'job.completed', job, {'duration_ms', int_s(now - tonumber(job.started_at or now))})
+emit(KEYS[4], 'job.completed', job, nil, 'duration_ms', int_s(now - tonumber(job.started_at or now)))
 workflow_job_ended(workflow_keys(KEYS, 11, KEYS[4]), job, 'completed', now)  -- [workflows]
 return {'ok'}

@@ -289,7 +289,7 @@ while #claimed < count do
       if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
       redis.call('ZADD', KEYS[4], deadline, id)
       if record then redis.call('SADD', KEYS[16], id) end  -- the worker's load, in the same step as the claim
-      emit(KEYS[6], 'job.started', job, {'worker_id', worker})
+      emit(KEYS[6], 'job.started', job, nil, 'worker_id', worker)
       if rate_starts and rate_period then rate_record(KEYS[14], rate_period, now_s, id .. ':' .. job.attempt) end  -- [spec #17]
       claimed[#claimed + 1] = job_reply(flat, set, del)
     end
