@@ -162,10 +162,13 @@ def claim_cmd():
     keys += [K('heads')] if HEADS else [K('ready:' + c) for c in cls]
     HELD = 'KEYS[16]' in scripts['claim']
     if HELD: keys.append(K('held:w1'))  # the worker's held set (claim.lua lists its claims there)
-    if 'KEYS[28]' in scripts['claim']:  # the workflow keys, then the finished prefix (keys.hpp)
+    if 'workflow_keys(KEYS, 22' in scripts['claim']:  # finished prefix, usage keys; the workflow keys only when needed
+        keys += [K('finished:'), K('usage'), K('usage-journal'), K('usage-totals'), K('usage-hours')]
+    elif 'KEYS[28]' in scripts['claim']:  # the workflow keys, then the finished prefix (keys.hpp)
         keys += [K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
                  K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads'), K('finished:')]
-    if 'KEYS[29]' in scripts['claim']: keys.append(K('usage'))  # [usage] the tenants' use (fair share)
+    if 'KEYS[29]' in scripts['claim'] and 'workflow_keys(KEYS, 22' not in scripts['claim']:
+        keys.append(K('usage'))  # [usage] the tenants' use (fair share)
     if 'KEYS[32]' in scripts['claim']: keys += [K('usage-journal'), K('usage-totals'), K('usage-hours')]  # [usage] folded first
     hint = ['', '']
     if os.environ.get('HINT'): hint = [r('GET', K('seq')), '0' + '1' * (CLASSES - 1)]
@@ -181,14 +184,17 @@ cc = claim_cmd()
 phase('claim', [cc] * (N // 2))
 active = r('ZRANGE', K('active'), 0, -1)
 ACK_KEYS = [K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger')]
-if 'release_holder' in scripts['ack']:  # the held prefix, then the workflow keys the broker declares (keys.hpp)
+if 'workflow_keys(KEYS, 11' in scripts['ack']:  # the workflow keys only for a workflow's job (none here)
+    ACK_KEYS += [K('held:'), K('finished:'), K('usage-journal'), K('run-times:')]
+elif 'release_holder' in scripts['ack']:  # the held prefix, then the workflow keys the broker declares (keys.hpp)
     ACK_KEYS += [K('held:'), K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
                  K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads')]
-if 'job_finished' in scripts['ack']: ACK_KEYS.append(K('finished:'))  # [admin] the finished prefix (keys.hpp)
 JOURNAL = 'usage_fold' in scripts  # [usage] the ends go to a journal, folded later (usage_fold.lua)
-if JOURNAL: ACK_KEYS.append(K('usage-journal'))  # keys.hpp usage_transition_keys
-elif 'usage_keys' in scripts['ack']: ACK_KEYS += [K('usage'), K('usage-totals'), K('usage-hours'), K('config')]
-if 'note_run_time' in scripts['ack']: ACK_KEYS.append(K('run-times:'))  # [estimate] keys.hpp run_times_prefix
+if 'workflow_keys(KEYS, 11' not in scripts['ack']:
+    if 'job_finished' in scripts['ack']: ACK_KEYS.append(K('finished:'))  # [admin] the finished prefix (keys.hpp)
+    if JOURNAL: ACK_KEYS.append(K('usage-journal'))  # keys.hpp usage_transition_keys
+    elif 'usage_keys' in scripts['ack']: ACK_KEYS += [K('usage'), K('usage-totals'), K('usage-hours'), K('config')]
+    if 'note_run_time' in scripts['ack']: ACK_KEYS.append(K('run-times:'))  # [estimate] keys.hpp run_times_prefix
 # The job read back behind the script, in the same round trip, when ack.lua no longer
 # returns it (JobStore::ack): counted with the ACK, as the broker sends it.
 READ_BACK = 'JobStore::ack reads it back' in scripts['ack']

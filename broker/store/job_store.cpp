@@ -94,22 +94,30 @@ Transition JobStore::push(const BatchJob& job, const PushInOneTrip& single) {
 
 Transition JobStore::ack(const std::string& queue, const std::string& id, const std::string& result_json,
                          const std::string& worker_id) {
-  auto after = with_usage_keys({keys::finished_prefix(queue)}, queue);
-  after.push_back(keys::run_times_prefix(queue));  // [estimate] 21
+  const auto hint = redis_.endpoint().describe() + '|' + id;
+  std::vector<std::string> ack_keys{keys::job(queue, id), keys::active(queue), keys::stats(queue), keys::events(queue),
+                                    keys::ledger(queue), keys::tenant_ledger(queue), keys::held_prefix(queue),
+                                    keys::finished_prefix(queue)};
+  for (auto& k : keys::usage_transition_keys(queue)) ack_keys.push_back(std::move(k));  // [usage] 9
+  ack_keys.push_back(keys::run_times_prefix(queue));  // [estimate] 10
+  // [workflows] 11-21 only for a workflow's job (a key costs the call ~1.1k
+  // instructions): known from this process's claim, else ack.lua asks for them.
+  if (hints().workflow_job(hint)) ack_keys = with_workflow_keys(std::move(ack_keys), queue);
   // The job comes back from an HGETALL behind the script, in the same round trip
   // (ack.lua replies without it: returned through Lua it cost Redis ~48k instructions,
   // read natively ~27k).
   std::vector<RedisValue> after_ack;
-  Transition t = transition_from(redis_.eval("ack",
-                                             with_workflow_keys({keys::job(queue, id), keys::active(queue), keys::stats(queue),
-                                                                 keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
-                                                                 keys::held_prefix(queue)},
-                                                                queue, after),
-                                             {result_json, worker_id}, {{"HGETALL", keys::job(queue, id)}}, &after_ack));
+  auto reply = redis_.eval("ack", ack_keys, {result_json, worker_id}, {{"HGETALL", keys::job(queue, id)}}, &after_ack);
+  if (!reply.elements.empty() && reply.elements.front().str == "need_keys") {
+    after_ack.clear();
+    reply = redis_.eval("ack", with_workflow_keys(std::move(ack_keys), queue), {result_json, worker_id},
+                        {{"HGETALL", keys::job(queue, id)}}, &after_ack);
+  }
+  Transition t = transition_from(reply);
   if (t.status == TransitionStatus::ok) {
     if (!after_ack.empty()) t.job = JobRecord::from_flat_array(after_ack.front());
     t.job.fields.emplace("id", id);  // gone already (purged in between): still names the job
-    hints().forget_claimed(redis_.endpoint().describe() + '|' + id);
+    hints().forget_claimed(hint);
   }
   return t;
 }

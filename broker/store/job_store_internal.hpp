@@ -47,20 +47,28 @@ constexpr std::size_t kSlice = 500;
 
 // What this process learned from its own claims, to spare Redis reads (keyed by
 // Redis endpoint, then job id; bounded, starting over past the bound): the queue of
-// each job it handed out. A job never changes queue, so its ACK/NACK skips the
-// directory read. ClaimStore remembers, JobStore forgets, JobDirectory looks up.
+// each job it handed out, and whether it is a workflow's job. A job never changes
+// queue, so its ACK/NACK skips the directory read; the ACK of a job known to be a
+// workflow's sends the workflow keys at once (ack.lua asks for them otherwise).
+// ClaimStore remembers, JobStore forgets, JobDirectory looks up.
 class ClaimedQueues {
  public:
   std::optional<std::string> claimed_queue(const std::string& job) {
     std::lock_guard lock(mutex_);
     auto it = claimed_.find(job);
     if (it == claimed_.end()) return std::nullopt;
-    return it->second;
+    return it->second.queue;
   }
-  void remember_claimed(const std::string& job, const std::string& queue) {
+  // [workflows] Whether a job this process claimed belongs to a workflow (false when not known).
+  bool workflow_job(const std::string& job) {
+    std::lock_guard lock(mutex_);
+    auto it = claimed_.find(job);
+    return it != claimed_.end() && it->second.workflow;
+  }
+  void remember_claimed(const std::string& job, const std::string& queue, bool workflow) {
     std::lock_guard lock(mutex_);
     if (claimed_.size() >= kMaxClaimed) claimed_.clear();
-    claimed_[job] = queue;
+    claimed_[job] = {queue, workflow};
   }
   void forget_claimed(const std::string& job) {
     std::lock_guard lock(mutex_);
@@ -68,9 +76,13 @@ class ClaimedQueues {
   }
 
  private:
+  struct Claimed {
+    std::string queue;
+    bool workflow = false;
+  };
   static constexpr std::size_t kMaxClaimed = 100000;
   std::mutex mutex_;
-  std::unordered_map<std::string, std::string> claimed_;
+  std::unordered_map<std::string, Claimed> claimed_;
 };
 
 ClaimedQueues& hints();

@@ -74,14 +74,19 @@ local EVENTS_MAXLEN = 10000
 local EVENTS_MAXLEN_S = '10000'  -- [hotpath] the same as XADD's argument: not formatted per call
 
 -- One XADD to the queue's capped event stream, from values the script holds.
-local function emit(events_key, event_type, job, extra)
+-- extra: more field/value pairs, or (a transition's one pair, [hotpath] no table built
+-- for it) nil and the pair as key, value.
+local function emit(events_key, event_type, job, extra, key, value)
   if EVENTS_MAXLEN == 0 then return end
   local fields = {'type', event_type, 'job_id', job.id or '', 'job_type', job.type or '',
                   'queue', job.queue or '', 'attempt', type(job.attempt) == 'string' and job.attempt or tostring(job.attempt or '0')}
+  local n = 10
   -- The job's tenant rides in the entry: a tenant-pinned reader filters without reading the job.
-  if job.tenant and job.tenant ~= '' then fields[#fields + 1] = 'tenant'; fields[#fields + 1] = job.tenant end
+  if job.tenant and job.tenant ~= '' then fields[11], fields[12] = 'tenant', job.tenant; n = 12 end
   if extra then
-    for i = 1, #extra do fields[#fields + 1] = extra[i] end
+    for i = 1, #extra do fields[n + i] = extra[i] end
+  elseif key then
+    fields[n + 1], fields[n + 2] = key, value
   end
   redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN_S, '*', unpack(fields))
 end
@@ -281,6 +286,10 @@ end
 -- caller deletes BUDGET_FIELDS itself (in the HDEL it sends
 -- anyway); returns whether there was a charge.
 local BUDGET_FIELDS = {'charged_gpus', 'charged_gpu_mem_mb'}  -- the job's charge, as claim writes it
+-- An empty list of fields, shared (never written to): a transition that deletes none.
+local NO_FIELDS = {}
+-- The fields of a running attempt that its end deletes (ack.lua), named once.
+local ATTEMPT_FIELDS = {'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at'}
 local function release_budget(l, jk, job, keep_field)
   local charged = tonumber(job.charged_gpus or '0')
   if charged > 0 then

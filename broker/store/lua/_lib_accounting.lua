@@ -19,6 +19,8 @@
 -- ext_ml cpu_cores, 1 when none), memory_mb (host memory declared, MB), gpu_memory_mb
 -- (GPU memory charged, MB). Amount x microseconds: exact integers.
 local USAGE_RESOURCES = {'gpu', 'cpu', 'memory_mb', 'gpu_memory_mb'}
+-- The job's record of each (usage_<resource>_us), named once: no name built per call.
+local USAGE_RECORD_FIELDS = {'usage_gpu_us', 'usage_cpu_us', 'usage_memory_mb_us', 'usage_gpu_memory_mb_us'}
 
 -- What the job holds while it runs, one amount per resource, as the job's fields
 -- hold them (read before release_budget, which clears the charge), and as numbers.
@@ -184,12 +186,15 @@ local function usage_keys(KEYS, first)
 end
 
 -- The end of a running attempt. u: usage_keys; job: as read, before release_budget
--- (which clears the charge); now: ms. The job's record fields (usage_<resource>_us)
--- are appended to `set` (the caller's HSET of the job, so its reply has them) or,
--- without one, written here; the queue's journal gets the line usage_fold reads:
+-- (which clears the charge); now: ms (now_s: the same as text, when the caller has it).
+-- The job's record fields (usage_<resource>_us) are appended to `set` (the caller's
+-- HSET of the job, so its reply has them) or, without one, written here; the queue's
+-- journal gets the line usage_fold reads:
 --   end ms TAB duration us TAB held ('1': its amounts leave <tenant>|run) TAB
 --   the four amounts TAB tenant TAB type TAB worker ('-': none)
-local function usage_ended(u, jk, job, now, set)
+-- [hotpath] Every table and string built here is paid again in the garbage collector:
+-- the record goes straight into `set`, the line is one concatenation.
+local function usage_ended(u, jk, job, now, set, now_s)
   local started = tonumber(job.started_at or '')
   if not started then return end
   local texts = usage_amount_texts(job)
@@ -200,23 +205,22 @@ local function usage_ended(u, jk, job, now, set)
     held, job.usage_run = '1', nil
     redis.call('HDEL', jk, 'usage_run')
   end
-  local record = {}
-  for i, name in ipairs(USAGE_RESOURCES) do
+  local record = set or {}
+  local n = #record
+  for i = 1, 4 do
     local used = math.floor(amounts[i] * dur_us)
     if used > 0 then
-      local field = 'usage_' .. name .. '_us'
+      local field = USAGE_RECORD_FIELDS[i]
       job[field] = int_s((tonumber(job[field] or '0') or 0) + used)
-      record[#record + 1] = field; record[#record + 1] = job[field]
+      record[n + 1], record[n + 2] = field, job[field]
+      n = n + 2
     end
   end
-  if set then
-    for i = 1, #record do set[#set + 1] = record[i] end
-  elseif #record > 0 then
-    redis.call('HSET', jk, unpack(record))
-  end
-  redis.call('RPUSH', u.journal, table.concat({int_s(now), int_s(dur_us), held, texts[1], texts[2], texts[3], texts[4],
-                                               usage_tenant(job), job.type or '',
-                                               (job.worker_id or '') ~= '' and job.worker_id or '-'}, '\t'))
+  if not set and n > 0 then redis.call('HSET', jk, unpack(record)) end
+  local worker = job.worker_id
+  redis.call('RPUSH', u.journal, (now_s or int_s(now)) .. '\t' .. int_s(dur_us) .. '\t' .. held .. '\t' .. texts[1] .. '\t' ..
+                                 texts[2] .. '\t' .. texts[3] .. '\t' .. texts[4] .. '\t' .. usage_tenant(job) .. '\t' ..
+                                 (job.type or '') .. '\t' .. ((worker or '') ~= '' and worker or '-'))
 end
 
 -- Folds up to `limit` lines of the journal, oldest first, into the usage hash, the

@@ -1,18 +1,34 @@
 -- ACK: active -> completed.
--- KEYS (21): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
---            7 held prefix (keys.hpp held_prefix), 8-18 workflow keys (_lib_workflows.lua),
---            19 finished prefix (keys.hpp finished_prefix), 20 [usage] the usage journal (_lib_accounting.lua usage_keys),
---            21 run-times prefix (keys.hpp run_times_prefix)
+-- KEYS (10 + 11n): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
+--            7 held prefix (keys.hpp held_prefix), 8 finished prefix (keys.hpp finished_prefix),
+--            9 [usage] the usage journal (_lib_accounting.lua usage_keys), 10 run-times prefix
+--            (keys.hpp run_times_prefix), n = 0 or 1: 11-21 workflow keys (_lib_workflows.lua).
+--            [hotpath] The workflow keys are sent only for a job of a workflow (a key costs
+--            the call ~1.1k instructions): a workflow's job ACKed without them answers
+--            {'need_keys'} with nothing written, and JobStore::ack sends them.
 -- ARGV: result_json ('' = none), worker_id ('' = any: plain OJS ACKs carry none)
 -- Reply: {'ok'} (also for a replay: the completing worker's same ACK again)
---        | {'not_found'} | {'conflict', state}
+--        | {'not_found'} | {'conflict', state} | {'need_keys'} (nothing written)
 -- [hotpath] The job is not in the reply: JobStore::ack reads it back with an HGETALL
 -- sent behind the call, native: returned through Lua it cost Redis ~48k instructions,
 -- the native read ~27k (bench/lua-callgrind.sh counts both).
 local result, worker = ARGV[1], ARGV[2]
 local jk = KEYS[1]
-local job = read_job(jk)
-if not job then return {'not_found'} end
+-- [hotpath] Only the fields this script and its helpers read (usage_ended, release_budget,
+-- held_by, emit, note_run_time, workflow_job_ended), into a table constructor: ~27k
+-- instructions less than the whole hash read into a table (bench/lua-callgrind.sh). A
+-- field a helper comes to read on this path is added here. An absent field is false.
+local f = redis.call('HMGET', jk, 'id', 'state', 'worker_id', 'gang_workers', 'workflow_id', 'workflow_member', 'tenant',
+                     'type', 'queue', 'attempt', 'started_at', 'started_us', 'charged_gpus', 'charged_gpu_mem_mb', 'cpus',
+                     'mem_mb', 'usage_run', 'usage_gpu_us', 'usage_cpu_us', 'usage_memory_mb_us', 'usage_gpu_memory_mb_us',
+                     'progress', 'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at', 'result')
+if not f[1] and not f[2] then return {'not_found'} end
+local job = {id = f[1], state = f[2], worker_id = f[3], gang_workers = f[4], workflow_id = f[5], workflow_member = f[6],
+             tenant = f[7], type = f[8], queue = f[9], attempt = f[10], started_at = f[11], started_us = f[12],
+             charged_gpus = f[13], charged_gpu_mem_mb = f[14], cpus = f[15], mem_mb = f[16], usage_run = f[17],
+             usage_gpu_us = f[18], usage_cpu_us = f[19], usage_memory_mb_us = f[20], usage_gpu_memory_mb_us = f[21],
+             progress = f[22], error = f[23], visibility_deadline = f[24], execution_deadline = f[25], next_attempt_at = f[26],
+             result = f[27]}
 if job.state ~= 'active' then
   -- A retried ACK (its first reply lost: the broker answered 503) by the worker that
   -- completed the job, with the same result, answers as the first did. Nothing is
@@ -25,24 +41,25 @@ if job.state ~= 'active' then
 end
 -- A worker whose reservation expired must not complete the job another worker now holds.
 if worker ~= '' and not held_by(job, worker) then return {'conflict', 'active (held by another worker)'} end
+if job.workflow_id and #KEYS < 21 then return {'need_keys'} end  -- [workflows] before any write
 -- [gangs] a gang completes when every rank has acknowledged; it keeps rank 0's result.
 if job.gang_workers then
+  local g = redis.call('HMGET', jk, 'gang_acked', 'gang_result', 'gang_size')  -- what gang_ack reads
+  job.gang_acked, job.gang_result, job.gang_size = g[1] or nil, g[2] or nil, g[3] or nil
   local gang_result = gang_ack(jk, job, worker, result)
   if not gang_result then return {'ok'} end
   result = gang_result
 end
 local now = now_ms()
 local now_s = int_s(now)  -- [hotpath] formatted once, not by every redis.call
-local used = {}
-usage_ended(usage_keys(KEYS, 20), jk, job, now, used)  -- [usage] before the charge is released
+local set = {'state', 'completed', 'completed_at', now_s}
+usage_ended(usage_keys(KEYS, 9), jk, job, now, set, now_s)  -- [usage] the job's record into `set`, before the charge is released
 local charged = release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job, true)  -- charged_gpus goes in the HDEL below
 job.state, job.completed_at = 'completed', now_s
-local set = {'state', 'completed', 'completed_at', now_s}
 if result ~= '' then
   job.result = result
-  set[5], set[6] = 'result', result
+  set[#set + 1] = 'result'; set[#set + 1] = result
 end
-for i = 1, #used do set[#set + 1] = used[i] end  -- [usage] the job's record
 if job.progress then  -- ecosystem: progress ends at 1.0
   job.progress = '1'
   set[#set + 1] = 'progress'; set[#set + 1] = '1'
@@ -50,7 +67,7 @@ end
 redis.call('HSET', jk, unpack(set))
 local del = {}
 if charged then for i, f in ipairs(BUDGET_FIELDS) do del[i] = f end end
-for _, f in ipairs({'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at'}) do
+for _, f in ipairs(ATTEMPT_FIELDS) do
   if job[f] then job[f] = nil; del[#del + 1] = f end
 end
 if #del > 0 then redis.call('HDEL', jk, unpack(del)) end  -- one HDEL for all (the reply lists them too)
@@ -58,8 +75,8 @@ redis.call('ZREM', KEYS[2], job.id)
 release_holder(KEYS[7], job)
 redis.call('HINCRBY', KEYS[3], 'completed', '1')
 count_minute(KEYS[3], 'processed', now)
-job_finished(KEYS[19], job, 'completed', now, now_s)
-note_run_time(KEYS[21], job, now)  -- [estimate]
-emit(KEYS[4], 'job.completed', job, {'duration_ms', int_s(now - tonumber(job.started_at or now))})
-workflow_job_ended(workflow_keys(KEYS, 8, KEYS[4]), job, 'completed', now)  -- [workflows]
+job_finished(KEYS[8], job, 'completed', now, now_s)
+note_run_time(KEYS[10], job, now)  -- [estimate]
+emit(KEYS[4], 'job.completed', job, nil, 'duration_ms', int_s(now - tonumber(job.started_at or now)))
+workflow_job_ended(workflow_keys(KEYS, 11, KEYS[4]), job, 'completed', now)  -- [workflows]
 return {'ok'}

@@ -1,14 +1,17 @@
 -- FETCH: atomically claim up to `count` jobs of the eligible requirement classes.
 -- A job past its expires_at when it would be delivered is discarded instead
 -- (OJS core; at most 100 per call) and the next best is taken.
--- KEYS (32): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
+-- KEYS (21 + 11n): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
 --   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
 --   13 stats, 14 rate window (zset: claim times in the rate period), 15 class heads,
 --   16 this worker's held set in the queue (keys.hpp held),
---   17-27 workflow keys (_lib_workflows.lua: an expired step ends its workflow's step),
---   28 finished prefix (keys.hpp finished_prefix), 29-32 [usage] the queue's usage hash, usage
+--   17 finished prefix (keys.hpp finished_prefix), 18-21 [usage] the queue's usage hash, usage
 --   journal, totals and hourly rollup (a `fair` claim folds the journal first: _lib_accounting.lua)
---   ([fairshare] config 7 also gives policy / fair_tenants / usage_half_life_ms; usage 29 the shares)
+--   ([fairshare] config 7 also gives policy / fair_tenants / usage_half_life_ms; usage 18 the shares),
+--   n = 0 or 1: 22-32 the workflow keys (_lib_workflows.lua: an expired step ends its workflow's
+--   step). [hotpath] Sent only when needed (a key costs a call ~1.1k instructions): without
+--   them, a claim stops before an expired workflow step, leaves it in place and says so
+--   (the reply's 5th element), and ClaimStore::claim calls again with them.
 --   The ready set of a class is the ready prefix + the class id, a member of the
 --   declared class-heads index (keys.hpp).
 -- ARGV: 1 worker_id, 2 request_visibility_ms ('' = none), 3 default_visibility_ms, 4 count,
@@ -21,7 +24,8 @@
 --       must end by, when the class would use GPUs held for one],
 --       10 '1' = list each claimed job in the held set ('': the worker has no load to keep)
 -- Reply: {'ok', {job fields...}, {budget-blocked: class, in_use, limit, kind, ...},
---         rate limit that cut this claim short ('' = none | concurrency | rate)}
+--         rate limit that cut this claim short ('' = none | concurrency | rate),
+--         '1' = stopped before an expired workflow step: call again with the workflow keys ('' = no)}
 --        | {'paused'} | {'stale', current version}
 local worker, request_vis, default_vis, count, version =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
@@ -33,11 +37,11 @@ if current ~= version then return {'stale', current} end
 local q = {delayed = KEYS[3], seq = KEYS[5], heads = KEYS[15], events = KEYS[6], job_prefix = KEYS[11], ready_prefix = KEYS[12]}
 local b = {config = KEYS[7], ledger = KEYS[8]}
 local now = now_ms()
-local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[11], usage = KEYS[29], now = now}
+local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[11], usage = KEYS[18], now = now}
 -- [hotpath] numbers handed to redis.call are formatted with snprintf('%.17g') on
 -- every call: constant and repeated arguments go as strings, each formatted once.
 local now_s = int_s(now)
-promote_due(q, now, 1000, function(jk, job) discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[28], now) end)
+promote_due(q, now, 1000, function(jk, job) discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[17], now) end)
 
 -- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
@@ -126,7 +130,7 @@ if rl[6] == 'fair' then
   -- [usage] The ends not folded yet, so the shares compare what was used up to now.
   -- Bounded: the maintenance pass folds about once a second, so more than this waits
   -- only after an outage, and is folded by later calls.
-  usage_fold({journal = KEYS[30], usage = KEYS[29], totals = KEYS[31], hours = KEYS[32], config = KEYS[7]}, 2000)
+  usage_fold({journal = KEYS[19], usage = KEYS[18], totals = KEYS[20], hours = KEYS[21], config = KEYS[7]}, 2000)
 end
 local started_us = int_s(usage_clock_us())  -- [usage] the start of each claimed attempt, for its resource-seconds
 
@@ -199,41 +203,47 @@ local function choose()
   end
 end
 
+-- The chosen job: its id (best_id, else its class's head, read now); nil when the
+-- class turned out empty (it is done).
+local function peek(c, best_id)
+  if best_id then return best_id end
+  local id = head_of(c)[1]
+  if not id then c.done, c.head, direct = true, nil, nil end
+  return id
+end
+
 -- The chosen job leaves its class's ready set, and the class's entry in the index
 -- follows (for a head, from the next job read with it: ready_remove's re-read is
--- spared). Returns its id; nil when the class turned out empty (it is done).
-local function take(c, best_id)
+-- spared).
+local function take(c, best_id, id)
   if best_id then
     ready_remove(KEYS[15], c.ready, c.id, best_id)
   else
     local h = head_of(c)
-    best_id = h[1]
-    if best_id then
-      redis.call('ZREM', c.ready, best_id)
-      if h[3] then redis.call('ZADD', KEYS[15], h[4], c.id) else redis.call('ZREM', KEYS[15], c.id) end
-    else
-      c.done = true
-    end
+    redis.call('ZREM', c.ready, id)
+    if h[3] then redis.call('ZADD', KEYS[15], h[4], c.id) else redis.call('ZREM', KEYS[15], c.id) end
   end
   c.head, direct = nil, nil  -- re-read: this class's head moved
-  return best_id
 end
 
 -- Up to `count` jobs, best first. A job past its expires_at is discarded instead (at
 -- most 100 per call), as any discard: its workflow step ends too.
 local expired_left = 100
+local more = ''  -- '1': stopped before an expired workflow step (KEYS 22-32 not sent)
 while #claimed < count do
   local c, best_id = choose()
   if not c then break end
-  local id = take(c, best_id)
+  local id = peek(c, best_id)
   if id then
     local jk = KEYS[11] .. id
     local job, flat = read_job(jk)
     if not job then job, flat = {id = id}, {'id', id} end
     local expires = tonumber(job.expires_at or '')
+    if expires and expires <= now and job.workflow_id and #KEYS < 32 then more = '1'; break end
+    take(c, best_id, id)
     if expires and expires <= now then
-      discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[28], now)
-      workflow_job_ended(workflow_keys(KEYS, 17, KEYS[6]), job, 'failed', now)  -- [workflows]
+      discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[17], now)
+      workflow_job_ended(workflow_keys(KEYS, 22, KEYS[6]), job, 'failed', now)  -- [workflows]
       expired_left = expired_left - 1
       if expired_left == 0 then break end
     else
@@ -243,17 +253,19 @@ while #claimed < count do
       -- call's state it cost ~5k instructions more per claim.)
       job.attempt = int_s(tonumber(job.attempt or '0') + 1)
       job.state, job.started_at, job.worker_id = 'active', now_s, worker
-      local set = {'state', 'active', 'started_at', now_s, 'started_us', started_us, 'worker_id', worker, 'attempt', job.attempt}
-      local del = {}
       local deadline, dropped = start_deadlines(job, now, request_vis, default_vis)
       deadline = int_s(deadline)
       job.visibility_deadline = deadline
-      set[#set + 1] = 'visibility_deadline'; set[#set + 1] = deadline
+      -- [hotpath] A table or string built here is paid again in Lua's collector: the
+      -- fields every claim writes in one constructor, `del` only when a field goes.
+      local set = {'state', 'active', 'started_at', now_s, 'started_us', started_us, 'worker_id', worker, 'attempt', job.attempt,
+                   'visibility_deadline', deadline}
+      local del = NO_FIELDS
       if job.execution_deadline then
         job.execution_deadline = int_s(job.execution_deadline)
         set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline
       end
-      if dropped then del[#del + 1] = 'execution_deadline' end
+      if dropped then del = {'execution_deadline'} end
       if c.gpus > 0 then
         local gpus_s = int_s(c.gpus)
         job.charged_gpus = gpus_s
@@ -270,16 +282,18 @@ while #claimed < count do
         job.ext_ml_assigned_devices = c.devices
         set[#set + 1] = 'ext_ml_assigned_devices'; set[#set + 1] = c.devices
       elseif job.ext_ml_assigned_devices then
-        job.ext_ml_assigned_devices = nil; del[#del + 1] = 'ext_ml_assigned_devices'
+        job.ext_ml_assigned_devices = nil
+        if del == NO_FIELDS then del = {} end
+        del[#del + 1] = 'ext_ml_assigned_devices'
       end
       redis.call('HSET', jk, unpack(set))
       if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
       redis.call('ZADD', KEYS[4], deadline, id)
       if record then redis.call('SADD', KEYS[16], id) end  -- the worker's load, in the same step as the claim
-      emit(KEYS[6], 'job.started', job, {'worker_id', worker})
+      emit(KEYS[6], 'job.started', job, nil, 'worker_id', worker)
       if rate_starts and rate_period then rate_record(KEYS[14], rate_period, now_s, id .. ':' .. job.attempt) end  -- [spec #17]
       claimed[#claimed + 1] = job_reply(flat, set, del)
     end
   end
 end
-return {'ok', claimed, blocked, rate_limited}
+return {'ok', claimed, blocked, rate_limited, more}

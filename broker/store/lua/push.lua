@@ -50,5 +50,5 @@ redis.call('HSET', jk, 'id', id, 'class', class, 'rank_base', rank_base, 'attemp
            'state', state, at_field, at, unpack(ARGV, 9))
 if escalate_after ~= '' then redis.call('ZADD', KEYS[8], int_s(now + tonumber(escalate_after)), id) end
 if reservation_timeout ~= '' then redis.call('ZADD', KEYS[9], int_s(now + tonumber(reservation_timeout)), id) end
-emit(KEYS[7], 'job.enqueued', job, {'state', state})
+emit(KEYS[7], 'job.enqueued', job, nil, 'state', state)
 return {'ok', {'state', state, 'created_at', now_s, at_field, at}}

@@ -1,0 +1,140 @@
+// The keys a claim and an ACK send Redis (issue 25): a key costs the script call
+// ~1.1k instructions, so the 11 workflow keys go only where a workflow's job needs
+// them, and a job of a workflow still ends its step whichever path it takes: an ACK
+// on a broker that did not claim it (ack.lua asks for the keys), an ACK on the
+// broker that did (it knows), an expired step met by a claim (claim.lua stops
+// before it and the broker calls again with the keys). The key counts are read
+// from Redis's slow log with a threshold of 0: every command, with its arguments.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/processes.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+
+namespace {
+
+// The FCALLs of one script since the log was reset: the number of keys each sent
+// (the FCALL's third argument), oldest first. The function's name is the script's
+// plus the library's suffix, '_' and 12 hex digits (broker/store/lua_scripts.cpp).
+std::vector<int> fcall_key_counts(const RedisServer& redis, const std::string& script) {
+  const auto lines = redis_lines(redis, {"SLOWLOG", "GET", "1000"});
+  std::vector<int> newest_first;
+  for (std::size_t i = 0; i + 2 < lines.size(); ++i)
+    if (lines[i] == "FCALL" && lines[i + 1].rfind(script + "_", 0) == 0 && lines[i + 1].size() == script.size() + 13)
+      newest_first.push_back(std::stoi(lines[i + 2]));
+  return {newest_first.rbegin(), newest_first.rend()};
+}
+
+void log_every_command(const RedisServer& redis) {
+  redis_lines(redis, {"CONFIG", "SET", "slowlog-log-slower-than", "0"});
+  redis_lines(redis, {"CONFIG", "SET", "slowlog-max-len", "1000"});
+  redis_lines(redis, {"SLOWLOG", "RESET"});
+}
+
+json step(const std::string& type, const std::string& queue) {
+  return {{"type", type}, {"args", json::array({type})}, {"options", {{"queue", queue}}}};
+}
+
+// The id of the job of `type` in `queue` (the test's only one of that type).
+std::string job_of_type(const RedisServer& redis, const std::string& queue, const std::string& type) {
+  for (const auto& key : redis_lines(redis, {"--scan", "--pattern", "ojs:{" + queue + "}:job:*"}))
+    if (redis_lines(redis, {"HGET", key, "type"}) == std::vector<std::string>{type}) return redis_lines(redis, {"HGET", key, "id"}).at(0);
+  return {};
+}
+
+}  // namespace
+
+TEST(TransitionKeys, APlainJobsClaimAndAckSendNoWorkflowKeys) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  api.push({{"type", "keys.plain"}, {"args", json::array()}, {"options", {{"queue", "keys-plain"}}}});
+  log_every_command(redis);
+  const auto jobs = api.fetch({"keys-plain"}, "w1");
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", jobs[0]["id"]}, {"worker_id", "w1"}}).status, 200);
+  EXPECT_EQ(fcall_key_counts(redis, "claim"), std::vector<int>{21}) << "claim.lua's KEYS 1-21, no workflow keys";
+  EXPECT_EQ(fcall_key_counts(redis, "ack"), std::vector<int>{10}) << "ack.lua's KEYS 1-10, no workflow keys";
+}
+
+TEST(TransitionKeys, AWorkflowStepAckedOnEitherBrokerAdvancesItsChain) {
+  RedisServer redis;
+  BrokerProcess claiming{redis.url()};
+  BrokerProcess other{redis.url()};
+  Api a{claiming.url()};
+  Api b{other.url()};
+  auto created = a.post("/ojs/v1/workflows", {{"type", "chain"}, {"steps", {step("c.one", "keys-chain"), step("c.two", "keys-chain"),
+                                                                           step("c.three", "keys-chain")}}});
+  ASSERT_EQ(created.status, 201) << created.body.dump();
+  const std::string wf = created.body["workflow"]["id"];
+  log_every_command(redis);
+  // Claimed on one broker, ACKed on the other: it cannot know the job is a step.
+  auto first = a.fetch({"keys-chain"}, "w1");
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(b.post("/ojs/v1/workers/ack", {{"job_id", first[0]["id"]}, {"worker_id", "w1"}, {"result", 1}}).status, 200);
+  EXPECT_EQ(fcall_key_counts(redis, "ack"), (std::vector<int>{10, 21})) << "asked for the workflow keys, then sent them";
+  // Claimed and ACKed on the same broker: it sends them at once.
+  redis_lines(redis, {"SLOWLOG", "RESET"});
+  auto second = a.fetch({"keys-chain"}, "w1");
+  ASSERT_EQ(second.size(), 1u) << "the chain's second step is available";
+  EXPECT_EQ(second[0]["type"], "c.two");
+  EXPECT_EQ(a.post("/ojs/v1/workers/ack", {{"job_id", second[0]["id"]}, {"worker_id", "w1"}, {"result", 2}}).status, 200);
+  EXPECT_EQ(fcall_key_counts(redis, "ack"), std::vector<int>{21});
+  auto third = b.fetch({"keys-chain"}, "w1");
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_EQ(third[0]["type"], "c.three");
+  EXPECT_EQ(third[0]["parent_results"], json::array({nullptr, 2})) << third[0].dump();
+  EXPECT_EQ(a.post("/ojs/v1/workers/ack", {{"job_id", third[0]["id"]}, {"worker_id", "w1"}, {"result", 3}}).status, 200);
+  const auto done = a.get("/ojs/v1/workflows/" + wf).body["workflow"];
+  EXPECT_EQ(done["state"], "completed") << done.dump();
+  EXPECT_EQ(done["steps_completed"], 3);
+}
+
+// An expired step is discarded by the claim that meets it and ends its step (the
+// maintenance pass, which would discard it too, is held off for the test's length).
+TEST(TransitionKeys, AnExpiredWorkflowStepMetByAClaimEndsItsStep) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000"}};
+  Api api{broker.url()};
+  auto created = api.post("/ojs/v1/workflows", {{"type", "group"}, {"jobs", {step("g.first", "keys-group"), step("g.second", "keys-group")}}});
+  ASSERT_EQ(created.status, 201) << created.body.dump();
+  const std::string wf = created.body["workflow"]["id"];
+  const auto expired = job_of_type(redis, "keys-group", "g.first");
+  ASSERT_FALSE(expired.empty());
+  redis_lines(redis, {"HSET", "ojs:{keys-group}:job:" + expired, "expires_at", "1"});  // long past, at the head
+  log_every_command(redis);
+  const auto jobs = api.fetch({"keys-group"}, "w1", 2);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["type"], "g.second");
+  EXPECT_EQ(fcall_key_counts(redis, "claim"), (std::vector<int>{21, 32})) << "stopped before the step, called again with the keys";
+  const auto job = api.get("/ojs/v1/jobs/" + expired).body["job"];
+  EXPECT_EQ(job["state"], "discarded") << job.dump();
+  const auto group = api.get("/ojs/v1/workflows/" + wf).body["workflow"];
+  EXPECT_EQ(group["jobs_failed"], 1) << group.dump();
+  EXPECT_EQ(group["state"], "running");
+}
+
+// ack.lua reads into Lua only the fields it uses (HMGET): the whole job is read once,
+// natively, behind the script (JobStore::ack). The background loops are held off.
+TEST(TransitionKeys, AnAckReadsTheWholeJobOnceNatively) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000", "--preemption-interval-ms", "600000"}};
+  Api api{broker.url()};
+  api.push({{"type", "keys.read"}, {"args", json::array()}, {"options", {{"queue", "keys-read"}}}});
+  const auto jobs = api.fetch({"keys-read"}, "w1");
+  ASSERT_EQ(jobs.size(), 1u);
+  redis_lines(redis, {"CONFIG", "RESETSTAT"});
+  const auto acked = api.post("/ojs/v1/workers/ack", {{"job_id", jobs[0]["id"]}, {"worker_id", "w1"}, {"result", {{"ok", true}}}});
+  ASSERT_EQ(acked.status, 200);
+  EXPECT_EQ(acked.body["job"]["state"], "completed") << acked.body.dump();
+  EXPECT_EQ(acked.body["job"]["result"], json({{"ok", true}}));
+  // Commands a script runs count in commandstats as their own.
+  std::string hgetall = "none";
+  for (const auto& line : redis_lines(redis, {"INFO", "commandstats"}))
+    if (line.rfind("cmdstat_hgetall:", 0) == 0) hgetall = line.substr(0, line.find(','));
+  EXPECT_EQ(hgetall, "cmdstat_hgetall:calls=1") << "the read-back behind ack.lua only";
+}
