@@ -118,6 +118,37 @@ TEST(TransitionKeys, AnExpiredWorkflowStepMetByAClaimEndsItsStep) {
   EXPECT_EQ(group["state"], "running");
 }
 
+// A workflow's step waiting for its retry that has expired when a claim promotes it is
+// discarded and ends its step, as when a claim meets it in a ready set: the claim
+// without the workflow keys leaves it due and the broker calls again with them. (It
+// was discarded and its step left running: the group never finished.)
+TEST(TransitionKeys, AnExpiredWorkflowStepPromotedByAClaimEndsItsStep) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000"}};
+  Api api{broker.url()};
+  auto created = api.post("/ojs/v1/workflows", {{"type", "group"}, {"jobs", {step("p.first", "keys-promote"), step("p.second", "keys-promote")}}});
+  ASSERT_EQ(created.status, 201) << created.body.dump();
+  const std::string wf = created.body["workflow"]["id"];
+  const auto first = api.fetch({"keys-promote"}, "w1", 1);
+  ASSERT_EQ(first.size(), 1u);
+  const std::string retried = first[0]["id"];
+  auto nack = api.post("/ojs/v1/workers/nack", {{"job_id", retried}, {"worker_id", "w1"}, {"error", {{"message", "try again"}}}});
+  ASSERT_EQ(nack.status, 200) << nack.body.dump();
+  ASSERT_EQ(api.get("/ojs/v1/jobs/" + retried).body["job"]["state"], "retryable");
+  // Due now, and past its expiry (as time would make it).
+  redis_lines(redis, {"HSET", "ojs:{keys-promote}:job:" + retried, "expires_at", "1"});
+  redis_lines(redis, {"ZADD", "ojs:{keys-promote}:delayed", "0", retried});
+  log_every_command(redis);
+  const auto jobs = api.fetch({"keys-promote"}, "w2", 1);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_NE(jobs[0]["id"], retried);
+  EXPECT_EQ(fcall_key_counts(redis, "claim"), (std::vector<int>{21, 32})) << "left it due, called again with the keys";
+  const auto job = api.get("/ojs/v1/jobs/" + retried).body["job"];
+  EXPECT_EQ(job["state"], "discarded") << job.dump();
+  const auto group = api.get("/ojs/v1/workflows/" + wf).body["workflow"];
+  EXPECT_EQ(group["jobs_failed"], 1) << group.dump();
+}
+
 // ack.lua reads into Lua only the fields it uses (HMGET): the whole job is read once,
 // natively, behind the script (JobStore::ack). The background loops are held off.
 TEST(TransitionKeys, AnAckReadsTheWholeJobOnceNatively) {

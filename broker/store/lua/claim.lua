@@ -41,7 +41,18 @@ local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[
 -- [hotpath] numbers handed to redis.call are formatted with snprintf('%.17g') on
 -- every call: constant and repeated arguments go as strings, each formatted once.
 local now_s = int_s(now)
-promote_due(q, now, 1000, function(jk, job) discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[17], now) end)
+-- A due job already past its expires_at is discarded, as any discard: a workflow's ends
+-- its step, with the workflow keys; without them it stays due for the call with them.
+local more = ''  -- '1': stopped before an expired workflow step (KEYS 22-32 not sent)
+promote_due(q, now, 1000, function(jk, job)
+  if job.workflow_id and #KEYS < 32 then
+    redis.call('ZADD', KEYS[3], now_s, job.id)
+    more = '1'
+    return
+  end
+  discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[17], now)
+  if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 22, KEYS[6]), job, 'failed', now) end  -- [workflows]
+end)
 
 -- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
@@ -229,7 +240,6 @@ end
 -- Up to `count` jobs, best first. A job past its expires_at is discarded instead (at
 -- most 100 per call), as any discard: its workflow step ends too.
 local expired_left = 100
-local more = ''  -- '1': stopped before an expired workflow step (KEYS 22-32 not sent)
 while #claimed < count do
   local c, best_id = choose()
   if not c then break end
