@@ -42,10 +42,12 @@ class Preemption : public ::testing::Test {
     return r.body;
   }
   // Heartbeats until a directive arrives (the controller runs every 100 ms).
-  json wait_for_directive(const std::string& worker, const std::string& job_id) {
+  json wait_for_directive(const std::string& worker, const std::string& job_id) { return wait_for_directives(worker, {job_id}); }
+  // Heartbeats of a worker running `active` until a beat carries directives: those.
+  json wait_for_directives(const std::string& worker, const std::vector<std::string>& active) {
     const auto until = std::chrono::steady_clock::now() + 10s;
     while (std::chrono::steady_clock::now() < until) {
-      auto beat = heartbeat(worker, {job_id});
+      auto beat = heartbeat(worker, active);
       if (!beat["job_directives"].empty()) return beat["job_directives"];
       std::this_thread::sleep_for(100ms);
     }
@@ -144,6 +146,35 @@ TEST_F(Preemption, TheFreeGpusAPreemptionCountedOnAreHeldDuringTheGracePeriod) {
   const auto got = api.fetch(queues, "a1", 1, a100);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0]["id"], reserved);
+}
+
+// A capacity hold ends when its preemptor is placed: the next reserved job may
+// preempt on the same worker at once, not only once the first victim's grace period
+// (30 s) and the hold's margin have passed.
+TEST_F(Preemption, AHoldEndsWhenItsPreemptorIsPlacedAndTheWorkerMayBePreemptedAgain) {
+  const auto a100 = caps_body("4xa100-pcie");
+  const std::vector<std::string> queues = {"again-res", "again-spot"};
+  std::vector<std::string> spots;
+  for (int i = 0; i < 4; ++i) spots.push_back(api.push(spot_job("again-spot", 30)));
+  ASSERT_EQ(api.fetch(queues, "a1", 4, a100).size(), 4u);
+  const auto first = api.push(reserved_job("again-res"));
+  auto directives = wait_for_directives("a1", spots);
+  ASSERT_EQ(directives.size(), 1u) << "no preempt directive arrived";
+  const std::string victim = directives[0]["job_id"];
+  auto nack = api.post("/ojs/v1/workers/nack", {{"job_id", victim}, {"worker_id", "a1"}, {"requeue", true},
+                                                {"error", {{"code", "preempted"}, {"message", "preempted"}}}});
+  ASSERT_EQ(nack.status, 200) << nack.body.dump();
+  auto got = api.fetch(queues, "a1", 1, a100);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], first);
+
+  const auto second = api.push(reserved_job("again-res"));
+  std::vector<std::string> running;
+  for (const auto& id : spots)
+    if (id != victim) running.push_back(id);
+  directives = wait_for_directives("a1", running);
+  ASSERT_EQ(directives.size(), 1u) << "the worker stayed held after its preemptor was placed";
+  EXPECT_EQ(directives[0]["preempted_for"], second);
 }
 
 TEST_F(Preemption, WorkerThatIgnoresTheDirectiveLosesTheJobAtTheDeadline) {
