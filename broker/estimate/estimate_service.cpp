@@ -180,6 +180,9 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   s.limits.tenant_max = budget.tenant_max_gpus;
   s.limits.tenant_in_use = budget.tenant_gpus_in_use;
 
+  // [fairorder] Under policy fair, the tenants' shares the claim orders by (either order).
+  s.fair = marks_.fair_shares(queue, true);
+
   // How the queue's jobs kept to their declared durations (Overruns: the ends of jobs that declare one).
   const auto overruns = estimate::Overruns::of(reads_.ran_vs_declared(queue, estimate::kOverrunsKept));
 

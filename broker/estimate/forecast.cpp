@@ -11,6 +11,7 @@
 #include <set>
 
 #include "broker/preemption/capacity_plan.hpp"
+#include "broker/store/priority_score.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/predicates.hpp"
 
@@ -131,6 +132,7 @@ class Run {
     const Waiting& w;
     int cls = 0;
     bool placed = false;
+    double order = 0;  // its place in the queue's order: the score, or [fairorder] the fair key (reorder)
   };
   using Key = std::pair<double, std::size_t>;  // (score, job): the queue's order
 
@@ -141,10 +143,10 @@ class Run {
       scanned_.push_back(false);
     }
     const std::size_t i = jobs_.size();
-    jobs_.push_back({w, it->second, false});
+    jobs_.push_back({w, it->second, false, w.score});
     if (w.req->hard.gang.size > 0) gangs_ = true;  // a forming gang holds workers again at each instant: every worker is looked at
     if (w.due_ms > s_.now_ms) wakes_.insert({w.due_ms, i});
-    else classes_[static_cast<std::size_t>(it->second)].insert({w.score, i});
+    else classes_[static_cast<std::size_t>(it->second)].insert({w.score, i});  // reorder() re-keys it under fair
     if (const auto hold = locality_hold_end(w, s_.scoring); hold > s_.now_ms) wakes_.insert({hold, i});
   }
 
@@ -155,7 +157,7 @@ class Run {
       wakes_.erase(wakes_.begin());
       auto& job = jobs_[i];
       if (job.placed) continue;
-      if (job.w.due_ms <= t) classes_[static_cast<std::size_t>(job.cls)].insert({job.w.score, i});
+      if (job.w.due_ms <= t) classes_[static_cast<std::size_t>(job.cls)].insert({job.order, i});
       scanned_[static_cast<std::size_t>(job.cls)] = false;  // due now or its locality hold ended: every worker is looked at
     }
   }
@@ -193,6 +195,7 @@ class Run {
           limits_.budget.gpus_in_use -= it->job.gpus;
           if (it->job.gpus > 0 && freed_jobs.insert(it->job.job_id).second) limits_.budget.gpu_jobs -= 1;
           if (!it->tenant.empty()) limits_.tenant_in_use[it->tenant] -= it->job.gpus;
+          fair_held(it->tenant, -it->job.gpus);
         }
         if (initial_.count(it->job.job_id)) {
           ended_on_[w].emplace_back(it->job.job_id, it->source);
@@ -217,7 +220,8 @@ class Run {
   bool watched_in(int c, const Key& from) const {
     if (watch_ >= jobs_.size() || jobs_[watch_].placed || jobs_[watch_].cls != c) return false;
     const auto& pending = classes_[static_cast<std::size_t>(c)];
-    return pending.count({jobs_[watch_].w.score, watch_}) && Key{jobs_[watch_].w.score, watch_} > from;
+    const Key key{jobs_[watch_].order, watch_};
+    return pending.count(key) && key > from;
   }
 
   void place(std::int64_t t, const std::function<void(std::size_t, const Placement&)>& placed) {
@@ -227,18 +231,26 @@ class Run {
     // not fit then (the others only gained load), unless the budget freed or a gang
     // waits: then every worker is looked at.
     const bool all = all_dirty_ || gangs_;
+    if (s_.fair) reorder();
     const std::set<std::size_t> dirty = std::move(dirty_);
     dirty_.clear();
     all_dirty_ = false;
     // The class heads, lowest score first.
-    std::priority_queue<std::pair<Key, int>, std::vector<std::pair<Key, int>>, std::greater<>> heads;
-    for (std::size_t c = 0; c < classes_.size(); ++c)
-      if (!classes_[c].empty() && (all || !scanned_[c] || fits_a_dirty(static_cast<int>(c), dirty)))
-        heads.push({*classes_[c].begin(), static_cast<int>(c)});
+    using Heads = std::priority_queue<std::pair<Key, int>, std::vector<std::pair<Key, int>>, std::greater<>>;
+    Heads heads;
+    std::set<int> stopped;  // classes that can take no more at this instant
+    const auto push_heads = [&] {
+      for (std::size_t c = 0; c < classes_.size(); ++c)
+        if (!classes_[c].empty() && !stopped.count(static_cast<int>(c)) &&
+            (all || !scanned_[c] || fits_a_dirty(static_cast<int>(c), dirty)))
+          heads.push({*classes_[c].begin(), static_cast<int>(c)});
+    };
+    push_heads();
     while (!heads.empty()) {
       const auto [from, c] = heads.top();
       heads.pop();
       auto& pending = classes_[static_cast<std::size_t>(c)];
+      bool placed_one = false;
       // The class's jobs from `from` on, until one is placed or the class can take no more now.
       for (auto it = pending.find(from); it != pending.end();) {
         const std::size_t i = it->second;
@@ -316,14 +328,75 @@ class Run {
           limits_.budget.gpus_in_use += gpus;
           limits_.budget.gpu_jobs += 1;
           if (!job.tenant.empty()) limits_.tenant_in_use[job.tenant] += gpus;
+          fair_held(job.tenant, gpus);
         }
         jobs_[i].placed = true;
         scanned_[static_cast<std::size_t>(c)] = false;  // the scan stopped at the first worker that fit
         it = pending.erase(it);
         placed(i, p);
-        if (it != pending.end()) heads.push({*it, c});  // its next job, in the queue's order among the others
+        if (s_.fair) {  // [fairorder] the tenant's share moved: every job's place may have
+          reorder();
+          heads = Heads();
+          push_heads();
+        } else if (it != pending.end()) {
+          heads.push({*it, c});  // its next job, in the queue's order among the others
+        }
+        placed_one = true;
         break;
       }
+      if (!placed_one) stopped.insert(c);
+    }
+  }
+
+  // [fairorder] GPUs a tenant's jobs of this queue hold beyond what the shares were read
+  // with (the run's placements and ends); only where the shares are of GPUs.
+  void fair_held(const std::string& tenant, long long gpus) {
+    if (!s_.fair || s_.fair->resource == 2 || gpus == 0) return;
+    fair_held_[tenant] += static_cast<double>(gpus);
+    fair_queue_held_ += static_cast<double>(gpus);
+  }
+
+  // [fairorder] Each waiting job's place under the fair order at this instant, as
+  // claim.lua's fair_head and fair_rank take them (_lib_fairshare.lua): tenant order,
+  // the lowest share (decayed use plus what is held now, over the weight) first, then
+  // the higher class, then FIFO; class order, the class, then the share, then FIFO. A
+  // job without a tenant has share 0; one scored under an earlier policy (below the
+  // fair bands) goes first, as the claim serves it. Tenants rank by share (ties equal),
+  // the rank and the class packed with the FIFO sequence into the key, exactly.
+  void reorder() {
+    const FairShares& f = *s_.fair;
+    std::map<std::string, double> share;
+    for (const auto& job : jobs_)
+      if (!job.placed && !share.count(job.w.tenant)) {
+        const auto held = fair_held_.find(job.w.tenant);
+        share[job.w.tenant] =
+            job.w.tenant.empty() ? 0 : f.share(job.w.tenant, held == fair_held_.end() ? 0 : held->second, fair_queue_held_);
+      }
+    std::vector<double> levels;
+    for (const auto& [tenant, value] : share) levels.push_back(value);
+    std::sort(levels.begin(), levels.end());
+    levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+    constexpr double kSeq = 1099511627776.0;  // 2^40: the FIFO sequence below (priority_score.hpp kScoreBand)
+    const double base = static_cast<double>(kFairBandBase) * kSeq;  // 2^52: above every score of an earlier policy
+    for (auto& job : jobs_) {
+      if (job.placed) continue;
+      ScoreParts parts;
+      try {
+        parts = unpack_score(job.w.score);
+      } catch (const std::out_of_range&) {
+        continue;  // not a score the claim could give: its own place
+      }
+      if (parts.band < kFairBandBase) continue;  // scored under an earlier policy: served first
+      const double rank = static_cast<double>(std::min<std::ptrdiff_t>(
+          std::lower_bound(levels.begin(), levels.end(), share[job.w.tenant]) - levels.begin(), 255));
+      const double cls = static_cast<double>(2 - std::clamp(job.w.class_rank, 0, 2));
+      const double seq = static_cast<double>(parts.seq);
+      job.order = base + (f.by_tenant ? rank * 16 * kSeq + cls * 4 * kSeq : cls * 1024 * kSeq + rank * 2 * kSeq) + seq;
+    }
+    for (std::size_t c = 0; c < classes_.size(); ++c) {
+      std::set<Key> keyed;
+      for (const auto& [old, i] : classes_[c]) keyed.insert({jobs_[i].order, i});
+      classes_[c] = std::move(keyed);
     }
   }
 
@@ -449,6 +522,8 @@ class Run {
   bool all_dirty_ = true;            // look at every worker at the next pass
   bool gangs_ = false;               // a gang waits
   bool limited_ = false;             // the queue has a budget or tenant quotas
+  std::map<std::string, double> fair_held_;  // [fairorder] tenant -> GPUs held beyond the shares' reading
+  double fair_queue_held_ = 0;
 };
 
 // Why no worker of the fleet could ever take `req` (nullopt: some could).

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "broker/preemption/victims.hpp"
+#include "broker/store/fair_shares.hpp"
 #include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/device_assignment.hpp"
 #include "ojs/ml/requirements.hpp"
@@ -125,6 +126,11 @@ struct Snapshot {
   };
   std::vector<Hold> holds;
   bool preemption = true;  // the run preempts as the controller does (the broker always does; off: to measure without)
+  // [fairorder] Under `policy: fair`: the tenants' shares when read (decayed use, held
+  // now) and the queue's fair order. The run takes the jobs by them, as claim.lua's
+  // fair_head does, with what the run places and ends counted in what is held.
+  // nullopt: the score order.
+  std::optional<FairShares> fair;
 };
 
 struct Placement {

@@ -18,6 +18,7 @@ struct FairShares {
   int resource = 0;         // 1 GPUs, 2 CPU cores (a queue without GPU jobs), 0 nothing used or held yet
   double queue_held = 0;    // of `resource`, held by the queue's jobs now
   double default_weight = 1;
+  bool by_tenant = true;  // the queue's fair order: tenant (lowest share first), or class (class first, share within)
   std::map<std::string, Tenant> tenants;  // every tenant with a weight or a use
 
   // The claim's share of `tenant` (its fraction of the decayed use, plus its fraction

@@ -134,15 +134,16 @@ bool PreemptionStore::delete_reservation(const std::string& id) {
   return redis_.command({"HDEL", keys::reservations, id}).integer == 1;
 }
 
-std::optional<FairShares> PreemptionStore::fair_shares(const std::string& queue) {
-  const auto r = redis_.eval("fair_shares", keys::usage_fold_keys(queue), {});
+std::optional<FairShares> PreemptionStore::fair_shares(const std::string& queue, bool any_order) {
+  const auto r = redis_.eval("fair_shares", keys::usage_fold_keys(queue), {any_order ? "any" : ""});
   const auto& e = r.elements;
-  if (e.size() < 3) return std::nullopt;
+  if (e.size() < 4) return std::nullopt;
   FairShares out;
   out.resource = std::stoi(e[0].str);
   out.queue_held = std::stod(e[1].str);
   out.default_weight = std::stod(e[2].str);
-  for (std::size_t i = 3; i + 3 < e.size(); i += 4)
+  out.by_tenant = e[3].str != "class";
+  for (std::size_t i = 4; i + 3 < e.size(); i += 4)
     out.tenants[e[i].str] = {std::stod(e[i + 1].str), std::stod(e[i + 2].str), std::stod(e[i + 3].str)};
   return out;
 }

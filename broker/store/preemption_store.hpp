@@ -29,8 +29,9 @@ class PreemptionStore {
   explicit PreemptionStore(RedisPool& redis) : redis_(redis) {}
 
   // [fairorder] The queue's tenant shares (fair_shares.lua, after folding its usage
-  // journal), or nullopt when its order is not fair's tenant order.
-  std::optional<FairShares> fair_shares(const std::string& queue);
+  // journal), or nullopt when its policy is not fair or (any_order false) its order not
+  // fair's tenant order.
+  std::optional<FairShares> fair_shares(const std::string& queue, bool any_order = false);
 
   // Leader lease of the preemption controller: true while `owner` holds it.
   bool hold_lease(const std::string& owner, std::int64_t ttl_ms);

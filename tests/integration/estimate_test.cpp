@@ -166,6 +166,31 @@ TEST_F(Estimate, BehindAJobResumedFromItsCheckpoint) {
   EXPECT_LE(ms_of(e["start_at"]), reported + 3 * (reported - started_ms(a)) + 1000) << e.dump();
 }
 
+// [fairorder] Under policy fair the run takes the jobs as the claim does: team-a has
+// used the queue and holds its one GPU, team-b has used nothing, so team-b's job,
+// pushed after team-a's, starts first when the running job ends (the score order,
+// team-a's slot before team-b's, said the opposite).
+TEST_F(Estimate, UnderTheFairPolicyTheTenantBelowItsShareStartsFirst) {
+  const std::string q = "est-fair";
+  put_config(q, {{"policy", "fair"}, {"tenant_fairness", {{"weights", {{"team-a", 1}, {"team-b", 1}}}}}});
+  const auto of = [&](const std::string& tenant, std::optional<int> declared_s) {
+    return gpu_job(q, 1, declared_s, {{"meta", {{"tenant_id", tenant}}}});
+  };
+  const auto used = api.push(of("team-a", std::nullopt));  // declares nothing: its run teaches no overrun
+  ASSERT_EQ(fetch(q, "w1", a100_worker(1)), std::vector<std::string>{used});
+  ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", used}, {"worker_id", "w1"}}).status, 200);
+  const auto running = api.push(of("team-a", 600));
+  ASSERT_EQ(fetch(q, "w1", a100_worker(1)), std::vector<std::string>{running});
+  const auto a = api.push(of("team-a", 60));
+  const auto b = api.push(of("team-b", 60));
+
+  const json eb = estimate(b), ea = estimate(a);
+  ASSERT_EQ(eb["status"], "estimated") << eb.dump();
+  ASSERT_EQ(ea["status"], "estimated") << ea.dump();
+  EXPECT_NEAR(static_cast<double>(ms_of(eb["start_at"])), static_cast<double>(started_ms(running) + 600000), 1000.0) << eb.dump();
+  EXPECT_NEAR(static_cast<double>(ms_of(ea["start_at"])), static_cast<double>(started_ms(running) + 660000), 1000.0) << ea.dump();
+}
+
 TEST_F(Estimate, BehindTheQueueBudget) {
   const std::string q = "est-budget";
   put_config(q, {{"budgets", {{"max_total_gpus", 2}}}});
