@@ -84,6 +84,8 @@ TEST_F(BrokerOnCluster, MasterKilledUnderLoadLosesNoJob) {
 
   std::mutex mutex;
   std::map<std::string, int> acked;  // job id -> ACKs answered 200
+  std::map<std::string, bool> first_sent_before_kill;  // job id -> its first 200 ACK was sent before the SIGKILL
+  std::atomic<bool> killed{false};
   std::atomic<int> acks{0}, unavailable{0}, ack_conflicts{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> workers;
@@ -103,6 +105,7 @@ TEST_F(BrokerOnCluster, MasterKilledUnderLoadLosesNoJob) {
         }
         const auto job_id = r.body["jobs"][0]["id"].get<std::string>();
         for (int attempt = 0; attempt < 300 && !stop; ++attempt) {  // a 503 is retried, as the protocol says
+          const bool before_kill = !killed;
           const auto a = client.post("/ojs/v1/workers/ack", {{"job_id", job_id}, {"worker_id", id}});
           if (a.status == 503) {
             ++unavailable;
@@ -111,7 +114,7 @@ TEST_F(BrokerOnCluster, MasterKilledUnderLoadLosesNoJob) {
           }
           if (a.status == 200) {
             std::lock_guard lock(mutex);
-            ++acked[job_id];
+            if (++acked[job_id] == 1) first_sent_before_kill[job_id] = before_kill;
             ++acks;
           } else {
             ++ack_conflicts;  // completed by a retried ACK whose first reply was lost, or reclaimed
@@ -134,6 +137,7 @@ TEST_F(BrokerOnCluster, MasterKilledUnderLoadLosesNoJob) {
   pidfile >> pid;
   ASSERT_GT(pid, 0);
   ASSERT_EQ(kill(pid, SIGKILL), 0);
+  killed = true;
   const int acks_at_kill = acks;
   EXPECT_TRUE(wait_for([&] {
     std::lock_guard lock(mutex);
@@ -147,10 +151,19 @@ TEST_F(BrokerOnCluster, MasterKilledUnderLoadLosesNoJob) {
   EXPECT_NE(after.master_of(key_slot("_global"))->port, victim);
   EXPECT_EQ(api.get("/ojs/v1/health").status, 200);
 
-  // Exactly once: every job pushed was ACKed with 200 once, and is completed.
-  int twice = 0;
-  for (const auto& [id, n] : acked) twice += n > 1;
-  EXPECT_EQ(twice, 0);
+  // Every job pushed was ACKed with 200, and is completed. Once, but for what a failover
+  // may lose (docs/operations.md, "What a failover can lose"): replication is asynchronous,
+  // so an ACK the old master applied and answered just before it died can be undone; the
+  // job is active again, the reaper returns it after its visibility timeout and it is
+  // ACKed a second time. Only an ACK sent before the kill can be lost that way: a job
+  // ACKed twice whose first ACK came after it, or three times, is a double delivery.
+  int lost_acks = 0;
+  for (const auto& [id, n] : acked) {
+    if (n == 1) continue;
+    EXPECT_EQ(n, 2) << id;
+    EXPECT_TRUE(first_sent_before_kill[id]) << id << " was ACKed twice, the first time after the kill";
+    ++lost_acks;
+  }
   for (const auto& id : pushed) {
     ASSERT_EQ(acked.count(id), 1u) << id << " was never completed; the job now: " << api.get("/ojs/v1/jobs/" + id).body.dump()
                                    << " (ACKs answered neither 200 nor 503: " << ack_conflicts << ")";
@@ -164,7 +177,7 @@ TEST_F(BrokerOnCluster, MasterKilledUnderLoadLosesNoJob) {
     EXPECT_TRUE(check["consistent"].get<bool>()) << q << ": " << check.dump();
     EXPECT_EQ(check["ledger"]["gpus"], 0) << q << ": " << check.dump();
   }
-  std::cout << "failover: " << acks_at_kill << " ACKs before the kill, " << unavailable << " 503 answers, "
+  std::cout << "failover: " << acks_at_kill << " ACKs before the kill, " << lost_acks << " lost with the old master, " << unavailable << " 503 answers, "
             << ack_conflicts << " ACKs answered non-200" << std::endl;
 }
 
