@@ -146,7 +146,7 @@ class Run {
     jobs_.push_back({w, it->second, false, w.score});
     if (w.req->hard.gang.size > 0) gangs_ = true;  // a forming gang holds workers again at each instant: every worker is looked at
     if (w.due_ms > s_.now_ms) wakes_.insert({w.due_ms, i});
-    else classes_[static_cast<std::size_t>(it->second)].insert({w.score, i});  // reorder() re-keys it under fair
+    else classes_[static_cast<std::size_t>(it->second)].insert({jobs_[i].order, i});  // reorder() re-keys it under fair
     if (const auto hold = locality_hold_end(w, s_.scoring); hold > s_.now_ms) wakes_.insert({hold, i});
   }
 
@@ -344,7 +344,7 @@ class Run {
         placed_one = true;
         break;
       }
-      if (!placed_one) stopped.insert(c);
+      if (!placed_one && s_.fair) stopped.insert(c);  // only push_heads() after a fair placement reads it
     }
   }
 
@@ -376,7 +376,7 @@ class Run {
     for (const auto& [tenant, value] : share) levels.push_back(value);
     std::sort(levels.begin(), levels.end());
     levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-    constexpr double kSeq = 1099511627776.0;  // 2^40: the FIFO sequence below (priority_score.hpp kScoreBand)
+    constexpr double kSeq = kScoreBand;  // 2^40: the FIFO sequence below
     const double base = static_cast<double>(kFairBandBase) * kSeq;  // 2^52: above every score of an earlier policy
     for (auto& job : jobs_) {
       if (job.placed) continue;

@@ -40,10 +40,7 @@ void apply_capacity_guards(JobReads& reads, PreemptionStore& marks, const Schedu
   std::optional<CapacityHold> hold;
   if (guards.hold) hold = CapacityHold::parse(worker.worker_id, *guards.hold);
   if (hold && hold->until_ms <= now) hold.reset();
-  if (hold) {  // void once the preemptor is no longer waiting (claimed, cancelled)
-    auto preemptor = reads.get(hold->queue, hold->for_job);
-    if (!preemptor || preemptor->state() != "available") hold.reset();
-  }
+  if (hold && !hold_still_wanted(reads, *hold)) hold.reset();  // void once the preemptor is no longer waiting
   std::map<std::string, Reservation> reservations;
   if (guards.reservations) reservations = load_reservations(marks);
   if (!hold && reservations.empty()) return;

@@ -27,12 +27,9 @@ int PreemptionController::reserve_for_backfill() {
   for (const auto& [worker, text] : marks.holds()) {
     auto h = CapacityHold::parse(worker, text);
     if (!h || h->until_ms <= now) continue;  // expired: replaced below, or dropped by preempt()
-    if (h->backfill_start_ms > 0) {
-      auto job = jobs_.get(h->queue, h->for_job);
-      if (!job || job->state() != "available") {  // claimed or cancelled: the reservation ends
-        marks.drop_hold(worker);
-        continue;
-      }
+    if (h->backfill_start_ms > 0 && !hold_still_wanted(jobs_, *h)) {  // claimed or cancelled: the reservation ends
+      marks.drop_hold(worker);
+      continue;
     }
     held_workers.insert(worker);
     reserved_jobs.insert(h->for_job);

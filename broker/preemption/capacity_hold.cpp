@@ -38,6 +38,11 @@ std::optional<CapacityHold> CapacityHold::parse(const std::string& worker_id, co
   return h;
 }
 
+bool hold_still_wanted(JobReads& jobs, const CapacityHold& hold) {
+  const auto job = jobs.get(hold.queue, hold.for_job);
+  return job && job->state() == "available";
+}
+
 std::optional<CapacityHold> backfill_hold_of(PreemptionStore& store, const std::string& job_id) {
   for (const auto& [worker, text] : store.holds()) {
     auto h = CapacityHold::parse(worker, text);

@@ -66,12 +66,9 @@ int PreemptionController::preempt() {
       marks.drop_hold(holder);
       continue;
     }
-    if (h->backfill_start_ms == 0) {  // a preemption hold ends once its preemptor is placed (or gone)
-      const auto preemptor = jobs_.get(h->queue, h->for_job);
-      if (!preemptor || preemptor->state() != "available") {
-        marks.drop_hold(holder);
-        continue;
-      }
+    if (h->backfill_start_ms == 0 && !hold_still_wanted(jobs_, *h)) {  // a preemption hold ends once its preemptor is placed (or gone)
+      marks.drop_hold(holder);
+      continue;
     }
     held_workers.insert(h->worker_id);
     if (h->backfill_start_ms == 0) pending_preemptors.insert(h->for_job);  // [backfill] a reservation does not stop preemption

@@ -94,6 +94,9 @@ void check_checkpoint_prefix(const ml::Requirements& req, const std::vector<std:
 // reservation on the worker where they could start soonest (backfill_reservations.cpp).
 // The backfill reservation held for a job, if any (why-waiting shows it).
 std::optional<CapacityHold> backfill_hold_of(PreemptionStore& store, const std::string& job_id);
+// Whether the job a hold keeps capacity for still waits (available): once it is claimed,
+// cancelled or gone the FETCH guard ignores the hold and the controller's passes drop it.
+bool hold_still_wanted(JobReads& jobs, const CapacityHold& hold);
 
 // ---- directives ----
 // [{job_id, action: "preempt", grace_period_s (remaining), checkpoint, deadline, preempted_for}]

@@ -41,17 +41,22 @@ local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[
 -- [hotpath] numbers handed to redis.call are formatted with snprintf('%.17g') on
 -- every call: constant and repeated arguments go as strings, each formatted once.
 local now_s = int_s(now)
--- A due job already past its expires_at is discarded, as any discard: a workflow's ends
--- its step, with the workflow keys; without them it stays due for the call with them.
+-- A job past its expires_at when it is promoted or would be delivered is discarded, as
+-- any discard: a workflow's ends its step, which needs the workflow keys (KEYS 22-32);
+-- without them the job is left for the call with them (`more`).
 local more = ''  -- '1': stopped before an expired workflow step (KEYS 22-32 not sent)
+local function lacks_workflow_keys(job) return job.workflow_id and #KEYS < 32 end
+local function discard_expired_job(jk, job)
+  discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[17], now)
+  if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 22, KEYS[6]), job, 'failed', now) end  -- [workflows]
+end
 promote_due(q, now, 1000, function(jk, job)
-  if job.workflow_id and #KEYS < 32 then
-    redis.call('ZADD', KEYS[3], now_s, job.id)
+  if lacks_workflow_keys(job) then
+    redis.call('ZADD', KEYS[3], now_s, job.id)  -- due still
     more = '1'
     return
   end
-  discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[17], now)
-  if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 22, KEYS[6]), job, 'failed', now) end  -- [workflows]
+  discard_expired_job(jk, job)
 end)
 
 -- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
@@ -249,11 +254,10 @@ while #claimed < count do
     local job, flat = read_job(jk)
     if not job then job, flat = {id = id}, {'id', id} end
     local expires = tonumber(job.expires_at or '')
-    if expires and expires <= now and job.workflow_id and #KEYS < 32 then more = '1'; break end
+    if expires and expires <= now and lacks_workflow_keys(job) then more = '1'; break end
     take(c, best_id, id)
     if expires and expires <= now then
-      discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[17], now)
-      workflow_job_ended(workflow_keys(KEYS, 22, KEYS[6]), job, 'failed', now)  -- [workflows]
+      discard_expired_job(jk, job)
       expired_left = expired_left - 1
       if expired_left == 0 then break end
     else
