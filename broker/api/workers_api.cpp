@@ -28,11 +28,12 @@ std::string required_string(const nlohmann::json& body, const char* field) {
 }
 
 // ACK and FAIL answer with the job's top-level attributes (id, state, attempt,
-// timestamps) plus `job_id` and the full `job`, as the OJS response schemas allow.
-nlohmann::json transition_reply(nlohmann::json job) {
-  nlohmann::json out = job;
-  out["job_id"] = job["id"];
-  out["job"] = std::move(job);  // one copy of the job, not two
+// timestamps) plus `job_id` and the full `job`, as the OJS response schemas allow;
+// the job is serialized once.
+ObjectText transition_reply(const nlohmann::json& job) {
+  ObjectText out(job);
+  out.put("job", out.str());
+  out.put_json("job_id", job.contains("id") ? job["id"] : nlohmann::json());
   return out;
 }
 
@@ -88,15 +89,26 @@ CheckedFetch check_fetch(const ApiContext& ctx, const nlohmann::json& body) {
   return {std::move(request), worker_incarnation(body), body.contains("worker_id")};
 }
 
-// FETCH's reply: {jobs, job (the first), state, directive, job_directives}.
-nlohmann::json serve_fetch(ApiContext& ctx, const CheckedFetch& fetch) {
+// FETCH's reply: {jobs, job (the first), state, directive, job_directives}; each job
+// is serialized once.
+ObjectText serve_fetch(ApiContext& ctx, const CheckedFetch& fetch) {
   // The worker's contact (its state, load, preemption marks and capacity guards) and the claims.
   auto got = ctx.fetch.fetch(fetch.request, fetch.incarnation);
-  nlohmann::json out = {{"jobs", nlohmann::json::array()}, {"state", got.state}, {"directive", directive_for(got.state)}};
-  auto& jobs = out["jobs"];  // filled in place: each job is copied once, for "job"
-  for (auto& j : got.jobs) jobs.push_back(std::move(j));
-  out["job_directives"] = preemption_directives(got.preempting);
-  if (!jobs.empty()) out["job"] = jobs[0];
+  ObjectText out;
+  std::string jobs = "[";
+  std::string first;
+  for (const auto& j : got.jobs) {
+    std::string text = json_text(j);
+    if (jobs.size() > 1) jobs += ',';
+    jobs += text;
+    if (first.empty()) first = std::move(text);
+  }
+  jobs += ']';
+  out.put("jobs", std::move(jobs));
+  if (!first.empty()) out.put("job", std::move(first));
+  out.put_json("state", got.state);
+  out.put_json("directive", directive_for(got.state));
+  out.put_json("job_directives", preemption_directives(got.preempting));
   return out;
 }
 
@@ -120,13 +132,13 @@ std::optional<CheckedFetch> attached_fetch(const ApiContext& ctx, const nlohmann
 
 // The fetch part of ACK-with-fetch. The report already stands: a failure here (the
 // broker draining, Redis gone) is the fetch's own `error`, with no jobs.
-nlohmann::json serve_attached_fetch(ApiContext& ctx, const HttpRequest& r, const CheckedFetch& fetch) {
+std::string serve_attached_fetch(ApiContext& ctx, const HttpRequest& r, const CheckedFetch& fetch) {
   try {
     ctx.drain.check(r, "POST /ojs/v1/workers/fetch");  // draining: no new work, as for FETCH
-    return serve_fetch(ctx, fetch);
+    return serve_fetch(ctx, fetch).str();
   } catch (...) {
     const auto error = failure_as_ojs_error(std::current_exception(), "fetch attached to " + r.path);
-    return {{"jobs", nlohmann::json::array()}, {"error", error.to_json()["error"]}};
+    return json_text({{"jobs", nlohmann::json::array()}, {"error", error.to_json()["error"]}});
   }
 }
 
@@ -136,7 +148,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/workers/fetch", [&ctx](const HttpRequest& r) {
     const auto fetch = check_fetch(ctx, parse_json_body(r));
     auth::authorize_worker_id(fetch.named_worker ? fetch.request.worker_id : std::string());
-    return json_reply(200, serve_fetch(ctx, fetch));
+    return object_reply(200, serve_fetch(ctx, fetch));
   }, Runs::on_io_thread);
 
   // ACK and NACK with an optional `fetch` (docs/http-api.md "ACK with fetch"): the
@@ -149,9 +161,9 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     const auto next = attached_fetch(ctx, body, worker);  // checked before the ACK is applied
     auth::authorize_worker_id(worker);
     auto out = transition_reply(ctx.jobs.ack(id, result, worker));
-    out["acknowledged"] = true;
-    if (next) out["fetch"] = serve_attached_fetch(ctx, r, *next);
-    return json_reply(200, out);
+    out.put_json("acknowledged", true);
+    if (next) out.put("fetch", serve_attached_fetch(ctx, r, *next));
+    return object_reply(200, out);
   }, Runs::on_io_thread);
 
   router.add("POST", "/ojs/v1/workers/nack", [&ctx](const HttpRequest& r) {
@@ -167,8 +179,8 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     const auto next = attached_fetch(ctx, body, worker);
     auth::authorize_worker_id(worker);
     auto out = transition_reply(ctx.jobs.fail(id, error, requeue, worker));
-    if (next) out["fetch"] = serve_attached_fetch(ctx, r, *next);
-    return json_reply(200, out);
+    if (next) out.put("fetch", serve_attached_fetch(ctx, r, *next));
+    return object_reply(200, out);
   }, Runs::on_io_thread);
 
   router.add("POST", "/ojs/v1/workers/heartbeat", [&ctx](const HttpRequest& r) {
