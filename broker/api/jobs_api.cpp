@@ -68,11 +68,15 @@ PushResult push_waiting_for_room(ApiContext& ctx, const nlohmann::json& body, st
 void register_jobs_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/jobs", [&ctx](const HttpRequest& r) {
     auto pushed = push_waiting_for_room(ctx, with_tenant_header(parse_json_body(r), r), block_timeout(r));
-    auto& job = pushed.job;
+    ObjectText out;
+    out.put("job", pushed.job.str());
     // on_conflict "ignore": 200 with the existing job (spec/ojs-unique-jobs.md 5.4)
-    if (pushed.deduplicated) return json_reply(200, {{"job", job}, {"deduplicated", true}});
-    auto reply = json_reply(201, {{"job", job}});
-    reply.headers.emplace_back("Location", "/ojs/v1/jobs/" + job["id"].get<std::string>());
+    if (pushed.deduplicated) {
+      out.put_json("deduplicated", true);
+      return object_reply(200, out);
+    }
+    auto reply = object_reply(201, out);
+    reply.headers.emplace_back("Location", "/ojs/v1/jobs/" + nlohmann::json::parse(pushed.job.value_text("id")).get<std::string>());
     return reply;
   }, Runs::on_io_thread);
   router.add("GET", "/ojs/v1/jobs/{id}", [&ctx](const HttpRequest& r) {

@@ -30,11 +30,11 @@ std::string required_string(const nlohmann::json& body, const char* field) {
 // ACK and FAIL answer with the job's top-level attributes (id, state, attempt,
 // timestamps) plus `job_id` and the full `job`, as the OJS response schemas allow;
 // the job is serialized once.
-ObjectText transition_reply(const nlohmann::json& job) {
-  ObjectText out(job);
-  out.put("job", out.str());
-  out.put_json("job_id", job.contains("id") ? job["id"] : nlohmann::json());
-  return out;
+ObjectText transition_reply(ObjectText job) {
+  const auto id = job.value_text("id");  // JSON text already
+  job.put("job", job.str());
+  job.put("job_id", id.empty() ? "null" : id);
+  return job;
 }
 
 // ACK and FAIL may name the worker (our workers do); then only the holder may finish the job.
@@ -96,16 +96,13 @@ ObjectText serve_fetch(ApiContext& ctx, const CheckedFetch& fetch) {
   auto got = ctx.fetch.fetch(fetch.request, fetch.incarnation);
   ObjectText out;
   std::string jobs = "[";
-  std::string first;
-  for (const auto& j : got.jobs) {
-    std::string text = json_text(j);
+  for (const auto& text : got.jobs) {
     if (jobs.size() > 1) jobs += ',';
     jobs += text;
-    if (first.empty()) first = std::move(text);
   }
   jobs += ']';
   out.put("jobs", std::move(jobs));
-  if (!first.empty()) out.put("job", std::move(first));
+  if (!got.jobs.empty()) out.put("job", got.jobs.front());
   out.put_json("state", got.state);
   out.put_json("directive", directive_for(got.state));
   out.put_json("job_directives", preemption_directives(got.preempting));
@@ -178,7 +175,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     const auto worker = optional_worker(body);
     const auto next = attached_fetch(ctx, body, worker);
     auth::authorize_worker_id(worker);
-    auto out = transition_reply(ctx.jobs.fail(id, error, requeue, worker));
+    auto out = transition_reply(ObjectText(ctx.jobs.fail(id, error, requeue, worker)));
     if (next) out.put("fetch", serve_attached_fetch(ctx, r, *next));
     return object_reply(200, out);
   }, Runs::on_io_thread);

@@ -57,7 +57,7 @@ FetchService::Outcome FetchService::fetch(const FetchRequest& request, const std
 }
 
 void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
-                                  std::vector<json>& jobs) {
+                                  std::vector<std::string>& jobs) {
   ClassSet classes = classes_of(queue, false);
   fetch_gang(queue, classes, request, worker, jobs);  // [gangs] gang classes go to claim_gang only
   // The cached class set may predate a gang class: once it is refreshed below, a
@@ -106,8 +106,7 @@ void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest
       for (const auto& c : eligible) diagnosis_.note_refusal(queue, c.id, worker.worker_id, rate_limit_refusal(outcome.rate_limited));
     if (outcome.jobs.empty()) return;
     for (const auto& record : outcome.jobs) {
-      json envelope = record.envelope();
-      if (worker.capabilities && excluded_by_running_job(record, envelope, worker.load)) {
+      if (worker.capabilities && excluded_by_running_job(record, worker.load)) {
         given_back.insert(record.get("class"));
         continue;
       }
@@ -116,12 +115,12 @@ void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest
       const bool more_to_claim = static_cast<int>(jobs.size()) + 1 < request.count;
       if (worker.capabilities && more_to_claim) {
         const auto* v = verdict_of[record.get("class")];
-        ml::ActiveJob active = ml::active_job_from(envelope, record.held_gpus());
+        ml::ActiveJob active = ml::active_job_from(record.envelope(), record.held_gpus());
         const std::vector<int> devices = v ? v->judgement.devices : std::vector<int>{};
         worker.load.active.push_back(active);  // claim.lua listed it in the worker's held set
         worker.load.hold(devices, active.gpu_memory_gb);
       }
-      jobs.push_back(std::move(envelope));
+      jobs.push_back(record.envelope_text().str());  // the stored document is not parsed
     }
     if (!one_by_one) return;
   }
@@ -130,11 +129,11 @@ void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest
 // Symmetric anti-affinity on what only the job knows (its type, id, meta.labels,
 // tenant: the predicate judged its class on its ML attributes): a job a running job's
 // anti-affinity excludes goes back at once, requeued without consuming the attempt.
-bool FetchService::excluded_by_running_job(const JobRecord& record, const json& envelope, const ml::WorkerLoad& load) {
+bool FetchService::excluded_by_running_job(const JobRecord& record, const ml::WorkerLoad& load) {
   // Most workers run nothing with anti-affinity: then the job's labels are not read.
   if (std::none_of(load.active.begin(), load.active.end(), [](const ml::ActiveJob& a) { return !a.anti_affinity.empty(); }))
     return false;
-  const auto ex = ml::excluded_by_running(load, ml::job_labels(envelope), false);
+  const auto ex = ml::excluded_by_running(load, ml::job_labels(record.envelope()), false);
   if (!ex) return false;
   const json error = {{"code", "anti_affinity"},
                       {"message", "worker runs job " + ex->job_id + " whose anti-affinity " + ml::describe(ex->rule) + " excludes this job"},

@@ -39,7 +39,7 @@ class FetchService {
   // FETCH makes; then, for a running worker, the claims.
   struct Outcome {
     std::string state;                           // what the worker is told: running, quiet or terminate
-    std::vector<nlohmann::json> jobs;            // claimed (none unless running)
+    std::vector<std::string> jobs;               // claimed, each job's envelope as JSON text (none unless running)
     std::vector<PreemptionMarkView> preempting;  // its jobs marked for preemption (the reply's job_directives)
   };
   // incarnation: which run of the worker process this is (WorkerRegistry::contact).
@@ -47,14 +47,14 @@ class FetchService {
 
  private:
   // Symmetric anti-affinity on the claimed job itself: true when it was handed back.
-  bool excluded_by_running_job(const JobRecord& record, const nlohmann::json& envelope, const ml::WorkerLoad& load);
-  // Claims from one queue for a worker; appends envelopes to `jobs`.
+  bool excluded_by_running_job(const JobRecord& record, const ml::WorkerLoad& load);
+  // Claims from one queue for a worker; appends envelopes (JSON text) to `jobs`.
   void fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
-                        std::vector<nlohmann::json>& jobs);
+                        std::vector<std::string>& jobs);
   ClassSet classes_of(const std::string& queue, bool refresh);
   // [gangs] gang classes of the queue through claim_gang (broker/jobs/gang_fetch.cpp).
   void fetch_gang(const std::string& queue, const ClassSet& classes, const FetchRequest& request, WorkerView& worker,
-                  std::vector<nlohmann::json>& jobs);
+                  std::vector<std::string>& jobs);
 
   ClaimStore& claims_;
   QueueDirectory& queues_;

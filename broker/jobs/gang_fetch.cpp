@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "broker/jobs/fetch_service.hpp"
+#include "ojs/core/object_text.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/pipeline/claim_refusals.hpp"
 #include "broker/pipeline/fetch_filters.hpp"
@@ -65,7 +66,7 @@ json gang_envelope(const JobRecord& job, int rank) {
 }
 
 void FetchService::fetch_gang(const std::string& queue, const ClassSet& classes, const FetchRequest& request,
-                            WorkerView& worker, std::vector<json>& jobs) {
+                            WorkerView& worker, std::vector<std::string>& jobs) {
   if (!worker.capabilities) return;  // a gang has hard constraints: plain workers never join
   ClassSet gang_classes{classes.version, {}};
   for (const auto& [id, canonical] : classes.classes)
@@ -122,7 +123,7 @@ void FetchService::fetch_gang(const std::string& queue, const ClassSet& classes,
     worker.load.active.push_back(active);
     worker.load.hold(devices, active.gpu_memory_gb);
   }
-  if (claim.kind == GangClaim::Kind::start) jobs.push_back(std::move(envelope));
+  if (claim.kind == GangClaim::Kind::start) jobs.push_back(json_text(envelope));
 }
 
 }  // namespace ojs::broker

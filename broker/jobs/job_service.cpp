@@ -65,11 +65,11 @@ std::vector<std::string> JobService::extend(const std::string& worker_id, std::i
   return extended;
 }
 
-json JobService::ack(const std::string& id, const json* result, const std::string& worker_id) {
+ObjectText JobService::ack(const std::string& id, const json* result, const std::string& worker_id) {
   require_job_id(id, "job_id");
   const auto queue = queue_of_or_404(id);
   const auto result_json = result && !result->is_null() ? result->dump() : std::string();
-  return dispatch_workflow_callbacks(workflows_, checked(transitions_.ack(queue, id, result_json, worker_id), id, "acknowledge")).envelope();
+  return dispatch_workflow_callbacks(workflows_, checked(transitions_.ack(queue, id, result_json, worker_id), id, "acknowledge")).envelope_text();
 }
 
 json JobService::fail(const std::string& id, const json& error, bool requeue, const std::string& worker_id) {

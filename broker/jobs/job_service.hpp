@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ojs/core/error.hpp"
+#include "ojs/core/object_text.hpp"
 #include "broker/store/job_directory.hpp"
 #include "broker/store/job_reads.hpp"
 #include "broker/store/job_store.hpp"
@@ -38,7 +39,8 @@ class JobService {
   nlohmann::json cancel(const std::string& id);             // -> envelope
   // worker_id (optional, may be empty) makes the transition conditional on that
   // worker still holding the job.
-  nlohmann::json ack(const std::string& id, const nlohmann::json* result, const std::string& worker_id = {});
+  // -> the job's envelope as text (the stored document is not parsed)
+  ObjectText ack(const std::string& id, const nlohmann::json* result, const std::string& worker_id = {});
   // BEAT: extends the visibility of the listed jobs this worker holds; the ids extended.
   std::vector<std::string> extend(const std::string& worker_id, std::int64_t visibility_ms, const std::vector<std::string>& ids);
   nlohmann::json fail(const std::string& id, const nlohmann::json& error, bool requeue, const std::string& worker_id = {});

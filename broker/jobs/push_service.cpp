@@ -127,9 +127,7 @@ BatchJob store_record(const PreparedJob& prepared) {
 // script in the same pipeline. A client's id is checked first (JobDirectory::reserve_id), for
 // duplicates across queues. A stale config (an admin changed it, on any broker)
 // stores nothing: PUSH prepares the job again from a fresh read.
-json PushService::push(const json& body) { return push(body, prepare(body, true)); }
-
-json PushService::push(const json& body, PreparedJob prepared) {
+ObjectText PushService::push(const json& body, PreparedJob prepared) {
   const bool minted = !body.contains("id");
   bool reserved = false;
   constexpr int kTries = 3;
@@ -156,7 +154,7 @@ json PushService::push(const json& body, PreparedJob prepared) {
     }
     if (t.status == TransitionStatus::ok) {
       if (register_queue) note_known_queue(job.queue, prepared.config_version);
-      return t.job.envelope();
+      return t.job.envelope_text();
     }
     if (t.status == TransitionStatus::duplicate)
       throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});

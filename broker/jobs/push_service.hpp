@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "broker/config.hpp"
+#include "ojs/core/object_text.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/job_directory.hpp"
 #include "broker/store/job_store.hpp"
@@ -43,9 +44,8 @@ class PushService {
               const BrokerConfig& config)
       : transitions_(transitions), directory_(directory), queues_(queues), scheduler_(scheduler), config_(config) {}
 
-  nlohmann::json push(const nlohmann::json& body);          // -> envelope
   // The same, for `body` prepared already (prepare(body, true)): PUSH in one round trip.
-  nlohmann::json push(const nlohmann::json& body, PreparedJob prepared);
+  ObjectText push(const nlohmann::json& body, PreparedJob prepared);  // -> the envelope, as text
   // Validation and decisions of PUSH without storing anything (batch PUSH
   // prepares every job before it stores one). Throws OjsError. `cached_config`: admission
   // may use this broker's copy of the queue config (PUSH, whose script checks its version).

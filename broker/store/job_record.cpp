@@ -46,32 +46,52 @@ int JobRecord::priority_class_rank() const {
   return class_rank_of_score(static_cast<double>(get_int("rank_base").value_or(0)));
 }
 
-nlohmann::json JobRecord::envelope() const {
-  nlohmann::json doc = nlohmann::json::parse(get("doc"), nullptr, false);
-  if (!doc.is_object()) doc = nlohmann::json::object();
-  doc["id"] = id();
-  doc["state"] = state();
-  doc["attempt"] = attempt();
+nlohmann::json JobRecord::envelope() const { return nlohmann::json::parse(envelope_text().str(), nullptr, false); }
+
+ObjectText JobRecord::envelope_text() const {
+  // The document as the broker stored it (PushService: the serializer's compact text);
+  // anything else is read through the parser, and what is not an object is dropped.
+  auto doc = ObjectText::from_text(get("doc"));
+  if (!doc) {
+    const auto parsed = nlohmann::json::parse(get("doc"), nullptr, false);
+    doc = parsed.is_object() ? ObjectText(parsed) : ObjectText();
+  }
+  ObjectText& out = *doc;
+  out.put_string("id", id());
+  out.put_string("state", state());
+  out.put_int("attempt", attempt());
   for (const char* f : kTimestampFields) {
     auto ms = get_int(f);
     if (!ms) continue;
     // A timestamp the producer sent (scheduled_at) stays as written while it still names the same instant.
-    const bool as_sent = doc.contains(f) && doc[f].is_string() && parse_rfc3339(doc[f].get<std::string>()) == ms;
-    if (!as_sent) doc[f] = format_rfc3339(*ms);
+    const auto sent = out.value_text(f);
+    bool as_sent = false;
+    if (!sent.empty() && sent.front() == '"') {
+      const auto value = nlohmann::json::parse(sent, nullptr, false);
+      as_sent = value.is_string() && parse_rfc3339(value.get<std::string>()) == ms;
+    }
+    if (!as_sent) out.put_string(f, format_rfc3339(*ms));
   }
   for (const char* f : kJsonFields) {
     auto it = fields.find(f);
-    if (it != fields.end() && !it->second.empty()) doc[f] = nlohmann::json::parse(it->second, nullptr, false);
+    if (it == fields.end() || it->second.empty()) continue;
+    const auto value = nlohmann::json::parse(it->second, nullptr, false);
+    out.put_json(f, value.is_discarded() ? nlohmann::json(it->second) : value);  // a damaged field as its text, never invalid JSON
   }
-  if (has("worker_id")) doc["worker_id"] = get("worker_id");
-  if (has("workflow_id")) doc["workflow_id"] = get("workflow_id");  // [workflows]
-  if (has("held_by")) doc["held_by"] = get("held_by");  // [issue #33] hold.lua: who holds it
-  if (has("replaced_by")) doc["replaced_by"] = get("replaced_by");  // a unique PUSH with on_conflict replace cancelled it
-  if (auto n = get_int("preemption_count")) doc["preemption_count"] = *n;
+  if (has("worker_id")) out.put_string("worker_id", get("worker_id"));
+  if (has("workflow_id")) out.put_string("workflow_id", get("workflow_id"));  // [workflows]
+  if (has("held_by")) out.put_string("held_by", get("held_by"));  // [issue #33] hold.lua: who holds it
+  if (has("replaced_by")) out.put_string("replaced_by", get("replaced_by"));  // a unique PUSH with on_conflict replace cancelled it
+  if (auto n = get_int("preemption_count")) out.put_int("preemption_count", *n);
   // [usage] Its record of use, summed over its attempts: resource-microseconds, exact.
+  nlohmann::json usage;
   for (const auto& r : kUsageResources)
-    if (auto us = get_int(std::string("usage_") + r.name + "_us")) doc["usage"][std::string(r.name) + "_us"] = *us;
-  return doc;
+    if (auto us = get_int(std::string("usage_") + r.name + "_us")) {
+      if (usage.is_null() && out.has("usage")) usage = nlohmann::json::parse(out.value_text("usage"), nullptr, false);
+      usage[std::string(r.name) + "_us"] = *us;
+    }
+  if (!usage.is_null()) out.put_json("usage", usage);
+  return out;
 }
 
 JobRecord JobRecord::from_flat_array(const RedisValue& v) {

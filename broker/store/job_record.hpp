@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "broker/store/redis_client.hpp"
+#include "ojs/core/object_text.hpp"
 #include "ojs/ml/types.hpp"
 
 namespace ojs::broker {
@@ -47,6 +48,9 @@ struct JobRecord {
 
   // The OJS job envelope: the producer's document with system fields overlaid.
   nlohmann::json envelope() const;
+  // The same, as text: the stored document's members are not parsed (a FETCH's and an
+  // ACK's reply carry it as stored; envelope() parses this).
+  ObjectText envelope_text() const;
 
   // Field/value pairs (HGETALL, or a script's job reply: a later pair overrides, a nil value deletes).
   static JobRecord from_flat_array(const RedisValue& pairs);

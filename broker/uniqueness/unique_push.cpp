@@ -33,11 +33,11 @@ PushResult push_job(UniquePushSources& s, const nlohmann::json& body) {
     case Kind::duplicate_id:
       throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
     case Kind::ignored:
-      return {outcome.job.envelope(), true};
+      return {outcome.job.envelope_text(), true};
     case Kind::created:
       break;
   }
-  return {outcome.job.envelope(), false};
+  return {outcome.job.envelope_text(), false};
 }
 
 }  // namespace ojs::broker

@@ -10,7 +10,7 @@
 namespace ojs::broker {
 
 struct PushResult {
-  nlohmann::json job;         // the new job, or the existing one when deduplicated
+  ObjectText job;             // the new job, or the existing one when deduplicated (its envelope as text)
   bool deduplicated = false;  // on_conflict "ignore" found a holder: nothing enqueued (HTTP 200)
 };
 

@@ -2,7 +2,10 @@
 // and a nil value deletes the field (_lib.lua job_reply extends the hash it read).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "broker/store/job_record.hpp"
+#include "ojs/core/time.hpp"
 
 using ojs::broker::JobRecord;
 using ojs::broker::RedisValue;
@@ -57,4 +60,45 @@ TEST(JobRecord, LoadOnCountsTheHolderAndEachGangMemberOwnShare) {
   EXPECT_TRUE(member->devices.empty());
   EXPECT_EQ(gang.load_on("w1")->devices, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_FALSE(gang.load_on("w3"));
+}
+
+// The envelope is the stored document with the hash's system fields over it. It is
+// assembled as text (the document is not parsed): each overlay rule below, checked
+// on the parsed result, and the text is valid JSON whatever the fields hold.
+TEST(JobRecord, TheEnvelopeOverlaysTheHashOnTheStoredDocument) {
+  JobRecord job;
+  const nlohmann::json doc = {{"type", "train"}, {"args", {1, "a,b}"}}, {"id", "stale"}, {"state", "stale"},
+                              {"scheduled_at", "2026-01-02T03:04:05.000+01:00"}, {"created_at", "1999-01-01T00:00:00Z"},
+                              {"usage", {{"note", "the producer's"}}}};
+  job.fields = {{"doc", doc.dump()},  // as PushService stores it
+                {"id", "j1"}, {"state", "active"}, {"attempt", "2"},
+                {"scheduled_at", std::to_string(*ojs::parse_rfc3339("2026-01-02T02:04:05Z"))},  // the same instant
+                {"created_at", "1767225600000"},
+                {"result", R"({"b":1,"a":[true]})"}, {"error", "not json {"}, {"worker_id", "w1"},
+                {"preemption_count", "3"}, {"usage_gpu_us", "5000000"}};
+  const std::string text = job.envelope_text().str();
+  const auto env = nlohmann::json::parse(text);  // valid JSON
+  EXPECT_EQ(env["id"], "j1");
+  EXPECT_EQ(env["state"], "active");
+  EXPECT_EQ(env["attempt"], 2);
+  EXPECT_EQ(env["type"], "train");
+  EXPECT_EQ(env["args"], doc["args"]);
+  EXPECT_EQ(env["scheduled_at"], "2026-01-02T03:04:05.000+01:00") << "as the producer sent it: the same instant";
+  EXPECT_EQ(env["created_at"], ojs::format_rfc3339(1767225600000)) << "the hash's instant, not the document's";
+  EXPECT_EQ(env["result"], (nlohmann::json{{"a", {true}}, {"b", 1}}));
+  EXPECT_EQ(env["error"], "not json {") << "a damaged field is its text, never invalid JSON";
+  EXPECT_EQ(env["worker_id"], "w1");
+  EXPECT_EQ(env["preemption_count"], 3);
+  EXPECT_EQ(env["usage"], (nlohmann::json{{"note", "the producer's"}, {"gpu_us", 5000000}}));
+  EXPECT_EQ(text, env.dump()) << "the text is what the serializer writes for it";
+  EXPECT_EQ(job.envelope(), env);
+}
+
+TEST(JobRecord, ADocumentNotInTheSerializersFormIsStillRead) {
+  JobRecord job;
+  job.fields = {{"doc", R"({ "type" : "x", "args" : [1, 2] })"}, {"id", "j2"}, {"state", "available"}};
+  EXPECT_EQ(nlohmann::json::parse(job.envelope_text().str()),
+            (nlohmann::json{{"type", "x"}, {"args", {1, 2}}, {"id", "j2"}, {"state", "available"}, {"attempt", 0}}));
+  job.fields["doc"] = "[not an object]";
+  EXPECT_EQ(job.envelope_text().str(), R"({"attempt":0,"id":"j2","state":"available"})");
 }

@@ -1,10 +1,11 @@
 // ObjectText assembles a reply from members serialized once; it must write exactly
 // the bytes json_text writes for the same object, or clients would see a change.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
-#include "broker/api/json_io.hpp"
+#include "ojs/core/object_text.hpp"
 
-namespace ojs::broker {
+namespace ojs {
 namespace {
 
 using nlohmann::json;
@@ -50,6 +51,36 @@ TEST(ObjectText, AddedKeysAreEscapedAsTheSerializerEscapesThem) {
   EXPECT_EQ(text.str(), json_text(json{{"we\"ird\\", 1}, {"new\nline", 2}}));
 }
 
+TEST(ObjectText, AStoredDocumentSplitsIntoTheMembersTheSerializerWrote) {
+  const json job = awkward_job();
+  const auto split = ObjectText::from_text(json_text(job));
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->str(), json_text(job));
+  EXPECT_EQ(split->value_text("we\"ird,key}"), json_text(job["we\"ird,key}"]));
+  EXPECT_EQ(split->value_text("args"), json_text(job["args"]));
+  EXPECT_TRUE(split->has("\u00fcber"));
+  EXPECT_EQ(split->value_text("absent"), "");
+  ASSERT_TRUE(ObjectText::from_text("{}").has_value());
+  EXPECT_EQ(ObjectText::from_text("{}")->str(), "{}");
+}
+
+TEST(ObjectText, TextTheSerializerWouldNotWriteIsNotSplit) {
+  for (const char* text : {"", "[]", "{", "{\"a\":1", "{\"a\":1}x", "{ \"a\":1}", "{\"b\":1,\"a\":2}",
+                           "{\"a\":1,\"a\":2}", "{\"a\":}", "{\"a\"1}", "{\"a\":[1,2}", "{\"a\":\"x}", "{a:1}",
+                           "{\"a\":1,}", "\"str\""})
+    EXPECT_FALSE(ObjectText::from_text(text).has_value()) << text;
+}
+
+TEST(ObjectText, StringsAndIntegersAreWrittenAsTheSerializerWritesThem) {
+  ObjectText text;
+  const std::string odd = std::string("tab\t quote\" slash\\ caf\u00e9 bad \xff end");
+  text.put_string("plain", "worker-1");
+  text.put_string("odd", odd);
+  text.put_int("big", -9007199254740993LL);
+  text.put_int("zero", 0);
+  EXPECT_EQ(text.str(), json_text(json{{"plain", "worker-1"}, {"odd", odd}, {"big", -9007199254740993LL}, {"zero", 0}}));
+}
+
 TEST(ObjectText, APutReplacesAMember) {
   ObjectText text(json{{"a", 1}, {"b", 2}});
   text.put_json("a", "one");
@@ -57,4 +88,4 @@ TEST(ObjectText, APutReplacesAMember) {
 }
 
 }  // namespace
-}  // namespace ojs::broker
+}  // namespace ojs
