@@ -427,3 +427,20 @@ TEST(Store, MaintenanceRunsNoScriptForAQueueWithNothingDue) {
   EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "scheduled");
   EXPECT_EQ(wait_for_state(api, id, "available", 15000)["state"], "available") << "promoted by maintenance, no FETCH";
 }
+
+// --maintenance-interval-ms 0: no maintenance pass at all, not even the first one at
+// start, which a long interval still runs (at once, beside the first requests: tests
+// that count what requests send to Redis turn the loop off this way, held_sets_test).
+TEST(Store, AMaintenanceIntervalOfZeroRunsNoPassAtAll) {
+  RedisServer redis;
+  BrokerProcess off{redis.url(), {"--maintenance-interval-ms", "0"}};
+  Api api{off.url()};
+  json soon = job_in("off-q");
+  soon["scheduled_at"] = iso_in(std::chrono::milliseconds(200));
+  const auto id = api.push(soon);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // due for a second: a pass would have promoted it
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "scheduled") << "no pass ran";
+
+  BrokerProcess hourly{redis.url(), {"--maintenance-interval-ms", "3600000"}};
+  EXPECT_EQ(wait_for_state(api, id, "available", 15000)["state"], "available") << "the first pass of a long interval promotes it";
+}
