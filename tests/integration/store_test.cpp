@@ -435,10 +435,12 @@ TEST(Store, AMaintenanceIntervalOfZeroRunsNoPassAtAll) {
   RedisServer redis;
   BrokerProcess off{redis.url(), {"--maintenance-interval-ms", "0"}};
   Api api{off.url()};
-  json soon = job_in("off-q");
-  soon["scheduled_at"] = iso_in(std::chrono::milliseconds(200));
-  const auto id = api.push(soon);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // due for a second: a pass would have promoted it
+  json later = job_in("off-q");
+  later["scheduled_at"] = iso_in(std::chrono::hours(1));  // a PUSH slowed down (load) still finds it ahead
+  const auto id = api.push(later);
+  ASSERT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "scheduled");
+  redis_lines(redis, {"ZADD", "ojs:{off-q}:delayed", "0", id});  // due now, as time would make it
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // a pass would promote it at once
   EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "scheduled") << "no pass ran";
 
   BrokerProcess hourly{redis.url(), {"--maintenance-interval-ms", "3600000"}};
