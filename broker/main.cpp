@@ -34,7 +34,10 @@ int main(int argc, char** argv) {
   cli.add_option("--data-dir", config.data_dir, "Data directory of the embedded redis-server")->capture_default_str();
   cli.add_option("--redis-server", config.redis_server_binary, "redis-server binary for the embedded mode")->capture_default_str();
   cli.add_option("--visibility-timeout-ms", config.default_visibility_timeout_ms, "Default visibility timeout")->capture_default_str();
-  cli.add_option("--maintenance-interval-ms", config.maintenance_interval_ms, "Promoter/reaper cadence")->capture_default_str();
+  cli.add_option("--maintenance-interval-ms", config.maintenance_interval_ms,
+                 "Promoter/reaper cadence (0: this broker runs no maintenance pass; another broker of the Redis must)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cli.add_option("--worker-dead-after-ms", config.worker_dead_after_ms, "Reclaim jobs of workers silent this long")->capture_default_str();
   cli.add_option("--usage-retention-hours", config.usage_retention_hours,
                  "Hours of the per-hour resource-usage rollup kept for GET /ojs/v1/admin/usage (the totals are kept forever)")

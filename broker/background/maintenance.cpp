@@ -74,6 +74,13 @@ void Maintenance::run_once() {
 }
 
 void Maintenance::start() {
+  // --maintenance-interval-ms 0: no pass at all on this broker, not even the first
+  // one at start (a long interval still runs that one, at once, beside the first requests).
+  if (config_.maintenance_interval_ms == 0) {
+    spdlog::warn("maintenance is off on this broker (--maintenance-interval-ms 0): another broker of this Redis must run it, "
+                 "or scheduled jobs, retries, expired reservations, cron and preemption wait");
+    return;
+  }
   thread_ = std::thread([this] {
     bool was_down = false;
     std::unique_lock lock(mutex_);

@@ -24,7 +24,7 @@ class Maintenance {
   Maintenance(QueueDirectory& queues, UpkeepStore& upkeep, Reaper& reaper, WorkerRegistry& workers, const BrokerConfig& config)
       : queues_(queues), upkeep_(upkeep), reaper_(reaper), workers_(workers), config_(config) {}
   ~Maintenance() { stop(); }
-  void start();
+  void start();  // the first pass at once, then one every --maintenance-interval-ms; 0: none
   void stop();
   void run_once();  // one pass over every queue (tests call it directly)
   // Extra work run at the end of every pass (the preemption controller); add before start().

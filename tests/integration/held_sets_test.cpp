@@ -53,6 +53,53 @@ long long reads_processed(const RedisServer& redis) {
   return -1;
 }
 
+// The broker's round trips to Redis while a request runs, counted as Redis's read
+// events. Redis 7.0 counts them for the whole server only (CLIENT LIST has no count
+// per client), so everything else that reaches Redis is kept out of the count:
+// - the broker's background passes: the tests turn them off (--maintenance-interval-ms 0).
+//   A long interval does not: the first pass runs at start on its own thread, and on a
+//   loaded machine it ran while the requests were counted (13 for 12, or fewer when
+//   it fell on the measure of a reading);
+// - the reading itself (redis-cli's connection), measured once;
+// - the rewrite of the worker's diagnosis record: DiagnosisLog rewrites an unchanged
+//   judgement 5 s after it last wrote it, in a round trip of its own at the end of the
+//   FETCH. A request that meets it is seen by its record changing, and that round trip
+//   is counted apart (refreshes()), so a slow run counts what a fast one does.
+class RoundTrips {
+ public:
+  // `diagnosis`: the key of the record of the class the worker fetches (one class).
+  RoundTrips(const RedisServer& redis, std::string diagnosis, std::string worker)
+      : redis_(redis), diagnosis_(std::move(diagnosis)), worker_(std::move(worker)) {
+    const long long idle = reads_processed(redis_);
+    reading_ = reads_processed(redis_) - idle;
+  }
+  template <class Request>
+  long long of(Request request) {
+    const auto judged = redis_cli(redis_, {"HGET", diagnosis_, worker_});
+    const long long before = reads_processed(redis_);
+    request();
+    long long reads = reads_processed(redis_) - before - reading_;
+    if (redis_cli(redis_, {"HGET", diagnosis_, worker_}) != judged) {
+      --reads;
+      ++refreshes_;
+    }
+    return reads;
+  }
+  int refreshes() const { return refreshes_; }
+
+ private:
+  const RedisServer& redis_;
+  std::string diagnosis_, worker_;
+  long long reading_ = 0;
+  int refreshes_ = 0;
+};
+
+// The key of the one diagnosis record of `queue` (its one requirement class).
+std::string diagnosis_key(const RedisServer& redis, const std::string& queue) {
+  const auto keys = redis_lines(redis, {"KEYS", "ojs:{" + queue + "}:diag:*"});
+  return keys.size() == 1 ? keys.front() : std::string();
+}
+
 }  // namespace
 
 TEST(HeldSets, AClaimIsListedByTheClaimScriptAndAnAckIsOneCommand) {
@@ -145,24 +192,26 @@ TEST(HeldSets, AClaimRecordAnOlderBrokerWroteCountsAndMovesIntoTheHeldSet) {
 // their own between the two (their ids had to come first).
 TEST(HeldSets, ACapabilityFetchOfAWorkerThatHoldsJobsIsTwoRoundTrips) {
   RedisServer redis;
-  // No background pass reads Redis while the FETCHes are counted.
-  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000", "--preemption-interval-ms", "600000"}};
+  // No background pass reads Redis while the FETCHes are counted (RoundTrips).
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
   Api api{broker.url()};
   const json caps = example_worker("dgx-h100");  // 8 GPUs: each FETCH below claims one more job
   constexpr int kFetches = 6;
   for (int i = 0; i <= kFetches; ++i) api.push(ml_job("trips-q", {{"ext_ml_gpu_count", 1}}));
   ASSERT_EQ(api.fetch({"trips-q"}, "trips-w", 1, {{"capabilities", caps}}).size(), 1u);  // it holds one job now
+  const auto judged = diagnosis_key(redis, "trips-q");
+  ASSERT_FALSE(judged.empty()) << "the FETCH recorded its judgement of the queue's one class";
 
-  const long long idle = reads_processed(redis);
-  const long long reading = reads_processed(redis) - idle;  // what a reading itself costs (redis-cli's connection)
+  RoundTrips trips(redis, judged, "trips-w");
   long long reads = 0;
   for (int i = 0; i < kFetches; ++i) {
-    const long long before = reads_processed(redis);
-    ASSERT_EQ(api.fetch({"trips-q"}, "trips-w", 1, {{"capabilities", caps}}).size(), 1u);
-    reads += reads_processed(redis) - before - reading;
+    std::size_t got = 0;
+    reads += trips.of([&] { got = api.fetch({"trips-q"}, "trips-w", 1, {{"capabilities", caps}}).size(); });
+    ASSERT_EQ(got, 1u);
   }
   EXPECT_EQ(redis_cli(redis, {"SCARD", "ojs:{trips-q}:held:trips-w"}), std::to_string(kFetches + 1));
-  EXPECT_EQ(reads, 2 * kFetches) << "round trips to Redis over " << kFetches << " capability FETCHes";
+  EXPECT_EQ(reads, 2 * kFetches) << "round trips to Redis over " << kFetches << " capability FETCHes ("
+                                 << trips.refreshes() << " diagnosis rewrites counted apart)";
 }
 
 // The contact reads held jobs by a script (held_jobs.lua) in its pipeline: a Redis
@@ -187,26 +236,27 @@ TEST(HeldSets, AContactOnARedisWithoutTheLibraryLoadsItAndReadsHeldJobs) {
 // holds jobs after the ACK. Before, a round trip more read the held jobs.
 TEST(HeldSets, AnAckWithFetchOfAWorkerThatStillHoldsJobsIsThreeRoundTrips) {
   RedisServer redis;
-  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000", "--preemption-interval-ms", "600000"}};
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
   Api api{broker.url()};
   const json caps = example_worker("dgx-h100");
   constexpr int kAcks = 4;
   for (int i = 0; i < kAcks + 2; ++i) api.push(ml_job("ackf-q", {{"ext_ml_gpu_count", 1}}));
   auto held = api.fetch({"ackf-q"}, "ackf-w", 2, {{"capabilities", caps}});  // it holds two jobs
   ASSERT_EQ(held.size(), 2u);
+  const auto judged = diagnosis_key(redis, "ackf-q");
+  ASSERT_FALSE(judged.empty()) << "the FETCH recorded its judgement of the queue's one class";
 
   const json next = {{"queues", {"ackf-q"}}, {"count", 1}, {"capabilities", caps}};
-  const long long idle = reads_processed(redis);
-  const long long reading = reads_processed(redis) - idle;
+  RoundTrips trips(redis, judged, "ackf-w");
   long long reads = 0;
   for (int i = 0; i < kAcks; ++i) {
-    const long long before = reads_processed(redis);
-    const auto r = api.post("/ojs/v1/workers/ack", {{"job_id", held[0]["id"]}, {"worker_id", "ackf-w"}, {"fetch", next}});
-    reads += reads_processed(redis) - before - reading;
+    Api::Reply r{};
+    reads += trips.of([&] { r = api.post("/ojs/v1/workers/ack", {{"job_id", held[0]["id"]}, {"worker_id", "ackf-w"}, {"fetch", next}}); });
     ASSERT_EQ(r.status, 200) << r.body.dump();
     ASSERT_EQ(r.body["fetch"]["jobs"].size(), 1u) << r.body.dump();
     held.erase(held.begin());
     held.push_back(r.body["fetch"]["jobs"][0]);
   }
-  EXPECT_EQ(reads, 3 * kAcks) << "round trips to Redis over " << kAcks << " ACKs with fetch";
+  EXPECT_EQ(reads, 3 * kAcks) << "round trips to Redis over " << kAcks << " ACKs with fetch (" << trips.refreshes()
+                              << " diagnosis rewrites counted apart)";
 }

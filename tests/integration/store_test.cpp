@@ -427,3 +427,22 @@ TEST(Store, MaintenanceRunsNoScriptForAQueueWithNothingDue) {
   EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "scheduled");
   EXPECT_EQ(wait_for_state(api, id, "available", 15000)["state"], "available") << "promoted by maintenance, no FETCH";
 }
+
+// --maintenance-interval-ms 0: no maintenance pass at all, not even the first one at
+// start, which a long interval still runs (at once, beside the first requests: tests
+// that count what requests send to Redis turn the loop off this way, held_sets_test).
+TEST(Store, AMaintenanceIntervalOfZeroRunsNoPassAtAll) {
+  RedisServer redis;
+  BrokerProcess off{redis.url(), {"--maintenance-interval-ms", "0"}};
+  Api api{off.url()};
+  json later = job_in("off-q");
+  later["scheduled_at"] = iso_in(std::chrono::hours(1));  // a PUSH slowed down (load) still finds it ahead
+  const auto id = api.push(later);
+  ASSERT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "scheduled");
+  redis_lines(redis, {"ZADD", "ojs:{off-q}:delayed", "0", id});  // due now, as time would make it
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // a pass would promote it at once
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "scheduled") << "no pass ran";
+
+  BrokerProcess hourly{redis.url(), {"--maintenance-interval-ms", "3600000"}};
+  EXPECT_EQ(wait_for_state(api, id, "available", 15000)["state"], "available") << "the first pass of a long interval promotes it";
+}

@@ -95,10 +95,11 @@ TEST(TransitionKeys, AWorkflowStepAckedOnEitherBrokerAdvancesItsChain) {
 }
 
 // An expired step is discarded by the claim that meets it and ends its step (the
-// maintenance pass, which would discard it too, is held off for the test's length).
+// maintenance pass, which would discard it too, is off: a long interval still ran
+// the first pass at start, which could meet the job on a loaded machine).
 TEST(TransitionKeys, AnExpiredWorkflowStepMetByAClaimEndsItsStep) {
   RedisServer redis;
-  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000"}};
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
   Api api{broker.url()};
   auto created = api.post("/ojs/v1/workflows", {{"type", "group"}, {"jobs", {step("g.first", "keys-group"), step("g.second", "keys-group")}}});
   ASSERT_EQ(created.status, 201) << created.body.dump();
@@ -124,7 +125,7 @@ TEST(TransitionKeys, AnExpiredWorkflowStepMetByAClaimEndsItsStep) {
 // was discarded and its step left running: the group never finished.)
 TEST(TransitionKeys, AnExpiredWorkflowStepPromotedByAClaimEndsItsStep) {
   RedisServer redis;
-  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000"}};
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
   Api api{broker.url()};
   auto created = api.post("/ojs/v1/workflows", {{"type", "group"}, {"jobs", {step("p.first", "keys-promote"), step("p.second", "keys-promote")}}});
   ASSERT_EQ(created.status, 201) << created.body.dump();
@@ -150,10 +151,11 @@ TEST(TransitionKeys, AnExpiredWorkflowStepPromotedByAClaimEndsItsStep) {
 }
 
 // ack.lua reads into Lua only the fields it uses (HMGET): the whole job is read once,
-// natively, behind the script (JobStore::ack). The background loops are held off.
+// natively, behind the script (JobStore::ack). The background loops are off (not even
+// the first pass at start: it reads jobs too).
 TEST(TransitionKeys, AnAckReadsTheWholeJobOnceNatively) {
   RedisServer redis;
-  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "3600000", "--preemption-interval-ms", "600000"}};
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
   Api api{broker.url()};
   api.push({{"type", "keys.read"}, {"args", json::array()}, {"options", {{"queue", "keys-read"}}}});
   const auto jobs = api.fetch({"keys-read"}, "w1");
