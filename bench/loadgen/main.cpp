@@ -482,6 +482,15 @@ int main(int argc, char** argv) {
   const long long broker_switches_before = o.broker_pid ? process_switches(o.broker_pid) : -1;
   const auto push = push_phase(o, o.queue, o.jobs, o.producers, o.duration_s, false, "PUSH (ml)");
   ops.push_back(push);
+  // PUSH alone (the first half of the jobs' work): loadgen's and the broker's CPU per
+  // pushed job here, Redis's in its own redis_per_job entry.
+  json push_cpu = json::object();
+  if (push.ok > 0) {
+    push_cpu["loadgen_us_per_job"] = (process_cpu_s(getpid()) - own_cpu_before) * 1e6 / push.ok;
+    const double broker_after_push = o.broker_pid ? process_cpu_s(o.broker_pid) : -1;
+    if (broker_after_push >= 0 && broker_cpu_before >= 0) push_cpu["broker_us_per_job"] = (broker_after_push - broker_cpu_before) * 1e6 / push.ok;
+    if (redis) report["redis_per_job"].push_back(redis_per_job(usage_before, usage(), push.ok, "PUSH (ml)"));
+  }
   auto caps = fetch_ack_phase(o, o.queue, push.ok, true, "caps");
   ops.insert(ops.end(), {caps.fetch, caps.ack, caps.cycle});
   if (redis) report["redis_per_job"].push_back(redis_per_job(usage_before, usage(), caps.cycle.ok, "PUSH+FETCH+ACK (caps)"));
@@ -496,17 +505,20 @@ int main(int argc, char** argv) {
         cpu["broker_switches_per_job"] = static_cast<double>(switches - broker_switches_before) / caps.cycle.ok;
       else cpu["error"] = "cannot read /proc/" + std::to_string(o.broker_pid) + "/stat";
     }
+    cpu["push"] = push_cpu;
     report["process_cpu_per_job"] = cpu;
   }
   report["pending_after_measure"] = available(o, o.queue);
   if (!o.skip_ack_fetch) {  // the same jobs again, taken with ACK-with-fetch
     usage_before = usage();
-    const double broker_before = o.broker_pid ? process_cpu_s(o.broker_pid) : -1;
+    const double broker_before = o.broker_pid ? process_cpu_s(o.broker_pid) : -1, own_before = process_cpu_s(getpid());
     const long long switches_before = o.broker_pid ? process_switches(o.broker_pid) : -1;
     ops.push_back(push_phase(o, o.queue, o.jobs, o.producers, o.duration_s, false, "PUSH (ml)"));
     const auto chained = ack_fetch_phase(o, o.queue, ops.back().ok, true, "chain");
     ops.push_back(chained);
     if (redis) report["redis_per_job"].push_back(redis_per_job(usage_before, usage(), chained.ok, "PUSH+ACK-with-fetch (caps)"));
+    if (chained.ok > 0 && report.contains("process_cpu_per_job"))
+      report["process_cpu_per_job"]["loadgen_us_per_job_ack_with_fetch"] = (process_cpu_s(getpid()) - own_before) * 1e6 / chained.ok;
     if (o.broker_pid && chained.ok > 0 && broker_before >= 0)
     {
       report["process_cpu_per_job"]["broker_us_per_job_ack_with_fetch"] = (process_cpu_s(o.broker_pid) - broker_before) * 1e6 / chained.ok;
@@ -580,8 +592,16 @@ int main(int argc, char** argv) {
       if (c.contains("broker_us_per_job_ack_with_fetch"))
         std::printf("; PUSH+ACK-with-fetch: broker %.1f us, %.1f switches", c["broker_us_per_job_ack_with_fetch"].get<double>(),
                     c.value("broker_switches_per_job_ack_with_fetch", -1.0));
+      if (c.contains("loadgen_us_per_job_ack_with_fetch"))
+        std::printf("%s loadgen %.1f us", c.contains("broker_us_per_job_ack_with_fetch") ? "," : "; PUSH+ACK-with-fetch:",
+                    c["loadgen_us_per_job_ack_with_fetch"].get<double>());
       if (c.contains("error")) std::printf(" (broker: %s)", c["error"].get<std::string>().c_str());
       std::printf("\n");
+      if (c.contains("push") && c["push"].contains("loadgen_us_per_job")) {
+        std::printf("CPU per job, PUSH (ml) alone: loadgen %.1f us", c["push"]["loadgen_us_per_job"].get<double>());
+        if (c["push"].contains("broker_us_per_job")) std::printf(", broker %.1f us", c["push"]["broker_us_per_job"].get<double>());
+        std::printf("\n");
+      }
     }
     if (report.contains("redis_ceiling")) {
       std::printf("\nRedis ceiling: minimal claim script (ZPOPMIN + HSET) over %d hiredis connections\n", o.workers);
