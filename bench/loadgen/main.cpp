@@ -1,6 +1,7 @@
 // HTTP load generator for a running broker (loopback only): producer threads PUSH,
 // worker threads FETCH+ACK (with and without capabilities), each thread over its
-// own keep-alive connection. Every phase is bounded in count and in time. The same
+// own keep-alive connection, spoken with Boost.Beast (loadgen/beast_client.hpp: the
+// lean client that leaves the cores to the broker it measures). Every phase is bounded in count and in time. The same
 // run measures the Redis ceiling (a minimal claim script over hiredis) and prints
 // the broker's FETCH+ACK rate as a fraction of it, and (with --redis) the Redis
 // work per job: INFO commandstats and INFO cpu deltas over PUSH + FETCH + ACK.
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/stats.hpp"
+#include "loadgen/beast_client.hpp"
 #include "loadgen/redis_ceiling.hpp"
 #include "ojs/client/http_client.hpp"
 
@@ -173,7 +175,7 @@ OpStats push_phase(const Options& o, const std::string& queue, long long count, 
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      auto http = client(o);
+      ojs::bench::BeastClient http(o.url);
       rec.samples[t].reserve(static_cast<std::size_t>(count / threads + 1));
       for (long long i; !broken && (i = next.fetch_add(1)) < count && Clock::now() < deadline;) {
         const auto body = job_body(queue_of(o, queue, i), i, o.classes, plain);
@@ -222,7 +224,7 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      auto http = client(o);
+      ojs::bench::BeastClient http(o.url);
       const std::string worker_id = "loadgen-" + label + "-" + std::to_string(t);
       json fetch_req = worker_fetch_request(o, queue, t, with_caps ? &caps : nullptr);
       fetch_req["worker_id"] = worker_id;
@@ -292,7 +294,7 @@ OpStats ack_fetch_phase(const Options& o, const std::string& queue, long long co
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      auto http = client(o);
+      ojs::bench::BeastClient http(o.url);
       const std::string worker_id = "loadgen-" + label + "-" + std::to_string(t);
       const json fetch_req = worker_fetch_request(o, queue, t, with_caps ? &caps : nullptr);
       json first = fetch_req;
@@ -424,7 +426,10 @@ void print_table(const std::vector<OpStats>& ops) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"OJS broker load generator: PUSH and FETCH+ACK throughput and latency, and the Redis claim ceiling"};
+  CLI::App app{"OJS broker load generator: PUSH and FETCH+ACK throughput and latency, and the Redis claim ceiling.\n"
+               "PUSH, FETCH, ACK and ACK-with-fetch go over one kept-alive HTTP/1.1 connection per thread spoken with\n"
+               "Boost.Beast's synchronous API, not the product's libcurl client: on a machine shared with the broker and\n"
+               "its Redis, what loadgen spends per job is taken from what it measures (docs/benchmarks.md)."};
   app.add_option("--url", o.url, "broker base URL (loopback)");
   app.add_option("--redis", o.redis, "the broker's Redis (unix socket path, unix:///path or redis://host:port/db); empty: skip the ceiling");
   app.add_option("--queue", o.queue, "queue name (the plain-worker phase uses <queue>-plain)");
