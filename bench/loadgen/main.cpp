@@ -27,6 +27,7 @@
 
 #include "common/stats.hpp"
 #include "loadgen/beast_client.hpp"
+#include "loadgen/first_job_id.hpp"
 #include "loadgen/redis_ceiling.hpp"
 #include "ojs/client/http_client.hpp"
 
@@ -194,6 +195,14 @@ OpStats push_phase(const Options& o, const std::string& queue, long long count, 
   return rec.finish(name, seconds_since(start));
 }
 
+// An ACK body, the bytes json{{"fetch", F}, {"job_id", id}, {"worker_id", w}}.dump()
+// gives (keys in order), without building the document for each job: `fetch_part` is
+// F dumped once, empty for a plain ACK.
+std::string ack_body(const std::string& id, const std::string& worker_id, const std::string& fetch_part) {
+  std::string body = fetch_part.empty() ? "{" : "{\"fetch\":" + fetch_part + ",";
+  return body + "\"job_id\":" + json(id).dump() + ",\"worker_id\":" + json(worker_id).dump() + "}";
+}
+
 // One worker thread's FETCH body: its queues (each starting at its own), one job, and
 // the capabilities of the `caps` phases.
 json worker_fetch_request(const Options& o, const std::string& queue, int t, const json* caps) {
@@ -233,7 +242,7 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
       std::deque<std::string> held;  // --hold: the jobs it runs, oldest first
       const auto ack_job = [&](const std::string& id, Clock::time_point t0) {
         const auto t1 = Clock::now();
-        const auto a = http.post("/ojs/v1/workers/ack", json{{"job_id", id}, {"worker_id", worker_id}}.dump());
+        const auto a = http.post("/ojs/v1/workers/ack", ack_body(id, worker_id, {}));
         if (ok_status(a.status)) {
           ack.samples[t].push_back(since_ns(t1));
           cycle.samples[t].push_back(since_ns(t0));
@@ -247,9 +256,7 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
         const auto fetch_ns = since_ns(t0);
         std::string id;
         if (r.status == 200) {
-          const auto body = json::parse(r.body, nullptr, false);
-          if (body.is_object() && body.contains("jobs") && body["jobs"].is_array() && !body["jobs"].empty())
-            id = body["jobs"][0].value("id", "");
+          id = ojs::bench::first_job_id(r.body, ojs::bench::JobsAt::top);
         } else if (r.status != 204) {
           if (++fetch.errors[t] == 1) std::cerr << "loadgen: FETCH " << r.status << " " << r.transport_error << r.body.substr(0, 300) << "\n";
           if (r.status == 0) stop = true;
@@ -300,16 +307,13 @@ OpStats ack_fetch_phase(const Options& o, const std::string& queue, long long co
       json first = fetch_req;
       first["worker_id"] = worker_id;
       const std::string fetch_body = first.dump();
-      const auto first_job = [](const json& part) -> std::string {
-        if (!part.is_object() || !part.contains("jobs") || !part["jobs"].is_array() || part["jobs"].empty()) return {};
-        return part["jobs"][0].value("id", "");
-      };
+      const std::string ack_fetch_part = fetch_req.dump();
       std::string id;
       auto empty_since = Clock::time_point{};
       while (!stop && Clock::now() < deadline) {
         if (id.empty()) {  // nothing in hand: a plain FETCH, as a worker starts
           const auto r = http.post("/ojs/v1/workers/fetch", fetch_body);
-          if (r.status == 200) id = first_job(json::parse(r.body, nullptr, false));
+          if (r.status == 200) id = ojs::bench::first_job_id(r.body, ojs::bench::JobsAt::top);
           else if (++cycle.errors[t] == 1) std::cerr << "loadgen: FETCH " << r.status << " " << r.transport_error << r.body.substr(0, 300) << "\n";
           if (r.status == 0) stop = true;
           if (id.empty()) {
@@ -321,15 +325,12 @@ OpStats ack_fetch_phase(const Options& o, const std::string& queue, long long co
           empty_since = {};
         }
         const bool more = tickets.fetch_add(1) + 1 < count;  // the last ticket's ACK asks for nothing
-        json ack = {{"job_id", id}, {"worker_id", worker_id}};
-        if (more) ack["fetch"] = fetch_req;
         const auto t0 = Clock::now();
-        const auto a = http.post("/ojs/v1/workers/ack", ack.dump());
+        const auto a = http.post("/ojs/v1/workers/ack", ack_body(id, worker_id, more ? ack_fetch_part : std::string()));
         id.clear();
         if (ok_status(a.status)) {
           cycle.samples[t].push_back(since_ns(t0));
-          const auto body = json::parse(a.body, nullptr, false);
-          if (more && body.is_object() && body.contains("fetch")) id = first_job(body["fetch"]);
+          if (more) id = ojs::bench::first_job_id(a.body, ojs::bench::JobsAt::fetch);
         } else if (++cycle.errors[t] == 1) {
           std::cerr << "loadgen: ACK " << a.status << " " << a.body.substr(0, 300) << "\n";
         }
