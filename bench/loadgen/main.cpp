@@ -1,10 +1,11 @@
 // HTTP load generator for a running broker (loopback only): producer threads PUSH,
 // worker threads FETCH+ACK (with and without capabilities), each thread over its
-// own keep-alive connection, spoken with Boost.Beast (loadgen/beast_client.hpp: the
-// lean client that leaves the cores to the broker it measures). Every phase is bounded in count and in time. The same
-// run measures the Redis ceiling (a minimal claim script over hiredis) and prints
-// the broker's FETCH+ACK rate as a fraction of it, and (with --redis) the Redis
-// work per job: INFO commandstats and INFO cpu deltas over PUSH + FETCH + ACK.
+// own keep-alive connection, spoken with Boost.Beast (loadgen/beast_client.hpp: a
+// lean client leaves the cores to the broker it measures). Every phase is bounded
+// in count and in time. The same run measures the Redis ceiling (a minimal claim
+// script over hiredis) and prints the broker's FETCH+ACK rate as a fraction of it,
+// and (with --redis) the Redis work per job: INFO commandstats and INFO cpu deltas
+// over PUSH + FETCH + ACK.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
