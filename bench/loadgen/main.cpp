@@ -1,9 +1,11 @@
 // HTTP load generator for a running broker (loopback only): producer threads PUSH,
 // worker threads FETCH+ACK (with and without capabilities), each thread over its
-// own keep-alive connection. Every phase is bounded in count and in time. The same
-// run measures the Redis ceiling (a minimal claim script over hiredis) and prints
-// the broker's FETCH+ACK rate as a fraction of it, and (with --redis) the Redis
-// work per job: INFO commandstats and INFO cpu deltas over PUSH + FETCH + ACK.
+// own keep-alive connection, spoken with Boost.Beast (loadgen/beast_client.hpp: a
+// lean client leaves the cores to the broker it measures). Every phase is bounded
+// in count and in time. The same run measures the Redis ceiling (a minimal claim
+// script over hiredis) and prints the broker's FETCH+ACK rate as a fraction of it,
+// and (with --redis) the Redis work per job: INFO commandstats and INFO cpu deltas
+// over PUSH + FETCH + ACK.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -25,6 +27,8 @@
 #include <unistd.h>
 
 #include "common/stats.hpp"
+#include "loadgen/beast_client.hpp"
+#include "loadgen/first_job_id.hpp"
 #include "loadgen/redis_ceiling.hpp"
 #include "ojs/client/http_client.hpp"
 
@@ -173,7 +177,7 @@ OpStats push_phase(const Options& o, const std::string& queue, long long count, 
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      auto http = client(o);
+      ojs::bench::BeastClient http(o.url);
       rec.samples[t].reserve(static_cast<std::size_t>(count / threads + 1));
       for (long long i; !broken && (i = next.fetch_add(1)) < count && Clock::now() < deadline;) {
         const auto body = job_body(queue_of(o, queue, i), i, o.classes, plain);
@@ -190,6 +194,14 @@ OpStats push_phase(const Options& o, const std::string& queue, long long count, 
   }
   for (auto& th : pool) th.join();
   return rec.finish(name, seconds_since(start));
+}
+
+// An ACK body, the bytes json{{"fetch", F}, {"job_id", id}, {"worker_id", w}}.dump()
+// gives (keys in order), without building the document for each job: `fetch_part` is
+// F dumped once, empty for a plain ACK.
+std::string ack_body(const std::string& id, const std::string& worker_id, const std::string& fetch_part) {
+  std::string body = fetch_part.empty() ? "{" : "{\"fetch\":" + fetch_part + ",";
+  return body + "\"job_id\":" + json(id).dump() + ",\"worker_id\":" + json(worker_id).dump() + "}";
 }
 
 // One worker thread's FETCH body: its queues (each starting at its own), one job, and
@@ -222,7 +234,7 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      auto http = client(o);
+      ojs::bench::BeastClient http(o.url);
       const std::string worker_id = "loadgen-" + label + "-" + std::to_string(t);
       json fetch_req = worker_fetch_request(o, queue, t, with_caps ? &caps : nullptr);
       fetch_req["worker_id"] = worker_id;
@@ -231,7 +243,7 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
       std::deque<std::string> held;  // --hold: the jobs it runs, oldest first
       const auto ack_job = [&](const std::string& id, Clock::time_point t0) {
         const auto t1 = Clock::now();
-        const auto a = http.post("/ojs/v1/workers/ack", json{{"job_id", id}, {"worker_id", worker_id}}.dump());
+        const auto a = http.post("/ojs/v1/workers/ack", ack_body(id, worker_id, {}));
         if (ok_status(a.status)) {
           ack.samples[t].push_back(since_ns(t1));
           cycle.samples[t].push_back(since_ns(t0));
@@ -245,9 +257,7 @@ CycleStats fetch_ack_phase(const Options& o, const std::string& queue, long long
         const auto fetch_ns = since_ns(t0);
         std::string id;
         if (r.status == 200) {
-          const auto body = json::parse(r.body, nullptr, false);
-          if (body.is_object() && body.contains("jobs") && body["jobs"].is_array() && !body["jobs"].empty())
-            id = body["jobs"][0].value("id", "");
+          id = ojs::bench::first_job_id(r.body, ojs::bench::JobsAt::top);
         } else if (r.status != 204) {
           if (++fetch.errors[t] == 1) std::cerr << "loadgen: FETCH " << r.status << " " << r.transport_error << r.body.substr(0, 300) << "\n";
           if (r.status == 0) stop = true;
@@ -292,22 +302,19 @@ OpStats ack_fetch_phase(const Options& o, const std::string& queue, long long co
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      auto http = client(o);
+      ojs::bench::BeastClient http(o.url);
       const std::string worker_id = "loadgen-" + label + "-" + std::to_string(t);
       const json fetch_req = worker_fetch_request(o, queue, t, with_caps ? &caps : nullptr);
       json first = fetch_req;
       first["worker_id"] = worker_id;
       const std::string fetch_body = first.dump();
-      const auto first_job = [](const json& part) -> std::string {
-        if (!part.is_object() || !part.contains("jobs") || !part["jobs"].is_array() || part["jobs"].empty()) return {};
-        return part["jobs"][0].value("id", "");
-      };
+      const std::string ack_fetch_part = fetch_req.dump();
       std::string id;
       auto empty_since = Clock::time_point{};
       while (!stop && Clock::now() < deadline) {
         if (id.empty()) {  // nothing in hand: a plain FETCH, as a worker starts
           const auto r = http.post("/ojs/v1/workers/fetch", fetch_body);
-          if (r.status == 200) id = first_job(json::parse(r.body, nullptr, false));
+          if (r.status == 200) id = ojs::bench::first_job_id(r.body, ojs::bench::JobsAt::top);
           else if (++cycle.errors[t] == 1) std::cerr << "loadgen: FETCH " << r.status << " " << r.transport_error << r.body.substr(0, 300) << "\n";
           if (r.status == 0) stop = true;
           if (id.empty()) {
@@ -319,15 +326,12 @@ OpStats ack_fetch_phase(const Options& o, const std::string& queue, long long co
           empty_since = {};
         }
         const bool more = tickets.fetch_add(1) + 1 < count;  // the last ticket's ACK asks for nothing
-        json ack = {{"job_id", id}, {"worker_id", worker_id}};
-        if (more) ack["fetch"] = fetch_req;
         const auto t0 = Clock::now();
-        const auto a = http.post("/ojs/v1/workers/ack", ack.dump());
+        const auto a = http.post("/ojs/v1/workers/ack", ack_body(id, worker_id, more ? ack_fetch_part : std::string()));
         id.clear();
         if (ok_status(a.status)) {
           cycle.samples[t].push_back(since_ns(t0));
-          const auto body = json::parse(a.body, nullptr, false);
-          if (more && body.is_object() && body.contains("fetch")) id = first_job(body["fetch"]);
+          if (more) id = ojs::bench::first_job_id(a.body, ojs::bench::JobsAt::fetch);
         } else if (++cycle.errors[t] == 1) {
           std::cerr << "loadgen: ACK " << a.status << " " << a.body.substr(0, 300) << "\n";
         }
@@ -424,7 +428,10 @@ void print_table(const std::vector<OpStats>& ops) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"OJS broker load generator: PUSH and FETCH+ACK throughput and latency, and the Redis claim ceiling"};
+  CLI::App app{"OJS broker load generator: PUSH and FETCH+ACK throughput and latency, and the Redis claim ceiling.\n"
+               "PUSH, FETCH, ACK and ACK-with-fetch go over one kept-alive HTTP/1.1 connection per thread spoken with\n"
+               "Boost.Beast's synchronous API, not the product's libcurl client: on a machine shared with the broker and\n"
+               "its Redis, what loadgen spends per job is taken from what it measures (docs/benchmarks.md)."};
   app.add_option("--url", o.url, "broker base URL (loopback)");
   app.add_option("--redis", o.redis, "the broker's Redis (unix socket path, unix:///path or redis://host:port/db); empty: skip the ceiling");
   app.add_option("--queue", o.queue, "queue name (the plain-worker phase uses <queue>-plain)");
@@ -482,6 +489,15 @@ int main(int argc, char** argv) {
   const long long broker_switches_before = o.broker_pid ? process_switches(o.broker_pid) : -1;
   const auto push = push_phase(o, o.queue, o.jobs, o.producers, o.duration_s, false, "PUSH (ml)");
   ops.push_back(push);
+  // PUSH alone (the first half of the jobs' work): loadgen's and the broker's CPU per
+  // pushed job here, Redis's in its own redis_per_job entry.
+  json push_cpu = json::object();
+  if (push.ok > 0) {
+    push_cpu["loadgen_us_per_job"] = (process_cpu_s(getpid()) - own_cpu_before) * 1e6 / push.ok;
+    const double broker_after_push = o.broker_pid ? process_cpu_s(o.broker_pid) : -1;
+    if (broker_after_push >= 0 && broker_cpu_before >= 0) push_cpu["broker_us_per_job"] = (broker_after_push - broker_cpu_before) * 1e6 / push.ok;
+    if (redis) report["redis_per_job"].push_back(redis_per_job(usage_before, usage(), push.ok, "PUSH (ml)"));
+  }
   auto caps = fetch_ack_phase(o, o.queue, push.ok, true, "caps");
   ops.insert(ops.end(), {caps.fetch, caps.ack, caps.cycle});
   if (redis) report["redis_per_job"].push_back(redis_per_job(usage_before, usage(), caps.cycle.ok, "PUSH+FETCH+ACK (caps)"));
@@ -496,17 +512,20 @@ int main(int argc, char** argv) {
         cpu["broker_switches_per_job"] = static_cast<double>(switches - broker_switches_before) / caps.cycle.ok;
       else cpu["error"] = "cannot read /proc/" + std::to_string(o.broker_pid) + "/stat";
     }
+    cpu["push"] = push_cpu;
     report["process_cpu_per_job"] = cpu;
   }
   report["pending_after_measure"] = available(o, o.queue);
   if (!o.skip_ack_fetch) {  // the same jobs again, taken with ACK-with-fetch
     usage_before = usage();
-    const double broker_before = o.broker_pid ? process_cpu_s(o.broker_pid) : -1;
+    const double broker_before = o.broker_pid ? process_cpu_s(o.broker_pid) : -1, own_before = process_cpu_s(getpid());
     const long long switches_before = o.broker_pid ? process_switches(o.broker_pid) : -1;
     ops.push_back(push_phase(o, o.queue, o.jobs, o.producers, o.duration_s, false, "PUSH (ml)"));
     const auto chained = ack_fetch_phase(o, o.queue, ops.back().ok, true, "chain");
     ops.push_back(chained);
     if (redis) report["redis_per_job"].push_back(redis_per_job(usage_before, usage(), chained.ok, "PUSH+ACK-with-fetch (caps)"));
+    if (chained.ok > 0 && report.contains("process_cpu_per_job"))
+      report["process_cpu_per_job"]["loadgen_us_per_job_ack_with_fetch"] = (process_cpu_s(getpid()) - own_before) * 1e6 / chained.ok;
     if (o.broker_pid && chained.ok > 0 && broker_before >= 0)
     {
       report["process_cpu_per_job"]["broker_us_per_job_ack_with_fetch"] = (process_cpu_s(o.broker_pid) - broker_before) * 1e6 / chained.ok;
@@ -580,8 +599,16 @@ int main(int argc, char** argv) {
       if (c.contains("broker_us_per_job_ack_with_fetch"))
         std::printf("; PUSH+ACK-with-fetch: broker %.1f us, %.1f switches", c["broker_us_per_job_ack_with_fetch"].get<double>(),
                     c.value("broker_switches_per_job_ack_with_fetch", -1.0));
+      if (c.contains("loadgen_us_per_job_ack_with_fetch"))
+        std::printf("%s loadgen %.1f us", c.contains("broker_us_per_job_ack_with_fetch") ? "," : "; PUSH+ACK-with-fetch:",
+                    c["loadgen_us_per_job_ack_with_fetch"].get<double>());
       if (c.contains("error")) std::printf(" (broker: %s)", c["error"].get<std::string>().c_str());
       std::printf("\n");
+      if (c.contains("push") && c["push"].contains("loadgen_us_per_job")) {
+        std::printf("CPU per job, PUSH (ml) alone: loadgen %.1f us", c["push"]["loadgen_us_per_job"].get<double>());
+        if (c["push"].contains("broker_us_per_job")) std::printf(", broker %.1f us", c["push"]["broker_us_per_job"].get<double>());
+        std::printf("\n");
+      }
     }
     if (report.contains("redis_ceiling")) {
       std::printf("\nRedis ceiling: minimal claim script (ZPOPMIN + HSET) over %d hiredis connections\n", o.workers);
