@@ -12,6 +12,8 @@ namespace {
 const std::vector<std::string> kWaitingFields = {"id",         "class",           "type",           "tenant", "state",
                                                  "timeout_ms", "next_attempt_at", "estimated_duration_s", "enqueued_at",
                                                  "rank_base"};
+// What a finished job ran against what it declared (ran_vs_declared).
+const std::vector<std::string> kRanFields = {"started_at", "completed_at", "estimated_duration_s"};
 
 // A score as ZRANGEBYSCORE / ZCOUNT bounds take it: the exact integer.
 std::string score_text(double score) {
@@ -82,9 +84,7 @@ std::vector<std::optional<JobRecord>> EstimateStore::waiting_fields(const std::s
       out.emplace_back();
       continue;
     }
-    JobRecord job;
-    for (std::size_t f = 0; f < kWaitingFields.size() && f < reply.elements.size(); ++f)
-      if (!reply.elements[f].is_nil()) job.fields[kWaitingFields[f]] = reply.elements[f].str;
+    JobRecord job = JobRecord::from_fields(kWaitingFields, reply.elements);
     job.fields["queue"] = queue;
     out.push_back(std::move(job));
   }
@@ -96,14 +96,14 @@ std::vector<double> EstimateStore::ran_vs_declared(const std::string& queue, std
   if (limit == 0) return out;
   const auto ids = redis_.command({"ZREVRANGE", keys::finished(queue, "completed"), "0", std::to_string(limit - 1)});
   std::vector<std::vector<std::string>> cmds;
-  for (const auto& id : ids.elements)
-    cmds.push_back({"HMGET", keys::job(queue, id.str), "started_at", "completed_at", "estimated_duration_s"});
+  for (const auto& id : ids.elements) {
+    std::vector<std::string> cmd = {"HMGET", keys::job(queue, id.str)};
+    cmd.insert(cmd.end(), kRanFields.begin(), kRanFields.end());
+    cmds.push_back(std::move(cmd));
+  }
   if (cmds.empty()) return out;
   for (const auto& reply : redis_.pipeline(cmds)) {
-    if (reply.elements.size() != 3) continue;
-    JobRecord job;
-    job.fields = {{"started_at", reply.elements[0].str}, {"completed_at", reply.elements[1].str},
-                  {"estimated_duration_s", reply.elements[2].str}};
+    const JobRecord job = JobRecord::from_fields(kRanFields, reply.elements);
     const auto started = job.get_int("started_at"), completed = job.get_int("completed_at"),
                declared = job.get_int("estimated_duration_s");
     if (!started || !completed || !declared || *declared <= 0 || *completed < *started) continue;

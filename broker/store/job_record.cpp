@@ -104,6 +104,13 @@ JobRecord JobRecord::from_flat_array(const RedisValue& v) {
   return r;
 }
 
+JobRecord JobRecord::from_fields(const std::vector<std::string>& names, const std::vector<RedisValue>& values) {
+  JobRecord r;
+  for (std::size_t k = 0; k < values.size() && k < names.size(); ++k)
+    if (!values[k].is_nil()) r.fields[names[k]] = values[k].str;
+  return r;
+}
+
 std::vector<int> device_list(const std::string& json_text) {
   if (json_text.empty()) return {};
   const auto devices = nlohmann::json::parse(json_text, nullptr, false);

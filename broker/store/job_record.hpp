@@ -54,6 +54,8 @@ struct JobRecord {
 
   // Field/value pairs (HGETALL, or a script's job reply: a later pair overrides, a nil value deletes).
   static JobRecord from_flat_array(const RedisValue& pairs);
+  // The fields `names` as an HMGET of them answered (a nil value: the field is absent).
+  static JobRecord from_fields(const std::vector<std::string>& names, const std::vector<RedisValue>& values);
 };
 
 // Device indices from their JSON text ("[0,1]"); empty for "" or anything else.

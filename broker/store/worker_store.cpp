@@ -21,12 +21,7 @@ const std::vector<std::string> kHeldFields{"id",           "queue",         "sta
                                            "preempt_checkpoint",            "preempted_for"};
 
 // A job as HMGET of kHeldFields answered it (nil: absent).
-JobRecord held_job(const std::vector<RedisValue>& values) {
-  JobRecord job;
-  for (std::size_t k = 0; k < values.size() && k < kHeldFields.size(); ++k)
-    if (!values[k].is_nil()) job.fields[kHeldFields[k]] = values[k].str;
-  return job;
-}
+JobRecord held_job(const std::vector<RedisValue>& values) { return JobRecord::from_fields(kHeldFields, values); }
 
 // The read of the worker's held set in one queue: its ids, or (with_jobs) its ids
 // with their jobs' fields (held_jobs.lua: no round trip between the two).
