@@ -369,3 +369,45 @@ TEST(AdminWorkers, DeregisteringAStaleWorkerReclaimsItsJobsFirst) {
   for (const auto& w : workers) EXPECT_NE(w["id"], "old");
   EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "available");
 }
+
+// The job's document reaches FETCH, ACK, INFO and PUSH's reply as the producer sent it
+// (the envelope is assembled from the stored text, not re-encoded: docs/architecture.md
+// "Requests and Redis I/O"), with strings that need escaping, non-ASCII keys and values,
+// numbers at the edges of what JSON carries exactly, and nesting; and the replies that
+// carry the job twice (FETCH's `jobs` and `job`, ACK's fields and `job`) carry it equal.
+TEST_F(SpecFidelity, AJobsDocumentComesBackAsSentFromPushFetchAckAndInfo) {
+  const json args = json::array({"quote \" backslash \\ slash / newline \n tab \t", "caf\u00e9 \u4e2d\u6587 \U0001F680",
+                                 9007199254740993LL, -0.0, 1e-300, 18446744073709551615ULL, json::object(), json::array(),
+                                 {{"k,}", "v]\"{"}, {"\u00fcber", {{"deep", json::array({json::array({json::array({1})})})}}}}});
+  const json meta = {{"labels", {{"z", "1"}, {"a\"b", "c"}}}, {"\u00e9t\u00e9", true}, {"n", nullptr}};
+  auto pushed = api.post("/ojs/v1/jobs", {{"type", "fidelity.doc"}, {"args", args}, {"meta", meta}, {"options", {{"queue", "sf-doc"}}}});
+  ASSERT_EQ(pushed.status, 201) << pushed.body.dump();
+  EXPECT_EQ(pushed.body["job"]["args"], args);
+  EXPECT_EQ(pushed.body["job"]["meta"], meta);
+  const std::string id = pushed.body["job"]["id"];
+
+  auto fetched = api.post("/ojs/v1/workers/fetch", {{"queues", {"sf-doc"}}, {"worker_id", "w-doc"}, {"count", 1}});
+  ASSERT_EQ(fetched.status, 200) << fetched.body.dump();
+  ASSERT_EQ(fetched.body["jobs"].size(), 1u) << fetched.body.dump();
+  EXPECT_EQ(fetched.body["job"], fetched.body["jobs"][0]);
+  EXPECT_EQ(fetched.body["job"]["args"], args);
+  EXPECT_EQ(fetched.body["job"]["meta"], meta);
+  EXPECT_EQ(fetched.body["job"]["state"], "active");
+  EXPECT_EQ(fetched.body["job"]["attempt"], 1);
+
+  auto acked = api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "w-doc"}, {"result", {{"r", args}}}});
+  ASSERT_EQ(acked.status, 200) << acked.body.dump();
+  EXPECT_EQ(acked.body["job_id"], id);
+  json top = acked.body;
+  for (const char* added : {"job", "job_id", "acknowledged"}) top.erase(added);
+  EXPECT_EQ(top, acked.body["job"]) << "the ACK's top-level fields are its job's";
+  EXPECT_EQ(acked.body["job"]["args"], args);
+  EXPECT_EQ(acked.body["job"]["result"], (json{{"r", args}}));
+  EXPECT_EQ(acked.body["job"]["state"], "completed");
+
+  auto info = api.call("GET", "/ojs/v1/jobs/" + id);
+  ASSERT_EQ(info.status, 200);
+  EXPECT_EQ(info.body["job"]["args"], args);
+  EXPECT_EQ(info.body["job"]["meta"], meta);
+  EXPECT_EQ(info.body["job"]["result"], (json{{"r", args}}));
+}
