@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "support/ml_fixtures.hpp"
@@ -259,4 +260,21 @@ TEST(HeldSets, AnAckWithFetchOfAWorkerThatStillHoldsJobsIsThreeRoundTrips) {
   }
   EXPECT_EQ(reads, 3 * kAcks) << "round trips to Redis over " << kAcks << " ACKs with fetch (" << trips.refreshes()
                               << " diagnosis rewrites counted apart)";
+}
+
+// One FETCH that claims several jobs counts each claimed job in the worker's load
+// before the next claim (FetchService reads a claimed job's requirements only when
+// another claim follows): 4 GPUs hold two 2-GPU jobs on disjoint devices, not three.
+TEST(HeldSets, OneFetchOfSeveralJobsCountsEachBeforeTheNext) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  const json caps = example_worker("4xa100-pcie");
+  for (int i = 0; i < 3; ++i) api.push(ml_job("multi-q", {{"ext_ml_gpu_count", 2}}));
+  const auto jobs = api.fetch({"multi-q"}, "multi-w", 3, {{"capabilities", caps}});
+  ASSERT_EQ(jobs.size(), 2u) << "two 2-GPU jobs fill 4 GPUs: " << jobs.dump();
+  std::set<int> devices;
+  for (const auto& j : jobs)
+    for (const auto& d : j["ext_ml_assigned_devices"]) EXPECT_TRUE(devices.insert(d.get<int>()).second) << jobs.dump();
+  EXPECT_EQ(devices.size(), 4u);
 }
