@@ -44,8 +44,9 @@ std::unique_ptr<Installed> install(const BrokerConfig& config, RedisPool& redis,
   out->config_store = std::make_unique<QueueConfigStore>(redis);
   out->configs = std::make_unique<QueueConfigs>(*out->config_store);
   out->admission = std::make_unique<Admission>(*out->configs, admission_policy(config));
-  jobs.set_admission([admission = out->admission.get()](NewJob& job, JobOrder& order, bool cached, long long& version) {
-    return admission->admit(job, auth::current_identity(), &order, cached, &version);
+  jobs.set_admission([admission = out->admission.get()](NewJob& job, JobOrder& order, bool cached, long long& version,
+                                                        ml::Requirements& requirements) {
+    return admission->admit(job, auth::current_identity(), &order, cached, &version, &requirements);
   });
   register_governance_api(router, api, *out->configs);
   return out;

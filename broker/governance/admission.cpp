@@ -79,7 +79,7 @@ void apply_timeout_bound(NewJob& job, const ml::Requirements& r, std::initialize
 }
 
 std::string Admission::admit(NewJob& job, const auth::Identity* caller, JobOrder* order, bool cached_config,
-                             long long* config_version) {
+                             long long* config_version, ml::Requirements* requirements) {
   const auto shared = cached_config ? configs_.cached(job.queue) : configs_.fresh(job.queue);
   const QueueConfig& config = *shared;
   if (config_version) *config_version = config.version;
@@ -92,6 +92,9 @@ std::string Admission::admit(NewJob& job, const auth::Identity* caller, JobOrder
   check_model_allowed(r, policy_.allowed_models);
   std::string tenant = resolve_tenant(job.document, caller);
   if (order) *order = {config.policy, config.policy == QueuePolicy::fair ? config.tenant_fairness.slot_of(tenant) : 0};
+  // Nothing above changed what parse_requirements reads (ext_ml_* and meta.*: the
+  // timeout bound writes the OJS timeout_ms).
+  if (requirements) *requirements = r;
   return tenant;
 }
 

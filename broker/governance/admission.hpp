@@ -31,9 +31,11 @@ class Admission {
   // May edit job.document (defaults); throws OjsError to refuse; returns the tenant ("" = none).
   // `order` gets the queue's policy and the tenant's fair-share slot (the score's inputs).
   // `cached_config`: the queue config may come from this broker's cache (QueueConfigs::cached);
-  // `config_version` gets the version of the config used, for the store to check.
+  // `config_version` gets the version of the config used, for the store to check;
+  // `requirements` the job's ext_ml_* requirements as admitted (after the defaults): the
+  // PUSH files the job by them instead of parsing them again.
   std::string admit(NewJob& job, const auth::Identity* caller, JobOrder* order = nullptr, bool cached_config = false,
-                    long long* config_version = nullptr);
+                    long long* config_version = nullptr, ml::Requirements* requirements = nullptr);
 
   const AdmissionPolicy& policy() const { return policy_; }
 

@@ -59,8 +59,10 @@ class PushService {
   // Queue governance at PUSH (broker/governance): may fill the document (defaults),
   // throws OjsError to refuse (limits), returns the job's tenant ("" = none) and
   // fills the queue's policy for the job's score. `cached`: it may read the queue config
-  // from this broker's cache; `config_version` gets the version of the config it applied.
-  using PushAdmission = std::function<std::string(NewJob&, JobOrder&, bool cached, long long& config_version)>;
+  // from this broker's cache; `config_version` gets the version of the config it applied,
+  // `requirements` the job's requirements as it parsed them (the job is classified by them).
+  using PushAdmission =
+      std::function<std::string(NewJob&, JobOrder&, bool cached, long long& config_version, ml::Requirements& requirements)>;
   void set_admission(PushAdmission admission) { admission_ = std::move(admission); }
   // Batch PUSH, once its jobs are valid and counted: may throw OjsError (the
   // caller's PUSH rate limit takes one token per job).

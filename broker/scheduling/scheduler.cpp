@@ -64,8 +64,12 @@ int priority_class_rank(const ml::Requirements& r) {
 }
 
 JobClassification Scheduler::classify(const nlohmann::json& job_document, int priority) const {
+  return classify(ml::parse_requirements(job_document), priority);
+}
+
+JobClassification Scheduler::classify(ml::Requirements requirements, int priority) const {
   JobClassification c;
-  c.requirements = ml::parse_requirements(job_document);
+  c.requirements = std::move(requirements);
   const auto cls = ml::requirement_class(c.requirements);
   c.class_id = cls.id;
   c.class_json = cls.canonical;

@@ -57,6 +57,8 @@ class Scheduler {
   ~Scheduler();
   // Validates the ext_ml_* attributes (throws OjsError naming the field) and files the job.
   JobClassification classify(const nlohmann::json& job_document, int priority) const;
+  // The same from requirements already parsed (and so validated).
+  JobClassification classify(ml::Requirements requirements, int priority) const;
   // One verdict per class of the queue (eligible or not, with reasons).
   std::vector<ClassVerdict> judge(const ClassSet& classes, const WorkerView& worker) const;
   // Parses a worker's advertisement (throws OjsError naming the field), memoised
