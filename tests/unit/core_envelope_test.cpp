@@ -65,3 +65,19 @@ TEST(Envelope, RetryDelayBackoffAndJitter) {
   EXPECT_EQ(retry_delay_ms(p, 2, 0.0), 1000);  // 0.5x
   EXPECT_EQ(retry_delay_ms(p, 2, 0.99), 2980);
 }
+
+// A job that names no retry policy stores the default's (built once); one that names
+// a policy, in either spelling, stores its own.
+TEST(Envelope, TheStoredRetryPolicyIsTheDefaultOrTheOneNamed) {
+  const json defaults = parse_enqueue_request({{"type", "a"}, {"args", json::array()}}, 0).document["retry"];
+  EXPECT_EQ(defaults, RetryPolicy{}.to_json());
+  EXPECT_EQ(defaults["max_attempts"], 3);
+  for (const char* spelling : {"retry", "retry_policy"}) {
+    const auto job = parse_enqueue_request(
+        {{"type", "a"}, {"args", json::array()}, {"options", {{spelling, {{"max_attempts", 7}, {"initial_interval", "PT2S"}}}}}}, 0);
+    EXPECT_EQ(job.document["retry"]["max_attempts"], 7) << spelling;
+    EXPECT_EQ(job.document["retry"]["initial_interval"], "PT2S") << spelling;
+    EXPECT_EQ(job.document["max_attempts"], 7) << spelling;
+  }
+  EXPECT_EQ(parse_enqueue_request({{"type", "a"}, {"args", json::array()}}, 0).document["retry"], defaults) << "the same again";
+}
