@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "broker/config.hpp"
-#include "ojs/core/object_text.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/job_directory.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/store/queue_directory.hpp"
 #include "ojs/core/envelope.hpp"
 #include "ojs/core/error.hpp"
+#include "ojs/core/object_text.hpp"
 
 namespace ojs::broker {
 

@@ -72,11 +72,7 @@ long long EstimateStore::ready_below(const std::string& queue, const ClassSet& c
 
 std::vector<std::optional<JobRecord>> EstimateStore::waiting_fields(const std::string& queue, const std::vector<std::string>& ids) {
   std::vector<std::vector<std::string>> cmds;
-  for (const auto& id : ids) {
-    std::vector<std::string> cmd = {"HMGET", keys::job(queue, id)};
-    cmd.insert(cmd.end(), kWaitingFields.begin(), kWaitingFields.end());
-    cmds.push_back(std::move(cmd));
-  }
+  for (const auto& id : ids) cmds.push_back(JobRecord::read_fields(keys::job(queue, id), kWaitingFields));
   std::vector<std::optional<JobRecord>> out;
   if (cmds.empty()) return out;
   for (const auto& reply : redis_.pipeline(cmds)) {
@@ -96,11 +92,7 @@ std::vector<double> EstimateStore::ran_vs_declared(const std::string& queue, std
   if (limit == 0) return out;
   const auto ids = redis_.command({"ZREVRANGE", keys::finished(queue, "completed"), "0", std::to_string(limit - 1)});
   std::vector<std::vector<std::string>> cmds;
-  for (const auto& id : ids.elements) {
-    std::vector<std::string> cmd = {"HMGET", keys::job(queue, id.str)};
-    cmd.insert(cmd.end(), kRanFields.begin(), kRanFields.end());
-    cmds.push_back(std::move(cmd));
-  }
+  for (const auto& id : ids.elements) cmds.push_back(JobRecord::read_fields(keys::job(queue, id.str), kRanFields));
   if (cmds.empty()) return out;
   for (const auto& reply : redis_.pipeline(cmds)) {
     const JobRecord job = JobRecord::from_fields(kRanFields, reply.elements);

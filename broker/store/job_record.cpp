@@ -104,6 +104,12 @@ JobRecord JobRecord::from_flat_array(const RedisValue& v) {
   return r;
 }
 
+std::vector<std::string> JobRecord::read_fields(const std::string& job_key, const std::vector<std::string>& names) {
+  std::vector<std::string> cmd{"HMGET", job_key};
+  cmd.insert(cmd.end(), names.begin(), names.end());
+  return cmd;
+}
+
 JobRecord JobRecord::from_fields(const std::vector<std::string>& names, const std::vector<RedisValue>& values) {
   JobRecord r;
   for (std::size_t k = 0; k < values.size() && k < names.size(); ++k)

@@ -54,7 +54,9 @@ struct JobRecord {
 
   // Field/value pairs (HGETALL, or a script's job reply: a later pair overrides, a nil value deletes).
   static JobRecord from_flat_array(const RedisValue& pairs);
-  // The fields `names` as an HMGET of them answered (a nil value: the field is absent).
+  // The HMGET of a job's fields `names`, and the record its answer gives (a nil value:
+  // the field is absent).
+  static std::vector<std::string> read_fields(const std::string& job_key, const std::vector<std::string>& names);
   static JobRecord from_fields(const std::vector<std::string>& names, const std::vector<RedisValue>& values);
 };
 

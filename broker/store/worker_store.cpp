@@ -261,11 +261,8 @@ HeldState WorkerStore::verify(const std::string& worker_id, HeldRead read) {
   if (entries.empty()) return out;
   const std::size_t unread_from = jobs.size();
   std::vector<std::vector<std::string>> reads;
-  for (std::size_t i = unread_from; i < entries.size(); ++i) {
-    std::vector<std::string> hmget{"HMGET", keys::job(entries[i].queue, entries[i].id)};
-    hmget.insert(hmget.end(), kHeldFields.begin(), kHeldFields.end());
-    reads.push_back(std::move(hmget));
-  }
+  for (std::size_t i = unread_from; i < entries.size(); ++i)
+    reads.push_back(JobRecord::read_fields(keys::job(entries[i].queue, entries[i].id), kHeldFields));
   if (!reads.empty())
     for (const auto& reply : redis_.pipeline(reads)) jobs.push_back(held_job(reply.elements));
   std::vector<std::vector<std::string>> fixes;
