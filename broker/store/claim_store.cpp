@@ -38,11 +38,21 @@ ClaimOutcome ClaimStore::claim(const std::string& queue, const std::string& work
   double max_bonus = eligible.empty() ? 0 : eligible.front().bonus;
   for (const auto& c : eligible) {
     max_bonus = std::max(max_bonus, c.bonus);
-    lines += '\n' + c.id + '\t' + std::to_string(c.bonus) + '\t' + std::to_string(c.hold_enqueued_after_ms) + '\t' +
-             std::to_string(c.gpus) + '\t' + c.devices_json + '\t' + std::to_string(c.gpu_memory_mb);
+    lines += '\n';
+    lines += c.id;
+    lines += '\t';
+    lines += number_text(c.bonus);
+    lines += '\t';
+    lines += std::to_string(c.hold_enqueued_after_ms);
+    lines += '\t';
+    lines += std::to_string(c.gpus);
+    lines += '\t';
+    lines += c.devices_json;
+    lines += '\t';
+    lines += std::to_string(c.gpu_memory_mb);
     if (c.backfill_before_ms > 0) lines += '\t' + std::to_string(c.backfill_before_ms);  // [backfill] a 7th field
   }
-  args.push_back(std::to_string(max_bonus));
+  args.push_back(number_text(max_bonus));
   args.push_back(std::to_string(eligible.size()));
   args.push_back(std::move(lines));
   args.push_back(record_held ? "1" : "");

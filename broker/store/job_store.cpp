@@ -1,6 +1,7 @@
 #include "broker/store/job_store.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <stdexcept>
 
@@ -44,6 +45,12 @@ std::string rank_text(double rank) {
 }
 
 std::string optional_text(std::optional<std::int64_t> v) { return v ? std::to_string(*v) : std::string(); }
+
+std::string number_text(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
 
 void append_fields(std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& fields) {
   for (const auto& [field, value] : fields) {

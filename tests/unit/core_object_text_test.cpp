@@ -87,5 +87,28 @@ TEST(ObjectText, APutReplacesAMember) {
   EXPECT_EQ(text.str(), R"({"a":"one","b":2})");
 }
 
+// The members are slices of one buffer that grows as members are put: a stored document
+// split once, then a reply's many puts (replacing, inserting before and after, escaped
+// keys) must still read back whole.
+TEST(ObjectText, MembersStayWholeAsTheBufferGrows) {
+  json expected = awkward_job();
+  auto text = ObjectText::from_text(json_text(expected));
+  ASSERT_TRUE(text.has_value());
+  for (int i = 0; i < 200; ++i) {
+    const std::string key = (i % 3 == 0 ? "\u00fc" : i % 3 == 1 ? "a" : "we\"") + std::to_string(i);
+    const std::string value(static_cast<std::size_t>(i * 7 % 97), static_cast<char>('a' + i % 26));
+    text->put_string(key, value);
+    expected[key] = value;
+    if (i % 10 == 0) {
+      text->put_json("args", i);  // a replaced member of the stored document
+      expected["args"] = i;
+    }
+  }
+  EXPECT_EQ(text->str(), json_text(expected));
+  EXPECT_EQ(text->value_text("we\"ird,key}"), json_text(expected["we\"ird,key}"]));
+  EXPECT_EQ(text->value_text("we\"5"), json_text(expected["we\"5"]));
+  EXPECT_EQ(text->value_text("args"), "190");
+}
+
 }  // namespace
 }  // namespace ojs
