@@ -1,6 +1,9 @@
 // Soft scores, delay scheduling and diagnosis messages.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include "ojs/ml/diagnosis.hpp"
@@ -105,4 +108,18 @@ TEST(MlDiagnosis, TellsBusyNowFromNeverFits) {
   EXPECT_EQ(one.code(), VerdictCode::wait);
   EXPECT_EQ(diagnose({{"busy", one}, {"mig", two}})["code"], "wait");  // the busy worker will free up
   EXPECT_EQ(refusal_from_json(to_json(one.refusals[0])).code, VerdictCode::wait);
+}
+
+// Explanations and refusals print numbers as printf's "%g" did (integers in full):
+// format_number writes them with std::to_chars, and must write the same text.
+TEST(MlFormatNumber, WritesWhatPrintfGWrites) {
+  for (double v : {0.0, -0.0, 1.0, 2.5, 10.0 / 3, 1e-7, 123456.7, 1234567.8, 1e15, 2.5e20, -0.125, 80.0 * 2 / 8, 5e-324,
+                   1.7976931348623157e308}) {
+    char expected[64];
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15)
+      std::snprintf(expected, sizeof expected, "%lld", static_cast<long long>(v));
+    else
+      std::snprintf(expected, sizeof expected, "%g", v);
+    EXPECT_EQ(format_number(v), expected) << v;
+  }
 }
