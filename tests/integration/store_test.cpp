@@ -421,10 +421,13 @@ TEST(Store, MaintenanceRunsNoScriptForAQueueWithNothingDue) {
   EXPECT_EQ(scripts, 0u) << "about ten maintenance passes ran in those two seconds";
   EXPECT_NE(seen.find("\"ZRANGEBYSCORE\" \"ojs:{idle-a}:delayed\""), std::string::npos) << "the due check itself ran";
 
+  // Scheduled an hour ahead, so that a loaded machine still finds it scheduled, then
+  // made due as time would make it (500 ms ahead raced the GET under load).
   json later = job_in("idle-a");
-  later["scheduled_at"] = iso_in(std::chrono::milliseconds(500));
+  later["scheduled_at"] = iso_in(std::chrono::hours(1));
   const auto id = api.push(later);
-  EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "scheduled");
+  ASSERT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "scheduled");
+  redis_lines(redis, {"ZADD", "ojs:{idle-a}:delayed", "0", id});
   EXPECT_EQ(wait_for_state(api, id, "available", 15000)["state"], "available") << "promoted by maintenance, no FETCH";
 }
 
