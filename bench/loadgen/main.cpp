@@ -314,9 +314,12 @@ OpStats ack_fetch_phase(const Options& o, const std::string& queue, long long co
       while (!stop && Clock::now() < deadline) {
         if (id.empty()) {  // nothing in hand: a plain FETCH, as a worker starts
           const auto r = http.post("/ojs/v1/workers/fetch", fetch_body);
-          if (r.status == 200) id = ojs::bench::first_job_id(r.body, ojs::bench::JobsAt::top);
-          else if (++cycle.errors[t] == 1) std::cerr << "loadgen: FETCH " << r.status << " " << r.transport_error << r.body.substr(0, 300) << "\n";
-          if (r.status == 0) stop = true;
+          if (r.status == 200) {
+            id = ojs::bench::first_job_id(r.body, ojs::bench::JobsAt::top);
+          } else if (r.status != 204) {  // 204: nothing to run now, as fetch_ack_phase counts it
+            if (++cycle.errors[t] == 1) std::cerr << "loadgen: FETCH " << r.status << " " << r.transport_error << r.body.substr(0, 300) << "\n";
+            if (r.status == 0) stop = true;
+          }
           if (id.empty()) {
             if (empty_since == Clock::time_point{}) empty_since = Clock::now();
             if (Clock::now() - empty_since > std::chrono::seconds(2)) stop = true;
