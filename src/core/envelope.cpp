@@ -177,7 +177,9 @@ NewJob parse_enqueue_request(const json& body, std::int64_t now) {
   if (!body.is_object()) throw OjsError(ErrorCode::invalid_request, "request body must be a JSON object", {{"field", "$"}, {"rule", "must be an object"}});
   NewJob job;
   json doc = body;
-  const json options = body.contains("options") ? body["options"] : json::object();
+  static const json kNoOptions = json::object();
+  const auto options_at = body.find("options");
+  const json& options = options_at == body.end() ? kNoOptions : *options_at;  // read in place, not copied
   if (!options.is_object()) throw invalid_field("options", "must be an object");
   doc.erase("options");
 

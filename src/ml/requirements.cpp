@@ -25,27 +25,36 @@ constexpr std::string_view kGpuFields[] = {"gpu_count", "gpu_type", "gpu_memory_
                                            "gpu_interconnect"};
 constexpr std::string_view kTpuFields[] = {"tpu_type", "tpu_topology", "tpu_chip_count"};
 
+// "meta" and the first `depth` parts of an alias's path: where a value was found, or
+// what was not an object ([hotpath] built only then: a PUSH walks every alias).
+std::string alias_path(const MetaAlias& alias, std::size_t depth) {
+  std::string path = "meta";
+  for (std::size_t i = 0; i < depth; ++i) path.append(".").append(alias.path[i]);
+  return path;
+}
+
 void collect_meta(const json& job, FieldMap& fields) {
   auto meta = job.find("meta");
   if (meta == job.end() || !meta->is_object()) return;
   for (const auto& alias : meta_aliases()) {  // the one table (meta_aliases.hpp)
     const json* node = &*meta;
-    std::string path = "meta";
+    std::size_t depth = 0;
     for (std::string_view part : alias.path) {
       if (part.empty()) break;
       if (!node->is_object()) {
+        const std::string path = alias_path(alias, depth);
         if (node->is_number() && path == "meta.resources.gpu") {  // count shorthand, read below
           node = nullptr;
           break;
         }
         throw invalid_field(path, "must be an object");
       }
-      auto it = node->find(std::string(part));
-      path.append(".").append(part);
+      auto it = node->find(part);
+      ++depth;
       node = it == node->end() ? nullptr : &*it;
       if (!node) break;
     }
-    if (node) fields[std::string(alias.attribute)] = {node, path};
+    if (node) fields[std::string(alias.attribute)] = {node, alias_path(alias, depth)};
   }
   // SDK shorthand: meta.resources.gpu as a bare count.
   if (auto r = meta->find("resources"); r != meta->end() && r->is_object())
