@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 
 #include "broker/store/priority_score.hpp"
 #include "broker/store/usage_resources.hpp"
@@ -25,19 +26,21 @@ constexpr const char* kJsonFields[] = {"result", "error", "errors", "last_checkp
                                        "parent_results"};  // [workflows] results of the steps before
 }  // namespace
 
-const std::string& JobRecord::get(const std::string& name) const {
+const std::string& JobRecord::get(std::string_view name) const {
   auto it = fields.find(name);
   return it == fields.end() ? kEmpty : it->second;
 }
 
-std::optional<std::int64_t> JobRecord::get_int(const std::string& name) const {
+std::optional<std::int64_t> JobRecord::get_int(std::string_view name) const {
   auto it = fields.find(name);
-  if (it == fields.end() || it->second.empty()) return std::nullopt;
-  try {
-    return std::stoll(it->second);
-  } catch (...) {
-    return std::nullopt;
-  }
+  if (it == fields.end()) return std::nullopt;
+  // The leading integer, as std::stoll read it (the scripts and the broker write plain
+  // integers; a fraction's tail is ignored), without its exception on bad text.
+  std::int64_t value = 0;
+  const auto& text = it->second;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (r.ec != std::errc()) return std::nullopt;
+  return value;
 }
 
 int JobRecord::attempt() const { return static_cast<int>(get_int("attempt").value_or(0)); }

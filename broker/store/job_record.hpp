@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -15,11 +16,17 @@
 namespace ojs::broker {
 
 struct JobRecord {
-  std::unordered_map<std::string, std::string> fields;
+  // Looked up by name without building a std::string ([hotpath] the envelope reads ~40
+  // names per job, most of them longer than the short-string buffer).
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const noexcept { return std::hash<std::string_view>{}(name); }
+  };
+  std::unordered_map<std::string, std::string, NameHash, std::equal_to<>> fields;
 
-  const std::string& get(const std::string& name) const;  // "" when absent
-  bool has(const std::string& name) const { return fields.count(name) != 0; }
-  std::optional<std::int64_t> get_int(const std::string& name) const;
+  const std::string& get(std::string_view name) const;  // "" when absent
+  bool has(std::string_view name) const { return fields.find(name) != fields.end(); }
+  std::optional<std::int64_t> get_int(std::string_view name) const;
   const std::string& id() const { return get("id"); }
   const std::string& state() const { return get("state"); }
   // [gangs] Whether the worker is a member of the job's gang (its gang_workers field).

@@ -2,6 +2,8 @@
 // and a nil value deletes the field (_lib.lua job_reply extends the hash it read).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include <nlohmann/json.hpp>
 
 #include "broker/store/job_record.hpp"
@@ -33,6 +35,26 @@ TEST(JobRecord, LaterPairsOverrideAndNilDeletes) {
   EXPECT_EQ(job.attempt(), 2);
   EXPECT_FALSE(job.has("error"));
   EXPECT_EQ(job.id(), "j1");
+}
+
+// Integer fields read as the scripts write them; a field whose text is not an
+// integer (a damaged hash, an overflow) reads as absent, never as an exception.
+TEST(JobRecord, IntegerFieldsReadTheirLeadingIntegerOrNothing) {
+  JobRecord job;
+  job.fields = {{"attempt", "3"}, {"neg", "-42"}, {"big", "9223372036854775807"}, {"over", "9223372036854775808"},
+                {"frac", "12.5"}, {"word", "many"}, {"empty", ""}};
+  EXPECT_EQ(job.get_int("attempt"), 3);
+  EXPECT_EQ(job.get_int("neg"), -42);
+  EXPECT_EQ(job.get_int("big"), INT64_MAX);
+  EXPECT_EQ(job.get_int("over"), std::nullopt);
+  EXPECT_EQ(job.get_int("frac"), 12);  // the leading integer, as std::stoll read it
+  EXPECT_EQ(job.get_int("word"), std::nullopt);
+  EXPECT_EQ(job.get_int("empty"), std::nullopt);
+  EXPECT_EQ(job.get_int("absent"), std::nullopt);
+  const std::string long_name = "a_field_name_longer_than_the_short_string_buffer";
+  job.fields[long_name] = "7";
+  EXPECT_EQ(job.get_int(std::string_view(long_name)), 7);
+  EXPECT_TRUE(job.has(long_name.c_str()));
 }
 
 // What a held job weighs on a worker (the held sets are verified with it): the
