@@ -141,6 +141,7 @@ class Simulation {
     static_memo_.assign(classes_.size() * types.size(), -1);
     types_ = static_cast<int>(types.size());
     scoring_.locality_delay_ms = static_cast<std::int64_t>(options.locality_delay_s * 1000);
+    scoring_.explain = false;  // the simulator orders by the numbers only
     if (options.estimates && !options.estimate_log.empty()) {
       estimate_log_.reset(std::fopen((options.estimate_log + (options.backfill ? ".bf" : "")).c_str(), "w"));
       if (!estimate_log_) throw std::runtime_error("cannot write --estimate-log " + options.estimate_log);

@@ -141,6 +141,7 @@ std::vector<ClassVerdict> Scheduler::judge(const ClassSet& classes, const Worker
                                                          req.hard.gpu.memory_gb, v.claim.gpus);
       ml::ScoringOptions scoring;
       scoring.locality_delay_ms = impl_->options.locality_delay_ms;
+      scoring.explain = false;  // the claim reads the numbers only
       double preference = 0;
       if (caps) {
         const auto s = ml::score(req, *caps, &worker.load, scoring);

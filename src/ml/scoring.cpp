@@ -22,15 +22,18 @@ void explain(std::string& out, const std::string& part) { out += (out.empty() ? 
 
 Score score(const Requirements& req, const Capabilities& caps, const WorkerLoad* load, const ScoringOptions& options) {
   Score s;
+  const auto note = [&](const auto& text) {  // text(): built only when asked for
+    if (options.explain) explain(s.explanation, text());
+  };
   for (const auto& rule : req.soft.preferred_affinity) {
     if (!rule_matches(rule, caps.labels)) continue;
     s.affinity += rule.weight;
-    explain(s.explanation, "affinity +" + std::to_string(rule.weight) + " (" + describe(rule) + ")");
+    note([&] { return "affinity +" + std::to_string(rule.weight) + " (" + describe(rule) + ")"; });
   }
   const auto& model = req.soft.locality_model_id;
   if (!model.empty() && caps.has_model(model)) {
     s.locality = options.locality_bonus;
-    explain(s.explanation, "locality +" + format_number(s.locality) + " (" + model + " loaded)");
+    note([&] { return "locality +" + format_number(s.locality) + " (" + model + " loaded)"; });
   }
   // Best fit: a job that uses all of a worker's free GPUs scores the full weight,
   // so small jobs leave big machines to big jobs. GPU-less jobs prefer GPU-less workers.
@@ -38,14 +41,15 @@ Score score(const Requirements& req, const Capabilities& caps, const WorkerLoad*
   const int free = free_gpu_count(caps, load);
   if (need > 0 && free >= need) {
     s.packing = options.packing_weight * need / free;
-    explain(s.explanation, "packing +" + format_number(s.packing) + " (" + std::to_string(need) + " of " +
-                               std::to_string(free) + " free GPUs)");
+    note([&] {
+      return "packing +" + format_number(s.packing) + " (" + std::to_string(need) + " of " + std::to_string(free) + " free GPUs)";
+    });
   } else if (need == 0 && caps.gpu.count == 0) {
     s.packing = options.packing_weight;
-    explain(s.explanation, "packing +" + format_number(s.packing) + " (no GPU left idle)");
+    note([&] { return "packing +" + format_number(s.packing) + " (no GPU left idle)"; });
   }
   s.total = s.affinity + s.locality + s.packing;
-  if (s.explanation.empty()) s.explanation = "no preference applies";
+  if (options.explain && s.explanation.empty()) s.explanation = "no preference applies";
   return s;
 }
 

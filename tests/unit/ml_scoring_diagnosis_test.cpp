@@ -123,3 +123,20 @@ TEST(MlFormatNumber, WritesWhatPrintfGWrites) {
     EXPECT_EQ(format_number(v), expected) << v;
   }
 }
+
+// The scheduler asks for the numbers only: the same numbers, no text built.
+TEST(MlScoring, WithoutExplanationTheNumbersAreTheSame) {
+  auto req = parse_requirements(json{{"ext_ml_gpu_count", 2}, {"ext_ml_model_id", "llama"},
+                                     {"ext_ml_affinity", {{"preferred", {{{"key", "zone"}, {"operator", "In"}, {"values", {"a"}}, {"weight", 80}}}}}}});
+  auto caps = parse_capabilities(json{{"gpu", {{"count", 4}}}, {"labels", {{"zone", "a"}}},
+                                      {"models_loaded", {{{"model_id", "llama"}, {"model_version", "v1"}}}}});
+  ScoringOptions quiet;
+  quiet.explain = false;
+  const auto told = score(req, caps), silent = score(req, caps, nullptr, quiet);
+  EXPECT_EQ(silent.total, told.total);
+  EXPECT_EQ(silent.affinity, told.affinity);
+  EXPECT_EQ(silent.locality, told.locality);
+  EXPECT_EQ(silent.packing, told.packing);
+  EXPECT_EQ(silent.explanation, "");
+  EXPECT_NE(told.explanation.find("packing +5 (2 of 4 free GPUs)"), std::string::npos) << told.explanation;
+}

@@ -14,6 +14,9 @@ struct ScoringOptions {
   double locality_bonus = 100;         // worker has the preferred model loaded
   double packing_weight = 10;          // best-fit GPU packing, 0..packing_weight
   std::int64_t locality_delay_ms = 5000;  // delay scheduling bound
+  // Whether Score::explanation is written. [hotpath] A FETCH scores every eligible class
+  // and reads only the numbers: the text cost ~2k instructions per class.
+  bool explain = true;
 };
 
 struct Score {
@@ -21,7 +24,7 @@ struct Score {
   double affinity = 0;  // sum of weights of matched preferred terms
   double locality = 0;
   double packing = 0;
-  std::string explanation;  // "affinity 80 (zone In [us-east-1a]); locality 100 (llama loaded); packing 10 (4 of 4 free GPUs)"
+  std::string explanation;  // empty unless options.explain: "affinity 80 (zone In [us-east-1a]); locality 100 (llama loaded); packing 10 (4 of 4 free GPUs)"
 };
 
 // load may be null (then all the worker's GPUs count as free).
