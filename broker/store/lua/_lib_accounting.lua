@@ -176,7 +176,7 @@ end
 -- call's one TIME (_lib.lua redis_time).
 local function usage_clock_us()
   local t = redis_time()
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return t[1] * 1000000 + t[2]
 end
 
 -- The key usage_ended needs, declared in a transition's KEYS at `first`
