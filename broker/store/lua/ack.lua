@@ -52,8 +52,12 @@ if job.gang_workers then
 end
 local now = now_ms()
 local now_s = int_s(now)  -- [hotpath] formatted once, not by every redis.call
+-- [hotpath] The run's start parsed and its length formatted once, for the usage record,
+-- the run-time list and the event ('0' without a start).
+local started = tonumber(job.started_at or '')
+local run_ms = int_s(now - (started or now))
 local set = {'state', 'completed', 'completed_at', now_s}
-usage_ended(usage_keys(KEYS, 9), jk, job, now, set, now_s)  -- [usage] the job's record into `set`, before the charge is released
+usage_ended(usage_keys(KEYS, 9), jk, job, now, set, now_s, started)  -- [usage] the job's record into `set`, before the charge is released
 local charged = release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job, true)  -- charged_gpus goes in the HDEL below
 job.state, job.completed_at = 'completed', now_s
 if result ~= '' then
@@ -76,7 +80,7 @@ release_holder(KEYS[7], job)
 redis.call('HINCRBY', KEYS[3], 'completed', '1')
 count_minute(KEYS[3], 'processed', now)
 job_finished(KEYS[8], job, 'completed', now, now_s)
-note_run_time(KEYS[10], job, now)  -- [estimate]
-emit(KEYS[4], 'job.completed', job, nil, 'duration_ms', int_s(now - tonumber(job.started_at or now)))
+if started then note_run_time(KEYS[10], job, now >= started and run_ms or '0') end  -- [estimate] never below 0
+emit(KEYS[4], 'job.completed', job, nil, 'duration_ms', run_ms)
 workflow_job_ended(workflow_keys(KEYS, 11, KEYS[4]), job, 'completed', now)  -- [workflows]
 return {'ok'}
