@@ -300,8 +300,6 @@ end
 local BUDGET_FIELDS = {'charged_gpus', 'charged_gpu_mem_mb'}  -- the job's charge, as claim writes it
 -- An empty list of fields, shared (never written to): a transition that deletes none.
 local NO_FIELDS = {}
--- The fields of a running attempt that its end deletes (ack.lua), named once.
-local ATTEMPT_FIELDS = {'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at'}
 local function release_budget(l, jk, job, keep_field)
   local charged = tonumber(job.charged_gpus or '0')
   if charged > 0 then
