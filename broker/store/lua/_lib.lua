@@ -26,6 +26,13 @@ local INT_TEXT = {[0] = '0', [-1] = '-1', '1', '2', '3', '4', '5', '6', '7', '8'
                   '95', '96', '97', '98', '99'}
 local function int_s(n) return INT_TEXT[n] or string.format('%d', n) end
 
+-- [hotpath] A number from text, as tonumber reads it; '0' and '1' (a GPU count, an
+-- absent hold or memory) without tonumber's strtod (~1-2k instructions each).
+local function text_number(s)
+  if s == '0' then return 0 elseif s == '1' then return 1 end
+  return tonumber(s)
+end
+
 -- Redis TIME, read once per call (per_call.time): a script's clock does not move
 -- while it runs, and each TIME is ~15k instructions. Its reply's two values
 -- (seconds, microseconds) are parsed in place, once for now_ms and usage_clock_us
@@ -133,6 +140,7 @@ end
 -- and its bounds are broker/store/priority_score.hpp's pack_score / unpack_score:
 -- the loader (lua_scripts.cpp) refuses a library whose two constants differ.
 local SCORE_BAND = 1099511627776  -- 2^40: room for the FIFO sequence below a band
+local SCORE_BAND_S = '1099511627776'  -- the same as text (priority_score.hpp score_band_arg): claim compares it unparsed
 local SCORE_BANDS = 8192          -- bands 0 .. 8191: every score below 2^53, exact as a double
 
 local function score_pack(band, seq)
@@ -249,8 +257,9 @@ end
 -- q: {delayed, seq, heads, events, job_prefix, ready_prefix}
 -- [issue #27] expired(jk, job): called instead of promoting a job already past its
 -- expires_at (expiry is checked before promotion: the caller discards it).
-local function promote_due(q, now, limit, expired)
-  local due = redis.call('ZRANGEBYSCORE', q.delayed, '-inf', int_s(now), 'LIMIT', '0', int_s(limit))
+-- now_s: now as text, when the caller has it.
+local function promote_due(q, now, limit, expired, now_s)
+  local due = redis.call('ZRANGEBYSCORE', q.delayed, '-inf', now_s or int_s(now), 'LIMIT', '0', int_s(limit))
   for _, id in ipairs(due) do
     redis.call('ZREM', q.delayed, id)
     local jk = q.job_prefix .. id
