@@ -27,7 +27,7 @@ local INT_TEXT = {[0] = '0', [-1] = '-1', '1', '2', '3', '4', '5', '6', '7', '8'
 local function int_s(n) return INT_TEXT[n] or string.format('%d', n) end
 
 -- [hotpath] A number from text, as tonumber reads it; '0' and '1' (a GPU count, an
--- absent hold or memory) without tonumber's strtod (~1-2k instructions each).
+-- absent hold, charge or memory) without tonumber's strtod (~1-2k instructions each).
 local function text_number(s)
   if s == '0' then return 0 elseif s == '1' then return 1 end
   return tonumber(s)
@@ -310,14 +310,14 @@ local BUDGET_FIELDS = {'charged_gpus', 'charged_gpu_mem_mb'}  -- the job's charg
 -- An empty list of fields, shared (never written to): a transition that deletes none.
 local NO_FIELDS = {}
 local function release_budget(l, jk, job, keep_field)
-  local charged = tonumber(job.charged_gpus or '0')
+  local charged = text_number(job.charged_gpus or '0')  -- [hotpath] '1' and '0' unparsed
   if charged > 0 then
     local release = int_s(-charged)  -- [hotpath] formatted once
     redis.call('HINCRBY', l.ledger, 'gpus', release)
     redis.call('HINCRBY', l.ledger, 'gpu_jobs', '-1')
     if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', l.tenant_ledger, job.tenant, release) end
   end
-  local mem = tonumber(job.charged_gpu_mem_mb or '0')
+  local mem = text_number(job.charged_gpu_mem_mb or '0')
   if mem > 0 then redis.call('HINCRBY', l.ledger, 'gpu_mem_mb', int_s(-mem)) end
   if not job.charged_gpus then return false end
   job.charged_gpus, job.charged_gpu_mem_mb = nil, nil
@@ -332,15 +332,19 @@ end
 -- mem: the GPU memory (MB) the job would hold (0: none declared or known).
 local function budget_block(b, gpus, mem)
   if gpus <= 0 then return nil end
-  if not per_call.budget then
+  if per_call.budget == nil then
     local cfg = b.limits or redis.call('HMGET', b.config, 'max_total_gpus', 'max_concurrent_gpu_jobs', 'max_total_gpu_memory_mb')
     local max_gpus, max_jobs, max_mem = tonumber(cfg[1] or ''), tonumber(cfg[2] or ''), tonumber(cfg[3] or '')
-    local led = {}  -- [hotpath] no budget configured: nothing to compare, no ledger read
-    if max_gpus or max_jobs or max_mem then led = redis.call('HMGET', b.ledger, 'gpus', 'gpu_jobs', 'gpu_mem_mb') end
-    per_call.budget = {used = tonumber(led[1] or '0'), jobs = tonumber(led[2] or '0'), mem = tonumber(led[3] or '0'),
-                       max_gpus = max_gpus, max_jobs = max_jobs, max_mem = max_mem}
+    if max_gpus or max_jobs or max_mem then
+      local led = redis.call('HMGET', b.ledger, 'gpus', 'gpu_jobs', 'gpu_mem_mb')
+      per_call.budget = {used = tonumber(led[1] or '0'), jobs = tonumber(led[2] or '0'), mem = tonumber(led[3] or '0'),
+                         max_gpus = max_gpus, max_jobs = max_jobs, max_mem = max_mem}
+    else
+      per_call.budget = false  -- [hotpath] no budget configured: nothing to compare, no ledger read, nothing kept
+    end
   end
   local s = per_call.budget
+  if not s then return nil end
   if s.max_gpus and s.used + gpus > s.max_gpus then return {s.used, s.max_gpus, 'max_total_gpus'} end
   if s.max_jobs and s.jobs + 1 > s.max_jobs then return {s.jobs, s.max_jobs, 'max_concurrent_gpu_jobs'} end
   if s.max_mem and s.mem + (mem or 0) > s.max_mem then return {s.mem, s.max_mem, 'max_total_gpu_memory_gb'} end
