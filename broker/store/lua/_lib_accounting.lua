@@ -264,7 +264,8 @@ local function usage_fold(f, limit)
       string.match(line, '^(%d+)\t(%d+)\t(%d)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
     if at then  -- a malformed line (never written by usage_ended) is dropped
       at, dur = tonumber(at), tonumber(dur)
-      local amounts = usage_amount_numbers({a1, a2, a3, a4})
+      -- usage_amount_numbers' rule, [hotpath] in one table, '0' and '1' unparsed
+      local amounts = {text_number(a1) or 0, text_number(a2) or 1, text_number(a3) or 0, text_number(a4) or 0}
       local tenant = string.match(who, '^[^\t]*')
       if not added[tenant] then added[tenant], freed[tenant] = {0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}; names[#names + 1] = tenant end
       local factor = (half_life > 0 and at < last) and 2 ^ (-(last - at) / half_life) or 1
