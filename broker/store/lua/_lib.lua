@@ -97,15 +97,27 @@ local EVENTS_MAXLEN_S = '10000'  -- [hotpath] the same as XADD's argument: not f
 -- for it) nil and the pair as key, value.
 local function emit(events_key, event_type, job, extra, key, value)
   if EVENTS_MAXLEN == 0 then return end
-  local fields = {'type', event_type, 'job_id', job.id or '', 'job_type', job.type or '',
-                  'queue', job.queue or '', 'attempt', type(job.attempt) == 'string' and job.attempt or tostring(job.attempt or '0')}
-  local n = 10
+  local id, job_type, queue = job.id or '', job.type or '', job.queue or ''
+  local attempt = type(job.attempt) == 'string' and job.attempt or tostring(job.attempt or '0')
   -- The job's tenant rides in the entry: a tenant-pinned reader filters without reading the job.
-  if job.tenant and job.tenant ~= '' then fields[11], fields[12] = 'tenant', job.tenant; n = 12 end
+  local tenant = job.tenant and job.tenant ~= '' and job.tenant
+  if key and not extra then
+    -- [hotpath] A transition's one pair (job.started, job.completed): the entry in one
+    -- literal call, no table built, no unpack (~4.5k instructions a call).
+    if tenant then
+      redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN_S, '*', 'type', event_type, 'job_id', id,
+                 'job_type', job_type, 'queue', queue, 'attempt', attempt, 'tenant', tenant, key, value)
+    else
+      redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN_S, '*', 'type', event_type, 'job_id', id,
+                 'job_type', job_type, 'queue', queue, 'attempt', attempt, key, value)
+    end
+    return
+  end
+  local fields = {'type', event_type, 'job_id', id, 'job_type', job_type, 'queue', queue, 'attempt', attempt}
+  local n = 10
+  if tenant then fields[11], fields[12] = 'tenant', tenant; n = 12 end
   if extra then
     for i = 1, #extra do fields[n + i] = extra[i] end
-  elseif key then
-    fields[n + 1], fields[n + 2] = key, value
   end
   redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN_S, '*', unpack(fields))
 end
