@@ -17,7 +17,7 @@
 # passes the empty-class hint), SHORT=1 (instruction counts only; without it, commandstats too),
 # FAIR=1 (the queue's policy is `fair`, weights team-a 1 and team-b 3, jobs alternate tenants:
 # the claim compares the tenants' use, and with a usage journal folds it first).
-import socket, sys, os, glob, time, hashlib, json
+import socket, sys, os, glob, time, hashlib, json, re
 LUA = sys.argv[1]; PORT = int(sys.argv[2]); N = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
 CLASSES = int(os.environ.get('CLASSES', '10'))
 class R:
@@ -174,7 +174,7 @@ def claim_cmd():
     if os.environ.get('HINT'): hint = [r('GET', K('seq')), '0' + '1' * (CLASSES - 1)]
     if HEADS or 'seq_now' not in scripts['claim']: hint = []
     args = ['w1', '', '30000', '1', r('GET', K('classes:ver')), str(BAND)] + hint
-    mem = '\t0' if 'mem = tonumber(mem)' in scripts['claim'] else ''  # the GPU memory a job would hold (a budget's charge)
+    mem = '\t0' if re.search(r'mem = \w+\(mem\)', scripts['claim']) else ''  # the GPU memory a job would hold (a budget's charge)
     if HEADS: args += ['0.000000', str(len(cls)), ''.join('\n%s\t0.000000\t0\t1\t[0]%s' % (c, mem) for c in cls)]
     if HELD: args.append('1')
     else:

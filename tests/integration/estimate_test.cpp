@@ -373,6 +373,31 @@ TEST_F(Estimate, LearnedMedianForARunningJobWithoutADeclaredEnd) {
   (void)running;
 }
 
+// The run-time list expires a week after the write that renewed its expiry, so a deleted
+// queue's lists do not stay: its creation sets it, then one ACK in 8 (the 9th write, the
+// 17th, ...) renews it, not every ACK (_lib_jobs.lua note_run_time: the expiry may lag
+// the last write by up to 7 writes).
+TEST_F(Estimate, RunTimeListExpiryIsSetAtCreationAndRenewedOneWriteInEight) {
+  const std::string q = "est-ttl";
+  const std::string list = "ojs:{" + q + "}:run-times:ml.task";
+  const json w = a100_worker(1);
+  const auto complete_one = [&] {
+    const auto id = api.push(gpu_job(q, 1, std::nullopt));
+    ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
+    ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "w1"}}).status, 200);
+  };
+  const auto pttl = [&] { return std::stoll(redis_lines(redis, {"PTTL", list}).at(0)); };
+  complete_one();
+  EXPECT_GT(pttl(), 604800000 - 60000);  // a week, set by the write that created the list
+  EXPECT_LE(pttl(), 604800000);
+  redis_lines(redis, {"PEXPIRE", list, "3600000"});  // as if the creation were days ago
+  for (int i = 2; i <= 8; ++i) complete_one();
+  EXPECT_LE(pttl(), 3600000) << "writes 2-8 leave the expiry as it was";
+  complete_one();  // the 9th write renews it
+  EXPECT_GT(pttl(), 604800000 - 60000);
+  EXPECT_EQ(redis_lines(redis, {"LLEN", list}), std::vector<std::string>{"9"});
+}
+
 // [preemption] A reserved job that fits no worker while a spot job holds it: the
 // controller would preempt the spot job, so the estimate is the end of its grace
 // period, not its declared end. Here another broker holds the controller's leader

@@ -176,7 +176,28 @@ end
 -- call's one TIME (_lib.lua redis_time).
 local function usage_clock_us()
   local t = redis_time()
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return t[1] * 1000000 + t[2]
+end
+
+-- Resource i's use over `dur_us` (its amount as text, `default` when not a number)
+-- added to the job's record field, appended to `record` (n: its length; returns the
+-- new one). dur_s: dur_us as text. [hotpath] '0' and '1', most amounts, are not
+-- parsed, and for a record field the job does not hold yet (its first attempt) an
+-- amount of 1 records the duration's text as it is.
+local function usage_record(job, record, n, i, text, default, dur_us, dur_s)
+  if text == '0' then return n end
+  local field = USAGE_RECORD_FIELDS[i]
+  local old, total = job[field], dur_s
+  if text ~= '1' or old then
+    local used = math.floor((tonumber(text) or default) * dur_us)
+    if not (used > 0) then return n end  -- (nor a NaN: tonumber reads 'nan')
+    total = int_s(old and (tonumber(old) or 0) + used or used)
+  elseif not (dur_us > 0) then
+    return n
+  end
+  job[field] = total
+  record[n + 1], record[n + 2] = field, total
+  return n + 2
 end
 
 -- The key usage_ended needs, declared in a transition's KEYS at `first`
@@ -186,40 +207,38 @@ local function usage_keys(KEYS, first)
 end
 
 -- The end of a running attempt. u: usage_keys; job: as read, before release_budget
--- (which clears the charge); now: ms (now_s: the same as text, when the caller has it).
+-- (which clears the charge); now: ms (now_s: the same as text, and started: the job's
+-- started_at as a number, when the caller has them).
 -- The job's record fields (usage_<resource>_us) are appended to `set` (the caller's
 -- HSET of the job, so its reply has them) or, without one, written here; the queue's
 -- journal gets the line usage_fold reads:
 --   end ms TAB duration us TAB held ('1': its amounts leave <tenant>|run) TAB
 --   the four amounts TAB tenant TAB type TAB worker ('-': none)
 -- [hotpath] Every table and string built here is paid again in the garbage collector:
--- the record goes straight into `set`, the line is one concatenation.
-local function usage_ended(u, jk, job, now, set, now_s)
-  local started = tonumber(job.started_at or '')
+-- the amounts stay in locals (usage_amount_texts' rule, no table), the record goes
+-- straight into `set`, the line is one concatenation.
+local function usage_ended(u, jk, job, now, set, now_s, started)
+  started = started or tonumber(job.started_at or '')
   if not started then return end
-  local texts = usage_amount_texts(job)
-  local amounts = usage_amount_numbers(texts)
-  local dur_us = math.max(usage_clock_us() - (tonumber(job.started_us or '') or started * 1000), 0)
+  local t1, t2, t3, t4 = job.charged_gpus or '0', job.cpus or '1', job.mem_mb or '0', job.charged_gpu_mem_mb or '0'
+  local dur_us = usage_clock_us() - (tonumber(job.started_us or '') or started * 1000)
+  if dur_us < 0 then dur_us = 0 end
   local held = '0'
   if job.usage_run then
     held, job.usage_run = '1', nil
     redis.call('HDEL', jk, 'usage_run')
   end
+  local dur_s = int_s(dur_us)
   local record = set or {}
   local n = #record
-  for i = 1, 4 do
-    local used = math.floor(amounts[i] * dur_us)
-    if used > 0 then
-      local field = USAGE_RECORD_FIELDS[i]
-      job[field] = int_s((tonumber(job[field] or '0') or 0) + used)
-      record[n + 1], record[n + 2] = field, job[field]
-      n = n + 2
-    end
-  end
+  n = usage_record(job, record, n, 1, t1, 0, dur_us, dur_s)
+  n = usage_record(job, record, n, 2, t2, 1, dur_us, dur_s)
+  n = usage_record(job, record, n, 3, t3, 0, dur_us, dur_s)
+  n = usage_record(job, record, n, 4, t4, 0, dur_us, dur_s)
   if not set and n > 0 then redis.call('HSET', jk, unpack(record)) end
   local worker = job.worker_id
-  redis.call('RPUSH', u.journal, (now_s or int_s(now)) .. '\t' .. int_s(dur_us) .. '\t' .. held .. '\t' .. texts[1] .. '\t' ..
-                                 texts[2] .. '\t' .. texts[3] .. '\t' .. texts[4] .. '\t' .. usage_tenant(job) .. '\t' ..
+  redis.call('RPUSH', u.journal, (now_s or int_s(now)) .. '\t' .. dur_s .. '\t' .. held .. '\t' .. t1 .. '\t' ..
+                                 t2 .. '\t' .. t3 .. '\t' .. t4 .. '\t' .. usage_tenant(job) .. '\t' ..
                                  (job.type or '') .. '\t' .. ((worker or '') ~= '' and worker or '-'))
 end
 
@@ -245,7 +264,8 @@ local function usage_fold(f, limit)
       string.match(line, '^(%d+)\t(%d+)\t(%d)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
     if at then  -- a malformed line (never written by usage_ended) is dropped
       at, dur = tonumber(at), tonumber(dur)
-      local amounts = usage_amount_numbers({a1, a2, a3, a4})
+      -- usage_amount_numbers' rule, [hotpath] in one table, '0' and '1' unparsed
+      local amounts = {text_number(a1) or 0, text_number(a2) or 1, text_number(a3) or 0, text_number(a4) or 0}
       local tenant = string.match(who, '^[^\t]*')
       if not added[tenant] then added[tenant], freed[tenant] = {0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}; names[#names + 1] = tenant end
       local factor = (half_life > 0 and at < last) and 2 ^ (-(last - at) / half_life) or 1

@@ -100,20 +100,30 @@ local function cancel_job(c, jk, job, now)
   emit(c.events, 'job.cancelled', job, nil)
 end
 
--- [estimate] A completed job's run time (ms) joins the newest 64 of its type in the
--- queue (prefix: keys.hpp run_times_prefix, + the type): the start estimate's learned
--- median for a running job that declares no end (broker/estimate/; it reads the
--- first RUN_TIMES_KEPT). The list is trimmed when it reaches twice that, so one ACK
--- in 64 pays for the LTRIM. Each list expires a week after its last write, so a
--- deleted queue's lists (whose types no index names for delete_queue.lua) do not stay behind.
+-- [estimate] A completed job's run time (ms, as text: the ACK formats it once for this
+-- and its event) joins the newest 64 of its type in the queue (prefix: keys.hpp
+-- run_times_prefix, + the type): the start estimate's learned median for a running job
+-- that declares no end (broker/estimate/; it reads the first RUN_TIMES_KEPT). The list
+-- is trimmed when it reaches twice that, so one ACK in 64 pays for the LTRIM. Each
+-- list expires a week after the write that last renewed its expiry, so a deleted
+-- queue's lists (whose types no index names for delete_queue.lua) do not stay behind.
+-- [hotpath] The expiry is set by one LPUSH in RUN_TIMES_RENEW (the one that makes the
+-- length 1 more than a multiple of it: the list's creation, and the first push after
+-- a trim), not by every ACK (a PEXPIRE is ~6k instructions). The trade: a list's
+-- expiry lags its last write by up to RUN_TIMES_RENEW - 1 writes, so a type completed
+-- fewer than RUN_TIMES_RENEW times in a week may lose its run times a week after the
+-- renewing write (its next ACK starts the list again); a type completed more often keeps
+-- its list as before.
 local RUN_TIMES_KEPT = 64
 local RUN_TIMES_TTL_MS = '604800000'
-local function note_run_time(prefix, job, now)
-  local started = tonumber(job.started_at or '')
-  if not started or not job.type or job.type == '' then return end
+local RUN_TIMES_RENEW = 8
+local function note_run_time(prefix, job, run_ms)
+  if not job.type or job.type == '' then return end
   local key = prefix .. job.type
-  if redis.call('LPUSH', key, int_s(math.max(0, now - started))) >= 2 * RUN_TIMES_KEPT then
+  local n = redis.call('LPUSH', key, run_ms)
+  if n >= 2 * RUN_TIMES_KEPT then
     redis.call('LTRIM', key, '0', int_s(RUN_TIMES_KEPT - 1))
+  elseif n % RUN_TIMES_RENEW == 1 then
+    redis.call('PEXPIRE', key, RUN_TIMES_TTL_MS)
   end
-  redis.call('PEXPIRE', key, RUN_TIMES_TTL_MS)
 end

@@ -29,7 +29,7 @@
 --        | {'paused'} | {'stale', current version}
 local worker, request_vis, default_vis, count, version =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-if tonumber(ARGV[6]) ~= SCORE_BAND then error('the broker scores with band ' .. ARGV[6] .. ', _lib.lua with ' .. SCORE_BAND) end
+if ARGV[6] ~= SCORE_BAND_S and tonumber(ARGV[6]) ~= SCORE_BAND then error('the broker scores with band ' .. ARGV[6] .. ', _lib.lua with ' .. SCORE_BAND) end
 local state = redis.call('MGET', KEYS[2], KEYS[1])  -- [hotpath] paused flag and classes version in one read
 if state[1] then return {'paused'} end
 local current = state[2] or '0'
@@ -57,7 +57,7 @@ promote_due(q, now, 1000, function(jk, job)
     return
   end
   discard_expired_job(jk, job)
-end)
+end, now_s)
 
 -- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
@@ -87,8 +87,8 @@ local function class_info(id)
     if at then
       local bonus, hold, gpus, devices, mem, backfill =
         string.match(packed, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t\n]*)\t([^\t\n]*)\t?([^\n]*)', at + #id + 2)
-      c = {id = id, bonus = tonumber(bonus), hold = tonumber(hold), gpus = tonumber(gpus), devices = devices,
-           mem = tonumber(mem) or 0, ready = KEYS[12] .. id, backfill = tonumber(backfill)}
+      c = {id = id, bonus = tonumber(bonus), hold = text_number(hold), gpus = text_number(gpus), devices = devices,
+           mem = text_number(mem) or 0, ready = KEYS[12] .. id, backfill = tonumber(backfill)}
     end
     info[id] = c
   end
