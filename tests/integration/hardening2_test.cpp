@@ -129,7 +129,9 @@ TEST_F(Hardening2, CapabilitiesDocumentsAreBounded) {
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.body["error"]["details"]["field"], "capabilities.runtimes");
 
-  for (const auto& w : api.get("/ojs/v1/admin/workers").body["workers"]) EXPECT_NE(w["id"].get<std::string>().rfind("fat-", 0), 0u) << w["id"];
+  const auto listed = api.get("/ojs/v1/admin/workers");  // named: a range-for over a temporary's body["workers"] read freed memory
+  ASSERT_TRUE(listed.body["workers"].is_array()) << listed.body.dump();
+  for (const auto& w : listed.body["workers"]) EXPECT_NE(w["id"].get<std::string>().rfind("fat-", 0), 0u) << w["id"];
   // A real document still passes.
   r = api.post("/ojs/v1/workers/heartbeat",
                {{"worker_id", "thin-1"}, {"capabilities", {{"gpu", {{"type", "nvidia-h100"}, {"count", 8}, {"memory_gb", 80}}}}}});
