@@ -7,10 +7,10 @@
 #include <algorithm>
 
 #include "broker/jobs/fetch_service.hpp"
-#include "ojs/core/object_text.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/pipeline/claim_refusals.hpp"
 #include "broker/pipeline/fetch_filters.hpp"
+#include "ojs/core/object_text.hpp"
 
 namespace ojs::broker {
 

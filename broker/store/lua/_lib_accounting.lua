@@ -23,13 +23,18 @@ local USAGE_RESOURCES = {'gpu', 'cpu', 'memory_mb', 'gpu_memory_mb'}
 local USAGE_RECORD_FIELDS = {'usage_gpu_us', 'usage_cpu_us', 'usage_memory_mb_us', 'usage_gpu_memory_mb_us'}
 
 -- What the job holds while it runs, one amount per resource, as the job's fields
--- hold them (read before release_budget, which clears the charge), and as numbers.
+-- hold them (read before release_budget, which clears the charge): four values, [hotpath]
+-- no table. An amount that is absent, or not a number, is its resource's default.
+local USAGE_AMOUNT_DEFAULTS = {0, 1, 0, 0}  -- a job declaring no CPU counts one core
 local function usage_amount_texts(job)
-  return {job.charged_gpus or '0', job.cpus or '1', job.mem_mb or '0', job.charged_gpu_mem_mb or '0'}
+  return job.charged_gpus or '0', job.cpus or '1', job.mem_mb or '0', job.charged_gpu_mem_mb or '0'
 end
 
-local function usage_amount_numbers(texts)
-  return {tonumber(texts[1]) or 0, tonumber(texts[2]) or 1, tonumber(texts[3]) or 0, tonumber(texts[4]) or 0}
+-- The four amounts (texts, as usage_amount_texts gives them or a journal line holds
+-- them) as numbers, in one table ('0' and '1' unparsed: text_number).
+local function usage_amount_numbers(a1, a2, a3, a4)
+  local d = USAGE_AMOUNT_DEFAULTS
+  return {text_number(a1) or d[1], text_number(a2) or d[2], text_number(a3) or d[3], text_number(a4) or d[4]}
 end
 
 local function usage_amounts(job)
@@ -179,17 +184,17 @@ local function usage_clock_us()
   return t[1] * 1000000 + t[2]
 end
 
--- Resource i's use over `dur_us` (its amount as text, `default` when not a number)
--- added to the job's record field, appended to `record` (n: its length; returns the
--- new one). dur_s: dur_us as text. [hotpath] '0' and '1', most amounts, are not
+-- Resource i's use over `dur_us` (its amount as text; not a number: the resource's
+-- default) added to the job's record field, appended to `record` (n: its length; returns
+-- the new one). dur_s: dur_us as text. [hotpath] '0' and '1', most amounts, are not
 -- parsed, and for a record field the job does not hold yet (its first attempt) an
 -- amount of 1 records the duration's text as it is.
-local function usage_record(job, record, n, i, text, default, dur_us, dur_s)
+local function usage_record(job, record, n, i, text, dur_us, dur_s)
   if text == '0' then return n end
   local field = USAGE_RECORD_FIELDS[i]
   local old, total = job[field], dur_s
   if text ~= '1' or old then
-    local used = math.floor((tonumber(text) or default) * dur_us)
+    local used = math.floor((tonumber(text) or USAGE_AMOUNT_DEFAULTS[i]) * dur_us)
     if not (used > 0) then return n end  -- (nor a NaN: tonumber reads 'nan')
     total = int_s(old and (tonumber(old) or 0) + used or used)
   elseif not (dur_us > 0) then
@@ -215,12 +220,12 @@ end
 --   end ms TAB duration us TAB held ('1': its amounts leave <tenant>|run) TAB
 --   the four amounts TAB tenant TAB type TAB worker ('-': none)
 -- [hotpath] Every table and string built here is paid again in the garbage collector:
--- the amounts stay in locals (usage_amount_texts' rule, no table), the record goes
+-- the amounts stay in locals (usage_amount_texts returns no table), the record goes
 -- straight into `set`, the line is one concatenation.
 local function usage_ended(u, jk, job, now, set, now_s, started)
   started = started or tonumber(job.started_at or '')
   if not started then return end
-  local t1, t2, t3, t4 = job.charged_gpus or '0', job.cpus or '1', job.mem_mb or '0', job.charged_gpu_mem_mb or '0'
+  local t1, t2, t3, t4 = usage_amount_texts(job)
   local dur_us = usage_clock_us() - (tonumber(job.started_us or '') or started * 1000)
   if dur_us < 0 then dur_us = 0 end
   local held = '0'
@@ -231,10 +236,10 @@ local function usage_ended(u, jk, job, now, set, now_s, started)
   local dur_s = int_s(dur_us)
   local record = set or {}
   local n = #record
-  n = usage_record(job, record, n, 1, t1, 0, dur_us, dur_s)
-  n = usage_record(job, record, n, 2, t2, 1, dur_us, dur_s)
-  n = usage_record(job, record, n, 3, t3, 0, dur_us, dur_s)
-  n = usage_record(job, record, n, 4, t4, 0, dur_us, dur_s)
+  n = usage_record(job, record, n, 1, t1, dur_us, dur_s)
+  n = usage_record(job, record, n, 2, t2, dur_us, dur_s)
+  n = usage_record(job, record, n, 3, t3, dur_us, dur_s)
+  n = usage_record(job, record, n, 4, t4, dur_us, dur_s)
   if not set and n > 0 then redis.call('HSET', jk, unpack(record)) end
   local worker = job.worker_id
   redis.call('RPUSH', u.journal, (now_s or int_s(now)) .. '\t' .. dur_s .. '\t' .. held .. '\t' .. t1 .. '\t' ..
@@ -264,8 +269,7 @@ local function usage_fold(f, limit)
       string.match(line, '^(%d+)\t(%d+)\t(%d)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
     if at then  -- a malformed line (never written by usage_ended) is dropped
       at, dur = tonumber(at), tonumber(dur)
-      -- usage_amount_numbers' rule, [hotpath] in one table, '0' and '1' unparsed
-      local amounts = {text_number(a1) or 0, text_number(a2) or 1, text_number(a3) or 0, text_number(a4) or 0}
+      local amounts = usage_amount_numbers(a1, a2, a3, a4)
       local tenant = string.match(who, '^[^\t]*')
       if not added[tenant] then added[tenant], freed[tenant] = {0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}; names[#names + 1] = tenant end
       local factor = (half_life > 0 and at < last) and 2 ^ (-(last - at) / half_life) or 1
