@@ -25,4 +25,10 @@ for _ in $(seq 1 300); do
   kill -0 "$CGPID" 2>/dev/null || { cat "$CGDIR/redis.log" >&2; exit 1; }
   sleep 0.2
 done
+# The scripts of this tree: the library exactly as the broker loads it (per-script includes).
+if [ -z "${1:-}" ] && [ -x "$ROOT/build/broker/broker" ] && [ -z "${LIBRARY:-}" ]; then
+  LIBRARY="$CGDIR/library.lua"
+  "$ROOT/build/broker/broker" --print-lua-library >"$LIBRARY"
+  export LIBRARY
+fi
 CGPID=$CGPID CGDIR=$CGDIR SHORT=${SHORT-1} python3 "$ROOT/bench/lua-profile.py" "$LUA_DIR" "$PORT" "$JOBS"

@@ -55,7 +55,7 @@ files = sorted(glob.glob(LUA + '/*.lua'))
 src = [(os.path.basename(f)[:-4], open(f, encoding='utf-8').read()) for f in files]
 helpers = ''.join(b + '\n' for n, b in src if n.startswith('_'))
 scripts = {n: b for n, b in src if not n.startswith('_')}
-def library(suffix):  # the text broker/store/lua_scripts.cpp library_text builds (default --events-max-len)
+def library(suffix):  # without LIBRARY: the scripts of LUA_DIR with every helper in one scope
     return '#!lua name=ojs%s\n' % suffix + helpers + ''.join(
         "redis.register_function{function_name = '%s%s', callback = function(KEYS, ARGV)\nbegin_call()\n%s\nend}\n" % (n, suffix, b)
         for n, b in scripts.items())
@@ -64,7 +64,11 @@ r('FLUSHALL'); r('FUNCTION', 'FLUSH')
 if FORM == 'evalsha':
     sha = {n: r('SCRIPT', 'LOAD', helpers + b) for n, b in scripts.items() if n in ('push', 'claim', 'ack')}
     call = lambda n, keys, args: ['EVALSHA', sha[n], len(keys)] + keys + args
-else:
+elif os.environ.get('LIBRARY'):  # the text the broker loads (broker --print-lua-library): per-script includes
+    text = open(os.environ['LIBRARY']).read()
+    suffix = '_' + re.match(r'#!lua name=ojs_(\w+)', text).group(1)
+    r('FUNCTION', 'LOAD', text)
+else:  # LUA_DIR of another tree: every helper in one scope, as before per-script includes (same work per call)
     suffix = '_' + hashlib.sha1(library('').encode()).hexdigest()[:12]
     r('FUNCTION', 'LOAD', library(suffix))
     call = lambda n, keys, args: ['FCALL', n + suffix, len(keys)] + keys + args

@@ -100,6 +100,8 @@ int main(int argc, char** argv) {
   cli.add_option("--max-event-streams", config.max_event_streams, "Open SSE event streams per broker (beyond: 503)")->capture_default_str()->check(CLI::Range(0, 100000));
   cli.add_option("--event-stream-keepalive-ms", config.event_stream_keepalive_ms, "Heartbeat comment on an idle SSE stream after this long")->capture_default_str()->check(CLI::Range(100, 3600000));
   cli.add_option("--event-stream-poll-ms", config.event_stream_poll_ms, "Cadence of the reader that feeds SSE streams")->capture_default_str()->check(CLI::Range(10, 60000));
+  bool print_lua_library = false;
+  cli.add_flag("--print-lua-library", print_lua_library, "Print the Redis Function library this broker would load (with --events-max-len) and exit");
   std::string log_level = "info";
   cli.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(cli, argc, argv);
@@ -114,6 +116,10 @@ int main(int argc, char** argv) {
 
   // Before any Redis connection: the scripts are loaded with the bound in them.
   ojs::broker::set_event_stream_bound(config.events == "off" ? 0 : config.events_max_len);
+  if (print_lua_library) {  // bench/lua-profile.py measures exactly the text the broker loads
+    std::fputs(ojs::broker::lua_library().code.c_str(), stdout);
+    return 0;
+  }
   ojs::broker::BrokerApp app(config, crons);
   try {
     app.start();

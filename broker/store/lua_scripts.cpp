@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "broker/store/lua_includes.hpp"
 #include "broker/store/priority_score.hpp"
 #include "ojs/core/digest.hpp"
 
@@ -20,16 +21,20 @@ constexpr std::string_view kBoundLine = "local EVENTS_MAXLEN = 10000\nlocal EVEN
 std::atomic<long long> bound{10000};
 std::atomic<bool> frozen{false};
 
-// The library text with `suffix` after each name ("_<hash>"; "" for the text that is hashed).
-// bench/lua-profile.py builds the same text: change both together.
+// The library text with `suffix` after each name ("_<hash>"; "" for the text that is
+// hashed): each script in a `do` block of its own holding only the helper
+// definitions it needs (lua_includes.hpp), so no function of the library carries
+// every helper as a local or an upvalue. bench/lua-profile.py loads this text as the
+// broker prints it (--print-lua-library).
 std::string library_text(const std::vector<LuaScriptSource>& sources, const std::string& suffix) {
+  const auto defs = lua_definitions(sources);
   std::string out = "#!lua name=ojs" + suffix + "\n";
-  for (const auto& s : sources)
-    if (s.name.starts_with('_')) out += s.body + "\n";
   for (const auto& s : sources) {
     if (s.name.starts_with('_')) continue;
+    out += "do\n";
+    for (const std::size_t d : lua_includes(defs, s.body, {"begin_call"})) out += defs[d].text;
     out += "redis.register_function{function_name = '" + s.name + suffix +
-           "', callback = function(KEYS, ARGV)\nbegin_call()\n" + s.body + "\nend}\n";
+           "', callback = function(KEYS, ARGV)\nbegin_call()\n" + s.body + "\nend}\nend\n";
   }
   return out;
 }
