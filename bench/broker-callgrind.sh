@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions the broker spends per request (FETCH with capabilities, ACK, PUSH): the
 # broker under callgrind on its embedded Redis (which runs natively), fed by loadgen
-# (one producer, one worker, 10 classes). Exact and load-independent, unlike CPU µs
+# (one producer, one worker, CLASSES classes: 10). Exact and load-independent, unlike CPU µs
 # (docs/benchmarks.md "Instructions in the broker").
 #
 #   bench/broker-callgrind.sh [BUILD_DIR] [JOBS]     (defaults: build, 300)
@@ -32,12 +32,12 @@ exec ${WRAP[*]} "$BUILD/broker/broker" "\$@"
 WRAPPER
 chmod +x "$OUT/bin/broker/broker"
 start_broker "$OUT/bin"
-"$BUILD/bench/loadgen" --url "http://127.0.0.1:$PORT" --queue cg --classes 10 --pending 0 --jobs "$JOBS" \
+"$BUILD/bench/loadgen" --url "http://127.0.0.1:$PORT" --queue cg --classes "${CLASSES:-10}" --pending 0 --jobs "$JOBS" \
   --producers 1 --workers 1 --duration-s 600 --skip-plain --skip-ack-fetch --ceiling-ops 1000 >"$OUT/loadgen.txt"
 kill "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null || true; BROKER_PID=
 ANN=$(callgrind_annotate --inclusive=yes --threshold=100 "$OUT/broker.cg" 2>/dev/null)
 total=$(sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' <<<"$ANN" | tr -d ,)
-echo "== broker instructions per job ($JOBS jobs, 10 classes; whole process $((total / JOBS)) per job incl. start)"
+echo "== broker instructions per job ($JOBS jobs, ${CLASSES:-10} classes; whole process $((total / JOBS)) per job incl. start)"
 # Inclusive cost of a function (first match), per job.
 per_job() { awk -v pat="$1" -v jobs="$JOBS" 'index($0, pat) { gsub(",", "", $1); printf "%9d  %s\n", $1 / jobs, pat; exit }' <<<"$ANN"; }
 for f in 'ojs::broker::Router::dispatch' 'ojs::broker::FetchService::fetch(' 'ojs::broker::FetchService::fetch_from_queue' \

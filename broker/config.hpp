@@ -31,6 +31,7 @@ struct BrokerConfig {
   long long finished_max_jobs = 10000;
   double cordon_unhealthy_share = 1.0;            // a worker with this share of its devices unhealthy is set quiet
   std::int64_t locality_delay_ms = 5000;          // delay scheduling for model locality
+  std::size_t fetch_walk_min_classes = 32;        // a queue with this many classes is judged in the order of its heads
   std::string placement = "pack";                 // device placement: pack | spread
   int max_fetch_count = 100;
   // Per-request and global bounds against hostile input (docs/operations.md "Security").

@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
   cli.add_option("--max-event-streams", config.max_event_streams, "Open SSE event streams per broker (beyond: 503)")->capture_default_str()->check(CLI::Range(0, 100000));
   cli.add_option("--event-stream-keepalive-ms", config.event_stream_keepalive_ms, "Heartbeat comment on an idle SSE stream after this long")->capture_default_str()->check(CLI::Range(100, 3600000));
   cli.add_option("--event-stream-poll-ms", config.event_stream_poll_ms, "Cadence of the reader that feeds SSE streams")->capture_default_str()->check(CLI::Range(10, 60000));
+  cli.add_option("--fetch-walk-min-classes", config.fetch_walk_min_classes, "A FETCH judges the classes of a queue with this many or more in the order of their heads, only as far as one can win (0: always)")->capture_default_str();
   bool print_lua_library = false;
   cli.add_flag("--print-lua-library", print_lua_library, "Print the Redis Function library this broker would load (with --events-max-len) and exit");
   std::string log_level = "info";

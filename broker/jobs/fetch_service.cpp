@@ -3,34 +3,94 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "ojs/core/envelope.hpp"
+#include "ojs/core/time.hpp"
 #include "ojs/ml/affinity.hpp"
 #include "ojs/ml/worker_load.hpp"
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/pipeline/claim_refusals.hpp"
 #include "broker/pipeline/fetch_filters.hpp"
+#include "broker/store/priority_score.hpp"
 
 namespace ojs::broker {
 
 using nlohmann::json;
 
-ClassSet FetchService::classes_of(const std::string& queue, bool refresh) {
+std::shared_ptr<const FetchService::KeptClasses> FetchService::classes_of(const std::string& queue, bool refresh) {
   if (!refresh) {
     std::lock_guard lock(classes_mutex_);
     auto it = classes_cache_.find(queue);
     if (it != classes_cache_.end()) return it->second;
   }
-  ClassSet fresh = queues_.load_classes(queue);
+  auto fresh = std::make_shared<KeptClasses>();
+  fresh->all = queues_.load_classes(queue);
+  fresh->gangs.version = fresh->all.version;
+  for (const auto& [id, canonical] : fresh->all.classes)
+    if (is_gang_class(scheduler_, fresh->all, id)) fresh->gangs.classes.emplace(id, canonical);
   // Bounded like the scheduler's memo: FETCH may name queues that do not exist
   // (those are not kept), and past the bound the cache starts over.
   constexpr std::size_t kMaxCachedQueues = 4096;
-  if (fresh.classes.empty()) return fresh;
+  if (fresh->all.classes.empty()) return fresh;
   std::lock_guard lock(classes_mutex_);
   if (classes_cache_.size() >= kMaxCachedQueues && !classes_cache_.count(queue)) classes_cache_.clear();
   return classes_cache_[queue] = std::move(fresh);
+}
+
+bool FetchService::full_judgement_due(const std::string& queue, const std::string& worker_id) {
+  const auto now = now_ms();
+  std::string key;
+  key.reserve(queue.size() + worker_id.size() + 1);
+  key.append(queue).append(1, '\n').append(worker_id);
+  std::lock_guard lock(full_mutex_);
+  if (last_full_judgement_.size() > 100000) last_full_judgement_.clear();
+  auto [it, added] = last_full_judgement_.try_emplace(std::move(key), now);
+  if (added) return true;
+  if (now - it->second < DiagnosisLog::kRefreshMs) return false;
+  it->second = now;
+  return true;
+}
+
+bool FetchService::walk_classes(const std::string& queue, const ClassSet& classes, const WorkerView& worker,
+                                const std::set<std::string>& skip, std::vector<ClassVerdict>& out) {
+  const double bound = scheduler_.bonus_bound(queue, classes, worker);
+  std::optional<double> best_band;
+  long long pos = 0, page = 16;  // pages of the index grow 4x, as the claim reads it
+  while (true) {
+    const auto heads = claims_.class_heads(queue, pos, page);
+    if (heads.fair) return false;
+    ClassSet judged{classes.version, {}};
+    for (const auto& [id, score] : heads.heads) {
+      auto it = classes.classes.find(id);  // a class newer than the kept set: the claim's version check refreshes it
+      if (it != classes.classes.end() && !skip.count(id) && !is_gang_class(scheduler_, classes, id)) judged.classes.emplace(id, it->second);
+    }
+    auto verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, judged, worker, assignment_options(config_));
+    std::unordered_map<std::string_view, ClassVerdict*> verdict_of;
+    for (auto& v : verdicts) verdict_of.emplace(v.class_id, &v);
+    for (const auto& [id, score] : heads.heads) {
+      auto vit = verdict_of.find(id);
+      if (vit == verdict_of.end()) continue;
+      // The claim's order: band, then bonus, then the head's age. A later head of a
+      // later band never wins over an eligible one; within the band, nothing behind a
+      // class at the bound is preferred to it.
+      const double band = std::floor(score / kScoreBand);
+      if (best_band && band > *best_band) return true;
+      ClassVerdict& v = *vit->second;
+      const bool eligible = v.judgement.eligible();
+      const bool unbeatable = eligible && v.claim.bonus >= bound && v.claim.backfill_before_ms == 0;
+      if (eligible && !best_band) best_band = band;
+      out.push_back(std::move(v));
+      if (unbeatable) return true;
+    }
+    if (static_cast<long long>(heads.heads.size()) < page) return true;
+    pos += page;
+    page *= 4;
+  }
 }
 
 FetchService::Outcome FetchService::fetch(const FetchRequest& request, const std::string& incarnation) {
@@ -58,26 +118,35 @@ FetchService::Outcome FetchService::fetch(const FetchRequest& request, const std
 
 void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
                                   std::vector<std::string>& jobs) {
-  ClassSet classes = classes_of(queue, false);
-  fetch_gang(queue, classes, request, worker, jobs);  // [gangs] gang classes go to claim_gang only
+  auto kept = classes_of(queue, false);
+  fetch_gang(queue, kept->gangs, request, worker, jobs);  // [gangs] gang classes go to claim_gang only
   // The cached class set may predate a gang class: once it is refreshed below, a
   // gang class it did not have is offered to claim_gang in this same FETCH.
-  const auto refreshed = [&](ClassSet fresh) {
-    const bool new_gang = std::any_of(fresh.classes.begin(), fresh.classes.end(), [&](const auto& c) {
-      return !classes.classes.count(c.first) && is_gang_class(scheduler_, fresh, c.first);
-    });
-    classes = std::move(fresh);
-    if (new_gang && static_cast<int>(jobs.size()) < request.count) fetch_gang(queue, classes, request, worker, jobs);
+  const auto refreshed = [&](std::shared_ptr<const KeptClasses> fresh) {
+    const bool new_gang = std::any_of(fresh->gangs.classes.begin(), fresh->gangs.classes.end(),
+                                      [&](const auto& c) { return !kept->gangs.classes.count(c.first); });
+    kept = std::move(fresh);
+    if (new_gang && static_cast<int>(jobs.size()) < request.count) fetch_gang(queue, kept->gangs, request, worker, jobs);
   };
   // A worker with capabilities claims one job at a time so that the GPUs and
   // devices of each claim are taken into account for the next.
   const bool one_by_one = worker.capabilities.has_value();
+  // Many classes: judge them in the order of their heads, only as far as one may win,
+  // so a FETCH's cost does not grow with the classes a worker could run. Every class
+  // is judged when the walk cannot stand in for it: a plain worker (one claim for
+  // `count` jobs), the diagnosis's refresh, or a claim of the walked classes that
+  // came back empty (the claim refused what the walk offered: look at all).
+  bool judge_all = !one_by_one || kept->all.classes.size() < config_.fetch_walk_min_classes ||
+                   full_judgement_due(queue, worker.worker_id);
   std::set<std::string> given_back;  // classes of a job handed back by symmetric anti-affinity: not claimed again this FETCH
   for (int round = 0; round < 2 * request.count + 3 && static_cast<int>(jobs.size()) < request.count; ++round) {
+    const ClassSet& classes = kept->all;
     const int want = one_by_one ? 1 : request.count - static_cast<int>(jobs.size());
     std::vector<EligibleClass> eligible;
     std::map<std::string, const ClassVerdict*> verdict_of;
-    auto verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, classes, worker, assignment_options(config_));
+    std::vector<ClassVerdict> verdicts;
+    const bool walked = !judge_all && walk_classes(queue, classes, worker, given_back, verdicts);
+    if (!walked) verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, classes, worker, assignment_options(config_));
     for (const auto& v : verdicts) {
       verdict_of[v.class_id] = &v;
       const bool gang = is_gang_class(scheduler_, classes, v.class_id);
@@ -104,6 +173,10 @@ void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest
                               block.kind == "backfill" ? backfill_refusal(block.in_use, block.limit).refusals.front() : budget_refusal(block));
     if (outcome.jobs.empty() && !outcome.rate_limited.empty())  // why-waiting names the queue's rate limit
       for (const auto& c : eligible) diagnosis_.note_refusal(queue, c.id, worker.worker_id, rate_limit_refusal(outcome.rate_limited));
+    if (outcome.jobs.empty() && walked && outcome.rate_limited.empty()) {
+      judge_all = true;
+      continue;
+    }
     if (outcome.jobs.empty()) return;
     for (const auto& record : outcome.jobs) {
       if (worker.capabilities && excluded_by_running_job(record, worker.load)) {

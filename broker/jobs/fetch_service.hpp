@@ -4,6 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -51,10 +54,26 @@ class FetchService {
   // Claims from one queue for a worker; appends envelopes (JSON text) to `jobs`.
   void fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
                         std::vector<std::string>& jobs);
-  ClassSet classes_of(const std::string& queue, bool refresh);
+  // A queue's classes as FETCH keeps them (validated by the claim script's version
+  // check), with its gang classes apart: judged once per version, not per FETCH.
+  struct KeptClasses {
+    ClassSet all;
+    ClassSet gangs;
+  };
+  std::shared_ptr<const KeptClasses> classes_of(const std::string& queue, bool refresh);
   // [gangs] gang classes of the queue through claim_gang (broker/jobs/gang_fetch.cpp).
-  void fetch_gang(const std::string& queue, const ClassSet& classes, const FetchRequest& request, WorkerView& worker,
+  void fetch_gang(const std::string& queue, const ClassSet& gang_classes, const FetchRequest& request, WorkerView& worker,
                   std::vector<std::string>& jobs);
+  // The verdicts of the classes the claim is offered, judged in the order of their
+  // heads (the class-head index) and only as far as one of them may win: the first
+  // eligible class at the bonus bound, or the end of the best eligible head's band
+  // (the claim's own order). False, with nothing judged, when the queue's order is
+  // not the heads' (policy fair): then every class is judged.
+  bool walk_classes(const std::string& queue, const ClassSet& classes, const WorkerView& worker,
+                    const std::set<std::string>& skip, std::vector<ClassVerdict>& out);
+  // Whether this worker's FETCH from this queue judges every class (its diagnosis
+  // records kept fresh at DiagnosisLog's refresh period) instead of walking the heads.
+  bool full_judgement_due(const std::string& queue, const std::string& worker_id);
 
   ClaimStore& claims_;
   QueueDirectory& queues_;
@@ -66,7 +85,9 @@ class FetchService {
   DiagnosisLog& diagnosis_;
   const BrokerConfig& config_;
   std::mutex classes_mutex_;
-  std::map<std::string, ClassSet> classes_cache_;  // per queue; validated by the claim script's version check
+  std::map<std::string, std::shared_ptr<const KeptClasses>> classes_cache_;  // per queue
+  std::mutex full_mutex_;
+  std::unordered_map<std::string, std::int64_t> last_full_judgement_;  // queue \n worker -> ms
 };
 
 }  // namespace ojs::broker

@@ -65,12 +65,9 @@ json gang_envelope(const JobRecord& job, int rank) {
   return envelope;
 }
 
-void FetchService::fetch_gang(const std::string& queue, const ClassSet& classes, const FetchRequest& request,
+void FetchService::fetch_gang(const std::string& queue, const ClassSet& gang_classes, const FetchRequest& request,
                             WorkerView& worker, std::vector<std::string>& jobs) {
   if (!worker.capabilities) return;  // a gang has hard constraints: plain workers never join
-  ClassSet gang_classes{classes.version, {}};
-  for (const auto& [id, canonical] : classes.classes)
-    if (is_gang_class(scheduler_, classes, id)) gang_classes.classes.emplace(id, canonical);
   if (gang_classes.classes.empty()) return;  // queues without gangs pay nothing
 
   auto verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, gang_classes, worker, assignment_options(config_));

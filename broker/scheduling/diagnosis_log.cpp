@@ -11,7 +11,6 @@ fibers::Local<std::vector<DiagnosisLog::Pending>> DiagnosisLog::pending_;
 
 namespace {
 
-constexpr std::int64_t kRewriteAfterMs = 5000;  // an unchanged judgement is refreshed this often
 
 ml::Judgement judgement_from_json(const nlohmann::json& j) {
   ml::Judgement out;
@@ -39,7 +38,7 @@ void DiagnosisLog::note(const std::string& queue, const std::string& class_id, c
   {
     std::lock_guard lock(mutex_);
     auto it = last_written_.find(memo);
-    if (it != last_written_.end() && it->second.second == verdict && now - it->second.first < kRewriteAfterMs) return;
+    if (it != last_written_.end() && it->second.second == verdict && now - it->second.first < kRefreshMs) return;
     if (last_written_.size() > 100000) last_written_.clear();
     last_written_[memo] = {now, verdict};
   }

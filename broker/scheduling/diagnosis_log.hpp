@@ -21,6 +21,8 @@ namespace ojs::broker {
 
 class DiagnosisLog {
  public:
+  static constexpr std::int64_t kRefreshMs = 5000;  // an unchanged judgement is rewritten this often
+
   explicit DiagnosisLog(DiagnosisStore store, std::int64_t window_ms = 120000) : store_(store), window_ms_(window_ms) {}
 
   // Queue the record of one worker's judgement of one class; flush() writes them.

@@ -4,7 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -34,6 +36,9 @@ struct Scheduler::Impl {
   };
   mutable std::mutex caps_mutex;
   mutable std::unordered_map<std::string, std::pair<ml::Capabilities, std::string>> caps_memo;  // body -> parsed, fingerprint
+  mutable std::mutex bound_mutex;
+  // queue|version|fingerprint -> one class of each (static score, GPU count) the worker may take
+  mutable std::unordered_map<std::string, std::vector<const ml::Requirements*>> bound_kinds;
   mutable std::mutex best_mutex;
   mutable std::unordered_map<std::string, BestRecent> best_recent;
 
@@ -100,6 +105,38 @@ const ml::Requirements& Scheduler::requirements(const std::string& class_id, con
   ml::Requirements req = ml::requirements_from_class_json(nlohmann::json::parse(class_json));
   std::unique_lock lock(impl_->mutex);
   return impl_->classes.emplace(class_id, std::move(req)).first->second;
+}
+
+double Scheduler::bonus_bound(const std::string& queue, const ClassSet& classes, const WorkerView& worker) const {
+  ml::ScoringOptions scoring;  // the weights the claim's scores use (judge below)
+  scoring.explain = false;
+  if (!worker.capabilities) return scoring.packing_weight;
+  const auto& caps = *worker.capabilities;
+  // One class of each (static score, GPU count) among those the worker's hardware
+  // allows, found once per classes version and fingerprint; scored against this
+  // FETCH's load (packing depends on its free GPUs).
+  const std::string key = queue + '|' + classes.version + '|' + worker.fingerprint;
+  std::vector<const ml::Requirements*> kinds;
+  bool known = false;
+  {
+    std::lock_guard lock(impl_->bound_mutex);
+    if (auto it = impl_->bound_kinds.find(key); it != impl_->bound_kinds.end()) kinds = it->second, known = true;
+  }
+  if (!known) {
+    std::set<std::pair<double, int>> seen;
+    for (const auto& [class_id, class_json] : classes.classes) {
+      const ml::Requirements& req = requirements(class_id, class_json);
+      if (req.hard.gang.size > 0 || !ml::judge_static(req, &caps).eligible()) continue;
+      const auto s = ml::score(req, caps, nullptr, scoring);
+      if (seen.emplace(s.affinity + s.locality, req.gpu_count()).second) kinds.push_back(&req);
+    }
+    std::lock_guard lock(impl_->bound_mutex);
+    if (impl_->bound_kinds.size() > 10000) impl_->bound_kinds.clear();
+    impl_->bound_kinds.emplace(key, kinds);
+  }
+  double bound = 0;
+  for (const auto* req : kinds) bound = std::max(bound, ml::score(*req, caps, &worker.load, scoring).total);
+  return bound;
 }
 
 std::vector<ClassVerdict> Scheduler::judge(const ClassSet& classes, const WorkerView& worker) const {

@@ -61,6 +61,12 @@ class Scheduler {
   JobClassification classify(ml::Requirements requirements, int priority) const;
   // One verdict per class of the queue (eligible or not, with reasons).
   std::vector<ClassVerdict> judge(const ClassSet& classes, const WorkerView& worker) const;
+  // The highest bonus (soft score) a class of `classes` could offer this worker: the
+  // largest static part (affinity + locality) among the classes it may take on its
+  // hardware, plus the most packing adds. Kept per (queue, classes version,
+  // capability fingerprint). A FETCH walking the class heads stops at a class that
+  // reaches it: no class behind it can be preferred.
+  double bonus_bound(const std::string& queue, const ClassSet& classes, const WorkerView& worker) const;
   // Parses a worker's advertisement (throws OjsError naming the field), memoised
   // on the raw body: a worker re-sends the same capabilities on every FETCH.
   // raw: the body as compact JSON text when the caller already has it (the memo's key).

@@ -3,6 +3,7 @@
 #include "broker/store/claim_store.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "broker/store/job_store_internal.hpp"
 #include "broker/store/priority_score.hpp"
@@ -84,6 +85,17 @@ ClaimOutcome ClaimStore::claim(const std::string& queue, const std::string& work
     out.rate_limited = reply.elements.size() > 3 ? reply.elements[3].str : std::string();
     if (reply.elements.size() < 5 || reply.elements[4].str != "1") break;
   }
+  return out;
+}
+
+ClassHeads ClaimStore::class_heads(const std::string& queue, long long offset, long long count) {
+  const auto replies = redis_.pipeline({{"ZRANGE", keys::class_heads(queue), std::to_string(offset), std::to_string(offset + count - 1), "WITHSCORES"},
+                                        {"HGET", keys::config(queue), "policy"}});
+  ClassHeads out;
+  out.fair = replies.size() > 1 && replies[1].str == "fair";
+  const auto& flat = replies.at(0).elements;
+  out.heads.reserve(flat.size() / 2);
+  for (std::size_t i = 0; i + 1 < flat.size(); i += 2) out.heads.emplace_back(flat[i].str, std::strtod(flat[i + 1].str.c_str(), nullptr));
   return out;
 }
 

@@ -170,6 +170,12 @@ BrokerProcess::BrokerProcess(const std::string& redis_url, std::vector<std::stri
   if (std::find(extra_args.begin(), extra_args.end(), "--maintenance-interval-ms") == extra_args.end())
     for (const char* a : {"--maintenance-interval-ms", "50"}) args.push_back(a);
   args.insert(args.end(), extra_args.begin(), extra_args.end());
+  // OJS_TEST_BROKER_ARGS (space-separated) runs every test's broker with more flags: the
+  // whole suite against another setting (e.g. "--fetch-walk-min-classes 0").
+  if (const char* more = std::getenv("OJS_TEST_BROKER_ARGS")) {
+    std::istringstream words(more);
+    for (std::string w; words >> w;) args.push_back(w);
+  }
   // Every multi-key Redis call must be single-slot, even on one Redis: a cluster refuses the others.
   setenv("OJS_REDIS_CHECK_SLOTS", "1", 1);
   pid_ = spawn(args, fds[1]);
