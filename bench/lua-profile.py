@@ -71,6 +71,7 @@ elif os.environ.get('LIBRARY'):  # the text the broker loads (broker --print-lua
 else:  # LUA_DIR of another tree: every helper in one scope, as before per-script includes (same work per call)
     suffix = '_' + hashlib.sha1(library('').encode()).hexdigest()[:12]
     r('FUNCTION', 'LOAD', library(suffix))
+if FORM != 'evalsha':
     call = lambda n, keys, args: ['FCALL', n + suffix, len(keys)] + keys + args
 q = 'k10'; P = 'ojs:{%s}:' % q
 K = lambda n: P + n
