@@ -34,7 +34,9 @@ void register_system_api(Router& router, ApiContext& ctx, obs::Observability& ob
   // or an admin drained it (ojs-disaster-recovery.md: "draining"), still 200: the
   // process is alive, and a liveness probe must not kill it mid-drain. Readiness
   // (below) is what turns traffic away.
-  router.add("GET", "/ojs/v1/health", [&ctx, &observability](const HttpRequest&) {
+  // Also at /health (ext-observability's probe path, as orchestrators call it).
+  for (const std::string path : {"/ojs/v1/health", "/health"})
+  router.add("GET", path, [&ctx, &observability](const HttpRequest&) {
     const auto health = observability.backend();
     // Healthy means able to serve: a Redis that answers PING but refuses every
     // write (OOM under maxmemory, READONLY) cannot take a job or a transition.
@@ -55,7 +57,8 @@ void register_system_api(Router& router, ApiContext& ctx, obs::Observability& ob
 
   // Readiness (ojs-graceful-shutdown.md §8.1, GS-R004): whether this broker takes new
   // work now. 503 while draining or while Redis cannot be reached.
-  router.add("GET", "/ojs/v1/ready", [&ctx, &observability](const HttpRequest&) {
+  for (const std::string path : {"/ojs/v1/ready", "/ready"})  // /ready: as /health
+  router.add("GET", path, [&ctx, &observability](const HttpRequest&) {
     const auto health = observability.backend();
     const bool up = health.up && health.write_refusal.empty();
     const bool draining = ctx.drain.draining();
