@@ -78,21 +78,26 @@ std::vector<PathToken> parse_path(std::string_view path) {
   return tokens;
 }
 
-const nlohmann::json* lookup(const nlohmann::json& root, const std::vector<PathToken>& path) {
-  const nlohmann::json* node = &root;
-  for (std::size_t i = 0; i < path.size(); ++i) {
+namespace {
+
+// path[i..] from node. A member missing as such may be a key holding dots
+// ("ojs.codec.encodings" in meta, as the extension cases send it): the keys made of
+// it and the members after it are tried, shortest first, each with the rest of the path.
+const nlohmann::json* lookup_from(const nlohmann::json* node, const std::vector<PathToken>& path, std::size_t i) {
+  for (; i < path.size(); ++i) {
     const auto& token = path[i];
     if (const auto* name = std::get_if<std::string>(&token)) {
       if (!node->is_object()) return nullptr;
-      auto it = node->find(*name);
-      // A member missing as such may be a key holding dots ("ojs.codec.encodings" in
-      // meta, as the extension cases send it): the shortest such key that exists.
-      for (std::string key = *name; it == node->end() && i + 1 < path.size() && std::holds_alternative<std::string>(path[i + 1]);) {
-        key += "." + std::get<std::string>(path[++i]);
-        it = node->find(key);
+      if (const auto it = node->find(*name); it != node->end()) {
+        if (const auto* found = lookup_from(&*it, path, i + 1)) return found;
       }
-      if (it == node->end()) return nullptr;
-      node = &*it;
+      std::string key = *name;
+      for (std::size_t j = i + 1; j < path.size() && std::holds_alternative<std::string>(path[j]); ++j) {
+        key += "." + std::get<std::string>(path[j]);
+        if (const auto it = node->find(key); it != node->end())
+          if (const auto* found = lookup_from(&*it, path, j + 1)) return found;
+      }
+      return nullptr;
     } else if (std::holds_alternative<AnyIndex>(token)) {
       return nullptr;  // many values: see select()
     } else if (const auto* filter = std::get_if<MemberFilter>(&token)) {
@@ -109,6 +114,12 @@ const nlohmann::json* lookup(const nlohmann::json& root, const std::vector<PathT
     }
   }
   return node;
+}
+
+}  // namespace
+
+const nlohmann::json* lookup(const nlohmann::json& root, const std::vector<PathToken>& path) {
+  return lookup_from(&root, path, 0);
 }
 
 const nlohmann::json* lookup(const nlohmann::json& root, std::string_view path) {

@@ -6,7 +6,7 @@
 // value, like an index: no such element reads as missing. A member that is missing
 // is tried joined with the members after it, as a key that holds dots
 // ("$.job.meta.ojs.codec.key_id" reads meta["ojs.codec.key_id"], as the extension
-// cases send it); the shortest such key that exists is taken.
+// cases send it); nested members are tried first, then such keys, shortest first.
 #pragma once
 #include <nlohmann/json.hpp>
 

@@ -56,9 +56,10 @@ TEST(JsonPath, AMemberFilterAddressesTheFirstMatchingElement) {
 TEST(JsonPath, AMissingMemberIsTriedAsAKeyWithDots) {
   const json doc = json::parse(R"j({"meta":{"ojs.codec.encodings":["x"],"ojs.codec":{"key_id":"k"},"a":{"b":1}}})j");
   EXPECT_EQ(*lookup(doc, "$.meta.ojs.codec.encodings[0]"), "x");
-  EXPECT_EQ(*lookup(doc, "$.meta.ojs.codec.key_id"), "k") << "the shortest key that exists";
+  EXPECT_EQ(*lookup(doc, "$.meta.ojs.codec.key_id"), "k") << "the shortest key with the rest of the path";
   EXPECT_EQ(*lookup(doc, "$.meta.a.b"), 1) << "nested members first";
   EXPECT_EQ(lookup(doc, "$.meta.ojs.nothing"), nullptr);
+  EXPECT_EQ(lookup(doc, "$.meta.ojs.codec.encodings[1]"), nullptr);
 }
 
 TEST(JsonPath, StepIdsWithDashesAreMembers) {
