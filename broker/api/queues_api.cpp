@@ -40,21 +40,21 @@ void register_queues_api(Router& router, ApiContext& ctx, governance::QueueConfi
   // {status, stats, computed_at} with backpressure's stats{queue, depth, max_depth}.
   // Also GET /ojs/v1/queues/{name} (ext-multi-tenancy reads one queue there).
   for (const std::string path : {"/ojs/v1/queues/{name}/stats", "/ojs/v1/queues/{name}"})
-  router.add("GET", path, [&ctx, &configs](const HttpRequest& r) {
-    const auto state = ctx.queues.state(queue_param(r, ctx.queues));
-    const char* status = state.paused ? "paused" : "active";
-    nlohmann::json queue = {{"name", state.name}, {"paused", state.paused}, {"status", status}};
-    nlohmann::json stats = nlohmann::json::object();
-    for (const auto& [k, v] : state.counts) queue[k] = stats[k] = v;
-    stats["queue"] = state.name;
-    stats["depth"] = queue_depth(state.counts);
-    if (const auto bound = configs.fresh(state.name)->backpressure.max_depth) stats["max_depth"] = *bound;
-    return json_reply(200, {{"queue", queue},
-                            {"status", status},
-                            {"paused", state.paused},
-                            {"stats", stats},
-                            {"computed_at", format_rfc3339(now_ms())}});
-  });
+    router.add("GET", path, [&ctx, &configs](const HttpRequest& r) {
+      const auto state = ctx.queues.state(queue_param(r, ctx.queues));
+      const char* status = state.paused ? "paused" : "active";
+      nlohmann::json queue = {{"name", state.name}, {"paused", state.paused}, {"status", status}};
+      nlohmann::json stats = nlohmann::json::object();
+      for (const auto& [k, v] : state.counts) queue[k] = stats[k] = v;
+      stats["queue"] = state.name;
+      stats["depth"] = queue_depth(state.counts);
+      if (const auto bound = configs.fresh(state.name)->backpressure.max_depth) stats["max_depth"] = *bound;
+      return json_reply(200, {{"queue", queue},
+                              {"status", status},
+                              {"paused", state.paused},
+                              {"stats", stats},
+                              {"computed_at", format_rfc3339(now_ms())}});
+    });
   router.add("GET", "/ojs/v1/queues/{name}/diagnosis", [&ctx](const HttpRequest& r) {
     return json_reply(200, ctx.views.queue_diagnosis(queue_param(r, ctx.queues)));
   });

@@ -203,50 +203,50 @@ void register_workers_api(Router& router, ApiContext& ctx) {
   // recorded as the drain directive (no new job; terminate once idle), which it never
   // leaves. Both answer `acknowledged: true` besides the worker protocol's reply.
   for (const bool shutdown_beat : {false, true})
-  router.add("POST", shutdown_beat ? "/ojs/v1/workers/beat" : "/ojs/v1/workers/heartbeat", [&ctx, shutdown_beat](const HttpRequest& r) {
-    auto body = parse_json_body(r);
-    if (!body.contains("worker_id")) throw invalid_field("worker_id", "is required");
-    const auto worker_id = require_worker_id(body["worker_id"], "worker_id");
-    auth::authorize_worker_id(worker_id);
-    bool draining = false;
-    if (shutdown_beat && body.is_object()) {
-      if (body.contains("active_jobs") && body["active_jobs"].is_number_integer() && !body.contains("active_job_ids"))
-        body.erase("active_jobs");  // a count without ids names no job to extend
-      draining = body.value("state", nlohmann::json()) == "drain";
-      if (draining) body.erase("state");
-    }
-    const auto ids = heartbeat_job_ids(body);  // both documented shapes
-    const auto reported = reported_state(body);
-    if (ids.size() > static_cast<std::size_t>(ctx.config.max_heartbeat_jobs))  // one directory lookup per id
-      throw invalid_field("active_jobs", "must name at most " + std::to_string(ctx.config.max_heartbeat_jobs) + " job ids (--max-heartbeat-jobs)");
-    std::optional<std::int64_t> visibility;
-    if (body.contains("visibility_timeout_ms")) {
-      const auto& v = body["visibility_timeout_ms"];
-      if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > kMaxDurationMs)
-        throw invalid_field("visibility_timeout_ms", "must be an integer between 0 and " + std::to_string(kMaxDurationMs));
-      visibility = body["visibility_timeout_ms"].get<long long>();
-    }
-    const bool has_caps = body.contains("capabilities") && body["capabilities"].is_object();
-    const std::string caps = has_caps ? body["capabilities"].dump() : std::string();
-    if (has_caps) ml::require_bounded_capabilities(body["capabilities"], caps.size());
-    const auto incarnation = worker_incarnation(body);  // refuses a malformed hostname (400)
-    if (body.contains("hostname") && body["hostname"].is_string() && !body["hostname"].get<std::string>().empty())
-      ctx.workers.note_hostname(worker_id, body["hostname"].get<std::string>());  // the admin listing's hostname
-    auto contact = ctx.workers.contact(worker_id, has_caps ? &caps : nullptr, {}, incarnation, ids.size());
-    if (draining && contact.state != "drain" && contact.state != "terminate" && ctx.workers.set_state(worker_id, "drain"))
-      contact.state = "drain";
-    auto state = reply_state(contact.state, reported);
-    if (ctx.config.test_directives) state = reply_state(state, test_directive(ctx, ids));
-    nlohmann::json extended = nlohmann::json::array();
-    for (auto& id : ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids))
-      extended.push_back(std::move(id));
-    return json_reply(200, {{"state", state},
-                            {"directive", directive_for(state)},
-                            {"jobs_extended", extended},
-                            {"job_directives", preemption_directives(contact.held.preempting)},
-                            {"server_time", format_rfc3339(now_ms())},
-                            {"acknowledged", true}});
-  }, Runs::on_io_thread);
+    router.add("POST", shutdown_beat ? "/ojs/v1/workers/beat" : "/ojs/v1/workers/heartbeat", [&ctx, shutdown_beat](const HttpRequest& r) {
+      auto body = parse_json_body(r);
+      if (!body.contains("worker_id")) throw invalid_field("worker_id", "is required");
+      const auto worker_id = require_worker_id(body["worker_id"], "worker_id");
+      auth::authorize_worker_id(worker_id);
+      bool draining = false;
+      if (shutdown_beat && body.is_object()) {
+        if (body.contains("active_jobs") && body["active_jobs"].is_number_integer() && !body.contains("active_job_ids"))
+          body.erase("active_jobs");  // a count without ids names no job to extend
+        draining = body.value("state", nlohmann::json()) == "drain";
+        if (draining) body.erase("state");
+      }
+      const auto ids = heartbeat_job_ids(body);  // both documented shapes
+      const auto reported = reported_state(body);
+      if (ids.size() > static_cast<std::size_t>(ctx.config.max_heartbeat_jobs))  // one directory lookup per id
+        throw invalid_field("active_jobs", "must name at most " + std::to_string(ctx.config.max_heartbeat_jobs) + " job ids (--max-heartbeat-jobs)");
+      std::optional<std::int64_t> visibility;
+      if (body.contains("visibility_timeout_ms")) {
+        const auto& v = body["visibility_timeout_ms"];
+        if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > kMaxDurationMs)
+          throw invalid_field("visibility_timeout_ms", "must be an integer between 0 and " + std::to_string(kMaxDurationMs));
+        visibility = body["visibility_timeout_ms"].get<long long>();
+      }
+      const bool has_caps = body.contains("capabilities") && body["capabilities"].is_object();
+      const std::string caps = has_caps ? body["capabilities"].dump() : std::string();
+      if (has_caps) ml::require_bounded_capabilities(body["capabilities"], caps.size());
+      const auto incarnation = worker_incarnation(body);  // refuses a malformed hostname (400)
+      if (body.contains("hostname") && body["hostname"].is_string() && !body["hostname"].get<std::string>().empty())
+        ctx.workers.note_hostname(worker_id, body["hostname"].get<std::string>());  // the admin listing's hostname
+      auto contact = ctx.workers.contact(worker_id, has_caps ? &caps : nullptr, {}, incarnation, ids.size());
+      if (draining && contact.state != "drain" && contact.state != "terminate" && ctx.workers.set_state(worker_id, "drain"))
+        contact.state = "drain";
+      auto state = reply_state(contact.state, reported);
+      if (ctx.config.test_directives) state = reply_state(state, test_directive(ctx, ids));
+      nlohmann::json extended = nlohmann::json::array();
+      for (auto& id : ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids))
+        extended.push_back(std::move(id));
+      return json_reply(200, {{"state", state},
+                              {"directive", directive_for(state)},
+                              {"jobs_extended", extended},
+                              {"job_directives", preemption_directives(contact.held.preempting)},
+                              {"server_time", format_rfc3339(now_ms())},
+                              {"acknowledged", true}});
+    }, Runs::on_io_thread);
 
   // One worker's state as the broker sees it (ojs-graceful-shutdown.md): its
   // directive (running, quiet, drain, terminate), or stale once silent past
