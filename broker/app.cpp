@@ -194,7 +194,6 @@ void BrokerApp::start() {
   register_workflows_api(i.router, *i.workflows);
   register_progress_api(i.router, *i.api);
   register_workers_api(i.router, *i.api);
-  register_queues_api(i.router, *i.api);
   i.events = std::make_unique<EventStore>(*i.redis);
   EventHubOptions streams;
   streams.max_streams = static_cast<std::size_t>(i.config.max_event_streams);
@@ -205,6 +204,7 @@ void BrokerApp::start() {
   register_events_api(i.router, *i.api, *i.event_log, *i.event_hub);
   register_dead_letter_api(i.router, *i.api);
   i.governance = governance::install(i.config, *i.redis, *i.push, i.router, *i.api);
+  register_queues_api(i.router, *i.api, *i.governance->configs);
   register_admin_api(i.router, *i.api, *i.governance->configs);
   // Cron ticks are PUSHes of the identity that registered the cron: --push-rate binds them.
   i.cron->set_tick_admission([access = i.governance->access.get()](const std::string& identity) { return access->take_push_token(identity); });

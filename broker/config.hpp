@@ -37,6 +37,10 @@ struct BrokerConfig {
   // Per-request and global bounds against hostile input (docs/operations.md "Security").
   int max_fetch_queues = 64;        // queues named in one FETCH
   int max_heartbeat_jobs = 1000;    // job ids in one heartbeat
+  // A test hook, off by default (--test-directives): a heartbeat naming an active job
+  // whose meta.test_directive is quiet or terminate answers that state (the public
+  // level-1 cases L1-WRK-002/003 steer the worker lifecycle this way).
+  bool test_directives = false;
   int max_queues = 1000;            // queues that may exist; PUSH to a new queue beyond it: 422 (0: no bound)
 
   // Access control, governance bounds and TLS (docs/operations.md). Without an

@@ -72,6 +72,8 @@ int main(int argc, char** argv) {
   cli.add_option("--max-crons-per-tenant", crons.max_crons_per_tenant, "Most crons of one tenant (0: no bound)")->capture_default_str()->check(CLI::Range(0, 100000000));
   // Access control, governance bounds, TLS (docs/operations.md).
   cli.add_option("--auth-file", config.auth_file, "Token file: JSON [{name, roles[], sha256[, tenant]}]. Absent: anonymous admin mode, loopback only");
+  cli.add_flag("--test-directives", config.test_directives,
+               "Test hook, never for production: a heartbeat naming a job whose meta.test_directive is quiet or terminate answers that state");
   cli.add_flag("--allow-anonymous", config.allow_anonymous, "Serve anonymous callers (no --auth-file) on a non-loopback address");
   cli.add_option("--push-rate", config.push_rate_per_second, "PUSH rate limit per identity, per second (0: none)")->capture_default_str();
   cli.add_option("--push-burst", config.push_burst, "PUSH burst per identity")->capture_default_str();

@@ -437,7 +437,8 @@ int main(int argc, char** argv) {
   dead_delete->add_option("JOB_ID", job_id, "Job id")->required();
   dead_delete->callback([&] {
     action = [&](Broker& b) {
-      const auto r = b.call("DELETE", "/ojs/v1/admin/dead-letter/" + job_id);
+      // The non-admin path answers {deleted, job_id} (the admin one is a bare 204).
+      const auto r = b.call("DELETE", "/ojs/v1/dead-letter/" + job_id);
       if (raw_json) std::cout << r.dump(2) << "\n";
       else std::cout << (output == "name" ? job_id : "job " + job_id + " deleted") << "\n";
     };

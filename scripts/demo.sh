@@ -62,7 +62,7 @@ echo "== why is the TPU job still waiting? (GET /ojs/v1/jobs/{id}/diagnosis)"
 curl -sf "$url/ojs/v1/jobs/${ids[tpu-training]}/diagnosis" | json_field "'   ' + d['diagnosis']['message'] + '\n' + '\n'.join('   - %s: %d worker(s), e.g. %s' % (k, v['count'], v['sample_reason']) for k, v in d['diagnosis']['by_predicate'].items())"
 echo "== queue stats"
 for q in training inference; do
-  curl -sf "$url/ojs/v1/queues/$q/stats" | json_field "'   %s (%s): %s' % (d['queue'], d['status'], d['stats'])"
+  curl -sf "$url/ojs/v1/queues/$q/stats" | json_field "'   %s (%s): %s' % (d['queue']['name'], d['status'], d['stats'])"
 done
 
 echo "== the GPU workflow (GET /ojs/v1/workflows/{id}): each step placed by its own requirements"

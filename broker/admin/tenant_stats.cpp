@@ -39,10 +39,15 @@ TenantScan scan_tenants(TenantScanSources& s, QueueService& queues) {
 
 json tenant_json(const std::string& tenant, const TenantCounts& counts) {
   json jobs = json::object();
-  for (const char* s : kStates) jobs[s] = counts.jobs.count(s) ? counts.jobs.at(s) : 0;
+  long long total = 0;  // ext-multi-tenancy's total_jobs: the jobs counted in every state
+  for (const char* s : kStates) {
+    const long long n = counts.jobs.count(s) ? counts.jobs.at(s) : 0;
+    jobs[s] = n;
+    total += n;
+  }
   json queues = json::object();
   for (const auto& [queue, by_state] : counts.queues) queues[queue] = by_state;
-  return {{"tenant_id", tenant}, {"jobs", jobs}, {"queues", queues}};
+  return {{"tenant_id", tenant}, {"jobs", jobs}, {"total_jobs", total}, {"queues", queues}};
 }
 
 }  // namespace ojs::broker::admin

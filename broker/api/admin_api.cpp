@@ -117,9 +117,14 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     const auto request = admin::parse_bulk_request(r.params.at("action"), parse_json_body(r));
     return json_reply(200, admin::run_bulk(ctx.admin.bulk, request));
   });
-  // §7.2: the job itself (before issue 28: {job: {...}}).
+  // §7.2: the job itself (before issue 28: {job: {...}}). `errors` and `meta` are
+  // always there, empty when the job has none: the admin dashboard's job page reads
+  // errors.length and meta's keys of any job, a waiting one included.
   router.add("GET", "/ojs/v1/admin/jobs/{id}", [&ctx](const HttpRequest& r) {
-    return json_reply(200, ctx.views.info(r.params.at("id")));
+    auto job = ctx.views.info(r.params.at("id"));
+    if (!job.contains("errors") || !job["errors"].is_array()) job["errors"] = json::array();
+    if (!job.contains("meta") || !job["meta"].is_object()) job["meta"] = json::object();
+    return json_reply(200, job);
   });
   router.add("POST", "/ojs/v1/admin/jobs/{id}/cancel", [&ctx](const HttpRequest& r) {
     return json_reply(200, {{"job", ctx.jobs.cancel(r.params.at("id"))}});
@@ -131,7 +136,9 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
   // §10.1; jobs.delayed and jobs.dead_letter (before issue 28) stay beside scheduled and retryable for one release.
   router.add("GET", "/ojs/v1/admin/stats", [&ctx](const HttpRequest&) {
     const auto queues = ctx.queues.names();
-    json jobs = json::object();
+    json jobs = json::object();  // every count there, zero without queues
+    for (const char* state : {"available", "active", "scheduled", "retryable", "pending", "dead_letter", "completed", "discarded", "cancelled", "delayed"})
+      jobs[state] = 0LL;
     for (const auto& q : queues)
       for (const auto& [k, v] : ctx.queues.state(q).counts) jobs[k] = jobs.value(k, 0LL) + v;
     const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.started_at).count();

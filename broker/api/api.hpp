@@ -60,7 +60,9 @@ class WorkflowService;
 void register_workflows_api(Router& router, WorkflowService& workflows);  // /ojs/v1/workflows (level 3)
 void register_progress_api(Router& router, ApiContext& ctx);  // workers/progress, jobs/{id}/progress
 void register_workers_api(Router& router, ApiContext& ctx);
-void register_queues_api(Router& router, ApiContext& ctx);
+namespace governance { class QueueConfigs; }
+// Queue listing, stats (with the backpressure bound), diagnosis, pause/resume, deletion.
+void register_queues_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs);
 class EventLog;
 class EventHub;
 void register_events_api(Router& router, ApiContext& ctx, EventLog& events, EventHub& hub);  // polling and SSE

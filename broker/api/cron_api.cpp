@@ -23,10 +23,20 @@ void register_cron_api(Router& router, CronService& crons) {
   });
   // ojs-cron.md §8.2 answers {cron_jobs, count}; `crons` (ours before issue 28) is kept
   // alongside for one release. GET /ojs/v1/crons is the official dashboard's name for it
-  // (no spec document defines it).
+  // (no spec document defines it); the dashboard pages through `items` with
+  // `pagination{page, per_page, total}` (?page=&per_page=), while the other keys keep
+  // every cron for the clients that read them.
   for (const std::string path : {"/ojs/v1/cron", "/ojs/v1/crons"})
-    router.add("GET", path, [&crons](const HttpRequest&) {
+    router.add("GET", path, [&crons](const HttpRequest& r) {
       auto out = crons.list(auth::tenant_scope());
+      const auto& all = out["crons"];
+      const int page = int_query(r, "page", 1, 1, 1000000);
+      const int per_page = int_query(r, "per_page", 50, 1, 1000);
+      nlohmann::json items = nlohmann::json::array();
+      const auto first = static_cast<std::size_t>(page - 1) * static_cast<std::size_t>(per_page);
+      for (std::size_t i = first; i < all.size() && items.size() < static_cast<std::size_t>(per_page); ++i) items.push_back(all[i]);
+      out["items"] = std::move(items);
+      out["pagination"] = {{"page", page}, {"per_page", per_page}, {"total", all.size()}};
       out["cron_jobs"] = out["crons"];
       out["count"] = out["crons"].size();
       return json_reply(200, out);

@@ -52,6 +52,9 @@ void register_dead_letter_api(Router& router, ApiContext& ctx) {
         const int offset = int_query(r, "offset", 0, 0, 1000000);
         auto out = admin::dead_letter_page(ctx.admin.dead_letter, only, offset, limit);
         out["items"] = out["jobs"];
+        // The page the offset falls in, for the clients that page (ext-dead-letter reads pagination.page).
+        out["pagination"]["page"] = offset / limit + 1;
+        out["pagination"]["per_page"] = limit;
         return json_reply(200, out);
       }
       const int page = int_query(r, "page", 1, 1, 1000000);
@@ -65,9 +68,12 @@ void register_dead_letter_api(Router& router, ApiContext& ctx) {
     router.add("POST", base + "/{id}/retry", [&ctx](const HttpRequest& r) {
       return json_reply(200, {{"job", admin::retry_dead(ctx.admin.dead_letter, r.params.at("id"))}});
     });
-    router.add("DELETE", base + "/{id}", [&ctx](const HttpRequest& r) {
+    // The OpenAPI: {deleted, job_id} at /ojs/v1/dead-letter/{id}, a bare 204 under /admin.
+    const bool bare = base.starts_with("/ojs/v1/admin/");
+    router.add("DELETE", base + "/{id}", [&ctx, bare](const HttpRequest& r) {
       const auto& id = r.params.at("id");
       admin::discard_dead(ctx.admin.dead_letter, id);
+      if (bare) return json_response(204, "");
       return json_reply(200, {{"deleted", true}, {"job_id", id}});
     });
   }

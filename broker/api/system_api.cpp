@@ -34,36 +34,39 @@ void register_system_api(Router& router, ApiContext& ctx, obs::Observability& ob
   // or an admin drained it (ojs-disaster-recovery.md: "draining"), still 200: the
   // process is alive, and a liveness probe must not kill it mid-drain. Readiness
   // (below) is what turns traffic away.
-  router.add("GET", "/ojs/v1/health", [&ctx, &observability](const HttpRequest&) {
-    const auto health = observability.backend();
-    // Healthy means able to serve: a Redis that answers PING but refuses every
-    // write (OOM under maxmemory, READONLY) cannot take a job or a transition.
-    const bool up = health.up && health.write_refusal.empty();
-    const bool draining = ctx.drain.draining();
-    const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.started_at).count();
-    nlohmann::json backend = {{"type", "redis"},
-                              {"status", !health.up ? "disconnected" : up ? "connected" : "refusing_writes"},
-                              {"latency_ms", health.latency_ms}};
-    if (!health.up) backend["error"] = "cannot reach Redis at " + health.where;
-    else if (!up) backend["error"] = health.write_refusal;
-    return json_reply(up ? 200 : 503, {{"status", !up ? "unhealthy" : draining ? "draining" : "healthy"},
-                                       {"version", "1.0"},
-                                       {"uptime_seconds", uptime},
-                                       {"server_time", format_rfc3339(now_ms())},
-                                       {"backend", backend}});
-  });
+  // Also at /health (ext-observability's probe path, as orchestrators call it).
+  for (const std::string path : {"/ojs/v1/health", "/health"})
+    router.add("GET", path, [&ctx, &observability](const HttpRequest&) {
+      const auto health = observability.backend();
+      // Healthy means able to serve: a Redis that answers PING but refuses every
+      // write (OOM under maxmemory, READONLY) cannot take a job or a transition.
+      const bool up = health.up && health.write_refusal.empty();
+      const bool draining = ctx.drain.draining();
+      const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.started_at).count();
+      nlohmann::json backend = {{"type", "redis"},
+                                {"status", !health.up ? "disconnected" : up ? "connected" : "refusing_writes"},
+                                {"latency_ms", health.latency_ms}};
+      if (!health.up) backend["error"] = "cannot reach Redis at " + health.where;
+      else if (!up) backend["error"] = health.write_refusal;
+      return json_reply(up ? 200 : 503, {{"status", !up ? "unhealthy" : draining ? "draining" : "healthy"},
+                                         {"version", "1.0"},
+                                         {"uptime_seconds", uptime},
+                                         {"server_time", format_rfc3339(now_ms())},
+                                         {"backend", backend}});
+    });
 
   // Readiness (ojs-graceful-shutdown.md §8.1, GS-R004): whether this broker takes new
   // work now. 503 while draining or while Redis cannot be reached.
-  router.add("GET", "/ojs/v1/ready", [&ctx, &observability](const HttpRequest&) {
-    const auto health = observability.backend();
-    const bool up = health.up && health.write_refusal.empty();
-    const bool draining = ctx.drain.draining();
-    const bool ready = up && !draining;
-    const char* backend = !health.up ? "disconnected" : up ? "connected" : "refusing_writes";
-    return json_reply(ready ? 200 : 503, {{"status", ready ? "ready" : draining ? "draining" : "not_ready"},
-                                          {"checks", {{"backend", backend}, {"draining", draining}}}});
-  });
+  for (const std::string path : {"/ojs/v1/ready", "/ready"})  // /ready: as /health
+    router.add("GET", path, [&ctx, &observability](const HttpRequest&) {
+      const auto health = observability.backend();
+      const bool up = health.up && health.write_refusal.empty();
+      const bool draining = ctx.drain.draining();
+      const bool ready = up && !draining;
+      const char* backend = !health.up ? "disconnected" : up ? "connected" : "refusing_writes";
+      return json_reply(ready ? 200 : 503, {{"status", ready ? "ready" : draining ? "draining" : "not_ready"},
+                                            {"checks", {{"backend", backend}, {"draining", draining}}}});
+    });
 
   // The drain switch: POST drains this broker (no new PUSH or FETCH: 503; ACK, NACK,
   // heartbeats, reads go on), as SIGTERM does before stopping; DELETE takes work again.

@@ -64,6 +64,24 @@ std::string reply_state(const std::string& directive, const std::string& reporte
   return !reported.empty() && rank(reported) > rank(directive) && rank(directive) < 3 ? reported : directive;
 }
 
+// The test hook behind --test-directives: the furthest lifecycle state (quiet,
+// terminate) that a named job's meta.test_directive asks for, "" when none does.
+std::string test_directive(ApiContext& ctx, const std::vector<std::string>& job_ids) {
+  std::string out;
+  for (const auto& id : job_ids) {
+    nlohmann::json job;
+    try {
+      job = ctx.views.info(id);
+    } catch (const OjsError&) {
+      continue;  // gone: no directive
+    }
+    const auto meta = job.value("meta", nlohmann::json::object());
+    const auto asked = meta.is_object() ? meta.value("test_directive", nlohmann::json()) : nlohmann::json();
+    if (asked == "terminate" || (asked == "quiet" && out.empty())) out = asked.get<std::string>();
+  }
+  return out;
+}
+
 // Whether the worker's last capabilities list a device with this index.
 bool advertises_device(const nlohmann::json& capabilities, int index) {
   try {
@@ -180,39 +198,69 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     return object_reply(200, out);
   }, Runs::on_io_thread);
 
-  router.add("POST", "/ojs/v1/workers/heartbeat", [&ctx](const HttpRequest& r) {
-    const auto body = parse_json_body(r);
-    if (!body.contains("worker_id")) throw invalid_field("worker_id", "is required");
-    const auto worker_id = require_worker_id(body["worker_id"], "worker_id");
-    auth::authorize_worker_id(worker_id);
-    const auto ids = heartbeat_job_ids(body);  // both documented shapes
-    const auto reported = reported_state(body);
-    if (ids.size() > static_cast<std::size_t>(ctx.config.max_heartbeat_jobs))  // one directory lookup per id
-      throw invalid_field("active_jobs", "must name at most " + std::to_string(ctx.config.max_heartbeat_jobs) + " job ids (--max-heartbeat-jobs)");
-    std::optional<std::int64_t> visibility;
-    if (body.contains("visibility_timeout_ms")) {
-      const auto& v = body["visibility_timeout_ms"];
-      if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > kMaxDurationMs)
-        throw invalid_field("visibility_timeout_ms", "must be an integer between 0 and " + std::to_string(kMaxDurationMs));
-      visibility = body["visibility_timeout_ms"].get<long long>();
-    }
-    const bool has_caps = body.contains("capabilities") && body["capabilities"].is_object();
-    const std::string caps = has_caps ? body["capabilities"].dump() : std::string();
-    if (has_caps) ml::require_bounded_capabilities(body["capabilities"], caps.size());
-    const auto incarnation = worker_incarnation(body);  // refuses a malformed hostname (400)
-    if (body.contains("hostname") && body["hostname"].is_string() && !body["hostname"].get<std::string>().empty())
-      ctx.workers.note_hostname(worker_id, body["hostname"].get<std::string>());  // the admin listing's hostname
-    const auto contact = ctx.workers.contact(worker_id, has_caps ? &caps : nullptr, {}, incarnation, ids.size());
-    const auto state = reply_state(contact.state, reported);
-    nlohmann::json extended = nlohmann::json::array();
-    for (auto& id : ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids))
-      extended.push_back(std::move(id));
-    return json_reply(200, {{"state", state},
-                            {"directive", directive_for(state)},
-                            {"jobs_extended", extended},
-                            {"job_directives", preemption_directives(contact.held.preempting)},
-                            {"server_time", format_rfc3339(now_ms())}});
-  }, Runs::on_io_thread);
+  // POST /ojs/v1/workers/beat is ojs-graceful-shutdown.md's heartbeat: `active_jobs`
+  // may be a bare count there, and `state: "drain"` announces a worker shutting down,
+  // recorded as the drain directive (no new job; terminate once idle), which it never
+  // leaves. Both answer `acknowledged: true` besides the worker protocol's reply.
+  for (const bool shutdown_beat : {false, true})
+    router.add("POST", shutdown_beat ? "/ojs/v1/workers/beat" : "/ojs/v1/workers/heartbeat", [&ctx, shutdown_beat](const HttpRequest& r) {
+      auto body = parse_json_body(r);
+      if (!body.contains("worker_id")) throw invalid_field("worker_id", "is required");
+      const auto worker_id = require_worker_id(body["worker_id"], "worker_id");
+      auth::authorize_worker_id(worker_id);
+      bool draining = false;
+      if (shutdown_beat && body.is_object()) {
+        if (body.contains("active_jobs") && body["active_jobs"].is_number_integer() && !body.contains("active_job_ids"))
+          body.erase("active_jobs");  // a count without ids names no job to extend
+        draining = body.value("state", nlohmann::json()) == "drain";
+        if (draining) body.erase("state");
+      }
+      const auto ids = heartbeat_job_ids(body);  // both documented shapes
+      const auto reported = reported_state(body);
+      if (ids.size() > static_cast<std::size_t>(ctx.config.max_heartbeat_jobs))  // one directory lookup per id
+        throw invalid_field("active_jobs", "must name at most " + std::to_string(ctx.config.max_heartbeat_jobs) + " job ids (--max-heartbeat-jobs)");
+      std::optional<std::int64_t> visibility;
+      if (body.contains("visibility_timeout_ms")) {
+        const auto& v = body["visibility_timeout_ms"];
+        if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > kMaxDurationMs)
+          throw invalid_field("visibility_timeout_ms", "must be an integer between 0 and " + std::to_string(kMaxDurationMs));
+        visibility = body["visibility_timeout_ms"].get<long long>();
+      }
+      const bool has_caps = body.contains("capabilities") && body["capabilities"].is_object();
+      const std::string caps = has_caps ? body["capabilities"].dump() : std::string();
+      if (has_caps) ml::require_bounded_capabilities(body["capabilities"], caps.size());
+      const auto incarnation = worker_incarnation(body);  // refuses a malformed hostname (400)
+      if (body.contains("hostname") && body["hostname"].is_string() && !body["hostname"].get<std::string>().empty())
+        ctx.workers.note_hostname(worker_id, body["hostname"].get<std::string>());  // the admin listing's hostname
+      auto contact = ctx.workers.contact(worker_id, has_caps ? &caps : nullptr, {}, incarnation, ids.size());
+      if (draining && contact.state != "drain" && contact.state != "terminate" && ctx.workers.set_state(worker_id, "drain"))
+        contact.state = "drain";
+      auto state = reply_state(contact.state, reported);
+      if (ctx.config.test_directives) state = reply_state(state, test_directive(ctx, ids));
+      nlohmann::json extended = nlohmann::json::array();
+      for (auto& id : ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids))
+        extended.push_back(std::move(id));
+      return json_reply(200, {{"state", state},
+                              {"directive", directive_for(state)},
+                              {"jobs_extended", extended},
+                              {"job_directives", preemption_directives(contact.held.preempting)},
+                              {"server_time", format_rfc3339(now_ms())},
+                              {"acknowledged", true}});
+    }, Runs::on_io_thread);
+
+  // One worker's state as the broker sees it (ojs-graceful-shutdown.md): its
+  // directive (running, quiet, drain, terminate), or stale once silent past
+  // --worker-dead-after-ms. 404 for a worker never in contact.
+  router.add("GET", "/ojs/v1/workers/{id}/health", [&ctx](const HttpRequest& r) {
+    const auto& id = r.params.at("id");
+    if (!is_valid_worker_id(id)) throw invalid_field("id", kWorkerIdRule);
+    const auto worker = ctx.workers.get(id);
+    if (!worker) throw OjsError(ErrorCode::not_found, "worker " + id + " not found", {{"worker_id", id}});
+    const bool stale = worker_lost(*worker, now_ms(), ctx.config.worker_dead_after_ms);
+    return json_reply(200, {{"worker_id", id}, {"state", stale ? std::string("stale") : worker->state}, {"stale", stale},
+                            {"directive", directive_for(worker->state == "drain" ? "quiet" : worker->state)},
+                            {"last_heartbeat_at", format_rfc3339(worker->last_seen_ms)}});
+  });
 
   // ojs-admin-api.md §9.1: {items, summary, pagination}; `workers` (the list before
   // issue 28) kept alongside for one release. active_jobs counts what the worker holds

@@ -20,14 +20,15 @@ bool any_matches(const std::array<std::string_view, N>& rules, std::string_view 
 }
 
 // Probes: health and readiness (orchestrators call them without a token).
-constexpr std::array<std::string_view, 3> kPublic = {"GET /ojs/manifest", "GET /ojs/v1/health", "GET /ojs/v1/ready"};
+constexpr std::array<std::string_view, 5> kPublic = {"GET /ojs/manifest", "GET /ojs/v1/health", "GET /ojs/v1/ready",
+                                                     "GET /health", "GET /ready"};
 
 // Producers submit, inspect, cancel, hold and update their jobs and read why they wait.
-constexpr std::array<std::string_view, 22> kProducer = {
+constexpr std::array<std::string_view, 23> kProducer = {
     "POST /ojs/v1/jobs",          "GET /ojs/v1/jobs/{id}",         "DELETE /ojs/v1/jobs/{id}",
     "POST /ojs/v1/jobs/batch", "POST /ojs/v1/cron", "GET /ojs/v1/cron*", "DELETE /ojs/v1/cron/{name}",  // ecosystem
     "GET /ojs/v1/jobs/{id}/*",    "GET /ojs/v1/events",            "GET /ojs/v1/queues",
-    "GET /ojs/v1/queues/{name}/stats", "GET /ojs/v1/queues/{name}/diagnosis",
+    "GET /ojs/v1/queues/{name}/stats", "GET /ojs/v1/queues/{name}", "GET /ojs/v1/queues/{name}/diagnosis",
     "POST /ojs/v1/workflows", "GET /ojs/v1/workflows/{id}", "DELETE /ojs/v1/workflows/{id}",  // level 3
     "GET /ojs/v1/events/stream", "GET /ojs/v1/queues/{name}/events",  // server-sent events
     "POST /ojs/v1/jobs/{id}/hold", "POST /ojs/v1/jobs/{id}/release", "PATCH /ojs/v1/jobs/{id}",  // [issue #33]
@@ -35,7 +36,7 @@ constexpr std::array<std::string_view, 22> kProducer = {
 
 // Workers run jobs: every worker-side operation (fetch, ack, nack, heartbeat and
 // whatever else lives under /workers/, e.g. checkpoints), job checkpoints, and INFO.
-constexpr std::array<std::string_view, 5> kWorker = {"POST /ojs/v1/workers/*", "GET /ojs/v1/jobs/{id}",
+constexpr std::array<std::string_view, 6> kWorker = {"POST /ojs/v1/workers/*", "GET /ojs/v1/workers/{id}/health", "GET /ojs/v1/jobs/{id}",
                                                      "POST /ojs/v1/jobs/{id}/checkpoint*", "GET /ojs/v1/jobs/{id}/checkpoint*",
                                                      "PUT /ojs/v1/jobs/{id}/progress"};  // ecosystem: progress
 

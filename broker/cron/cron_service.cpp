@@ -124,6 +124,14 @@ json CronService::view(const std::string& name, const CronRecord& record) {
   if (!out.is_object()) out = json::object();
   out["name"] = name;
   out["cron"] = out.value("expression", "");
+  // The admin dashboard's names: id, schedule, and the job's type and queue.
+  out["id"] = name;
+  out["schedule"] = out["cron"];
+  const json body = job_body(out);
+  out["type"] = body.value("type", "");
+  const json options = body.value("options", json::object());
+  out["queue"] = options.is_object() ? options.value("queue", "default") : "default";
+  if (!out.contains("created_at")) out["created_at"] = nullptr;
   const auto next = to_ms(record.state, "next_run_at");
   const auto last = to_ms(record.state, "last_run_at");
   out["next_run_at"] = next ? json(format_rfc3339(*next)) : json(nullptr);

@@ -3,6 +3,7 @@
 #include "broker/governance/defaults.hpp"
 #include "broker/governance/limits.hpp"
 #include "ojs/core/error.hpp"
+#include "ojs/core/time.hpp"
 
 namespace ojs::broker::governance {
 
@@ -27,6 +28,47 @@ bool model_allowed(const std::string& id, const std::vector<std::string>& allowe
     if (!a.empty() && a.back() == '*' ? starts_with(id, a.substr(0, a.size() - 1)) : id == a) return true;
   }
   return false;
+}
+
+long long positive_count(const json& v, const std::string& field) {
+  if (!v.is_number_integer() || v.get<long long>() < 1) throw invalid_field(field, "must be an integer >= 1");
+  return v.get<long long>();
+}
+
+// A job's options.rate_limit (ojs-rate-limiting.md; kept flattened in the document) as
+// a queue rate limit: max_per_second / max_per_minute / max_per_hour, or rate with a
+// period ("second", "minute", "hour" or an ISO 8601 duration), and concurrency. Its
+// `key` names the limit; here the queue is the key. nullopt: the job carries none.
+std::optional<QueueRateLimit> job_rate_limit(const json& document) {
+  if (!document.contains("rate_limit")) return std::nullopt;
+  const auto& r = document["rate_limit"];
+  const std::string at = "options.rate_limit";
+  if (!r.is_object()) throw invalid_field(at, "must be an object");
+  QueueRateLimit out;
+  static const std::pair<const char*, const char*> kPer[] = {{"max_per_second", "PT1S"}, {"max_per_minute", "PT1M"}, {"max_per_hour", "PT1H"}};
+  const char* kOne = "give one of max_per_second, max_per_minute, max_per_hour and rate";
+  for (const auto& [field, period] : kPer)
+    if (r.contains(field)) {
+      if (out.rate_limit) throw invalid_field(at + "." + field, kOne);
+      out.rate_limit = positive_count(r[field], at + "." + field);
+      out.rate_period = period;
+    }
+  if (r.contains("rate")) {
+    if (out.rate_limit) throw invalid_field(at + ".rate", kOne);
+    out.rate_limit = positive_count(r["rate"], at + ".rate");
+    const auto& p = r.contains("period") ? r["period"] : json("second");
+    if (!p.is_string()) throw invalid_field(at + ".period", "must be second, minute, hour or an ISO 8601 duration");
+    const auto word = p.get<std::string>();
+    out.rate_period = word == "second" ? "PT1S" : word == "minute" ? "PT1M" : word == "hour" ? "PT1H" : word;
+  }
+  if (out.rate_limit) {
+    const auto ms = parse_iso8601_duration(out.rate_period);
+    if (!ms || *ms <= 0) throw invalid_field(at + ".period", "must be second, minute, hour or an ISO 8601 duration");
+    out.rate_period_ms = *ms;
+  }
+  if (r.contains("concurrency")) out.concurrency = positive_count(r["concurrency"], at + ".concurrency");
+  if (out.empty()) return std::nullopt;
+  return out;
 }
 
 }  // namespace
@@ -78,9 +120,24 @@ void apply_timeout_bound(NewJob& job, const ml::Requirements& r, std::initialize
   job.document["timeout_ms"] = *job.timeout_ms;
 }
 
+// The queue's rate limit is the one model (claim.lua enforces it at FETCH): a job's
+// limit becomes its queue's when the queue has none; a configured one stays as it is.
+std::shared_ptr<const QueueConfig> Admission::adopt_job_rate_limit(const NewJob& job, std::shared_ptr<const QueueConfig> config) {
+  const auto wanted = job_rate_limit(job.document);
+  if (!wanted || !config->rate_limit.empty()) return config;
+  QueueConfig changed = *config;
+  changed.rate_limit = *wanted;
+  try {
+    configs_.save(job.queue, changed, config->version);
+  } catch (const OjsError& e) {
+    if (e.code() != ErrorCode::conflict) throw;  // another writer came first: its configuration stands
+  }
+  return configs_.fresh(job.queue);
+}
+
 std::string Admission::admit(NewJob& job, const auth::Identity* caller, JobOrder* order, bool cached_config,
                              long long* config_version, ml::Requirements* requirements) {
-  const auto shared = cached_config ? configs_.cached(job.queue) : configs_.fresh(job.queue);
+  const auto shared = adopt_job_rate_limit(job, cached_config ? configs_.cached(job.queue) : configs_.fresh(job.queue));
   const QueueConfig& config = *shared;
   if (config_version) *config_version = config.version;
   apply_defaults(job.document, config.ml_defaults);

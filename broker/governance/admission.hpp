@@ -40,6 +40,8 @@ class Admission {
   const AdmissionPolicy& policy() const { return policy_; }
 
  private:
+  std::shared_ptr<const QueueConfig> adopt_job_rate_limit(const NewJob& job, std::shared_ptr<const QueueConfig> config);
+
   QueueConfigs& configs_;
   AdmissionPolicy policy_;
 };

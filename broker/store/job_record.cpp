@@ -86,6 +86,7 @@ ObjectText JobRecord::envelope_text() const {
   if (has("held_by")) out.put_string("held_by", get("held_by"));  // [issue #33] hold.lua: who holds it
   if (has("replaced_by")) out.put_string("replaced_by", get("replaced_by"));  // a unique PUSH with on_conflict replace cancelled it
   if (auto n = get_int("preemption_count")) out.put_int("preemption_count", *n);
+  if (auto n = get_int("retry_delay_ms")) out.put_int("retry_delay_ms", *n);  // fail.lua: the backoff before this retry
   // [usage] Its record of use, summed over its attempts: resource-microseconds, exact.
   nlohmann::json usage;
   for (const auto& r : kUsageResources)

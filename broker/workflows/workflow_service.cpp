@@ -210,9 +210,11 @@ json WorkflowService::get(const std::string& id) {
   if (wf.has("tenant")) out["tenant"] = wf.get("tenant");
   if (wf.has("completed_at")) out["completed_at"] = time_field(wf, "completed_at");
   if (wf.has("cancelled_at")) out["cancelled_at"] = time_field(wf, "cancelled_at");
+  // steps_total/steps_completed for every type: the admin dashboard shows them as a
+  // fan-out's progress too (jobs_* are the spec's names there).
+  out["steps_total"] = total;
+  out["steps_completed"] = completed;
   if (type == "chain") {
-    out["steps_total"] = total;
-    out["steps_completed"] = completed;
     out["steps"] = members;
     if (auto f = wf.get_int("failed_step_index")) out["failed_step_index"] = *f;
   } else {

@@ -39,7 +39,7 @@ void validate_expectations(const json& expect) {
 }
 
 void validate_store(const json& step) {
-  for (const char* key : {"store", "captures"}) {
+  for (const char* key : {"store", "captures", "capture"}) {
     if (!step.contains(key)) continue;
     if (!step.at(key).is_object()) throw std::invalid_argument(std::string(key) + " must be an object");
     for (const auto& [name, path] : step.at(key).items()) {
@@ -58,6 +58,13 @@ Step parse_step(const json& spec, std::size_t index) {
   step.parallel_with = spec.value("parallel_with", std::string());
   if (spec.contains("delay_ms")) step.delay_ms = non_negative_ms(spec.at("delay_ms"), "delay_ms");
   step.expect = spec.contains("assertions") ? spec.at("assertions") : spec.value("expect", json());
+  // The extension cases' `status_in` / `status_one_of: [..]` are `status: {"$in": [..]}`.
+  for (const char* key : {"status_in", "status_one_of"}) {
+    if (!step.expect.is_object() || !step.expect.contains(key)) continue;
+    if (step.expect.contains("status")) throw std::invalid_argument(std::string(key) + " and status both given");
+    step.expect["status"] = {{"$in", step.expect.at(key)}};
+    step.expect.erase(key);
+  }
 
   const std::string action = lower(step.action);
   if (action == "wait") {

@@ -230,9 +230,10 @@ class CaseRun {
   }
 
   // `store` (dialect B: paths relative to the unwrapped job, falling back to the
-  // body) and `captures` (dialect A: "$." paths from the body root); both feed $ref.
+  // body) and `captures` (dialect A: "$." paths from the body root; the extension
+  // cases spell it `capture`); all feed $ref.
   void store_values(const Step& step, const Response& r) {
-    for (const char* key : {"store", "captures"}) {
+    for (const char* key : {"store", "captures", "capture"}) {
       if (!step.spec.contains(key)) continue;
       for (const auto& [name, path_value] : step.spec.at(key).items()) {
         const auto path = path_value.get<std::string>();
@@ -242,6 +243,10 @@ class CaseRun {
           const json* target = is_json_path(path) ? &r.body : unwrap_job(r.body, pattern);
           if (target) found = lookup(*target, path);
           if (!found) found = lookup(r.body, path);
+          // The durable-execution cases capture "$.id" from a PUSH reply ({job: {...}}):
+          // a "$." path missing at the body root is looked up in the job too.
+          if (!found && is_json_path(path))
+            if (const json* job = unwrap_job(r.body, json::object()); job && job != &r.body) found = lookup(*job, path);
         }
         if (!found) throw StepFailure(std::string(key) + " " + name + ": '" + path + "' not found in the response");
         scope_.store(name, *found);

@@ -12,6 +12,23 @@ namespace {
   throw std::invalid_argument("invalid path '" + std::string(path) + "': " + why);
 }
 
+// The inside of `[?(@.member==value)]`: value quoted ('x' or "x") or a JSON scalar.
+MemberFilter parse_filter(std::string_view path, std::string_view inner) {
+  if (!inner.starts_with("?(@.") || !inner.ends_with(")")) bad(path, "a filter reads [?(@.member==value)]");
+  const auto body = inner.substr(4, inner.size() - 5);
+  const auto eq = body.find("==");
+  if (eq == std::string_view::npos || eq == 0) bad(path, "a filter reads [?(@.member==value)]");
+  MemberFilter f{std::string(body.substr(0, eq)), nullptr};
+  const auto value = body.substr(eq + 2);
+  if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"') && value.back() == value.front()) {
+    f.value = std::string(value.substr(1, value.size() - 2));
+  } else {
+    f.value = nlohmann::json::parse(value, nullptr, false);
+    if (f.value.is_discarded()) bad(path, "filter value must be quoted or a JSON scalar");
+  }
+  return f;
+}
+
 }  // namespace
 
 std::vector<PathToken> parse_path(std::string_view path) {
@@ -32,6 +49,8 @@ std::vector<PathToken> parse_path(std::string_view path) {
         tokens.emplace_back(std::string(inner.substr(1, inner.size() - 2)));
       } else if (inner == "*") {
         tokens.emplace_back(AnyIndex{});
+      } else if (inner.starts_with("?")) {
+        tokens.emplace_back(parse_filter(path, inner));
       } else {
         std::size_t index = 0;
         const auto [end, ec] = std::from_chars(inner.data(), inner.data() + inner.size(), index);
@@ -59,16 +78,35 @@ std::vector<PathToken> parse_path(std::string_view path) {
   return tokens;
 }
 
-const nlohmann::json* lookup(const nlohmann::json& root, const std::vector<PathToken>& path) {
-  const nlohmann::json* node = &root;
-  for (const auto& token : path) {
+namespace {
+
+// path[i..] from node. A member missing as such may be a key holding dots
+// ("ojs.codec.encodings" in meta, as the extension cases send it): the keys made of
+// it and the members after it are tried, shortest first, each with the rest of the path.
+const nlohmann::json* lookup_from(const nlohmann::json* node, const std::vector<PathToken>& path, std::size_t i) {
+  for (; i < path.size(); ++i) {
+    const auto& token = path[i];
     if (const auto* name = std::get_if<std::string>(&token)) {
       if (!node->is_object()) return nullptr;
-      const auto it = node->find(*name);
-      if (it == node->end()) return nullptr;
-      node = &*it;
+      if (const auto it = node->find(*name); it != node->end()) {
+        if (const auto* found = lookup_from(&*it, path, i + 1)) return found;
+      }
+      std::string key = *name;
+      for (std::size_t j = i + 1; j < path.size() && std::holds_alternative<std::string>(path[j]); ++j) {
+        key += "." + std::get<std::string>(path[j]);
+        if (const auto it = node->find(key); it != node->end())
+          if (const auto* found = lookup_from(&*it, path, j + 1)) return found;
+      }
+      return nullptr;
     } else if (std::holds_alternative<AnyIndex>(token)) {
       return nullptr;  // many values: see select()
+    } else if (const auto* filter = std::get_if<MemberFilter>(&token)) {
+      if (!node->is_array()) return nullptr;
+      const auto hit = std::find_if(node->begin(), node->end(), [filter](const nlohmann::json& e) {
+        return e.is_object() && e.contains(filter->member) && e[filter->member] == filter->value;
+      });
+      if (hit == node->end()) return nullptr;
+      node = &*hit;
     } else {
       const auto index = std::get<std::size_t>(token);
       if (!node->is_array() || index >= node->size()) return nullptr;
@@ -76,6 +114,12 @@ const nlohmann::json* lookup(const nlohmann::json& root, const std::vector<PathT
     }
   }
   return node;
+}
+
+}  // namespace
+
+const nlohmann::json* lookup(const nlohmann::json& root, const std::vector<PathToken>& path) {
+  return lookup_from(&root, path, 0);
 }
 
 const nlohmann::json* lookup(const nlohmann::json& root, std::string_view path) {

@@ -1,7 +1,12 @@
 // JSONPath-like addressing used by conformance cases: "$.job.id",
 // "$.jobs[0].args[0].order", "steps.step-1.response.body.job.id", "['a.b'].c".
-// Member access, array indices and the `[*]` wildcard ("$.crons[*].name", used by
-// the level-2 cron cases); no filters, which keeps failures easy to explain.
+// Member access, array indices, the `[*]` wildcard ("$.crons[*].name", used by
+// the level-2 cron cases) and one filter form, `[?(@.member=='value')]` (level 1's
+// dead letter cases), which addresses the first element whose member equals the
+// value, like an index: no such element reads as missing. A member that is missing
+// is tried joined with the members after it, as a key that holds dots
+// ("$.job.meta.ojs.codec.key_id" reads meta["ojs.codec.key_id"], as the extension
+// cases send it); nested members are tried first, then such keys, shortest first.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -16,7 +21,12 @@ namespace ojs::conformance {
 struct AnyIndex {  // `[*]`: every element of an array
   bool operator==(const AnyIndex&) const = default;
 };
-using PathToken = std::variant<std::string, std::size_t, AnyIndex>;  // member name, array index or [*]
+struct MemberFilter {  // `[?(@.member==value)]`
+  std::string member;
+  nlohmann::json value;
+  bool operator==(const MemberFilter&) const = default;
+};
+using PathToken = std::variant<std::string, std::size_t, AnyIndex, MemberFilter>;  // member name, array index, [*] or a filter
 
 // Parses a path. A leading "$" (and the dot after it) is optional. Throws
 // std::invalid_argument with a readable message on malformed input.

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <regex>
 #include <stdexcept>
 #include <vector>
@@ -179,6 +180,7 @@ const std::regex& uuid_regex() {
 constexpr StringMatcherDef kStringMatchers[] = {
     {"absent", 0, [](const json* a, const Args&) { return a == nullptr; }},
     {"present", 0, [](const json* a, const Args&) { return a != nullptr; }},
+    {"exists", 0, [](const json* a, const Args&) { return a != nullptr; }},  // level 1's spelling of present
     {"string:any", 0, [](const json* a, const Args&) { return a && a->is_string(); }},
     {"string:nonempty", 0, [](const json* a, const Args&) { return a && a->is_string() && size_of(*a) > 0; }},
     {"string:non_empty", 0, [](const json* a, const Args&) { return a && a->is_string() && size_of(*a) > 0; }},  // level-2 spelling
@@ -190,6 +192,7 @@ constexpr StringMatcherDef kStringMatchers[] = {
      }},
     {"number:any", 0, [](const json* a, const Args&) { return a && a->is_number(); }},
     {"number:integer", 0, [](const json* a, const Args&) { return a && (a->is_number_integer()); }},
+    {"number:positive", 0, [](const json* a, const Args&) { return a && a->is_number() && a->get<double>() > 0; }},
     {"number:range", 2,
      [](const json* a, const Args& r) { return a && a->is_number() && a->get<double>() >= r[0] && a->get<double>() <= r[1]; }},
     {"boolean:any", 0, [](const json* a, const Args&) { return a && a->is_boolean(); }},
@@ -206,8 +209,9 @@ constexpr StringMatcherDef kStringMatchers[] = {
 constexpr std::string_view kMatcherPrefixes[] = {"string:", "number:", "boolean:", "object:", "array:"};
 // Matchers whose argument is free text, as the level-2 cases write them:
 // "one_of:400,422" (the value equals one of the listed numbers or strings),
-// "contains:x" / "not_contains:x" (an array holding x, or a string holding x).
-constexpr std::string_view kTextMatcherPrefixes[] = {"one_of:", "contains:", "not_contains:"};
+// "contains:x" / "not_contains:x" (an array holding x, or a string holding x), and
+// level 1's "string:contains:x" (a string holding x).
+constexpr std::string_view kTextMatcherPrefixes[] = {"one_of:", "contains:", "not_contains:", "string:contains:"};
 
 bool holds(const json& haystack, const std::string& needle) {
   if (haystack.is_string()) return haystack.get_ref<const std::string&>().find(needle) != std::string::npos;
@@ -238,6 +242,11 @@ MatcherPtr compile_text_matcher(const std::string& text) {
       });
     });
   }
+  if (name == "string") {
+    const auto needle = arg.substr(std::string("contains:").size());
+    if (needle.empty()) throw std::invalid_argument("matcher '" + text + "' needs a value after ':'");
+    return predicate(text, [needle](const json* a) { return a && a->is_string() && holds(*a, needle); });
+  }
   if (arg.empty()) throw std::invalid_argument("matcher '" + text + "' needs a value after ':'");
   const bool want = name == "contains";
   return predicate(text, [arg, want](const json* a) { return a && holds(*a, arg) == want; });
@@ -260,7 +269,25 @@ Args parse_args(std::string_view text, std::string_view whole) {
   return args;
 }
 
+// A number with low <= x <= high ("~N" and {"range": {min, max}}).
+MatcherPtr number_between(std::string name, double low, double high) {
+  return predicate(std::move(name), [low, high](const json* a) { return a && a->is_number() && a->get<double>() >= low && a->get<double>() <= high; });
+}
+
+// "~1000": a timing, matched with ojs-conformance.md's default tolerance of +/- 50 %.
+std::optional<double> approximate_value(std::string_view text) {
+  if (text.size() < 2 || text[0] != '~') return std::nullopt;
+  const std::string number(text.substr(1));
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size()) return std::nullopt;
+  return value;
+}
+
 MatcherPtr compile_matcher_string(const std::string& text) {
+  if (const auto around = approximate_value(text)) {
+    return number_between(text, *around * 0.5, *around * 1.5);
+  }
   for (auto prefix : kTextMatcherPrefixes)
     if (std::string_view(text).starts_with(prefix)) return compile_text_matcher(text);
   // Forms: "name", "name(a,b)", "name:n" (e.g. "array:min_length:1").
@@ -418,7 +445,7 @@ bool is_operator_object(const json& value) {
 std::string show(const json* value) { return value ? clip(value->dump()) : "<absent>"; }
 
 bool is_matcher_string(std::string_view text) {
-  if (text == "absent" || text == "present") return true;
+  if (text == "absent" || text == "present" || text == "exists" || approximate_value(text)) return true;
   const auto starts = [text](std::string_view prefix) { return text.starts_with(prefix); };
   return std::any_of(std::begin(kMatcherPrefixes), std::end(kMatcherPrefixes), starts) ||
          std::any_of(std::begin(kTextMatcherPrefixes), std::end(kTextMatcherPrefixes), starts);
@@ -427,6 +454,12 @@ bool is_matcher_string(std::string_view text) {
 MatcherPtr compile(const json& expected, ObjectMode mode) {
   if (expected.is_string() && is_matcher_string(expected.get_ref<const std::string&>())) {
     return compile_matcher_string(expected.get<std::string>());
+  }
+  // Level 1's {"range": {"min": a, "max": b}}: a number with a <= x <= b.
+  if (expected.is_object() && expected.size() == 1 && expected.contains("range") && expected["range"].is_object() &&
+      expected["range"].size() == 2 && expected["range"].contains("min") && expected["range"].contains("max") &&
+      expected["range"]["min"].is_number() && expected["range"]["max"].is_number()) {
+    return number_between(expected.dump(), expected["range"]["min"].get<double>(), expected["range"]["max"].get<double>());
   }
   if (is_operator_object(expected)) {
     std::vector<MatcherPtr> parts;

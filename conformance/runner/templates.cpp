@@ -25,6 +25,9 @@ const json* Scope::find(const std::string& expression) const {
   expr = first == std::string::npos ? "" : expr.substr(first, last - first + 1);
   if (expr.starts_with("$ref.")) expr = expr.substr(1);
   else if (expr.starts_with("captures.")) expr = "ref." + expr.substr(9);
+  // "{{job_id}}": the extension cases name a capture bare.
+  else if (!expr.starts_with("steps.") && !expr.starts_with("ref.") && expr.find_first_of(".[") == std::string::npos)
+    expr = "ref." + expr;
   try {
     return lookup(doc_, expr);
   } catch (const std::invalid_argument&) {
@@ -66,13 +69,21 @@ json resolve_string(const std::string& text, const Scope& scope, const ResolveOp
   return out;
 }
 
+// An object key is text: a template in it (a body assertion path such as
+// "$.jobs[?(@.id=='{{steps.step-1.response.body.job.id}}')]") is spliced in.
+std::string resolve_key(const std::string& key, const Scope& scope, ResolveOptions options) {
+  options.literal_wrap = false;
+  const json value = resolve_string(key, scope, options);
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
 }  // namespace
 
 json resolve(const json& value, const Scope& scope, ResolveOptions options) {
   if (value.is_string()) return resolve_string(value.get_ref<const std::string&>(), scope, options);
   if (value.is_object()) {
     json out = json::object();
-    for (const auto& [key, item] : value.items()) out[key] = resolve(item, scope, options);
+    for (const auto& [key, item] : value.items()) out[resolve_key(key, scope, options)] = resolve(item, scope, options);
     return out;
   }
   if (value.is_array()) {

@@ -42,6 +42,26 @@ TEST(JsonPath, LooksUpMembersAndIndices) {
   EXPECT_EQ(lookup(doc, "$.job[0]"), nullptr);
 }
 
+TEST(JsonPath, AMemberFilterAddressesTheFirstMatchingElement) {
+  const json doc = json::parse(R"j({"jobs":[{"id":"a","state":"x"},{"id":"b","state":"discarded","n":2}]})j");
+  EXPECT_EQ(*lookup(doc, "$.jobs[?(@.id=='b')].state"), "discarded");
+  EXPECT_EQ(*lookup(doc, "$.jobs[?(@.id==\"a\")]"), doc["jobs"][0]);
+  EXPECT_EQ(*lookup(doc, "$.jobs[?(@.n==2)].id"), "b");
+  EXPECT_EQ(lookup(doc, "$.jobs[?(@.id=='c')]"), nullptr) << "no element: missing";
+  EXPECT_EQ(lookup(doc, "$.jobs[0][?(@.id=='a')]"), nullptr) << "not an array";
+  EXPECT_THROW(parse_path("$.jobs[?(id=='a')]"), std::invalid_argument);
+  EXPECT_THROW(parse_path("$.jobs[?(@.id='a')]"), std::invalid_argument);
+}
+
+TEST(JsonPath, AMissingMemberIsTriedAsAKeyWithDots) {
+  const json doc = json::parse(R"j({"meta":{"ojs.codec.encodings":["x"],"ojs.codec":{"key_id":"k"},"a":{"b":1}}})j");
+  EXPECT_EQ(*lookup(doc, "$.meta.ojs.codec.encodings[0]"), "x");
+  EXPECT_EQ(*lookup(doc, "$.meta.ojs.codec.key_id"), "k") << "the shortest key with the rest of the path";
+  EXPECT_EQ(*lookup(doc, "$.meta.a.b"), 1) << "nested members first";
+  EXPECT_EQ(lookup(doc, "$.meta.ojs.nothing"), nullptr);
+  EXPECT_EQ(lookup(doc, "$.meta.ojs.codec.encodings[1]"), nullptr);
+}
+
 TEST(JsonPath, StepIdsWithDashesAreMembers) {
   const json doc = {{"steps", {{"step-1", {{"response", {{"body", {{"job", {{"id", "a"}}}}}}}}}}}};
   EXPECT_EQ(*lookup(doc, "steps.step-1.response.body.job.id"), "a");
@@ -115,6 +135,12 @@ TEST(Matchers, StringMatchers) {
   EXPECT_FALSE(matches(5, "string:nonempty"));
   EXPECT_FALSE(matches_absent("string:nonempty"));
   EXPECT_TRUE(matches("", "string:any"));
+  EXPECT_TRUE(matches(json(nullptr), "exists"));
+  EXPECT_FALSE(matches_absent("exists"));
+  EXPECT_TRUE(matches("max_attempts must be >= 1", "string:contains:max_attempts"));
+  EXPECT_FALSE(matches("attempts", "string:contains:max_attempts"));
+  EXPECT_FALSE(matches(json::array({"max_attempts"}), "string:contains:max_attempts")) << "a string only";
+  EXPECT_THROW(compile("string:contains:"), std::invalid_argument);
 }
 
 TEST(Matchers, NumberMatchers) {
@@ -125,6 +151,23 @@ TEST(Matchers, NumberMatchers) {
   EXPECT_FALSE(matches(423, "number:range(400,422)"));
   EXPECT_FALSE(matches("400", "number:range(400,422)"));
   EXPECT_TRUE(matches(-5, "number:range(-10,0)"));
+  EXPECT_TRUE(matches(0.5, "number:positive"));
+  const json range = json::parse(R"j({"range":{"min":1000,"max":3000}})j");
+  EXPECT_TRUE(matches(1000, range));
+  EXPECT_TRUE(matches(2999.5, range));
+  EXPECT_FALSE(matches(3001, range));
+  EXPECT_FALSE(matches("2000", range));
+  EXPECT_TRUE(matches(json::parse(R"j({"range":{"min":1}})j"), json::parse(R"j({"range":{"min":1}})j"))) << "not the form: an object";
+  // "~N": a timing, +/- 50 % (ojs-conformance.md).
+  EXPECT_TRUE(matches(1000, "~1000"));
+  EXPECT_TRUE(matches(500, "~1000"));
+  EXPECT_TRUE(matches(1499.5, "~1000"));
+  EXPECT_FALSE(matches(1501, "~1000"));
+  EXPECT_FALSE(matches(499, "~1000"));
+  EXPECT_FALSE(matches("1000", "~1000"));
+  EXPECT_TRUE(matches("~x", "~x")) << "not a number after ~: a literal";
+  EXPECT_FALSE(matches(0, "number:positive"));
+  EXPECT_FALSE(matches("3", "number:positive"));
   EXPECT_TRUE(matches(1.5, "number:any"));
   EXPECT_TRUE(matches(2, "number:integer"));
   EXPECT_FALSE(matches(2.5, "number:integer"));
@@ -368,9 +411,14 @@ TEST(Templates, WholeStringKeepsTypeEmbeddedSplicesText) {
   EXPECT_EQ(resolve("{{ref.job_id}}", scope), "j1");
   EXPECT_EQ(resolve("{{$ref.job_id}}", scope), "j1");
   EXPECT_EQ(resolve("{{captures.job_id}}", scope), "j1");
+  EXPECT_EQ(resolve("/x/{{job_id}}/retry", scope), "/x/j1/retry") << "a capture named bare";
   EXPECT_EQ(resolve(json::parse(R"j({"job_id":"$ref.job_id","keep":[1,"a"]})j"), scope),
             json::parse(R"j({"job_id":"j1","keep":[1,"a"]})j"));
   EXPECT_EQ(resolve("no templates here", scope), "no templates here");
+  // A template in a key (an assertion path) is spliced in as text.
+  EXPECT_EQ(resolve(json::parse(R"j({"$.jobs[?(@.id=='{{steps.step-1.response.body.job.id}}')]":"exists"})j"), scope,
+                    {Unresolved::Fail, true}),
+            json::parse(R"j({"$.jobs[?(@.id=='j1')]":"exists"})j"));
 }
 
 TEST(Templates, UnresolvedAndLiteralWrapping) {
@@ -467,6 +515,16 @@ TEST(CaseFile, ParsesBothDialects) {
   EXPECT_EQ(cb.steps[0].def->name, "push");
   EXPECT_EQ(cb.steps[1].wait_ms, 50);
   EXPECT_EQ(cb.steps[3].id, "step-4");
+
+  // The extension cases' spellings: status_in / status_one_of, capture.
+  const json x = json::parse(R"j({"steps":[
+      {"action":"GET","path":"/","assertions":{"status_in":[200,503]},"capture":{"id":"$.id"}},
+      {"action":"GET","path":"/","assertions":{"status_one_of":[403,404]}}]})j");
+  const Case cx = parse_case(x, "x.json");
+  EXPECT_EQ(cx.steps[0].expect, json::parse(R"j({"status":{"$in":[200,503]}})j"));
+  EXPECT_EQ(cx.steps[1].expect, json::parse(R"j({"status":{"$in":[403,404]}})j"));
+  EXPECT_TRUE(static_cast<bool>(check_status(cx.steps[0].expect.at("status"), 503)));
+  EXPECT_FALSE(static_cast<bool>(check_status(cx.steps[1].expect.at("status"), 200)));
 }
 
 TEST(CaseFile, RejectsBrokenCases) {
@@ -498,7 +556,7 @@ TEST(CaseFile, EveryPublicCaseLoads) {
     EXPECT_NO_THROW(parse_case(doc, file.string())) << file;
     ++loaded;
   }
-  EXPECT_GE(loaded, 97u);  // level 0, ext-ml, level 2 and level 3 (27 of them)
+  EXPECT_GE(loaded, 97u);  // level 0, ext-ml, level 2 and level 3 at least (every suite: 200 and more)
 }
 
 // The level-2 cases: `[*]` paths, one_of, contains / not_contains, and two spellings.

@@ -4,6 +4,7 @@
 // and Python SDK against de2fafa.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "ojs/core/time.hpp"
@@ -47,6 +48,37 @@ class AdminApiSpec : public ::testing::Test {
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};
 };
+
+// The dashboard's job page reads errors.length and meta of any job, and its front
+// page every count of admin/stats even before the first queue exists.
+TEST_F(AdminApiSpec, JobDetailAlwaysHasErrorsAndMetaAndStatsEveryCount) {
+  auto empty = api.get("/ojs/v1/admin/stats");
+  ASSERT_EQ(empty.status, 200) << empty.body.dump();
+  for (const char* state : {"available", "active", "completed", "discarded", "scheduled", "retryable", "dead_letter", "cancelled"})
+    EXPECT_EQ(empty.body["jobs"][state], 0) << state << " " << empty.body.dump();
+  const auto id = api.push(job_in("as-detail"));
+  auto detail = api.get("/ojs/v1/admin/jobs/" + id);
+  ASSERT_EQ(detail.status, 200) << detail.body.dump();
+  EXPECT_EQ(detail.body["id"], id);
+  EXPECT_EQ(detail.body["state"], "available");
+  EXPECT_EQ(detail.body["errors"], json::array()) << detail.body.dump();
+  EXPECT_EQ(detail.body["meta"], json::object());
+}
+
+// The OpenAPI's adminDeleteDeadLetter answers a bare 204; /ojs/v1/dead-letter/{id} {deleted, job_id}.
+TEST_F(AdminApiSpec, AdminDeadLetterDeleteIsA204) {
+  const auto first = api.push(job_in("as-dl-del", {{"retry", kDeadOnce}}));
+  nack_one(api, "as-dl-del");
+  const auto second = api.push(job_in("as-dl-del", {{"retry", kDeadOnce}}));
+  nack_one(api, "as-dl-del");
+  auto bare = api.call("DELETE", "/ojs/v1/admin/dead-letter/" + first);
+  EXPECT_EQ(bare.status, 204);
+  EXPECT_EQ(api.call("DELETE", "/ojs/v1/admin/dead-letter/" + first).status, 404);
+  auto full = api.call("DELETE", "/ojs/v1/dead-letter/" + second);
+  EXPECT_EQ(full.status, 200);
+  EXPECT_EQ(full.body["deleted"], true);
+  EXPECT_EQ(full.body["job_id"], second);
+}
 
 // §10.1, §6.1, §10.2: scheduled and retryable counted apart (the old keys kept), the
 // throughput, and the per-minute history.
@@ -207,6 +239,11 @@ TEST_F(AdminApiSpec, DeadLetterPagesStatsAndBulkRetry) {
   EXPECT_EQ(page.body["pagination"]["total"], 3);
   EXPECT_EQ(page.body["pagination"]["page"], 2);
   EXPECT_EQ(api.get("/ojs/v1/dead-letter?limit=2").body["jobs"].size(), 2u) << "limit/offset still work";
+  const auto by_offset = api.get("/ojs/v1/admin/dead-letter?limit=2&offset=2").body["pagination"];
+  EXPECT_EQ(by_offset["page"], 2) << by_offset.dump();
+  EXPECT_EQ(by_offset["per_page"], 2);
+  EXPECT_EQ(by_offset["offset"], 2);
+  EXPECT_EQ(api.get("/ojs/v1/admin/dead-letter").body["pagination"]["page"], 1);
 
   auto stats = api.get("/ojs/v1/admin/dead-letter/stats");
   ASSERT_EQ(stats.status, 200) << stats.body.dump();
@@ -264,6 +301,33 @@ TEST_F(AdminApiSpec, CronQueueStatsAndPauseInTheSdkShapes) {
     EXPECT_EQ(list.body["count"], 1) << path;
     EXPECT_EQ(list.body["crons"].size(), 1u) << path;
   }
+  // The admin dashboard's page: items and pagination, each item with its fields.
+  const json other = {{"name", "hourly"}, {"expression", "0 * * * *"}, {"job_template", {{"type", "u"}, {"args", json::array()}}}};
+  ASSERT_EQ(api.post("/ojs/v1/cron", other).status, 201);
+  auto page = api.get("/ojs/v1/crons?page=1&per_page=1");
+  ASSERT_EQ(page.status, 200) << page.body.dump();
+  ASSERT_EQ(page.body["items"].size(), 1u) << page.body.dump();
+  EXPECT_EQ(page.body["pagination"], (json{{"page", 1}, {"per_page", 1}, {"total", 2}}));
+  EXPECT_EQ(page.body["crons"].size(), 2u) << "the old keys keep every cron";
+  auto second = api.get("/ojs/v1/crons?page=2&per_page=1").body["items"];
+  ASSERT_EQ(second.size(), 1u);
+  std::map<std::string, json> by_name;
+  for (const auto& item : {page.body["items"][0], second[0]}) by_name[item["name"].get<std::string>()] = item;
+  ASSERT_EQ(by_name.size(), 2u);
+  const auto& nightly = by_name["nightly"];
+  EXPECT_EQ(nightly["id"], "nightly");
+  EXPECT_EQ(nightly["type"], "t");
+  EXPECT_EQ(nightly["queue"], "as-cron");
+  EXPECT_EQ(nightly["schedule"], "0 3 * * *");
+  EXPECT_EQ(nightly["timezone"], "UTC");
+  EXPECT_EQ(nightly["enabled"], true);
+  EXPECT_TRUE(nightly["next_run_at"].is_string());
+  EXPECT_TRUE(nightly["last_run_at"].is_null());
+  EXPECT_TRUE(nightly["created_at"].is_string());
+  EXPECT_EQ(by_name["hourly"]["type"], "u");
+  EXPECT_EQ(by_name["hourly"]["queue"], "default");
+  ASSERT_EQ(api.call("DELETE", "/ojs/v1/cron/hourly").status, 200);
+
   auto one = api.get("/ojs/v1/cron/nightly");
   EXPECT_EQ(one.body["cron_job"]["name"], "nightly") << one.body.dump();
   EXPECT_EQ(one.body["cron"]["name"], "nightly");
@@ -272,14 +336,24 @@ TEST_F(AdminApiSpec, CronQueueStatsAndPauseInTheSdkShapes) {
   api.push(job_in(q));
   auto stats = api.get("/ojs/v1/queues/" + q + "/stats");
   ASSERT_EQ(stats.status, 200) << stats.body.dump();
-  EXPECT_EQ(stats.body["queue"], q) << stats.body.dump();
+  // The OpenAPI's queue{...} and the binding's stats{...} side by side.
+  EXPECT_EQ(stats.body["queue"]["name"], q) << stats.body.dump();
+  EXPECT_EQ(stats.body["queue"]["available"], 1);
+  EXPECT_EQ(stats.body["queue"]["active"], 0);
+  EXPECT_EQ(stats.body["queue"]["completed"], 0);
+  EXPECT_EQ(stats.body["queue"]["paused"], false);
   EXPECT_EQ(stats.body["status"], "active");
   EXPECT_EQ(stats.body["stats"]["available"], 1);
+  EXPECT_EQ(stats.body["stats"]["queue"], q);
+  EXPECT_EQ(stats.body["stats"]["depth"], 1);
+  EXPECT_FALSE(stats.body["stats"].contains("max_depth")) << "no bound configured";
   EXPECT_TRUE(stats.body["computed_at"].is_string());
   for (const std::string base : {"/ojs/v1/queues/", "/ojs/v1/admin/queues/"}) {
     auto paused = api.post(base + q + "/pause", json::object());
     ASSERT_EQ(paused.status, 200) << paused.body.dump();
-    EXPECT_EQ(paused.body["queue"], q) << paused.body.dump();
+    EXPECT_EQ(paused.body["queue"]["name"], q) << paused.body.dump();
+    EXPECT_EQ(paused.body["queue"]["paused"], true);
+    EXPECT_EQ(paused.body["name"], q);
     EXPECT_EQ(paused.body["status"], "paused");
     EXPECT_TRUE(paused.body["paused_at"].is_string());
     EXPECT_EQ(paused.body["paused"], true);
@@ -287,7 +361,11 @@ TEST_F(AdminApiSpec, CronQueueStatsAndPauseInTheSdkShapes) {
     auto resumed = api.post(base + q + "/resume", json::object());
     EXPECT_EQ(resumed.body["status"], "active") << resumed.body.dump();
     EXPECT_TRUE(resumed.body["paused_at"].is_null());
+    EXPECT_EQ(resumed.body["queue"]["paused"], false);
   }
+  // A configured depth bound is reported next to the depth (ojs-backpressure.md §8).
+  ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/queues/" + q + "/config", {{"backpressure", {{"max_depth", 10}}}}).status, 200);
+  EXPECT_EQ(api.get("/ojs/v1/queues/" + q + "/stats").body["stats"]["max_depth"], 10);
 }
 
 // Endpoints no spec defines that the official dashboard calls: the workflow list and
@@ -302,6 +380,19 @@ TEST_F(AdminApiSpec, DashboardAliasesForWorkflowsAndEvents) {
   ASSERT_EQ(list.body["items"].size(), 1u) << list.body.dump();
   EXPECT_EQ(list.body["items"][0]["id"], id);
   EXPECT_EQ(list.body["pagination"]["total"], 1);
+  EXPECT_EQ(list.body["items"][0]["steps_total"], 2);
+  EXPECT_EQ(list.body["items"][0]["steps_completed"], 0);
+
+  // A fan-out's progress under the same names: 2/2 once both jobs finished.
+  const json fan_step = {{"type", "s"}, {"args", json::array()}, {"options", {{"queue", "as-fan"}}}};
+  auto group = api.post("/ojs/v1/workflows", {{"type", "group"}, {"name", "fan"}, {"jobs", {fan_step, fan_step}}});
+  ASSERT_EQ(group.status, 201) << group.body.dump();
+  ack_one(api, "as-fan");
+  ack_one(api, "as-fan");
+  const auto fan = api.get("/ojs/v1/workflows/" + group.body["workflow"]["id"].get<std::string>()).body["workflow"];
+  EXPECT_EQ(fan["steps_total"], 2) << fan.dump();
+  EXPECT_EQ(fan["steps_completed"], 2);
+  EXPECT_EQ(fan["jobs_completed"], 2);
 
   auto events = api.get("/ojs/v1/events?limit=5");
   ASSERT_EQ(events.status, 200) << events.body.dump();

@@ -230,6 +230,7 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"POST", "/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "fuzzer"}, {"result", {{"ok", true}}}}},
       {"POST", "/ojs/v1/workers/nack", {{"job_id", id}, {"worker_id", "fuzzer"}, {"error", {{"message", "x"}, {"retryable", true}}}}},
       {"POST", "/ojs/v1/workers/heartbeat", {{"worker_id", "fuzzer"}, {"active_jobs", {id}}, {"visibility_timeout_ms", 1000}}},
+      {"POST", "/ojs/v1/workers/beat", {{"worker_id", "fuzzer-beat"}, {"state", "drain"}, {"active_jobs", 1}}},
       {"POST", "/ojs/v1/workers/progress", {{"job_id", id}, {"worker_id", "fuzzer"}, {"progress", 0.5}, {"data", {{"step", 1}}}, {"message", "m"}}},
       {"PUT", "/ojs/v1/jobs/" + id + "/progress", {{"worker_id", "fuzzer"}, {"progress", 0.6}, {"message", "m"}}, "PUT /ojs/v1/jobs/{id}/progress"},
       {"POST", "/ojs/v1/jobs/" + id + "/checkpoint", {{"worker_id", "fuzzer"}, {"step", 10}, {"epoch", 1}, {"storage_key", "s3://allowed/c/1"}},
@@ -262,6 +263,7 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
   const std::vector<PathEndpoint> paths = {
       {"GET", "/ojs/manifest", {}, {}, "GET /ojs/manifest"},
       {"GET", "/ojs/v1/health", {}, {}, "GET /ojs/v1/health"},
+      {"GET", "/ojs/v1/workers/fuzzer/health", {"fuzzer"}, {}, "GET /ojs/v1/workers/{id}/health"},
       {"GET", "/metrics", {}, {}, "GET /metrics"},
       {"GET", "/ojs/status", {}, {}, "GET /ojs/status"},
       {"GET", "/ojs/v1/jobs/" + id, {id}, {}, "GET /ojs/v1/jobs/{id}"},

@@ -42,7 +42,7 @@ TEST(QueueAdmin, ListPauseResumeAndDeleteOverHttp) {
   // Pause under /ojs/v1/admin: the flag shows in the listing, the stats and the admin detail.
   auto paused = api.post("/ojs/v1/admin/queues/qa-b/pause", json::object());
   ASSERT_EQ(paused.status, 200) << paused.body.dump();
-  EXPECT_EQ(paused.body["queue"], "qa-b");
+  EXPECT_EQ(paused.body["queue"]["name"], "qa-b");
   EXPECT_EQ(paused.body["paused"], true);
   EXPECT_EQ(listed(api), (std::map<std::string, std::string>{{"qa-a", "active"}, {"qa-b", "paused"}}));
   auto stats = api.get("/ojs/v1/queues/qa-b/stats");

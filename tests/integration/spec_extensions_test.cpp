@@ -149,10 +149,14 @@ TEST_F(SpecExtensions, ReadyAndHealthSpeakTheObservabilityVocabulary) {
   EXPECT_EQ(health.status, 200);
   EXPECT_EQ(health.body["status"], "healthy");
   EXPECT_EQ(health.body["backend"]["status"], "connected");
+  // The probe paths ext-observability uses answer the same, without a token.
+  EXPECT_EQ(api.get("/ready").body["status"], "ready");
+  EXPECT_EQ(api.get("/health").body["status"], "healthy");
   redis.stop();
   const auto down = api.get("/ojs/v1/ready");
   EXPECT_EQ(down.status, 503);
   EXPECT_EQ(down.body["status"], "not_ready");
+  EXPECT_EQ(api.get("/ready").status, 503);
   EXPECT_EQ(api.get("/ojs/v1/health").body["status"], "unhealthy");
 }
 
@@ -182,6 +186,46 @@ TEST_F(SpecExtensions, DrainRefusesNewWorkAndReportsDraining) {
 
   EXPECT_EQ(api.call("DELETE", "/ojs/v1/admin/drain").body["status"], "running");
   EXPECT_EQ(raw(broker.url(), "POST", "/ojs/v1/jobs", job_in("drain-q").dump()).status, 201);
+}
+
+// A worker announcing its shutdown (POST /workers/beat, state drain, a bare job count)
+// is acknowledged, gets no new job, and its health says drain; 404 for an unknown one.
+TEST_F(SpecExtensions, ShutdownBeatDrainsTheWorker) {
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  api.push(job_in("beat-q"));
+  auto beat = api.post("/ojs/v1/workers/beat", {{"worker_id", "w-beat"}, {"state", "drain"}, {"active_jobs", 2}});
+  ASSERT_EQ(beat.status, 200) << beat.body.dump();
+  EXPECT_EQ(beat.body["acknowledged"], true);
+  auto health = api.get("/ojs/v1/workers/w-beat/health");
+  ASSERT_EQ(health.status, 200) << health.body.dump();
+  EXPECT_EQ(health.body["state"], "drain");
+  EXPECT_EQ(health.body["worker_id"], "w-beat");
+  EXPECT_EQ(api.fetch({"beat-q"}, "w-beat").size(), 0u) << "a draining worker takes no new job";
+  EXPECT_EQ(api.fetch({"beat-q"}, "w-other").size(), 1u);
+  EXPECT_EQ(api.get("/ojs/v1/workers/w-never/health").status, 404);
+  // The worker protocol's heartbeat keeps its rule: a count needs the ids.
+  EXPECT_EQ(api.post("/ojs/v1/workers/heartbeat", {{"worker_id", "w-hb"}, {"active_jobs", 2}}).status, 400);
+  EXPECT_EQ(api.post("/ojs/v1/workers/heartbeat", {{"worker_id", "w-hb"}}).body["acknowledged"], true);
+}
+
+// meta.test_directive steers a heartbeat only behind the test hook --test-directives.
+TEST_F(SpecExtensions, TestDirectiveIsServedOnlyBehindItsFlag) {
+  for (const bool hook : {false, true}) {
+    BrokerProcess broker{redis.url(), hook ? std::vector<std::string>{"--test-directives"} : std::vector<std::string>{}};
+    Api api{broker.url()};
+    const std::string queue = hook ? "td-on" : "td-off";
+    for (const std::string directive : {"quiet", "terminate"}) {
+      json job = job_in(queue);
+      job["options"]["metadata"] = {{"test_directive", directive}};
+      const auto id = api.push(job);
+      const std::string worker = queue + "-" + directive;
+      ASSERT_EQ(api.fetch({queue}, worker).size(), 1u);
+      auto beat = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", worker}, {"active_jobs", {id}}});
+      ASSERT_EQ(beat.status, 200) << beat.body.dump();
+      EXPECT_EQ(beat.body["state"], hook ? directive : "running") << "hook " << hook;
+    }
+  }
 }
 
 // SIGTERM: the broker stops accepting, lets the request in flight (a PUSH waiting
@@ -306,6 +350,13 @@ TEST_F(SpecExtensions, TenantStatsCountEachTenantsJobs) {
   EXPECT_EQ(stats.body["jobs"]["available"], 2);
   EXPECT_EQ(stats.body["jobs"]["active"], 1);
   EXPECT_EQ(stats.body["queues"]["mt-q"]["available"], 2);
+  EXPECT_EQ(stats.body["total_jobs"], 3);
+  // One queue's stats at GET /ojs/v1/queues/{name} too (ext-multi-tenancy).
+  const auto queue = api.get("/ojs/v1/queues/mt-q");
+  ASSERT_EQ(queue.status, 200) << queue.body.dump();
+  EXPECT_EQ(queue.body["queue"]["name"], "mt-q");
+  EXPECT_EQ(queue.body["queue"]["active"], 1);
+  EXPECT_EQ(api.get("/ojs/v1/queues/mt-none").status, 404);
   const auto list = api.get("/ojs/v1/admin/tenants");
   ASSERT_EQ(list.status, 200);
   ASSERT_EQ(list.body["tenants"].size(), 2u) << list.body.dump();

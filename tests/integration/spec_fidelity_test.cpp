@@ -53,6 +53,25 @@ TEST_F(SpecFidelity, NackReplyCarriesRetryDelayMs) {
   auto final_nack = api.post("/ojs/v1/workers/nack", {{"job_id", last}, {"error", {{"message", "boom"}}}});
   EXPECT_EQ(final_nack.body["state"], "discarded");
   EXPECT_FALSE(final_nack.body.contains("retry_delay_ms"));
+
+  // The FETCHed retry carries the delay it waited; a failure that ends it clears it.
+  const auto twice = api.push(job_in("sf-nack-again", {{"max_attempts", 2}, {"initial_interval", "PT1S"}, {"jitter", false}}));
+  ASSERT_EQ(api.fetch({"sf-nack-again"}, "w").size(), 1u);
+  ASSERT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", twice}, {"error", {{"message", "boom"}}}}).body["state"], "retryable");
+  json retried;
+  ASSERT_TRUE(wait_until([&] {
+    const auto got = api.fetch({"sf-nack-again"}, "w");
+    if (!got.empty()) retried = got[0];
+    return !got.empty();
+  }));
+  EXPECT_EQ(retried["attempt"], 2);
+  ASSERT_TRUE(retried.contains("retry_delay_ms")) << retried.dump();
+  EXPECT_GT(retried["retry_delay_ms"].get<long long>(), 0);
+  EXPECT_LE(retried["retry_delay_ms"].get<long long>(), 1000);
+  auto ended = api.post("/ojs/v1/workers/nack", {{"job_id", twice}, {"error", {{"message", "boom"}}}});
+  EXPECT_EQ(ended.body["state"], "discarded");
+  EXPECT_FALSE(ended.body.contains("retry_delay_ms")) << ended.body.dump();
+  EXPECT_FALSE(api.get("/ojs/v1/jobs/" + twice).body["job"].contains("retry_delay_ms"));
 }
 
 // 2. A lost reservation returns the job to `available` at once (no backoff), the

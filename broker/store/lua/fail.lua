@@ -38,14 +38,21 @@ if job.preempt_deadline then
     redis.call('HINCRBY', KEYS[5], 'preempted', 1)  -- per-queue counter (/metrics, status page)
   end
 end
+if job.retry_delay_ms and outcome ~= 'retry' then
+  job.retry_delay_ms = nil
+  redis.call('HDEL', jk, 'retry_delay_ms')
+end
 if err ~= '' then job.error = err; redis.call('HSET', jk, 'error', err) end
 if errors ~= '' then job.errors = errors; redis.call('HSET', jk, 'errors', errors) end
 if outcome == 'retry' or outcome == 'requeue' or outcome == 'reclaim' then  -- ecosystem: per-attempt progress
   progress_on_retry(jk, job)
 end
+-- retry_delay_ms: the backoff before the next attempt, kept on the job so that the
+-- FETCHed retry carries it (ojs-retry.md); any other outcome leaves no retry pending.
 if outcome == 'retry' then
-  job.state, job.next_attempt_at = 'retryable', due
-  redis.call('HSET', jk, 'state', 'retryable', 'next_attempt_at', due)
+  local delay = math.max(0, tonumber(due) - now)
+  job.state, job.next_attempt_at, job.retry_delay_ms = 'retryable', due, delay
+  redis.call('HSET', jk, 'state', 'retryable', 'next_attempt_at', due, 'retry_delay_ms', delay)
   redis.call('ZADD', KEYS[3], due, job.id)
   count_minute(KEYS[5], 'failed', now)
   emit(KEYS[6], 'job.retrying', job, {'next_attempt_at', due})
