@@ -66,7 +66,7 @@ std::string render_why(const json& d, const json* budget) {
                                                    : "";
     out << "Verdict:      " << code << (*meaning ? std::string(" (") + meaning + ")" : std::string()) << "\n";
   }
-  if (d.contains("estimate") && d["estimate"].is_object()) {  // [estimate] docs/http-api.md, diagnosis
+  if (d.contains("estimate") && d["estimate"].is_object()) {  // its shape: docs/http-api.md, the diagnosis
     const auto& e = d["estimate"];
     const std::string status = field(e, "status");
     out << "Estimate:     ";

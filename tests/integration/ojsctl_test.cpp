@@ -1,5 +1,5 @@
-// ojsctl against a real broker (issue #33): each job command's output and exit
-// status, as a script would use them (-o name / json, the documented exit codes).
+// ojsctl against a real broker: each command's output and exit status, as a
+// script would use them (-o name / json, the documented exit codes), and where its flags go.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -153,4 +153,54 @@ TEST_F(Ojsctl, CompletionPrintsABashScript) {
   ASSERT_EQ(c.exit_code, 0);
   EXPECT_NE(c.output.find("complete -F _ojsctl ojsctl"), std::string::npos);
   EXPECT_NE(c.output.find("dead-letter"), std::string::npos);
+}
+
+// Global flags after the subcommand, as kubectl and scontrol users write them: the
+// same answer as before it.
+TEST_F(Ojsctl, GlobalFlagsGoBeforeOrAfterTheCommand) {
+  const std::string ojsctl = binary_path("ojsctl/ojsctl");
+  auto pushed = run_process({ojsctl, "push", "--type", "ml.task", "--queue", "gq", "-o", "json", "--url", broker.url(), "--token",
+                             "admin-token"},
+                            60);
+  ASSERT_EQ(pushed.exit_code, 0) << pushed.output;
+  const auto job = json::parse(pushed.output, nullptr, false);
+  ASSERT_TRUE(job.is_object()) << pushed.output;
+  const std::string id = job.value("id", "");
+  EXPECT_EQ(job["type"], "ml.task");
+
+  auto listed = run_process({ojsctl, "--url", broker.url(), "jobs", "list", "gq", "--token", "admin-token", "--output", "name"}, 60);
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_EQ(trimmed(listed.output), id);
+
+  auto got = admin.fetch({"gq"}, "w1");
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(admin.post("/ojs/v1/workers/logs", {{"worker_id", "w1"}, {"job_id", id},
+                                                 {"chunks", {{{"stream", "stdout"}, {"data", "step 1\n"}}}}}).status, 200);
+  auto logs = admin_ctl({"logs", id, "-o", "json"});
+  ASSERT_EQ(logs.exit_code, 0) << logs.output;
+  const auto page = json::parse(logs.output, nullptr, false);
+  ASSERT_TRUE(page.is_object()) << logs.output;
+  ASSERT_EQ(page["entries"].size(), 1u) << logs.output;
+  EXPECT_EQ(page["entries"][0]["data"], "step 1\n");
+  auto json_flag = admin_ctl({"logs", id, "--json"});
+  ASSERT_EQ(json_flag.exit_code, 0) << json_flag.output;
+  EXPECT_EQ(json::parse(json_flag.output, nullptr, false), page);
+
+  // A value the global flag refuses is refused after the command too.
+  auto bad = admin_ctl({"logs", id, "-o", "yaml"});
+  EXPECT_EQ(bad.exit_code, kInvalid) << bad.output;
+  EXPECT_NE(bad.output.find("yaml"), std::string::npos) << bad.output;
+}
+
+TEST_F(Ojsctl, HelpListsExamples) {
+  auto help = run_process({binary_path("ojsctl/ojsctl"), "--help"}, 60);
+  ASSERT_EQ(help.exit_code, 0) << help.output;
+  EXPECT_NE(help.output.find("Examples:"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("ojsctl push --type ml.train --gpus 4"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("ojsctl why JOB_ID"), std::string::npos) << help.output;
+  // The subcommands' own help stays about the subcommand.
+  auto push_help = run_process({binary_path("ojsctl/ojsctl"), "push", "--help"}, 60);
+  ASSERT_EQ(push_help.exit_code, 0) << push_help.output;
+  EXPECT_NE(push_help.output.find("--gpu-type"), std::string::npos) << push_help.output;
+  EXPECT_EQ(push_help.output.find("Examples:"), std::string::npos) << push_help.output;
 }
