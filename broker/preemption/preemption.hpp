@@ -1,7 +1,7 @@
 // Preemption, checkpoints, capacity holds, priority escalation and reservations
 // (docs/operations.md "Preemption"). The pieces other modules call:
 //   PUSH : bind_reservation, check_checkpoint_prefix (push.lua writes the escalation and reservation-wait indexes)
-//   FETCH: the scheduling pipeline's capacity_guard_filter (broker/scheduling) reads the holds and reservations
+//   FETCH: the scheduling pipeline's capacity_guard_filter (broker/pipeline) reads the holds and reservations
 //   BEAT/FETCH replies: preemption_directives
 //   background: PreemptionController (leader-only decisions, every-broker reclaim)
 //   HTTP: api/preemption_api.cpp (checkpoint commit, reservations) calls Checkpoints and Reservations
