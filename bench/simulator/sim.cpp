@@ -803,7 +803,7 @@ class Simulation {
   }
 
   // The FETCH guard `capacity_hold` on worker w for class c: another class sees the
-  // victims' GPUs as held (scheduling/capacity_guard_filter.cpp). The load to judge c by.
+  // victims' GPUs as held (pipeline/capacity_guard_filter.cpp). The load to judge c by.
   const ml::WorkerLoad& guarded_load(const WorkerState& w, int c, ml::WorkerLoad& scratch) const {
     if (w.hold.job < 0 || w.hold.cls == c) return w.load;
     scratch = w.load;

@@ -14,8 +14,8 @@
 #include "ojs/ml/worker_load.hpp"
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
-#include "broker/scheduling/claim_refusals.hpp"
-#include "broker/scheduling/fetch_filters.hpp"
+#include "broker/pipeline/claim_refusals.hpp"
+#include "broker/pipeline/fetch_filters.hpp"
 #include "broker/store/priority_score.hpp"
 
 namespace ojs::broker {

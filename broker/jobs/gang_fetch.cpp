@@ -8,8 +8,8 @@
 
 #include "broker/jobs/fetch_service.hpp"
 #include "broker/preemption/preemption.hpp"
-#include "broker/scheduling/claim_refusals.hpp"
-#include "broker/scheduling/fetch_filters.hpp"
+#include "broker/pipeline/claim_refusals.hpp"
+#include "broker/pipeline/fetch_filters.hpp"
 #include "ojs/core/object_text.hpp"
 
 namespace ojs::broker {

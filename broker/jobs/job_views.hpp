@@ -7,7 +7,7 @@
 #include <string>
 
 #include "broker/config.hpp"
-#include "broker/scheduling/diagnosis_review.hpp"
+#include "broker/pipeline/diagnosis_review.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
 #include "broker/store/job_reads.hpp"
 #include "broker/store/preemption_store.hpp"

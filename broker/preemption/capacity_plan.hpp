@@ -64,7 +64,7 @@ bool fair_share_allows(const FairShares& shares, const std::string& queue, const
 VictimFilter fair_victims(const std::optional<FairShares>& shares, const std::string& queue, const std::string& tenant, int gpus);
 
 // A worker held for a preemptor, as a class other than the preemptor's sees it (the
-// FETCH guard `capacity_hold`, scheduling/capacity_guard_filter.cpp, and bench/simulator):
+// FETCH guard `capacity_hold`, pipeline/capacity_guard_filter.cpp, and bench/simulator):
 // the GPUs of victims no longer running in `load` stay taken (add_phantom), and so do
 // free GPUs up to `needed_gpus`, the preemptor's need (the victims' GPUs and the free ones
 // the plan counted on; 0 for a hold written before it was kept: the victims' alone).

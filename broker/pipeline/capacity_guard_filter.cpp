@@ -2,14 +2,14 @@
 // outside the reservation a job needs: unresolvable there) and `preemption_pending`
 // for the preemptor's own class, judged against a hypothetical load: what runs plus
 // what is held for others.
-#include "broker/scheduling/capacity_guard_filter.hpp"
+#include "broker/pipeline/capacity_guard_filter.hpp"
 
 #include <algorithm>
 
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/capacity_plan.hpp"
 #include "broker/preemption/preemption.hpp"
-#include "broker/scheduling/preemption_pending_filter.hpp"
+#include "broker/pipeline/preemption_pending_filter.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/device_assignment.hpp"

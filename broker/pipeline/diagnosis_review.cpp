@@ -1,4 +1,4 @@
-#include "broker/scheduling/diagnosis_review.hpp"
+#include "broker/pipeline/diagnosis_review.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "broker/preemption/preemption.hpp"
-#include "broker/scheduling/liveness_filter.hpp"
+#include "broker/pipeline/liveness_filter.hpp"
 #include "broker/scheduling/locality_hold_filter.hpp"
-#include "broker/scheduling/preemption_pending_filter.hpp"
+#include "broker/pipeline/preemption_pending_filter.hpp"
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker {
