@@ -220,6 +220,15 @@ void BrokerApp::start() {
   register_preemption_api(i.router, *i.checkpoints, *i.reservations);
   register_observability_api(i.router, *i.observability);
 
+  // Reads whose cost grows with the data: a bounded share of the handler threads, so
+  // health, readiness, FETCH and the other calls never wait behind them.
+  i.router.bound_share({"GET /ojs/v1/jobs/{id}/diagnosis", "GET /ojs/v1/queues/{name}/diagnosis",
+                        "POST /ojs/v1/jobs/{id}/what-if", "GET /ojs/v1/queues/{name}/forecast", "GET /ojs/v1/jobs/{id}/logs",
+                        "GET /ojs/v1/admin/jobs", "GET /ojs/v1/admin/queues/{name}/jobs", "GET /ojs/v1/dead-letter",
+                        "GET /ojs/v1/admin/dead-letter", "GET /ojs/v1/admin/usage", "GET /ojs/v1/admin/tenants",
+                        "GET /ojs/v1/admin/tenants/{id}", "GET /ojs/v1/admin/tenants/{id}/stats", "GET /ojs/v1/admin/workers", "GET /ojs/v1/workflows", "GET /ojs/v1/events"},
+                       i.config.expensive_reads > 0 ? i.config.expensive_reads : std::max(1, i.config.handler_threads / 4));
+
   i.cors = std::make_unique<CorsPolicy>(i.config.cors_origins);
   if (i.cors->enabled()) i.router.decorate([c = i.cors.get()](const HttpRequest& r, HttpResponse& response) { c->decorate(r, response); });
 
