@@ -21,6 +21,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -126,6 +127,42 @@ void apply_sets(json& body, const std::vector<std::string>& sets) {
 
 bool is_terminal(const std::string& state) { return state == "completed" || state == "cancelled" || state == "discarded"; }
 
+// A job's output for a terminal: control characters other than newline, tab and
+// carriage return shown as \xNN, so what a job printed cannot drive the terminal
+// (escape sequences) unless --raw asks for the bytes as they are.
+std::string for_terminal(const std::string& text) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (const unsigned char c : text) {
+    if ((c < 0x20 && c != '\n' && c != '\t' && c != '\r') || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+// An id or name as one URL path segment or query value: everything but letters, digits,
+// '-', '_' and '~' percent-encoded, so "../admin/queues/Q" stays one segment (a client
+// that resolves dot segments never sees one) and '&', '#', '?' stay in their value.
+std::string url_part(const std::string& text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -134,6 +171,7 @@ int main(int argc, char** argv) {
   options.base_url = env_or("OJS_URL", "http://127.0.0.1:8080");
   options.bearer_token = env_or("OJS_TOKEN", "");
   bool raw_json = false;
+  bool raw_output = false;  // logs --raw
   std::string output = "table";
   app.add_option("--url", options.base_url, "Broker base URL (env OJS_URL)")->capture_default_str();
   app.add_option("--token", options.bearer_token, "Bearer token (env OJS_TOKEN)");
@@ -161,7 +199,7 @@ int main(int argc, char** argv) {
   auto* config_get = config->add_subcommand("get", "Print the configuration");
   config_get->add_option("NAME", name, "Queue")->required();
   config_get->callback([&] {
-    action = [&](Broker& b) { std::cout << b.call("GET", "/ojs/v1/admin/queues/" + name + "/config")["config"].dump(2) << "\n"; };
+    action = [&](Broker& b) { std::cout << b.call("GET", "/ojs/v1/admin/queues/" + url_part(name) + "/config")["config"].dump(2) << "\n"; };
   });
   auto* config_set = config->add_subcommand("set", "Replace the configuration with a JSON file");
   config_set->add_option("NAME", name, "Queue")->required();
@@ -172,7 +210,7 @@ int main(int argc, char** argv) {
       json body = json::parse(read_file(file), nullptr, false);
       if (!body.is_object()) throw Failure{2, file + " is not a JSON object"};
       if (expected_version) body["expected_version"] = *expected_version;
-      const auto saved = b.call("PUT", "/ojs/v1/admin/queues/" + name + "/config", body.dump())["config"];
+      const auto saved = b.call("PUT", "/ojs/v1/admin/queues/" + url_part(name) + "/config", body.dump())["config"];
       std::cout << (raw_json ? saved.dump(2) : "queue " + name + " configuration saved, version " + saved["version"].dump()) << "\n";
     };
   });
@@ -180,7 +218,7 @@ int main(int argc, char** argv) {
   budget->add_option("NAME", name, "Queue")->required();
   budget->callback([&] {
     action = [&](Broker& b) {
-      const auto r = b.call("GET", "/ojs/v1/admin/queues/" + name + "/budget")["budget"];
+      const auto r = b.call("GET", "/ojs/v1/admin/queues/" + url_part(name) + "/budget")["budget"];
       std::cout << (raw_json ? r.dump(2) + "\n" : ojsctl::render_budget(r));
     };
   });
@@ -189,7 +227,7 @@ int main(int argc, char** argv) {
   reconcile->add_flag("--repair", repair, "Rewrite the ledger to match the active jobs (atomic)");
   reconcile->callback([&] {
     action = [&](Broker& b) {
-      const auto r = b.call(repair ? "POST" : "GET", "/ojs/v1/admin/queues/" + name + "/reconcile")["reconciliation"];
+      const auto r = b.call(repair ? "POST" : "GET", "/ojs/v1/admin/queues/" + url_part(name) + "/reconcile")["reconciliation"];
       std::cout << (raw_json ? r.dump(2) + "\n" : ojsctl::render_reconciliation(r));
       if (!repair && !r.value("consistent", true)) throw Failure{3, ""};
     };
@@ -199,13 +237,13 @@ int main(int argc, char** argv) {
   why->add_option("JOB_ID", job_id, "Job id")->required();
   why->callback([&] {
     action = [&](Broker& b) {
-      const auto d = b.call("GET", "/ojs/v1/jobs/" + job_id + "/diagnosis")["diagnosis"];
+      const auto d = b.call("GET", "/ojs/v1/jobs/" + url_part(job_id) + "/diagnosis")["diagnosis"];
       if (raw_json) {
         std::cout << d.dump(2) << "\n";
         return;
       }
       // The budget line needs the admin budget endpoint; other roles simply do not get it.
-      const auto budget = d.contains("queue") ? b.try_get("/ojs/v1/admin/queues/" + d["queue"].get<std::string>() + "/budget")
+      const auto budget = d.contains("queue") ? b.try_get("/ojs/v1/admin/queues/" + url_part(d["queue"].get<std::string>()) + "/budget")
                                               : std::nullopt;
       const json* budget_json = budget ? &(*budget)["budget"] : nullptr;
       std::cout << ojsctl::render_why(d, budget_json);
@@ -227,7 +265,7 @@ int main(int argc, char** argv) {
     directive->add_option("ID", worker_id, "Worker id")->required();
     directive->callback([&, verb] {
       action = [&, verb](Broker& b) {
-        const auto r = b.call("POST", "/ojs/v1/admin/workers/" + worker_id + "/" + verb, "{}")["worker"];
+        const auto r = b.call("POST", "/ojs/v1/admin/workers/" + url_part(worker_id) + "/" + verb, "{}")["worker"];
         std::cout << (raw_json ? r.dump(2) : r.value("id", "") + ": " + r.value("state", "")) << "\n";
       };
     });
@@ -242,7 +280,7 @@ int main(int argc, char** argv) {
     cmd->add_option("INDEX", device_index, "Device index (as in ext_ml_assigned_devices)")->required()->check(CLI::Range(0, 1023));
     cmd->callback([&, verb] {
       action = [&, verb](Broker& b) {
-        const auto r = b.call("POST", "/ojs/v1/admin/workers/" + worker_id + "/devices/" + std::to_string(device_index) + "/" + verb);
+        const auto r = b.call("POST", "/ojs/v1/admin/workers/" + url_part(worker_id) + "/devices/" + std::to_string(device_index) + "/" + verb);
         if (raw_json) {
           std::cout << r.dump(2) << "\n";
           return;
@@ -314,8 +352,8 @@ int main(int argc, char** argv) {
     cmd->callback([&, v] {
       action = [&, v](Broker& b) {
         std::string path = std::string("/ojs/v1/") + v.path;
-        if (const auto at = path.find("ID"); at != std::string::npos) path.replace(at, 2, job_id);
-        else path += job_id;
+        if (const auto at = path.find("ID"); at != std::string::npos) path.replace(at, 2, url_part(job_id));
+        else path += url_part(job_id);
         print_job(b.call(v.method, path, std::string(v.method) == "POST" ? "{}" : "")["job"]);
       };
     });
@@ -328,32 +366,34 @@ int main(int argc, char** argv) {
       json body = json::object();
       attributes(body);
       if (body.empty()) throw Failure{2, "nothing to change: --priority, --priority-class or --set"};
-      print_job(b.call("PATCH", "/ojs/v1/jobs/" + job_id, body.dump())["job"]);
+      print_job(b.call("PATCH", "/ojs/v1/jobs/" + url_part(job_id), body.dump())["job"]);
     };
   });
 
   auto* logs = app.add_subcommand("logs", "A job's stdout and stderr (kubectl logs)");
   logs->add_option("JOB_ID", job_id, "Job id")->required();
   logs->add_flag("--follow,-f", follow, "Keep printing until the job ends");
+  logs->add_flag("--raw", raw_output, "Print the output's bytes as they are (control characters included)");
   logs->add_option("--tail", tail, "Only the last N lines");
   logs->add_option("--since", since, "Only after this cursor (a `next` of -o json) or RFC 3339 time");
   logs->callback([&] {
     action = [&](Broker& b) {
+      const auto shown = [&](const std::string& data) { return raw_output ? data : for_terminal(data); };
       std::string query;
       if (tail) query += "&tail=" + std::to_string(*tail);
-      if (!since.empty()) query += "&since=" + since;
-      const std::string path = "/ojs/v1/jobs/" + job_id + "/logs";
+      if (!since.empty()) query += "&since=" + url_part(since);
+      const std::string path = "/ojs/v1/jobs/" + url_part(job_id) + "/logs";
       const auto page = b.call("GET", path + (query.empty() ? "" : "?" + query.substr(1)));  // 404, 403 before streaming
       if (!follow) {
         if (raw_json) std::cout << page.dump(2) << "\n";
-        else for (const auto& e : page["entries"]) std::cout << e["data"].get<std::string>();
+        else for (const auto& e : page["entries"]) std::cout << shown(e["data"].get<std::string>());
         return;
       }
       std::string end_state;
       b.events(path + "?follow=true" + (query.empty() ? "" : query), [&](const std::string& event, const std::string& data) {
         const auto d = json::parse(data, nullptr, false);
         if (raw_json) std::cout << d.dump() << "\n";
-        else if (event == "log" && d.is_object()) std::cout << d.value("data", "");
+        else if (event == "log" && d.is_object()) std::cout << shown(d.value("data", ""));
         std::cout.flush();
         if (event == "end" && d.is_object() && d["state"].is_string()) end_state = d["state"].get<std::string>();
         return event != "end";
@@ -366,7 +406,7 @@ int main(int argc, char** argv) {
   watch->add_option("JOB_ID", job_id, "Job id")->required();
   watch->callback([&] {
     action = [&](Broker& b) {
-      const auto job = b.call("GET", "/ojs/v1/jobs/" + job_id)["job"];
+      const auto job = b.call("GET", "/ojs/v1/jobs/" + url_part(job_id))["job"];
       std::string last = job.value("state", "");
       const auto line = [&](const std::string& time, const std::string& what, const json& event) {
         if (raw_json) std::cout << event.dump() << "\n";
@@ -375,7 +415,7 @@ int main(int argc, char** argv) {
       };
       line(job.value("enqueued_at", job.value("created_at", "")), "state " + last, job);
       if (!is_terminal(last)) {
-        b.events("/ojs/v1/jobs/" + job_id + "/events", [&](const std::string& event, const std::string& data) {
+        b.events("/ojs/v1/jobs/" + url_part(job_id) + "/events", [&](const std::string& event, const std::string& data) {
           const auto e = json::parse(data, nullptr, false);
           if (!e.is_object() || event.rfind("job.", 0) != 0) return true;
           const json& d = e.contains("data") && e["data"].is_object() ? e["data"] : e;
@@ -405,9 +445,9 @@ int main(int argc, char** argv) {
   jobs_list->add_option("--page", page, "Page (from 1)");
   jobs_list->callback([&] {
     action = [&](Broker& b) {
-      std::string path = "/ojs/v1/admin/jobs?state=" + state + "&per_page=" + std::to_string(limit);
-      if (!name.empty()) path += "&queue=" + name;
-      if (!type.empty()) path += "&type=" + type;
+      std::string path = "/ojs/v1/admin/jobs?state=" + url_part(state) + "&per_page=" + std::to_string(limit);
+      if (!name.empty()) path += "&queue=" + url_part(name);
+      if (!type.empty()) path += "&type=" + url_part(type);
       if (page) path += "&page=" + std::to_string(*page);
       const auto r = b.call("GET", path);
       if (raw_json) std::cout << r.dump(2) << "\n";
@@ -422,7 +462,7 @@ int main(int argc, char** argv) {
   dead_list->add_option("--limit", limit, "At most this many")->capture_default_str()->check(CLI::Range(1, 1000));
   dead_list->callback([&] {
     action = [&](Broker& b) {
-      const auto r = b.call("GET", "/ojs/v1/admin/dead-letter?limit=" + std::to_string(limit) + (name.empty() ? "" : "&queue=" + name));
+      const auto r = b.call("GET", "/ojs/v1/admin/dead-letter?limit=" + std::to_string(limit) + (name.empty() ? "" : "&queue=" + url_part(name)));
       if (raw_json) std::cout << r.dump(2) << "\n";
       else if (output == "name") for (const auto& j : r["items"]) std::cout << j.value("id", "") << "\n";
       else std::cout << ojsctl::render_jobs(r);
@@ -431,13 +471,13 @@ int main(int argc, char** argv) {
   auto* dead_retry = dead->add_subcommand("retry", "Make a dead-lettered job available again (attempts reset)");
   dead_retry->add_option("JOB_ID", job_id, "Job id")->required();
   dead_retry->callback([&] {
-    action = [&](Broker& b) { print_job(b.call("POST", "/ojs/v1/admin/dead-letter/" + job_id + "/retry", "{}")["job"]); };
+    action = [&](Broker& b) { print_job(b.call("POST", "/ojs/v1/admin/dead-letter/" + url_part(job_id) + "/retry", "{}")["job"]); };
   });
   auto* dead_delete = dead->add_subcommand("delete", "Delete a dead-lettered job");
   dead_delete->add_option("JOB_ID", job_id, "Job id")->required();
   dead_delete->callback([&] {
     action = [&](Broker& b) {
-      const auto r = b.call("DELETE", "/ojs/v1/admin/dead-letter/" + job_id);
+      const auto r = b.call("DELETE", "/ojs/v1/admin/dead-letter/" + url_part(job_id));
       if (raw_json) std::cout << r.dump(2) << "\n";
       else std::cout << (output == "name" ? job_id : "job " + job_id + " deleted") << "\n";
     };
@@ -452,16 +492,10 @@ int main(int argc, char** argv) {
   usage->add_option("--queue,-q", name, "Only this queue");
   usage->callback([&] {
     action = [&](Broker& b) {
-      // '+' of a time zone offset must not read as a space in a query.
-      const auto param = [](const std::string& v) {
-        std::string out;
-        for (const char c : v) out += c == '+' ? std::string("%2B") : std::string(1, c);
-        return out;
-      };
-      std::string path = "/ojs/v1/admin/usage?by=" + by;
-      if (!from.empty()) path += "&from=" + param(from);
-      if (!to.empty()) path += "&to=" + param(to);
-      if (!name.empty()) path += "&queue=" + name;
+      std::string path = "/ojs/v1/admin/usage?by=" + url_part(by);
+      if (!from.empty()) path += "&from=" + url_part(from);  // '+' of an offset stays '+'
+      if (!to.empty()) path += "&to=" + url_part(to);
+      if (!name.empty()) path += "&queue=" + url_part(name);
       const auto r = b.call("GET", path);
       if (raw_json) std::cout << r.dump(2) << "\n";
       else if (output == "name") for (const auto& row : r["rows"]) std::cout << row.value(by, "") << "\n";
