@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 
 #include "broker/admin/job_listing.hpp"
 #include "ojs/core/envelope.hpp"
@@ -62,6 +63,39 @@ constexpr std::size_t kPageBytes = 1 << 20;
 constexpr std::size_t kTailScanEntries = 10 * kPage;
 constexpr std::size_t kTailScanBytes = 4 << 20;
 
+// Up to kPage entries from a cursor, in reads of growing counts (4, 16, 64, ...) that
+// stop once about kPageBytes are in: a log of big chunks costs a page's bytes per
+// read, not a thousand chunks. `more`: the log may go on past them.
+struct Bounded {
+  LogPage page;
+  bool more = false;
+};
+
+Bounded read_bounded(const std::function<LogPage(const std::string& cursor, int count)>& read, std::string cursor) {
+  Bounded out;
+  std::size_t bytes = 0;
+  int count = 4;
+  for (bool first = true;; first = false) {
+    LogPage page = read(cursor, count);
+    if (first) {
+      out.page.state = page.state;
+      out.page.dropped = page.dropped;
+    }
+    const bool short_read = page.entries.size() < static_cast<std::size_t>(count);
+    for (auto& e : page.entries) {
+      bytes += e.data.size();
+      out.page.entries.push_back(std::move(e));
+    }
+    const auto have = out.page.entries.size();
+    if (page.state.empty() || short_read || have >= static_cast<std::size_t>(kPage) || bytes >= kPageBytes) {
+      out.more = !short_read && !page.state.empty();
+      return out;
+    }
+    cursor = out.page.entries.back().id;
+    count = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(count) * 4, kPage - have));
+  }
+}
+
 // The newest entries, newest first, back to the start of the last `lines` lines (a
 // final line without its newline counts), the oldest of them cut to where that line
 // starts; `truncated` when the look back stopped at its bound first.
@@ -80,13 +114,16 @@ TailScan scan_tail(LogStore& store, const std::string& queue, const std::string&
   std::size_t bytes = 0;
   std::string before;
   for (;;) {
-    LogPage page = store.read_back(queue, id, before, after, kPage);
+    auto [page, more] = read_bounded([&](const std::string& cursor, int count) { return store.read_back(queue, id, cursor, after, count); },
+                                     before);
     if (before.empty()) {
       out.state = page.state;
       out.dropped = page.dropped;
       if (!page.entries.empty()) out.newest_id = page.entries.front().id;
     }
     if (page.state.empty() || lines <= 0) return out;
+    const bool last_page = !more;
+    if (!last_page) before = page.entries.back().id;  // read before the entries move out
     for (auto& e : page.entries) {
       auto& d = e.data;
       for (std::size_t k = d.size(); k-- > 0;) {
@@ -114,8 +151,7 @@ TailScan scan_tail(LogStore& store, const std::string& queue, const std::string&
         return out;
       }
     }
-    if (page.entries.size() < static_cast<std::size_t>(kPage)) return out;
-    before = page.entries.back().id;
+    if (last_page) return out;
   }
 }
 
@@ -227,8 +263,10 @@ LogQuery LogService::parse_query(const std::string& tail, const std::string& sin
   if (!since.empty()) {
     if (is_cursor(since)) {
       const auto dash = since.find('-');
-      if (!fits_u64(since.substr(0, dash)) || !fits_u64(since.substr(dash + 1)))
-        throw invalid_field("since", "a cursor's parts are at most 18446744073709551615 (<ms>-<seq>)");
+      // The last possible id has no successor (Redis refuses a range after it).
+      if (!fits_u64(since.substr(0, dash)) || !fits_u64(since.substr(dash + 1)) ||
+          since == "18446744073709551615-18446744073709551615")
+        throw invalid_field("since", "a cursor's parts are at most 18446744073709551615 (<ms>-<seq>), below the last possible id");
       q.after = since;
     } else if (auto ms = parse_rfc3339(since)) {
       // Every entry at or after that ms; from the first entry for a time at or before 1970.
@@ -247,11 +285,12 @@ json LogService::read(const std::string& id, const LogQuery& query) {
     return {{"job_id", id}, {"state", t.state}, {"entries", t.entries}, {"next", t.next}, {"more", t.more},
             {"dropped_bytes", t.dropped}, {"truncated", t.truncated}};
   }
-  LogPage page = store_.read(queue, id, query.after, kPage);
+  auto [page, more_kept] = read_bounded([&](const std::string& cursor, int count) { return store_.read(queue, id, cursor, count); },
+                                        query.after);
   if (page.state.empty()) throw job_not_found(id);
   json entries = json::array();
   const auto taken = page_entries(page.entries.begin(), page.entries.end(), entries);
-  const bool more = taken < page.entries.size() || page.entries.size() == static_cast<std::size_t>(kPage);
+  const bool more = taken < page.entries.size() || more_kept;
   const std::string next = taken == 0 ? query.after : page.entries[taken - 1].id;
   return {{"job_id", id}, {"state", page.state}, {"entries", entries}, {"next", next}, {"more", more}, {"dropped_bytes", page.dropped}};
 }
@@ -290,12 +329,13 @@ bool LogService::poll(Follow& f) {
   // A client that does not read keeps at most about a page waiting: the log is read
   // on from its cursor once the connection took what waits.
   if (f.sub->queued_bytes() >= kPageBytes) return true;
-  LogPage page = store_.read(f.queue, f.id, f.after, kPage);
+  auto [page, more] = read_bounded([&](const std::string& cursor, int count) { return store_.read(f.queue, f.id, cursor, count); },
+                                   f.after);
   json entries = json::array();
   const auto taken = page_entries(page.entries.begin(), page.entries.end(), entries);
   for (std::size_t i = 0; i < taken; ++i) f.sub->offer(page.entries[i].id, sse_frame(page.entries[i].id, "log", entries[i].dump()));
   if (taken > 0) f.after = page.entries[taken - 1].id;
-  const bool caught_up = taken == page.entries.size() && page.entries.size() < static_cast<std::size_t>(kPage);
+  const bool caught_up = taken == page.entries.size() && !more;
   if (page.state.empty() || (caught_up && admin::is_finished_state(page.state))) {
     const json end = {{"job_id", f.id}, {"state", page.state.empty() ? json() : json(page.state)}, {"dropped_bytes", page.dropped}};
     f.sub->finish(sse_frame("", "end", end.dump()));
