@@ -98,6 +98,7 @@ struct BrokerApp::Impl {
   std::unique_ptr<QueueService> queues;
   std::unique_ptr<JobControlStore> job_control_store;
   std::unique_ptr<JobControl> job_control;  // [issue #33] hold, release, update
+  std::shared_ptr<StreamSlots> stream_slots;
   std::unique_ptr<LogStore> log_store;
   std::unique_ptr<LogService> logs;  // [issue #33] job logs and their follows
   std::unique_ptr<obs::Observability> observability;
@@ -184,7 +185,9 @@ void BrokerApp::start() {
   i.log_store = std::make_unique<LogStore>(*i.redis);
   LogOptions log_options;
   log_options.max_bytes = i.config.job_log_max_bytes;
-  log_options.max_follows = static_cast<std::size_t>(std::max(1, i.config.max_event_streams));
+  // Event streams and log follows count against one --max-event-streams.
+  i.stream_slots = std::make_shared<StreamSlots>(static_cast<std::size_t>(i.config.max_event_streams));
+  log_options.slots = i.stream_slots;
   log_options.keep_alive = std::chrono::milliseconds(i.config.event_stream_keepalive_ms);
   i.logs = std::make_unique<LogService>(*i.jobs, *i.log_store, log_options);
   register_logs_api(i.router, *i.api, *i.logs);
@@ -197,6 +200,7 @@ void BrokerApp::start() {
   i.events = std::make_unique<EventStore>(*i.redis);
   EventHubOptions streams;
   streams.max_streams = static_cast<std::size_t>(i.config.max_event_streams);
+  streams.slots = i.stream_slots;
   streams.keep_alive = std::chrono::milliseconds(i.config.event_stream_keepalive_ms);
   streams.poll = std::chrono::milliseconds(i.config.event_stream_poll_ms);
   i.event_hub = std::make_unique<EventHub>(*i.events, streams);
@@ -215,6 +219,15 @@ void BrokerApp::start() {
   i.reservations = std::make_unique<Reservations>(st.marks);
   register_preemption_api(i.router, *i.checkpoints, *i.reservations);
   register_observability_api(i.router, *i.observability);
+
+  // Reads whose cost grows with the data: a bounded share of the handler threads, so
+  // health, readiness, FETCH and the other calls never wait behind them.
+  i.router.bound_share({"GET /ojs/v1/jobs/{id}/diagnosis", "GET /ojs/v1/queues/{name}/diagnosis",
+                        "POST /ojs/v1/jobs/{id}/what-if", "GET /ojs/v1/queues/{name}/forecast", "GET /ojs/v1/jobs/{id}/logs",
+                        "GET /ojs/v1/admin/jobs", "GET /ojs/v1/admin/queues/{name}/jobs", "GET /ojs/v1/dead-letter",
+                        "GET /ojs/v1/admin/dead-letter", "GET /ojs/v1/admin/usage", "GET /ojs/v1/admin/tenants",
+                        "GET /ojs/v1/admin/tenants/{id}", "GET /ojs/v1/admin/tenants/{id}/stats", "GET /ojs/v1/admin/workers", "GET /ojs/v1/workflows", "GET /ojs/v1/events"},
+                       i.config.expensive_reads > 0 ? i.config.expensive_reads : std::max(1, i.config.handler_threads / 4));
 
   i.cors = std::make_unique<CorsPolicy>(i.config.cors_origins);
   if (i.cors->enabled()) i.router.decorate([c = i.cors.get()](const HttpRequest& r, HttpResponse& response) { c->decorate(r, response); });

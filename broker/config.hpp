@@ -13,6 +13,7 @@ struct BrokerConfig {
   std::uint16_t port = 8080;
   int http_threads = 0;  // 0: half the cores (1 to 8), the rest left to Redis and the handler pool
   int handler_threads = 16;  // request handlers (blocking Redis calls), a pool apart from the I/O threads
+  int expensive_reads = 0;  // diagnoses, estimates, logs, listings at once (beyond: 503); 0: a quarter of handler_threads
   bool io_thread_handlers = true;  // FETCH, ACK, NACK, PUSH, heartbeat as fibers on the I/O threads (not on a cluster)
   std::size_t max_body_bytes = 4 * 1024 * 1024;
 

@@ -24,6 +24,11 @@ int main(int argc, char** argv) {
   cli.add_option("--handler-threads", config.handler_threads, "Request handler threads (they wait on Redis; apart from the I/O threads)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  cli.add_option("--expensive-reads", config.expensive_reads,
+                 "Diagnoses, estimates, log reads and listings handled at once (beyond: 503 with Retry-After; 0: a quarter of "
+                 "--handler-threads, at least 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   cli.add_option("--io-thread-handlers", config.io_thread_handlers,
                  "Run FETCH, ACK, NACK, PUSH and heartbeat on the I/O thread that read them, suspending while Redis answers "
                  "(false: on the handler pool; always so on a Redis Cluster)")

@@ -21,6 +21,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -132,6 +133,42 @@ bool is_terminal(const std::string& state) { return state == "completed" || stat
 // The command line: the global flags, each subcommand's options, and the action the
 // parsed subcommand leaves to run against the broker. The subcommands' callbacks
 // capture `this`, which outlives the parse.
+// A job's output for a terminal: control characters other than newline, tab and
+// carriage return shown as \xNN, so what a job printed cannot drive the terminal
+// (escape sequences) unless --raw asks for the bytes as they are.
+std::string for_terminal(const std::string& text) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (const unsigned char c : text) {
+    if ((c < 0x20 && c != '\n' && c != '\t' && c != '\r') || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+// An id or name as one URL path segment or query value: everything but letters, digits,
+// '-', '_' and '~' percent-encoded, so "../admin/queues/Q" stays one segment (a client
+// that resolves dot segments never sees one) and '&', '#', '?' stay in their value.
+std::string url_part(const std::string& text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 class Cli {
  public:
   Cli() : app_{"ojsctl: jobs, logs, workers, queues, budgets and diagnosis for the OJS GPU broker"} {
@@ -234,7 +271,7 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
     config_get->add_option("NAME", name_, "Queue")->required();
     config_get->callback([this] {
       action_ = [this](Broker& b) {
-        std::cout << b.call("GET", "/ojs/v1/admin/queues/" + name_ + "/config")["config"].dump(2) << "\n";
+        std::cout << b.call("GET", "/ojs/v1/admin/queues/" + url_part(name_) + "/config")["config"].dump(2) << "\n";
       };
     });
     auto* config_set = config->add_subcommand("set", "Replace the configuration with a JSON file");
@@ -246,7 +283,7 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
         json body = json::parse(read_file(file_), nullptr, false);
         if (!body.is_object()) throw Failure{2, file_ + " is not a JSON object"};
         if (expected_version_) body["expected_version"] = *expected_version_;
-        const auto saved = b.call("PUT", "/ojs/v1/admin/queues/" + name_ + "/config", body.dump())["config"];
+        const auto saved = b.call("PUT", "/ojs/v1/admin/queues/" + url_part(name_) + "/config", body.dump())["config"];
         std::cout << (raw_json_ ? saved.dump(2) : "queue " + name_ + " configuration saved, version " + saved["version"].dump())
                   << "\n";
       };
@@ -255,7 +292,7 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
     budget->add_option("NAME", name_, "Queue")->required();
     budget->callback([this] {
       action_ = [this](Broker& b) {
-        const auto r = b.call("GET", "/ojs/v1/admin/queues/" + name_ + "/budget")["budget"];
+        const auto r = b.call("GET", "/ojs/v1/admin/queues/" + url_part(name_) + "/budget")["budget"];
         std::cout << (raw_json_ ? r.dump(2) + "\n" : ojsctl::render_budget(r));
       };
     });
@@ -264,7 +301,7 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
     reconcile->add_flag("--repair", repair_, "Rewrite the ledger to match the active jobs (atomic)");
     reconcile->callback([this] {
       action_ = [this](Broker& b) {
-        const auto r = b.call(repair_ ? "POST" : "GET", "/ojs/v1/admin/queues/" + name_ + "/reconcile")["reconciliation"];
+        const auto r = b.call(repair_ ? "POST" : "GET", "/ojs/v1/admin/queues/" + url_part(name_) + "/reconcile")["reconciliation"];
         std::cout << (raw_json_ ? r.dump(2) + "\n" : ojsctl::render_reconciliation(r));
         if (!repair_ && !r.value("consistent", true)) throw Failure{3, ""};
       };
@@ -277,13 +314,13 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
     why->add_option("JOB_ID", job_id_, "Job id")->required();
     why->callback([this] {
       action_ = [this](Broker& b) {
-        const auto d = b.call("GET", "/ojs/v1/jobs/" + job_id_ + "/diagnosis")["diagnosis"];
+        const auto d = b.call("GET", "/ojs/v1/jobs/" + url_part(job_id_) + "/diagnosis")["diagnosis"];
         if (raw_json_) {
           std::cout << d.dump(2) << "\n";
           return;
         }
         // The budget line needs the admin budget endpoint; other roles simply do not get it.
-        const auto budget = d.contains("queue") ? b.try_get("/ojs/v1/admin/queues/" + d["queue"].get<std::string>() + "/budget")
+        const auto budget = d.contains("queue") ? b.try_get("/ojs/v1/admin/queues/" + url_part(d["queue"].get<std::string>()) + "/budget")
                                                 : std::nullopt;
         std::cout << ojsctl::render_why(d, budget ? &(*budget)["budget"] : nullptr);
       };
@@ -303,7 +340,7 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
       directive->add_option("ID", worker_id_, "Worker id")->required();
       directive->callback([this, verb] {
         action_ = [this, verb](Broker& b) {
-          const auto r = b.call("POST", "/ojs/v1/admin/workers/" + worker_id_ + "/" + verb, "{}")["worker"];
+          const auto r = b.call("POST", "/ojs/v1/admin/workers/" + url_part(worker_id_) + "/" + verb, "{}")["worker"];
           std::cout << (raw_json_ ? r.dump(2) : r.value("id", "") + ": " + r.value("state", "")) << "\n";
         };
       });
@@ -318,7 +355,7 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
       cmd->callback([this, verb] {
         action_ = [this, verb](Broker& b) {
           const auto r =
-              b.call("POST", "/ojs/v1/admin/workers/" + worker_id_ + "/devices/" + std::to_string(device_index_) + "/" + verb);
+              b.call("POST", "/ojs/v1/admin/workers/" + url_part(worker_id_) + "/devices/" + std::to_string(device_index_) + "/" + verb);
           if (raw_json_) {
             std::cout << r.dump(2) << "\n";
             return;
@@ -388,8 +425,8 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
       cmd->callback([this, v] {
         action_ = [this, v](Broker& b) {
           std::string path = std::string("/ojs/v1/") + v.path;
-          if (const auto at = path.find("ID"); at != std::string::npos) path.replace(at, 2, job_id_);
-          else path += job_id_;
+          if (const auto at = path.find("ID"); at != std::string::npos) path.replace(at, 2, url_part(job_id_));
+          else path += url_part(job_id_);
           print_job(b.call(v.method, path, std::string(v.method) == "POST" ? "{}" : "")["job"]);
         };
       });
@@ -402,7 +439,7 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
         json body = json::object();
         apply_attributes(body);
         if (body.empty()) throw Failure{2, "nothing to change: --priority, --priority-class or --set"};
-        print_job(b.call("PATCH", "/ojs/v1/jobs/" + job_id_, body.dump())["job"]);
+        print_job(b.call("PATCH", "/ojs/v1/jobs/" + url_part(job_id_), body.dump())["job"]);
       };
     });
   }
@@ -412,6 +449,7 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
     auto* logs = app_.add_subcommand("logs", "A job's stdout and stderr (kubectl logs)");
     logs->add_option("JOB_ID", job_id_, "Job id")->required();
     logs->add_flag("--follow,-f", follow_, "Keep printing until the job ends");
+    logs->add_flag("--raw", raw_output_, "Print the output's bytes as they are (control characters included)");
     logs->add_option("--tail", tail_, "Only the last N lines");
     logs->add_option("--since", since_, "Only after this cursor (a `next` of -o json) or RFC 3339 time");
     logs->callback([this] { action_ = [this](Broker& b) { print_logs(b); }; });
@@ -422,21 +460,22 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
   }
 
   void print_logs(Broker& b) {
+    const auto shown = [&](const std::string& data) { return raw_output_ ? data : for_terminal(data); };
     std::string query;
     if (tail_) query += "&tail=" + std::to_string(*tail_);
-    if (!since_.empty()) query += "&since=" + since_;
-    const std::string path = "/ojs/v1/jobs/" + job_id_ + "/logs";
+    if (!since_.empty()) query += "&since=" + url_part(since_);
+    const std::string path = "/ojs/v1/jobs/" + url_part(job_id_) + "/logs";
     const auto page = b.call("GET", path + (query.empty() ? "" : "?" + query.substr(1)));  // 404, 403 before streaming
     if (!follow_) {
       if (raw_json_) std::cout << page.dump(2) << "\n";
-      else for (const auto& e : page["entries"]) std::cout << e["data"].get<std::string>();
+      else for (const auto& e : page["entries"]) std::cout << shown(e["data"].get<std::string>());
       return;
     }
     std::string end_state;
     b.events(path + "?follow=true" + (query.empty() ? "" : query), [&](const std::string& event, const std::string& data) {
       const auto d = json::parse(data, nullptr, false);
       if (raw_json_) std::cout << d.dump() << "\n";
-      else if (event == "log" && d.is_object()) std::cout << d.value("data", "");
+      else if (event == "log" && d.is_object()) std::cout << shown(d.value("data", ""));
       std::cout.flush();
       if (event == "end" && d.is_object() && d["state"].is_string()) end_state = d["state"].get<std::string>();
       return event != "end";
@@ -445,7 +484,7 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
   }
 
   void watch_job(Broker& b) {
-    const auto job = b.call("GET", "/ojs/v1/jobs/" + job_id_)["job"];
+    const auto job = b.call("GET", "/ojs/v1/jobs/" + url_part(job_id_))["job"];
     std::string last = job.value("state", "");
     const auto line = [&](const std::string& time, const std::string& what, const json& event) {
       if (raw_json_) std::cout << event.dump() << "\n";
@@ -454,7 +493,7 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
     };
     line(job.value("enqueued_at", job.value("created_at", "")), "state " + last, job);
     if (!is_terminal(last)) {
-      b.events("/ojs/v1/jobs/" + job_id_ + "/events", [&](const std::string& event, const std::string& data) {
+      b.events("/ojs/v1/jobs/" + url_part(job_id_) + "/events", [&](const std::string& event, const std::string& data) {
         const auto e = json::parse(data, nullptr, false);
         if (!e.is_object() || event.rfind("job.", 0) != 0) return true;
         const json& d = e.contains("data") && e["data"].is_object() ? e["data"] : e;
@@ -485,9 +524,9 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
     jobs_list->add_option("--page", page_, "Page (from 1)");
     jobs_list->callback([this] {
       action_ = [this](Broker& b) {
-        std::string path = "/ojs/v1/admin/jobs?state=" + state_ + "&per_page=" + std::to_string(limit_);
-        if (!name_.empty()) path += "&queue=" + name_;
-        if (!type_.empty()) path += "&type=" + type_;
+        std::string path = "/ojs/v1/admin/jobs?state=" + url_part(state_) + "&per_page=" + std::to_string(limit_);
+        if (!name_.empty()) path += "&queue=" + url_part(name_);
+        if (!type_.empty()) path += "&type=" + url_part(type_);
         if (page_) path += "&page=" + std::to_string(*page_);
         print_jobs(b.call("GET", path));
       };
@@ -499,20 +538,20 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
     dead_list->add_option("--limit", limit_, "At most this many")->capture_default_str()->check(CLI::Range(1, 1000));
     dead_list->callback([this] {
       action_ = [this](Broker& b) {
-        print_jobs(b.call("GET", "/ojs/v1/admin/dead-letter?limit=" + std::to_string(limit_) + (name_.empty() ? "" : "&queue=" + name_)));
+        print_jobs(b.call("GET", "/ojs/v1/admin/dead-letter?limit=" + std::to_string(limit_) + (name_.empty() ? "" : "&queue=" + url_part(name_))));
       };
     });
     auto* dead_retry = dead->add_subcommand("retry", "Make a dead-lettered job available again (attempts reset)");
     dead_retry->add_option("JOB_ID", job_id_, "Job id")->required();
     dead_retry->callback([this] {
-      action_ = [this](Broker& b) { print_job(b.call("POST", "/ojs/v1/admin/dead-letter/" + job_id_ + "/retry", "{}")["job"]); };
+      action_ = [this](Broker& b) { print_job(b.call("POST", "/ojs/v1/admin/dead-letter/" + url_part(job_id_) + "/retry", "{}")["job"]); };
     });
     auto* dead_delete = dead->add_subcommand("delete", "Delete a dead-lettered job");
     dead_delete->add_option("JOB_ID", job_id_, "Job id")->required();
     dead_delete->callback([this] {
       action_ = [this](Broker& b) {
         // The non-admin path answers {deleted, job_id} (the admin one is a bare 204).
-        const auto r = b.call("DELETE", "/ojs/v1/dead-letter/" + job_id_);
+        const auto r = b.call("DELETE", "/ojs/v1/dead-letter/" + url_part(job_id_));
         if (raw_json_) std::cout << r.dump(2) << "\n";
         else std::cout << (output_ == "name" ? job_id_ : "job " + job_id_ + " deleted") << "\n";
       };
@@ -528,16 +567,10 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
     usage->add_option("--queue,-q", name_, "Only this queue");
     usage->callback([this] {
       action_ = [this](Broker& b) {
-        // '+' of a time zone offset must not read as a space in a query.
-        const auto param = [](const std::string& v) {
-          std::string out;
-          for (const char c : v) out += c == '+' ? std::string("%2B") : std::string(1, c);
-          return out;
-        };
-        std::string path = "/ojs/v1/admin/usage?by=" + by_;
-        if (!from_.empty()) path += "&from=" + param(from_);
-        if (!to_.empty()) path += "&to=" + param(to_);
-        if (!name_.empty()) path += "&queue=" + name_;
+        std::string path = "/ojs/v1/admin/usage?by=" + url_part(by_);
+        if (!from_.empty()) path += "&from=" + url_part(from_);  // '+' of an offset stays '+'
+        if (!to_.empty()) path += "&to=" + url_part(to_);
+        if (!name_.empty()) path += "&queue=" + url_part(name_);
         const auto r = b.call("GET", path);
         if (raw_json_) std::cout << r.dump(2) << "\n";
         else if (output_ == "name") for (const auto& row : r["rows"]) std::cout << row.value(by_, "") << "\n";
@@ -562,6 +595,7 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
   CLI::App app_;
   ojs::HttpClientOptions options_;
   bool raw_json_ = false;
+  bool raw_output_ = false;  // logs --raw
   std::string output_ = "table";
   std::function<void(Broker&)> action_;
   // Each subcommand's options; one parse fills those of one subcommand.

@@ -1,5 +1,6 @@
 #include "broker/admin/usage.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "broker/store/usage_resources.hpp"
@@ -39,8 +40,11 @@ json usage_report(UsageSources& s, const std::vector<std::string>& queues, const
     }
     rows.push_back(std::move(row));
   }
+  // The end of the last hour read, at most the last instant RFC 3339 writes (a `to` in
+  // 9999's last hour would end in year 10000).
+  constexpr std::int64_t kLastRfc3339Ms = 253402300799999;  // 9999-12-31T23:59:59.999Z
   return {{"from", format_rfc3339(from_ms / kHourMs * kHourMs)},
-          {"to", format_rfc3339((to_ms / kHourMs + 1) * kHourMs)},
+          {"to", format_rfc3339(std::min((to_ms / kHourMs + 1) * kHourMs, kLastRfc3339Ms))},
           {"by", by},
           {"rows", rows}};
 }

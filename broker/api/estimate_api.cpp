@@ -5,6 +5,7 @@
 #include "broker/api/json_io.hpp"
 #include "broker/auth/identity.hpp"
 #include "broker/estimate/estimate_service.hpp"
+#include "ojs/core/uuid.hpp"
 
 namespace ojs::broker {
 
@@ -12,7 +13,15 @@ void register_estimate_api(Router& router, ApiContext& ctx, EstimateService& est
   router.add("POST", "/ojs/v1/jobs/{id}/what-if", [&ctx, &estimates](const HttpRequest& r) {
     const auto& id = job_id_param(r);
     require_in_tenant_scope(ctx, id);
-    return json_reply(200, estimates.what_if(id, parse_json_body(r)));
+    // A tenant-pinned caller ends only its tenant's jobs: another tenant's running job
+    // is answered as an unknown one, so a what-if tells nothing of it.
+    const auto visible = [&ctx](const std::string& job_id) {
+      const auto scope = auth::tenant_scope();
+      if (scope.empty() || !is_uuidv7(job_id)) return true;
+      const auto tenant = ctx.views.tenant_of(job_id);
+      return !tenant || *tenant == scope;
+    };
+    return json_reply(200, estimates.what_if(id, parse_json_body(r), visible));
   });
   router.add("GET", "/ojs/v1/queues/{name}/forecast", [&ctx, &estimates](const HttpRequest& r) {
     const auto name = queue_name_param(r);

@@ -48,10 +48,15 @@ std::chrono::seconds block_timeout(const HttpRequest& r) {
 // The PUSH, tried again while the queue is full under `block` and the request's
 // timeout allows: each try is one atomic push.lua call, so room freed on any broker
 // is taken by the first try after it. Past the timeout the last 429 is the answer.
-PushResult push_waiting_for_room(ApiContext& ctx, const nlohmann::json& body, std::chrono::seconds timeout) {
+// A client that went away meanwhile is not answered: the PUSH stops untried, so the
+// job its retry sends is the only one.
+PushResult push_waiting_for_room(ApiContext& ctx, const HttpRequest& r, const nlohmann::json& body, std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto pause = std::chrono::milliseconds(20);
-  for (;;) {
+  for (bool first = true;; first = false) {
+    if (!first && r.client_gone && r.client_gone())
+      throw OjsError(ErrorCode::unavailable, "the client closed its connection while the PUSH waited for room: nothing was stored",
+                     {{"reason", "client_gone"}});
     try {
       return push_job(ctx.unique, body);  // unique policies included
     } catch (const OjsError& e) {
@@ -67,7 +72,7 @@ PushResult push_waiting_for_room(ApiContext& ctx, const nlohmann::json& body, st
 
 void register_jobs_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/jobs", [&ctx](const HttpRequest& r) {
-    auto pushed = push_waiting_for_room(ctx, with_tenant_header(parse_json_body(r), r), block_timeout(r));
+    auto pushed = push_waiting_for_room(ctx, r, with_tenant_header(parse_json_body(r), r), block_timeout(r));
     ObjectText out;
     out.put("job", pushed.job.str());
     // on_conflict "ignore": 200 with the existing job (spec/ojs-unique-jobs.md 5.4)

@@ -6,6 +6,7 @@
 #include "broker/api/json_io.hpp"
 #include "broker/auth/identity.hpp"
 #include "broker/logs/log_service.hpp"
+#include "ojs/core/envelope.hpp"
 #include "ojs/core/error.hpp"
 
 namespace ojs::broker {
@@ -13,8 +14,9 @@ namespace ojs::broker {
 void register_logs_api(Router& router, ApiContext& ctx, LogService& logs) {
   router.add("POST", "/ojs/v1/workers/logs", [&logs](const HttpRequest& r) {
     const auto body = parse_json_body(r);
-    auth::authorize_worker_id(body.is_object() && body.contains("worker_id") && body["worker_id"].is_string()
-                                  ? body["worker_id"].get<std::string>() : std::string());
+    // A malformed worker_id is the request's fault (400), before whose it may be (403).
+    auth::authorize_worker_id(body.is_object() && body.contains("worker_id") ? require_worker_id(body["worker_id"], "worker_id")
+                                                                               : std::string());
     return json_reply(200, logs.append(body));
   });
   router.add("GET", "/ojs/v1/jobs/{id}/logs", [&ctx, &logs](const HttpRequest& r) {
@@ -24,9 +26,14 @@ void register_logs_api(Router& router, ApiContext& ctx, LogService& logs) {
     if (!follow.empty() && follow != "true" && follow != "false" && follow != "1" && follow != "0")
       throw invalid_field("follow", "must be true or false");
     // EventSource sends Last-Event-ID on reconnection: it is the cursor to go on from.
-    auto since = r.query_or("since", "");
-    if (const auto last = r.header("last-event-id"); !last.empty()) since = last;
-    const auto query = LogService::parse_query(r.query_or("tail", ""), since);
+    auto query = LogService::parse_query(r.query_or("tail", ""), r.query_or("since", ""));
+    if (const auto last = r.header("last-event-id"); !last.empty()) {
+      try {
+        query.after = LogService::parse_query("", last).after;
+      } catch (const OjsError&) {
+        throw invalid_field("Last-Event-ID", "must be a log event's id (<ms>-<seq>)");
+      }
+    }
     if (follow != "true" && follow != "1") return json_reply(200, logs.read(id, query));
     HttpResponse response;
     response.content_type = "text/event-stream";

@@ -139,7 +139,11 @@ std::optional<CheckedFetch> attached_fetch(const ApiContext& ctx, const nlohmann
   nlohmann::json request = fetch;
   request["worker_id"] = worker;
   try {
-    return check_fetch(ctx, request);
+    auto checked = check_fetch(ctx, request);
+    // The capabilities are read whole here too (FETCH reads them when it claims): a
+    // bad one is the request's 400, before the report is applied.
+    if (checked.request.capabilities) ml::parse_capabilities(*checked.request.capabilities);
+    return checked;
   } catch (const OjsError& e) {
     throw under_field("fetch.", e);
   }

@@ -355,7 +355,7 @@ json EstimateService::for_job(const std::string& id) {
   return estimate_of(*record, nullptr, nullptr, nullptr);
 }
 
-json EstimateService::what_if(const std::string& id, const json& body) {
+json EstimateService::what_if(const std::string& id, const json& body, const std::function<bool(const std::string&)>& visible) {
   const auto changes = parse_changes(body);
   const auto record = jobs_.get(id);
   if (!record) throw no_such_job(id);
@@ -378,7 +378,7 @@ json EstimateService::what_if(const std::string& id, const json& body) {
     } else if (c.kind == "worker") {
       copy.workers.push_back({c.worker_id, c.caps, {}, {}});
     } else if (c.kind == "end_job") {
-      if (!end_now(copy, c.job_id)) throw invalid_field(at + ".job_id", "must be the id of a job running on a live worker of the queue");
+      if ((visible && !visible(c.job_id)) || !end_now(copy, c.job_id)) throw invalid_field(at + ".job_id", "must be the id of a job running on a live worker of the queue");
     } else if (c.kind == "priority_class") {
       auto it = std::find_if(copy.waiting.begin(), copy.waiting.end(), [&](const estimate::Waiting& w) { return w.id == id; });
       const auto rank = class_rank_of_ready_score(it->score);

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -41,7 +42,10 @@ class EstimateService {
   nlohmann::json for_job(const std::string& id);
   // POST /jobs/{id}/what-if: {changes: [...]} validated (400 naming the field), applied
   // to a copy of the snapshot; {what_if: {before, after, placed_now, worker_ids, helps, why_not?}}.
-  nlohmann::json what_if(const std::string& id, const nlohmann::json& body);
+  // visible: whether the caller may name a job (an end_job change); one it may not is
+  // answered exactly as one that does not run.
+  nlohmann::json what_if(const std::string& id, const nlohmann::json& body,
+                         const std::function<bool(const std::string& job_id)>& visible = {});
   // GET /queues/{name}/forecast: the next `limit` placements of the queue and when.
   nlohmann::json forecast(const std::string& queue, int limit);
 

@@ -86,6 +86,9 @@ class Run {
     }
   }
 
+  // Whether the run reached its work bound (Snapshot::max_work): it placed no more.
+  bool exhausted() const { return work_ > s_.max_work; }
+
   // What kept job `i` from a start at the last instant (only recorded for `watch_`).
   std::size_t watch_ = static_cast<std::size_t>(-1);
   std::set<std::string> kept_by_;
@@ -224,6 +227,13 @@ class Run {
     return pending.count(key) && key > from;
   }
 
+  // Counts a placement check on worker `w`; false once the run is past its bound.
+  bool spend(std::size_t w) {
+    work_ += 1 + workers_[w].caps.devices.size();
+    return !exhausted();
+  }
+  std::size_t work_ = 0;
+
   void place(std::int64_t t, const std::function<void(std::size_t, const Placement&)>& placed) {
     if (ended_on_.size() != workers_.size()) ended_on_.resize(workers_.size());
     std::set<std::size_t> held;  // workers a forming gang holds at this instant
@@ -278,6 +288,7 @@ class Run {
           if (!every_worker && !dirty.count(w)) continue;
           if (held.count(w) || !fits_static(job, w)) continue;
           if (const auto h = holds_.find(w); h != holds_.end() && h->second.cls != c) continue;  // freed for a preemptor
+          if (!spend(w)) return;
           if (!ml::fits(req, &workers_[w].caps, load(w), s_.assignment)) continue;
           if (ml::locality_hold(req, &workers_[w].caps, t - job.enqueued_ms, s_.scoring)) {
             locality_held = true;
@@ -497,7 +508,7 @@ class Run {
   void note_busy(std::size_t i, const std::set<std::size_t>& held) {
     const Waiting& job = jobs_[i].w;
     for (std::size_t w : held)
-      if (fits_static(job, w) && ml::fits(*job.req, &workers_[w].caps, load(w), s_.assignment)) {
+      if (fits_static(job, w) && spend(w) && ml::fits(*job.req, &workers_[w].caps, load(w), s_.assignment)) {
         note(i, "gang_forming");
         return;
       }
@@ -627,6 +638,11 @@ Estimate estimate_start(const Snapshot& s, const std::string& target) {
       else if (i < index && !mine) ++placed_ahead;
     });
     if (mine) break;
+    if (run.exhausted()) {
+      e.truncated = true;
+      e.reason = "the run stopped at its work bound (" + std::to_string(s.max_work) + " device checks) before it placed the job";
+      break;
+    }
     const auto next = run.next_after(t);
     if (!next) {
       const int endless = run.endless_on_fitting(*at->req);
@@ -680,6 +696,7 @@ std::vector<Placement> forecast(const Snapshot& s, int limit) {
     run.instant(t, [&](std::size_t, const Placement& p) {
       if (static_cast<int>(out.size()) < limit) out.push_back(p);
     });
+    if (run.exhausted()) break;  // the placements so far stand; the rest is past the work bound
     const auto next = run.next_after(t);
     if (!next || *next - s.now_ms > kHorizonMs) break;
     t = *next;

@@ -109,12 +109,19 @@ struct Limits {
   std::map<std::string, long long> tenant_in_use;  // tenant -> GPUs charged
 };
 
+// What one estimate may cost at most: about a tenth of a second of a core (a 256-device
+// worker and hundreds of waiting jobs reached seconds per diagnosis without it).
+constexpr std::size_t kMaxRunWork = 2'000'000;
+
 struct Snapshot {
   std::int64_t now_ms = 0;
   std::vector<Worker> workers;   // live workers that serve the queue
   Limits limits;
   std::vector<Waiting> waiting;  // sorted by score
   bool truncated = false;        // more jobs wait than were read: the later ones are not in the run
+  // The run's work bound, in device checks (a placement check on a worker costs 1 + its
+  // devices): an estimate or forecast that reaches it stops there, `truncated`.
+  std::size_t max_work = kMaxRunWork;
   ml::AssignmentOptions assignment;
   ml::ScoringOptions scoring;    // locality_delay_ms: how long a job preferring a model waits for a warm worker
   std::int64_t capacity_hold_ms = 10000;  // --capacity-hold-ms: a worker freed by preemption is held this long past the grace

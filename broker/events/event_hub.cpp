@@ -30,7 +30,8 @@ bool before(const StreamEntry& a, const StreamEntry& b) {
 
 }  // namespace
 
-EventHub::EventHub(EventStore& store, EventHubOptions options) : store_(store), options_(options) {}
+EventHub::EventHub(EventStore& store, EventHubOptions options)
+    : store_(store), options_(options), slots_(options_.slots ? options_.slots : std::make_shared<StreamSlots>(options_.max_streams)) {}
 
 EventHub::~EventHub() { stop(); }
 
@@ -90,11 +91,13 @@ std::shared_ptr<EventSubscription> EventHub::subscribe(EventFilter filter, std::
     std::lock_guard lock(subs_mutex_);
     prune_locked();
     if (stopping_) throw OjsError(ErrorCode::unavailable, "the broker is shutting down");
-    if (subs_.size() >= options_.max_streams)
+    auto slot = slots_->take();
+    if (!slot)
       throw OjsError(ErrorCode::unavailable,
-                     "too many open event streams: this broker serves at most " + std::to_string(options_.max_streams) +
-                         " (--max-event-streams); retry later or poll GET /ojs/v1/events",
-                     {{"retry_after_s", 5}, {"limit", options_.max_streams}});
+                     "too many open event streams and log follows: this broker serves at most " +
+                         std::to_string(slots_->limit()) + " (--max-event-streams); retry later or poll GET /ojs/v1/events",
+                     {{"retry_after_s", 5}, {"limit", slots_->limit()}, {"reason", "too_many_streams"}});
+    sub->hold_slot(std::move(slot));
   }
   // An id we never issued: resume from now (spec/ojs-realtime.md 2.5), no error.
   const auto from = last_event_id.empty() ? std::nullopt : parse_position(last_event_id);

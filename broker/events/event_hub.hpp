@@ -26,12 +26,14 @@
 #include <vector>
 
 #include "broker/events/event_subscription.hpp"
+#include "broker/events/stream_slots.hpp"
 #include "broker/store/event_store.hpp"
 
 namespace ojs::broker {
 
 struct EventHubOptions {
   std::size_t max_streams = 256;               // open SSE streams per broker; beyond: 503
+  std::shared_ptr<StreamSlots> slots;          // the broker's stream count, shared with log follows (null: max_streams of its own)
   std::chrono::milliseconds poll{100};         // reader cadence while streams are open
   std::chrono::milliseconds keep_alive{15000};  // ":heartbeat" after this long without a frame
   std::size_t buffer_events = 1000;            // frames one slow client may have waiting
@@ -84,6 +86,7 @@ class EventHub {
   std::condition_variable wake_;
   // Weak: a subscription lives as long as the response that carries it.
   std::vector<std::weak_ptr<EventSubscription>> subs_;
+  std::shared_ptr<StreamSlots> slots_;
   void prune_locked();  // under subs_mutex_: forgets the gone and the abandoned
   bool stopping_ = false;
   std::thread reader_;

@@ -24,6 +24,16 @@ bool EventSubscription::abandoned() const {
   return abandoned_ || ended_;
 }
 
+void EventSubscription::hold_slot(std::shared_ptr<void> slot) {
+  std::lock_guard lock(mutex_);
+  slot_ = std::move(slot);
+}
+
+std::size_t EventSubscription::queued_bytes() const {
+  std::lock_guard lock(mutex_);
+  return queued_bytes_;
+}
+
 std::string EventSubscription::drain() {
   std::string out = std::move(head_);
   head_.clear();
@@ -35,6 +45,7 @@ std::string EventSubscription::drain() {
   }
   for (auto& [_, frame] : queued_) out += frame;
   queued_.clear();
+  queued_bytes_ = 0;
   return out;
 }
 
@@ -57,7 +68,10 @@ void EventSubscription::pull(Deliver deliver) {
     }
     auto text = drain();
     if (!text.empty()) chunk = std::move(text);
-    else ended_ = true;  // ending and all said: the end of the response
+    else {
+      ended_ = true;  // ending and all said: the end of the response
+      slot_.reset();
+    }
     last_sent_ = Clock::now();
   }
   deliver(std::move(chunk));
@@ -69,6 +83,8 @@ void EventSubscription::abandon() {
   abandoned_ = true;
   dropped = std::move(waiting_);  // it holds the connection: released here, never called
   queued_.clear();
+  queued_bytes_ = 0;
+  slot_.reset();
 }
 
 void EventSubscription::offer(const std::string& event_id, std::string frame, bool last) {
@@ -77,11 +93,13 @@ void EventSubscription::offer(const std::string& event_id, std::string frame, bo
   {
     std::lock_guard lock(mutex_);
     if (abandoned_ || ending_) return;
+    queued_bytes_ += frame.size();
     queued_.emplace_back(event_id, std::move(frame));
     if (queued_.size() > buffer_events_) {
       if (dropped_ == 0) oldest_dropped_ = queued_.front().first;
       newest_dropped_ = queued_.front().first;
       ++dropped_;
+      queued_bytes_ -= queued_.front().second.size();
       queued_.pop_front();
     }
     if (last) ending_ = true;
@@ -115,6 +133,7 @@ void EventSubscription::finish(std::string last_frame) {
   {
     std::lock_guard lock(mutex_);
     if (abandoned_ || ending_) return;
+    queued_bytes_ += last_frame.size();
     queued_.emplace_back("", std::move(last_frame));
     ending_ = true;
     if (!(deliver = take_ready())) return;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -28,6 +29,12 @@ class EventSubscription : public BodySource {
   const std::string& tenant() const { return tenant_; }  // "" = all tenants
   bool until_terminal() const { return until_terminal_; }
   bool abandoned() const;
+  // The stream's slot among the broker's open streams (StreamSlots): given back when
+  // the client goes (abandon) or the subscription ends.
+  void hold_slot(std::shared_ptr<void> slot);
+  // Bytes of the frames waiting for the connection: a feeder that can wait (a log
+  // follow reads the log again later) stops adding while they are many.
+  std::size_t queued_bytes() const;
 
   // Where a stream opened "from now" starts: per queue, the last id its stream had
   // when the subscription was established (set by the hub before it joins; a queue
@@ -59,6 +66,8 @@ class EventSubscription : public BodySource {
   std::size_t dropped_ = 0;
   std::string oldest_dropped_, newest_dropped_;
   Deliver waiting_;
+  std::size_t queued_bytes_ = 0;
+  std::shared_ptr<void> slot_;
   Clock::time_point last_sent_ = Clock::now();
   bool ending_ = false, ended_ = false, abandoned_ = false;
 };

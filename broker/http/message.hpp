@@ -18,6 +18,10 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;  // lower-cased names
   std::map<std::string, std::string> params;   // path parameters filled by the router
   std::string body;
+  // Whether the client has closed its connection (set by the server; unset: not known).
+  // A handler that waits (a blocked PUSH) asks before it acts, so it does not store
+  // what nobody will hear of.
+  std::function<bool()> client_gone;
 
   std::string header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);

@@ -99,6 +99,15 @@ void Router::add(const std::string& method, const std::string& pattern, Handler 
   routes_.insert(at, Route{method, pattern, std::move(segments), static_cast<std::size_t>(params), std::move(handler)});
 }
 
+void Router::bound_share(const std::vector<std::string>& routes, int share) {
+  share_ = std::max(1, share);
+  for (const auto& name : routes) {
+    const auto it = std::find_if(routes_.begin(), routes_.end(), [&](const Route& r) { return r.method + " " + r.pattern == name; });
+    if (it == routes_.end()) throw std::logic_error("bound_share: no such route: " + name);
+    it->bounded = true;
+  }
+}
+
 bool Router::runs_on_io_thread(std::string_view method, std::string_view target) const {
   const auto path = target.substr(0, target.find('?'));
   return std::any_of(io_thread_routes_.begin(), io_thread_routes_.end(),
@@ -179,6 +188,16 @@ HttpResponse Router::resolve(HttpRequest& request, std::string& matched) const {
     request.params = std::move(params);
     try {
       for (const auto& m : middlewares_) m(request, route.method + " " + route.pattern);
+      if (!route.bounded) return route.handler(request);
+      struct Slot {
+        std::atomic<int>& n;
+        ~Slot() { --n; }
+      } slot{share_in_flight_};
+      if (++share_in_flight_ > share_)
+        throw OjsError(ErrorCode::unavailable,
+                       "too many expensive reads (diagnoses, estimates, logs, listings) in flight on this broker (" +
+                           std::to_string(share_) + "): retry later",
+                       {{"reason", "busy"}, {"limit", share_}, {"retry_after_s", 1}});
       return route.handler(request);
     } catch (...) {  // nothing may reach the I/O thread
       return error_response(failure_as_ojs_error(std::current_exception(), request.method + " " + request.path));

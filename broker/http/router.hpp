@@ -39,6 +39,11 @@ class Router {
   void add(const std::string& method, const std::string& pattern, Handler handler, Runs runs = Runs::on_handler_pool);
   // Whether the request's route runs on the I/O thread (target: path and query, as sent).
   bool runs_on_io_thread(std::string_view method, std::string_view target) const;
+  // Routes ("METHOD /pattern", each registered before) whose cost grows with the data
+  // (diagnoses, estimates, logs, listings): at most `share` of them run at once; beyond,
+  // 503 with Retry-After, so the rest of the handler threads stay free for health,
+  // readiness and the work itself.
+  void bound_share(const std::vector<std::string>& routes, int share);
   void use(Middleware middleware) { middlewares_.push_back(std::move(middleware)); }
   void observe(Observer observer) { observers_.push_back(std::move(observer)); }
   void decorate(Decorator decorator) { decorators_.push_back(std::move(decorator)); }
@@ -54,6 +59,7 @@ class Router {
     std::vector<std::string> segments;
     std::size_t params;  // how many segments are {parameters}
     Handler handler;
+    bool bounded = false;  // counted against the bounded share
   };
   std::vector<Route> routes_;
   std::vector<std::pair<std::string, std::string>> io_thread_routes_;  // method, literal path
@@ -61,6 +67,8 @@ class Router {
   std::vector<Observer> observers_;
   std::vector<Decorator> decorators_;
   mutable std::atomic<int> in_flight_{0};
+  int share_ = 0;
+  mutable std::atomic<int> share_in_flight_{0};
 
   HttpResponse resolve(HttpRequest& request, std::string& matched) const;
 };

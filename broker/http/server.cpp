@@ -256,6 +256,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       return write(std::move(r), false, 11);
     }
     if (ec) return close();
+    // The request is in: its read timeouts end here (a GET's header timeout would
+    // otherwise run on through a slow handler and the reply's write). The reply's
+    // write has its own bound (kStreamWriteTimeout).
+    beast::get_lowest_layer(stream_).expires_never();
     connection_->waiting_since = 0;  // its request runs: never cut at the cap
     auto& req = parser_->get();
     const bool keep_alive = req.keep_alive();
@@ -283,7 +287,15 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     // The router renders every handler error; this guard keeps a bug in it (or an
     // allocation failure) from unwinding into the pool or a fiber and killing the broker.
     try {
-      return router_.dispatch(to_request(req));
+      auto request = to_request(req);
+      request.client_gone = [fd = beast::get_lowest_layer(stream_).socket().native_handle()] {
+        // The handler runs while nothing reads the socket: a peek sees the peer's FIN
+        // (0) or a reset; pending bytes (a pipelined request) or none mean it is there.
+        char c;
+        const auto n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+      };
+      return router_.dispatch(std::move(request));
     } catch (...) {
       return json_response(500, R"({"error":{"code":"internal_error","message":"internal error","retryable":false}})");
     }
@@ -335,6 +347,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       return read();
     }
     asio::post(stream_.get_executor(), [self = this->shared_from_this(), res, serializer, keep_alive] {
+      beast::get_lowest_layer(self->stream_).expires_after(kStreamWriteTimeout);  // a client that stops reading is dropped
       http::async_write(self->stream_, *serializer, [self, res, serializer, keep_alive](beast::error_code ec, std::size_t) {
         if (ec || !keep_alive) return self->close();
         self->read();
@@ -345,6 +358,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void write(HttpResponse response, bool keep_alive, unsigned version) {
     if (response.stream) return start_stream(std::move(response), version);
     auto res = make_response(std::move(response), keep_alive, version);
+    beast::get_lowest_layer(stream_).expires_after(kStreamWriteTimeout);  // a client that stops reading is dropped
     http::async_write(stream_, *res, [self = this->shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
       if (ec || !keep_alive) return self->close();
       self->read();

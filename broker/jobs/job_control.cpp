@@ -45,7 +45,12 @@ void check_job_patch(const json& patch) {
 }
 
 json JobControl::hold(const std::string& id, const std::string& who) {
-  return JobService::checked(store_.hold(jobs_.queue_of_or_404(id), id, who), id, "hold").envelope();
+  const auto t = store_.hold(jobs_.queue_of_or_404(id), id, who);
+  if (t.status == TransitionStatus::conflict && t.detail == "gang_forming")
+    throw OjsError(ErrorCode::conflict,
+                   "cannot hold job " + id + ": it is a gang forming on its workers (hold it once it formed or went back to waiting)",
+                   {{"job_id", id}, {"state", "available"}, {"reason", "gang_forming"}});
+  return JobService::checked(t, id, "hold").envelope();
 }
 
 json JobControl::release(const std::string& id, const std::string& who) {

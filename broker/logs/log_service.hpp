@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "broker/events/event_subscription.hpp"
+#include "broker/events/stream_slots.hpp"
 #include "broker/jobs/job_service.hpp"
 #include "broker/store/log_store.hpp"
 
@@ -24,7 +25,7 @@ namespace ojs::broker {
 
 struct LogOptions {
   long long max_bytes = 1 << 20;               // kept per job (--job-log-max-bytes)
-  std::size_t max_follows = 256;               // open follows per broker; beyond: 503
+  std::shared_ptr<StreamSlots> slots;          // the broker's open streams (--max-event-streams), shared with the event hub
   std::chrono::milliseconds poll{200};         // the reader's cadence while follows are open
   std::chrono::milliseconds keep_alive{15000};
 };

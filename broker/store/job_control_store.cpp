@@ -7,7 +7,7 @@ namespace ojs::broker {
 namespace {
 std::vector<std::string> hold_keys(const std::string& queue, const std::string& id) {
   return {keys::job(queue, id), keys::ready_prefix(queue), keys::delayed(queue), keys::class_heads(queue),
-          keys::on_hold(queue), keys::events(queue)};
+          keys::on_hold(queue), keys::events(queue), keys::expiring(queue), keys::reservation_waits(queue)};
 }
 }  // namespace
 

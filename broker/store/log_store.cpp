@@ -23,9 +23,9 @@ LogAppendOutcome LogStore::append(const std::string& queue, const std::string& i
   return out;
 }
 
-LogPage LogStore::read(const std::string& queue, const std::string& id, const std::string& after, int count) {
-  const auto replies = redis_.pipeline({{"HMGET", keys::job(queue, id), "state", "log_dropped"},
-                                        {"XRANGE", keys::log(queue, id), after.empty() ? "-" : "(" + after, "+", "COUNT", std::to_string(count)}});
+namespace {
+
+LogPage page_of(const std::vector<RedisValue>& replies) {
   LogPage page;
   for (const auto& e : replies[1].elements) {
     LogEntry entry{e.elements.at(0).str, {}, {}};
@@ -40,6 +40,20 @@ LogPage LogStore::read(const std::string& queue, const std::string& id, const st
   if (!f.empty() && !f[0].is_nil()) page.state = f[0].str;
   if (f.size() > 1 && !f[1].is_nil()) page.dropped = std::stoll(f[1].str);
   return page;
+}
+
+}  // namespace
+
+LogPage LogStore::read(const std::string& queue, const std::string& id, const std::string& after, int count) {
+  return page_of(redis_.pipeline({{"HMGET", keys::job(queue, id), "state", "log_dropped"},
+                                  {"XRANGE", keys::log(queue, id), after.empty() ? "-" : "(" + after, "+", "COUNT", std::to_string(count)}}));
+}
+
+LogPage LogStore::read_back(const std::string& queue, const std::string& id, const std::string& before, const std::string& after,
+                            int count) {
+  return page_of(redis_.pipeline({{"HMGET", keys::job(queue, id), "state", "log_dropped"},
+                                  {"XREVRANGE", keys::log(queue, id), before.empty() ? "+" : "(" + before,
+                                   after.empty() ? "-" : "(" + after, "COUNT", std::to_string(count)}}));
 }
 
 }  // namespace ojs::broker

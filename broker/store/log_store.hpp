@@ -40,6 +40,10 @@ class LogStore {
   // job's state and dropped bytes: one round trip. The state is read first: a job seen
   // finished has every chunk its worker sent before reporting in the entries read after.
   LogPage read(const std::string& queue, const std::string& id, const std::string& after, int count);
+  // The same, newest first: entries before `before` ("" = from the newest) and after
+  // `after` ("" = back to the first), at most `count`.
+  LogPage read_back(const std::string& queue, const std::string& id, const std::string& before, const std::string& after,
+                    int count);
 
  private:
   RedisPool& redis_;

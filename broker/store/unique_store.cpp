@@ -52,7 +52,7 @@ UniquePushOutcome UniqueStore::push(const BatchJob& job, const std::string& uniq
       std::vector<std::string> script_keys{keys::job(holder_queue, holder_id), keys::ready(holder_queue, holder_class),
                                            keys::delayed(holder_queue),       keys::events(holder_queue),
                                            keys::stats(holder_queue),         keys::class_heads(holder_queue),
-                                           keys::finished_prefix(holder_queue)};
+                                           keys::finished_prefix(holder_queue), keys::on_hold(holder_queue)};
       std::vector<std::string> args{job.id, holder_class, states_csv, optional_text(period_ms), on_conflict, "check"};
       const auto reply = redis_.eval("push_unique", script_keys, args);
       if (reply.type != RedisValue::Type::array || reply.elements.empty()) throw std::runtime_error("malformed push_unique reply");

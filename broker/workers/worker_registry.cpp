@@ -12,7 +12,7 @@ namespace ojs::broker {
 
 WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, const std::string* capabilities,
                                                 const std::vector<std::string>& queues, const std::string& incarnation,
-                                                std::size_t reported_jobs) {
+                                                std::optional<std::size_t> reported_jobs) {
   static const std::string none;
   const std::string& caps_json = capabilities ? *capabilities : none;
   std::string queues_json;
@@ -32,7 +32,8 @@ WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, co
                                 capabilities ? queues : std::vector<std::string>{}, known);  // only a worker with capabilities has claims listed
   // Only a terminate the worker's incarnation has not yet been told, or a drain, needs the script.
   if (contact.state == "drain" || (contact.state == "terminate" && !incarnation.empty() && contact.terminated_by != incarnation))
-    contact.state = store_.deliver_directive(worker_id, incarnation, contact.held.load.active.empty() && reported_jobs == 0);
+    contact.state = store_.deliver_directive(worker_id, incarnation,
+                                             contact.held.load.active.empty() && (reported_jobs ? *reported_jobs == 0 : capabilities != nullptr));
   // Cordon: checked when the capabilities are written (they changed, or 30 s passed),
   // so an admin's resume holds until the worker reports its devices again.
   if (write && capabilities && contact.state == "running" && calls_for_cordon(caps_json)) {

@@ -35,8 +35,11 @@ class WorkerRegistry {
   // ends with the incarnation it reached (a restarted worker runs); drain is quiet
   // while the worker holds a job (by its held sets, or the jobs its heartbeat
   // reports, `reported_jobs`: a worker without capabilities has no held sets), then terminate.
+  // A FETCH reports no jobs (nullopt): a worker without capabilities that fetches is
+  // told quiet, never terminate, as it may hold a job no held set shows; its next
+  // heartbeat, which lists its jobs, ends the drain.
   Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::vector<std::string>& queues,
-                  const std::string& incarnation, std::size_t reported_jobs = 0);
+                  const std::string& incarnation, std::optional<std::size_t> reported_jobs = std::nullopt);
   static constexpr std::int64_t kResendProfileMs = 30000;
   // [admin] Records the hostname a worker sent, written when it differs from what this
   // broker last wrote for it (a worker sends it with every heartbeat).

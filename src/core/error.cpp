@@ -117,6 +117,9 @@ nlohmann::json OjsError::to_json() const {
       {"message", what()},
       {"retryable", is_retryable(code_)},
       {"hint", code_ == ErrorCode::not_found ? not_found_hint(details_->value)
+               // A 503 that names its reason (busy, draining, a limit) is the broker's, not the store's.
+               : code_ == ErrorCode::unavailable && details_->value.is_object() && details_->value.contains("reason")
+                   ? "The broker is busy or draining, not its store: retry after the Retry-After interval."
                : code_ == ErrorCode::duplicate && details_->value.is_object() && details_->value.contains("uniqueness_key")
                    ? "A job with the same uniqueness key exists (details.existing_job_id); see the job's unique policy."
                    : hint_for(code_)},

@@ -165,7 +165,8 @@ class PathMutator {
   std::string segment() {
     static const char* values[] = {"", "%ff", "%c3%28", "a%2Fb", "..", "%2e%2e", "-1", "0", "99999999999999999999", "1e308",
                                    "x:y", "0196a0f0-0000-7000-8000-000000000000", "fuzz", "%00", "a,b,,c", "%20",
-                                   "job.completed,job.started", "available", "dead", "*"};
+                                   "job.completed,job.started", "available", "dead", "*", "true", "1-1",
+                                   "18446744073709551615-18446744073709551615", "1970-01-01T00:00:00Z"};
     if (pick(10) == 0) return std::string(static_cast<std::size_t>(1 + pick(3000)), 'a');
     return values[pick(static_cast<int>(std::size(values)))];
   }
@@ -229,6 +230,10 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"POST", "/ojs/v1/workers/fetch", {{"queues", {"fuzz"}}, {"worker_id", "fuzzer"}, {"count", 1}, {"capabilities", caps}}},
       {"POST", "/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "fuzzer"}, {"result", {{"ok", true}}}}},
       {"POST", "/ojs/v1/workers/nack", {{"job_id", id}, {"worker_id", "fuzzer"}, {"error", {{"message", "x"}, {"retryable", true}}}}},
+      {"POST", "/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "fuzzer"}, {"fetch", {{"queues", {"fuzz"}}, {"count", 1}, {"capabilities", caps}}}},
+       "POST /ojs/v1/workers/ack (fetch)"},
+      {"POST", "/ojs/v1/workers/nack", {{"job_id", id}, {"worker_id", "fuzzer"}, {"error", {{"message", "x"}}}, {"fetch", {{"queues", {"fuzz"}}, {"capabilities", caps}}}},
+       "POST /ojs/v1/workers/nack (fetch)"},
       {"POST", "/ojs/v1/workers/heartbeat", {{"worker_id", "fuzzer"}, {"active_jobs", {id}}, {"visibility_timeout_ms", 1000}}},
       {"POST", "/ojs/v1/workers/beat", {{"worker_id", "fuzzer-beat"}, {"state", "drain"}, {"active_jobs", 1}}},
       {"POST", "/ojs/v1/workers/progress", {{"job_id", id}, {"worker_id", "fuzzer"}, {"progress", 0.5}, {"data", {{"step", 1}}}, {"message", "m"}}},
@@ -336,6 +341,7 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"GET", "/ojs/v1/events/stream", {}, {"types", "queues", "job_types", "job_id"}, "GET /ojs/v1/events/stream"},
       {"GET", "/ojs/v1/queues/fuzz/events", {"fuzz"}, {"types", "job_types"}, "GET /ojs/v1/queues/{name}/events"},
       {"GET", "/ojs/v1/jobs/" + id + "/events", {id}, {"types"}, "GET /ojs/v1/jobs/{id}/events"},
+      {"GET", "/ojs/v1/jobs/" + id + "/logs", {id}, {"follow", "tail", "since"}, "GET /ojs/v1/jobs/{id}/logs (follow)"},
   };
 
   // Every endpoint docs/http-api.md lists is fuzzed here.

@@ -4,15 +4,22 @@
 -- can see it (claim.lua needs no check of its own). What release needs to put it
 -- back where it was is kept on the job: held_from (the state), held_score (its
 -- ready-set score: its place in line) or held_due (its delayed-zset due time).
--- Holding a held job changes nothing (the first holder stays).
--- KEYS (6): 1 job hash, 2 ready prefix (+ the job's class), 3 delayed, 4 class heads,
---           5 on-hold set (keys.hpp on_hold), 6 events
+-- Holding a held job changes nothing (the first holder stays). A gang forming on its
+-- workers is refused: their GPUs are charged to it and only its release (claim_gang,
+-- gang_expire) gives them back, which skips a job that is no longer available.
+-- The job's wait for its reservation (reservation waits) is kept as held_reservation_due:
+-- the maintenance drops entries of jobs that do not wait, so release puts it back
+-- (and its expiry entry, for the same reason).
+-- KEYS (8): 1 job hash, 2 ready prefix (+ the job's class), 3 delayed, 4 class heads,
+--           5 on-hold set (keys.hpp on_hold), 6 events, 7 expiring index (release's),
+--           8 reservation waits
 -- ARGV: who (the caller's identity name)
--- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
+-- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state} | {'conflict', 'gang_forming'}
 local jk, who = KEYS[1], ARGV[1]
 local job = read_job(jk)
 if not job then return {'not_found'} end
 if job.state == 'pending' and job.held_by then return {'ok', flat_job(job)} end
+if job.gang_workers then return {'conflict', 'gang_forming'} end
 local set = {'state', 'pending', 'held_by', who, 'held_from', job.state}
 if job.state == 'available' then
   local ready = KEYS[2] .. job.class
@@ -28,6 +35,8 @@ elseif job.state == 'scheduled' or job.state == 'retryable' then
 else
   return {'conflict', job.state}
 end
+local waits = redis.call('ZSCORE', KEYS[8], job.id)
+if waits then set[#set + 1], set[#set + 2] = 'held_reservation_due', waits end
 local now = int_s(now_ms())
 set[#set + 1], set[#set + 2] = 'held_at', now
 redis.call('HSET', jk, unpack(set))

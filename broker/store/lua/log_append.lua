@@ -39,5 +39,7 @@ while bytes > max_bytes do
     bytes, dropped = bytes - size, dropped + size
   end
 end
+-- The count stays exact (a double's 2^53) and printable however much is reported.
+if dropped > 9007199254740991 then dropped = 9007199254740991 end
 redis.call('HSET', jk, 'log_bytes', int_s(bytes), 'log_dropped', int_s(dropped))
 return {'ok', bytes, dropped}

@@ -3,9 +3,10 @@
 -- uniqueness key. UniqueStore::push runs it to decide ('check': nothing is
 -- written), takes the key (unique_claim.lua, global slot), runs it again to cancel
 -- a replaced holder ('apply') and pushes the new job (push.lua, its queue's slot).
--- KEYS (7): 1 holder's job hash, 2 its class's ready set, 3 its delayed,
+-- KEYS (8): 1 holder's job hash, 2 its class's ready set, 3 its delayed,
 --   4 its events, 5 its stats, 6 its class heads, 7 its finished prefix (keys.hpp
---   finished_prefix)  (the holder's queue)
+--   finished_prefix), 8 its on-hold set (keys.hpp on_hold: a held holder leaves it,
+--   as cancel_job's do)  (the holder's queue)
 -- ARGV: 1 new job id, 2 holder class the caller read, 3 states (comma-separated),
 --       4 period ms ('' = none), 5 on_conflict (reject|ignore|replace|replace_except_schedule),
 --       6 'check' (decide only) | 'apply' (cancel a replaced holder: the caller holds the key)
@@ -35,6 +36,7 @@ if ARGV[6] == 'check' then return {'replaced', scheduled_at} end
 if not is_terminal(state) then  -- a terminal holder (states listed it) is left as it is
   ready_remove(KEYS[6], KEYS[2], h[4], holder_id)
   redis.call('ZREM', KEYS[3], holder_id)
+  redis.call('ZREM', KEYS[8], holder_id)
   redis.call('HSET', KEYS[1], 'state', 'cancelled', 'cancelled_at', now, 'replaced_by', id)
   redis.call('HDEL', KEYS[1], 'next_attempt_at')
   redis.call('HINCRBY', KEYS[5], 'cancelled', 1)

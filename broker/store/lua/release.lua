@@ -2,8 +2,12 @@
 -- its ready set at its old place in line (its FIFO sequence, in the band of its
 -- current rank base: an update while held may have moved the band), or to the
 -- delayed zset at its old due time (promotion makes it available when due).
--- KEYS (6): 1 job hash, 2 ready prefix (+ the job's class), 3 delayed, 4 class heads,
---           5 on-hold set (keys.hpp on_hold), 6 events
+-- Its expiry and its wait for a reservation are listed again (the maintenance dropped
+-- them while it was held): a job whose expires_at or reservation timeout passed
+-- meanwhile is discarded by the next pass, as if it had never been held.
+-- KEYS (8): 1 job hash, 2 ready prefix (+ the job's class), 3 delayed, 4 class heads,
+--           5 on-hold set (keys.hpp on_hold), 6 events, 7 expiring index (keys.hpp
+--           expiring), 8 reservation waits
 -- ARGV: who (the caller's identity name)
 -- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
 local jk, who = KEYS[1], ARGV[1]
@@ -18,10 +22,12 @@ if from == 'available' then
 else
   redis.call('ZADD', KEYS[3], job.held_due, job.id)
 end
+if job.expires_at then redis.call('ZADD', KEYS[7], job.expires_at, job.id) end
+if job.held_reservation_due then redis.call('ZADD', KEYS[8], job.held_reservation_due, job.id) end
 redis.call('HSET', jk, 'state', from)
-redis.call('HDEL', jk, 'held_by', 'held_from', 'held_score', 'held_due', 'held_at')
+redis.call('HDEL', jk, 'held_by', 'held_from', 'held_score', 'held_due', 'held_at', 'held_reservation_due')
 redis.call('ZREM', KEYS[5], job.id)
 job.state = from
-job.held_by, job.held_from, job.held_score, job.held_due, job.held_at = nil, nil, nil, nil, nil
+job.held_by, job.held_from, job.held_score, job.held_due, job.held_at, job.held_reservation_due = nil, nil, nil, nil, nil, nil
 emit(KEYS[6], 'job.released', job, {'released_by', who})
 return {'ok', flat_job(job)}
