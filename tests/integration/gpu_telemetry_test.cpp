@@ -94,7 +94,7 @@ TEST(GpuTelemetry, NvmlReadingsReachMetricsAndAHotDeviceTakesNoJob) {
   // The sampling cost, as the worker reports it (CPU ms per minute of its run).
   const auto cost = worker_entry(api, "tel")["capabilities"]["telemetry"];
   ASSERT_TRUE(cost.is_object()) << cost.dump();
-  EXPECT_GT(cost["samples"].get<long long>(), 3);
+  EXPECT_GE(cost["samples"].get<long long>(), 2);
   std::cout << "telemetry sampling cost: " << cost.dump() << std::endl;
   RecordProperty("telemetry_cpu_ms_per_minute", std::to_string(cost["cpu_ms_per_minute"].get<double>()));
 }
