@@ -156,7 +156,7 @@ Transition JobStore::cancel(const std::string& queue, const std::string& id, boo
 }
 
 bool JobStore::process_gone(const std::string& queue, const std::string& id, const std::string& worker_id) {
-  return redis_.eval("process_gone", {keys::job(queue, id), keys::held_prefix(queue)}, {worker_id}).integer == 1;
+  return redis_.eval("process_gone", {keys::job(queue, id), keys::held(queue, worker_id)}, {worker_id}).integer == 1;
 }
 
 std::vector<std::string> JobStore::extend(const std::string& queue, const std::string& worker_id,

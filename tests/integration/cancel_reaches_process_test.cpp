@@ -78,6 +78,18 @@ RunResult ojsctl(const std::string& url, const std::string& verb, const std::str
   return run_process({binary_path("ojsctl/ojsctl"), "--url", url, verb, id}, 60);
 }
 
+// Job `id` runs on a worker whose agent then dies (SIGKILL: its job runs on, orphaned,
+// *orphan its pid), and is cancelled.
+void cancel_after_agent_died(Api& api, const std::string& broker_url, const std::string& worker, const std::string& dir,
+                             const std::string& id, pid_t* orphan) {
+  auto agent = start_agent(broker_url, worker, dir, "true");
+  ASSERT_EQ(wait_for_state(api, id, "active")["state"], "active");
+  *orphan = pid_of(dir, id);
+  agent.signal(SIGKILL);
+  ASSERT_TRUE(agent.exited_within(30s));
+  ASSERT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + id).status, 200);
+}
+
 }  // namespace
 
 TEST(CancelReachesProcess, CancelGivesTheGraceAndTheGpuWaitsUntilTheProcessIsGone) {
@@ -159,16 +171,9 @@ TEST(CancelReachesProcess, ARestartedWorkerReportsAJobItDoesNotRunGone) {
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};
   const std::string dir = make_temp_dir("cancel-restart");
-  pid_t orphan = -1;
   const auto a = api.push(gpu_job("ml.hold"));
-  {
-    auto agent = start_agent(broker.url(), "restarted", dir, "true");
-    ASSERT_EQ(wait_for_state(api, a, "active")["state"], "active");
-    orphan = pid_of(dir, a);
-    agent.signal(SIGKILL);
-    ASSERT_TRUE(agent.exited_within(30s));
-  }
-  ASSERT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + a).status, 200);
+  pid_t orphan = -1;
+  ASSERT_NO_FATAL_FAILURE(cancel_after_agent_died(api, broker.url(), "restarted", dir, a, &orphan));
   EXPECT_EQ(worker_listed(api, "restarted")["gpus_in_use"], 1) << "the cancelled job's GPU was freed before any report";
   auto agent = start_agent(broker.url(), "restarted", dir, "true");
   const auto b = api.push(gpu_job("ml.quick"));
@@ -184,16 +189,9 @@ TEST(CancelReachesProcess, ALostWorkerStopsHoldingTheCancelledJobsGpu) {
   BrokerProcess broker{redis.url(), {"--worker-dead-after-ms", "1500"}};
   Api api{broker.url()};
   const std::string dir = make_temp_dir("cancel-lost");
-  pid_t orphan = -1;
   const auto a = api.push(gpu_job("ml.hold"));
-  {
-    auto agent = start_agent(broker.url(), "vanished", dir, "true");
-    ASSERT_EQ(wait_for_state(api, a, "active")["state"], "active");
-    orphan = pid_of(dir, a);
-    agent.signal(SIGKILL);
-    ASSERT_TRUE(agent.exited_within(30s));
-  }
-  ASSERT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + a).status, 200);
+  pid_t orphan = -1;
+  ASSERT_NO_FATAL_FAILURE(cancel_after_agent_died(api, broker.url(), "vanished", dir, a, &orphan));
   EXPECT_EQ(worker_listed(api, "vanished")["gpus_in_use"], 1);
   EXPECT_TRUE(wait_until([&] { return worker_listed(api, "vanished")["gpus_in_use"] == 0; }, 60))
       << worker_listed(api, "vanished").dump();
