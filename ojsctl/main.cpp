@@ -4,7 +4,7 @@
 //   ojsctl [--url URL] [--token T] [--ca-file F] [-o table|json|name] <command>   (global flags also after it)
 //     push [-f job.json] [--type T] [--queue Q] [--args JSON] [--priority N] [--gpus N] [--gpu-type T]
 //          [--priority-class C] [--set ext_ml_KEY=VALUE]...
-//     cancel|retry|hold|release JOB_ID | update JOB_ID [--priority N] [--priority-class C] [--set ...]
+//     cancel|kill|retry|hold|release JOB_ID | update JOB_ID [--priority N] [--priority-class C] [--set ...]
 //     logs JOB_ID [-f] [--tail N] [--since CURSOR|TIME] | watch JOB_ID
 //     jobs list [QUEUE] [--state S] [--type T] [--limit N] [--page P]
 //     dead-letter list [--queue Q] [--limit N] | dead-letter retry|delete JOB_ID
@@ -416,7 +416,8 @@ Exit status: 0 ok, 1 broker error or unreachable, 2 invalid, 3 drift, 4 not foun
       const char* method;
       const char* path;  // appended to /ojs/v1/
     };
-    for (const JobVerb v : {JobVerb{"cancel", "Cancel a job (kubectl delete, scancel)", "DELETE", "jobs/"},
+    for (const JobVerb v : {JobVerb{"cancel", "Cancel a job; a running one gets SIGTERM, its grace, then SIGKILL (scancel)", "DELETE", "jobs/"},
+                            JobVerb{"kill", "Cancel a job; a running one gets SIGKILL now (scancel --signal=KILL)", "POST", "jobs/ID/kill"},
                             JobVerb{"retry", "Run a finished job again (dead letter, discarded, cancelled)", "POST", "admin/jobs/ID/retry"},
                             JobVerb{"hold", "Keep a waiting job from being scheduled (scontrol hold)", "POST", "jobs/ID/hold"},
                             JobVerb{"release", "Let a held job be scheduled again (scontrol release)", "POST", "jobs/ID/release"}}) {

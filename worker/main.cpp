@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 
 namespace {
@@ -26,6 +27,9 @@ std::string default_worker_id() {
 
 int main(int argc, char** argv) {
   using namespace ojs::worker;
+  // Launcher mode: the agent starts each isolated job through itself (job_isolation.hpp).
+  if (argc >= 4 && std::string(argv[1]) == "--exec-isolated" && std::string(argv[3]) == "--")
+    return run_isolated(argv[2], std::vector<std::string>(argv + 4, argv + argc));
   CLI::App app{"OJS worker agent: discovers GPUs, fetches matching jobs from an OJS broker, runs them"};
   std::string broker = "http://127.0.0.1:8080";
   std::string token;
@@ -90,7 +94,18 @@ int main(int argc, char** argv) {
       std::cout << nlohmann::json(*nvml.inventory).dump(1) << std::endl;
       return 0;
     }
-    const nlohmann::json capabilities = build_capabilities(config, capabilities_file);
+    nlohmann::json capabilities = build_capabilities(config, capabilities_file);
+    // Isolation as this host allows it; the advertised label says which (jobs may select on it).
+    std::unique_ptr<JobIsolation> isolation;
+    if (!print_capabilities) {
+      std::string why_off;
+      std::error_code ec;
+      const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+      isolation = JobIsolation::create(config.isolation, ec ? std::string(argv[0]) : self.string(), worker_id, &why_off);
+      if (isolation) spdlog::info("jobs are isolated: {} (memory, CPUs, pids, devices) and a private /dev", isolation->mode());
+      else spdlog::warn("jobs are not isolated: {}", why_off);
+      capabilities["labels"]["ojs.io/isolation"] = isolation ? isolation->mode() : "off";
+    }
     if (print_capabilities) {
       std::cout << capabilities.dump(2) << std::endl;
       return 0;
@@ -108,6 +123,7 @@ int main(int argc, char** argv) {
     options.heartbeat_interval_s = heartbeat_interval_s;
     options.visibility_timeout_ms = visibility_timeout_ms;
     options.once = once;
+    options.isolation = isolation.get();
     // Health events only make sense for the GPUs discovery read, not simulated ones.
     DeviceFaults faults;
     std::unique_ptr<XidWatcher> xid_watcher;
@@ -117,6 +133,13 @@ int main(int argc, char** argv) {
       if (xid_watcher) spdlog::info("watching {} GPU(s) for XID errors", xid_watcher->watched_gpus());
       else spdlog::info("no XID watching ({})", why);
       options.device_faults = &faults;
+    }
+    std::unique_ptr<GpuTelemetry> telemetry;
+    if ((capabilities_file.empty() || !requests_simulation(read_json_file(capabilities_file))) && config.telemetry_interval_s > 0) {
+      std::string why;
+      telemetry = GpuTelemetry::open(config.nvml_library, &why);
+      if (!telemetry) spdlog::info("no GPU telemetry ({})", why);
+      options.telemetry = telemetry.get();
     }
     Agent agent(api, std::move(config), std::move(options), capabilities, shutdown_requested);
     return agent.run();

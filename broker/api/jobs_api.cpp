@@ -99,6 +99,11 @@ void register_jobs_api(Router& router, ApiContext& ctx) {
     require_in_tenant_scope(ctx, job_id_param(r));
     return json_reply(200, {{"job", ctx.jobs.cancel(job_id_param(r))}});
   });
+  // Cancel whose running process gets SIGKILL at once (also a cancelled job still stopping).
+  router.add("POST", "/ojs/v1/jobs/{id}/kill", [&ctx](const HttpRequest& r) {
+    require_in_tenant_scope(ctx, job_id_param(r));
+    return json_reply(200, {{"job", ctx.jobs.cancel(job_id_param(r), true)}});
+  });
 }
 
 }  // namespace ojs::broker

@@ -11,6 +11,7 @@ namespace ojs::broker {
 
 namespace {
 constexpr long long kClassHeadsCheckEvery = 300;  // passes (a minute at the default 200 ms)
+constexpr long long kLostStopsEvery = 25;         // passes (5 s at the default 200 ms): a read of each lost worker's held sets
 }
 
 void Maintenance::run_once() {
@@ -56,6 +57,17 @@ void Maintenance::run_once() {
       spdlog::error("maintenance of queue {} failed: {}", queue, e.what());
     }
   }
+  if (passes_ % kLostStopsEvery == 0)
+    for (const auto& worker : lost) {
+      try {
+        if (int n = reaper_.end_stops_of_lost_worker(worker, workers_.held_state(worker).preempting); n > 0)
+          spdlog::warn("worker {} is lost: {} cancelled job(s) it was stopping no longer hold its devices", worker, n);
+      } catch (const StoreUnavailable&) {
+        throw;
+      } catch (const std::exception& e) {
+        spdlog::error("ending the stops of lost worker {} failed: {}", worker, e.what());
+      }
+    }
   for (const auto& step : steps_) {
     try {
       step();

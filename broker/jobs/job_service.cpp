@@ -51,9 +51,10 @@ JobRecord JobService::checked(const Transition& t, const std::string& id, const 
   }
 }
 
-json JobService::cancel(const std::string& id) {
+json JobService::cancel(const std::string& id, bool kill) {
   const auto queue = queue_of_or_404(id);
-  return dispatch_workflow_callbacks(workflows_, checked(transitions_.cancel(queue, id), id, "cancel")).envelope();
+  return dispatch_workflow_callbacks(workflows_, checked(transitions_.cancel(queue, id, kill), id, kill ? "kill" : "cancel"))
+      .envelope();
 }
 
 std::vector<std::string> JobService::extend(const std::string& worker_id, std::int64_t visibility_ms,
@@ -69,7 +70,11 @@ ObjectText JobService::ack(const std::string& id, const json* result, const std:
   require_job_id(id, "job_id");
   const auto queue = queue_of_or_404(id);
   const auto result_json = result && !result->is_null() ? result->dump() : std::string();
-  return dispatch_workflow_callbacks(workflows_, checked(transitions_.ack(queue, id, result_json, worker_id), id, "acknowledge")).envelope_text();
+  const Transition t = transitions_.ack(queue, id, result_json, worker_id);
+  // A job cancelled while it ran and finished before its worker heard: the ACK says
+  // its process is gone (its devices are free), and the result is not kept.
+  if (t.status == TransitionStatus::conflict && !worker_id.empty()) transitions_.process_gone(queue, id, worker_id);
+  return dispatch_workflow_callbacks(workflows_, checked(t, id, "acknowledge")).envelope_text();
 }
 
 json JobService::fail(const std::string& id, const json& error, bool requeue, const std::string& worker_id) {
@@ -84,6 +89,10 @@ json JobService::fail(const std::string& id, const json& error, bool requeue, co
     auto snapshot = reads_.get(queue, id);
     if (!snapshot) throw job_not_found(id);
     if (snapshot->state() != "active") {
+      // The worker of a job cancelled while it ran reports its process gone: the
+      // devices it held are free from now on, and the job stays cancelled.
+      if (!worker_id.empty() && snapshot->has("stop_action") && transitions_.process_gone(queue, id, worker_id))
+        return snapshot->envelope();
       if (replays_its_last_failure(*snapshot, error, requeue, worker_id)) return snapshot->envelope();
       checked(Transition{TransitionStatus::conflict, snapshot->state(), {}}, id, "fail");
     }

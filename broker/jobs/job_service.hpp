@@ -36,7 +36,9 @@ class JobService {
   JobService(JobStore& transitions, JobDirectory& directory, JobReads& reads, WorkflowStore& workflows)
       : transitions_(transitions), directory_(directory), reads_(reads), workflows_(workflows) {}
 
-  nlohmann::json cancel(const std::string& id);             // -> envelope
+  // -> envelope. A running job's worker is told to stop its process (kill: SIGKILL at
+  // once, else SIGTERM and the job's grace); its devices stay charged until then.
+  nlohmann::json cancel(const std::string& id, bool kill = false);
   // worker_id (optional, may be empty) makes the transition conditional on that
   // worker still holding the job.
   // -> the job's envelope as text (the stored document is not parsed)

@@ -21,6 +21,13 @@ int Reaper::reclaim_from_lost_workers(const std::string& queue, const std::set<s
   return reclaim(queue, ids, false);
 }
 
+int Reaper::end_stops_of_lost_worker(const std::string& worker_id, const std::vector<PreemptionMarkView>& marks) {
+  int ended = 0;
+  for (const auto& m : marks)
+    if (m.action != "preempt" && transitions_.process_gone(m.queue, m.job_id, worker_id)) ++ended;
+  return ended;
+}
+
 int Reaper::reclaim(const std::string& queue, const std::vector<std::string>& ids, bool require_expired) {
   int reclaimed = 0;
   for (const auto& id : ids) {

@@ -9,6 +9,7 @@
 
 #include "broker/store/job_reads.hpp"
 #include "broker/store/job_store.hpp"
+#include "broker/store/worker_store.hpp"
 #include "broker/store/workflow_store.hpp"
 
 namespace ojs::broker {
@@ -20,6 +21,9 @@ class Reaper {
 
   int reclaim_expired(const std::string& queue);
   int reclaim_from_lost_workers(const std::string& queue, const std::set<std::string>& lost_workers);
+  // A lost worker can report no process gone: the jobs cancelled while it ran them
+  // stop weighing on it (their devices are free for when it returns). Returns how many.
+  int end_stops_of_lost_worker(const std::string& worker_id, const std::vector<PreemptionMarkView>& marks);
 
  private:
   int reclaim(const std::string& queue, const std::vector<std::string>& ids, bool require_expired);

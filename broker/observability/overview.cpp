@@ -6,6 +6,7 @@
 #include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/device_assignment.hpp"
 
+#include <cmath>
 #include <set>
 
 namespace ojs::broker::obs {
@@ -31,6 +32,21 @@ long long xid_warnings(const json& caps) {
   return n;
 }
 
+// What the worker last read of each device (the agent's `telemetry` per device: NVML
+// utilisation, memory in use, temperature, power, ECC), with the device's index.
+json gpu_telemetry(const json& caps) {
+  json out = json::array();
+  if (!caps.is_object() || !caps.contains("devices") || !caps["devices"].is_array()) return out;
+  for (const auto& d : caps["devices"]) {
+    if (!d.is_object() || !d.contains("telemetry") || !d["telemetry"].is_object() || !d.contains("index")) continue;
+    json entry = d["telemetry"];
+    entry["gpu"] = d["index"];
+    if (d.contains("uuid") && d["uuid"].is_string()) entry["uuid"] = d["uuid"];
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 json workers_overview(const OverviewSources& ctx, json& totals) {
   const auto now = now_ms();
   json list = json::array();
@@ -52,7 +68,8 @@ json workers_overview(const OverviewSources& ctx, json& totals) {
                     {"gpus_free", std::max(0, total - busy - out_of_service_gpus(w.capabilities, w.drained_devices))},
                     {"queues", w.queues},
                     {"unhealthy_devices", sick},
-                    {"drained_devices", w.drained_devices}});
+                    {"drained_devices", w.drained_devices},
+                    {"gpu_telemetry", gpu_telemetry(w.capabilities)}});
     if (!is_live) continue;
     ++live;
     advertised += total;
@@ -178,6 +195,29 @@ void render_cluster_metrics(const json& overview, Exposition& out) {
   out.sample("ojs_gpus_in_use", {}, totals["gpus_in_use"].get<double>());
   out.family("ojs_gpus_unhealthy", "gauge", "GPU devices of live workers out of service after a fatal XID (unhealthy)");
   out.sample("ojs_gpus_unhealthy", {}, totals["gpus_unhealthy"].get<double>());
+  // Per device of each live worker, under the DCGM exporter's names (the worker's NVML
+  // reading, at most telemetry_interval_s old when it heartbeats).
+  struct DcgmField {
+    const char* name;
+    const char* key;
+    double scale;
+    const char* help;
+  };
+  for (const DcgmField f : {DcgmField{"DCGM_FI_DEV_GPU_UTIL", "utilization_pct", 1, "GPU utilization (%)"},
+                            DcgmField{"DCGM_FI_DEV_FB_USED", "memory_used_gb", 1e9 / (1024.0 * 1024.0), "Framebuffer memory used (MiB)"},
+                            DcgmField{"DCGM_FI_DEV_GPU_TEMP", "temperature_c", 1, "GPU temperature (C)"},
+                            DcgmField{"DCGM_FI_DEV_POWER_USAGE", "power_w", 1, "Power draw (W)"},
+                            DcgmField{"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "ecc_uncorrected", 1,
+                                      "Uncorrected (double-bit) volatile ECC errors"}}) {
+    out.family(f.name, "gauge", std::string(f.help) + ", per device of live workers, as the worker last read it from NVML");
+    for (const auto& w : overview["workers"]) {
+      if (!w["live"].get<bool>() || !w.contains("gpu_telemetry")) continue;
+      for (const auto& t : w["gpu_telemetry"])
+        if (t.contains(f.key) && t[f.key].is_number())
+          out.sample(f.name, {{"worker", w["id"].get<std::string>()}, {"gpu", std::to_string(t["gpu"].get<int>())}},
+                     std::round(t[f.key].get<double>() * f.scale * 1000) / 1000);
+    }
+  }
   out.family("ojs_gpu_xid_warnings", "gauge", "Warning XIDs (e.g. 92, 94) live workers counted on their devices since they started");
   out.sample("ojs_gpu_xid_warnings", {}, totals["gpu_xid_warnings"].get<double>());
 }

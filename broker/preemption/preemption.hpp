@@ -99,7 +99,8 @@ std::optional<CapacityHold> backfill_hold_of(PreemptionStore& store, const std::
 bool hold_still_wanted(JobReads& jobs, const CapacityHold& hold);
 
 // ---- directives ----
-// [{job_id, action: "preempt", grace_period_s (remaining), checkpoint, deadline, preempted_for}]
+// [{job_id, action: "preempt", grace_period_s (remaining), checkpoint, deadline, preempted_for}
+//  | {job_id, action: "cancel" | "kill"}]
 // Built from the marks WorkerRegistry::contact read with the worker's load (no Redis call).
 nlohmann::json preemption_directives(const std::vector<PreemptionMarkView>& marks);
 

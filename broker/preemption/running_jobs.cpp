@@ -41,7 +41,7 @@ RunningJob running_job_from(const JobRecord& job, const std::string& queue, std:
   r.worker_id = job.get("worker_id");
   r.tenant = job.get("tenant");  // [fairorder]
   r.class_rank = job.priority_class_rank();
-  r.preempting = job.has("preempt_deadline");
+  r.preempting = job.has("preempt_deadline") || job.has("stop_action");  // on its way out (cancelled: stopping)
   if (auto req = requirements_of(job)) {
     r.preemptible = req->scheduling.preemptible;
     r.grace_period_s = req->scheduling.grace_period_s;
@@ -89,7 +89,10 @@ std::vector<std::pair<RunningJob, JobRecord>> running_records_on(JobReads& store
     r.devices = load->devices;
     r.labels = load->labels;
     r.anti_affinity = load->anti_affinity;
-    r.gpu_memory_gb = load->gpu_memory_gb;
+    r.gpu_memory_gb = load->demand.gpu_memory_gb;
+    r.cpu_cores = load->demand.cpu_cores;
+    r.memory_gb = load->demand.memory_gb;
+    r.tpu_chips = load->demand.tpu_chips;
     out.emplace_back(std::move(r), std::move(*jobs[i]));
   }
   return out;

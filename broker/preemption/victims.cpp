@@ -10,7 +10,8 @@ ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::s
   ml::WorkerLoad load;
   for (const auto& job : running) {
     if (removed.count(job.job_id)) continue;
-    load.active.push_back({job.job_id, job.gpus, job.labels, job.anti_affinity, job.gpu_memory_gb});
+    load.active.push_back({job.job_id, job.gpus, job.labels, job.anti_affinity, job.gpu_memory_gb, job.cpu_cores, job.memory_gb,
+                           job.tpu_chips});
     load.hold(job.devices, job.gpu_memory_gb);
   }
   load.drain(drained);

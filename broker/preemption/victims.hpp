@@ -29,6 +29,9 @@ struct RunningJob {
   int gpus = 0;
   std::vector<ml::AffinityRule> anti_affinity;  // its own required anti-affinity (symmetric: it refuses newcomers)
   std::optional<double> gpu_memory_gb;          // declared per device (a shared device's share otherwise)
+  int cpu_cores = 0;                            // host resources declared (ml::JobDemand)
+  double memory_gb = 0;
+  int tpu_chips = 0;
   long long gpu_mem_mb = 0;  // GPU memory charged to its queue's budget (charged_gpu_mem_mb)
   std::vector<int> devices;
   ml::Labels labels;          // anti-affinity labels

@@ -145,7 +145,9 @@ std::optional<JobRecord::Load> JobRecord::load_on(const std::string& worker_id) 
     load.gpus = member->value("gpus", 0);
     load.devices = device_list(member->value("devices", std::string()));
   } else {
-    if (s != "active" || get("worker_id") != worker_id) return std::nullopt;
+    // A cancelled job whose process is still stopping (stop_action) weighs on its worker
+    // as it did running: nothing else goes on its devices before the worker reports it gone.
+    if ((s != "active" && !(s == "cancelled" && has("stop_action"))) || get("worker_id") != worker_id) return std::nullopt;
     load.gpus = held_gpus();
     load.devices = device_list(get("ext_ml_assigned_devices"));
   }
@@ -154,7 +156,7 @@ std::optional<JobRecord::Load> JobRecord::load_on(const std::string& worker_id) 
   doc["id"] = id();
   load.labels = ml::job_labels(doc);
   load.anti_affinity = ml::job_anti_affinity(doc);
-  load.gpu_memory_gb = ml::job_gpu_memory_gb(doc);
+  load.demand = ml::job_demand(doc);
   return load;
 }
 

@@ -12,6 +12,7 @@
 #include "broker/store/redis_client.hpp"
 #include "ojs/core/object_text.hpp"
 #include "ojs/ml/types.hpp"
+#include "ojs/ml/worker_load.hpp"
 
 namespace ojs::broker {
 
@@ -38,13 +39,14 @@ struct JobRecord {
   // there (a gang member's own share), the labels anti-affinity reads, its own
   // anti-affinity rules (ml::job_labels / ml::job_anti_affinity) and the GPU memory it
   // declared (ml::job_gpu_memory_gb). nullopt when `worker_id` does not hold it: another
-  // worker does, or it ended. Needs the fields WorkerStore reads for its held sets.
+  // worker does, or it ended (a cancelled job whose process is still stopping weighs
+  // until its worker reports it gone). Needs the fields WorkerStore reads for its held sets.
   struct Load {
     int gpus = 0;
     std::vector<int> devices;
     ml::Labels labels;
     std::vector<ml::AffinityRule> anti_affinity;
-    std::optional<double> gpu_memory_gb;  // per device, as declared (ml::job_gpu_memory_gb)
+    ml::JobDemand demand;  // what it declared: GPU memory per device, CPU cores, host memory, TPU chips
   };
   std::optional<Load> load_on(const std::string& worker_id) const;
   // Its priority class rank (spot 0, on-demand 1, reserved 2) from its rank_base, which

@@ -146,13 +146,17 @@ Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome,
   return t;
 }
 
-Transition JobStore::cancel(const std::string& queue, const std::string& id) {
+Transition JobStore::cancel(const std::string& queue, const std::string& id, bool kill) {
   return transition_from(redis_.eval("cancel",
                                      with_workflow_keys({keys::job(queue, id), keys::ready_prefix(queue), keys::delayed(queue),
                                                          keys::active(queue), keys::stats(queue), keys::events(queue),
                                                          keys::ledger(queue), keys::tenant_ledger(queue)},
                                                         queue, with_usage_keys({keys::finished_prefix(queue), keys::on_hold(queue)}, queue)),
-                                     {}));
+                                     {kill ? "kill" : "cancel"}));
+}
+
+bool JobStore::process_gone(const std::string& queue, const std::string& id, const std::string& worker_id) {
+  return redis_.eval("process_gone", {keys::job(queue, id), keys::held(queue, worker_id)}, {worker_id}).integer == 1;
 }
 
 std::vector<std::string> JobStore::extend(const std::string& queue, const std::string& worker_id,

@@ -159,7 +159,12 @@ class JobStore {
   // still the attempt of `snapshot` (compare-and-set).
   Transition fail(const JobRecord& snapshot, const std::string& outcome, std::int64_t due_ms, const std::string& error_json,
                   const std::string& errors_json, bool require_expired, const std::string& worker_id = {});
-  Transition cancel(const std::string& queue, const std::string& id);
+  // kill: a running job's process gets SIGKILL at once, not SIGTERM and its grace
+  // (also for a job cancelled before whose process is still stopping).
+  Transition cancel(const std::string& queue, const std::string& id, bool kill = false);
+  // process_gone.lua: the worker that ran a cancelled job reports its process gone (or
+  // is lost); true when a stop was pending for that worker and has ended.
+  bool process_gone(const std::string& queue, const std::string& id, const std::string& worker_id);
   // Extends the jobs this worker holds, in slices (one script call per 500 ids).
   std::vector<std::string> extend(const std::string& queue, const std::string& worker_id, std::int64_t visibility_ms,
                                   const std::vector<std::string>& ids);

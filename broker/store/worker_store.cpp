@@ -18,7 +18,7 @@ std::string worker_key(const std::string& id) { return keys::worker(id); }
 const std::vector<std::string> kHeldFields{"id",           "queue",         "state",          "worker_id",
                                            "gang_workers", "gang_members",  "charged_gpus",   "gpus",
                                            "ext_ml_assigned_devices",       "doc",            "preempt_deadline",
-                                           "preempt_checkpoint",            "preempted_for"};
+                                           "preempt_checkpoint",            "preempted_for",  "stop_action"};
 
 // A job as HMGET of kHeldFields answered it (nil: absent).
 JobRecord held_job(const std::vector<RedisValue>& values) { return JobRecord::from_fields(kHeldFields, values); }
@@ -281,10 +281,13 @@ HeldState WorkerStore::verify(const std::string& worker_id, HeldRead read) {
       fixes.push_back({"SADD", keys::worker_queues(worker_id), queue});
       fixes.push_back({"SADD", keys::held(queue, worker_id), id});
     }
-    out.load.active.push_back({id, load->gpus, load->labels, load->anti_affinity, load->gpu_memory_gb});
-    out.load.hold(load->devices, load->gpu_memory_gb);
-    if (const auto deadline = job.get_int("preempt_deadline"))
-      out.preempting.push_back({id, *deadline, job.get("preempt_checkpoint") == "1", job.get("preempted_for")});
+    const auto& d = load->demand;
+    out.load.active.push_back({id, load->gpus, load->labels, load->anti_affinity, d.gpu_memory_gb, d.cpu_cores, d.memory_gb, d.tpu_chips});
+    out.load.hold(load->devices, d.gpu_memory_gb);
+    if (job.state() == "cancelled")  // cancelled or killed while it ran: told until the worker reports the process gone
+      out.preempting.push_back({id, 0, false, {}, job.get("stop_action"), queue});
+    else if (const auto deadline = job.get_int("preempt_deadline"))
+      out.preempting.push_back({id, *deadline, job.get("preempt_checkpoint") == "1", job.get("preempted_for"), "preempt", queue});
   }
   if (drained.size() > 2) fixes.push_back(std::move(drained));
   if (!fixes.empty()) redis_.pipeline(fixes);

@@ -29,16 +29,20 @@ struct WorkerInfo {
   std::vector<int> drained_devices;  // by an admin (keys.hpp worker_drained), ascending
 };
 
-// A job on the worker that the preemption controller marked (preempt.lua).
+// A job on the worker that must stop: marked by the preemption controller
+// (preempt.lua: action preempt), or cancelled while it ran (cancel.lua: action
+// cancel or kill, until the worker reports its process gone).
 struct PreemptionMarkView {
   std::string job_id;
-  std::int64_t deadline_ms = 0;
-  bool checkpoint = false;
-  std::string preempted_for;
+  std::int64_t deadline_ms = 0;  // preempt only
+  bool checkpoint = false;       // preempt only
+  std::string preempted_for;     // preempt only
+  std::string action = "preempt";
+  std::string queue;  // where the job lives
 };
 
 // What a worker holds, verified against the jobs: its load for matching and the
-// jobs it must give up.
+// jobs it must give up (preempted, cancelled or killed: the replies' job_directives).
 struct HeldState {
   ml::WorkerLoad load;
   std::vector<PreemptionMarkView> preempting;

@@ -1,6 +1,7 @@
 #include "broker/workers/worker_registry.hpp"
 
 #include <algorithm>
+#include <set>
 #include <string_view>
 
 #include <spdlog/spdlog.h>
@@ -71,7 +72,13 @@ bool WorkerRegistry::calls_for_cordon(const std::string& capabilities_json) cons
   try {
     const auto devices = ml::parse_capabilities(doc).devices;
     if (devices.empty()) return false;
-    const auto unhealthy = std::count_if(devices.begin(), devices.end(), [](const ml::GpuDevice& d) { return !d.healthy; });
+    // A device too hot for new jobs (the agent marks it `hot`) comes back as it cools:
+    // no reason to cordon the worker.
+    std::set<int> hot;
+    for (const auto& d : doc.value("devices", nlohmann::json::array()))
+      if (d.is_object() && d.value("hot", false) && d.contains("index") && d["index"].is_number_integer()) hot.insert(d["index"].get<int>());
+    const auto unhealthy =
+        std::count_if(devices.begin(), devices.end(), [&](const ml::GpuDevice& d) { return !d.healthy && !hot.count(d.index); });
     return unhealthy > 0 && static_cast<double>(unhealthy) >= cordon_share_ * static_cast<double>(devices.size()) - 1e-9;
   } catch (const std::exception&) {  // FETCH answers bad capabilities with 400; a heartbeat's are not judged
     return false;

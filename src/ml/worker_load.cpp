@@ -22,17 +22,42 @@ void WorkerLoad::drain(const std::vector<int>& devices) {
   busy_devices.insert(devices.begin(), devices.end());
 }
 
-std::optional<double> job_gpu_memory_gb(const nlohmann::json& job) {
+JobDemand job_demand(const nlohmann::json& job) {
+  JobDemand out;
   try {
-    return parse_requirements(job).hard.gpu.memory_gb;
-  } catch (const std::exception&) {  // accepted at PUSH; a document changed since weighs its fair share
-    return std::nullopt;
+    const auto hard = parse_requirements(job).hard;
+    out.gpu_memory_gb = hard.gpu.memory_gb;
+    out.cpu_cores = hard.cpu_cores.value_or(0);
+    out.memory_gb = hard.memory_gb.value_or(0);
+    out.tpu_chips = hard.tpu.chip_count;
+  } catch (const std::exception&) {  // accepted at PUSH; a document changed since weighs its fair share, no host use
   }
+  return out;
 }
+
+std::optional<double> job_gpu_memory_gb(const nlohmann::json& job) { return job_demand(job).gpu_memory_gb; }
 
 int WorkerLoad::gpus_in_use() const {
   int n = 0;
   for (const auto& j : active) n += j.gpus;
+  return n;
+}
+
+int WorkerLoad::cpu_cores_in_use() const {
+  int n = 0;
+  for (const auto& j : active) n += j.cpu_cores;
+  return n;
+}
+
+double WorkerLoad::memory_gb_in_use() const {
+  double gb = 0;
+  for (const auto& j : active) gb += j.memory_gb;
+  return gb;
+}
+
+int WorkerLoad::tpu_chips_in_use() const {
+  int n = 0;
+  for (const auto& j : active) n += j.tpu_chips;
   return n;
 }
 
@@ -93,7 +118,11 @@ ActiveJob active_job_from(const nlohmann::json& job, int gpus) {
   a.gpus = gpus;
   a.labels = job_labels(job);
   a.anti_affinity = job_anti_affinity(job);
-  a.gpu_memory_gb = job_gpu_memory_gb(job);
+  const auto demand = job_demand(job);
+  a.gpu_memory_gb = demand.gpu_memory_gb;
+  a.cpu_cores = demand.cpu_cores;
+  a.memory_gb = demand.memory_gb;
+  a.tpu_chips = demand.tpu_chips;
   return a;
 }
 

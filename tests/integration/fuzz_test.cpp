@@ -325,6 +325,7 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"POST", "/ojs/v1/admin/workers/fuzz-w/devices/0/undrain", {"fuzz-w", "0"}, {}, "POST /ojs/v1/admin/workers/{id}/devices/{index}/undrain"},
       // Destructive ones last: their live target goes with the first valid call.
       {"POST", "/ojs/v1/admin/jobs/" + dead + "/cancel", {dead}, {}, "POST /ojs/v1/admin/jobs/{id}/cancel"},
+      {"POST", "/ojs/v1/jobs/" + id + "/kill", {id}, {}, "POST /ojs/v1/jobs/{id}/kill"},
       {"DELETE", "/ojs/v1/dead-letter/" + dead, {dead}, {}, "DELETE /ojs/v1/dead-letter/{id}"},
       {"DELETE", "/ojs/v1/admin/reservations/r1", {"r1"}, {}, "DELETE /ojs/v1/admin/reservations/{id}"},
       {"DELETE", "/ojs/v1/admin/workers/fuzz-w", {"fuzz-w"}, {}, "DELETE /ojs/v1/admin/workers/{id}"},

@@ -151,7 +151,9 @@ TEST(HeldSets, AnotherBrokerCountsAJobHeldInAQueueTheFetchDoesNotName) {
 }
 
 // A held entry whose job ended by a path that does not empty the set (an admin's
-// CANCEL) is dropped when read, and the worker's load is free again.
+// CANCEL) is dropped when read, and the worker's load is free again: at once for a
+// job cancelled by an older broker, which kept no stop for its process; a job
+// cancelled now weighs until its worker reports the process gone.
 TEST(HeldSets, AnEntryOfAJobThatEndedElsewhereHealsWhenRead) {
   RedisServer redis;
   BrokerProcess broker{redis.url()};
@@ -162,6 +164,9 @@ TEST(HeldSets, AnEntryOfAJobThatEndedElsewhereHealsWhenRead) {
   ASSERT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + id).status, 200);
   EXPECT_EQ(redis_cli(redis, {"SMEMBERS", "ojs:{heal-q}:held:heal-w"}), id) << "cancel leaves the entry";
   api.push(ml_job("heal-q", {{"ext_ml_gpu_count", 4}}));
+  EXPECT_TRUE(api.fetch({"heal-q"}, "heal-w", 1, {{"capabilities", caps}}).empty())
+      << "the cancelled job's process may still run: its GPUs wait for the worker's report";
+  redis_cli(redis, {"HDEL", "ojs:{heal-q}:job:" + id, "stop_action"});  // as an older broker cancelled it
   EXPECT_EQ(api.fetch({"heal-q"}, "heal-w", 1, {{"capabilities", caps}}).size(), 1u) << "the cancelled job weighs nothing";
   EXPECT_EQ(redis_cli(redis, {"SISMEMBER", "ojs:{heal-q}:held:heal-w", id}), "0") << "its entry was dropped when read";
 }

@@ -47,6 +47,10 @@ class ChildProcess {
     if (status) *status = raw;
     return true;
   }
+  // Sends a signal (SIGKILL: the process dies without draining).
+  void signal(int signal_number) {
+    if (pid_ > 0) ::kill(pid_, signal_number);
+  }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 

@@ -40,7 +40,8 @@ TEST(MlPredicates, RegistryHasStableNames) {
   EXPECT_EQ(names, (std::vector<std::string>{"accelerator", "gpu_type", "gpu_count", "gpu_memory", "gpu_compute_capability",
                                              "gpu_interconnect", "tpu", "host_memory", "cpu_cores", "storage", "shm",
                                              "node_selector", "required_affinity", "model_pin", "runtime", "model_format",
-                                             "anti_affinity", "free_gpus"}));
+                                             "anti_affinity", "free_gpus", "free_cpu_cores", "free_host_memory",
+                                             "free_tpu_chips"}));
 }
 
 TEST(MlPredicates, Accelerator) {
@@ -183,6 +184,45 @@ TEST(MlPredicates, FreeGpusWithoutDeviceList) {
   EXPECT_EQ(j.refusals[0].reason, "insufficient free GPUs: 2 free, job needs 3");
   EXPECT_TRUE(judge_static(req, &caps).eligible());
   EXPECT_FALSE(fits(req, &caps, load));
+}
+
+// What running jobs declared of CPU cores, host memory and TPU chips is held: two
+// 64-core, 500 GB jobs never share a 64-core, 512 GB worker, nor two full-slice jobs
+// a 16-chip slice; each predicate says why with the numbers.
+TEST(MlPredicates, HostResourcesOfRunningJobsAreHeld) {
+  const json big_host = {{"cpu_cores", 64}, {"memory_gb", 512}};
+  const json job = {{"id", "a"}, {"ext_ml_cpu_cores", 64}, {"ext_ml_memory_gb", 500}};
+  auto req = parse_requirements(job);
+  auto caps = parse_capabilities(big_host);
+  WorkerLoad load;
+  EXPECT_TRUE(judge(req, &caps, load).eligible());
+  load.active.push_back(active_job_from(job, 0));
+  auto j = judge(req, &caps, load);
+  ASSERT_EQ(j.refusals.size(), 2u) << to_json(j).dump();
+  EXPECT_EQ(j.refusals[0].predicate, "free_cpu_cores");
+  EXPECT_EQ(j.refusals[0].reason, "has 0 of 64 CPU cores free (64 held by running jobs), job needs 64");
+  EXPECT_EQ(j.refusals[0].code, VerdictCode::wait);
+  EXPECT_EQ(facts(j.refusals[0])["free"], 0);
+  EXPECT_EQ(j.refusals[1].predicate, "free_host_memory");
+  EXPECT_EQ(j.refusals[1].reason, "has 12 of 512 GB host memory free (500 held by running jobs), job needs 500");
+  EXPECT_FALSE(fits(req, &caps, load));
+  // A small job still fits beside it; a job larger than the worker is the static predicate's.
+  EXPECT_TRUE(judge(parse_requirements(json{{"ext_ml_memory_gb", 12}}), &caps, load).eligible());
+  auto huge = judge(parse_requirements(json{{"ext_ml_cpu_cores", 65}}), &caps, WorkerLoad{});
+  ASSERT_EQ(huge.refusals.size(), 1u);
+  EXPECT_EQ(huge.refusals[0].predicate, "cpu_cores");
+
+  const json slice_job = {{"id", "t"}, {"ext_ml_tpu_type", "v5e"}, {"ext_ml_tpu_topology", "4x4"}};
+  auto slice = parse_capabilities(json{{"accelerator", "tpu"}, {"tpu", {{"type", "v5e"}, {"topology", "4x4"}, {"chip_count", 16}}}});
+  auto tpu_req = parse_requirements(slice_job);
+  WorkerLoad tpu_load;
+  EXPECT_TRUE(judge(tpu_req, &slice, tpu_load).eligible());
+  tpu_load.active.push_back(active_job_from(slice_job, 0));
+  EXPECT_EQ(tpu_load.tpu_chips_in_use(), 16);
+  auto t = judge(tpu_req, &slice, tpu_load);
+  ASSERT_EQ(t.refusals.size(), 1u);
+  EXPECT_EQ(t.refusals[0].predicate, "free_tpu_chips");
+  EXPECT_EQ(t.refusals[0].reason, "has 0 of 16 TPU chips free (16 held by running jobs), job needs 16");
 }
 
 TEST(MlPredicates, AllRefusalsAreReported) {

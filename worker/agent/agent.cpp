@@ -1,15 +1,19 @@
 #include "worker/agent/agent.hpp"
 
 #include "worker/config/command_table.hpp"
+#include "worker/execution/checkpoint_retention.hpp"
 #include "worker/execution/job_environment.hpp"
 #include "worker/execution/log_shipper.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/device_assignment.hpp"
 #include "ojs/ml/requirements.hpp"
+#include "ojs/ml/worker_load.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
+#include <ctime>
 #include <set>
 #include <cstdlib>
 #include <thread>
@@ -42,6 +46,26 @@ int mps_thread_percentage(const std::vector<ml::GpuDevice>& devices, const std::
   return percentage;
 }
 
+// The job's memory cap on each assigned device, in CUDA_VISIBLE_DEVICES order (MiB;
+// 0 where the device is not MPS-shared): what the broker charged it there, its
+// declared memory, else the device's fair share (ml::memory_charge_gb, the one rule).
+std::vector<long long> mps_pinned_memory_mib(const std::vector<ml::GpuDevice>& devices, const std::vector<int>& assigned,
+                                             const nlohmann::json& job) {
+  std::vector<long long> out;
+  std::optional<double> declared;
+  bool read = false;
+  for (const int index : assigned) {
+    const auto d = std::find_if(devices.begin(), devices.end(), [&](const ml::GpuDevice& g) { return g.index == index; });
+    if (d == devices.end() || d->sharing != "mps") {
+      out.push_back(0);
+      continue;
+    }
+    if (!read) declared = ml::job_gpu_memory_gb(job), read = true;
+    out.push_back(static_cast<long long>(ml::memory_charge_gb(*d, declared) * 1e9 / (1024.0 * 1024.0)));
+  }
+  return out;
+}
+
 // The GPUs a job document asks for (0 when it asks none or does not parse: the broker judged it).
 int gpus_requested(const nlohmann::json& job) {
   try {
@@ -62,7 +86,7 @@ Agent::Agent(BrokerApi& api, WorkerConfig config, AgentOptions options, nlohmann
     : api_(api),
       config_(std::move(config)),
       options_(std::move(options)),
-      execution_settings_{config_.work_dir, config_.default_timeout_s, config_.kill_grace_s},
+      execution_settings_{config_.work_dir, config_.default_timeout_s, config_.kill_grace_s, options_.isolation},
       capabilities_(std::move(capabilities)),
       gpu_devices_(parsed_devices(capabilities_)),
       stop_requested_(std::move(stop_requested)),
@@ -83,6 +107,7 @@ int Agent::run() {
 bool Agent::turn(SteadyClock::time_point now) {
   if (!draining_ && stop_requested_ && stop_requested_()) begin_drain("shutdown signal", now);
   apply_device_faults(now);
+  if (options_.telemetry && config_.telemetry_interval_s > 0 && now >= next_sample_) sample_telemetry(now);
   reap(now);
   poll_checkpoints(now);
   ship_logs(now);
@@ -158,6 +183,64 @@ void Agent::apply_device_faults(SteadyClock::time_point now) {
   }
   gpu_devices_ = parsed_devices(capabilities_);
   next_heartbeat_ = now;
+}
+
+static double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+// Each advertised device gets its GPU's sample (`telemetry`; a MIG device its GPU's),
+// and the agent's sampling cost (`telemetry` at the top: CPU ms per minute of run).
+// A device at or above max_gpu_temperature_c is advertised unhealthy with the reason
+// (the broker places nothing there) and refused here, until it is 5 degrees cooler.
+void Agent::sample_telemetry(SteadyClock::time_point now) {
+  next_sample_ = now + seconds_to_duration(config_.telemetry_interval_s);
+  const double cpu_before = thread_cpu_ms();
+  const auto samples = options_.telemetry->sample();
+  telemetry_cpu_ms_ += thread_cpu_ms() - cpu_before;
+  ++telemetry_samples_;
+  const double minutes = std::max(1.0 / 60, std::chrono::duration<double>(now - started_steady_).count() / 60);
+  capabilities_["telemetry"] = {{"interval_s", config_.telemetry_interval_s},
+                                {"samples", telemetry_samples_},
+                                {"cpu_ms_per_minute", std::round(telemetry_cpu_ms_ / minutes * 1000) / 1000}};
+  auto devices = capabilities_.find("devices");
+  if (devices == capabilities_.end() || !devices->is_array()) return;
+  bool changed = false;
+  for (auto& device : *devices) {
+    const int index = device.value("index", -1);
+    const int gpu = device.value("parent_index", index);
+    const auto s = std::find_if(samples.begin(), samples.end(), [&](const GpuSample& g) { return static_cast<int>(g.index) == gpu; });
+    if (s == samples.end()) continue;
+    nlohmann::json t = nlohmann::json::object();
+    if (s->utilization_pct) t["utilization_pct"] = *s->utilization_pct;
+    if (s->memory_used_gb) t["memory_used_gb"] = std::round(*s->memory_used_gb * 10) / 10;
+    if (s->temperature_c) t["temperature_c"] = *s->temperature_c;
+    if (s->power_w) t["power_w"] = std::round(*s->power_w * 10) / 10;
+    if (s->ecc_uncorrected) t["ecc_uncorrected"] = *s->ecc_uncorrected;
+    device["telemetry"] = std::move(t);
+    if (!s->temperature_c) continue;
+    const double celsius = *s->temperature_c, limit = config_.max_gpu_temperature_c;
+    if (celsius >= limit && hot_.insert(index).second && !devices_.first_unhealthy({index})) {
+      spdlog::warn("device {} at {} C (limit {} C): no new job until it cools", index, celsius, limit);
+      device["healthy"] = false;
+      device["hot"] = true;
+      device["health_reason"] = "temperature " + std::to_string(static_cast<int>(celsius)) + " C at or above " +
+                                std::to_string(static_cast<int>(limit)) + " C: no new job until it cools";
+      changed = true;
+    } else if (celsius < limit - 5 && hot_.erase(index) && !devices_.first_unhealthy({index})) {
+      spdlog::info("device {} cooled to {} C: placement resumes", index, celsius);
+      device["healthy"] = true;
+      device.erase("hot");
+      device.erase("health_reason");
+      changed = true;
+    }
+  }
+  if (changed) {
+    gpu_devices_ = parsed_devices(capabilities_);
+    next_heartbeat_ = now;  // the broker hears it now, not at the next beat
+  }
 }
 
 nlohmann::json Agent::fetch_body() const {
@@ -238,6 +321,11 @@ void Agent::accept(const nlohmann::json& job, SteadyClock::time_point now) {
            false);
     return;
   }
+  for (const int d : view.assigned_devices)
+    if (hot_.count(d)) {
+      refuse(id, error_body("device_hot", "assigned device " + std::to_string(d) + " is above its temperature limit", true), true);
+      return;
+    }
   if (const auto broken = devices_.first_unhealthy(view.assigned_devices)) {
     refuse(id, error_body("device_unhealthy", "assigned device " + std::to_string(*broken) + " is unhealthy", true), true);
     return;
@@ -249,6 +337,16 @@ void Agent::accept(const nlohmann::json& job, SteadyClock::time_point now) {
   }
   view.visible_devices = ml::visible_device_ids(gpu_devices_, view.assigned_devices);
   view.mps_active_thread_percentage = mps_thread_percentage(gpu_devices_, view.assigned_devices);
+  view.mps_pinned_memory_mib = mps_pinned_memory_mib(gpu_devices_, view.assigned_devices, job);
+  for (const int index : view.assigned_devices)
+    for (const auto& d : gpu_devices_)
+      if (d.index == index) {
+        const int minor = d.is_mig() ? d.parent_index : d.index;
+        if (std::find(view.gpu_minors.begin(), view.gpu_minors.end(), minor) == view.gpu_minors.end()) view.gpu_minors.push_back(minor);
+        view.mig = view.mig || d.is_mig();
+        if (d.numa_node >= 0 && std::find(view.numa_nodes.begin(), view.numa_nodes.end(), d.numa_node) == view.numa_nodes.end())
+          view.numa_nodes.push_back(d.numa_node);
+      }
   try {
     auto execution = JobExecution::start(job, view, *command, execution_settings_, now);
     spdlog::info("job {} started pid={} devices=[{}]", id, execution->pid(), cuda_visible_devices(view.assigned_devices));
@@ -300,6 +398,9 @@ void Agent::commit_checkpoint_if_changed(JobExecution& execution) {
   spdlog::info("job {} checkpoint epoch={} step={}", id, metadata->value("epoch", nlohmann::json()).dump(),
                metadata->value("step", nlohmann::json()).dump());
   outbox_.push({Report::Kind::checkpoint, id, std::move(*metadata)});
+  const auto& job = execution.job();
+  for (const auto& path : prune_file_checkpoints(job.checkpoint_uri, job.checkpoint_max_count))
+    spdlog::info("job {} checkpoint {} deleted: beyond the newest {}", id, path, job.checkpoint_max_count);
 }
 
 void Agent::poll_checkpoints(SteadyClock::time_point now) {
@@ -362,12 +463,43 @@ void Agent::apply(const BrokerDirectives& directives, SteadyClock::time_point no
     quiet_ = quiet;
     if (*directives.worker == WorkerDirective::terminate && !draining_) begin_drain("terminate directive", now);
   }
+  apply_stops(directives.stops, now);
   for (const auto& preempt : directives.preemptions) {
     const auto it = running_.find(preempt.job_id);
     if (it == running_.end() || it->second.execution->stop_reason() != StopReason::none) continue;
     spdlog::info("job {} preempting grace={}s checkpoint={}", preempt.job_id, preempt.grace_period_s, preempt.checkpoint);
     it->second.execution->preempt(preempt.grace_period_s, now);
   }
+}
+
+// A cancel or kill reaches the job's process group; a job this worker does not run
+// (it ended, or an earlier run of the worker ran it) is reported gone at once, so
+// the broker frees its devices. Each is told on every contact until that report
+// lands: a job already stopping is not stopped again (a kill still cuts a grace
+// short), and a job reported gone is not reported twice.
+void Agent::apply_stops(const std::vector<StopDirective>& stops, SteadyClock::time_point now) {
+  std::set<std::string> told;
+  for (const auto& stop : stops) {
+    told.insert(stop.job_id);
+    const auto it = running_.find(stop.job_id);
+    if (it == running_.end()) {
+      if (!reported_gone_.insert(stop.job_id).second) continue;
+      spdlog::info("job {} {} by the broker: not running here, reported gone", stop.job_id, stop.kill ? "killed" : "cancelled");
+      outbox_.push({Report::Kind::nack, stop.job_id,
+                    {{"job_id", stop.job_id}, {"worker_id", options_.worker_id},
+                     {"error", error_body("cancelled", "job cancelled; no process of it runs on worker " + options_.worker_id, false)}}});
+      continue;
+    }
+    JobExecution& execution = *it->second.execution;
+    if (execution.stop_reason() != StopReason::none && (!stop.kill || execution.killed())) continue;
+    if (stop.kill)
+      spdlog::info("job {} killed by the broker: SIGKILL", stop.job_id);
+    else
+      spdlog::info("job {} cancelled by the broker: SIGTERM, SIGKILL after {}s", stop.job_id, execution.job().preemption_grace_period_s);
+    execution.cancel(stop.kill, now);
+  }
+  for (auto it = reported_gone_.begin(); it != reported_gone_.end();)
+    it = told.count(*it) ? std::next(it) : reported_gone_.erase(it);
 }
 
 void Agent::begin_drain(const char* why, SteadyClock::time_point now) {

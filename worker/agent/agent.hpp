@@ -1,6 +1,6 @@
 // The worker agent loop, one thread: FETCH jobs while there is room, run them
 // as processes, report outcomes, heartbeat, follow broker directives (quiet,
-// terminate, preempt) and drain on shutdown. Every call it makes is
+// terminate, preempt, cancel, kill) and drain on shutdown. Every call it makes is
 // non-blocking except the HTTP requests themselves, so one loop turn is cheap
 // and the order of log lines follows the order of events.
 #pragma once
@@ -10,6 +10,7 @@
 #include "worker/agent/directives.hpp"
 #include "worker/agent/report_outbox.hpp"
 #include "worker/config/worker_config.hpp"
+#include "worker/discovery/gpu_telemetry.hpp"
 #include "worker/discovery/xid_watcher.hpp"
 #include "worker/execution/job_execution.hpp"
 #include "worker/execution/log_shipper.hpp"
@@ -20,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,8 @@ struct AgentOptions {
   long visibility_timeout_ms = 60000;
   bool once = false;  // exit once a FETCH comes back empty and running jobs are done
   DeviceFaults* device_faults = nullptr;  // posted by the XID watcher; null when none runs
+  const JobIsolation* isolation = nullptr;  // null: jobs run without cgroups and a private /dev
+  const GpuTelemetry* telemetry = nullptr;  // null: no GPU telemetry (no NVML, simulated devices)
 };
 
 class Agent {
@@ -59,6 +63,7 @@ class Agent {
 
   nlohmann::json current_capabilities() const;
   void apply_device_faults(SteadyClock::time_point now);
+  void sample_telemetry(SteadyClock::time_point now);  // every telemetry_interval_s
   bool wants_work(SteadyClock::time_point now) const;  // a free slot, fetching allowed and due
   nlohmann::json fetch_body() const;
   void fetch(SteadyClock::time_point now);
@@ -74,6 +79,7 @@ class Agent {
   void ship_logs(SteadyClock::time_point now);                   // running jobs, every log_ship_interval_s
   void ship_logs_of(const std::string& id, Running& job, bool final);  // final: all that is left
   void apply(const BrokerDirectives& directives, SteadyClock::time_point now);
+  void apply_stops(const std::vector<StopDirective>& stops, SteadyClock::time_point now);
   void begin_drain(const char* why, SteadyClock::time_point now);
 
   BrokerApi& api_;
@@ -96,6 +102,12 @@ class Agent {
   ExponentialBackoff heartbeat_backoff_;
   SteadyClock::time_point next_fetch_{};
   SteadyClock::time_point next_heartbeat_{};
+  std::set<int> hot_;  // devices at or above max_gpu_temperature_c: out of placement until they cool
+  SteadyClock::time_point next_sample_{};
+  SteadyClock::time_point started_steady_ = SteadyClock::now();
+  long long telemetry_samples_ = 0;
+  double telemetry_cpu_ms_ = 0;  // the agent thread's CPU time spent sampling
+  std::set<std::string> reported_gone_;  // cancelled jobs not run here, already reported gone
   bool quiet_ = false;
   bool queue_drained_once_ = false;
   bool draining_ = false;

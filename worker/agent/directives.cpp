@@ -31,7 +31,13 @@ BrokerDirectives read_directives(const nlohmann::json& reply) {
   const auto list = reply.find("job_directives");
   if (list == reply.end() || !list->is_array()) return out;
   for (const auto& entry : *list) {
-    if (!entry.is_object() || entry.value("action", "") != "preempt" || !entry.contains("job_id")) continue;
+    if (!entry.is_object() || !entry.contains("job_id") || !entry["job_id"].is_string()) continue;
+    const std::string action = entry.value("action", "");
+    if (action == "cancel" || action == "kill") {
+      out.stops.push_back({entry["job_id"].get<std::string>(), action == "kill"});
+      continue;
+    }
+    if (action != "preempt") continue;
     PreemptDirective preempt;
     preempt.job_id = entry["job_id"].get<std::string>();
     if (auto grace = entry.find("grace_period_s"); grace != entry.end() && grace->is_number())

@@ -56,6 +56,27 @@ WorkerConfig parse_worker_config(const nlohmann::json& document) {
     if (config.gpu_sharing.active_thread_percentage < 0 || config.gpu_sharing.active_thread_percentage > 100)
       throw std::invalid_argument("gpu_sharing.active_thread_percentage must be between 1 and 100");
   }
+  read_if_present(document, "telemetry_interval_s", config.telemetry_interval_s);
+  read_if_present(document, "max_gpu_temperature_c", config.max_gpu_temperature_c);
+  if (config.telemetry_interval_s < 0) throw std::invalid_argument("telemetry_interval_s must be 0 (off) or more");
+  if (auto it = document.find("isolation"); it != document.end()) {
+    if (!it->is_object()) throw std::invalid_argument("isolation must be an object");
+    auto& iso = config.isolation;
+    read_if_present(*it, "mode", iso.mode);
+    read_if_present(*it, "cgroup_root", iso.cgroup_root);
+    read_if_present(*it, "dev_dir", iso.dev_dir);
+    read_if_present(*it, "pids_max", iso.pids_max);
+    if (iso.mode != "auto" && iso.mode != "on" && iso.mode != "off") throw std::invalid_argument("isolation.mode must be auto, on or off");
+    if (iso.pids_max < 1) throw std::invalid_argument("isolation.pids_max must be at least 1");
+    if (auto cpus = it->find("numa_cpus"); cpus != it->end()) {
+      if (!cpus->is_object()) throw std::invalid_argument("isolation.numa_cpus must be an object of NUMA node -> CPU list");
+      for (const auto& [node, list] : cpus->items()) {
+        if (!list.is_string() || node.empty() || node.find_first_not_of("0123456789") != std::string::npos)
+          throw std::invalid_argument("isolation.numa_cpus." + node + " must map a NUMA node number to a CPU list string (\"0-15\")");
+        iso.numa_cpus[std::stoi(node)] = list.get<std::string>();
+      }
+    }
+  }
   if (!config.labels.is_object()) throw std::invalid_argument("labels must be an object of strings");
   return config;
 }

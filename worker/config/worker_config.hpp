@@ -3,6 +3,7 @@
 // tunables. Command-line flags override these values.
 #pragma once
 #include "worker/config/command_table.hpp"
+#include "worker/isolation/job_isolation.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -46,6 +47,13 @@ struct WorkerConfig {
   double log_ship_interval_s = 1;
   std::uint64_t log_max_bytes = 1 << 20;
   GpuSharingConfig gpu_sharing;  // "gpu_sharing": {"mode": "auto|exclusive|mps", "active_thread_percentage": 50}
+  // "isolation": {"mode": "auto|on|off", "cgroup_root", "dev_dir", "pids_max", "numa_cpus": {"0": "0-15"}}
+  IsolationConfig isolation;
+  // GPU telemetry (NVML) is read every this many seconds (0: not read) and sent with
+  // the devices; a device at or above max_gpu_temperature_c takes no new job until it
+  // is 5 degrees below.
+  double telemetry_interval_s = 5;
+  double max_gpu_temperature_c = 85;
 };
 
 WorkerConfig parse_worker_config(const nlohmann::json& document);

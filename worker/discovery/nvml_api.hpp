@@ -51,6 +51,13 @@ struct DeviceAttributes {
   unsigned long long memorySizeMB;
 };
 
+// nvmlUtilization_t: percent of the last sample period the GPU (memory) was busy.
+struct Utilization {
+  unsigned int gpu;
+  unsigned int memory;
+};
+constexpr int TEMPERATURE_GPU = 0;  // nvmlTemperatureSensors_t NVML_TEMPERATURE_GPU
+
 struct EventData {
   Device device;
   unsigned long long eventType;
@@ -78,6 +85,9 @@ using GetMaxMigDeviceCountFn = Return (*)(Device, unsigned*);
 using GetMigDeviceHandleFn = Return (*)(Device, unsigned, Device*);
 using GetAttributesFn = Return (*)(Device, DeviceAttributes*);
 using SystemGetStringFn = Return (*)(char*, unsigned);
+using GetUtilizationFn = Return (*)(Device, Utilization*);
+using GetTemperatureFn = Return (*)(Device, int, unsigned*);
+using GetPowerUsageFn = Return (*)(Device, unsigned*);  // milliwatts
 using SystemGetCudaVersionFn = Return (*)(int*);
 using EventSetCreateFn = Return (*)(EventSet*);
 using RegisterEventsFn = Return (*)(Device, unsigned long long, EventSet);

@@ -21,6 +21,16 @@ std::string join_device_ids(const std::vector<std::string>& ids) {
   return out;
 }
 
+std::string mps_pinned_device_mem_limit(const std::vector<long long>& mib) {
+  std::string out;
+  for (std::size_t ordinal = 0; ordinal < mib.size(); ++ordinal) {
+    if (mib[ordinal] <= 0) continue;
+    if (!out.empty()) out.push_back(',');
+    out += std::to_string(ordinal) + "=" + std::to_string(mib[ordinal]) + "MB";
+  }
+  return out;
+}
+
 std::vector<std::string> current_environment() {
   std::vector<std::string> out;
   for (char** entry = environ; entry && *entry; ++entry) out.emplace_back(*entry);
@@ -39,6 +49,12 @@ std::vector<std::string> job_environment(const JobView& job, const JobWorkspace&
   else if (job.gpus_managed) vars["CUDA_VISIBLE_DEVICES"] = kNoVisibleDevices;
   if (job.mps_active_thread_percentage > 0)
     vars["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(job.mps_active_thread_percentage);
+  if (const auto limit = mps_pinned_device_mem_limit(job.mps_pinned_memory_mib); !limit.empty())
+    vars["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = limit;
+  if (!job.checkpoint_uri.empty()) vars["OJS_CHECKPOINT_URI"] = job.checkpoint_uri;
+  if (job.checkpoint_interval_s > 0) vars["OJS_CHECKPOINT_INTERVAL_S"] = std::to_string(job.checkpoint_interval_s);
+  if (!job.checkpoint_uri.empty() || job.checkpoint_interval_s > 0)
+    vars["OJS_CHECKPOINT_MAX_COUNT"] = std::to_string(job.checkpoint_max_count);
   vars["OJS_JOB_ID"] = job.id;
   vars["OJS_JOB_TYPE"] = job.type;
   vars["OJS_QUEUE"] = job.queue;

@@ -20,6 +20,11 @@ inline constexpr const char* kNoVisibleDevices = "-1";
 // "MIG-a,MIG-b": CUDA_VISIBLE_DEVICES from device ids (see ml::visible_device_ids).
 std::string join_device_ids(const std::vector<std::string>& ids);
 
+// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT ("0=24414MB,1=24414MB"): MPS caps the job's memory
+// on each device, named by the ordinal its CUDA enumerates (its place in
+// CUDA_VISIBLE_DEVICES); entries of 0 MiB (devices not shared) are left out.
+std::string mps_pinned_device_mem_limit(const std::vector<long long>& mib);
+
 // inherited: "NAME=value" entries (normally environ); OJS names in it are replaced,
 // and CUDA_VISIBLE_DEVICES when the job has devices or job.gpus_managed.
 std::vector<std::string> job_environment(const JobView& job, const JobWorkspace& workspace,

@@ -18,17 +18,29 @@ std::unique_ptr<JobExecution> JobExecution::start(const nlohmann::json& job, con
   request.stdin_path = workspace.job_file.string();
   request.stdout_path = workspace.stdout_file.string();
   request.stderr_path = workspace.stderr_file.string();
+  std::unique_ptr<JobCgroup> cgroup;
+  if (settings.isolation) {  // its cgroups first, then it starts inside them (the launcher joins them before exec)
+    JobLimits limits;
+    if (view.memory_gb) limits.memory_bytes = static_cast<std::uint64_t>(*view.memory_gb * 1e9);
+    for (const int minor : view.gpu_minors) limits.gpus.push_back({minor, view.mig});
+    limits.numa_nodes.insert(view.numa_nodes.begin(), view.numa_nodes.end());
+    cgroup = settings.isolation->prepare(workspace.dir.filename().string(), limits);
+    const auto plan_file = (workspace.dir / "isolation.json").string();
+    write_text_file_atomically(plan_file, cgroup->plan().dump());
+    request.argv = settings.isolation->wrap(request.argv, plan_file);
+  }
   ChildProcess process = ChildProcess::spawn(request);
   std::optional<double> timeout_s = view.timeout_s;
   if (!timeout_s && settings.default_timeout_s > 0) timeout_s = settings.default_timeout_s;
   return std::unique_ptr<JobExecution>(
-      new JobExecution(view, std::move(workspace), std::move(process), settings, timeout_s, now));
+      new JobExecution(view, std::move(workspace), std::move(cgroup), std::move(process), settings, timeout_s, now));
 }
 
-JobExecution::JobExecution(JobView view, JobWorkspace workspace, ChildProcess process, ExecutionSettings settings,
-                           std::optional<double> timeout_s, SteadyClock::time_point now)
+JobExecution::JobExecution(JobView view, JobWorkspace workspace, std::unique_ptr<JobCgroup> cgroup, ChildProcess process,
+                           ExecutionSettings settings, std::optional<double> timeout_s, SteadyClock::time_point now)
     : view_(std::move(view)),
       workspace_(std::move(workspace)),
+      cgroup_(std::move(cgroup)),
       process_(std::move(process)),
       settings_(std::move(settings)),
       checkpoint_(workspace_.checkpoint_file),
@@ -66,6 +78,24 @@ void JobExecution::stop_for_gpu_fault(const std::string& fault, SteadyClock::tim
   stop(StopReason::gpu_fault, view_.preemption_grace_period_s, now);
 }
 
+void JobExecution::cancel(bool kill, SteadyClock::time_point now) {
+  if (!kill) {
+    if (reason_ != StopReason::none) return;  // already stopping: its own grace runs on
+    write_grace_file(view_.preemption_grace_period_s);
+    stop(StopReason::cancelled, view_.preemption_grace_period_s, now);
+    return;
+  }
+  if (reason_ == StopReason::none) {
+    if (!process_.running()) return;  // it ended by itself: that outcome is reported
+    reason_ = StopReason::cancelled;
+  }
+  kill_at_ = now;  // a stop under way (in its grace) ends now
+  if (!killed_ && process_.group_alive()) {
+    process_.signal_group(SIGKILL);
+    killed_ = true;
+  }
+}
+
 void JobExecution::release(SteadyClock::time_point now) { stop(StopReason::released, settings_.kill_grace_s, now); }
 
 std::optional<JobOutcome> JobExecution::poll(SteadyClock::time_point now) {
@@ -85,6 +115,8 @@ std::optional<JobOutcome> JobExecution::poll(SteadyClock::time_point now) {
   // leave: at most a second past the deadline.
   const bool stopping = reason_ != StopReason::none && kill_at_;
   if (stopping && process_.group_alive() && now < *kill_at_ + std::chrono::seconds(1)) return std::nullopt;
+  if (reason_ == StopReason::none && cgroup_ && cgroup_->oom_killed())  // the kernel killed it at its memory limit
+    return oom_outcome(*status, workspace_.stderr_file.string(), cgroup_->memory_limit().value_or(0));
   return job_outcome(*status, reason_, workspace_.stdout_file.string(), workspace_.stderr_file.string(),
                      timeout_s_.value_or(0), fault_);
 }

@@ -9,6 +9,7 @@
 #include "worker/execution/job_outcome.hpp"
 #include "worker/execution/job_view.hpp"
 #include "worker/execution/job_workspace.hpp"
+#include "worker/isolation/job_isolation.hpp"
 
 #include <chrono>
 #include <memory>
@@ -27,6 +28,7 @@ struct ExecutionSettings {
   std::filesystem::path work_dir = "/tmp/ojs-worker";
   double default_timeout_s = 0;  // used when the job sets none; 0: unlimited
   double kill_grace_s = 10;      // SIGTERM -> SIGKILL on timeout and release
+  const JobIsolation* isolation = nullptr;  // null: jobs run as plain processes (isolation off)
 };
 
 class JobExecution {
@@ -45,24 +47,31 @@ class JobExecution {
   // A fatal XID on one of its GPUs (`fault`: which and why): the preemption
   // protocol with the job's own grace, so a job can checkpoint before it moves.
   void stop_for_gpu_fault(const std::string& fault, SteadyClock::time_point now = SteadyClock::now());
+  // Cancelled while it ran: SIGTERM now, SIGKILL after the job's own grace
+  // (ext_ml_preemption_grace_period_s, also written to $OJS_PREEMPT_FILE). kill:
+  // SIGKILL now, also for a job already stopping for any reason.
+  void cancel(bool kill, SteadyClock::time_point now = SteadyClock::now());
   // Shutdown: same protocol with the configured kill grace.
   void release(SteadyClock::time_point now = SteadyClock::now());
 
   const JobView& job() const { return view_; }
+  const JobCgroup* cgroup() const { return cgroup_.get(); }  // null when not isolated
   const JobWorkspace& workspace() const { return workspace_; }
   pid_t pid() const { return process_.pid(); }
   StopReason stop_reason() const { return reason_; }
+  bool killed() const { return killed_; }  // SIGKILL sent
   CheckpointWatcher& checkpoint() { return checkpoint_; }
   double elapsed_s(SteadyClock::time_point now = SteadyClock::now()) const;
 
  private:
-  JobExecution(JobView view, JobWorkspace workspace, ChildProcess process, ExecutionSettings settings,
-               std::optional<double> timeout_s, SteadyClock::time_point now);
+  JobExecution(JobView view, JobWorkspace workspace, std::unique_ptr<JobCgroup> cgroup, ChildProcess process,
+               ExecutionSettings settings, std::optional<double> timeout_s, SteadyClock::time_point now);
   void stop(StopReason reason, double grace_s, SteadyClock::time_point now);
   void write_grace_file(double grace_s);  // $OJS_PREEMPT_FILE: the seconds until SIGKILL
 
   JobView view_;
   JobWorkspace workspace_;
+  std::unique_ptr<JobCgroup> cgroup_;  // isolated jobs; destroyed after process_ (which kills a live child)
   ChildProcess process_;
   ExecutionSettings settings_;
   CheckpointWatcher checkpoint_;

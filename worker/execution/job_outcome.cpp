@@ -18,7 +18,7 @@ nlohmann::json failure(const std::string& code, const std::string& message, bool
   return {{"code", code}, {"message", message}, {"retryable", retryable}, {"details", std::move(details)}};
 }
 
-std::string format_seconds(double seconds) {
+std::string format_decimal(double seconds) {
   std::string text = std::to_string(seconds);
   text.erase(text.find_last_not_of('0') + 1);
   if (!text.empty() && text.back() == '.') text.pop_back();
@@ -34,6 +34,7 @@ const char* to_string(JobOutcome::Kind kind) {
     case JobOutcome::Kind::preempted: return "preempted";
     case JobOutcome::Kind::released: return "released";
     case JobOutcome::Kind::gpu_fault: return "gpu_fault";
+    case JobOutcome::Kind::cancelled: return "cancelled";
   }
   return "unknown";
 }
@@ -58,6 +59,15 @@ nlohmann::json result_from_stdout(const std::string& stdout_path) {
   return {{"stdout", file_tail(stdout_path)}};
 }
 
+JobOutcome oom_outcome(const ExitStatus& status, const std::string& stderr_path, std::uint64_t limit_bytes) {
+  JobOutcome outcome;
+  outcome.error = failure("oom_killed",
+                          "job exceeded its memory limit of " + format_decimal(static_cast<double>(limit_bytes) / 1e9) +
+                              " GB and was killed by the kernel's OOM killer",
+                          false, stderr_path, status);
+  return outcome;
+}
+
 JobOutcome job_outcome(const ExitStatus& status, StopReason reason, const std::string& stdout_path,
                        const std::string& stderr_path, double timeout_s, const std::string& fault) {
   JobOutcome outcome;
@@ -80,8 +90,12 @@ JobOutcome job_outcome(const ExitStatus& status, StopReason reason, const std::s
       outcome.error = failure("gpu_fault", "job stopped: " + fault, true, stderr_path, status);
       outcome.error["type"] = "gpu_fault";
       return outcome;
+    case StopReason::cancelled:
+      outcome.kind = JobOutcome::Kind::cancelled;
+      outcome.error = failure("cancelled", "job cancelled; its process is gone", false, stderr_path, status);
+      return outcome;
     case StopReason::timeout:
-      outcome.error = failure("timeout", "job exceeded its timeout of " + format_seconds(timeout_s) + " s", true,
+      outcome.error = failure("timeout", "job exceeded its timeout of " + format_decimal(timeout_s) + " s", true,
                               stderr_path, status);
       return outcome;
     case StopReason::none:

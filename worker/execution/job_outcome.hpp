@@ -6,15 +6,16 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace ojs::worker {
 
 // Why the agent stopped the process, if it did.
-enum class StopReason { none, timeout, preempted, released, gpu_fault };
+enum class StopReason { none, timeout, preempted, released, gpu_fault, cancelled };
 
 struct JobOutcome {
-  enum class Kind { succeeded, failed, preempted, released, gpu_fault };
+  enum class Kind { succeeded, failed, preempted, released, gpu_fault, cancelled };
   Kind kind = Kind::failed;
   nlohmann::json result;  // ACK result (succeeded)
   nlohmann::json error;   // NACK error (all other kinds)
@@ -34,7 +35,13 @@ nlohmann::json result_from_stdout(const std::string& stdout_path);
 // requeue whatever their exit status: a job that saves state on SIGTERM and
 // exits 0 has not finished its work. So is a job stopped on a failed GPU, with
 // an error of code and type "gpu_fault" (`fault` says which GPU and XID), which
-// the broker never counts as the job's failure.
+// the broker never counts as the job's failure. A job stopped because it was
+// cancelled is NACKed with code "cancelled" whatever its exit status: that report
+// tells the broker its process is gone.
+// A job the kernel's OOM killer stopped at its cgroup's memory limit (bytes): NACK
+// "oom_killed", not retryable (it would only meet the same limit again).
+JobOutcome oom_outcome(const ExitStatus& status, const std::string& stderr_path, std::uint64_t limit_bytes);
+
 JobOutcome job_outcome(const ExitStatus& status, StopReason reason, const std::string& stdout_path,
                        const std::string& stderr_path, double timeout_s, const std::string& fault = {});
 

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "ojs/ml/meta_aliases.hpp"
+#include "ojs/ml/requirements.hpp"
 
 namespace ojs::worker {
 
@@ -49,6 +50,15 @@ JobView read_job(const nlohmann::json& job) {
   if (const auto* grace = ml_attribute(job, "preemption_grace_period_s");
       grace && grace->is_number_integer())
     view.preemption_grace_period_s = grace->get<int>();
+  try {
+    const auto requirements = ml::parse_requirements(job);
+    view.memory_gb = requirements.hard.memory_gb;
+    const auto& checkpoint = requirements.scheduling.checkpoint;
+    if (!checkpoint.storage_uri.empty()) view.checkpoint_uri = checkpoint.storage_uri + view.id + "/";  // the URI ends with '/'
+    if (checkpoint.enabled) view.checkpoint_interval_s = checkpoint.interval_s;
+    view.checkpoint_max_count = checkpoint.max_count;
+  } catch (const std::exception&) {  // the broker accepted it at PUSH; a document changed since runs without checkpoint settings
+  }
   return view;
 }
 

@@ -17,6 +17,9 @@ struct JobView {
   std::vector<int> assigned_devices;       // ext_ml_assigned_devices, set by the broker
   std::vector<std::string> visible_devices;  // CUDA_VISIBLE_DEVICES entries (MIG UUIDs); empty: the indices
   int mps_active_thread_percentage = 0;      // set on MPS-shared devices: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+  // Set on MPS-shared devices: the job's memory cap on each, MiB, by its position in
+  // CUDA_VISIBLE_DEVICES (the ordinal the job's CUDA sees); 0 for a device not shared.
+  std::vector<long long> mps_pinned_memory_mib;
   // Set by the agent when the worker advertises GPU devices: CUDA_VISIBLE_DEVICES is
   // then the agent's to set (kNoVisibleDevices without an assignment); otherwise the
   // operator's own value, inherited, stands.
@@ -27,6 +30,18 @@ struct JobView {
   std::string model_registry_uri;
   nlohmann::json last_checkpoint;          // null when the job starts fresh
   int preemption_grace_period_s = 30;
+  // ext_ml_checkpoint_*: where the job keeps its checkpoints (its own prefix under
+  // checkpoint_storage_uri: `<uri><job id>/`, "" when none), how often it is asked to
+  // (0 when checkpoints are not enabled) and how many are kept.
+  std::string checkpoint_uri;
+  std::optional<double> memory_gb;  // ext_ml_memory_gb: the job's memory limit where jobs are isolated
+  // Set by the agent from its devices (for isolation): the /dev/nvidia<minor> of each
+  // assigned GPU (a MIG device's GPU), whether any is a MIG device, their NUMA nodes.
+  std::vector<int> gpu_minors;
+  bool mig = false;
+  std::vector<int> numa_nodes;
+  int checkpoint_interval_s = 0;
+  int checkpoint_max_count = 3;
   // [gangs] set when the job is one member of an ext_ml_gang (the broker fills them in FETCH).
   struct Gang {
     int rank = 0;

@@ -84,8 +84,19 @@ end
 -- c: {ready_prefix, heads, delayed, active, stats, events, ledger, tenant_ledger, finished_prefix,
 --     on_hold (keys.hpp on_hold: a held job leaves it, so it counts in no depth),
 --     usage ([usage] usage_keys: a running job's resource-seconds are charged)}
-local function cancel_job(c, jk, job, now)
-  if job.state == 'active' then usage_ended(c.usage, jk, job, now) end
+-- A running job's process outlives its record: the job keeps its worker and is marked
+-- stop_action (cancel: SIGTERM, its grace, SIGKILL; kill: SIGKILL now), which its
+-- worker is told on its next contact and which keeps its devices charged to that
+-- worker until the worker reports the process gone (process_gone.lua) or is lost.
+local function cancel_job(c, jk, job, now, stop)
+  if job.state == 'active' then
+    usage_ended(c.usage, jk, job, now)
+    job.stop_action = stop or 'cancel'
+    redis.call('HSET', jk, 'stop_action', job.stop_action)
+  elseif job.stop_action then  -- left by an earlier run's cancel (the job was retried since): not this one's
+    job.stop_action = nil
+    redis.call('HDEL', jk, 'stop_action')
+  end
   release_budget({ledger = c.ledger, tenant_ledger = c.tenant_ledger}, jk, job)
   ready_remove(c.heads, c.ready_prefix .. job.class, job.class, job.id)
   redis.call('ZREM', c.delayed, job.id)

@@ -5,7 +5,8 @@
 // Two phases:
 //  * static  — depends only on the requirement class and the worker's capability
 //              fingerprint, so the broker memoises it per (class id, fingerprint);
-//  * dynamic — depends on what is running now: free GPUs / devices, anti-affinity.
+//  * dynamic — depends on what is running now: free GPUs / devices, anti-affinity,
+//              free CPU cores, host memory and TPU chips.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
@@ -77,7 +78,8 @@ struct Predicate {
 // All predicates in evaluation order: capabilities-independent cheap ones first.
 // Names: accelerator gpu_type gpu_count gpu_memory gpu_compute_capability
 // gpu_interconnect tpu host_memory cpu_cores storage shm node_selector
-// required_affinity model_pin runtime model_format | anti_affinity free_gpus.
+// required_affinity model_pin runtime model_format | anti_affinity free_gpus
+// free_cpu_cores free_host_memory free_tpu_chips (what running jobs declared is held).
 // (A worker with no capabilities facing hard constraints is refused once by the
 // pseudo-predicate "capabilities".)
 std::span<const Predicate> predicates();

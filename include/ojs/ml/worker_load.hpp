@@ -23,6 +23,11 @@ struct ActiveJob {
   // GPU memory per device the job declared (ext_ml_gpu_memory_gb); none: it takes a
   // shared device's fair share (see memory_charge_gb in device_assignment.hpp).
   std::optional<double> gpu_memory_gb;
+  // Host resources the job declared (its hard requirements; 0 when it declared none):
+  // held on the worker while it runs, like its GPUs.
+  int cpu_cores = 0;
+  double memory_gb = 0;
+  int tpu_chips = 0;
 };
 
 struct WorkerLoad {
@@ -34,6 +39,9 @@ struct WorkerLoad {
   std::map<int, int> device_undeclared;
   std::set<int> drained_devices;  // an admin drained them (per-GPU drain): never available, shared or not
   int gpus_in_use() const;
+  int cpu_cores_in_use() const;    // declared by the active jobs
+  double memory_gb_in_use() const;
+  int tpu_chips_in_use() const;
   // Records a job's devices: busy, one more job on each, and the memory it declared there.
   void hold(const std::vector<int>& devices, std::optional<double> memory_gb = std::nullopt);
   // Per-GPU drain: the devices take no job (and count busy for scoring and backfill).
@@ -52,9 +60,17 @@ Labels job_labels(const nlohmann::json& job);
 // The job's required anti-affinity rules in either encoding (none when it has none
 // or they do not parse: PUSH validated them).
 std::vector<AffinityRule> job_anti_affinity(const nlohmann::json& job);
-// The GPU memory per device a job document declares (its hard requirement), or none
-// (no declaration, or a document that does not parse).
-std::optional<double> job_gpu_memory_gb(const nlohmann::json& job);
+// What a job document declares it holds on a worker while it runs (its hard
+// requirements), read in one parse: the GPU memory per device (none: no declaration,
+// or a document that does not parse), CPU cores, host memory and TPU chips (0: none).
+struct JobDemand {
+  std::optional<double> gpu_memory_gb;
+  int cpu_cores = 0;
+  double memory_gb = 0;
+  int tpu_chips = 0;
+};
+JobDemand job_demand(const nlohmann::json& job);
+std::optional<double> job_gpu_memory_gb(const nlohmann::json& job);  // job_demand(job).gpu_memory_gb
 
 // ActiveJob for a job document that was just claimed.
 ActiveJob active_job_from(const nlohmann::json& job, int gpus);

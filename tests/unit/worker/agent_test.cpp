@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <deque>
 #include <map>
 #include <fstream>
@@ -340,6 +341,101 @@ TEST(Directives, ReadsWorkerStateAndPreemptions) {
   EXPECT_TRUE(d.preemptions[0].checkpoint);
   EXPECT_EQ(*read_directives({{"state", "running"}, {"directive", "quiet"}}).worker, WorkerDirective::quiet);
   EXPECT_FALSE(read_directives(nlohmann::json::object()).worker.has_value());
+}
+
+TEST(Directives, ReadsCancelAndKill) {
+  const auto d = read_directives(nlohmann::json::parse(R"({"job_directives": [
+      {"job_id": "c", "action": "cancel"}, {"job_id": "k", "action": "kill"}, {"job_id": 7, "action": "kill"}]})"));
+  ASSERT_EQ(d.stops.size(), 2u);
+  EXPECT_EQ(d.stops[0].job_id, "c");
+  EXPECT_FALSE(d.stops[0].kill);
+  EXPECT_EQ(d.stops[1].job_id, "k");
+  EXPECT_TRUE(d.stops[1].kill);
+  EXPECT_TRUE(d.preemptions.empty());
+}
+
+// A cancel reaches the process: SIGTERM (its trap runs), and the NACK that follows
+// says "cancelled" whatever the exit status: the broker's cue that the process is gone.
+TEST_F(AgentTest, CancelDirectiveTerminatesTheJobAndReportsItGone) {
+  config_.commands["hold"] = shell_command(R"sh(trap 'echo term > "$OJS_WORK_DIR/../term-$OJS_JOB_ID"; exit 0' TERM; while :; do sleep 0.05; done)sh");
+  options_.heartbeat_interval_s = 0.2;
+  broker_.fetch_replies.push_back(jobs_reply({job("j-c", "hold", {{"ext_ml_preemption_grace_period_s", 60}})}));
+  broker_.heartbeat_replies.push_back({200, {{"state", "running"}}, ""});
+  for (int i = 0; i < 3; ++i)  // told on every contact until the report lands
+    broker_.heartbeat_replies.push_back({200, {{"state", "running"}, {"job_directives", {{{"job_id", "j-c"}, {"action", "cancel"}}}}}, ""});
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "term-j-c")) << "SIGTERM never reached the job";
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].what, "nack");
+  EXPECT_EQ(reports[0].body["error"]["code"], "cancelled");
+  EXPECT_FALSE(reports[0].body.contains("requeue"));
+}
+
+// kill: SIGKILL at once, even for a job that ignores SIGTERM and has a long grace;
+// a cancelled job this worker does not run is reported gone once.
+TEST_F(AgentTest, KillDirectiveKillsAtOnceAndAnUnknownJobIsReportedGone) {
+  config_.commands["stubborn"] = shell_command(R"sh(trap '' TERM; while :; do sleep 0.05; done)sh");
+  options_.heartbeat_interval_s = 0.2;
+  broker_.fetch_replies.push_back(jobs_reply({job("j-k", "stubborn", {{"ext_ml_preemption_grace_period_s", 600}})}));
+  broker_.heartbeat_replies.push_back({200, {{"state", "running"}}, ""});
+  const nlohmann::json stops = {{{"job_id", "j-k"}, {"action", "kill"}}, {{"job_id", "j-elsewhere"}, {"action", "cancel"}}};
+  for (int i = 0; i < 3; ++i) broker_.heartbeat_replies.push_back({200, {{"state", "running"}, {"job_directives", stops}}, ""});
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent, 20s));
+  std::map<std::string, std::vector<nlohmann::json>> by_job;
+  for (const auto& r : broker_.reports()) by_job[r.job_id].push_back(r.body);
+  ASSERT_EQ(by_job["j-k"].size(), 1u);
+  EXPECT_EQ(by_job["j-k"][0]["error"]["code"], "cancelled");
+  EXPECT_EQ(by_job["j-k"][0]["error"]["details"]["signal"], SIGKILL);
+  ASSERT_EQ(by_job["j-elsewhere"].size(), 1u) << "a job not run here is reported gone once, not on every contact";
+  EXPECT_EQ(by_job["j-elsewhere"][0]["error"]["code"], "cancelled");
+}
+
+// On an MPS-shared device the job's declared GPU memory is its cap there
+// (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, by the ordinal its CUDA sees); a job that
+// declares none gets the device's fair share, as the broker charges it.
+TEST_F(AgentTest, MpsSharedDeviceCapsTheJobsMemory) {
+  config_.commands["mps"] = shell_command(
+      R"(printf '{"limit":"%s","threads":"%s"}' "$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT" "$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")");
+  broker_.fetch_replies.push_back(jobs_reply({job("j-25", "mps", {{"ext_ml_assigned_devices", {1}}, {"ext_ml_gpu_count", 1},
+                                                                 {"ext_ml_gpu_memory_gb", 25}}),
+                                              job("j-any", "mps", {{"ext_ml_assigned_devices", {1}}})}));
+  config_.concurrency = 1;
+  auto agent = make_agent({{"accelerator", "gpu"},
+                           {"devices", {{{"index", 0}, {"memory_gb", 80}},
+                                        {{"index", 1}, {"memory_gb", 80}, {"sharing", "mps"}, {"mps_active_thread_percentage", 50}, {"max_jobs", 2}}}}});
+  ASSERT_TRUE(run(agent, 20s));
+  std::map<std::string, nlohmann::json> results;
+  for (const auto& r : broker_.reports()) results[r.job_id] = r.body["result"];
+  EXPECT_EQ(results["j-25"]["limit"], "0=23841MB");  // 25 GB = 23841.8 MiB, rounded down
+  EXPECT_EQ(results["j-25"]["threads"], "50");
+  EXPECT_EQ(results["j-any"]["limit"], "0=38146MB");  // 80 GB / 2 jobs
+}
+
+// The job learns where its checkpoints go and how often; under a file:// URI the
+// agent deletes those beyond max_count once a new one is committed.
+TEST_F(AgentTest, CheckpointUriIntervalAndFileRetention) {
+  const auto store = dir_.path() / "ckpt";
+  std::filesystem::create_directories(store);
+  config_.commands["train"] = shell_command(
+      R"sh(for s in 1 2 3 4; do mkdir -p "${OJS_CHECKPOINT_URI#file://}step-$s"; touch -d "@$((1700000000 + s))" "${OJS_CHECKPOINT_URI#file://}step-$s"; done; )sh"
+      R"sh(echo '{"step":4}' > c.tmp && mv c.tmp "$OJS_CHECKPOINT_FILE"; sleep 0.5; )sh"
+      R"sh(printf '{"uri":"%s","interval":"%s","max":"%s"}' "$OJS_CHECKPOINT_URI" "$OJS_CHECKPOINT_INTERVAL_S" "$OJS_CHECKPOINT_MAX_COUNT")sh");
+  const std::string uri = "file://" + store.string() + "/";
+  broker_.fetch_replies.push_back(jobs_reply({job("j-ck", "train", {{"ext_ml_checkpoint_enabled", true}, {"ext_ml_checkpoint_interval_s", 60},
+                                                                    {"ext_ml_checkpoint_max_count", 2}, {"ext_ml_checkpoint_storage_uri", uri}})}));
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent, 20s));
+  const auto reports = broker_.reports();
+  ASSERT_FALSE(reports.empty());
+  EXPECT_EQ(reports.back().what, "ack");
+  EXPECT_EQ(reports.back().body["result"], nlohmann::json({{"uri", uri + "j-ck/"}, {"interval", "60"}, {"max", "2"}}));
+  std::vector<std::string> kept;
+  for (const auto& e : std::filesystem::directory_iterator(store / "j-ck")) kept.push_back(e.path().filename().string());
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<std::string>{"step-3", "step-4"}));
 }
 
 // Two devices of GPU 1 are MIG slices (parent_index 1); GPU 0 is whole.

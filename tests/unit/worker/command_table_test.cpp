@@ -41,5 +41,27 @@ TEST(WorkerConfig, RejectsWrongShapes) {
   EXPECT_THROW(parse_worker_config(nlohmann::json::parse(R"({"labels": ["a"]})")), std::invalid_argument);
 }
 
+// Isolation settings are read whole, and a wrong one is named (the agent refuses to start).
+TEST(WorkerConfig, ReadsIsolationAndNamesAWrongField) {
+  const auto config = parse_worker_config(nlohmann::json::parse(
+      R"({"isolation": {"mode": "on", "dev_dir": "/tmp/dev", "pids_max": 64, "numa_cpus": {"0": "0-15", "1": "16-31"}}})"));
+  EXPECT_EQ(config.isolation.mode, "on");
+  EXPECT_EQ(config.isolation.dev_dir, "/tmp/dev");
+  EXPECT_EQ(config.isolation.pids_max, 64);
+  EXPECT_EQ(config.isolation.numa_cpus.at(1), "16-31");
+  EXPECT_EQ(parse_worker_config(nlohmann::json::object()).isolation.mode, "auto");
+  const auto message = [](const char* text) {
+    try {
+      parse_worker_config(nlohmann::json::parse(text));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message(R"({"isolation": {"mode": "maybe"}})"), "isolation.mode must be auto, on or off");
+  EXPECT_EQ(message(R"({"isolation": {"pids_max": 0}})"), "isolation.pids_max must be at least 1");
+  EXPECT_NE(message(R"({"isolation": {"numa_cpus": {"zero": "0"}}})").find("isolation.numa_cpus.zero"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ojs::worker

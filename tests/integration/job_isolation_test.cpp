@@ -1,0 +1,172 @@
+// Kernel-enforced isolation of each job by the real worker agent (run as root, with
+// isolation required: `isolation.mode on`), with a real broker and Redis: a job runs
+// in its own cgroups with its limits set (memory from ext_ml_memory_gb, pids, the
+// CPUs of its GPUs' NUMA node), sees in its private /dev only its own GPU's node
+// (opening it reaches the device check: ENXIO without a driver) and cannot open a
+// node of another GPU even when it forges one (EPERM, or mknod refused); a job with
+// no GPU sees none; a job over its memory is OOM-killed and failed with that reason.
+// No GPU driver is needed: the GPU nodes are created for the test with the NVIDIA
+// major number. Where the kernel refuses what this needs (not root, no cgroup v1
+// hierarchies, no mount namespace), each test is reported skipped with the reason.
+// ctest-per-test: integration.job_isolation.
+// ctest-skip-without: root-cgroups
+// ctest-timeout: 300
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "support/child_process.hpp"
+#include "support/ml_fixtures.hpp"
+#include "support/processes.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+
+namespace {
+
+// Why this kernel cannot run the tests ("" when it can): probed, not assumed.
+std::string kernel_refuses() {
+  if (::geteuid() != 0) return "the tests run as uid " + std::to_string(::geteuid()) + ", not root";
+  for (const char* h : {"memory", "devices", "cpuset", "pids"})
+    if (!std::filesystem::exists(std::string("/sys/fs/cgroup/") + h + "/cgroup.procs"))
+      return std::string("no cgroup v1 ") + h + " hierarchy at /sys/fs/cgroup/" + h;
+  const pid_t pid = ::fork();
+  if (pid == 0) _exit(::unshare(CLONE_NEWNS) == 0 ? 0 : 1);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "unshare(CLONE_NEWNS) is refused";
+  return "";
+}
+
+#define REQUIRE_KERNEL_SUPPORT()                                               \
+  do {                                                                         \
+    if (const auto why = kernel_refuses(); !why.empty()) GTEST_SKIP() << why; \
+  } while (0)
+
+// What the probe job reports, one key=value per line.
+const char* kProbe = R"sh(
+m=$(grep ':memory:' /proc/self/cgroup | cut -d: -f3)
+p=$(grep ':pids:' /proc/self/cgroup | cut -d: -f3)
+echo "cgroup=$m"
+echo "mem_limit=$(cat /sys/fs/cgroup/memory$m/memory.limit_in_bytes)"
+echo "pids_max=$(cat /sys/fs/cgroup/pids$p/pids.max)"
+echo "dev=$(ls /dev | tr '\n' ' ')"
+echo "cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"
+for n in 0 1; do
+  if [ -e /dev/nvidia$n ]; then echo "open$n=$( (exec 3</dev/nvidia$n) 2>&1 | sed 's/.*: //')"; else echo "open$n=absent"; fi
+done
+if mknod forged c 195 7 2>/dev/null; then echo "forged=$( (exec 3<forged) 2>&1 | sed 's/.*: //')"; else echo "forged=mknod refused"; fi
+)sh";
+
+std::map<std::string, std::string> probe_result(const json& job) {
+  std::map<std::string, std::string> out;
+  std::stringstream lines(job["result"].value("stdout", std::string()));
+  for (std::string line; std::getline(lines, line);)
+    if (const auto eq = line.find('='); eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  return out;
+}
+
+struct IsolatedWorker {
+  std::string dir = make_temp_dir("isolation");
+  std::unique_ptr<ChildProcess> agent;
+
+  explicit IsolatedWorker(const std::string& broker_url) {
+    // Two GPUs on NUMA nodes 0 and 1; node 0's CPU is 0, node 1's is 1.
+    std::ofstream(dir + "/caps.json") << json{{"simulate", true},
+                                              {"accelerator", "gpu"},
+                                              {"gpu", {{"type", "nvidia-a100"}, {"count", 2}, {"memory_gb", 80}}},
+                                              {"devices", json::array({{{"index", 0}, {"numa_node", 0}}, {{"index", 1}, {"numa_node", 1}}})},
+                                              {"cpu_cores", 2},
+                                              {"memory_gb", 8}}
+                                              .dump();
+    std::filesystem::create_directories(dir + "/dev");
+    for (int minor : {0, 1}) ::mknod((dir + "/dev/nvidia" + std::to_string(minor)).c_str(), S_IFCHR | 0666, makedev(195, minor));
+    std::ofstream(dir + "/worker.json") << json{{"isolation", {{"mode", "on"}, {"dev_dir", dir + "/dev"}, {"numa_cpus", {{"0", "0"}, {"1", "1"}}}}}}.dump();
+    agent = std::make_unique<ChildProcess>(std::vector<std::string>{
+        binary_path("worker/worker"), "--broker", broker_url, "--worker-id", "isolated", "--queues", "iso", "--config",
+        dir + "/worker.json", "--capabilities-file", dir + "/caps.json", "--poll-interval-ms", "100", "--heartbeat-interval-s",
+        "1", "--log-level", "warn", "--concurrency", "2", "--command", std::string("ml.probe=") + kProbe, "--command",
+        "ml.hog=python3 -c 'b = bytearray(1500 * 1000 * 1000); print(len(b))'", "--work-dir", dir + "/work"});
+  }
+};
+
+json job_of(const std::string& type, const json& attrs) {
+  json job = ml_job("iso", attrs);
+  job["type"] = type;
+  return job;
+}
+
+}  // namespace
+
+TEST(JobIsolation, AGpuJobRunsInItsCgroupAndSeesOnlyItsGpu) {
+  REQUIRE_KERNEL_SUPPORT();
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  IsolatedWorker worker(broker.url());
+  const auto id = api.push(job_of("ml.probe", {{"ext_ml_gpu_count", 1}, {"ext_ml_memory_gb", 1}}));
+  const auto job = wait_for_state(api, id, "completed");
+  ASSERT_EQ(job["state"], "completed") << job.dump();
+  const int mine = job["ext_ml_assigned_devices"][0];
+  const int other = 1 - mine;
+  auto seen = probe_result(job);
+  EXPECT_NE(seen["cgroup"].find("/ojs/isolated-"), std::string::npos) << seen["cgroup"];
+  // 1 GB, as the kernel keeps it: in whole pages.
+  EXPECT_NEAR(std::stod(seen["mem_limit"].empty() ? "0" : seen["mem_limit"]), 1e9, 4096) << seen["mem_limit"];
+  EXPECT_EQ(seen["pids_max"], "4096");
+  EXPECT_EQ(seen["cpus"], std::to_string(mine)) << "the job's CPUs are its GPU's NUMA node's";
+  const std::string dev = " " + seen["dev"];
+  EXPECT_NE(dev.find(" nvidia" + std::to_string(mine) + " "), std::string::npos) << dev;
+  EXPECT_NE(dev.find(" nvidiactl "), std::string::npos) << dev;
+  EXPECT_EQ(dev.find(" nvidia" + std::to_string(other) + " "), std::string::npos) << dev;
+  EXPECT_EQ(seen["open" + std::to_string(mine)], "No such device or address") << "its own GPU passes the device check";
+  EXPECT_EQ(seen["open" + std::to_string(other)], "absent");
+  EXPECT_TRUE(seen["forged"] == "Operation not permitted" || seen["forged"] == "mknod refused") << seen["forged"];
+  // The worker says which mode it runs in.
+  const auto workers = api.get("/ojs/v1/admin/workers").body;
+  ASSERT_FALSE(workers["items"].empty());
+  EXPECT_EQ(workers["items"][0]["capabilities"]["labels"]["ojs.io/isolation"], "cgroup-v1");
+}
+
+TEST(JobIsolation, AJobWithoutGpusSeesNone) {
+  REQUIRE_KERNEL_SUPPORT();
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  IsolatedWorker worker(broker.url());
+  const auto id = api.push(job_of("ml.probe", json::object()));
+  const auto job = wait_for_state(api, id, "completed");
+  ASSERT_EQ(job["state"], "completed") << job.dump();
+  auto seen = probe_result(job);
+  EXPECT_EQ(seen["dev"].find("nvidia"), std::string::npos) << seen["dev"];
+  EXPECT_EQ(seen["open0"], "absent");
+  EXPECT_EQ(seen["open1"], "absent");
+  EXPECT_TRUE(seen["forged"] == "Operation not permitted" || seen["forged"] == "mknod refused") << seen["forged"];
+  EXPECT_GE(seen["mem_limit"].size(), 10u) << "no memory declared: no limit (" << seen["mem_limit"] << ")";
+}
+
+TEST(JobIsolation, AJobOverItsMemoryIsOomKilledAndFailed) {
+  REQUIRE_KERNEL_SUPPORT();
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  IsolatedWorker worker(broker.url());
+  // 1.5 GB written into a 0.5 GB limit.
+  const auto id = api.push(job_of("ml.hog", {{"ext_ml_memory_gb", 0.5}, {"retry", {{"max_attempts", 1}}}}));
+  ASSERT_TRUE(wait_until([&] {
+    const auto state = api.get("/ojs/v1/jobs/" + id).body["job"]["state"];
+    return state == "discarded" || state == "dead" || state == "completed" || state == "retryable";
+  }, 60));
+  const auto job = api.get("/ojs/v1/jobs/" + id).body["job"];
+  EXPECT_TRUE(job["state"] == "discarded" || job["state"] == "dead") << job.dump();
+  EXPECT_NE(job.dump().find("oom_killed"), std::string::npos) << job.dump();
+  EXPECT_NE(job.dump().find("memory limit of 0.5 GB"), std::string::npos) << job.dump();
+}

@@ -1,0 +1,103 @@
+// Kernel-enforced isolation of each job, without a container runtime: a cgroup per
+// job (memory limit, CPUs local to its GPUs, a pids limit, a device allow-list) and a
+// mount namespace whose private /dev holds only the standard nodes and the nodes of
+// the job's own GPUs (with the NVIDIA control nodes when it has one).
+//
+// The agent prepares the cgroups (JobCgroup) and starts the job through itself in
+// launcher mode (`worker --exec-isolated PLAN -- argv...`, run_isolated below): the
+// launcher joins the cgroups, builds the private /dev and execs the job, so the job
+// is confined from its first instruction and keeps the pid and process group the
+// agent signals.
+//
+// cgroup v1 (memory, devices, cpuset, pids hierarchies) is what is built here; on a
+// host with only cgroup v2 the device allow-list needs a BPF program, which this
+// agent does not load: isolation is then off and the reason says so.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ojs::worker {
+
+// "isolation" in the worker config.
+struct IsolationConfig {
+  std::string mode = "auto";  // auto: on when the agent runs as root and the host allows it; on: required; off
+  std::string cgroup_root = "/sys/fs/cgroup";
+  std::string dev_dir = "/dev";      // where the host's GPU nodes are read (their major/minor)
+  long pids_max = 4096;              // per job
+  // NUMA node -> CPU list ("0-15"), overriding /sys/devices/system/node/node<N>/cpulist.
+  std::map<int, std::string> numa_cpus;
+};
+
+// One GPU the job may use: its /dev/nvidia<minor> node. MIG devices use their GPU's.
+struct GpuNode {
+  int minor = 0;
+  bool mig = false;
+};
+
+struct JobLimits {
+  std::optional<std::uint64_t> memory_bytes;  // none: no limit
+  std::vector<GpuNode> gpus;
+  std::set<int> numa_nodes;  // of its GPUs: the job runs on their CPUs (none: the worker's CPUs)
+};
+
+// A job's cgroups, made before it starts; removed (leftover processes killed) when destroyed.
+class JobCgroup {
+ public:
+  ~JobCgroup();
+  JobCgroup(const JobCgroup&) = delete;
+  JobCgroup& operator=(const JobCgroup&) = delete;
+  // The launcher's plan: the cgroup.procs files to join and the private /dev to build.
+  const nlohmann::json& plan() const { return plan_; }
+  // Whether the kernel's OOM killer killed a process of the job (its memory limit).
+  bool oom_killed() const;
+  std::optional<std::uint64_t> memory_limit() const { return memory_limit_; }
+  const std::string& cpus() const { return cpus_; }
+
+ private:
+  friend class JobIsolation;
+  JobCgroup() = default;
+  std::vector<std::string> dirs_;  // one per hierarchy
+  std::string memory_dir_;
+  std::optional<std::uint64_t> memory_limit_;
+  std::string cpus_;
+  nlohmann::json plan_;
+};
+
+class JobIsolation {
+ public:
+  ~JobIsolation();  // removes this run's cgroup directories
+  // Isolation as configured and as this host allows; nullptr (and *why_off says why)
+  // when off. launcher: the worker binary, run in launcher mode for each job.
+  static std::unique_ptr<JobIsolation> create(const IsolationConfig& config, const std::string& launcher,
+                                              const std::string& worker_id, std::string* why_off);
+  // What the worker advertises: "cgroup-v1" (with the private /dev).
+  const std::string& mode() const { return mode_; }
+  // Creates the job's cgroups (`name`: unique per attempt) with its limits.
+  std::unique_ptr<JobCgroup> prepare(const std::string& name, const JobLimits& limits) const;
+  // The argv that runs `argv` confined by `plan_file` (the plan written by the caller).
+  std::vector<std::string> wrap(const std::vector<std::string>& argv, const std::string& plan_file) const;
+  // The CPUs of these NUMA nodes ("" when unknown).
+  std::string cpus_of(const std::set<int>& numa_nodes) const;
+
+ private:
+  JobIsolation() = default;
+  IsolationConfig config_;
+  std::string launcher_;
+  std::string mode_;
+  std::map<std::string, std::string> parents_;  // hierarchy (memory, devices, cpuset, pids) -> this worker's directory
+  int uvm_major_ = -1;                          // nvidia-uvm's major from /proc/devices (-1: no driver)
+  int caps_major_ = -1;                         // nvidia-caps (MIG capability nodes)
+};
+
+// Launcher mode: joins the plan's cgroups, builds the private /dev, execs argv.
+// Returns only on failure (the exit code, after a message on stderr).
+int run_isolated(const std::string& plan_file, const std::vector<std::string>& argv);
+
+}  // namespace ojs::worker
