@@ -56,8 +56,9 @@ bool FetchService::full_judgement_due(const std::string& queue, const std::strin
   return true;
 }
 
-bool FetchService::walk_classes(const std::string& queue, const ClassSet& classes, const WorkerView& worker,
+bool FetchService::walk_classes(const std::string& queue, const KeptClasses& kept, const WorkerView& worker,
                                 const std::set<std::string>& skip, std::vector<ClassVerdict>& out) {
+  const ClassSet& classes = kept.all;
   const double bound = scheduler_.bonus_bound(queue, classes, worker);
   std::optional<double> best_band;
   long long pos = 0, page = 16;  // pages of the index grow 4x, as the claim reads it
@@ -67,7 +68,7 @@ bool FetchService::walk_classes(const std::string& queue, const ClassSet& classe
     ClassSet judged{classes.version, {}};
     for (const auto& [id, score] : heads.heads) {
       auto it = classes.classes.find(id);  // a class newer than the kept set: the claim's version check refreshes it
-      if (it != classes.classes.end() && !skip.count(id) && !is_gang_class(scheduler_, classes, id)) judged.classes.emplace(id, it->second);
+      if (it != classes.classes.end() && !skip.count(id) && !kept.gangs.classes.count(id)) judged.classes.emplace(id, it->second);
     }
     auto verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, judged, worker, assignment_options(config_));
     std::unordered_map<std::string_view, ClassVerdict*> verdict_of;
@@ -145,11 +146,11 @@ void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest
     std::vector<EligibleClass> eligible;
     std::map<std::string, const ClassVerdict*> verdict_of;
     std::vector<ClassVerdict> verdicts;
-    const bool walked = !judge_all && walk_classes(queue, classes, worker, given_back, verdicts);
+    const bool walked = !judge_all && walk_classes(queue, *kept, worker, given_back, verdicts);
     if (!walked) verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, classes, worker, assignment_options(config_));
     for (const auto& v : verdicts) {
       verdict_of[v.class_id] = &v;
-      const bool gang = is_gang_class(scheduler_, classes, v.class_id);
+      const bool gang = kept->gangs.classes.count(v.class_id) > 0;
       if (gang && worker.capabilities) continue;  // fetch_gang judged and noted it, with claim_gang's answer
       if (v.judgement.eligible() && !gang && !given_back.count(v.class_id)) eligible.push_back(v.claim);
       diagnosis_.note(queue, v.class_id, worker.worker_id, v.judgement);

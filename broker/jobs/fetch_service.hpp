@@ -69,7 +69,7 @@ class FetchService {
   // eligible class at the bonus bound, or the end of the best eligible head's band
   // (the claim's own order). False, with nothing judged, when the queue's order is
   // not the heads' (policy fair): then every class is judged.
-  bool walk_classes(const std::string& queue, const ClassSet& classes, const WorkerView& worker,
+  bool walk_classes(const std::string& queue, const KeptClasses& kept, const WorkerView& worker,
                     const std::set<std::string>& skip, std::vector<ClassVerdict>& out);
   // Whether this worker's FETCH from this queue judges every class (its diagnosis
   // records kept fresh at DiagnosisLog's refresh period) instead of walking the heads.
