@@ -96,7 +96,8 @@ def phase(name, cmds, per=None):  # per: the operations the commands make up (de
     subprocess.run(['callgrind_control', '-z', str(PID)], capture_output=True)
     t0 = time.time()
     for i in range(0, len(cmds), 1):
-        res = r.pipe(cmds[i][1]) if cmds[i][0] == 'PIPE' else r(*cmds[i])  # ('PIPE', [cmd, ...]): one round trip
+        cmd = cmds[i]() if callable(cmds[i]) else cmds[i]  # a callable builds its command from reads of its own (counted)
+        res = r.pipe(cmd[1]) if cmd[0] == 'PIPE' else r(*cmd)  # ('PIPE', [cmd, ...]): one round trip
         if name == 'claim' and (not isinstance(res, list) or res[0] != 'ok' or not res[1]): print('claim reply', str(res)[:200]); break
     before = set(glob.glob(CGDIR + '/out.*'))
     subprocess.run(['callgrind_control', '-d', name, str(PID)], capture_output=True)
@@ -185,8 +186,31 @@ def claim_cmd():
     else:
         for c in cls: args += [c, '0.000000', '0', '1', '[0]']
     return call('claim', keys, args)
-cc = claim_cmd()
-phase('claim', [cc] * (N // 2))
+# The broker decides (scheduling/claim_decision.cpp) and claim.lua commits its picks:
+# per claim, the snapshot FETCH reads (the best heads, policy, budget) then the commit
+# of the best class's head and three spares. `claim` counts both; `snap` the reads alone.
+COMMIT = 'claim_fair' in scripts
+SNAP = [['ZRANGE', K('heads'), '0', '15', 'WITHSCORES'], ['HMGET', K('config'), 'policy', 'tenant_quotas'],
+        ['HMGET', K('config'), 'max_total_gpus', 'max_concurrent_gpu_jobs', 'max_total_gpu_memory_mb'],
+        ['HMGET', K('ledger'), 'gpus', 'gpu_jobs', 'gpu_mem_mb']]
+VER = r('GET', K('classes:ver')) or '0'
+def commit_cmd():
+    heads = r.pipe(SNAP)[0]
+    keys = [K('classes:ver'), K('paused'), K('delayed'), K('active'), K('seq'), K('events'), K('config'), K('ledger'),
+            K('tenant-quotas'), K('tenant-ledger'), K('job:'), K('ready:'), K('stats'), K('rate-window'), K('heads'), K('held:w1'),
+            K('finished:')]
+    picks = ''.join('\n%s\t\t0\t1\t[0]\t0' % heads[i] for i in range(0, min(len(heads), 8), 2))
+    return call('claim', keys, ['w1', '', '30000', '1', VER, str(BAND), '1', picks])
+if COMMIT and not FAIR:
+    phase('claim', [commit_cmd] * (N // 2))
+    phase('snap', [('PIPE', SNAP)] * (N // 2))
+else:
+    if COMMIT:  # [fairshare] a `fair` queue's claim still decides in Lua
+        scripts['claim'] = scripts['claim_fair']
+        suffix_call = call
+        call = lambda n, keys, args: suffix_call('claim_fair' if n == 'claim' else n, keys, args)
+    cc = claim_cmd()
+    phase('claim', [cc] * (N // 2))
 active = r('ZRANGE', K('active'), 0, -1)
 ACK_KEYS = [K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger')]
 if 'workflow_keys(KEYS, 11' in scripts['ack']:  # the workflow keys only for a workflow's job (none here)

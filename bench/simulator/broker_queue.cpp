@@ -11,6 +11,7 @@
 
 #include "broker/governance/queue_configs.hpp"
 #include "broker/scheduling/scheduler.hpp"
+#include "broker/scheduling/claimer.hpp"
 #include "broker/store/claim_store.hpp"
 #include "broker/store/embedded_redis.hpp"
 #include "broker/store/keys.hpp"
@@ -120,7 +121,9 @@ void BrokerQueue::push(int job, const SimJob& j) {
 int BrokerQueue::claim(const std::string& worker, const std::vector<broker::EligibleClass>& eligible) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     // record_held false: the simulator keeps each worker's load itself (sim.cpp), not the registry.
-    auto out = impl_->claims->claim(kQueue, worker, std::nullopt, 1LL << 40, 1, impl_->version, eligible, false);
+    // The broker's own claim: decided by scheduling/claim_decision, committed by claim.lua.
+    broker::Claimer claimer(*impl_->claims);
+    auto out = claimer.claim({kQueue, worker, std::nullopt, 1LL << 40, 1, impl_->version, false}, eligible);
     if (out.status == broker::TransitionStatus::stale) {  // a new class was pushed since
       impl_->version = out.current_version;
       continue;

@@ -57,14 +57,19 @@ bool FetchService::full_judgement_due(const std::string& queue, const std::strin
 }
 
 bool FetchService::walk_classes(const std::string& queue, const KeptClasses& kept, const WorkerView& worker,
-                                const std::set<std::string>& skip, std::vector<ClassVerdict>& out) {
+                                const std::set<std::string>& skip, std::vector<ClassVerdict>& out, ClaimSnapshot& snapshot) {
   const ClassSet& classes = kept.all;
   const double bound = scheduler_.bonus_bound(queue, classes, worker);
   std::optional<double> best_band;
   long long pos = 0, page = 16;  // pages of the index grow 4x, as the claim reads it
   while (true) {
-    const auto heads = claims_.class_heads(queue, pos, page);
+    auto heads = claims_.class_heads(queue, pos, page);
     if (heads.fair) return false;
+    if (pos == 0) {
+      snapshot = heads;
+    } else {
+      snapshot.heads.insert(snapshot.heads.end(), heads.heads.begin(), heads.heads.end());
+    }
     ClassSet judged{classes.version, {}};
     for (const auto& [id, score] : heads.heads) {
       auto it = classes.classes.find(id);  // a class newer than the kept set: the claim's version check refreshes it
@@ -146,7 +151,8 @@ void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest
     std::vector<EligibleClass> eligible;
     std::map<std::string, const ClassVerdict*> verdict_of;
     std::vector<ClassVerdict> verdicts;
-    const bool walked = !judge_all && walk_classes(queue, *kept, worker, given_back, verdicts);
+    ClaimSnapshot snapshot;
+    const bool walked = !judge_all && walk_classes(queue, *kept, worker, given_back, verdicts, snapshot);
     if (!walked) verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, classes, worker, assignment_options(config_));
     for (const auto& v : verdicts) {
       verdict_of[v.class_id] = &v;
@@ -162,9 +168,9 @@ void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest
       refreshed(classes_of(queue, true));
       continue;
     }
-    auto outcome = claims_.claim(queue, worker.worker_id, request.visibility_timeout_ms,
-                                config_.default_visibility_timeout_ms, want, classes.version, eligible,
-                                worker.capabilities.has_value());
+    const ClaimRequest claim{queue, worker.worker_id, request.visibility_timeout_ms, config_.default_visibility_timeout_ms,
+                             want, classes.version, worker.capabilities.has_value()};
+    auto outcome = claimer_.claim(claim, eligible, walked ? &snapshot : nullptr);
     if (outcome.status == TransitionStatus::stale) {  // a class appeared since we looked
       refreshed(classes_of(queue, true));
       continue;

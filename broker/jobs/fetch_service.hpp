@@ -14,6 +14,7 @@
 #include "broker/config.hpp"
 #include "broker/jobs/fetch_request.hpp"
 #include "broker/jobs/job_service.hpp"
+#include "broker/scheduling/claimer.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/claim_store.hpp"
@@ -34,7 +35,7 @@ class FetchService {
   // jobs: hands back a claimed job a running job's anti-affinity excludes (a NACK with requeue).
   FetchService(ClaimStore& claims, QueueDirectory& queues, JobReads& reads, PreemptionStore& marks, JobService& jobs,
                Scheduler& scheduler, WorkerRegistry& workers, DiagnosisLog& diagnosis, const BrokerConfig& config)
-      : claims_(claims), queues_(queues), reads_(reads), marks_(marks), jobs_(jobs), scheduler_(scheduler),
+      : claims_(claims), claimer_(claims), queues_(queues), reads_(reads), marks_(marks), jobs_(jobs), scheduler_(scheduler),
         workers_(workers), diagnosis_(diagnosis), config_(config) {}
 
   // A FETCH: the worker's contact first (WorkerRegistry::contact, one round trip: its
@@ -68,14 +69,16 @@ class FetchService {
   // heads (the class-head index) and only as far as one of them may win: the first
   // eligible class at the bonus bound, or the end of the best eligible head's band
   // (the claim's own order). False, with nothing judged, when the queue's order is
-  // not the heads' (policy fair): then every class is judged.
+  // not the heads' (policy fair): then every class is judged. `snapshot` gathers what
+  // the walk read (the heads, the budget): the claim is decided over it.
   bool walk_classes(const std::string& queue, const KeptClasses& kept, const WorkerView& worker,
-                    const std::set<std::string>& skip, std::vector<ClassVerdict>& out);
+                    const std::set<std::string>& skip, std::vector<ClassVerdict>& out, ClaimSnapshot& snapshot);
   // Whether this worker's FETCH from this queue judges every class (its diagnosis
   // records kept fresh at DiagnosisLog's refresh period) instead of walking the heads.
   bool full_judgement_due(const std::string& queue, const std::string& worker_id);
 
   ClaimStore& claims_;
+  Claimer claimer_;
   QueueDirectory& queues_;
   JobReads& reads_;
   PreemptionStore& marks_;

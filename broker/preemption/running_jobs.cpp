@@ -11,16 +11,7 @@ namespace ojs::broker {
 
 using nlohmann::json;
 
-QueueBudget queue_budget(const BudgetUse& use) {
-  QueueBudget b;
-  b.max_gpus = use.max_gpus;
-  b.max_jobs = use.max_jobs;
-  b.max_gpu_mem_mb = use.max_gpu_mem_mb;
-  b.gpus_in_use = use.gpus_in_use;
-  b.gpu_jobs = use.gpu_jobs;
-  b.gpu_mem_mb_in_use = use.gpu_mem_mb_in_use;
-  return b;
-}
+QueueBudget queue_budget(const BudgetUse& use) { return QueueBudget(use); }
 
 std::optional<ml::Requirements> requirements_of(const JobRecord& job) {
   auto doc = json::parse(job.get("doc"), nullptr, false);

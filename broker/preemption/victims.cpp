@@ -92,13 +92,6 @@ std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, in
   return choice;
 }
 
-std::optional<std::string> QueueBudget::blocking(const BudgetCharge& job, const BudgetCharge& freed) const {
-  if (max_gpus && gpus_in_use - freed.gpus + job.gpus > *max_gpus) return "max_total_gpus";
-  if (max_jobs && gpu_jobs - freed.jobs + job.jobs > *max_jobs) return "max_concurrent_gpu_jobs";
-  if (max_gpu_mem_mb && gpu_mem_mb_in_use - freed.gpu_mem_mb + job.gpu_mem_mb > *max_gpu_mem_mb) return "max_total_gpu_memory_gb";
-  return std::nullopt;
-}
-
 std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemptor_rank, const QueueBudget& budget,
                                                   const std::vector<RunningJob>& running, long long preemptor_mem_mb,
                                                   const VictimFilter& allowed) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/scheduling/queue_budget.hpp"
 #include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/predicates.hpp"
 #include "ojs/ml/requirements.hpp"
@@ -68,27 +69,6 @@ std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, in
                                            const ml::Capabilities& caps, const std::vector<RunningJob>& running,
                                            const ml::AssignmentOptions& assignment = {}, const std::vector<int>& drained = {},
                                            const VictimFilter& allowed = {});
-
-// What a job holds of a queue's budget, or what leaving jobs give back.
-struct BudgetCharge {
-  long long gpus = 0;
-  long long jobs = 0;
-  long long gpu_mem_mb = 0;
-};
-
-// A queue's GPU budget (limits from `ojs:{q}:config`, use from `ojs:{q}:ledger`).
-struct QueueBudget {
-  std::optional<long long> max_gpus;  // max_total_gpus
-  std::optional<long long> max_jobs;  // max_concurrent_gpu_jobs
-  std::optional<long long> max_gpu_mem_mb;  // max_total_gpu_memory_gb, in MB
-  long long gpus_in_use = 0;
-  long long gpu_jobs = 0;
-  long long gpu_mem_mb_in_use = 0;
-  // The limit a job charged `job` would pass once jobs holding `freed` leave
-  // (max_total_gpus, max_concurrent_gpu_jobs, max_total_gpu_memory_gb), none when it fits.
-  std::optional<std::string> blocking(const BudgetCharge& job, const BudgetCharge& freed = {}) const;
-  bool allows(const BudgetCharge& job, const BudgetCharge& freed = {}) const { return !blocking(job, freed); }
-};
 
 // Victims among the jobs charged to a queue's budget (`running`: the queue's
 // active jobs, any worker; gpus = GPUs charged) whose release lets a waiting

@@ -1,5 +1,6 @@
-// Claims: every key each script touches is declared (see claim.lua,
-// claim_gang.lua).
+// Claims: the snapshot a claim is decided over, its commit (claim.lua), the
+// `fair` claim (claim_fair.lua) and gangs' (claim_gang.lua); every key each script
+// touches is declared in its header.
 #include "broker/store/claim_store.hpp"
 
 #include <algorithm>
@@ -14,7 +15,114 @@ using detail::hints;
 using detail::status_of;
 using detail::with_workflow_keys;
 
-ClaimOutcome ClaimStore::claim(const std::string& queue, const std::string& worker_id,
+namespace {
+// A claim reply's jobs, skipped picks and rate limit into `out` (claim.lua and
+// claim_fair.lua answer alike); whether the script stopped before an expired
+// workflow step (call again with the workflow keys).
+bool read_claim_reply(const RedisValue& reply, const std::string& endpoint, const std::string& queue, ClaimOutcome& out) {
+  for (const auto& j : reply.elements.at(1).elements) {
+    auto& job = out.jobs.emplace_back(JobRecord::from_flat_array(j));
+    hints().remember_claimed(endpoint + '|' + job.id(), queue, job.has("workflow_id"));
+  }
+  const auto& skipped = reply.elements.at(2).elements;
+  out.budget_blocked.clear();  // a second call's list is the current one
+  out.passed_over.clear();
+  for (std::size_t i = 0; i + 3 < skipped.size(); i += 4) {
+    const auto& why = skipped[i + 3].str;
+    if (why == "gone" || why == "held")
+      out.passed_over.emplace_back(skipped[i].str, why);
+    else
+      out.budget_blocked.push_back({skipped[i].str, skipped[i + 1].integer, skipped[i + 2].integer, why});
+  }
+  out.rate_limited = reply.elements.size() > 3 ? reply.elements[3].str : std::string();
+  if (reply.elements.size() > 5) out.promoted += reply.elements[5].integer;
+  return reply.elements.size() > 4 && reply.elements[4].str == "1";
+}
+
+// Runs a claim script (claim.lua, claim_fair.lua; ARGV 4 the count): first without
+// the workflow keys, then, when it stopped before an expired workflow step, again
+// with them for the rest (a key costs a call ~1.1k instructions, so they go only then).
+ClaimOutcome call_claim(RedisPool& redis, const std::string& script, const std::string& queue, std::vector<std::string> claim_keys,
+                        std::vector<std::string> args, int count) {
+  ClaimOutcome out;
+  for (bool second : {false, true}) {
+    if (second) {
+      claim_keys = with_workflow_keys(std::move(claim_keys), queue);
+      args[3] = std::to_string(count - static_cast<int>(out.jobs.size()));
+    }
+    auto reply = redis.eval(script, claim_keys, args);
+    const auto status = status_of(reply.elements.at(0).str);
+    if (status != TransitionStatus::ok) {
+      if (!out.jobs.empty()) break;  // the first call's jobs are claimed: they are the answer
+      out.status = status;
+      if (status == TransitionStatus::stale) out.current_version = reply.elements.at(1).str;
+      break;
+    }
+    out.status = status;
+    if (!read_claim_reply(reply, redis.endpoint().describe(), queue, out)) break;
+  }
+  return out;
+}
+
+// The keys claim.lua (1-17) and claim_fair.lua (1-17, then its usage keys) share.
+std::vector<std::string> claim_keys_of(const std::string& queue, const std::string& worker_id) {
+  return {keys::classes_version(queue), keys::paused(queue),        keys::delayed(queue),     keys::active(queue),
+          keys::seq(queue),             keys::events(queue),        keys::config(queue),      keys::ledger(queue),
+          keys::tenant_quotas(queue),   keys::tenant_ledger(queue), keys::job_prefix(queue),  keys::ready_prefix(queue),
+          keys::stats(queue),           keys::rate_window(queue),   keys::class_heads(queue), keys::held(queue, worker_id),
+          keys::finished_prefix(queue)};
+}
+
+// The snapshot's reads besides the heads: policy and quota flag, budget limits, use.
+void add_snapshot_reads(std::vector<std::vector<std::string>>& commands, const std::string& queue) {
+  commands.push_back({"HMGET", keys::config(queue), "policy", "tenant_quotas"});
+  for (auto& c : budget_reads(queue)) commands.push_back(std::move(c));
+  commands.push_back({"ZRANGEBYSCORE", keys::delayed(queue), "-inf", "+inf", "WITHSCORES", "LIMIT", "0", "1"});
+  commands.push_back({"TIME"});
+  commands.push_back({"GET", keys::classes_version(queue)});
+}
+void read_snapshot(const std::vector<RedisValue>& replies, std::size_t first, ClaimSnapshot& out) {
+  const auto& flags = replies.at(first).elements;
+  out.fair = flags.size() > 0 && flags[0].str == "fair";
+  out.tenant_quotas = flags.size() > 1 && flags[1].type != RedisValue::Type::nil;
+  out.budget = budget_from(replies.at(first + 1), replies.at(first + 2));
+  const auto& earliest = replies.at(first + 3).elements;
+  if (earliest.size() > 1) out.earliest_delayed_ms = static_cast<std::int64_t>(std::strtod(earliest[1].str.c_str(), nullptr));
+  const auto& time = replies.at(first + 4).elements;
+  if (time.size() == 2) out.now_ms = std::atoll(time[0].str.c_str()) * 1000 + std::atoll(time[1].str.c_str()) / 1000;
+  const auto& version = replies.at(first + 5);
+  if (version.type != RedisValue::Type::nil) out.classes_version = version.str;
+}
+}  // namespace
+
+ClaimOutcome ClaimStore::commit(const std::string& queue, const std::string& worker_id,
+                                std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
+                                int count, const std::string& classes_version, const std::vector<CommitPick>& picks,
+                                bool record_held) {
+  std::string lines;
+  for (const auto& p : picks) {
+    lines += '\n';
+    lines += p.class_id;
+    lines += '\t';
+    lines += p.job_id;
+    lines += '\t';
+    lines += std::to_string(p.hold_enqueued_after_ms);
+    lines += '\t';
+    lines += std::to_string(p.gpus);
+    lines += '\t';
+    lines += p.devices_json;
+    lines += '\t';
+    lines += std::to_string(p.gpu_memory_mb);
+  }
+  std::vector<std::string> args{worker_id,      optional_text(request_visibility_ms), std::to_string(default_visibility_ms),
+                                std::to_string(count), classes_version,           score_band_arg(),
+                                record_held ? "1" : "", std::move(lines)};
+  auto claim_keys = claim_keys_of(queue, worker_id);
+  // [workflows] 18-28, the workflow keys, only for a second call.
+  return call_claim(redis_, "claim", queue, std::move(claim_keys), std::move(args), count);
+}
+
+ClaimOutcome ClaimStore::claim_fair(const std::string& queue, const std::string& worker_id,
                                std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
                                int count, const std::string& classes_version, const std::vector<EligibleClass>& eligible,
                                bool record_held) {
@@ -24,13 +132,7 @@ ClaimOutcome ClaimStore::claim(const std::string& queue, const std::string& work
                                 std::to_string(count),
                                 classes_version,
                                 score_band_arg()};
-  std::vector<std::string> claim_keys{keys::classes_version(queue), keys::paused(queue), keys::delayed(queue),
-                                      keys::active(queue),          keys::seq(queue),    keys::events(queue),
-                                      keys::config(queue),          keys::ledger(queue), keys::tenant_quotas(queue),
-                                      keys::tenant_ledger(queue),   keys::job_prefix(queue), keys::ready_prefix(queue),
-                                      keys::stats(queue),           keys::rate_window(queue), keys::class_heads(queue),
-                                      keys::held(queue, worker_id)};
-  claim_keys.push_back(keys::finished_prefix(queue));  // [admin] 17: an expired job is finished
+  auto claim_keys = claim_keys_of(queue, worker_id);  // 17: an expired job is finished
   // [usage] 18-21: the fair order's use per tenant, then the journal it folds first
   // and what the fold writes (usage_fold_keys' keys in claim.lua's order; the config is 7).
   for (auto* key : {keys::usage, keys::usage_journal, keys::usage_totals, keys::usage_hours}) claim_keys.push_back(key(queue));
@@ -57,45 +159,84 @@ ClaimOutcome ClaimStore::claim(const std::string& queue, const std::string& work
   args.push_back(std::to_string(eligible.size()));
   args.push_back(std::move(lines));
   args.push_back(record_held ? "1" : "");
-  // [workflows] 22-32, the workflow keys, only for a second call: claim.lua stops before
-  // an expired workflow step without them (a key costs the call ~1.1k instructions).
-  ClaimOutcome out;
-  for (bool with_workflow_keys_sent : {false, true}) {
-    if (with_workflow_keys_sent) {
-      claim_keys = with_workflow_keys(std::move(claim_keys), queue);
-      args[3] = std::to_string(count - static_cast<int>(out.jobs.size()));
-    }
-    auto reply = redis_.eval("claim", claim_keys, args);
-    const auto status = status_of(reply.elements.at(0).str);
-    if (status != TransitionStatus::ok) {
-      if (!out.jobs.empty()) break;  // the first call's jobs are claimed: they are the answer
-      out.status = status;
-      if (status == TransitionStatus::stale) out.current_version = reply.elements.at(1).str;
-      break;
-    }
-    out.status = status;
-    for (const auto& j : reply.elements.at(1).elements) {
-      auto& job = out.jobs.emplace_back(JobRecord::from_flat_array(j));
-      hints().remember_claimed(redis_.endpoint().describe() + '|' + job.id(), queue, job.has("workflow_id"));
-    }
-    const auto& blocked = reply.elements.at(2).elements;
-    out.budget_blocked.clear();  // a second call's list is the current one
-    for (std::size_t i = 0; i + 3 < blocked.size(); i += 4)
-      out.budget_blocked.push_back({blocked[i].str, blocked[i + 1].integer, blocked[i + 2].integer, blocked[i + 3].str});
-    out.rate_limited = reply.elements.size() > 3 ? reply.elements[3].str : std::string();
-    if (reply.elements.size() < 5 || reply.elements[4].str != "1") break;
-  }
-  return out;
+  // [workflows] 22-32, the workflow keys, only for a second call.
+  return call_claim(redis_, "claim_fair", queue, std::move(claim_keys), std::move(args), count);
 }
 
-ClassHeads ClaimStore::class_heads(const std::string& queue, long long offset, long long count) {
-  const auto replies = redis_.pipeline({{"ZRANGE", keys::class_heads(queue), std::to_string(offset), std::to_string(offset + count - 1), "WITHSCORES"},
-                                        {"HGET", keys::config(queue), "policy"}});
-  ClassHeads out;
-  out.fair = replies.size() > 1 && replies[1].str == "fair";
+ClaimSnapshot ClaimStore::class_heads(const std::string& queue, long long offset, long long count) {
+  std::vector<std::vector<std::string>> commands{
+      {"ZRANGE", keys::class_heads(queue), std::to_string(offset), std::to_string(offset + count - 1), "WITHSCORES"}};
+  add_snapshot_reads(commands, queue);
+  const auto replies = redis_.pipeline(commands);
+  ClaimSnapshot out;
+  read_snapshot(replies, 1, out);
   const auto& flat = replies.at(0).elements;
   out.heads.reserve(flat.size() / 2);
   for (std::size_t i = 0; i + 1 < flat.size(); i += 2) out.heads.emplace_back(flat[i].str, std::strtod(flat[i + 1].str.c_str(), nullptr));
+  return out;
+}
+
+ClaimSnapshot ClaimStore::heads_of(const std::string& queue, const std::vector<std::string>& class_ids) {
+  std::vector<std::vector<std::string>> commands;
+  if (!class_ids.empty()) {
+    std::vector<std::string> zmscore{"ZMSCORE", keys::class_heads(queue)};
+    zmscore.insert(zmscore.end(), class_ids.begin(), class_ids.end());
+    commands.push_back(std::move(zmscore));
+  }
+  add_snapshot_reads(commands, queue);
+  const auto replies = redis_.pipeline(commands);
+  ClaimSnapshot out;
+  const std::size_t first = class_ids.empty() ? 0 : 1;
+  read_snapshot(replies, first, out);
+  if (first == 0) return out;
+  const auto& scores = replies.at(0).elements;
+  for (std::size_t i = 0; i < scores.size() && i < class_ids.size(); ++i)
+    if (scores[i].type != RedisValue::Type::nil) out.heads.emplace_back(class_ids[i], std::strtod(scores[i].str.c_str(), nullptr));
+  std::stable_sort(out.heads.begin(), out.heads.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  return out;
+}
+
+ReadyDetail ClaimStore::ready_detail(const std::string& queue, const std::vector<std::string>& class_ids, int depth,
+                                     bool with_fields) {
+  ReadyDetail out;
+  std::vector<std::vector<std::string>> commands;
+  for (const auto& id : class_ids)
+    commands.push_back({"ZRANGE", keys::ready(queue, id), "0", std::to_string(std::max(depth, 1) - 1), "WITHSCORES"});
+  if (with_fields) {
+    commands.push_back({"HGETALL", keys::tenant_quotas(queue)});
+    commands.push_back({"HGETALL", keys::tenant_ledger(queue)});
+  }
+  if (commands.empty()) return out;
+  const auto replies = redis_.pipeline(commands);
+  std::vector<ReadyJob*> listed;
+  for (std::size_t c = 0; c < class_ids.size(); ++c) {
+    auto& jobs = out.jobs[class_ids[c]];
+    const auto& flat = replies[c].elements;
+    for (std::size_t i = 0; i + 1 < flat.size(); i += 2) jobs.push_back({flat[i].str, std::strtod(flat[i + 1].str.c_str(), nullptr), {}, {}});
+  }
+  if (!with_fields) return out;
+  const auto hash = [](const RedisValue& v, std::map<std::string, long long>& into) {
+    for (std::size_t i = 0; i + 1 < v.elements.size(); i += 2) into[v.elements[i].str] = std::atoll(v.elements[i + 1].str.c_str());
+  };
+  hash(replies[class_ids.size()], out.quotas.limits);
+  hash(replies[class_ids.size() + 1], out.quotas.used);
+  std::vector<std::vector<std::string>> fields;
+  for (auto& [id, jobs] : out.jobs)
+    for (auto& job : jobs) {
+      fields.push_back({"HMGET", keys::job_prefix(queue) + job.id, "tenant", "estimated_duration_s"});
+      listed.push_back(&job);
+    }
+  if (fields.empty()) return out;
+  const auto values = redis_.pipeline(fields);
+  for (std::size_t i = 0; i < listed.size() && i < values.size(); ++i) {
+    const auto& v = values[i].elements;
+    if (v.size() > 0) listed[i]->tenant = v[0].str;
+    if (v.size() > 1 && v[1].type != RedisValue::Type::nil) {
+      char* end = nullptr;
+      const double est = std::strtod(v[1].str.c_str(), &end);
+      if (end != v[1].str.c_str()) listed[i]->estimated_duration_s = est;
+    }
+  }
   return out;
 }
 

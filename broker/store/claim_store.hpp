@@ -1,8 +1,11 @@
-// Claims: claim.lua hands a worker the best jobs of the classes it may take;
-// [gangs] claim_gang.lua holds it as a member of a forming gang or delivers a
-// started one (store/claim_store.cpp).
+// Claims: the reads a claim's decision is made over (a snapshot), and the commit
+// of what was decided (claim.lua); the decision itself is scheduling/'s
+// (claim_decision.hpp). claim_fair.lua still decides and commits in one for a
+// `fair` queue. [gangs] claim_gang.lua holds a worker as a member of a forming
+// gang or delivers a started one (store/claim_store.cpp).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,28 +15,82 @@
 
 namespace ojs::broker {
 
-// A page of a queue's class-head index (keys.hpp class_heads: each class with a
-// waiting job, scored by its first job), best first, and whether the queue orders
-// its jobs by fair share (then the heads' order is not the claim's).
-struct ClassHeads {
+// What a claim is decided over, read in one round trip: heads from the queue's
+// class-head index (keys.hpp class_heads: each class with a waiting job, scored by
+// its first job; a page of it, or the named classes), the queue's budget and use,
+// whether it has tenant quotas, and whether it orders its jobs by fair share (then
+// the heads' order is not the claim's). Possibly stale by the time it is used: the
+// commit checks what must hold.
+struct ClaimSnapshot {
   bool fair = false;
-  std::vector<std::pair<std::string, double>> heads;  // class id, its head's score
+  bool tenant_quotas = false;
+  BudgetUse budget;
+  std::vector<std::pair<std::string, double>> heads;  // class id, its head's score; best first
+  // When the queue's earliest scheduled job or retry is due (ms), if it has one: the
+  // commit makes due ones available first, so a decision that found nothing commits
+  // anyway once one is due.
+  std::optional<std::int64_t> earliest_delayed_ms;
+  std::int64_t now_ms = 0;  // Redis's clock when read: the one the commit and the due times use
+  std::string classes_version = "0";  // the queue's class set as of the read (a newer one: refresh, then decide)
+};
+using ClassHeads = ClaimSnapshot;
+
+// A ready job past a class's head, for a decision that looks deeper (several jobs,
+// tenant quotas, backfill).
+struct ReadyJob {
+  std::string id;
+  double score = 0;
+  std::string tenant;                                // read only when asked for
+  std::optional<double> estimated_duration_s;        // read only when asked for
+};
+
+// Tenants' GPU quotas (tenant -> max GPUs, "*": any other) and their charged GPUs.
+struct TenantQuotaUse {
+  std::map<std::string, long long> limits;
+  std::map<std::string, long long> used;
+};
+
+struct ReadyDetail {
+  std::map<std::string, std::vector<ReadyJob>> jobs;  // class id -> its first jobs, in order
+  TenantQuotaUse quotas;                              // read when asked for
+};
+
+// One pick of a decided claim, as claim.lua commits it.
+struct CommitPick {
+  std::string class_id;
+  std::string job_id;  // "" = the class's head when the commit runs
+  std::int64_t hold_enqueued_after_ms = 0;  // not a job enqueued after this (0 = none)
+  int gpus = 0;
+  std::string devices_json;
+  long long gpu_memory_mb = 0;
 };
 
 class ClaimStore {
  public:
   explicit ClaimStore(RedisPool& redis) : redis_(redis) {}
 
-  // record_held: each claimed job joins the worker's held set in the queue (keys.hpp
-  // held), in the same script: a worker with capabilities has a load to keep.
-  ClaimOutcome claim(const std::string& queue, const std::string& worker_id, std::optional<std::int64_t> request_visibility_ms,
+  // Commits decided picks (claim.lua): at most `count` of them are started, in order;
+  // a pick whose job is gone, over the budget or a tenant's quota, or held for a warm
+  // worker is skipped and named (budget and quota in budget_blocked, the others in
+  // passed_over). record_held: each claimed job joins the worker's held set in the
+  // queue (keys.hpp held), in the same script: a worker with capabilities has a load
+  // to keep.
+  ClaimOutcome commit(const std::string& queue, const std::string& worker_id, std::optional<std::int64_t> request_visibility_ms,
+                      std::int64_t default_visibility_ms, int count, const std::string& classes_version,
+                      const std::vector<CommitPick>& picks, bool record_held);
+
+  // [fairshare] A `fair` queue's claim (claim_fair.lua), which still decides in Lua.
+  ClaimOutcome claim_fair(const std::string& queue, const std::string& worker_id, std::optional<std::int64_t> request_visibility_ms,
                      std::int64_t default_visibility_ms, int count, const std::string& classes_version,
                      const std::vector<EligibleClass>& eligible, bool record_held);
 
-  // The heads from `offset` (0-based), at most `count`, and the queue's policy: one
-  // round trip. A snapshot for choosing which classes to judge; the claim checks
-  // what must hold when it commits.
-  ClassHeads class_heads(const std::string& queue, long long offset, long long count);
+  // The snapshot with the heads from `offset` (0-based), at most `count`: one round trip.
+  ClaimSnapshot class_heads(const std::string& queue, long long offset, long long count);
+  // The snapshot with the heads of the named classes (those with a waiting job).
+  ClaimSnapshot heads_of(const std::string& queue, const std::vector<std::string>& class_ids);
+  // The first `depth` jobs of each named class; with_fields: their tenant and declared
+  // duration too (a second round trip), and the tenants' quotas and use.
+  ReadyDetail ready_detail(const std::string& queue, const std::vector<std::string>& class_ids, int depth, bool with_fields);
 
   // [gangs] claim_gang.lua: deliver a started gang to a held member, or hold this
   // worker as the next member of the queue's forming gang.

@@ -67,6 +67,10 @@ struct ClaimOutcome {
   std::vector<JobRecord> jobs;
   std::vector<BudgetBlock> budget_blocked;
   std::string rate_limited;  // the queue rate limit that cut the claim short: concurrency | rate | ""
+  // Picks the commit passed over (class id, gone | held): the snapshot they were
+  // decided on was stale, or a class was held for a warm worker.
+  std::vector<std::pair<std::string, std::string>> passed_over;
+  long long promoted = 0;  // due scheduled jobs and retries the commit made available first
 };
 
 // [gangs] A gang class a fetching worker may join (claim_gang.lua).

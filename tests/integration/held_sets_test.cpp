@@ -192,11 +192,12 @@ TEST(HeldSets, AClaimRecordAnOlderBrokerWroteCountsAndMovesIntoTheHeldSet) {
   EXPECT_EQ(redis_cli(redis, {"EXISTS", "ojs:{_global}:worker:legacy-w:jobs"}), "0") << "the old hash drained";
 }
 
-// A capability FETCH of a worker that holds jobs reaches Redis twice: the contact
-// pipeline, which reads what the worker holds with what placement needs of each job
-// (held_jobs.lua), then the claim. Before, the jobs' fields took a round trip of
-// their own between the two (their ids had to come first).
-TEST(HeldSets, ACapabilityFetchOfAWorkerThatHoldsJobsIsTwoRoundTrips) {
+// A capability FETCH of a worker that holds jobs reaches Redis three times: the
+// contact pipeline, which reads what the worker holds with what placement needs of
+// each job (held_jobs.lua), the claim's snapshot (the heads it is decided over),
+// then the commit. Before, the jobs' fields took a round trip of their own after
+// the contact (their ids had to come first).
+TEST(HeldSets, ACapabilityFetchOfAWorkerThatHoldsJobsIsThreeRoundTrips) {
   RedisServer redis;
   // No background pass reads Redis while the FETCHes are counted (RoundTrips).
   BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
@@ -216,7 +217,7 @@ TEST(HeldSets, ACapabilityFetchOfAWorkerThatHoldsJobsIsTwoRoundTrips) {
     ASSERT_EQ(got, 1u);
   }
   EXPECT_EQ(redis_cli(redis, {"SCARD", "ojs:{trips-q}:held:trips-w"}), std::to_string(kFetches + 1));
-  EXPECT_EQ(reads, 2 * kFetches) << "round trips to Redis over " << kFetches << " capability FETCHes ("
+  EXPECT_EQ(reads, 3 * kFetches) << "round trips to Redis over " << kFetches << " capability FETCHes ("
                                  << trips.refreshes() << " diagnosis rewrites counted apart)";
 }
 
@@ -238,9 +239,10 @@ TEST(HeldSets, AContactOnARedisWithoutTheLibraryLoadsItAndReadsHeldJobs) {
 }
 
 // ACK with `fetch` takes the same path as a FETCH for its fetch part (one contact,
-// held jobs read in it): the ACK, the contact, the claim, for a worker that still
-// holds jobs after the ACK. Before, a round trip more read the held jobs.
-TEST(HeldSets, AnAckWithFetchOfAWorkerThatStillHoldsJobsIsThreeRoundTrips) {
+// held jobs read in it): the ACK, the contact, the claim's snapshot and its commit,
+// for a worker that still holds jobs after the ACK. Before, a round trip more read
+// the held jobs.
+TEST(HeldSets, AnAckWithFetchOfAWorkerThatStillHoldsJobsIsFourRoundTrips) {
   RedisServer redis;
   BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
   Api api{broker.url()};
@@ -263,7 +265,7 @@ TEST(HeldSets, AnAckWithFetchOfAWorkerThatStillHoldsJobsIsThreeRoundTrips) {
     held.erase(held.begin());
     held.push_back(r.body["fetch"]["jobs"][0]);
   }
-  EXPECT_EQ(reads, 3 * kAcks) << "round trips to Redis over " << kAcks << " ACKs with fetch (" << trips.refreshes()
+  EXPECT_EQ(reads, 4 * kAcks) << "round trips to Redis over " << kAcks << " ACKs with fetch (" << trips.refreshes()
                               << " diagnosis rewrites counted apart)";
 }
 

@@ -1,0 +1,162 @@
+#include "broker/scheduling/claim_decision.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+
+#include "broker/scheduling/queue_budget.hpp"
+#include "broker/store/priority_score.hpp"
+
+namespace ojs::broker {
+
+namespace {
+
+constexpr std::size_t kHeadSpares = 4;    // head picks per commit: the best class and the next three
+constexpr std::size_t kDeepClasses = 16;  // classes whose jobs a deeper decision reads
+constexpr int kScanDepth = 32;            // jobs per class read past an over-quota tenant or for backfill
+
+using OrderKey = std::tuple<double, double, double>;  // band, -bonus, score: lowest first
+OrderKey order_key(double score, const EligibleClass& c) { return {std::floor(score / kScoreBand), -c.bonus, score}; }
+
+BudgetCharge charge_of(const EligibleClass& c) { return {c.gpus, 1, c.gpus > 0 ? c.gpu_memory_mb : 0}; }
+
+CommitPick pick_of(const EligibleClass& c, std::string job_id) {
+  return {c.id, std::move(job_id), c.hold_enqueued_after_ms, c.gpus, c.devices_json, c.gpu_memory_mb};
+}
+
+struct Candidate {
+  const EligibleClass* cls;
+  double head_score;
+};
+
+// The classes with a waiting job, in the queue's order of their heads.
+std::vector<Candidate> ordered(const ClaimDecisionInput& in) {
+  std::unordered_map<std::string_view, double> head;
+  head.reserve(in.snapshot.heads.size());
+  for (const auto& [id, score] : in.snapshot.heads) head.emplace(id, score);
+  std::vector<Candidate> out;
+  for (const auto& c : in.eligible) {
+    const auto it = head.find(c.id);
+    if (it != head.end()) out.push_back({&c, it->second});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
+    return order_key(a.head_score, *a.cls) < order_key(b.head_score, *b.cls);
+  });
+  return out;
+}
+
+// A class's next job this claim may take, from `pos` on: within its tenant's quota
+// and, on held GPUs, declared to end before the reservation. Records why the class
+// offers none (the first quota block, else what its head declared for backfill).
+struct ClassCursor {
+  const EligibleClass* cls;
+  const std::vector<ReadyJob>* jobs;
+  std::size_t pos = 0;
+  bool done = false;
+  std::optional<BudgetBlock> first_block;
+  std::optional<double> head_declared;
+};
+
+const ReadyJob* next_job(ClassCursor& k, const TenantQuotaUse& quotas, bool quotas_apply, std::int64_t now_ms) {
+  const EligibleClass& c = *k.cls;
+  for (; k.pos < k.jobs->size(); ++k.pos) {
+    const ReadyJob& j = (*k.jobs)[k.pos];
+    if (c.backfill_before_ms > 0) {
+      if (k.pos == 0 && !k.head_declared) k.head_declared = j.estimated_duration_s.value_or(-1);
+      if (!j.estimated_duration_s || now_ms + *j.estimated_duration_s * 1000 > static_cast<double>(c.backfill_before_ms)) continue;
+    }
+    if (quotas_apply) {
+      if (auto block = tenant_quota_block(quotas, c.id, j.tenant, c.gpus)) {
+        if (!k.first_block) k.first_block = std::move(block);
+        continue;
+      }
+    }
+    return &j;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+ClaimPlan decide_claim(const ClaimDecisionInput& in) {
+  ClaimPlan plan;
+  const auto order = ordered(in);
+  QueueBudget budget(in.snapshot.budget);
+  const bool quotas = in.snapshot.tenant_quotas;
+  const bool deep = in.want > 1 || std::any_of(order.begin(), order.end(), [&](const Candidate& c) {
+                      return (quotas && c.cls->gpus > 0) || c.cls->backfill_before_ms > 0;
+                    });
+  if (!deep) {
+    // One job, nothing past the heads to judge: the best class's head, and the next
+    // classes' for when the commit finds a head held for a warm worker or gone.
+    for (const auto& c : order) {
+      if (auto block = budget.block(c.cls->id, charge_of(*c.cls))) {
+        plan.blocked.push_back(std::move(*block));
+        continue;
+      }
+      plan.picks.push_back(pick_of(*c.cls, ""));
+      if (plan.picks.size() >= kHeadSpares) break;
+    }
+    return plan;
+  }
+  if (!in.detail) {
+    // Read the first jobs of the best classes the budget allows.
+    for (const auto& c : order) {
+      if (budget.block(c.cls->id, charge_of(*c.cls))) continue;
+      plan.needs_jobs.push_back(c.cls->id);
+      if (plan.needs_jobs.size() >= std::max<std::size_t>(kDeepClasses, static_cast<std::size_t>(in.want))) break;
+    }
+    plan.with_fields = quotas || std::any_of(order.begin(), order.end(), [](const Candidate& c) { return c.cls->backfill_before_ms > 0; });
+    plan.depth = std::max(in.want + static_cast<int>(kHeadSpares), plan.with_fields ? kScanDepth : 0);
+    if (plan.needs_jobs.empty())  // every class over the budget: nothing to read, say why
+      for (const auto& c : order)
+        if (auto block = budget.block(c.cls->id, charge_of(*c.cls))) plan.blocked.push_back(std::move(*block));
+    return plan;
+  }
+  // Jobs in the queue's order across the classes read, each charged to the budget
+  // and its tenant's quota before the next is chosen.
+  TenantQuotaUse quota_use = in.detail->quotas;
+  std::vector<ClassCursor> cursors;
+  for (const auto& c : order) {
+    const auto it = in.detail->jobs.find(c.cls->id);
+    if (it != in.detail->jobs.end()) cursors.push_back({c.cls, &it->second});
+    else if (auto block = budget.block(c.cls->id, charge_of(*c.cls))) plan.blocked.push_back(std::move(*block));
+  }
+  const std::size_t wanted = static_cast<std::size_t>(in.want) + std::min<std::size_t>(static_cast<std::size_t>(in.want), kHeadSpares);
+  while (plan.picks.size() < wanted) {
+    ClassCursor* best = nullptr;
+    const ReadyJob* best_job = nullptr;
+    OrderKey best_key;
+    for (auto& k : cursors) {
+      if (k.done) continue;
+      if (auto block = budget.block(k.cls->id, charge_of(*k.cls))) {
+        if (plan.picks.size() < static_cast<std::size_t>(in.want)) plan.blocked.push_back(std::move(*block));
+        k.done = true;
+        continue;
+      }
+      const ReadyJob* j = next_job(k, quota_use, quotas && k.cls->gpus > 0, in.now_ms);
+      if (!j) {
+        k.done = true;
+        if (k.pos >= k.jobs->size() && plan.picks.size() < static_cast<std::size_t>(in.want)) {
+          if (k.first_block) plan.blocked.push_back(*k.first_block);
+          else if (k.cls->backfill_before_ms > 0 && !k.jobs->empty())
+            plan.blocked.push_back({k.cls->id, static_cast<long long>(k.head_declared.value_or(-1)), k.cls->backfill_before_ms, "backfill"});
+        }
+        continue;
+      }
+      const auto key = order_key(j->score, *k.cls);
+      if (!best || key < best_key) best = &k, best_job = j, best_key = key;
+    }
+    if (!best) break;
+    plan.picks.push_back(pick_of(*best->cls, best_job->id));
+    budget.charge(charge_of(*best->cls));
+    if (quotas && best->cls->gpus > 0 && !best_job->tenant.empty()) quota_use.used[best_job->tenant] += best->cls->gpus;
+    ++best->pos;
+  }
+  return plan;
+}
+
+}  // namespace ojs::broker

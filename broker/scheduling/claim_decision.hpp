@@ -1,0 +1,44 @@
+// Which jobs a claim takes: the decision half of a FETCH's claim, made in C++ over
+// a snapshot (ClaimSnapshot, and ReadyDetail when it must look past the heads);
+// claim.lua only commits it, re-checking what must hold. Pure: no Redis, unit-tested
+// in tests/unit/broker/claim_decision_test.cpp.
+//
+// The order is the queue's: the lowest (priority band, -bonus, score) first, over
+// the heads of the classes the worker may take (bonus: the soft score, preferred
+// affinity and model locality). A class is kept back when the queue's budget would
+// pass a limit; past its head a class offers its first job within the job's
+// tenant's GPU quota and, on GPUs held for a reservation, its first job declared to
+// end before the reservation starts (EASY backfilling). A `fair` queue's order is
+// still claim_fair.lua's.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "broker/store/claim_store.hpp"
+
+namespace ojs::broker {
+
+struct ClaimDecisionInput {
+  const ClaimSnapshot& snapshot;
+  const std::vector<EligibleClass>& eligible;
+  int want = 1;               // jobs to claim
+  std::int64_t now_ms = 0;
+  const ReadyDetail* detail = nullptr;  // the classes' first jobs, once read (ClaimPlan::needs_jobs)
+};
+
+struct ClaimPlan {
+  // In the order the commit tries them: `want` picks, then a few spares for picks
+  // the commit finds gone. A pick without a job id takes its class's head.
+  std::vector<CommitPick> picks;
+  std::vector<BudgetBlock> blocked;  // classes kept back, and the limit that kept each
+  // When non-empty, nothing is decided yet: read these classes' first `depth` jobs
+  // (with their tenants and declared durations when with_fields) and decide again.
+  std::vector<std::string> needs_jobs;
+  int depth = 0;
+  bool with_fields = false;
+};
+
+ClaimPlan decide_claim(const ClaimDecisionInput& in);
+
+}  // namespace ojs::broker

@@ -1,0 +1,69 @@
+#include "broker/scheduling/claimer.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "broker/scheduling/claim_decision.hpp"
+
+namespace ojs::broker {
+
+ClaimOutcome Claimer::claim(const ClaimRequest& r, const std::vector<EligibleClass>& eligible, const ClaimSnapshot* snapshot) {
+  ClaimOutcome out;
+  std::vector<EligibleClass> open = eligible;  // less the classes held for a warm worker, once met
+  // A pick passed over (gone, a counter moved, held) is decided again on fresh
+  // reads; each round commits or learns, so a few suffice.
+  constexpr int kRounds = 3;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::string> ids;
+    ids.reserve(open.size());
+    for (const auto& c : open) ids.push_back(c.id);
+    const ClaimSnapshot fresh = round == 0 && snapshot ? ClaimSnapshot{} : store_.heads_of(r.queue, ids);
+    const ClaimSnapshot& snap = round == 0 && snapshot ? *snapshot : fresh;
+    if (snap.classes_version != r.classes_version && out.jobs.empty()) {
+      // A class appeared since the caller judged: it refreshes its classes and judges
+      // again (a class it never saw may be the one this worker should take).
+      out.status = TransitionStatus::stale;
+      out.current_version = snap.classes_version;
+      return out;
+    }
+    if (snap.fair)  // [fairshare] still decided in Lua
+      return store_.claim_fair(r.queue, r.worker_id, r.visibility_ms, r.default_visibility_ms, r.count, r.classes_version, open,
+                               r.record_held);
+    const int want = r.count - static_cast<int>(out.jobs.size());
+    ClaimDecisionInput in{snap, open, want, snap.now_ms};
+    auto plan = decide_claim(in);
+    ReadyDetail detail;
+    if (!plan.needs_jobs.empty()) {
+      detail = store_.ready_detail(r.queue, plan.needs_jobs, plan.depth, plan.with_fields);
+      in.detail = &detail;
+      plan = decide_claim(in);
+    }
+    out.budget_blocked = plan.blocked;
+    // Nothing to take in the snapshot, but a scheduled job or retry is due (by Redis's
+    // clock, as the commit reads it): the commit makes it available, then this
+    // decides again.
+    const bool due = snap.earliest_delayed_ms && *snap.earliest_delayed_ms <= in.now_ms;
+    if (plan.picks.empty() && !due) break;
+    auto committed = store_.commit(r.queue, r.worker_id, r.visibility_ms, r.default_visibility_ms, want, r.classes_version,
+                                   plan.picks, r.record_held);
+    if (committed.status != TransitionStatus::ok) {
+      if (out.jobs.empty()) return committed;  // paused, or stale: the caller refreshes its classes
+      break;
+    }
+    for (auto& job : committed.jobs) out.jobs.push_back(std::move(job));
+    for (auto& block : committed.budget_blocked) out.budget_blocked.push_back(std::move(block));
+    out.rate_limited = committed.rate_limited;
+    out.passed_over = committed.passed_over;
+    if (static_cast<int>(out.jobs.size()) >= r.count || !out.rate_limited.empty()) break;
+    // Nothing passed over, made available or limited at commit: the decision had no more to offer.
+    if (committed.passed_over.empty() && committed.budget_blocked.empty() && committed.promoted == 0) break;
+    std::set<std::string> held;
+    for (const auto& [cls, why] : committed.passed_over)
+      if (why == "held") held.insert(cls);
+    std::erase_if(open, [&](const EligibleClass& c) { return held.count(c.id) > 0; });
+    if (open.empty()) break;
+  }
+  return out;
+}
+
+}  // namespace ojs::broker

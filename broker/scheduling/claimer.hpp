@@ -1,0 +1,36 @@
+// A claim, decided then committed: reads the snapshot (unless the caller has one,
+// as FETCH's class walk does), decides in C++ (claim_decision.hpp), commits with
+// claim.lua, and decides again on fresh reads when the commit passed over picks
+// whose state had moved. FETCH and bench/simulator both claim through it.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/store/claim_store.hpp"
+
+namespace ojs::broker {
+
+struct ClaimRequest {
+  std::string queue;
+  std::string worker_id;
+  std::optional<std::int64_t> visibility_ms;
+  std::int64_t default_visibility_ms = 0;
+  int count = 1;
+  std::string classes_version;
+  bool record_held = false;  // list each claimed job in the worker's held set
+};
+
+class Claimer {
+ public:
+  explicit Claimer(ClaimStore& store) : store_(store) {}
+  // snapshot: the heads of (at least) the eligible classes, read by the caller.
+  ClaimOutcome claim(const ClaimRequest& request, const std::vector<EligibleClass>& eligible,
+                     const ClaimSnapshot* snapshot = nullptr);
+
+ private:
+  ClaimStore& store_;
+};
+
+}  // namespace ojs::broker

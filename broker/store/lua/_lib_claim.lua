@@ -1,0 +1,53 @@
+-- The start of a claimed attempt on a worker, in the claim's one step (claim.lua,
+-- claim_fair.lua): its fields, the queue budget and tenant charge, the active
+-- index, the worker's held set, the event and the rate window.
+-- s: the call's state, built once per call: {worker, now, now_s, started_us,
+--    request_vis, default_vis, record (list it in the held set), rate_starts,
+--    rate_period, budget (budget_charge's b), tenant_ledger, active, held, events,
+--    rate_window} (keys the caller declares).
+-- on_set(job, set): [fairshare] claim_fair's hook (its tenant's held use), or nil.
+-- Returns the reply entry: the job as read plus the pairs written (job_reply).
+local function start_attempt(s, jk, id, job, flat, gpus, devices, mem, on_set)
+  job.attempt = int_s(tonumber(job.attempt or '0') + 1)
+  job.state, job.started_at, job.worker_id = 'active', s.now_s, s.worker
+  local deadline, dropped = start_deadlines(job, s.now, s.request_vis, s.default_vis)
+  deadline = int_s(deadline)
+  job.visibility_deadline = deadline
+  -- [hotpath] A table or string built here is paid again in Lua's collector: the
+  -- fields every claim writes in one constructor, `del` only when a field goes.
+  local set = {'state', 'active', 'started_at', s.now_s, 'started_us', s.started_us, 'worker_id', s.worker, 'attempt', job.attempt,
+               'visibility_deadline', deadline}
+  local del = NO_FIELDS
+  if job.execution_deadline then
+    job.execution_deadline = int_s(job.execution_deadline)
+    set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline
+  end
+  if dropped then del = {'execution_deadline'} end
+  if gpus > 0 then
+    local gpus_s = int_s(gpus)
+    job.charged_gpus = gpus_s
+    set[#set + 1] = 'charged_gpus'; set[#set + 1] = gpus_s
+    if mem > 0 then
+      job.charged_gpu_mem_mb = int_s(mem)
+      set[#set + 1] = 'charged_gpu_mem_mb'; set[#set + 1] = job.charged_gpu_mem_mb
+    end
+    budget_charge(s.budget, gpus, gpus_s, mem)
+    if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', s.tenant_ledger, job.tenant, gpus_s) end
+  end
+  if on_set then on_set(job, set) end
+  if devices ~= '' then
+    job.ext_ml_assigned_devices = devices
+    set[#set + 1] = 'ext_ml_assigned_devices'; set[#set + 1] = devices
+  elseif job.ext_ml_assigned_devices then
+    job.ext_ml_assigned_devices = nil
+    if del == NO_FIELDS then del = {} end
+    del[#del + 1] = 'ext_ml_assigned_devices'
+  end
+  redis.call('HSET', jk, unpack(set))
+  if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
+  redis.call('ZADD', s.active, deadline, id)
+  if s.record then redis.call('SADD', s.held, id) end  -- the worker's load, in the same step as the claim
+  emit(s.events, 'job.started', job, nil, 'worker_id', s.worker)
+  if s.rate_starts and s.rate_period then rate_record(s.rate_window, s.rate_period, s.now_s, id .. ':' .. job.attempt) end  -- [spec #17]
+  return job_reply(flat, set, del)
+end
