@@ -120,7 +120,7 @@ def phase(name, cmds, per=None):  # per: the operations the commands make up (de
     print('%-6s %s %.1f us/call (nested cmds %.1f us, %.1f calls) | cpu %.1f us/call | %s' % (
         name, FORM.upper(), ev[1] / n, nsum / n, sum(v[0] for v in nested.values()) / n, cpu,
         ' '.join('%s %.1fx %.2fus' % (k, v[0] / n, v[1] / n) for k, v in sorted(nested.items(), key=lambda kv: -kv[1][1]))))
-HEADS = 'ZMSCORE' in scripts['claim']  # the class-head index layout (keys.hpp class_heads)
+HEADS = True  # the class-head index layout (keys.hpp class_heads)
 ids = ['0193%012x-7000-8000-%012x' % (i, i) for i in range(N)]
 ONLY0 = os.environ.get('ONLY0')  # every job in class 0: the other classes stay empty
 FAIR = os.environ.get('FAIR')  # the config queue_config.lua writes for policy fair (broker/governance/queue_config.cpp)
@@ -160,57 +160,31 @@ def push_trip(i):
     if CONFIG_CHECK: return [('PIPE', [dir_job, push_cmd(i, q1, ids1)])]
     return [cfg, ('PIPE', [dir_job, ['HSETNX', 'ojs:{_global}:queues', q1, '1']]), push_cmd(i, q1, ids1)]
 phase('pushrt', [c for i in range(N) for c in push_trip(i)], per=N)
-def claim_cmd():
-    keys = [K('classes:ver'), K('paused'), K('delayed'), K('active'), K('seq'), K('events'), K('config'), K('ledger'), K('tenant-quotas'),
-            K('tenant-ledger'), K('job:'), K('ready:'), K('stats'), K('rate-window')]
-    # The class-head index (claim reads every eligible head in one ZMSCORE) replaced
-    # the per-class ready-set keys and the empty-class hint.
-    keys += [K('heads')] if HEADS else [K('ready:' + c) for c in cls]
-    HELD = 'KEYS[16]' in scripts['claim']
-    if HELD: keys.append(K('held:w1'))  # the worker's held set (claim.lua lists its claims there)
-    if 'workflow_keys(KEYS, 22' in scripts['claim']:  # finished prefix, usage keys; the workflow keys only when needed
-        keys += [K('finished:'), K('usage'), K('usage-journal'), K('usage-totals'), K('usage-hours')]
-    elif 'KEYS[28]' in scripts['claim']:  # the workflow keys, then the finished prefix (keys.hpp)
-        keys += [K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
-                 K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads'), K('finished:')]
-    if 'KEYS[29]' in scripts['claim'] and 'workflow_keys(KEYS, 22' not in scripts['claim']:
-        keys.append(K('usage'))  # [usage] the tenants' use (fair share)
-    if 'KEYS[32]' in scripts['claim']: keys += [K('usage-journal'), K('usage-totals'), K('usage-hours')]  # [usage] folded first
-    hint = ['', '']
-    if os.environ.get('HINT'): hint = [r('GET', K('seq')), '0' + '1' * (CLASSES - 1)]
-    if HEADS or 'seq_now' not in scripts['claim']: hint = []
-    args = ['w1', '', '30000', '1', r('GET', K('classes:ver')), str(BAND)] + hint
-    mem = '\t0' if re.search(r'mem = \w+\(mem\)', scripts['claim']) else ''  # the GPU memory a job would hold (a budget's charge)
-    if HEADS: args += ['0.000000', str(len(cls)), ''.join('\n%s\t0.000000\t0\t1\t[0]%s' % (c, mem) for c in cls)]
-    if HELD: args.append('1')
-    else:
-        for c in cls: args += [c, '0.000000', '0', '1', '[0]']
-    return call('claim', keys, args)
 # The broker decides (scheduling/claim_decision.cpp) and claim.lua commits its picks:
 # per claim, the snapshot FETCH reads (the best heads, policy, budget) then the commit
 # of the best class's head and three spares. `claim` counts both; `snap` the reads alone.
-COMMIT = 'claim_fair' in scripts
+# FAIR: the snapshot, fair_candidates.lua (the tenants' candidates and use) and the
+# commit of the first candidate listed (this script stands in for the C++ order).
 SNAP = [['ZRANGE', K('heads'), '0', '15', 'WITHSCORES'], ['HMGET', K('config'), 'policy', 'tenant_quotas'],
         ['HMGET', K('config'), 'max_total_gpus', 'max_concurrent_gpu_jobs', 'max_total_gpu_memory_mb'],
-        ['HMGET', K('ledger'), 'gpus', 'gpu_jobs', 'gpu_mem_mb']]
+        ['HMGET', K('ledger'), 'gpus', 'gpu_jobs', 'gpu_mem_mb'],
+        ['ZRANGEBYSCORE', K('delayed'), '-inf', '+inf', 'WITHSCORES', 'LIMIT', '0', '1'], ['TIME'], ['GET', K('classes:ver')]]
 VER = r('GET', K('classes:ver')) or '0'
+COMMIT_KEYS = [K('classes:ver'), K('paused'), K('delayed'), K('active'), K('seq'), K('events'), K('config'), K('ledger'),
+               K('tenant-quotas'), K('tenant-ledger'), K('job:'), K('ready:'), K('stats'), K('rate-window'), K('heads'), K('held:w1'),
+               K('finished:'), K('usage')]
 def commit_cmd():
     heads = r.pipe(SNAP)[0]
-    keys = [K('classes:ver'), K('paused'), K('delayed'), K('active'), K('seq'), K('events'), K('config'), K('ledger'),
-            K('tenant-quotas'), K('tenant-ledger'), K('job:'), K('ready:'), K('stats'), K('rate-window'), K('heads'), K('held:w1'),
-            K('finished:')]
-    picks = ''.join('\n%s\t\t0\t1\t[0]\t0' % heads[i] for i in range(0, min(len(heads), 8), 2))
-    return call('claim', keys, ['w1', '', '30000', '1', VER, str(BAND), '1', picks])
-if COMMIT and not FAIR:
-    phase('claim', [commit_cmd] * (N // 2))
-    phase('snap', [('PIPE', SNAP)] * (N // 2))
-else:
-    if COMMIT:  # [fairshare] a `fair` queue's claim still decides in Lua
-        scripts['claim'] = scripts['claim_fair']
-        suffix_call = call
-        call = lambda n, keys, args: suffix_call('claim_fair' if n == 'claim' else n, keys, args)
-    cc = claim_cmd()
-    phase('claim', [cc] * (N // 2))
+    if FAIR:
+        ids = [heads[i] for i in range(0, len(heads), 2)]
+        cands = r(*call('fair_candidates', [K('config'), K('ready:'), K('job:'), K('usage')], ['1'] + ids))
+        first = next(c for c in cands[3:] if c[1])
+        picks = '\n%s\t%s\t0\t1\t[0]\t0' % (first[0], first[1][2])
+    else:
+        picks = ''.join('\n%s\t\t0\t1\t[0]\t0' % heads[i] for i in range(0, min(len(heads), 8), 2))
+    return call('claim', COMMIT_KEYS, ['w1', '', '30000', '1', VER, str(BAND), '1', picks, '1' if FAIR else ''])
+phase('claim', [commit_cmd] * (N // 2))
+phase('snap', [('PIPE', SNAP)] * (N // 2))
 active = r('ZRANGE', K('active'), 0, -1)
 ACK_KEYS = [K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger')]
 if 'workflow_keys(KEYS, 11' in scripts['ack']:  # the workflow keys only for a workflow's job (none here)

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
 
+#include "broker/scheduling/fair_order.hpp"
 #include "broker/scheduling/queue_budget.hpp"
 #include "broker/store/priority_score.hpp"
 
@@ -79,11 +81,111 @@ const ReadyJob* next_job(ClassCursor& k, const TenantQuotaUse& quotas, bool quot
   return nullptr;
 }
 
+
+// [fairshare] The fair order: each class offers its fair_offer, the classes compare
+// by (its two keys, -bonus, seq); each pick is charged to the budget, the tenant's
+// quota and its held use before the next.
+ClaimPlan decide_fair(const ClaimDecisionInput& in, const std::vector<Candidate>& order) {
+  ClaimPlan plan;
+  if (!in.fair) {
+    plan.needs_fair = true;
+    return plan;
+  }
+  QueueBudget budget(in.snapshot.budget);
+  const bool backfill = std::any_of(order.begin(), order.end(), [](const Candidate& c) { return c.cls->backfill_before_ms > 0; });
+  if (backfill && !in.detail) {
+    for (const auto& c : order)
+      if (c.cls->backfill_before_ms > 0 && !budget.block(c.cls->id, charge_of(*c.cls))) plan.needs_jobs.push_back(c.cls->id);
+    if (!plan.needs_jobs.empty()) {
+      plan.depth = kScanDepth;
+      plan.with_fields = true;
+      return plan;
+    }
+  }
+  const FairLayout layout = fair_layout_from(in.fair->layout_json);
+  FairShares shares = fair_shares_from(layout, in.fair->usage, in.now_ms, fair_half_life_ms(in.fair->half_life_ms));
+  TenantQuotaUse quotas = in.fair->quotas;
+  const TenantQuotaUse* quotas_on = in.snapshot.tenant_quotas ? &quotas : nullptr;
+  struct FairClass {
+    const EligibleClass* cls;
+    const std::vector<FairCandidate>* jobs;
+    std::vector<bool> taken;
+    std::optional<ClassCursor> backfill;  // the class's first jobs, on GPUs held for a reservation
+    bool done = false;
+  };
+  std::vector<FairClass> classes;
+  static const std::vector<ReadyJob> kNone;
+  for (const auto& c : order) {
+    const auto it = in.fair->classes.find(c.cls->id);
+    if (it == in.fair->classes.end()) continue;
+    FairClass f{c.cls, &it->second, std::vector<bool>(it->second.size(), false), std::nullopt};
+    if (c.cls->backfill_before_ms > 0) {
+      const std::vector<ReadyJob>* jobs = &kNone;
+      if (in.detail)
+        if (const auto d = in.detail->jobs.find(c.cls->id); d != in.detail->jobs.end()) jobs = &d->second;
+      f.backfill = ClassCursor{c.cls, jobs};
+    }
+    classes.push_back(std::move(f));
+  }
+  std::set<std::string> taken_ids;
+  const auto want = static_cast<std::size_t>(in.want);
+  const std::size_t wanted = want + std::min<std::size_t>(want, kHeadSpares);
+  while (plan.picks.size() < wanted) {
+    FairClass* best = nullptr;
+    std::size_t best_index = 0;
+    std::string best_id, best_tenant;
+    std::optional<double> best_cpus;
+    std::tuple<double, double, double, double> best_key;
+    for (auto& f : classes) {
+      if (f.done) continue;
+      const bool report = plan.picks.size() < want;
+      if (auto block = budget.block(f.cls->id, charge_of(*f.cls))) {
+        if (report) plan.blocked.push_back(std::move(*block));
+        f.done = true;
+        continue;
+      }
+      const FairOffer offer = fair_offer(f.cls->id, *f.jobs, layout, shares, quotas_on, f.cls->gpus, f.taken);
+      if (!offer.job) {
+        if (report && offer.first_block) plan.blocked.push_back(*offer.first_block);
+        f.done = true;
+        continue;
+      }
+      std::string id = offer.job->id, tenant = offer.job->tenant;
+      std::optional<double> cpus = offer.job->cpus;
+      if (f.backfill) {  // on GPUs held for a reservation: the first job declared to end before it
+        const ReadyJob* j = nullptr;
+        while ((j = next_job(*f.backfill, quotas, quotas_on && f.cls->gpus > 0, in.now_ms)) && taken_ids.count(j->id)) ++f.backfill->pos;
+        if (!j) {
+          if (report && !f.backfill->jobs->empty())
+            plan.blocked.push_back({f.cls->id, static_cast<long long>(f.backfill->head_declared.value_or(-1)), f.cls->backfill_before_ms, "backfill"});
+          f.done = true;
+          continue;
+        }
+        id = j->id, tenant = j->tenant, cpus = std::nullopt;
+      }
+      const std::tuple<double, double, double, double> key{offer.k1, offer.k2, -f.cls->bonus, offer.seq};
+      if (!best || key < best_key) {
+        best = &f, best_key = key, best_id = id, best_tenant = tenant, best_cpus = cpus;
+        best_index = static_cast<std::size_t>(offer.job - f.jobs->data());
+      }
+    }
+    if (!best) break;
+    plan.picks.push_back(pick_of(*best->cls, best_id));
+    taken_ids.insert(best_id);
+    if (best->backfill) ++best->backfill->pos;
+    else best->taken[best_index] = true;
+    budget.charge(charge_of(*best->cls));
+    if (quotas_on && best->cls->gpus > 0 && !best_tenant.empty()) quotas.used[best_tenant] += best->cls->gpus;
+    fair_hold(shares, best_tenant, best->cls->gpus, best_cpus);
+  }
+  return plan;
+}
 }  // namespace
 
 ClaimPlan decide_claim(const ClaimDecisionInput& in) {
-  ClaimPlan plan;
   const auto order = ordered(in);
+  if (in.snapshot.fair) return decide_fair(in, order);
+  ClaimPlan plan;
   QueueBudget budget(in.snapshot.budget);
   const bool quotas = in.snapshot.tenant_quotas;
   const bool deep = in.want > 1 || std::any_of(order.begin(), order.end(), [&](const Candidate& c) {

@@ -26,16 +26,23 @@ ClaimOutcome Claimer::claim(const ClaimRequest& r, const std::vector<EligibleCla
       out.current_version = snap.classes_version;
       return out;
     }
-    if (snap.fair)  // [fairshare] still decided in Lua
-      return store_.claim_fair(r.queue, r.worker_id, r.visibility_ms, r.default_visibility_ms, r.count, r.classes_version, open,
-                               r.record_held);
     const int want = r.count - static_cast<int>(out.jobs.size());
     ClaimDecisionInput in{snap, open, want, snap.now_ms};
-    auto plan = decide_claim(in);
+    // The decision asks for what it must read past the snapshot (a fair queue's
+    // candidates, the classes' first jobs), at most once each.
     ReadyDetail detail;
-    if (!plan.needs_jobs.empty()) {
-      detail = store_.ready_detail(r.queue, plan.needs_jobs, plan.depth, plan.with_fields);
-      in.detail = &detail;
+    FairDetail fair;
+    auto plan = decide_claim(in);
+    for (int reads = 0; reads < 2 && (plan.needs_fair || !plan.needs_jobs.empty()); ++reads) {
+      if (plan.needs_fair) {
+        std::vector<std::string> with_head;
+        for (const auto& [id, score] : snap.heads) with_head.push_back(id);
+        fair = store_.fair_detail(r.queue, with_head, want, snap.tenant_quotas);
+        in.fair = &fair;
+      } else {
+        detail = store_.ready_detail(r.queue, plan.needs_jobs, plan.depth, plan.with_fields);
+        in.detail = &detail;
+      }
       plan = decide_claim(in);
     }
     out.budget_blocked = plan.blocked;
@@ -45,7 +52,7 @@ ClaimOutcome Claimer::claim(const ClaimRequest& r, const std::vector<EligibleCla
     const bool due = snap.earliest_delayed_ms && *snap.earliest_delayed_ms <= in.now_ms;
     if (plan.picks.empty() && !due) break;
     auto committed = store_.commit(r.queue, r.worker_id, r.visibility_ms, r.default_visibility_ms, want, r.classes_version,
-                                   plan.picks, r.record_held);
+                                   plan.picks, r.record_held, snap.fair);
     if (committed.status != TransitionStatus::ok) {
       if (out.jobs.empty()) return committed;  // paused, or stale: the caller refreshes its classes
       break;

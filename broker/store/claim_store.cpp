@@ -1,6 +1,6 @@
-// Claims: the snapshot a claim is decided over, its commit (claim.lua), the
-// `fair` claim (claim_fair.lua) and gangs' (claim_gang.lua); every key each script
-// touches is declared in its header.
+// Claims: the snapshot a claim is decided over (and a fair queue's candidates,
+// fair_candidates.lua), its commit (claim.lua) and gangs' (claim_gang.lua); every
+// key each script touches is declared in its header.
 #include "broker/store/claim_store.hpp"
 
 #include <algorithm>
@@ -16,9 +16,8 @@ using detail::status_of;
 using detail::with_workflow_keys;
 
 namespace {
-// A claim reply's jobs, skipped picks and rate limit into `out` (claim.lua and
-// claim_fair.lua answer alike); whether the script stopped before an expired
-// workflow step (call again with the workflow keys).
+// claim.lua's reply (jobs, skipped picks, rate limit) into `out`; whether it stopped
+// before an expired workflow step (call again with the workflow keys).
 bool read_claim_reply(const RedisValue& reply, const std::string& endpoint, const std::string& queue, ClaimOutcome& out) {
   for (const auto& j : reply.elements.at(1).elements) {
     auto& job = out.jobs.emplace_back(JobRecord::from_flat_array(j));
@@ -39,7 +38,7 @@ bool read_claim_reply(const RedisValue& reply, const std::string& endpoint, cons
   return reply.elements.size() > 4 && reply.elements[4].str == "1";
 }
 
-// Runs a claim script (claim.lua, claim_fair.lua; ARGV 4 the count): first without
+// Runs claim.lua (ARGV 4 the count): first without
 // the workflow keys, then, when it stopped before an expired workflow step, again
 // with them for the rest (a key costs a call ~1.1k instructions, so they go only then).
 ClaimOutcome call_claim(RedisPool& redis, const std::string& script, const std::string& queue, std::vector<std::string> claim_keys,
@@ -64,13 +63,13 @@ ClaimOutcome call_claim(RedisPool& redis, const std::string& script, const std::
   return out;
 }
 
-// The keys claim.lua (1-17) and claim_fair.lua (1-17, then its usage keys) share.
+// claim.lua's KEYS 1-18.
 std::vector<std::string> claim_keys_of(const std::string& queue, const std::string& worker_id) {
   return {keys::classes_version(queue), keys::paused(queue),        keys::delayed(queue),     keys::active(queue),
           keys::seq(queue),             keys::events(queue),        keys::config(queue),      keys::ledger(queue),
           keys::tenant_quotas(queue),   keys::tenant_ledger(queue), keys::job_prefix(queue),  keys::ready_prefix(queue),
           keys::stats(queue),           keys::rate_window(queue),   keys::class_heads(queue), keys::held(queue, worker_id),
-          keys::finished_prefix(queue)};
+          keys::finished_prefix(queue), keys::usage(queue)};
 }
 
 // The snapshot's reads besides the heads: policy and quota flag, budget limits, use.
@@ -98,7 +97,7 @@ void read_snapshot(const std::vector<RedisValue>& replies, std::size_t first, Cl
 ClaimOutcome ClaimStore::commit(const std::string& queue, const std::string& worker_id,
                                 std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
                                 int count, const std::string& classes_version, const std::vector<CommitPick>& picks,
-                                bool record_held) {
+                                bool record_held, bool fair) {
   std::string lines;
   for (const auto& p : picks) {
     lines += '\n';
@@ -116,51 +115,10 @@ ClaimOutcome ClaimStore::commit(const std::string& queue, const std::string& wor
   }
   std::vector<std::string> args{worker_id,      optional_text(request_visibility_ms), std::to_string(default_visibility_ms),
                                 std::to_string(count), classes_version,           score_band_arg(),
-                                record_held ? "1" : "", std::move(lines)};
+                                record_held ? "1" : "", std::move(lines), fair ? "1" : ""};
   auto claim_keys = claim_keys_of(queue, worker_id);
-  // [workflows] 18-28, the workflow keys, only for a second call.
+  // [workflows] 19-29, the workflow keys, only for a second call.
   return call_claim(redis_, "claim", queue, std::move(claim_keys), std::move(args), count);
-}
-
-ClaimOutcome ClaimStore::claim_fair(const std::string& queue, const std::string& worker_id,
-                               std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
-                               int count, const std::string& classes_version, const std::vector<EligibleClass>& eligible,
-                               bool record_held) {
-  std::vector<std::string> args{worker_id,
-                                optional_text(request_visibility_ms),
-                                std::to_string(default_visibility_ms),
-                                std::to_string(count),
-                                classes_version,
-                                score_band_arg()};
-  auto claim_keys = claim_keys_of(queue, worker_id);  // 17: an expired job is finished
-  // [usage] 18-21: the fair order's use per tenant, then the journal it folds first
-  // and what the fold writes (usage_fold_keys' keys in claim.lua's order; the config is 7).
-  for (auto* key : {keys::usage, keys::usage_journal, keys::usage_totals, keys::usage_hours}) claim_keys.push_back(key(queue));
-  // One line per eligible class, parsed by claim.lua only for the classes it looks at.
-  std::string lines;
-  double max_bonus = eligible.empty() ? 0 : eligible.front().bonus;
-  for (const auto& c : eligible) {
-    max_bonus = std::max(max_bonus, c.bonus);
-    lines += '\n';
-    lines += c.id;
-    lines += '\t';
-    lines += number_text(c.bonus);
-    lines += '\t';
-    lines += std::to_string(c.hold_enqueued_after_ms);
-    lines += '\t';
-    lines += std::to_string(c.gpus);
-    lines += '\t';
-    lines += c.devices_json;
-    lines += '\t';
-    lines += std::to_string(c.gpu_memory_mb);
-    if (c.backfill_before_ms > 0) lines += '\t' + std::to_string(c.backfill_before_ms);  // [backfill] a 7th field
-  }
-  args.push_back(number_text(max_bonus));
-  args.push_back(std::to_string(eligible.size()));
-  args.push_back(std::move(lines));
-  args.push_back(record_held ? "1" : "");
-  // [workflows] 22-32, the workflow keys, only for a second call.
-  return call_claim(redis_, "claim_fair", queue, std::move(claim_keys), std::move(args), count);
 }
 
 ClaimSnapshot ClaimStore::class_heads(const std::string& queue, long long offset, long long count) {
@@ -236,6 +194,53 @@ ReadyDetail ClaimStore::ready_detail(const std::string& queue, const std::vector
       const double est = std::strtod(v[1].str.c_str(), &end);
       if (end != v[1].str.c_str()) listed[i]->estimated_duration_s = est;
     }
+  }
+  return out;
+}
+
+FairDetail ClaimStore::fair_detail(const std::string& queue, const std::vector<std::string>& class_ids, int depth,
+                                   bool with_quotas) {
+  std::vector<std::string> args{std::to_string(std::max(depth, 1))};
+  args.insert(args.end(), class_ids.begin(), class_ids.end());
+  // [usage] The usage journal is folded first, in the same round trip: what a tenant's
+  // running jobs hold leaves its held use only at the fold of their ends.
+  std::vector<std::vector<std::string>> commands{
+      RedisPool::script_call("usage_fold", keys::usage_fold_keys(queue), {"2000"}),
+      RedisPool::script_call("fair_candidates", {keys::config(queue), keys::ready_prefix(queue), keys::job_prefix(queue), keys::usage(queue)},
+                             args)};
+  if (with_quotas) {
+    commands.push_back({"HGETALL", keys::tenant_quotas(queue)});
+    commands.push_back({"HGETALL", keys::tenant_ledger(queue)});
+  }
+  const auto replies = redis_.pipeline(commands);
+  for (const auto& reply : replies)
+    if (reply.type == RedisValue::Type::error) throw std::runtime_error("fair claim reads: " + reply.str);
+  const auto& r = replies.at(1);
+  FairDetail out;
+  const auto& e = r.elements;
+  if (e.size() < 3) throw std::runtime_error("malformed fair_candidates reply");
+  out.layout_json = e[0].str;
+  out.half_life_ms = e[1].str;
+  for (std::size_t i = 0; i + 2 < e[2].elements.size(); i += 3)
+    out.usage.push_back({e[2].elements[i].str, e[2].elements[i + 1].str, e[2].elements[i + 2].str});
+  for (std::size_t c = 3; c < e.size(); ++c) {
+    const auto& cls = e[c].elements;
+    if (cls.size() < 2) continue;
+    auto& list = out.classes[cls[0].str];
+    const auto& flat = cls[1].elements;
+    for (std::size_t i = 0; i + 5 < flat.size(); i += 6) {
+      FairCandidate f{std::atoi(flat[i].str.c_str()), std::atoi(flat[i + 1].str.c_str()), flat[i + 2].str,
+                      std::strtod(flat[i + 3].str.c_str(), nullptr), flat[i + 4].str, std::nullopt};
+      if (!flat[i + 5].str.empty()) f.cpus = std::strtod(flat[i + 5].str.c_str(), nullptr);
+      list.push_back(std::move(f));
+    }
+  }
+  if (with_quotas) {
+    const auto hash = [](const RedisValue& v, std::map<std::string, long long>& into) {
+      for (std::size_t i = 0; i + 1 < v.elements.size(); i += 2) into[v.elements[i].str] = std::atoll(v.elements[i + 1].str.c_str());
+    };
+    hash(replies.at(2), out.quotas.limits);
+    hash(replies.at(3), out.quotas.used);
   }
   return out;
 }

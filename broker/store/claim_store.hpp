@@ -1,8 +1,7 @@
 // Claims: the reads a claim's decision is made over (a snapshot), and the commit
 // of what was decided (claim.lua); the decision itself is scheduling/'s
-// (claim_decision.hpp). claim_fair.lua still decides and commits in one for a
-// `fair` queue. [gangs] claim_gang.lua holds a worker as a member of a forming
-// gang or delivers a started one (store/claim_store.cpp).
+// (claim_decision.hpp). [gangs] claim_gang.lua holds a worker as a member of a
+// forming gang or delivers a started one (store/claim_store.cpp).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -55,6 +54,28 @@ struct ReadyDetail {
   TenantQuotaUse quotas;                              // read when asked for
 };
 
+// [fairshare] What a `fair` queue's claim is decided over (fair_candidates.lua): its
+// fair_tenants layout, the tenants' use as last folded and held now, and per class
+// the first jobs of each tenant slot its head's walk meets.
+struct FairCandidate {
+  int class_band = 0;  // 0 reserved, 1 on-demand, 2 spot; -1: scored under an earlier policy
+  int slot = 0;
+  std::string id;
+  double score = 0;
+  std::string tenant;
+  std::optional<double> cpus;  // the job's CPU cores ("" = one)
+};
+struct FairDetail {
+  std::string layout_json;  // the config's fair_tenants ("" = none)
+  std::string half_life_ms;  // the config's usage_half_life_ms ("" = the default)
+  struct Usage {
+    std::string name, decayed, held;  // '*' is the whole queue
+  };
+  std::vector<Usage> usage;
+  std::map<std::string, std::vector<FairCandidate>> classes;
+  TenantQuotaUse quotas;  // read when the queue has tenant quotas
+};
+
 // One pick of a decided claim, as claim.lua commits it.
 struct CommitPick {
   std::string class_id;
@@ -74,15 +95,10 @@ class ClaimStore {
   // worker is skipped and named (budget and quota in budget_blocked, the others in
   // passed_over). record_held: each claimed job joins the worker's held set in the
   // queue (keys.hpp held), in the same script: a worker with capabilities has a load
-  // to keep.
+  // to keep. fair: [fairshare] each started job joins its tenant's held use.
   ClaimOutcome commit(const std::string& queue, const std::string& worker_id, std::optional<std::int64_t> request_visibility_ms,
                       std::int64_t default_visibility_ms, int count, const std::string& classes_version,
-                      const std::vector<CommitPick>& picks, bool record_held);
-
-  // [fairshare] A `fair` queue's claim (claim_fair.lua), which still decides in Lua.
-  ClaimOutcome claim_fair(const std::string& queue, const std::string& worker_id, std::optional<std::int64_t> request_visibility_ms,
-                     std::int64_t default_visibility_ms, int count, const std::string& classes_version,
-                     const std::vector<EligibleClass>& eligible, bool record_held);
+                      const std::vector<CommitPick>& picks, bool record_held, bool fair = false);
 
   // The snapshot with the heads from `offset` (0-based), at most `count`: one round trip.
   ClaimSnapshot class_heads(const std::string& queue, long long offset, long long count);
@@ -91,6 +107,10 @@ class ClaimStore {
   // The first `depth` jobs of each named class; with_fields: their tenant and declared
   // duration too (a second round trip), and the tenants' quotas and use.
   ReadyDetail ready_detail(const std::string& queue, const std::vector<std::string>& class_ids, int depth, bool with_fields);
+  // [fairshare] The fair order's candidates of the named classes (fair_candidates.lua,
+  // read only), `depth` jobs per tenant slot, after folding the usage journal
+  // (usage_fold.lua, the same round trip); with_quotas: the tenants' quotas and use.
+  FairDetail fair_detail(const std::string& queue, const std::vector<std::string>& class_ids, int depth, bool with_quotas);
 
   // [gangs] claim_gang.lua: deliver a started gang to a held member, or hold this
   // worker as the next member of the queue's forming gang.

@@ -57,7 +57,7 @@ TEST(TransitionKeys, APlainJobsClaimAndAckSendNoWorkflowKeys) {
   const auto jobs = api.fetch({"keys-plain"}, "w1");
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", jobs[0]["id"]}, {"worker_id", "w1"}}).status, 200);
-  EXPECT_EQ(fcall_key_counts(redis, "claim"), std::vector<int>{17}) << "claim.lua's KEYS 1-17, no workflow keys";
+  EXPECT_EQ(fcall_key_counts(redis, "claim"), std::vector<int>{18}) << "claim.lua's KEYS 1-18, no workflow keys";
   EXPECT_EQ(fcall_key_counts(redis, "ack"), std::vector<int>{10}) << "ack.lua's KEYS 1-10, no workflow keys";
 }
 
@@ -111,7 +111,7 @@ TEST(TransitionKeys, AnExpiredWorkflowStepMetByAClaimEndsItsStep) {
   const auto jobs = api.fetch({"keys-group"}, "w1", 2);
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0]["type"], "g.second");
-  EXPECT_EQ(fcall_key_counts(redis, "claim"), (std::vector<int>{17, 28})) << "stopped before the step, called again with the keys";
+  EXPECT_EQ(fcall_key_counts(redis, "claim"), (std::vector<int>{18, 29})) << "stopped before the step, called again with the keys";
   const auto job = api.get("/ojs/v1/jobs/" + expired).body["job"];
   EXPECT_EQ(job["state"], "discarded") << job.dump();
   const auto group = api.get("/ojs/v1/workflows/" + wf).body["workflow"];
@@ -143,7 +143,7 @@ TEST(TransitionKeys, AnExpiredWorkflowStepPromotedByAClaimEndsItsStep) {
   const auto jobs = api.fetch({"keys-promote"}, "w2", 1);
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_NE(jobs[0]["id"], retried);
-  EXPECT_EQ(fcall_key_counts(redis, "claim"), (std::vector<int>{17, 28})) << "left it due, called again with the keys";
+  EXPECT_EQ(fcall_key_counts(redis, "claim"), (std::vector<int>{18, 29})) << "left it due, called again with the keys";
   const auto job = api.get("/ojs/v1/jobs/" + retried).body["job"];
   EXPECT_EQ(job["state"], "discarded") << job.dump();
   const auto group = api.get("/ojs/v1/workflows/" + wf).body["workflow"];

@@ -397,25 +397,6 @@ local function has_tenant_quotas(t)  -- read once per call
   return per_call.tenant_quotas
 end
 
--- The first ready job of a class (at most 32 from the head) whose tenant is within
--- quota, as {id, score}; an over-quota tenant never blocks the others behind it.
--- nil and the first block when every scanned job is over its tenant's quota.
-local function within_tenant_quota(t, ready_key, head, gpus)
-  if gpus <= 0 or not has_tenant_quotas(t) then return head, nil end
-  local range = redis.call('ZRANGE', ready_key, '0', '31', 'WITHSCORES')
-  local seen, first_block = {}, nil
-  for i = 1, #range, 2 do
-    local tenant = redis.call('HGET', t.job_prefix .. range[i], 'tenant') or ''
-    if not seen[tenant] then
-      local over = tenant_block(t, tenant, gpus)
-      if not over then return {range[i], range[i + 1]}, nil end
-      seen[tenant] = true
-      first_block = first_block or over
-    end
-  end
-  return nil, first_block
-end
-
 -- [spec #17] Queue rate limit (ojs-rate-limiting.md §7.2), the one Lua reading of it:
 -- concurrency counts the queue's active jobs (no counter to drift); the rate is a
 -- sliding window log of start times. Given the config's rate_concurrency,

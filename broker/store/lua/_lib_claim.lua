@@ -1,11 +1,11 @@
--- The start of a claimed attempt on a worker, in the claim's one step (claim.lua,
--- claim_fair.lua): its fields, the queue budget and tenant charge, the active
+-- The start of a claimed attempt on a worker, in the claim's one step (claim.lua):
+-- its fields, the queue budget and tenant charge, the active
 -- index, the worker's held set, the event and the rate window.
 -- s: the call's state, built once per call: {worker, now, now_s, started_us,
 --    request_vis, default_vis, record (list it in the held set), rate_starts,
 --    rate_period, budget (budget_charge's b), tenant_ledger, active, held, events,
 --    rate_window} (keys the caller declares).
--- on_set(job, set): [fairshare] claim_fair's hook (its tenant's held use), or nil.
+-- on_set(job, set): [fairshare] a fair queue's hook (its tenant's held use), or nil.
 -- Returns the reply entry: the job as read plus the pairs written (job_reply).
 local function start_attempt(s, jk, id, job, flat, gpus, devices, mem, on_set)
   job.attempt = int_s(tonumber(job.attempt or '0') + 1)

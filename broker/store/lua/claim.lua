@@ -6,11 +6,12 @@
 -- freshness; correctness (budget, quota, rate limit, one owner per job) does not.
 -- A job past its expires_at when it would be delivered is discarded instead (OJS
 -- core; at most 100 per call); a head pick then takes the class's next head.
--- KEYS (17 + 11n): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
+-- KEYS (18 + 11n): 1 classes version, 2 paused, 3 delayed, 4 active, 5 seq, 6 events,
 --   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
 --   13 stats, 14 rate window (zset: claim times in the rate period), 15 class heads,
 --   16 this worker's held set in the queue (keys.hpp held), 17 finished prefix,
---   n = 0 or 1: 18-28 the workflow keys (_lib_workflows.lua: an expired step ends its
+--   18 [usage] the usage hash (a `fair` queue's started job joins its tenant's held use),
+--   n = 0 or 1: 19-29 the workflow keys (_lib_workflows.lua: an expired step ends its
 --   workflow's step). [hotpath] Sent only when needed (a key costs a call ~1.1k
 --   instructions): without them, the commit stops before an expired workflow step,
 --   leaves it in place and says so (the reply's 5th element), and ClaimStore::commit
@@ -22,7 +23,9 @@
 --       TAB job id ('' = the class's head as this script finds it) TAB hold cutoff (ms: a
 --       job enqueued after it is not taken; 0 = none) TAB gpus (charged to the queue
 --       budget and the tenant's quota) TAB assigned devices JSON ('' = none) TAB GPU
---       memory (MB) charged to a GPU-memory budget
+--       memory (MB) charged to a GPU-memory budget, 9 '1' = [fairshare] the queue's policy
+--       is `fair`: each started job joins its tenant's held use (_lib_accounting.lua
+--       usage_started; the usage journal is folded by the maintenance pass, not here)
 -- Reply: {'ok', {job fields...}, {skipped pick: class, in_use, limit, why, ...} (why: a
 --         budget limit | tenant_quota:<tenant> | gone | held), rate limit that cut this
 --         claim short ('' = none | concurrency | rate), '1' = stopped before an expired
@@ -45,13 +48,13 @@ local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[
 -- every call: constant and repeated arguments go as strings, each formatted once.
 local now_s = int_s(now)
 -- A job past its expires_at when it is promoted or would be delivered is discarded, as
--- any discard: a workflow's ends its step, which needs the workflow keys (KEYS 18-28);
+-- any discard: a workflow's ends its step, which needs the workflow keys (KEYS 19-29);
 -- without them the job is left for the call with them (`more`).
-local more = ''  -- '1': stopped before an expired workflow step (KEYS 18-28 not sent)
-local function lacks_workflow_keys(job) return job.workflow_id and #KEYS < 28 end
+local more = ''  -- '1': stopped before an expired workflow step (KEYS 19-29 not sent)
+local function lacks_workflow_keys(job) return job.workflow_id and #KEYS < 29 end
 local function discard_expired_job(jk, job)
   discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[17], now)
-  if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 18, KEYS[6]), job, 'failed', now) end  -- [workflows]
+  if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 19, KEYS[6]), job, 'failed', now) end  -- [workflows]
 end
 local promoted = promote_due(q, now, 1000, function(jk, job)
   if lacks_workflow_keys(job) then
@@ -65,7 +68,8 @@ end, now_s)
 -- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
 local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',
-                     'max_total_gpus', 'max_concurrent_gpu_jobs', 'tenant_quotas', 'max_total_gpu_memory_mb')  -- [hotpath] one read
+                     'max_total_gpus', 'max_concurrent_gpu_jobs', 'tenant_quotas', 'max_total_gpu_memory_mb',
+                     'usage_half_life_ms')  -- [hotpath] one read
 b.limits = {rl[4], rl[5], rl[7]}
 -- queue_config.lua writes the config's tenant_quotas field with the tenant quota hash:
 -- without it there is no quota, and has_tenant_quotas needs no EXISTS of its own.
@@ -86,6 +90,12 @@ local starting = {worker = worker, now = now, now_s = now_s, started_us = starte
                   default_vis = default_vis, record = record, rate_starts = rate_starts, rate_period = rate_period,
                   budget = b, tenant_ledger = KEYS[10], active = KEYS[4], held = KEYS[16], events = KEYS[6],
                   rate_window = KEYS[14]}
+-- [fairshare] A `fair` queue's started job joins its tenant's held use.
+local fair_on_set = nil
+if ARGV[9] == '1' then
+  local half_life = usage_half_life(rl[8])
+  fair_on_set = function(job, set) usage_started(KEYS[18], job, usage_amounts(job), set, now, half_life, nil) end
+end
 
 -- One pick: its job (given, or the class's head), checked, then started. Returns
 -- 'again' when a head pick discarded an expired job (the class's next head is
@@ -133,7 +143,7 @@ local function commit_pick(class, given, hold, gpus, devices, mem)
     if given == '' then return 'again' end
     return
   end
-  claimed[#claimed + 1] = start_attempt(starting, jk, id, job, flat, gpus, devices, mem, nil)
+  claimed[#claimed + 1] = start_attempt(starting, jk, id, job, flat, gpus, devices, mem, fair_on_set)
 end
 
 for line in string.gmatch(ARGV[8], '\n([^\n]*)') do

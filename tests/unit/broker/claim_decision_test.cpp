@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "broker/scheduling/fair_order.hpp"
 #include "broker/store/priority_score.hpp"
 
 namespace ojs::broker {
@@ -116,6 +119,68 @@ TEST(ClaimDecision, SeveralJobsMergeTheClassesInTheQueueOrderWithinTheBudget) {
   EXPECT_EQ(ids(plan), (std::vector<std::string>{"a/a1", "b/b2", "a/a3"})) << "three GPU jobs fit the budget's max_concurrent_gpu_jobs";
   ASSERT_FALSE(plan.blocked.empty());
   EXPECT_EQ(plan.blocked[0].kind, "max_concurrent_gpu_jobs");
+}
+
+
+// [fairshare] A fair queue: weights 1:1, team-a holds one GPU now, team-b none.
+FairDetail fair_detail_of(const std::string& order) {
+  FairDetail f;
+  f.layout_json = R"({"base":4096,"slots":2,"default_weight":1,"tenants":{"team-a":[1,1],"team-b":[2,1]},"order":")" + order + R"("})";
+  f.half_life_ms = "0";  // what is held now only
+  f.usage = {{"*", "", "1 1 0 0 0 0 0"}, {"team-a", "", "1 1 0 0 0 0 0"}};
+  return f;
+}
+double fair_score(int class_band, int slot, long long seq) { return pack_score(4096 + class_band * kMaxFairSlots + slot, seq); }
+
+TEST(ClaimDecision, FairTenantOrderServesTheLowerShareFirstWhateverItsSlotOrAge) {
+  ClaimSnapshot snap;
+  snap.fair = true;
+  snap.heads = {{"c", fair_score(1, 1, 1)}};
+  const std::vector<EligibleClass> eligible{cls("c", 1)};
+  const auto first = decide_claim({snap, eligible, 1, 0});
+  EXPECT_TRUE(first.needs_fair) << "the fair order's candidates are read first";
+  auto fair = fair_detail_of("tenant");
+  fair.classes["c"] = {{1, 1, "a-old", fair_score(1, 1, 1), "team-a", {}}, {1, 2, "b-young", fair_score(1, 2, 9), "team-b", {}}};
+  ClaimDecisionInput in{snap, eligible, 1, 0};
+  in.fair = &fair;
+  const auto plan = decide_claim(in);
+  ASSERT_FALSE(plan.picks.empty());
+  EXPECT_EQ(plan.picks[0].job_id, "b-young") << "team-b holds nothing: its share is the lower";
+}
+
+TEST(ClaimDecision, FairClassOrderServesTheHigherClassFirstThenTheLowerShare) {
+  ClaimSnapshot snap;
+  snap.fair = true;
+  snap.heads = {{"c", fair_score(0, 1, 5)}};
+  const std::vector<EligibleClass> eligible{cls("c", 1)};
+  auto fair = fair_detail_of("class");
+  fair.classes["c"] = {{0, 1, "a-reserved", fair_score(0, 1, 5), "team-a", {}}, {2, 2, "b-spot", fair_score(2, 2, 1), "team-b", {}}};
+  ClaimDecisionInput in{snap, eligible, 1, 0};
+  in.fair = &fair;
+  EXPECT_EQ(decide_claim(in).picks.at(0).job_id, "a-reserved") << "the class first, though team-a's share is the higher";
+  fair.layout_json = fair_detail_of("tenant").layout_json;
+  EXPECT_EQ(decide_claim(in).picks.at(0).job_id, "b-spot") << "under the tenant order the share first";
+}
+
+TEST(ClaimDecision, FairSeveralJobsShareABatchByWhatEachPickHolds) {
+  ClaimSnapshot snap;
+  snap.fair = true;
+  snap.heads = {{"c", fair_score(1, 1, 1)}};
+  const std::vector<EligibleClass> eligible{cls("c", 1)};
+  auto fair = fair_detail_of("tenant");
+  fair.usage = {};  // nothing used or held yet
+  for (int i = 0; i < 4; ++i) {
+    fair.classes["c"].push_back({1, 1, "a" + std::to_string(i), fair_score(1, 1, i), "team-a", {}});
+    fair.classes["c"].push_back({1, 2, "b" + std::to_string(i), fair_score(1, 2, i), "team-b", {}});
+  }
+  std::sort(fair.classes["c"].begin(), fair.classes["c"].end(), [](const auto& x, const auto& y) { return x.score < y.score; });
+  ClaimDecisionInput in{snap, eligible, 4, 0};
+  in.fair = &fair;
+  const auto plan = decide_claim(in);
+  ASSERT_GE(plan.picks.size(), 4u);
+  int a = 0;
+  for (int i = 0; i < 4; ++i) a += plan.picks[i].job_id[0] == 'a';
+  EXPECT_EQ(a, 2) << "each pick is held before the next is chosen: 2 and 2";
 }
 
 }  // namespace

@@ -1,0 +1,179 @@
+#include "broker/scheduling/fair_order.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <sstream>
+
+#include "broker/scheduling/queue_budget.hpp"
+#include "broker/store/priority_score.hpp"
+
+namespace ojs::broker {
+
+namespace {
+
+constexpr double kLn2 = 0.69314718055994531;
+constexpr std::int64_t kDefaultHalfLifeMs = 3600000;
+
+std::vector<double> numbers(const std::string& raw, std::size_t n) {
+  std::vector<double> v;
+  std::istringstream in(raw);
+  std::string x;
+  while (in >> x) {
+    char* end = nullptr;
+    const double d = std::strtod(x.c_str(), &end);
+    v.push_back(end == x.c_str() ? 0 : d);
+  }
+  v.resize(std::max(v.size(), n), 0);
+  return v;
+}
+
+// A name's use: decayed resource-seconds of ended and running attempts (GPUs, CPUs)
+// and what its running jobs hold now (_lib_accounting.lua usage_view).
+struct UseView {
+  double used[2] = {0, 0};
+  double held[2] = {0, 0};
+};
+
+UseView view_of(const FairDetail::Usage& u, std::int64_t now, std::int64_t half_life) {
+  auto d = numbers(u.decayed, 5);  // at u1..u4
+  auto r = numbers(u.held, 7);     // n1..n4 at r1 r2
+  const double t = static_cast<double>(now);
+  if (half_life <= 0) {
+    for (int i = 1; i < 5; ++i) d[i] = 0;
+  } else if (t > d[0]) {
+    const double f = std::pow(2.0, -(t - d[0]) / static_cast<double>(half_life));
+    for (int i = 1; i < 5; ++i) d[i] *= f;
+  }
+  if (half_life <= 0 || r[4] == 0) {
+    r[5] = r[6] = 0;
+  } else if (t > r[4]) {
+    const double f = std::pow(2.0, -(t - r[4]) / static_cast<double>(half_life));
+    const double k = static_cast<double>(half_life) * 1000 / kLn2 * (1 - f);
+    r[5] = r[5] * f + r[0] * k;
+    r[6] = r[6] * f + r[1] * k;
+  }
+  UseView v;
+  v.used[0] = d[1] + r[5] / 1e6;
+  v.used[1] = d[2] + r[6] / 1e6;
+  v.held[0] = r[0];
+  v.held[1] = r[1];
+  return v;
+}
+
+}  // namespace
+
+double FairLayout::weight(const std::string& tenant) const {
+  const auto it = weights.find(tenant);
+  return it == weights.end() ? default_weight : it->second;
+}
+
+FairLayout fair_layout_from(const std::string& text) {
+  FairLayout out;
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return out;
+  out.base = j.value("base", 4096LL);
+  out.slots = j.value("slots", 1);
+  if (j.contains("default_weight") && j["default_weight"].is_number()) out.default_weight = j["default_weight"].get<double>();
+  out.by_tenant = j.value("order", std::string("tenant")) != "class";
+  if (j.contains("tenants") && j["tenants"].is_object())
+    for (const auto& [name, entry] : j["tenants"].items())
+      if (entry.is_array() && entry.size() > 1 && entry[1].is_number()) out.weights[name] = entry[1].get<double>();
+  return out;
+}
+
+std::int64_t fair_half_life_ms(const std::string& configured) {
+  if (configured.empty()) return kDefaultHalfLifeMs;
+  char* end = nullptr;
+  const double v = std::strtod(configured.c_str(), &end);
+  return end == configured.c_str() ? kDefaultHalfLifeMs : static_cast<std::int64_t>(v);
+}
+
+FairShares fair_shares_from(const FairLayout& layout, const std::vector<FairDetail::Usage>& usage, std::int64_t now_ms,
+                            std::int64_t half_life_ms) {
+  std::map<std::string, UseView> views;
+  for (const auto& u : usage) views[u.name] = view_of(u, now_ms, half_life_ms);
+  const UseView q = views["*"];
+  FairShares out;
+  out.default_weight = layout.default_weight;
+  out.by_tenant = layout.by_tenant;
+  // The queue's dominant resource: GPUs when it uses or holds any, else CPU cores.
+  int i = -1;
+  for (int r = 0; r < 2 && i < 0; ++r)
+    if (q.used[r] > 0 || q.held[r] > 0) i = r;
+  out.resource = i + 1;
+  out.queue_held = i < 0 ? 0 : q.held[i];
+  for (const auto& [name, v] : views) {
+    if (name == "*") continue;
+    FairShares::Tenant t;
+    t.weight = layout.weight(name);
+    if (i >= 0) {
+      t.used = q.used[i] > 0 ? v.used[i] / q.used[i] : 0;
+      t.held = v.held[i];
+    }
+    out.tenants[name] = t;
+  }
+  for (const auto& [name, w] : layout.weights)
+    if (!out.tenants.count(name)) out.tenants[name] = {w, 0, 0};
+  return out;
+}
+
+double fair_share_of(const FairShares& shares, const std::string& tenant) {
+  return tenant.empty() ? 0 : shares.share(tenant);
+}
+
+void fair_hold(FairShares& shares, const std::string& tenant, int gpus, std::optional<double> cpus) {
+  // Before any use the resource is the first one held: GPUs, else CPU cores.
+  if (shares.resource == 0) shares.resource = gpus > 0 ? 1 : 2;
+  const double amount = shares.resource == 1 ? gpus : cpus.value_or(1);
+  shares.queue_held += amount;
+  auto it = shares.tenants.find(tenant);
+  if (it == shares.tenants.end()) it = shares.tenants.emplace(tenant, FairShares::Tenant{shares.default_weight, 0, 0}).first;
+  it->second.held += amount;
+}
+
+FairOffer fair_offer(const std::string& class_id, const std::vector<FairCandidate>& jobs, const FairLayout& layout,
+                     const FairShares& shares, const TenantQuotaUse* quotas, int gpus, const std::vector<bool>& taken) {
+  FairOffer best;
+  const auto over = [&](const FairCandidate& j) -> std::optional<BudgetBlock> {
+    if (!quotas || gpus <= 0) return std::nullopt;
+    return tenant_quota_block(*quotas, class_id, j.tenant, gpus);
+  };
+  std::map<std::pair<int, int>, bool> band_done;  // (class band, slot): its first untaken job was judged
+  int class_band_found = -2;                      // class order: the first class band that offered a job
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (taken[i]) continue;
+    const FairCandidate& j = jobs[i];
+    if (j.class_band < 0) {  // scored under an earlier policy: served first, in score order
+      if (auto block = over(j)) {
+        if (!best.first_block) best.first_block = std::move(block);
+        continue;
+      }
+      best.job = &j;
+      best.k1 = best.k2 = -1;
+      best.seq = j.score;
+      return best;
+    }
+    if (!band_done.emplace(std::make_pair(j.class_band, j.slot), true).second) continue;
+    if (!layout.by_tenant && class_band_found >= 0 && j.class_band != class_band_found) break;
+    if (auto block = over(j)) {
+      if (!best.first_block) best.first_block = std::move(block);
+      continue;
+    }
+    const double share = fair_share_of(shares, j.tenant);
+    const double band = std::floor(j.score / kScoreBand);
+    const double seq = j.score - band * kScoreBand;
+    const double k1 = layout.by_tenant ? share : j.class_band;
+    const double k2 = layout.by_tenant ? j.class_band : share;
+    if (!best.job || k1 < best.k1 || (k1 == best.k1 && (k2 < best.k2 || (k2 == best.k2 && seq < best.seq)))) {
+      best.job = &j;
+      best.k1 = k1;
+      best.k2 = k2;
+      best.seq = seq;
+    }
+    if (!layout.by_tenant) class_band_found = j.class_band;
+  }
+  return best;
+}
+
+}  // namespace ojs::broker

@@ -1,0 +1,54 @@
+// [fairshare] The `fair` queue policy's order, in C++ (docs/matching.md#fair-share):
+// the tenants' shares from their use (as the maintenance pass last folded it, plus
+// what they hold now) and, per class, the job the order offers. decide_claim ranks
+// the classes' offers; the commit (claim.lua) only records the held use.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/store/claim_store.hpp"
+#include "broker/store/fair_shares.hpp"
+
+namespace ojs::broker {
+
+// The config's fair_tenants (queue_config.cpp fairness_for_claim): band base, named
+// slots, weights, order.
+struct FairLayout {
+  long long base = 4096;
+  int slots = 1;
+  double default_weight = 1;
+  bool by_tenant = true;  // order "tenant" (lowest share first), else "class"
+  std::map<std::string, double> weights;
+  double weight(const std::string& tenant) const;
+};
+FairLayout fair_layout_from(const std::string& json);
+
+// The usage hash's two values of each name ('*': the queue) brought to `now_ms`
+// with the half-life (_lib_accounting.lua's layout: decayed 'at u1..u4', held
+// 'n1..n4 at r1 r2'), as the shares preemption and the claim weigh.
+FairShares fair_shares_from(const FairLayout& layout, const std::vector<FairDetail::Usage>& usage, std::int64_t now_ms,
+                            std::int64_t half_life_ms);
+std::int64_t fair_half_life_ms(const std::string& configured);  // "" = an hour
+
+// The share the order compares: 0 for a job without a tenant (it is not shared).
+double fair_share_of(const FairShares& shares, const std::string& tenant);
+
+// A class's offer under the fair order: the first job (not `taken`) of its walk
+// within its tenant's quota, ranked (tenant order) share, class band, seq or (class
+// order) class band, share, seq; seq is the job's place in its band. Jobs scored
+// under an earlier policy come first (share and band -1, seq its score).
+struct FairOffer {
+  const FairCandidate* job = nullptr;
+  double k1 = 0, k2 = 0, seq = 0;
+  std::optional<BudgetBlock> first_block;  // why none: the first quota met
+};
+FairOffer fair_offer(const std::string& class_id, const std::vector<FairCandidate>& jobs, const FairLayout& layout,
+                     const FairShares& shares, const TenantQuotaUse* quotas, int gpus, const std::vector<bool>& taken);
+
+// A started job joins its tenant's held use (the share's resource: its GPUs, else its CPU cores).
+void fair_hold(FairShares& shares, const std::string& tenant, int gpus, std::optional<double> cpus);
+
+}  // namespace ojs::broker
