@@ -152,7 +152,7 @@ bool end_now(estimate::Snapshot& s, const std::string& job_id) {
       }
       if (it->charged) {
         s.limits.budget.gpus_in_use -= it->job.gpus;
-        if (!it->tenant.empty()) s.limits.tenant_in_use[it->tenant] -= it->job.gpus;
+        if (!it->tenant.empty()) s.limits.tenants.used[it->tenant] -= it->job.gpus;
         if (!found && it->job.gpus > 0) s.limits.budget.gpu_jobs -= 1;
       }
       found = true;
@@ -177,8 +177,8 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   const auto budget = configs_.budget(queue);
   s.limits.budget = queue_budget(budget.use);
   s.limits.budget.max_gpu_mem_mb.reset();  // the estimate leaves the GPU-memory budget out (docs/matching.md)
-  s.limits.tenant_max = budget.tenant_max_gpus;
-  s.limits.tenant_in_use = budget.tenant_gpus_in_use;
+  s.limits.tenants.limits = budget.tenant_max_gpus;
+  s.limits.tenants.used = budget.tenant_gpus_in_use;
 
   // [fairorder] Under policy fair, the tenants' shares the claim orders by (either order).
   s.fair = marks_.fair_shares(queue, true);

@@ -1,6 +1,8 @@
 // [estimate] Placement run forward in time over a copy of the queue's state (pure).
 #include "broker/estimate/forecast.hpp"
 
+#include "broker/scheduling/queue_budget.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <set>
 
 #include "broker/preemption/capacity_plan.hpp"
+#include "broker/scheduling/queue_budget.hpp"
 #include "broker/store/priority_score.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/predicates.hpp"
@@ -27,21 +30,16 @@ constexpr std::int64_t kHorizonMs = 366LL * 24 * 3600 * 1000;
 // of the snapshot's size (the service reads at most kMaxWaiting) needs far fewer.
 constexpr int kMaxInstants = 200000;
 
-// The tenant quota that keeps `gpus` more GPUs from `tenant`, if one does (_lib.lua tenant_block).
+// The tenant quota that keeps `gpus` more GPUs from `tenant`, if one does (the claim's rule).
 bool over_tenant_quota(const Limits& l, const std::string& tenant, long long gpus) {
-  if (gpus <= 0 || tenant.empty()) return false;
-  auto it = l.tenant_max.find(tenant);
-  if (it == l.tenant_max.end()) it = l.tenant_max.find("*");
-  if (it == l.tenant_max.end()) return false;
-  const auto used = l.tenant_in_use.count(tenant) ? l.tenant_in_use.at(tenant) : 0;
-  return used + gpus > it->second;
+  return tenant_quota_block(l.tenants, "", tenant, gpus).has_value();
 }
 
 std::optional<long long> tenant_limit(const Limits& l, const std::string& tenant) {
   if (tenant.empty()) return std::nullopt;
-  auto it = l.tenant_max.find(tenant);
-  if (it == l.tenant_max.end()) it = l.tenant_max.find("*");
-  if (it == l.tenant_max.end()) return std::nullopt;
+  auto it = l.tenants.limits.find(tenant);
+  if (it == l.tenants.limits.end()) it = l.tenants.limits.find("*");
+  if (it == l.tenants.limits.end()) return std::nullopt;
   return it->second;
 }
 
@@ -66,7 +64,7 @@ class Run {
     for (const auto& w : workers_)
       for (const auto& r : w.running) initial_.insert(r.job.job_id);
     const auto& b = s.limits.budget;
-    limited_ = b.max_gpus || b.max_jobs || b.max_gpu_mem_mb || !s.limits.tenant_max.empty();
+    limited_ = b.max_gpus || b.max_jobs || b.max_gpu_mem_mb || !s.limits.tenants.limits.empty();
     for (const auto& w : s.waiting) add(w);
     for (const auto& h : s.holds) {  // preemptions the controller already started
       const auto w = std::find_if(workers_.begin(), workers_.end(), [&](const Worker& x) { return x.id == h.worker_id; });
@@ -197,7 +195,7 @@ class Run {
           if (limited_) all_dirty_ = true;  // the budget or a quota has room again: any worker may now do
           limits_.budget.gpus_in_use -= it->job.gpus;
           if (it->job.gpus > 0 && freed_jobs.insert(it->job.job_id).second) limits_.budget.gpu_jobs -= 1;
-          if (!it->tenant.empty()) limits_.tenant_in_use[it->tenant] -= it->job.gpus;
+          if (!it->tenant.empty()) limits_.tenants.used[it->tenant] -= it->job.gpus;
           fair_held(it->tenant, -it->job.gpus);
         }
         if (initial_.count(it->job.job_id)) {
@@ -338,7 +336,7 @@ class Run {
         if (gpus > 0) {
           limits_.budget.gpus_in_use += gpus;
           limits_.budget.gpu_jobs += 1;
-          if (!job.tenant.empty()) limits_.tenant_in_use[job.tenant] += gpus;
+          if (!job.tenant.empty()) limits_.tenants.used[job.tenant] += gpus;
           fair_held(job.tenant, gpus);
         }
         jobs_[i].placed = true;

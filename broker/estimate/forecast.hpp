@@ -105,8 +105,7 @@ struct Waiting {
 
 struct Limits {
   QueueBudget budget;                              // max_total_gpus, max_concurrent_gpu_jobs and their use
-  std::map<std::string, long long> tenant_max;     // tenant -> max GPUs ('*': any other tenant)
-  std::map<std::string, long long> tenant_in_use;  // tenant -> GPUs charged
+  TenantQuotaUse tenants;  // tenant -> max GPUs ('*': any other tenant), tenant -> GPUs charged
 };
 
 // What one estimate may cost at most: about a tenth of a second of a core (a 256-device
