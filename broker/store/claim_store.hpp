@@ -32,7 +32,6 @@ struct ClaimSnapshot {
   std::int64_t now_ms = 0;  // Redis's clock when read: the one the commit and the due times use
   std::string classes_version = "0";  // the queue's class set as of the read (a newer one: refresh, then decide)
 };
-using ClassHeads = ClaimSnapshot;
 
 // A ready job past a class's head, for a decision that looks deeper (several jobs,
 // tenant quotas, backfill).
