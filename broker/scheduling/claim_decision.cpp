@@ -58,8 +58,8 @@ struct ClassCursor {
   const std::vector<ReadyJob>* jobs;
   std::size_t pos = 0;
   bool done = false;
-  std::optional<BudgetBlock> first_block;
-  std::optional<double> head_declared;
+  std::optional<BudgetBlock> first_block = std::nullopt;
+  std::optional<double> head_declared = std::nullopt;
 };
 
 const ReadyJob* next_job(ClassCursor& k, const TenantQuotaUse& quotas, bool quotas_apply, std::int64_t now_ms) {
