@@ -452,48 +452,18 @@ class Simulation {
     }
   }
 
-  // One FETCH by worker wi: the broker's choice among the heads of eligible classes.
+  // One FETCH by worker wi: the broker's claim (fetch_from_broker).
   bool fetch(int wi) {
     auto& w = workers_[static_cast<std::size_t>(wi)];
     if (w.gpus_free() <= 0 && w.cores_free() <= 0) return false;
-    if (queue_) return fetch_from_broker(wi);
-    using Key = std::tuple<double, double, double>;  // band, -bonus, rank (FIFO)
-    std::optional<Key> best_key;
-    int best_job = -1;
-    std::vector<int> best_devices;
-    for (std::size_t c = 0; c < classes_.size(); ++c) {
-      auto& cls = classes_[c];
-      if (cls.pending.empty()) continue;
-      const auto [rank, seq, j] = *cls.pending.begin();
-      auto devices = eligible_devices(static_cast<int>(c), w, w.load, w.cores_free());
-      if (!devices) continue;
-      const auto& req = *cls.req;
-      auto& s = jobs_[static_cast<std::size_t>(j)];
-      const auto waited_ms = static_cast<std::int64_t>(std::llround((now_ - s.queued_since) * 1000));
-      if (ml::locality_hold(req, &w.caps, waited_ms, scoring_)) {  // delay scheduling: keep it for a warm worker
-        if (!s.wake_scheduled) {
-          s.wake_scheduled = true;
-          push({s.queued_since + options_.locality_delay_s + 0.001, 0, EventType::wake, j, -1, 0});
-        }
-        continue;
-      }
-      const double bonus = ml::score(req, w.caps, &w.load, scoring_).total;
-      const Key key{std::floor(rank / broker::kScoreBand), -bonus, rank + static_cast<double>(seq)};
-      if (!best_key || key < *best_key) {
-        best_key = key;
-        best_job = j;
-        best_devices = std::move(*devices);
-      }
-    }
-    if (best_job < 0) return false;
-    place(best_job, wi, std::move(best_devices));
-    return true;
+    return fetch_from_broker(wi);
   }
 
-  // One FETCH by worker wi, answered by claim.lua: the simulator gives the broker's
-  // per-class verdicts (eligible, soft score, devices; classes whose oldest job is
-  // held for a warm worker left out, as the scheduler's hold does) and the broker
-  // picks the job by the queue's policy.
+  // One FETCH by worker wi, answered by the broker's claim (broker::Claimer: the C++
+  // decision, then claim.lua): the simulator gives the broker's per-class verdicts
+  // (eligible, soft score, devices; classes whose oldest job is held for a warm
+  // worker left out, as the scheduler's hold does) and the broker picks the job by
+  // the queue's policy.
   bool fetch_from_broker(int wi) {
     auto& w = workers_[static_cast<std::size_t>(wi)];
     std::vector<broker::EligibleClass> eligible;
