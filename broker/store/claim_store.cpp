@@ -8,6 +8,7 @@
 
 #include "broker/store/job_store_internal.hpp"
 #include "broker/store/priority_score.hpp"
+#include "broker/store/reply_integer.hpp"
 
 namespace ojs::broker {
 
@@ -38,31 +39,6 @@ bool read_claim_reply(const RedisValue& reply, const std::string& endpoint, cons
   return reply.elements.size() > 4 && reply.elements[4].str == "1";
 }
 
-// Runs claim.lua (ARGV 4 the count): first without
-// the workflow keys, then, when it stopped before an expired workflow step, again
-// with them for the rest (a key costs a call ~1.1k instructions, so they go only then).
-ClaimOutcome call_claim(RedisPool& redis, const std::string& script, const std::string& queue, std::vector<std::string> claim_keys,
-                        std::vector<std::string> args, int count) {
-  ClaimOutcome out;
-  for (bool second : {false, true}) {
-    if (second) {
-      claim_keys = with_workflow_keys(std::move(claim_keys), queue);
-      args[3] = std::to_string(count - static_cast<int>(out.jobs.size()));
-    }
-    auto reply = redis.eval(script, claim_keys, args);
-    const auto status = status_of(reply.elements.at(0).str);
-    if (status != TransitionStatus::ok) {
-      if (!out.jobs.empty()) break;  // the first call's jobs are claimed: they are the answer
-      out.status = status;
-      if (status == TransitionStatus::stale) out.current_version = reply.elements.at(1).str;
-      break;
-    }
-    out.status = status;
-    if (!read_claim_reply(reply, redis.endpoint().describe(), queue, out)) break;
-  }
-  return out;
-}
-
 // claim.lua's KEYS 1-18.
 std::vector<std::string> claim_keys_of(const std::string& queue, const std::string& worker_id) {
   return {keys::classes_version(queue), keys::paused(queue),        keys::delayed(queue),     keys::active(queue),
@@ -87,8 +63,7 @@ void read_snapshot(const std::vector<RedisValue>& replies, std::size_t first, Cl
   out.budget = budget_from(replies.at(first + 1), replies.at(first + 2));
   const auto& earliest = replies.at(first + 3).elements;
   if (earliest.size() > 1) out.earliest_delayed_ms = static_cast<std::int64_t>(std::strtod(earliest[1].str.c_str(), nullptr));
-  const auto& time = replies.at(first + 4).elements;
-  if (time.size() == 2) out.now_ms = std::atoll(time[0].str.c_str()) * 1000 + std::atoll(time[1].str.c_str()) / 1000;
+  if (const auto clock = time_reply_ms(replies.at(first + 4))) out.now_ms = *clock;
   const auto& version = replies.at(first + 5);
   if (version.type != RedisValue::Type::nil) out.classes_version = version.str;
 }
@@ -117,8 +92,27 @@ ClaimOutcome ClaimStore::commit(const std::string& queue, const std::string& wor
                                 std::to_string(count), classes_version,           score_band_arg(),
                                 record_held ? "1" : "", std::move(lines), fair ? "1" : ""};
   auto claim_keys = claim_keys_of(queue, worker_id);
-  // [workflows] 19-29, the workflow keys, only for a second call.
-  return call_claim(redis_, "claim", queue, std::move(claim_keys), std::move(args), count);
+  // [workflows] 19-29, the workflow keys, only for a second call: claim.lua stops
+  // before an expired workflow step without them and says so (a key costs the call
+  // ~1.1k instructions, so they go only then).
+  ClaimOutcome out;
+  for (bool second : {false, true}) {
+    if (second) {
+      claim_keys = with_workflow_keys(std::move(claim_keys), queue);
+      args[3] = std::to_string(count - static_cast<int>(out.jobs.size()));
+    }
+    auto reply = redis_.eval("claim", claim_keys, args);
+    const auto status = status_of(reply.elements.at(0).str);
+    if (status != TransitionStatus::ok) {
+      if (!out.jobs.empty()) break;  // the first call's jobs are claimed: they are the answer
+      out.status = status;
+      if (status == TransitionStatus::stale) out.current_version = reply.elements.at(1).str;
+      break;
+    }
+    out.status = status;
+    if (!read_claim_reply(reply, redis_.endpoint().describe(), queue, out)) break;
+  }
+  return out;
 }
 
 ClaimSnapshot ClaimStore::class_heads(const std::string& queue, long long offset, long long count) {
@@ -160,10 +154,8 @@ ReadyDetail ClaimStore::ready_detail(const std::string& queue, const std::vector
   std::vector<std::vector<std::string>> commands;
   for (const auto& id : class_ids)
     commands.push_back({"ZRANGE", keys::ready(queue, id), "0", std::to_string(std::max(depth, 1) - 1), "WITHSCORES"});
-  if (with_fields) {
-    commands.push_back({"HGETALL", keys::tenant_quotas(queue)});
-    commands.push_back({"HGETALL", keys::tenant_ledger(queue)});
-  }
+  if (with_fields)
+    for (auto& c : tenant_quota_reads(queue)) commands.push_back(std::move(c));
   if (commands.empty()) return out;
   const auto replies = redis_.pipeline(commands);
   std::vector<ReadyJob*> listed;
@@ -173,11 +165,7 @@ ReadyDetail ClaimStore::ready_detail(const std::string& queue, const std::vector
     for (std::size_t i = 0; i + 1 < flat.size(); i += 2) jobs.push_back({flat[i].str, std::strtod(flat[i + 1].str.c_str(), nullptr), {}, {}});
   }
   if (!with_fields) return out;
-  const auto hash = [](const RedisValue& v, std::map<std::string, long long>& into) {
-    for (std::size_t i = 0; i + 1 < v.elements.size(); i += 2) into[v.elements[i].str] = std::atoll(v.elements[i + 1].str.c_str());
-  };
-  hash(replies[class_ids.size()], out.quotas.limits);
-  hash(replies[class_ids.size() + 1], out.quotas.used);
+  out.quotas = tenant_quotas_from(replies[class_ids.size()], replies[class_ids.size() + 1]);
   std::vector<std::vector<std::string>> fields;
   for (auto& [id, jobs] : out.jobs)
     for (auto& job : jobs) {
@@ -208,10 +196,8 @@ FairDetail ClaimStore::fair_detail(const std::string& queue, const std::vector<s
       RedisPool::script_call("usage_fold", keys::usage_fold_keys(queue), {"2000"}),
       RedisPool::script_call("fair_candidates", {keys::config(queue), keys::ready_prefix(queue), keys::job_prefix(queue), keys::usage(queue)},
                              args)};
-  if (with_quotas) {
-    commands.push_back({"HGETALL", keys::tenant_quotas(queue)});
-    commands.push_back({"HGETALL", keys::tenant_ledger(queue)});
-  }
+  if (with_quotas)
+    for (auto& c : tenant_quota_reads(queue)) commands.push_back(std::move(c));
   const auto replies = redis_.pipeline(commands);
   for (const auto& reply : replies)
     if (reply.type == RedisValue::Type::error) throw std::runtime_error("fair claim reads: " + reply.str);
@@ -235,13 +221,7 @@ FairDetail ClaimStore::fair_detail(const std::string& queue, const std::vector<s
       list.push_back(std::move(f));
     }
   }
-  if (with_quotas) {
-    const auto hash = [](const RedisValue& v, std::map<std::string, long long>& into) {
-      for (std::size_t i = 0; i + 1 < v.elements.size(); i += 2) into[v.elements[i].str] = std::atoll(v.elements[i + 1].str.c_str());
-    };
-    hash(replies.at(2), out.quotas.limits);
-    hash(replies.at(3), out.quotas.used);
-  }
+  if (with_quotas) out.quotas = tenant_quotas_from(replies.at(2), replies.at(3));
   return out;
 }
 

@@ -42,12 +42,6 @@ struct ReadyJob {
   std::optional<double> estimated_duration_s;        // read only when asked for
 };
 
-// Tenants' GPU quotas (tenant -> max GPUs, "*": any other) and their charged GPUs.
-struct TenantQuotaUse {
-  std::map<std::string, long long> limits;
-  std::map<std::string, long long> used;
-};
-
 struct ReadyDetail {
   std::map<std::string, std::vector<ReadyJob>> jobs;  // class id -> its first jobs, in order
   TenantQuotaUse quotas;                              // read when asked for

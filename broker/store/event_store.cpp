@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "broker/store/keys.hpp"
+#include "broker/store/reply_integer.hpp"
 
 namespace ojs::broker {
 
@@ -56,9 +57,9 @@ std::vector<std::vector<StreamEntry>> EventStore::revrange(const std::vector<Rev
 
 std::pair<std::int64_t, std::vector<std::string>> EventStore::clock_and_queues() {
   const auto replies = redis_.pipeline({{"TIME"}, {"HKEYS", keys::queue_directory}});
-  const auto& t = replies[0].elements;
-  if (t.size() != 2) throw StoreUnavailable("TIME: unexpected reply");
-  const std::int64_t ms = to_int(t[0].str).value_or(0) * 1000 + to_int(t[1].str).value_or(0) / 1000;
+  const auto clock = time_reply_ms(replies[0]);
+  if (!clock) throw StoreUnavailable("TIME: unexpected reply");
+  const std::int64_t ms = *clock;
   std::vector<std::string> queues;
   for (const auto& e : replies[1].elements) queues.push_back(e.str);
   std::sort(queues.begin(), queues.end());

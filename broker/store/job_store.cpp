@@ -203,4 +203,12 @@ BudgetUse budget_from(const RedisValue& limits, const RedisValue& ledger) {
   return b;
 }
 
+std::vector<std::vector<std::string>> tenant_quota_reads(const std::string& queue) {
+  return {{"HGETALL", keys::tenant_quotas(queue)}, {"HGETALL", keys::tenant_ledger(queue)}};
+}
+
+TenantQuotaUse tenant_quotas_from(const RedisValue& limits, const RedisValue& used) {
+  return {integer_hash(limits), integer_hash(used)};
+}
+
 }  // namespace ojs::broker

@@ -61,6 +61,15 @@ struct BudgetUse {
 std::vector<std::vector<std::string>> budget_reads(const std::string& queue);
 BudgetUse budget_from(const RedisValue& limits, const RedisValue& ledger);
 
+// Tenants' GPU quotas (tenant -> max GPUs, "*": any other) and their charged GPUs,
+// read the same way (the quota hash, then the tenant ledger).
+struct TenantQuotaUse {
+  std::map<std::string, long long> limits;
+  std::map<std::string, long long> used;
+};
+std::vector<std::vector<std::string>> tenant_quota_reads(const std::string& queue);
+TenantQuotaUse tenant_quotas_from(const RedisValue& limits, const RedisValue& used);
+
 struct ClaimOutcome {
   TransitionStatus status = TransitionStatus::ok;  // ok, paused or stale
   std::string current_version;

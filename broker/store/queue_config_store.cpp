@@ -8,17 +8,6 @@
 
 namespace ojs::broker {
 
-namespace {
-
-std::map<std::string, long long> integer_hash(const RedisValue& flat) {
-  std::map<std::string, long long> out;
-  for (std::size_t i = 0; i + 1 < flat.elements.size(); i += 2)
-    if (auto n = integer_of(flat.elements[i + 1])) out[flat.elements[i].str] = *n;
-  return out;
-}
-
-}  // namespace
-
 bool Reconciliation::drift() const {
   if (ledger_gpus != actual_gpus || ledger_jobs != actual_jobs || ledger_gpu_mem_mb != actual_gpu_mem_mb) return true;
   for (const auto& t : tenants)
@@ -55,10 +44,10 @@ QueueConfigSaved QueueConfigStore::save(const std::string& queue, const QueueCon
 
 BudgetWithTenants QueueConfigStore::budget(const std::string& queue) {
   auto cmds = budget_reads(queue);
-  cmds.push_back({"HGETALL", keys::tenant_quotas(queue)});
-  cmds.push_back({"HGETALL", keys::tenant_ledger(queue)});
+  for (auto& c : tenant_quota_reads(queue)) cmds.push_back(std::move(c));
   const auto r = redis_.pipeline(cmds);
-  return {budget_from(r[0], r[1]), integer_hash(r[2]), integer_hash(r[3])};
+  auto quotas = tenant_quotas_from(r[2], r[3]);
+  return {budget_from(r[0], r[1]), std::move(quotas.limits), std::move(quotas.used)};
 }
 
 Reconciliation QueueConfigStore::reconcile(const std::string& queue, bool repair) {
