@@ -187,13 +187,15 @@ phase('claim', [commit_cmd] * (N // 2))
 phase('snap', [('PIPE', SNAP)] * (N // 2))
 active = r('ZRANGE', K('active'), 0, -1)
 ACK_KEYS = [K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger')]
-if 'workflow_keys(KEYS, 11' in scripts['ack']:  # the workflow keys only for a workflow's job (none here)
+if 'workflow_keys(KEYS, 12' in scripts['ack']:  # the usage journal and hash after the run times (keys.hpp usage_transition_keys)
+    ACK_KEYS += [K('held:'), K('finished:'), K('run-times:'), K('usage-journal'), K('usage')]
+elif 'workflow_keys(KEYS, 11' in scripts['ack']:  # the workflow keys only for a workflow's job (none here)
     ACK_KEYS += [K('held:'), K('finished:'), K('usage-journal'), K('run-times:')]
 elif 'release_holder' in scripts['ack']:  # the held prefix, then the workflow keys the broker declares (keys.hpp)
     ACK_KEYS += [K('held:'), K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
                  K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads')]
 JOURNAL = 'usage_fold' in scripts  # [usage] the ends go to a journal, folded later (usage_fold.lua)
-if 'workflow_keys(KEYS, 11' not in scripts['ack']:
+if 'workflow_keys(KEYS, 11' not in scripts['ack'] and 'workflow_keys(KEYS, 12' not in scripts['ack']:
     if 'job_finished' in scripts['ack']: ACK_KEYS.append(K('finished:'))  # [admin] the finished prefix (keys.hpp)
     if JOURNAL: ACK_KEYS.append(K('usage-journal'))  # keys.hpp usage_transition_keys
     elif 'usage_keys' in scripts['ack']: ACK_KEYS += [K('usage'), K('usage-totals'), K('usage-hours'), K('config')]
@@ -206,9 +208,11 @@ def ack_cmd(a):
     return ('PIPE', [c, ['HGETALL', K('job:' + a)]]) if READ_BACK else c
 phase('ack', [ack_cmd(a) for a in active])
 if JOURNAL:  # the maintenance pass's fold of those ACKs' lines, per line (ACK's cost is ack + fold)
+    FOLD_KEYS = [K('usage-journal'), K('usage'), K('usage-totals'), K('usage-hours'), K('config')]
+    if FAIR:  # [usage] fold1: one line a call, as a fair claim that folded first paid it (a job a claim)
+        phase('fold1', [call('usage_fold', FOLD_KEYS, ['1'])] * 20)
     lines = r('LLEN', K('usage-journal'))
-    phase('fold', [call('usage_fold', [K('usage-journal'), K('usage'), K('usage-totals'), K('usage-hours'), K('config')], ['1000'])],
-          per=max(lines, 1))
+    phase('fold', [call('usage_fold', FOLD_KEYS, ['1000'])], per=max(lines, 1))
 # minimal claim for reference, in the same form
 r('DEL', 'min:z'); r.pipe([['ZADD', 'min:z', i, 'm%d' % i] for i in range(N)])
 MIN = "local m = redis.call('ZPOPMIN', KEYS[1]) if m[1] then redis.call('HSET', KEYS[2] .. m[1], 'state', 'active', 'worker_id', ARGV[1], 'started_at', ARGV[2]) end return m[1]"

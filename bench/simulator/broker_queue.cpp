@@ -12,6 +12,7 @@
 #include "broker/governance/queue_configs.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/scheduling/claimer.hpp"
+#include "broker/scheduling/fair_order.hpp"
 #include "broker/store/claim_store.hpp"
 #include "broker/store/embedded_redis.hpp"
 #include "broker/store/keys.hpp"
@@ -143,7 +144,7 @@ std::vector<int> BrokerQueue::ready_heads(const std::vector<std::string>& class_
   return heads;
 }
 
-std::optional<broker::FairShares> BrokerQueue::fair_shares() { return broker::PreemptionStore(*impl_->pool).fair_shares(kQueue); }
+std::optional<broker::FairShares> BrokerQueue::fair_shares() { return broker::fair_shares_of(broker::PreemptionStore(*impl_->pool).fair_usage(kQueue), false); }
 
 void BrokerQueue::ack(int job, const std::string& worker) { impl_->store->ack(kQueue, std::to_string(job), "null", worker); }
 

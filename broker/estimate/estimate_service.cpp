@@ -7,6 +7,7 @@
 
 #include "broker/preemption/preemption.hpp"
 #include "broker/preemption/running_jobs.hpp"
+#include "broker/scheduling/fair_order.hpp"
 #include "broker/store/priority_score.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/job_states.hpp"
@@ -181,7 +182,7 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   s.limits.tenants.used = budget.tenant_gpus_in_use;
 
   // [fairorder] Under policy fair, the tenants' shares the claim orders by (either order).
-  s.fair = marks_.fair_shares(queue, true);
+  s.fair = fair_shares_of(marks_.fair_usage(queue), true);
 
   // How the queue's jobs kept to their declared durations (Overruns: the ends of jobs that declare one).
   const auto overruns = estimate::Overruns::of(reads_.ran_vs_declared(queue, estimate::kOverrunsKept));

@@ -53,7 +53,7 @@ CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, con
 // rule alone, as before), a job of another queue (whose weights are not this
 // queue's), or a job of another tenant of the queue only when
 //   - its tenant is below its share: its fraction of the queue's use (decayed use
-//     plus held now, _lib_accounting.lua usage_share) is below its weight's
+//     plus held now, FairShares::share) is below its weight's
 //     fraction of the weights of the tenants with use, and
 //   - once the victim's GPUs are its own, its share is at or below the victim
 //     tenant's: (use + held + gpus) / weight <= (use' + held' - victim gpus) / weight'.

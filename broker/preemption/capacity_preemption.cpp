@@ -8,6 +8,7 @@
 #include "broker/preemption/capacity_plan.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/preemption/running_jobs.hpp"
+#include "broker/scheduling/fair_order.hpp"
 #include "ojs/ml/device_assignment.hpp"
 #include "broker/workers/liveness.hpp"
 #include "ojs/core/time.hpp"
@@ -82,7 +83,7 @@ int PreemptionController::preempt() {
     // [fairorder] Under fair's tenant order, the tenants' shares (read once a head may preempt).
     std::optional<std::optional<FairShares>> shares_once;
     const auto shares = [&]() -> const std::optional<FairShares>& {
-      if (!shares_once) shares_once = marks.fair_shares(queue);
+      if (!shares_once) shares_once = fair_shares_of(marks.fair_usage(queue), false);
       return *shares_once;
     };
     for (const auto& [class_id, class_json] : classes.classes) {

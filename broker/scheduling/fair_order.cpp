@@ -28,14 +28,12 @@ std::vector<double> numbers(const std::string& raw, std::size_t n) {
   return v;
 }
 
-// A name's use: decayed resource-seconds of ended and running attempts (GPUs, CPUs)
-// and what its running jobs hold now (_lib_accounting.lua usage_view).
-struct UseView {
-  double used[2] = {0, 0};
-  double held[2] = {0, 0};
-};
+}  // namespace
 
-UseView view_of(const FairDetail::Usage& u, std::int64_t now, std::int64_t half_life) {
+// Brought to `now` as _lib_accounting.lua's usage_decayed and usage_run_at bring
+// the values (the held value's r also holds ended attempts' use until the fold
+// moves it to the decayed one).
+FairUse fair_use_of(const FairUsage::Usage& u, std::int64_t now, std::int64_t half_life) {
   auto d = numbers(u.decayed, 5);  // at u1..u4
   auto r = numbers(u.held, 7);     // n1..n4 at r1 r2
   const double t = static_cast<double>(now);
@@ -53,15 +51,13 @@ UseView view_of(const FairDetail::Usage& u, std::int64_t now, std::int64_t half_
     r[5] = r[5] * f + r[0] * k;
     r[6] = r[6] * f + r[1] * k;
   }
-  UseView v;
+  FairUse v;
   v.used[0] = d[1] + r[5] / 1e6;
   v.used[1] = d[2] + r[6] / 1e6;
   v.held[0] = r[0];
   v.held[1] = r[1];
   return v;
 }
-
-}  // namespace
 
 double FairLayout::weight(const std::string& tenant) const {
   const auto it = weights.find(tenant);
@@ -89,15 +85,19 @@ std::int64_t fair_half_life_ms(const std::string& configured) {
   return end == configured.c_str() ? kDefaultHalfLifeMs : static_cast<std::int64_t>(v);
 }
 
-FairShares fair_shares_from(const FairLayout& layout, const std::vector<FairDetail::Usage>& usage, std::int64_t now_ms,
+FairShares fair_shares_from(const FairLayout& layout, const std::vector<FairUsage::Usage>& usage, std::int64_t now_ms,
                             std::int64_t half_life_ms) {
-  std::map<std::string, UseView> views;
-  for (const auto& u : usage) views[u.name] = view_of(u, now_ms, half_life_ms);
-  const UseView q = views["*"];
+  std::map<std::string, FairUse> views;
+  for (const auto& u : usage) views[u.name] = fair_use_of(u, now_ms, half_life_ms);
+  const FairUse q = views["*"];
   FairShares out;
   out.default_weight = layout.default_weight;
   out.by_tenant = layout.by_tenant;
-  // The queue's dominant resource: GPUs when it uses or holds any, else CPU cores.
+  // The queue's dominant resource: GPUs when it uses or holds any, else CPU cores (a
+  // CPU-only queue). Not the largest fraction per tenant (DRF over capacity): the
+  // order knows no capacity, and over the queue's own totals a lightly used resource
+  // (a few CPU jobs in a GPU queue) would make one job a whole share (the simulator's
+  // trace put team-a at 0.20 instead of 0.25 that way).
   int i = -1;
   for (int r = 0; r < 2 && i < 0; ++r)
     if (q.used[r] > 0 || q.held[r] > 0) i = r;
@@ -116,6 +116,13 @@ FairShares fair_shares_from(const FairLayout& layout, const std::vector<FairDeta
   for (const auto& [name, w] : layout.weights)
     if (!out.tenants.count(name)) out.tenants[name] = {w, 0, 0};
   return out;
+}
+
+std::optional<FairShares> fair_shares_of(const std::optional<PreemptionStore::FairUsageRead>& read, bool any_order) {
+  if (!read) return std::nullopt;
+  const FairLayout layout = fair_layout_from(read->fair.layout_json);
+  if (!layout.by_tenant && !any_order) return std::nullopt;
+  return fair_shares_from(layout, read->fair.usage, read->now_ms, fair_half_life_ms(read->fair.half_life_ms));
 }
 
 double fair_share_of(const FairShares& shares, const std::string& tenant) {

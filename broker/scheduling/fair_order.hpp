@@ -11,6 +11,7 @@
 
 #include "broker/store/claim_store.hpp"
 #include "broker/store/fair_shares.hpp"
+#include "broker/store/preemption_store.hpp"
 
 namespace ojs::broker {
 
@@ -26,12 +27,27 @@ struct FairLayout {
 };
 FairLayout fair_layout_from(const std::string& json);
 
+// A name's use as the fair order weighs it at `now_ms`, from its two usage-hash
+// values: resource-seconds of ended and running attempts, decayed (GPUs, CPU cores),
+// and the amounts its running jobs hold.
+struct FairUse {
+  double used[2] = {0, 0};
+  double held[2] = {0, 0};
+};
+FairUse fair_use_of(const FairUsage::Usage& u, std::int64_t now_ms, std::int64_t half_life_ms);
+
 // The usage hash's two values of each name ('*': the queue) brought to `now_ms`
 // with the half-life (_lib_accounting.lua's layout: decayed 'at u1..u4', held
 // 'n1..n4 at r1 r2'), as the shares preemption and the claim weigh.
-FairShares fair_shares_from(const FairLayout& layout, const std::vector<FairDetail::Usage>& usage, std::int64_t now_ms,
+FairShares fair_shares_from(const FairLayout& layout, const std::vector<FairUsage::Usage>& usage, std::int64_t now_ms,
                             std::int64_t half_life_ms);
 std::int64_t fair_half_life_ms(const std::string& configured);  // "" = an hour
+
+// The shares capacity preemption and the start estimate weigh, from a read of the
+// queue's use (PreemptionStore::fair_usage) at its time: nullopt when the queue is
+// not fair or, unless `any_order`, its order is not the tenant order (preemption's
+// share rule weighs tenants only under it; the estimate orders by either).
+std::optional<FairShares> fair_shares_of(const std::optional<PreemptionStore::FairUsageRead>& read, bool any_order);
 
 // The share the order compares: 0 for a job without a tenant (it is not shared).
 double fair_share_of(const FairShares& shares, const std::string& tenant);

@@ -190,10 +190,9 @@ FairDetail ClaimStore::fair_detail(const std::string& queue, const std::vector<s
                                    bool with_quotas) {
   std::vector<std::string> args{std::to_string(std::max(depth, 1))};
   args.insert(args.end(), class_ids.begin(), class_ids.end());
-  // [usage] The usage journal is folded first, in the same round trip: what a tenant's
-  // running jobs hold leaves its held use only at the fold of their ends.
+  // [usage] No fold first: an attempt's end takes its amounts out of the held use
+  // itself, and its use stays counted until the maintenance pass folds it.
   std::vector<std::vector<std::string>> commands{
-      RedisPool::script_call("usage_fold", keys::usage_fold_keys(queue), {"2000"}),
       RedisPool::script_call("fair_candidates", {keys::config(queue), keys::ready_prefix(queue), keys::job_prefix(queue), keys::usage(queue)},
                              args)};
   if (with_quotas)
@@ -201,7 +200,7 @@ FairDetail ClaimStore::fair_detail(const std::string& queue, const std::vector<s
   const auto replies = redis_.pipeline(commands);
   for (const auto& reply : replies)
     if (reply.type == RedisValue::Type::error) throw std::runtime_error("fair claim reads: " + reply.str);
-  const auto& r = replies.at(1);
+  const auto& r = replies.at(0);
   FairDetail out;
   const auto& e = r.elements;
   if (e.size() < 3) throw std::runtime_error("malformed fair_candidates reply");
@@ -221,7 +220,7 @@ FairDetail ClaimStore::fair_detail(const std::string& queue, const std::vector<s
       list.push_back(std::move(f));
     }
   }
-  if (with_quotas) out.quotas = tenant_quotas_from(replies.at(2), replies.at(3));
+  if (with_quotas) out.quotas = tenant_quotas_from(replies.at(1), replies.at(2));
   return out;
 }
 

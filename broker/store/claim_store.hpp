@@ -58,13 +58,18 @@ struct FairCandidate {
   std::string tenant;
   std::optional<double> cpus;  // the job's CPU cores ("" = one)
 };
-struct FairDetail {
+// [usage] A fair queue's layout and its tenants' use as stored (the usage hash's two
+// raw values per name: _lib_accounting.lua's layout), read without folding the
+// journal: what ended attempts used stays counted in the held value until folded.
+struct FairUsage {
   std::string layout_json;  // the config's fair_tenants ("" = none)
   std::string half_life_ms;  // the config's usage_half_life_ms ("" = the default)
   struct Usage {
     std::string name, decayed, held;  // '*' is the whole queue
   };
   std::vector<Usage> usage;
+};
+struct FairDetail : FairUsage {
   std::map<std::string, std::vector<FairCandidate>> classes;
   TenantQuotaUse quotas;  // read when the queue has tenant quotas
 };

@@ -1,7 +1,7 @@
-// [fairorder] The tenants' parts of a queue's use under `policy: fair` with
-// tenant_fairness.order "tenant", as the claim weighs them (fair_shares.lua reads
-// them with _lib_fairshare.lua's and _lib_accounting.lua's readers): what capacity
-// preemption needs to tell whether a move of GPUs between tenants is fair
+// [fairorder] The tenants' parts of a queue's use under `policy: fair`, as the claim
+// weighs them (scheduling/fair_order.cpp fair_shares_from computes them for the
+// claim, capacity preemption and the start estimate): what capacity preemption
+// needs to tell whether a move of GPUs between tenants is fair
 // (broker/preemption/capacity_plan.hpp fair_share_allows).
 #pragma once
 #include <map>
@@ -22,7 +22,7 @@ struct FairShares {
   std::map<std::string, Tenant> tenants;  // every tenant with a weight or a use
 
   // The claim's share of `tenant` (its fraction of the decayed use, plus its fraction
-  // of what is held now, over its weight: _lib_accounting.lua usage_share) once it
+  // of what is held now, over its weight; written once, here) once it
   // holds `delta` more of `resource` and the queue `queue_delta` more.
   double share(const std::string& tenant, double delta = 0, double queue_delta = 0) const {
     const auto it = tenants.find(tenant);

@@ -101,8 +101,11 @@ inline std::vector<std::string> workflow_transition_keys(const std::string& queu
 }
 
 // [usage] The keys an end of a running attempt (ack, fail, cancel) declares to
-// charge its resource-seconds, in the order _lib_accounting.lua's usage_keys reads them.
-inline std::vector<std::string> usage_transition_keys(const std::string& queue) { return {usage_journal(queue)}; }
+// charge its resource-seconds (the journal) and free what it held under `fair`
+// (the usage hash), in the order _lib_accounting.lua's usage_keys reads them.
+inline std::vector<std::string> usage_transition_keys(const std::string& queue) {
+  return {usage_journal(queue), usage(queue)};
+}
 
 // [usage] The keys a fold of the journal declares (usage_fold.lua; claim.lua's from
 // its usage key on, whose config key comes earlier).

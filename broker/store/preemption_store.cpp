@@ -1,8 +1,10 @@
 #include "broker/store/preemption_store.hpp"
 
 #include <cstdio>
+#include <stdexcept>
 
 #include "broker/store/keys.hpp"
+#include "broker/store/reply_integer.hpp"
 
 namespace ojs::broker {
 
@@ -134,17 +136,36 @@ bool PreemptionStore::delete_reservation(const std::string& id) {
   return redis_.command({"HDEL", keys::reservations, id}).integer == 1;
 }
 
-std::optional<FairShares> PreemptionStore::fair_shares(const std::string& queue, bool any_order) {
-  const auto r = redis_.eval("fair_shares", keys::usage_fold_keys(queue), {any_order ? "any" : ""});
-  const auto& e = r.elements;
-  if (e.size() < 4) return std::nullopt;
-  FairShares out;
-  out.resource = std::stoi(e[0].str);
-  out.queue_held = std::stod(e[1].str);
-  out.default_weight = std::stod(e[2].str);
-  out.by_tenant = e[3].str != "class";
-  for (std::size_t i = 4; i + 3 < e.size(); i += 4)
-    out.tenants[e[i].str] = {std::stod(e[i + 1].str), std::stod(e[i + 2].str), std::stod(e[i + 3].str)};
+std::optional<PreemptionStore::FairUsageRead> PreemptionStore::fair_usage(const std::string& queue) {
+  const auto replies = redis_.pipeline({{"HMGET", keys::config(queue), "policy", "fair_tenants", "usage_half_life_ms"},
+                                        {"HGETALL", keys::usage(queue)},
+                                        {"TIME"}});
+  for (const auto& reply : replies)
+    if (reply.type == RedisValue::Type::error) throw std::runtime_error("fair usage read: " + reply.str);
+  const auto& config = replies.at(0).elements;
+  if (config.size() < 3 || config[0].str != "fair") return std::nullopt;
+  FairUsageRead out;
+  out.fair.layout_json = config[1].str;
+  out.fair.half_life_ms = config[2].str;
+  out.now_ms = time_reply_ms(replies.at(2)).value_or(0);
+  // Each name's two fields (_lib_accounting.lua: <name> decayed, <name>|run held),
+  // a name listed once whichever of them it has.
+  std::map<std::string, FairUsage::Usage> by_name;
+  const auto& flat = replies.at(1).elements;
+  for (std::size_t i = 0; i + 1 < flat.size(); i += 2) {
+    const std::string& field = flat[i].str;
+    const auto bar = field.find('|');
+    if (bar == std::string::npos) {
+      auto& u = by_name[field];
+      u.name = field;
+      u.decayed = flat[i + 1].str;
+    } else if (field.compare(bar, std::string::npos, "|run") == 0) {
+      auto& u = by_name[field.substr(0, bar)];
+      u.name = field.substr(0, bar);
+      u.held = flat[i + 1].str;
+    }
+  }
+  for (auto& [name, u] : by_name) out.fair.usage.push_back(std::move(u));
   return out;
 }
 

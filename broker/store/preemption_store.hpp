@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "broker/store/fair_shares.hpp"
+#include "broker/store/claim_store.hpp"
 #include "broker/store/guard_marks.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/store/redis_client.hpp"
@@ -28,10 +28,14 @@ class PreemptionStore {
  public:
   explicit PreemptionStore(RedisPool& redis) : redis_(redis) {}
 
-  // [fairorder] The queue's tenant shares (fair_shares.lua, after folding its usage
-  // journal), or nullopt when its policy is not fair or (any_order false) its order not
-  // fair's tenant order.
-  std::optional<FairShares> fair_shares(const std::string& queue, bool any_order = false);
+  // [fairorder] A fair queue's layout and every tenant's use as stored, with Redis's
+  // time of the read (one round trip; scheduling/fair_order.hpp fair_shares_at weighs
+  // them), or nullopt when the queue's policy is not fair.
+  struct FairUsageRead {
+    FairUsage fair;
+    std::int64_t now_ms = 0;
+  };
+  std::optional<FairUsageRead> fair_usage(const std::string& queue);
 
   // Leader lease of the preemption controller: true while `owner` holds it.
   bool hold_lease(const std::string& owner, std::int64_t ttl_ms);

@@ -378,11 +378,12 @@ TEST_F(FairUsage, UsageReportRejectsBadParametersNamingThem) {
 }
 
 // The end of an attempt is journaled in the step that ends it, and folded into the
-// totals, the hourly rollup and the decayed use before any of them is read: by the
-// usage report, and by a `fair` claim (its shares compare what was used up to now).
-// The broker's maintenance pass, which also folds, is off here (an hourly one still
-// ran its first pass at start, which could fold on a loaded machine), so only the
-// reads fold.
+// totals, the hourly rollup and the decayed use before the usage report reads them.
+// A `fair` claim folds nothing: the end took what the job held out of its tenant's
+// held use at once, and its use stays counted in the held value until a fold (the
+// maintenance pass's, about once a second) moves it. The maintenance pass is off here
+// (an hourly one still ran its first pass at start, which could fold on a loaded
+// machine), so only the report folds.
 TEST(UsageJournal, EndsAreJournaledAndFoldedBeforeEachRead) {
   RedisServer redis;
   BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
@@ -399,25 +400,29 @@ TEST(UsageJournal, EndsAreJournaledAndFoldedBeforeEachRead) {
   ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "uj-w"}}).status, 200);
   EXPECT_EQ(llen(), 1);  // journaled, not folded yet
   EXPECT_TRUE(redis_lines(redis, {"HGETALL", "ojs:{uj}:usage-totals"}).empty());
+  // Its CPU left team-a's held use at its end ('n1 n2 n3 n4 at r1 r2': n2 the CPU cores).
+  const auto held = redis_lines(redis, {"HGET", "ojs:{uj}:usage", "team-a|run"});
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].rfind("0 0 0 0 ", 0), 0u) << held[0];
 
-  // A fair claim folds first: team-a's decayed use now holds the attempt.
+  // A fair claim reads the use as stored: nothing folded.
   ASSERT_EQ(api.fetch({q}, "uj-w", 1).size(), 1u);
-  EXPECT_EQ(llen(), 0);
-  const auto used = redis_lines(redis, {"HGET", "ojs:{uj}:usage", "team-a"});
-  ASSERT_EQ(used.size(), 1u);
-  EXPECT_NE(used[0].find(' '), std::string::npos) << used[0];  // 'at u1 u2 u3 u4'
+  EXPECT_EQ(llen(), 1);
 
-  // The report folds too, and reads the same integers as the job's own record.
+  // The report folds, and reads the same integers as the job's own record.
   const auto record = api.get("/ojs/v1/jobs/" + id).body["job"]["usage"];
   ASSERT_TRUE(record.contains("cpu_us")) << record.dump();
   auto second = api.fetch({q}, "uj-w2", 1);  // (the claim above took the second job; this the third)
   ASSERT_EQ(second.size(), 1u);
   ASSERT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", second[0]["id"]}, {"worker_id", "uj-w2"},
                                                {"error", {{"message", "x"}, {"retryable", false}}}}).status, 200);
-  EXPECT_EQ(llen(), 1);
+  EXPECT_EQ(llen(), 2);
   const auto report = api.get("/ojs/v1/admin/usage?by=worker&queue=" + q);
   ASSERT_EQ(report.status, 200) << report.body.dump();
   EXPECT_EQ(llen(), 0);
+  const auto used = redis_lines(redis, {"HGET", "ojs:{uj}:usage", "team-a"});  // folded: team-a's decayed use
+  ASSERT_EQ(used.size(), 1u);
+  EXPECT_NE(used[0].find(' '), std::string::npos) << used[0];  // 'at u1 u2 u3 u4'
   const auto second_record = api.get("/ojs/v1/jobs/" + second[0]["id"].get<std::string>()).body["job"]["usage"];
   std::map<std::string, long long> cpu_by_worker;
   for (const auto& row : report.body["rows"]) cpu_by_worker[row["worker"]] = row["microseconds"]["cpu"];

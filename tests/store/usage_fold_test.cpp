@@ -4,8 +4,11 @@
 // use at its own end gives (decay, add, decay, add...; the use as it accrued over the
 // run, each second decayed from when it was used), and held amounts leave
 // <tenant>|run. Folding in several calls gives the same as folding in one. Running
-// attempts' use counts as it accrues (usage_started, usage_view, usage_run_at) and
-// moves to the decayed use at the fold of its end.
+// attempts' use counts as it accrues (usage_started, usage_run_at); an end takes its
+// amounts out of the held use at once (usage_ended) and its use moves to the
+// decayed use at the fold, so the fair order, reading without a fold
+// (scheduling/fair_order.cpp fair_use_of, used here), sees the same use before and
+// after either.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/scheduling/fair_order.hpp"
 #include "support/processes.hpp"
 
 using namespace ojs::test;
@@ -46,14 +50,17 @@ std::vector<double> numbers(const std::string& text) {
   return out;
 }
 
+// A journal line as usage_ended writes it. held: '0' nothing held in the usage hash,
+// '2' its amounts were freed at its end (this broker), '1' the fold frees them (a
+// line written by an earlier broker).
 struct End {
   long long at_ms, dur_us;
-  bool held;
+  char held;
   double gpu, cpu, mem_mb, gpu_mem_mb;
   std::string tenant, type, worker;
   std::string line() const {
     std::ostringstream s;
-    s << at_ms << '\t' << dur_us << '\t' << (held ? 1 : 0) << '\t' << gpu << '\t' << cpu << '\t' << mem_mb << '\t' << gpu_mem_mb
+    s << at_ms << '\t' << dur_us << '\t' << held << '\t' << gpu << '\t' << cpu << '\t' << mem_mb << '\t' << gpu_mem_mb
       << '\t' << tenant << '\t' << type << '\t' << worker;
     return s.str();
   }
@@ -71,10 +78,10 @@ TEST(UsageFold, EqualsAddingEachEndAtItsOwnTime) {
   redis_lines(redis, {"HSET", "q:usage", "team-a", std::to_string(t0 - 30000) + " 100 50 0 0", "team-a|run", "2 2 0 0",
                       "*", std::to_string(t0 - 30000) + " 100 50 0 0", "*|run", "2 2 0 0"});
   const std::vector<End> ends = {
-      {t0 + 1000, 4000000, true, 1, 1, 0, 0, "team-a", "train", "w1"},
-      {t0 + 20000, 2500000, false, 0, 0.5, 1024, 0, "team-b", "etl", "w2"},
-      {t0 + kHour + 5000, 1000000, true, 1, 1, 0, 40960, "team-a", "train", "w1"},
-      {t0 + kHour + 9000, 3000000, false, 0, 0.5, 0, 0, "team-b", "etl", "w2"},
+      {t0 + 1000, 4000000, '1', 1, 1, 0, 0, "team-a", "train", "w1"},
+      {t0 + 20000, 2500000, '0', 0, 0.5, 1024, 0, "team-b", "etl", "w2"},
+      {t0 + kHour + 5000, 1000000, '1', 1, 1, 0, 40960, "team-a", "train", "w1"},
+      {t0 + kHour + 9000, 3000000, '0', 0, 0.5, 0, 0, "team-b", "etl", "w2"},
   };
   for (const auto& e : ends) redis_lines(redis, {"RPUSH", "q:journal", e.line()});
 
@@ -92,7 +99,7 @@ TEST(UsageFold, EqualsAddingEachEndAtItsOwnTime) {
   const char* resources[] = {"gpu", "cpu", "memory_mb", "gpu_memory_mb"};
   for (const auto& e : ends) {
     const double amounts[] = {e.gpu, e.cpu, e.mem_mb, e.gpu_mem_mb};
-    for (const std::string name : {e.tenant, std::string("*")}) {
+    for (const std::string& name : {e.tenant, std::string("*")}) {
       auto& v = used[name];
       if (v.empty()) v = {0, 0, 0, 0, 0};
       const double f = std::pow(2.0, -(double(e.at_ms) - v[0]) / kHalfLifeMs);
@@ -102,7 +109,7 @@ TEST(UsageFold, EqualsAddingEachEndAtItsOwnTime) {
       v[0] = double(e.at_ms);
       auto& r = held[name];
       if (r.empty()) r = {0, 0, 0, 0};
-      if (e.held)
+      if (e.held == '1')
         for (int i = 0; i < 4; ++i) r[i] = std::max(r[i] - amounts[i], 0.0);
     }
     for (int i = 0; i < 4; ++i) {
@@ -156,14 +163,32 @@ void started(const RedisServer& redis, const std::string& tenant, double gpus, l
   eval(redis, body.str());
 }
 
-// The GPU use (resource-seconds) and GPUs held that the fair order sees for `name` at `now_ms`.
+// The GPU use (resource-seconds) and GPUs held that the fair order sees for `name` at
+// `now_ms`: the usage hash as stored, read by the broker's C++ (no fold first).
 std::pair<double, double> view(const RedisServer& redis, const std::string& name, long long now_ms, long long half_life_ms) {
+  const auto v = eval(redis, "local v = redis.call('HMGET', 'q:usage', '" + name + "', '" + name + "|run')\n"
+                             "return {v[1] or '-', v[2] or '-'}");
+  const auto raw = [](const std::string& x) { return x == "-" ? std::string() : x; };
+  const auto use = ojs::broker::fair_use_of({name, raw(v.at(0)), raw(v.at(1))}, now_ms, half_life_ms);
+  return {use.used[0], use.held[0]};
+}
+
+// The end of `tenant`'s attempt holding `gpus` GPUs (and 1 CPU), claimed under `fair`
+// at `started_ms`, as ack/fail/cancel end it (usage_ended), at Redis's time now;
+// returns that time (ms).
+long long ended(const RedisServer& redis, const std::string& tenant, double gpus, long long started_ms, long long half_life_ms) {
   std::ostringstream body;
-  body << "local v = redis.call('HMGET', 'q:usage', '" << name << "', '" << name << "|run')\n"
-       << "local u = usage_view(v[1], v[2], " << now_ms << ", " << half_life_ms << ")\n"
-       << "return {string.format('%.17g', u.used[1]), string.format('%.17g', u.held[1])}";
-  const auto r = eval(redis, body.str());
-  return {std::stod(r.at(0)), std::stod(r.at(1))};
+  body << "local now = now_ms()\n"
+       << "local job = {tenant = '" << tenant << "', charged_gpus = '" << gpus << "', cpus = '1', started_at = '" << started_ms
+       << "', started_us = '" << started_ms * 1000 << "', usage_run = 'h" << half_life_ms << "', type = 'train', worker_id = 'w1'}\n"
+       << "usage_ended({journal = 'q:journal', usage = 'q:usage'}, 'q:job', job, now)\nreturn now";
+  return std::stoll(eval(redis, body.str()).at(0));
+}
+
+// Redis's clock, ms.
+long long redis_now_ms(const RedisServer& redis) {
+  const auto t = redis_lines(redis, {"TIME"});
+  return std::stoll(t.at(0)) * 1000 + std::stoll(t.at(1)) / 1000;
 }
 
 // The running use is kept in whole resource-microseconds, rounded at each write.
@@ -178,9 +203,9 @@ double accrued(double gpus, long long from_ms, long long to_ms, long long now_ms
 }  // namespace
 
 // Two running attempts count what they used so far, each from its own start; when
-// one ends, the fold moves its use from the running sum to the decayed use: the sum
-// the fair order sees is the same just before and just after, and afterwards only
-// the other keeps accruing.
+// one ends (a line an earlier broker wrote: held '1', freed by the fold), the fold
+// moves its use from the running sum to the decayed use: the sum the fair order sees
+// is the same just before and just after, and afterwards only the other keeps accruing.
 TEST(UsageRunning, RunningAttemptsCountAsTheyAccrueAndOnceAfterTheirEnd) {
   RedisServer redis;
   constexpr long long kHalfLifeMs = 600000;
@@ -202,7 +227,7 @@ TEST(UsageRunning, RunningAttemptsCountAsTheyAccrueAndOnceAfterTheirEnd) {
   // team-a's first attempt ends at `end`, journaled as usage_ended writes it, and is folded.
   const long long end = t0 + 1200000;
   const auto before = view(redis, "team-a", end, kHalfLifeMs).first;
-  redis_lines(redis, {"RPUSH", "q:journal", End{end, (end - t0) * 1000, true, 2, 1, 0, 0, "team-a", "train", "w1"}.line()});
+  redis_lines(redis, {"RPUSH", "q:journal", End{end, (end - t0) * 1000, '1', 2, 1, 0, 0, "team-a", "train", "w1"}.line()});
   EXPECT_EQ(fold(redis, 10), 1);
   const auto after = view(redis, "team-a", end, kHalfLifeMs);
   EXPECT_NEAR(after.first, before, kMicro) << "counted once: in the decayed use now, no longer as running";
@@ -212,7 +237,7 @@ TEST(UsageRunning, RunningAttemptsCountAsTheyAccrueAndOnceAfterTheirEnd) {
   EXPECT_NEAR(view(redis, "team-a", later, kHalfLifeMs).first, want, kMicro);
 
   // The last attempt ends: nothing of team-a's runs, nothing is left of its starts.
-  redis_lines(redis, {"RPUSH", "q:journal", End{later, (later - t0 - 300000) * 1000, true, 1, 1, 0, 0, "team-a", "train", "w1"}.line()});
+  redis_lines(redis, {"RPUSH", "q:journal", End{later, (later - t0 - 300000) * 1000, '1', 1, 1, 0, 0, "team-a", "train", "w1"}.line()});
   EXPECT_EQ(fold(redis, 10), 1);
   const auto run = numbers(hash(redis, "q:usage").at("team-a|run"));
   ASSERT_EQ(run.size(), 7u);
@@ -247,4 +272,67 @@ TEST(UsageRunning, LongRunsChangedHalfLivesAndOldValues) {
   EXPECT_EQ(view(redis, "team-b", late, kHalfLifeMs), std::make_pair(0.0, 2.0));
   started(redis, "team-b", 1, late, kHalfLifeMs);
   EXPECT_NEAR(view(redis, "team-b", late + kHalfLifeMs, kHalfLifeMs).first, 3 * k1 / 2, kMicro);
+}
+
+// An end takes its amounts out of the held use at once, before any fold: the next
+// claim's order sees them gone. Its use stays counted, decaying, in the held value
+// until the maintenance pass folds it, then in the decayed use: the same before the
+// end, after it and after the fold. (The journal's duration is in microseconds of
+// Redis's clock, the held value's clock in milliseconds: they differ by under a
+// millisecond of the job's GPUs.)
+TEST(UsageRunning, AnEndFreesItsHoldingAtOnceAndItsUseIsNeverMissing) {
+  RedisServer redis;
+  constexpr long long kHalfLifeMs = 600000;
+  constexpr double kMs = 2e-3 + kMicro;  // 2 GPUs x one millisecond
+  redis_lines(redis, {"HSET", "q:config", "usage_half_life_ms", std::to_string(kHalfLifeMs)});
+  const long long t0 = redis_now_ms(redis) - 1200000;  // started 20 minutes ago
+  started(redis, "team-a", 2, t0, kHalfLifeMs);
+  started(redis, "team-a", 1, t0 + 300000, kHalfLifeMs);
+
+  const long long end = ended(redis, "team-a", 2, t0, kHalfLifeMs);
+  const double want = accrued(2, t0, end, end, kHalfLifeMs) + accrued(1, t0 + 300000, end, end, kHalfLifeMs);
+  const auto at_end = view(redis, "team-a", end, kHalfLifeMs);
+  EXPECT_EQ(at_end.second, 1) << "the ended attempt's 2 GPUs are no longer held, with no fold";
+  EXPECT_NEAR(at_end.first, want, kMs) << "its use is still counted";
+  EXPECT_EQ(view(redis, "*", end, kHalfLifeMs).second, 1);
+  const auto line = redis_lines(redis, {"LINDEX", "q:journal", "0"});
+  ASSERT_EQ(line.size(), 1u);
+  EXPECT_NE(line[0].find("\t2\t2\t1\t0\t0\tteam-a\t"), std::string::npos) << line[0] << ": journaled as freed ('2')";
+
+  EXPECT_EQ(fold(redis, 10), 1);
+  const auto folded = view(redis, "team-a", end, kHalfLifeMs);
+  EXPECT_NEAR(folded.first, at_end.first, kMs) << "counted once: moved to the decayed use";
+  EXPECT_EQ(folded.second, 1) << "the fold does not free it again";
+  const long long later = end + 1800000;
+  EXPECT_NEAR(view(redis, "team-a", later, kHalfLifeMs).first,
+              accrued(2, t0, end, later, kHalfLifeMs) + accrued(1, t0 + 300000, later, later, kHalfLifeMs), kMs);
+  const auto run = numbers(hash(redis, "q:usage").at("team-a|run"));
+  ASSERT_EQ(run.size(), 7u);
+  EXPECT_EQ(run[0], 1);
+  EXPECT_LE(run[5], 1 * 1e6 * kHalfLifeMs / 1000 / std::log(2.0)) << "what is left is the running attempt's";
+}
+
+// A fold that takes a full batch leaves the rest of the journal for the next call:
+// the held value keeps the use of the ended attempts still in the journal (nothing
+// is cut to what the running jobs can have used before they are folded).
+TEST(UsageRunning, AFullBatchKeepsTheUseOfLinesNotYetFolded) {
+  RedisServer redis;
+  constexpr long long kHalfLifeMs = 600000;
+  constexpr double kMs = 2 * (2e-3 + kMicro);
+  redis_lines(redis, {"HSET", "q:config", "usage_half_life_ms", std::to_string(kHalfLifeMs)});
+  const long long t0 = redis_now_ms(redis) - 600000;
+  started(redis, "team-a", 2, t0, kHalfLifeMs);
+  started(redis, "team-a", 2, t0 + 60000, kHalfLifeMs);
+  ended(redis, "team-a", 2, t0, kHalfLifeMs);
+  const long long end = ended(redis, "team-a", 2, t0 + 60000, kHalfLifeMs);
+  const auto before = view(redis, "team-a", end, kHalfLifeMs);
+  EXPECT_EQ(before.second, 0);
+  EXPECT_EQ(fold(redis, 1), 1) << "a full batch: one line of two";
+  EXPECT_NEAR(view(redis, "team-a", end, kHalfLifeMs).first, before.first, kMs) << "the second end's use is still there";
+  EXPECT_EQ(fold(redis, 1), 1);
+  EXPECT_EQ(fold(redis, 1), 0);
+  EXPECT_NEAR(view(redis, "team-a", end, kHalfLifeMs).first, before.first, kMs);
+  const auto run = numbers(hash(redis, "q:usage").at("team-a|run"));
+  ASSERT_EQ(run.size(), 7u);
+  EXPECT_EQ(run[5], 0) << "drained, with nothing held: nothing left running";
 }

@@ -9,8 +9,10 @@
 --   usage_hours: hour TAB tenant TAB type TAB worker TAB resource -> us, trimmed to
 --   --usage-retention-hours by the broker), and the decayed usage that the `fair`
 --   policy weighs (keys.hpp usage: see below)
--- by usage_fold: before every read of them (a `fair` claim, the usage report, the
--- metrics; usage_fold.lua) and by the broker's maintenance pass. Why a journal: the
+-- by usage_fold: before the reports read the totals (the usage report, the
+-- metrics; usage_fold.lua) and by the broker's maintenance pass, about once a
+-- second (the fair order reads the decayed use without folding: see the usage
+-- hash below). Why a journal: the
 -- fold of a line costs a few thousand instructions where updating the five hashes
 -- at each end cost ~250k (bench/lua-callgrind.sh), and lines of the same tenant and
 -- hour fold into one write. Folding in order gives the same numbers as updating in
@@ -46,16 +48,28 @@ end
 --   <tenant>      'at u1 u2 u3 u4': resource-seconds used by ended attempts,
 --                 decayed to `at` (ms) with the queue's half-life;
 --   <tenant>|run  'n1 n2 n3 n4 at r1 r2': what the tenant's running jobs hold now
---                 (n), kept by claim under `fair` (the job's field usage_run says it
---                 was added), and what they used so far of the resources the order
---                 weighs (r: GPUs, CPUs; usage_share), in resource-microseconds
---                 decayed to `at` (ms; usage_run_at): a running attempt's use counts
---                 as it accrues, not only once it ended.
--- A missing or short value reads as zeros.
+--                 (n: a claim under `fair` adds a job's amounts, its end takes them
+--                 away; the job's field usage_run says they were added), and the use
+--                 of the resources the order weighs (r: GPUs, CPUs; fair_order.cpp) not
+--                 yet folded into <tenant>, in resource-microseconds decayed to `at`
+--                 (ms; usage_run_at): a running attempt's use counts as it accrues,
+--                 and an ended one's stays here, decaying, until the fold moves it.
+-- A missing or short value reads as zeros. So the two values read at any time,
+-- folded or not, give the tenant's use and holding now: the fair order reads them
+-- without folding (the maintenance pass folds about once a second).
 local USAGE_HALF_LIFE_MS = 3600000  -- the default of tenant_fairness.half_life_seconds (an hour)
 local LN2 = 0.69314718055994531
 
+-- [hotpath] A held value ('n1 n2 n3 n4 at r1 r2', every start and end of a fair
+-- job reads one) in one match, not a token at a time; other shapes token by token.
 local function usage_numbers(raw, n)
+  if raw and n == 7 then
+    local a, b, c, d, e, f, g = string.match(raw, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+    if a then
+      return {text_number(a) or 0, text_number(b) or 0, text_number(c) or 0, text_number(d) or 0, tonumber(e) or 0,
+              text_number(f) or 0, text_number(g) or 0}
+    end
+  end
   local v = {}
   if raw then for x in string.gmatch(raw, '%S+') do v[#v + 1] = tonumber(x) or 0 end end
   for i = #v + 1, n do v[i] = 0 end
@@ -92,7 +106,7 @@ end
 -- value) add n x (half-life / ln 2) x (1 - 2^(-elapsed / half-life)) to the use so
 -- far, which decays meanwhile. One value per tenant whatever the number of its
 -- attempts; the same integral as the fold's for an ended attempt, so the use moves
--- from here to the decayed use at its end (usage_fold) and is counted once. Written
+-- from here to the decayed use when its end is folded (usage_fold), counted once. Written
 -- in whole resource-microseconds (usage_run_text: integers are cheap to write and
 -- read back, and every claim does), never above n x half-life / ln 2, so nothing
 -- grows without bound; under a changed half-life it goes on from its last write
@@ -109,71 +123,39 @@ local function usage_run_at(r, now, half_life_ms)
   return r
 end
 
+-- [hotpath] One format for the seven ('%.17g' writes a whole number below 1e17 as
+-- its digits, as usage_text does, and any other exactly).
 local function usage_run_text(r)
-  return usage_text({r[1], r[2], r[3], r[4], r[5], math.floor(r[6] + 0.5), math.floor(r[7] + 0.5)})
-end
-
--- A tenant's use as the fair order weighs it: {used = resource-seconds decayed to
--- now, of ended attempts and running ones so far, held = what its running jobs
--- hold (its <tenant>|run value brought to now: usage_started writes it)}, from its
--- two fields as read.
-local function usage_view(decayed, run, now, half_life_ms)
-  local d = usage_decayed(usage_numbers(decayed, 5), now, half_life_ms)
-  local r = usage_run_at(usage_numbers(run, 7), now, half_life_ms)
-  return {used = {d[2] + r[6] / 1e6, d[3] + r[7] / 1e6, d[4], d[5]}, held = r}
-end
-
--- [fairshare] The share of tenant view `v` in the queue's view `q`: its fraction of
--- the queue's decayed use plus its fraction of what the queue holds now, of the
--- queue's dominant resource: GPUs when the queue uses or holds any, else CPU cores
--- (a CPU-only queue). Not the largest fraction per tenant (DRF over capacity): the
--- claim knows no capacity, and over the queue's own totals a lightly used resource
--- (a few CPU jobs in a GPU queue) would make one job a whole share (the simulator's
--- trace put team-a at 0.20 instead of 0.25 that way).
--- [fairorder] Its parts: the resource (1 GPUs, 2 CPU cores, 0 none used or held),
--- the fraction of the queue's decayed use, and the amounts held by the tenant and
--- by the queue (preemption weighs a move of held GPUs with them: fair_shares.lua).
-local function usage_share_parts(v, q)
-  for i = 1, 2 do
-    if q.used[i] > 0 or q.held[i] > 0 then
-      local used = 0
-      if q.used[i] > 0 then used = v.used[i] / q.used[i] end
-      return i, used, v.held[i], q.held[i]
-    end
-  end
-  return 0, 0, 0, 0
-end
-
-local function usage_share(v, q)
-  local _, s, held, q_held = usage_share_parts(v, q)
-  if q_held > 0 then s = s + held / q_held end
-  return s
+  return string.format('%.17g %.17g %.17g %.17g %.17g %.17g %.17g', r[1], r[2], r[3], r[4], r[5], math.floor(r[6] + 0.5),
+                       math.floor(r[7] + 0.5))
 end
 
 local function usage_tenant(job)
   return job.tenant or ''
 end
 
--- Claim under `fair`: the job's amounts, started `now` (ms; the job's started_at),
--- join its tenant's and the queue's held use. usage_key: keys.hpp usage; set:
--- claim's HSET list for the job (usage_run is added); views: nil, or the usage_view
--- of names read in this call at `now` (their `held` is the <name>|run value at now:
--- it is updated and written, not read again). Returns the tenant it charged.
-local function usage_started(usage_key, job, amounts, set, now, half_life_ms, views)
-  local tenant = usage_tenant(job)
-  local names, values, out = {tenant, '*'}, nil, {}
-  for k, name in ipairs(names) do
-    local r = views and views[name] and views[name].held
-    if not r then
-      values = values or redis.call('HMGET', usage_key, tenant .. '|run', '*|run')
-      r = usage_run_at(usage_numbers(values[k], 7), now, half_life_ms)
-    end
-    for i = 1, 4 do r[i] = r[i] + amounts[i] end
+-- What a tenant's and the queue's running jobs hold changes by `sign` x `amounts` at
+-- `now` (ms): both <name>|run values brought to now, then moved (never below 0).
+local function usage_held_move(usage_key, tenant, amounts, sign, now, half_life_ms)
+  local values, out = redis.call('HMGET', usage_key, tenant .. '|run', '*|run'), {}
+  for k, name in ipairs({tenant, '*'}) do
+    local r = usage_run_at(usage_numbers(values[k], 7), now, half_life_ms)
+    for i = 1, 4 do r[i] = math.max(r[i] + sign * amounts[i], 0) end
     out[#out + 1] = name .. '|run'; out[#out + 1] = usage_run_text(r)
   end
   redis.call('HSET', usage_key, unpack(out))
-  job.usage_run = '1'
-  set[#set + 1] = 'usage_run'; set[#set + 1] = '1'
+end
+
+-- Claim under `fair`: the job's amounts, started `now` (ms; the job's started_at),
+-- join its tenant's and the queue's held use. usage_key: keys.hpp usage; set:
+-- claim's HSET list for the job (usage_run is added: 'h' and the half-life in ms,
+-- which its end brings the held use to its time with, as this start did; an
+-- earlier broker wrote '1'). Returns the tenant it charged.
+local function usage_started(usage_key, job, amounts, set, now, half_life_ms)
+  local tenant = usage_tenant(job)
+  usage_held_move(usage_key, tenant, amounts, 1, now, half_life_ms)
+  job.usage_run = 'h' .. int_s(half_life_ms)
+  set[#set + 1] = 'usage_run'; set[#set + 1] = job.usage_run
   return tenant
 end
 
@@ -205,10 +187,10 @@ local function usage_record(job, record, n, i, text, dur_us, dur_s)
   return n + 2
 end
 
--- The key usage_ended needs, declared in a transition's KEYS at `first`
--- (keys.hpp usage_transition_keys: the usage journal).
+-- The keys usage_ended needs, declared in a transition's KEYS from `first`
+-- (keys.hpp usage_transition_keys: the usage journal, the usage hash).
 local function usage_keys(KEYS, first)
-  return {journal = KEYS[first]}
+  return {journal = KEYS[first], usage = KEYS[first + 1]}
 end
 
 -- The end of a running attempt. u: usage_keys; job: as read, before release_budget
@@ -217,8 +199,12 @@ end
 -- The job's record fields (usage_<resource>_us) are appended to `set` (the caller's
 -- HSET of the job, so its reply has them) or, without one, written here; the queue's
 -- journal gets the line usage_fold reads:
---   end ms TAB duration us TAB held ('1': its amounts leave <tenant>|run) TAB
---   the four amounts TAB tenant TAB type TAB worker ('-': none)
+--   end ms TAB duration us TAB held TAB the four amounts TAB tenant TAB type TAB
+--   worker ('-': none)
+-- held: '0' the job held nothing in the usage hash (not claimed under `fair`); '2'
+-- its amounts left <tenant>|run here, at its end, and its accrued use stays in r
+-- until the fold moves it; '1' (written before the end freed them: a job claimed
+-- by an earlier broker, usage_run '1') the fold takes its amounts away.
 -- [hotpath] Every table and string built here is paid again in the garbage collector:
 -- the amounts stay in locals (usage_amount_texts returns no table), the record goes
 -- straight into `set`, the line is one concatenation.
@@ -230,7 +216,14 @@ local function usage_ended(u, jk, job, now, set, now_s, started)
   if dur_us < 0 then dur_us = 0 end
   local held = '0'
   if job.usage_run then
-    held, job.usage_run = '1', nil
+    local half_life = string.match(job.usage_run, '^h(%d+)$')
+    if half_life then
+      held = '2'
+      usage_held_move(u.usage, usage_tenant(job), usage_amount_numbers(t1, t2, t3, t4), -1, now, tonumber(half_life))
+    else
+      held = '1'
+    end
+    job.usage_run = nil
     redis.call('HDEL', jk, 'usage_run')
   end
   local dur_s = int_s(dur_us)
@@ -259,6 +252,7 @@ local function usage_fold(f, limit)
   local lines = redis.call('LRANGE', f.journal, '0', int_s(limit - 1))
   if #lines == 0 then return 0 end
   redis.call('LTRIM', f.journal, int_s(#lines), '-1')
+  local drained = #lines < limit  -- (a full batch: more lines may wait)
   local half_life = usage_half_life(redis.call('HGET', f.config, 'usage_half_life_ms'))
   local last = tonumber(string.match(lines[#lines], '^%d+')) or 0
   local added, freed, names = {}, {}, {}  -- tenant -> resource-seconds to add / amounts no longer held
@@ -271,7 +265,7 @@ local function usage_fold(f, limit)
       at, dur = tonumber(at), tonumber(dur)
       local amounts = usage_amount_numbers(a1, a2, a3, a4)
       local tenant = string.match(who, '^[^\t]*')
-      if not added[tenant] then added[tenant], freed[tenant] = {0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}; names[#names + 1] = tenant end
+      if not added[tenant] then added[tenant], freed[tenant] = {0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0, 0}; names[#names + 1] = tenant end
       local factor = (half_life > 0 and at < last) and 2 ^ (-(last - at) / half_life) or 1
       -- The attempt's use as it accrued, each second decayed from when it was used to
       -- the end: amount x (half-life / ln 2) x (1 - 2^(-duration / half-life)), which
@@ -280,9 +274,14 @@ local function usage_fold(f, limit)
       local accrued = half_life > 0 and half_life / 1000 / LN2 * (1 - 2 ^ (-dur / 1000 / half_life)) or 0
       local add, free = added[tenant], freed[tenant]
       for i = 1, 4 do add[i] = add[i] + amounts[i] * accrued * factor end
-      if was_held == '1' then
-        -- Its amounts leave <tenant>|run, and its use so far the running use, in the
-        -- step that adds its use to the decayed use: counted once. `start`: what is
+      if was_held == '2' then
+        -- Its amounts left <tenant>|run at its end; its use accrued there until then,
+        -- and has decayed there since, leaves it in the step that adds it to the
+        -- decayed use: counted once, never missing in between.
+        free[7], free[8] = free[7] + amounts[1] * accrued * factor, free[8] + amounts[2] * accrued * factor
+      elseif was_held == '1' then
+        -- (Written by an earlier broker, whose end left the amounts held.) Its amounts
+        -- leave <tenant>|run, and its use so far the running use. `start`: what is
         -- left at `last` of each unit held since its start (usage_run_at).
         local start = half_life > 0 and 2 ^ (-(last - at + dur / 1000) / half_life) or 0
         for i = 1, 4 do free[i] = free[i] + amounts[i] end
@@ -310,10 +309,10 @@ local function usage_fold(f, limit)
     end
   end
   if #names == 0 then return #lines end
-  local all_added, all_freed = {0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}
+  local all_added, all_freed = {0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0, 0}
   for _, name in ipairs(names) do
     for i = 1, 4 do all_added[i] = all_added[i] + added[name][i] end
-    for i = 1, 6 do all_freed[i] = all_freed[i] + freed[name][i] end
+    for i = 1, 8 do all_freed[i] = all_freed[i] + freed[name][i] end
   end
   names[#names + 1] = '*'; added['*'], freed['*'] = all_added, all_freed
   local fields = {}
@@ -330,10 +329,11 @@ local function usage_fold(f, limit)
       run[i] = math.max(run[i] - free[i], 0)
     end
     for i = 1, 2 do
-      -- Never below 0 nor above what is held can have used (0 once nothing is):
-      -- rounding, and attempts that ran under another half-life, leave nothing behind.
-      local left = run[i + 5] - k_us * (free[i] - decay * free[i + 4])
-      run[i + 5] = math.min(math.max(left, 0), run[i] * k_us)
+      -- Never below 0 nor, once the journal is drained (every ended attempt's use
+      -- moved out), above what is held can have used (0 once nothing is): rounding,
+      -- and attempts that ran under another half-life, leave nothing behind.
+      local left = math.max(run[i + 5] - k_us * (free[i] - decay * free[i + 4]) - 1e6 * decay * free[i + 6], 0)
+      run[i + 5] = drained and math.min(left, run[i] * k_us) or left
     end
     out[#out + 1] = fields[2 * k - 1]; out[#out + 1] = usage_text(v)
     out[#out + 1] = fields[2 * k]; out[#out + 1] = usage_run_text(run)

@@ -1,14 +1,11 @@
--- [fairshare] Readers of a `fair` queue's layout and use (docs/matching.md#fair-share),
--- for fair_candidates.lua (what the broker's fair order is decided over:
--- scheduling/fair_order.cpp) and fair_shares.lua (preemption's reading of the shares).
--- Measure: of the queue's dominant resource (GPUs, or CPU cores in a queue without
--- GPU jobs), use over time plus what is held now ([usage] _lib_accounting.lua
--- usage_share), divided by the tenant's weight; the lowest share is served first.
+-- [fairshare] Readers of a `fair` queue's layout (docs/matching.md#fair-share), for
+-- fair_candidates.lua (what the broker's fair order is decided over) and PUSH. The
+-- shares themselves are weighed in C++ only (scheduling/fair_order.cpp
+-- fair_shares_from), from the usage hash as stored (_lib_accounting.lua).
 -- PUSH scored a fair job score_pack(fair_tenants.base + class band + tenant slot, seq),
 -- so each tenant's oldest job of a class in a ready set is one ZRANGEBYSCORE over its band.
 -- Keys: the config hash (field fair_tenants, written by the broker from the queue
--- config) and t = {tenant_quotas, tenant_ledger, job_prefix, usage, now, half_life},
--- all declared by claim.
+-- config), declared by the caller.
 
 local function fair_config(config_key)  -- read once per call
   if per_call.fair_config == nil then
@@ -16,36 +13,6 @@ local function fair_config(config_key)  -- read once per call
     per_call.fair_config = raw and cjson.decode(raw) or {base = 4096, slots = 1, default_weight = 1, tenants = {}}
   end
   return per_call.fair_config
-end
-
--- [usage] The tenants' use (usage_view), read once per call and kept current by
--- the caller: one HMGET of the queue's and every named tenant's fields (in slices
--- of 1000 fields: unpack's bound); a tenant without a weight is read when first met.
-local function fair_usage(fc, t, tenant)
-  local views = per_call.fair_usage
-  if not views then
-    views = {}
-    local names = {'*'}
-    for name in pairs(fc.tenants) do names[#names + 1] = name end
-    for first = 1, #names, 500 do
-      local fields = {}
-      for i = first, math.min(#names, first + 499) do fields[#fields + 1] = names[i]; fields[#fields + 1] = names[i] .. '|run' end
-      local v = redis.call('HMGET', t.usage, unpack(fields))
-      for i = 1, #fields, 2 do views[fields[i]] = usage_view(v[i], v[i + 1], t.now, t.half_life) end
-    end
-    per_call.fair_usage = views
-  end
-  if not views[tenant] then
-    local v = redis.call('HMGET', t.usage, tenant, tenant .. '|run')
-    views[tenant] = usage_view(v[1], v[2], t.now, t.half_life)
-  end
-  return views[tenant], views['*']
-end
-
--- A tenant's weight: its own, or the default.
-local function fair_weight(fc, tenant)
-  local entry = fc.tenants[tenant]
-  return entry and tonumber(entry[2]) or tonumber(fc.default_weight)
 end
 
 -- [fairband] The bands of a fair ready set: the priority class first (reserved,

@@ -1,8 +1,8 @@
 -- ACK: active -> completed.
--- KEYS (10 + 11n): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
+-- KEYS (11 + 11n): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
 --            7 held prefix (keys.hpp held_prefix), 8 finished prefix (keys.hpp finished_prefix),
---            9 [usage] the usage journal (_lib_accounting.lua usage_keys), 10 run-times prefix
---            (keys.hpp run_times_prefix), n = 0 or 1: 11-21 workflow keys (_lib_workflows.lua).
+--            9 run-times prefix (keys.hpp run_times_prefix), 10-11 [usage] the usage journal and
+--            hash (_lib_accounting.lua usage_keys), n = 0 or 1: 12-22 workflow keys (_lib_workflows.lua).
 --            [hotpath] The workflow keys are sent only for a job of a workflow (a key costs
 --            the call ~1.1k instructions): a workflow's job ACKed without them answers
 --            {'need_keys'} with nothing written, and JobStore::ack sends them.
@@ -40,7 +40,7 @@ if job.state ~= 'active' then
 end
 -- A worker whose reservation expired must not complete the job another worker now holds.
 if worker ~= '' and not held_by(job, worker) then return {'conflict', 'active (held by another worker)'} end
-if job.workflow_id and #KEYS < 21 then return {'need_keys'} end  -- [workflows] before any write
+if job.workflow_id and #KEYS < 22 then return {'need_keys'} end  -- [workflows] before any write
 -- [gangs] a gang completes when every rank has acknowledged; it keeps rank 0's result.
 if job.gang_workers then
   local g = redis.call('HMGET', jk, 'gang_acked', 'gang_result', 'gang_size')  -- what gang_ack reads
@@ -56,7 +56,7 @@ local now_s = int_s(now)  -- [hotpath] formatted once, not by every redis.call
 local started = tonumber(job.started_at or '')
 local run_ms = int_s(now - (started or now))
 local set = {'state', 'completed', 'completed_at', now_s}
-usage_ended(usage_keys(KEYS, 9), jk, job, now, set, now_s, started)  -- [usage] the job's record into `set`, before the charge is released
+usage_ended(usage_keys(KEYS, 10), jk, job, now, set, now_s, started)  -- [usage] the job's record into `set`, before the charge is released
 local charged = release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job, true)  -- charged_gpus goes in the HDEL below
 job.state, job.completed_at = 'completed', now_s
 if result ~= '' then
@@ -82,8 +82,8 @@ release_holder(KEYS[7], job)
 redis.call('HINCRBY', KEYS[3], 'completed', '1')
 count_minute(KEYS[3], 'processed', now)
 job_finished(KEYS[8], job, 'completed', now, now_s)
-if started then note_run_time(KEYS[10], job, now >= started and run_ms or '0') end  -- [estimate] never below 0
+if started then note_run_time(KEYS[9], job, now >= started and run_ms or '0') end  -- [estimate] never below 0
 emit(KEYS[4], 'job.completed', job, nil, 'duration_ms', run_ms)
 -- [workflows] [hotpath] The keys' table (~6k instructions) is built only for a workflow's job.
-if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 11, KEYS[4]), job, 'completed', now) end
+if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 12, KEYS[4]), job, 'completed', now) end
 return {'ok'}

@@ -94,7 +94,7 @@ local starting = {worker = worker, now = now, now_s = now_s, started_us = starte
 local fair_on_set = nil
 if ARGV[9] == '1' then
   local half_life = usage_half_life(rl[8])
-  fair_on_set = function(job, set) usage_started(KEYS[18], job, usage_amounts(job), set, now, half_life, nil) end
+  fair_on_set = function(job, set) usage_started(KEYS[18], job, usage_amounts(job), set, now, half_life) end
 end
 
 -- One pick: its job (given, or the class's head), checked, then started. Returns

@@ -1,9 +1,9 @@
 -- NACK / reclaim: the broker decided the outcome from a snapshot; apply it if the
 -- job is still the attempt that snapshot saw (compare-and-set on attempt).
--- KEYS (25): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
+-- KEYS (26): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
 --            8 tenant ledger, 9 preempting, 10 ready set of the job's class, 11 seq,
 --            12 held prefix (keys.hpp held_prefix), 13-23 workflow keys (_lib_workflows.lua; 23 the class heads),
---            24 finished prefix (keys.hpp finished_prefix), 25 [usage] the usage journal (_lib_accounting.lua usage_keys)
+--            24 finished prefix (keys.hpp finished_prefix), 25-26 [usage] the usage journal and hash (_lib_accounting.lua usage_keys)
 -- ARGV: expected_attempt, outcome (retry|discard|dead_letter|requeue|reclaim), due_ms (retry),
 --       error_json, errors_json, require_expired ('1' = only if the visibility deadline
 --       has passed: used by the reaper), worker_id ('' = any)
