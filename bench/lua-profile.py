@@ -185,6 +185,10 @@ def commit_cmd():
     return call('claim', COMMIT_KEYS, ['w1', '', '30000', '1', VER, str(BAND), '1', picks, '1' if FAIR else ''])
 phase('claim', [commit_cmd] * (N // 2))
 phase('snap', [('PIPE', SNAP)] * (N // 2))
+if FAIR:  # [fairshare] the candidates read alone (over the heads left)
+    heads_now = r.pipe(SNAP)[0]
+    ids_now = [heads_now[i] for i in range(0, len(heads_now), 2)]
+    phase('fcand', [call('fair_candidates', [K('config'), K('ready:'), K('job:'), K('usage')], ['1'] + ids_now)] * 20)
 active = r('ZRANGE', K('active'), 0, -1)
 ACK_KEYS = [K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger')]
 if 'workflow_keys(KEYS, 12' in scripts['ack']:  # the usage journal and hash after the run times (keys.hpp usage_transition_keys)
