@@ -1,7 +1,8 @@
 // [gangs] FETCH of ext_ml_gang jobs (docs/matching.md "Gangs"): gang classes never
-// go to claim.lua; claim_gang.lua holds the worker as a member of the queue's
-// forming gang, starts the gang when its last member joins, and delivers a started
-// gang to each held member on its next FETCH, with its rank and the rendezvous.
+// go to claim.lua; the broker decides which gang the worker joins
+// (scheduling/gang_decision.cpp) and claim_gang.lua holds the worker as a member of
+// the queue's forming gang, starts the gang when its last member joins, and delivers
+// a started gang to each held member on its next FETCH, with its rank and the rendezvous.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -82,8 +83,8 @@ void FetchService::fetch_gang(const std::string& queue, const ClassSet& gang_cla
     eligible.push_back({v.class_id, v.claim.gpus, v.claim.gpu_memory_mb, v.claim.devices_json, label});
     devices_of[v.class_id] = v.judgement.devices;
   }
-  const auto claim = claims_.claim_gang(queue, member_info(worker), request.visibility_timeout_ms,
-                                       config_.default_visibility_timeout_ms, eligible);
+  const auto claim = claimer_.claim_gang({queue, member_info(worker), request.visibility_timeout_ms,
+                                          config_.default_visibility_timeout_ms}, eligible);
   // gang_forming (held): this worker holds its GPUs for a gang still missing members.
   const bool forming = (claim.kind == GangClaim::Kind::held || claim.kind == GangClaim::Kind::waiting) && !claim.class_id.empty();
   for (auto& v : verdicts) {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "broker/scheduling/claim_decision.hpp"
+#include "broker/scheduling/gang_decision.hpp"
 
 namespace ojs::broker {
 
@@ -71,6 +72,18 @@ ClaimOutcome Claimer::claim(const ClaimRequest& r, const std::vector<EligibleCla
     if (open.empty()) break;
   }
   return out;
+}
+
+GangClaim Claimer::claim_gang(const GangClaimRequest& r, const std::vector<GangClass>& eligible) {
+  // A pick the commit finds moved (the forming gang ended or another began, the head
+  // left) is decided again on a fresh read; past a few rounds the next FETCH does.
+  constexpr int kRounds = 3;
+  for (int round = 0; round < kRounds; ++round) {
+    const GangPick pick = eligible.empty() ? GangPick{} : decide_gang(store_.gang_candidates(r.queue, eligible), eligible, r.member.worker_id);
+    auto out = store_.claim_gang(r.queue, r.member, r.visibility_ms, r.default_visibility_ms, pick);
+    if (out.kind != GangClaim::Kind::stale) return out;
+  }
+  return {};
 }
 
 }  // namespace ojs::broker

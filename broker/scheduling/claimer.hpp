@@ -1,7 +1,8 @@
 // A claim, decided then committed: reads the snapshot (unless the caller has one,
 // as FETCH's class walk does), decides in C++ (claim_decision.hpp), commits with
 // claim.lua, and decides again on fresh reads when the commit passed over picks
-// whose state had moved. FETCH and bench/simulator both claim through it.
+// whose state had moved. FETCH and bench/simulator both claim through it. [gangs]
+// The same for gang classes: gang_decision.hpp decides, claim_gang.lua commits.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -22,12 +23,23 @@ struct ClaimRequest {
   bool record_held = false;  // list each claimed job in the worker's held set
 };
 
+// [gangs] A worker fetching from a queue with gang classes.
+struct GangClaimRequest {
+  std::string queue;
+  GangMemberInfo member;
+  std::optional<std::int64_t> visibility_ms;
+  std::int64_t default_visibility_ms = 0;
+};
+
 class Claimer {
  public:
   explicit Claimer(ClaimStore& store) : store_(store) {}
   // snapshot: the heads of (at least) the eligible classes, read by the caller.
   ClaimOutcome claim(const ClaimRequest& request, const std::vector<EligibleClass>& eligible,
                      const ClaimSnapshot* snapshot = nullptr);
+  // eligible: the gang classes the worker may join (none: the commit still delivers a
+  // started gang to a held member and answers one still waiting).
+  GangClaim claim_gang(const GangClaimRequest& request, const std::vector<GangClass>& eligible);
 
  private:
   ClaimStore& store_;

@@ -225,9 +225,27 @@ FairDetail ClaimStore::fair_detail(const std::string& queue, const std::vector<s
 }
 
 // [gangs]
+GangCandidates ClaimStore::gang_candidates(const std::string& queue, const std::vector<GangClass>& eligible) {
+  std::vector<std::string> read_keys{keys::gangs(queue), keys::job_prefix(queue)};
+  for (const auto& c : eligible) read_keys.push_back(keys::ready(queue, c.id));
+  const auto reply = redis_.eval("gang_candidates", read_keys, {});
+  const auto& e = reply.elements;
+  if (e.size() != eligible.size() + 2) throw std::runtime_error("malformed gang_candidates reply");
+  GangCandidates out;
+  out.now_ms = integer_of(e[0]).value_or(0);
+  if (const auto& f = e[1].elements; f.size() >= 7)
+    out.forming = GangCandidates::Forming{f[0].str, f[1].str, f[2].str, f[3].str, f[4].str, f[5].str, integer_of(f[6])};
+  for (std::size_t c = 0; c < eligible.size(); ++c) {
+    const auto& h = e[c + 2].elements;
+    if (h.size() < 5) continue;
+    out.heads.push_back({eligible[c].id, h[0].str, std::strtod(h[1].str.c_str(), nullptr), integer_of(h[2]), integer_of(h[3]), h[4].str});
+  }
+  return out;
+}
+
 GangClaim ClaimStore::claim_gang(const std::string& queue, const GangMemberInfo& member,
                                  std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
-                                 const std::vector<GangClass>& eligible) {
+                                 const GangPick& pick) {
   std::vector<std::string> gang_keys{keys::paused(queue),  keys::job_prefix(queue),    keys::ready_prefix(queue),
                                      keys::gangs(queue),   keys::gang_deliveries(queue), keys::active(queue),
                                      keys::events(queue),  keys::config(queue),        keys::ledger(queue),
@@ -239,10 +257,16 @@ GangClaim ClaimStore::claim_gang(const std::string& queue, const GangMemberInfo&
   gang_keys.push_back(keys::usage(queue));            // [usage] 29: a started gang's held use under `fair`
   std::vector<std::string> args{member.worker_id, optional_text(request_visibility_ms), std::to_string(default_visibility_ms),
                                 member.address, member.port};
-  for (const auto& c : eligible) {
-    gang_keys.push_back(keys::ready(queue, c.id));
-    for (auto& a : {c.id, std::to_string(c.gpus), c.devices_json, c.label_value, std::to_string(c.gpu_memory_mb)}) args.push_back(a);
+  if (pick.kind != GangPick::Kind::none && pick.cls) {
+    const auto& c = *pick.cls;
+    gang_keys.push_back(keys::ready(queue, c.id));  // 30: the picked class's ready set
+    for (auto& a : {pick.kind == GangPick::Kind::join ? std::string("join") : std::string("form"), pick.job_id, c.id,
+                    std::to_string(c.gpus), c.devices_json, c.label_value, std::to_string(c.gpu_memory_mb)})
+      args.push_back(a);
+  } else {
+    args.insert(args.end(), 7, "");
   }
+  args.insert(args.end(), pick.expired.begin(), pick.expired.end());
   const auto reply = redis_.eval("claim_gang", gang_keys, args);
   GangClaim out;
   const auto& kind = reply.elements.at(0).str;
@@ -256,6 +280,8 @@ GangClaim ClaimStore::claim_gang(const std::string& queue, const GangMemberInfo&
     out.job_id = reply.elements.at(1).str;
     out.rank = static_cast<int>(reply.elements.at(2).integer);
     out.class_id = reply.elements.at(3).str;
+  } else if (kind == "stale") {
+    out.kind = GangClaim::Kind::stale;
   } else if (kind == "blocked") {
     out.kind = GangClaim::Kind::blocked;
     out.blocked = {reply.elements.at(1).str, reply.elements.at(2).integer, reply.elements.at(3).integer,

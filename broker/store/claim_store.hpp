@@ -84,6 +84,36 @@ struct CommitPick {
   long long gpu_memory_mb = 0;
 };
 
+// [gangs] What a gang FETCH is decided over (gang_candidates.lua, read only):
+// scheduling/gang_decision.cpp picks from it, claim_gang.lua commits the pick.
+struct GangCandidates {
+  std::int64_t now_ms = 0;  // Redis's clock when read
+  struct Forming {  // the queue's forming gang (at most one holds members)
+    std::string id, state, class_id;
+    std::string workers_json;  // its held members' worker ids ("" = none)
+    std::string first_label;   // its first member's value of the gang's same_label
+    std::string gang_label;    // the gang's same_label ("" = none)
+    std::optional<std::int64_t> expires_at;
+  };
+  std::optional<Forming> forming;
+  struct Head {  // the head of an eligible gang class
+    std::string class_id, job_id;
+    double score = 0;
+    std::optional<std::int64_t> expires_at, retry_at;  // retry_at: backing off after a hold timed out
+    std::string gang_label;
+  };
+  std::vector<Head> heads;  // the eligible classes with a waiting job, in their order
+};
+
+// [gangs] The gang a worker joins, as decided: the forming one, or a head that starts
+// forming (claim_gang.lua checks it still holds).
+struct GangPick {
+  enum class Kind { none, join, form } kind = Kind::none;
+  std::string job_id;
+  const GangClass* cls = nullptr;  // the class as this worker may join it (its GPUs, devices, label)
+  std::vector<std::string> expired;  // heads seen past their expires_at: the commit discards them
+};
+
 class ClaimStore {
  public:
   explicit ClaimStore(RedisPool& redis) : redis_(redis) {}
@@ -110,10 +140,12 @@ class ClaimStore {
   // (usage_fold.lua, the same round trip); with_quotas: the tenants' quotas and use.
   FairDetail fair_detail(const std::string& queue, const std::vector<std::string>& class_ids, int depth, bool with_quotas);
 
+  // [gangs] gang_candidates.lua: the forming gang and the eligible classes' heads.
+  GangCandidates gang_candidates(const std::string& queue, const std::vector<GangClass>& eligible);
   // [gangs] claim_gang.lua: deliver a started gang to a held member, or hold this
-  // worker as the next member of the queue's forming gang.
+  // worker as the next member of the gang `pick` names (stale when it no longer can).
   GangClaim claim_gang(const std::string& queue, const GangMemberInfo& member, std::optional<std::int64_t> request_visibility_ms,
-                       std::int64_t default_visibility_ms, const std::vector<GangClass>& eligible);
+                       std::int64_t default_visibility_ms, const GangPick& pick);
 
  private:
   RedisPool& redis_;

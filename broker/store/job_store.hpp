@@ -99,7 +99,8 @@ struct GangMemberInfo {
 };
 
 struct GangClaim {
-  enum class Kind { none, held, waiting, start, blocked } kind = Kind::none;  // held: joined now; waiting: held before
+  // held: joined now; waiting: held before; stale: the pick no longer holds (decide again)
+  enum class Kind { none, held, waiting, start, blocked, stale } kind = Kind::none;
   JobRecord job;       // start: the job, now active on every member
   std::string job_id;  // held: the gang holding this worker
   std::string class_id;  // held: its class

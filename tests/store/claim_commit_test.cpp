@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "broker/scheduling/claimer.hpp"
+#include "broker/scheduling/gang_decision.hpp"
 #include "broker/store/claim_store.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/store/keys.hpp"
@@ -134,3 +135,35 @@ TEST_F(ClaimCommit, ANewClassMakesTheClaimStaleBeforeAnythingIsDecided) {
 }
 
 }  // namespace
+
+// [gangs] A gang pick decided before another worker started forming a gang is not
+// committed ('stale': only the forming gang may hold members); the claimer reads
+// again and joins the gang that forms, which this member completes.
+TEST_F(ClaimCommit, AGangPickOvertakenByAnotherFormingIsDecidedAgain) {
+  for (const auto& [id, cls, band] : {std::tuple{"g1", "G1", 100LL}, std::tuple{"g2", "G2", 101LL}}) {
+    BatchJob b{kQueue, id, cls, std::string("{\"class\":\"") + cls + "\"}", static_cast<double>(band) * kScoreBand, std::nullopt, {},
+               std::nullopt, std::nullopt};
+    b.fields = {{"queue", kQueue}, {"type", "t"}, {"priority", "0"}, {"gang_size", "2"}, {"gang_timeout_ms", "60000"}};
+    ASSERT_EQ(jobs.push(b).status, TransitionStatus::ok);
+  }
+  GangClass g1{"G1", 0, 0, "", ""}, g2{"G2", 0, 0, "", ""};
+  const std::vector<GangClass> w2_classes{g2, g1};
+  // w2 decides while no gang forms: g1 is the best head.
+  const auto w2_pick = decide_gang(claims.gang_candidates(kQueue, w2_classes), w2_classes, "w2");
+  ASSERT_EQ(w2_pick.kind, GangPick::Kind::form);
+  EXPECT_EQ(w2_pick.job_id, "g1");
+  // Meanwhile w1, which may only take G2, starts forming g2.
+  Claimer claimer(claims);
+  const auto held = claimer.claim_gang({kQueue, {"w1", "w1", "29500"}, std::nullopt, 30000}, {g2});
+  ASSERT_EQ(held.kind, GangClaim::Kind::held);
+  EXPECT_EQ(held.job_id, "g2");
+  // w2's pick no longer holds: nothing is written.
+  const auto stale = claims.claim_gang(kQueue, {"w2", "w2", "29500"}, std::nullopt, 30000, w2_pick);
+  EXPECT_EQ(stale.kind, GangClaim::Kind::stale);
+  EXPECT_EQ(cmd({"HGET", keys::job_prefix(kQueue) + "g1", "gang_workers"}), "") << "g1 holds no member";
+  // Decided again, w2 joins g2 and completes it.
+  const auto started = claimer.claim_gang({kQueue, {"w2", "w2", "29500"}, std::nullopt, 30000}, w2_classes);
+  ASSERT_EQ(started.kind, GangClaim::Kind::start);
+  EXPECT_EQ(started.job_id, "g2");
+  EXPECT_EQ(started.rank, 1);
+}

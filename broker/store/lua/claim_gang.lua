@@ -1,9 +1,13 @@
--- [gangs] FETCH of gang jobs (ext_ml_gang, docs/matching.md "Gangs"). In order:
+-- [gangs] FETCH of gang jobs (ext_ml_gang, docs/matching.md "Gangs"): the commit of
+-- the broker's pick (scheduling/gang_decision.cpp decides it over
+-- gang_candidates.lua's read; nothing is chosen here). In order:
 -- 1. a started gang not yet delivered to this held member is delivered;
--- 2. forming gangs past their hold deadline release their members;
--- 3. the worker joins the queue's forming gang, or starts forming the best gang
---    head among its eligible gang classes when none forms (a head backing off
---    after a hold that timed out is skipped). Only one gang per queue holds
+-- 2. forming gangs past their hold deadline release their members; the forming gang
+--    is released if its job moved on, discarded if it expired;
+-- 3. a worker already held by the forming gang waits; else the pick is checked to
+--    still hold (join: it is the forming gang; form: no gang forms, and the job still
+--    waits in its class, not expired nor backing off) and the worker joins it, else
+--    the reply is 'stale' and the broker decides again. Only one gang per queue holds
 --    members, so two half-built gangs never wait on each other's workers.
 -- The member that completes the gang starts it: the job turns active on all
 -- members at once, this worker gets it now, the others on their next FETCH.
@@ -14,13 +18,15 @@
 --   13 class heads, 14 stats, 15 rate window, 16 this worker's held set (keys.hpp held),
 --   17-27 workflow keys (_lib_workflows.lua: an expired step ends its workflow's step),
 --   28 finished prefix (keys.hpp finished_prefix), 29 [usage] the queue's usage hash (keys.hpp usage),
---   then the ready set of each eligible gang class (in ARGV order)
+--   n = 0 or 1: 30 the picked class's ready set
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, rendezvous
---   address, rendezvous port, then per eligible gang class 5 values: class id, GPUs per
---   member, assigned devices JSON ('' = none), the worker's value of the gang's same_label,
---   the GPU memory (MB) the member would hold (charged to a GPU-memory budget)
+--   address, rendezvous port, then the pick: 'join' | 'form' | '' (none), the job id, its
+--   class id, GPUs per member, assigned devices JSON ('' = none), the worker's value of
+--   the gang's same_label, the GPU memory (MB) the member would hold (charged to a
+--   GPU-memory budget); then the ids of class heads the broker saw expired (discarded
+--   here when they still wait, as the expiry sweep would)
 -- Reply: {'start', job fields, rank} | {'held' (joined now) | 'waiting' (held before), job id, rank, class id}
---        | {'none'} | {'rate_limited', concurrency | rate}
+--        | {'none'} | {'stale'} | {'rate_limited', concurrency | rate}
 --        | {'blocked', class, in_use, limit, kind}
 local worker, request_vis, default_vis, address, port =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
@@ -59,8 +65,13 @@ local function expired(job)
   return true
 end
 
--- 3. The forming gang, else the best head of an eligible gang class.
-local job, class_at = nil, nil
+for i = 13, #ARGV do
+  local head = read_job(KEYS[2] .. ARGV[i])
+  if head and head.state == 'available' and not head.gang_workers then expired(head) end
+end
+
+-- 3. The forming gang, as it stands now.
+local job = nil
 local forming = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
 if forming then
   job = read_job(KEYS[2] .. forming)
@@ -72,31 +83,26 @@ if forming then
   else
     local rank = gang_rank(job, worker)
     if rank then return {'waiting', forming, rank, job.class} end
-    for i = 6, #ARGV, 5 do
-      if ARGV[i] == job.class then class_at = i end
-    end
-    if not class_at then return {'none'} end  -- only the forming gang may hold members
-    local first = cjson.decode(job.gang_members)[1]
-    if (job.gang_label or '') ~= '' and (ARGV[class_at + 3] == '' or ARGV[class_at + 3] ~= first.label) then
-      return {'none'}
-    end
   end
 end
-if not forming then
-  local best_score = nil
-  for i = 6, #ARGV, 5 do
-    local head = redis.call('ZRANGE', KEYS[29 + (i - 1) / 5], 0, 0, 'WITHSCORES')  -- class k's ready set: KEYS[29 + k]
-    if head[1] and (best_score == nil or tonumber(head[2]) < best_score) then
-      local candidate = read_job(KEYS[2] .. head[1])
-      if candidate and expired(candidate) then candidate = nil end
-      if candidate and gang_backing_off(candidate, now) then candidate = nil end  -- its workers run what fits meanwhile
-      if candidate and ((candidate.gang_label or '') == '' or ARGV[i + 3] ~= '') then
-        job, class_at, best_score = candidate, i, tonumber(head[2])
-      end
-    end
+local kind, pick = ARGV[6], ARGV[7]
+if kind == '' then return {'none'} end
+if forming then
+  -- Only the forming gang may hold members: the pick must be it.
+  if kind ~= 'join' or pick ~= forming or ARGV[8] ~= job.class then return {'stale'} end
+  local first = cjson.decode(job.gang_members)[1]
+  if (job.gang_label or '') ~= '' and (ARGV[11] == '' or ARGV[11] ~= first.label) then return {'stale'} end
+else
+  if kind ~= 'form' then return {'stale'} end  -- the gang it was to join moved on
+  job = read_job(KEYS[2] .. pick)
+  if not job or job.state ~= 'available' or job.gang_workers or job.class ~= ARGV[8] or
+     not redis.call('ZSCORE', KEYS[30], pick) then
+    return {'stale'}
   end
-  if not job then return {'none'} end
+  if expired(job) or gang_backing_off(job, now) then return {'stale'} end
+  if (job.gang_label or '') ~= '' and ARGV[11] == '' then return {'stale'} end
 end
+local class_at = 8  -- the pick's class values: ARGV[8..12]
 
 -- Join: budget and tenant quota bind each member's GPUs (one GPU job per gang).
 local gpus, devices, label = tonumber(ARGV[class_at + 1]), ARGV[class_at + 2], ARGV[class_at + 3]

@@ -1,0 +1,97 @@
+// [gangs] Which gang a fetching worker joins (scheduling/gang_decision.cpp): pure, no
+// Redis. claim_gang.lua only commits the pick (tests/store/claim_commit_test.cpp).
+#include <gtest/gtest.h>
+
+#include "broker/scheduling/gang_decision.hpp"
+
+using namespace ojs::broker;
+
+namespace {
+
+constexpr std::int64_t kNow = 1764000000000;
+
+GangClass cls(const std::string& id, const std::string& label = "") {
+  GangClass c;
+  c.id = id;
+  c.gpus = 4;
+  c.label_value = label;
+  return c;
+}
+
+GangCandidates::Head head(const std::string& cls, const std::string& job, double score) {
+  GangCandidates::Head h;
+  h.class_id = cls;
+  h.job_id = job;
+  h.score = score;
+  return h;
+}
+
+GangCandidates forming(const std::string& job, const std::string& cls, const std::string& workers, const std::string& label = "",
+                       const std::string& first_label = "") {
+  GangCandidates c;
+  c.now_ms = kNow;
+  c.forming = GangCandidates::Forming{job, "available", cls, workers, first_label, label, std::nullopt};
+  return c;
+}
+
+}  // namespace
+
+TEST(GangDecision, TheFormingGangIsTheOnlyOneJoined) {
+  auto c = forming("g1", "A", R"(["w1"])");
+  c.heads = {head("B", "g2", 1)};  // a better head elsewhere waits until g1 starts
+  const std::vector<GangClass> eligible{cls("A"), cls("B")};
+  const auto pick = decide_gang(c, eligible, "w2");
+  EXPECT_EQ(pick.kind, GangPick::Kind::join);
+  EXPECT_EQ(pick.job_id, "g1");
+  ASSERT_TRUE(pick.cls);
+  EXPECT_EQ(pick.cls->id, "A");
+  EXPECT_EQ(decide_gang(c, {cls("B")}, "w2").kind, GangPick::Kind::none) << "it cannot take the forming gang's class";
+}
+
+TEST(GangDecision, AWorkerAlreadyHeldIsSentToItsGangWhateverItMayTake) {
+  const auto c = forming("g1", "A", R"(["w1"])");
+  const auto pick = decide_gang(c, {}, "w1");
+  EXPECT_EQ(pick.kind, GangPick::Kind::join);
+  EXPECT_EQ(pick.job_id, "g1");
+  EXPECT_EQ(pick.cls, nullptr) << "its GPUs are held by the gang: the commit answers 'waiting'";
+}
+
+TEST(GangDecision, ASameLabelGangTakesOnlyWorkersWithItsFirstMembersValue) {
+  const auto c = forming("g1", "A", R"(["w1"])", "rack", "r1");
+  EXPECT_EQ(decide_gang(c, {cls("A", "r1")}, "w2").kind, GangPick::Kind::join);
+  EXPECT_EQ(decide_gang(c, {cls("A", "r2")}, "w2").kind, GangPick::Kind::none);
+  EXPECT_EQ(decide_gang(c, {cls("A")}, "w2").kind, GangPick::Kind::none) << "no value of the label";
+}
+
+TEST(GangDecision, WithNoGangFormingTheBestHeadStartsOne) {
+  GangCandidates c;
+  c.now_ms = kNow;
+  c.heads = {head("A", "a1", 20), head("B", "b1", 10), head("C", "c1", 5)};
+  c.heads[2].retry_at = kNow + 1000;  // backing off after a hold timed out
+  const std::vector<GangClass> eligible{cls("A"), cls("B"), cls("C")};
+  const auto pick = decide_gang(c, eligible, "w1");
+  EXPECT_EQ(pick.kind, GangPick::Kind::form);
+  EXPECT_EQ(pick.job_id, "b1");
+  c.heads[1].gang_label = "rack";  // b1 needs a label this worker lacks
+  EXPECT_EQ(decide_gang(c, eligible, "w1").job_id, "a1");
+  EXPECT_EQ(decide_gang(c, {cls("A"), cls("B", "r1"), cls("C")}, "w1").job_id, "b1");
+}
+
+TEST(GangDecision, ExpiredHeadsAndGangsAreLeftForTheCommitToDiscard) {
+  auto c = forming("g1", "A", R"(["w1"])");
+  c.forming->expires_at = kNow;  // expired: the commit discards it, releasing w1
+  c.heads = {head("A", "a1", 1), head("B", "b1", 2)};
+  c.heads[0].expires_at = kNow - 1;
+  const auto pick = decide_gang(c, {cls("A"), cls("B")}, "w2");
+  EXPECT_EQ(pick.kind, GangPick::Kind::form);
+  EXPECT_EQ(pick.job_id, "b1");
+  EXPECT_EQ(pick.expired, std::vector<std::string>{"a1"});
+}
+
+TEST(GangDecision, AFormingGangWhoseJobMovedOnIsNotJoined) {
+  auto c = forming("g1", "A", "");  // its members were released
+  c.heads = {head("A", "g1", 1)};
+  const auto pick = decide_gang(c, {cls("A")}, "w2");
+  EXPECT_EQ(pick.kind, GangPick::Kind::form) << "the commit releases the stale entry, then forms it anew";
+  EXPECT_EQ(pick.job_id, "g1");
+}
