@@ -4,6 +4,7 @@
 
 #include "broker/store/job_index_store.hpp"
 #include "ojs/core/time.hpp"
+#include "ojs/core/job_states.hpp"
 
 namespace ojs::broker::admin {
 
@@ -80,7 +81,7 @@ bool is_listable_state(const std::string& state) {
   return std::any_of(std::begin(kListableStates), std::end(kListableStates), [&](const char* s) { return state == s; });
 }
 
-bool is_finished_state(const std::string& state) { return state == "completed" || state == "discarded" || state == "cancelled"; }
+bool is_finished_state(const std::string& state) { return is_finished(state); }
 
 FinishedRetention retention_for(const governance::Retention& configured, const BrokerConfig& config) {
   FinishedRetention r;

@@ -3,6 +3,7 @@
 //   GET /ojs/v1/events/stream?<the same filters>                              (server-sent events, live)
 //   GET /ojs/v1/queues/{name}/events, GET /ojs/v1/jobs/{id}/events             (the same, for one queue / one job)
 // A tenant-pinned token sees only events of its tenant's jobs, on both.
+#include "ojs/core/job_states.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/job_scope.hpp"
 #include "broker/api/json_io.hpp"
@@ -116,7 +117,7 @@ void register_events_api(Router& router, ApiContext& ctx, EventLog& events, Even
       throw;
     }
     const auto state = job.value("state", "");
-    if (state == "completed" || state == "cancelled" || state == "discarded") {
+    if (is_finished(state)) {
       const nlohmann::json changed = {{"job_id", id}, {"queue", job.value("queue", "")}, {"type", job.value("type", "")},
                                       {"to", state}, {"timestamp", format_rfc3339(now_ms())}};
       sub->finish(sse_frame("", "job.state_changed", changed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));

@@ -1,4 +1,4 @@
-// Checkpoint commits (workers) and reservations (admin).
+// Checkpoints (workers: the ML ones and [durable] durable-execution state) and reservations (admin).
 #include "broker/api/preemption_api.hpp"
 
 #include "broker/api/api.hpp"
@@ -20,6 +20,13 @@ void register_preemption_api(Router& router, Checkpoints& checkpoints, Reservati
   });
   router.add("GET", "/ojs/v1/jobs/{id}/checkpoint",
              [&checkpoints](const HttpRequest& r) { return json_reply(200, checkpoints.read(r.params.at("id"))); });
+  // [durable] ojs-durable-execution.md saves with POST (a body with `state`, above);
+  // its conformance cases save with PUT: both are served.
+  router.add("PUT", "/ojs/v1/jobs/{id}/checkpoint", [&checkpoints](const HttpRequest& r) {
+    return json_reply(200, checkpoints.save_state(r.params.at("id"), parse_json_body(r)));
+  });
+  router.add("DELETE", "/ojs/v1/jobs/{id}/checkpoint",
+             [&checkpoints](const HttpRequest& r) { return json_reply(200, checkpoints.delete_state(r.params.at("id"))); });
 
   router.add("POST", "/ojs/v1/admin/reservations", [&reservations](const HttpRequest& r) {
     return json_reply(201, {{"reservation", reservations.create(parse_json_body(r))}});

@@ -80,7 +80,11 @@ json checkpoint_document(const std::string& id, const json& body, const std::vec
 
 }  // namespace
 
+// [durable] ojs-durable-execution.md 9.1: a checkpoint's state is capped at 1 MB.
+constexpr std::size_t kMaxStateBytes = 1048576;
+
 json Checkpoints::commit(const std::string& id, const json& body) {
+  if (body.is_object() && body.contains("state")) return save_state(id, body);  // [durable] the other flavour, same route
   if (!is_uuidv7(id)) throw invalid_field("job_id", "must be a lowercase UUIDv7 job id");
   std::string worker;
   if (body.is_object() && body.contains("worker_id")) worker = require_worker_id(body["worker_id"], "worker_id");
@@ -108,16 +112,70 @@ json Checkpoints::commit(const std::string& id, const json& body) {
           {"max_count", max_count}};
 }
 
-json Checkpoints::read(const std::string& id) {
-  auto job = jobs_.get(id);
-  const auto scope = auth::tenant_scope();  // another tenant's job is as absent as a missing one
+namespace {
+
+// The caller's view of a job: 404 when it is absent or another tenant's (as absent as a missing one).
+JobRecord visible_job(JobReads& jobs, const std::string& id) {
+  auto job = jobs.get(id);
+  const auto scope = auth::tenant_scope();
   if (!job || (!scope.empty() && job->get("tenant") != scope))
     throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
-  const auto envelope = job->envelope();
-  return {{"job_id", id},
-          {"last_checkpoint", envelope.value("last_checkpoint", json(nullptr))},
-          {"checkpoints", envelope.value("checkpoints", json::array())},
-          {"preemption_count", envelope.value("preemption_count", 0)}};
+  return std::move(*job);
+}
+
+}  // namespace
+
+json Checkpoints::read(const std::string& id) {
+  const auto job = visible_job(jobs_, id);
+  const auto envelope = job.envelope();
+  json out = {{"job_id", id},
+              {"last_checkpoint", envelope.value("last_checkpoint", json(nullptr))},
+              {"checkpoints", envelope.value("checkpoints", json::array())},
+              {"preemption_count", envelope.value("preemption_count", 0)}};
+  // [durable] The envelope carries the durable checkpoint (JobRecord::envelope_text).
+  if (const auto it = envelope.find("checkpoint"); it != envelope.end() && it->is_object()) {
+    const json durable = {{"job_id", id},
+                          {"state", it->value("state", json(nullptr))},
+                          {"sequence", it->value("sequence", 0)},
+                          {"created_at", format_rfc3339(job.get_int("durable_at").value_or(0))}};
+    for (const auto& [k, v] : durable.items()) out[k] = v;
+    out["checkpoint"] = durable;
+  } else if (out["last_checkpoint"].is_null()) {
+    throw OjsError(ErrorCode::not_found, "job " + id + " has no checkpoint", {{"job_id", id}});
+  }
+  return out;
+}
+
+json Checkpoints::save_state(const std::string& id, const json& body) {
+  if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
+  if (!body.contains("state")) throw invalid_field("state", "is required (any JSON value)");
+  if (!is_uuidv7(id)) throw invalid_field("job_id", "must be a lowercase UUIDv7 job id");
+  std::string worker;
+  if (body.contains("worker_id")) worker = require_worker_id(body["worker_id"], "worker_id");
+  auth::authorize_worker_id(worker);  // a bound token saves only as itself; the script then checks the holder
+  const std::string state = body["state"].dump(-1, ' ', false, json::error_handler_t::strict);
+  if (state.size() > kMaxStateBytes)
+    throw OjsError(ErrorCode::payload_too_large,
+                   "checkpoint state is " + std::to_string(state.size()) + " bytes as JSON; the limit is " + std::to_string(kMaxStateBytes),
+                   {{"field", "state"}, {"limit_bytes", kMaxStateBytes}});
+  const auto record = jobs_.get(id);
+  if (!record) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
+  const Transition t = transitions_.durable_checkpoint(record->queue(), id, true, worker, state);
+  if (t.status == TransitionStatus::not_found) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
+  if (t.status != TransitionStatus::ok)
+    throw OjsError(ErrorCode::conflict, "cannot save a checkpoint for job " + id + " in state '" + t.detail + "'",
+                   {{"job_id", id}, {"state", t.detail}});
+  const json saved = {{"job_id", id}, {"sequence", std::stoll(t.detail)}, {"created_at", format_rfc3339(now_ms())}};
+  json out = saved;
+  out["checkpoint"] = saved;
+  return out;
+}
+
+json Checkpoints::delete_state(const std::string& id) {
+  const auto job = visible_job(jobs_, id);
+  const Transition t = transitions_.durable_checkpoint(job.queue(), id, false, "", "");
+  if (t.status == TransitionStatus::not_found) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
+  return {{"deleted", true}, {"job_id", id}};
 }
 
 }  // namespace ojs::broker

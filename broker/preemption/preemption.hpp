@@ -111,10 +111,21 @@ class Checkpoints {
   Checkpoints(JobReads& jobs, JobStore& transitions, std::vector<std::string> prefixes)
       : jobs_(jobs), transitions_(transitions), prefixes_(std::move(prefixes)) {}
   // Validates the body and commits it atomically (checkpoint.lua); 409 when the job
-  // is not active or (worker_id given) held by another worker.
+  // is not active or (worker_id given) held by another worker. [durable] A body with
+  // `state` is a durable-execution checkpoint: save_state.
   nlohmann::json commit(const std::string& id, const nlohmann::json& body);
-  // A job's checkpoints (GET): 404 when it is absent or outside the caller's tenant scope.
+  // A job's checkpoints (GET): the ML ones and [durable] its durable-execution state
+  // (both shapes at once: `checkpoint` as ojs-durable-execution.md nests it, and its
+  // members at the top level, as the conformance suite reads them); 404 when the job
+  // is absent, outside the caller's tenant scope, or has no checkpoint of either kind.
   nlohmann::json read(const std::string& id);
+  // [durable] ojs-durable-execution.md: saves `state` (any JSON value, at most 1 MiB
+  // as compact text: 413) for a job that has not ended (409 once it has; with
+  // `worker_id`, 409 unless that worker holds it running); each save overwrites and
+  // increments `sequence`.
+  nlohmann::json save_state(const std::string& id, const nlohmann::json& body);
+  // [durable] Deletes the job's durable checkpoint (200 whether or not it had one).
+  nlohmann::json delete_state(const std::string& id);
 
  private:
   JobReads& jobs_;

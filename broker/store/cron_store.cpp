@@ -4,6 +4,7 @@
 
 #include "broker/store/job_directory.hpp"
 #include "broker/store/keys.hpp"
+#include "ojs/core/job_states.hpp"
 
 namespace ojs::broker {
 
@@ -112,7 +113,7 @@ std::pair<std::string, std::string> CronStore::previous_run(const std::string& n
 
 bool CronStore::previous_run_finished(const std::string& name) {
   const auto state = previous_run(name).second;  // cron_fire.lua's is_terminal, on the same read
-  return state.empty() || state == "completed" || state == "cancelled" || state == "discarded";
+  return state.empty() || is_finished(state);
 }
 
 CronFire CronStore::fire(const std::string& name, std::int64_t tick_ms, std::int64_t following_ms, const std::string& overlap,

@@ -86,6 +86,15 @@ ObjectText JobRecord::envelope_text() const {
   if (has("held_by")) out.put_string("held_by", get("held_by"));  // [issue #33] hold.lua: who holds it
   if (has("replaced_by")) out.put_string("replaced_by", get("replaced_by"));  // a unique PUSH with on_conflict replace cancelled it
   if (auto n = get_int("preemption_count")) out.put_int("preemption_count", *n);
+  // [durable] The job's durable-execution checkpoint, so the worker that fetches it
+  // again resumes from it (ojs-durable-execution.md 6.1). Kept once the job ended,
+  // until deleted or the job is purged: the public conformance cases read it back
+  // after the ACK (the spec's 5.2 would drop it then).
+  if (auto seq = get_int("durable_sequence")) {
+    const auto state_value = nlohmann::json::parse(get("durable_state"), nullptr, false);
+    out.put_json("checkpoint", {{"state", state_value.is_discarded() ? nlohmann::json(get("durable_state")) : state_value},
+                                {"sequence", *seq}});
+  }
   if (auto n = get_int("retry_delay_ms")) out.put_int("retry_delay_ms", *n);  // fail.lua: the backoff before this retry
   // [usage] Its record of use, summed over its attempts: resource-microseconds, exact.
   nlohmann::json usage;

@@ -187,6 +187,11 @@ Transition JobStore::checkpoint(const std::string& queue, const std::string& id,
                                      {worker_id, checkpoint_json, std::to_string(max_count)}));
 }
 
+Transition JobStore::durable_checkpoint(const std::string& queue, const std::string& id, bool save, const std::string& worker_id,
+                                       const std::string& state_json) {
+  return transition_from(redis_.eval("durable_checkpoint", {keys::job(queue, id)}, {save ? "save" : "delete", worker_id, state_json}));
+}
+
 std::vector<std::vector<std::string>> budget_reads(const std::string& queue) {
   return {{"HMGET", keys::config(queue), "max_total_gpus", "max_concurrent_gpu_jobs", "max_total_gpu_memory_mb"},
           {"HMGET", keys::ledger(queue), "gpus", "gpu_jobs", "gpu_mem_mb"}};

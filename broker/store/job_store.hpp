@@ -182,6 +182,11 @@ class JobStore {
   // Extends the jobs this worker holds, in slices (one script call per 500 ids).
   std::vector<std::string> extend(const std::string& queue, const std::string& worker_id, std::int64_t visibility_ms,
                                   const std::vector<std::string>& ids);
+  // [durable] durable_checkpoint.lua: the holder (worker_id '' = any) saves the job's
+  // durable-execution state (`state_json`), or (save false) it is deleted; detail: the
+  // saved checkpoint's sequence.
+  Transition durable_checkpoint(const std::string& queue, const std::string& id, bool save, const std::string& worker_id,
+                                const std::string& state_json);
   // checkpoint.lua: the holder (worker_id '' = any) commits checkpoint metadata; the newest max_count are kept.
   Transition checkpoint(const std::string& queue, const std::string& id, const std::string& worker_id,
                         const std::string& checkpoint_json, int max_count);

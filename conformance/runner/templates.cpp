@@ -37,12 +37,17 @@ const json* Scope::find(const std::string& expression) const {
 
 namespace {
 
+// "{{expression}}", "$ref.name", and "${name}" (the durable-execution cases' spelling
+// of a capture).
 const std::regex& template_regex() {
-  static const std::regex re(R"(\{\{([^{}]+)\}\}|\$ref\.([A-Za-z0-9_\-]+))");
+  static const std::regex re(R"(\{\{([^{}]+)\}\}|\$ref\.([A-Za-z0-9_\-]+)|\$\{([A-Za-z0-9_\-]+)\})");
   return re;
 }
 
-std::string expression_of(const std::smatch& m) { return m[1].matched ? m[1].str() : "ref." + m[2].str(); }
+std::string expression_of(const std::smatch& m) {
+  if (m[1].matched) return m[1].str();
+  return "ref." + (m[2].matched ? m[2].str() : m[3].str());
+}
 
 json lookup_or(const Scope& scope, const std::string& expression, const std::string& text, Unresolved mode) {
   if (const json* found = scope.find(expression)) return *found;

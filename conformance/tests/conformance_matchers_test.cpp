@@ -408,6 +408,8 @@ TEST(Templates, WholeStringKeepsTypeEmbeddedSplicesText) {
   EXPECT_EQ(resolve("n={{steps.step-1.response.body.job.n}}", scope), "n=2");
   EXPECT_EQ(resolve("$ref.job_id", scope), "j1");
   EXPECT_EQ(resolve("/ojs/v1/jobs/$ref.job_id/x", scope), "/ojs/v1/jobs/j1/x");
+  EXPECT_EQ(resolve("/ojs/v1/jobs/${job_id}/checkpoint", scope), "/ojs/v1/jobs/j1/checkpoint");  // the durable cases' spelling
+  EXPECT_EQ(resolve("${job_id}", scope), "j1");
   EXPECT_EQ(resolve("{{ref.job_id}}", scope), "j1");
   EXPECT_EQ(resolve("{{$ref.job_id}}", scope), "j1");
   EXPECT_EQ(resolve("{{captures.job_id}}", scope), "j1");

@@ -12,4 +12,9 @@ inline bool waits_for_worker(std::string_view state) {
   return state == "available" || state == "scheduled" || state == "retryable";
 }
 
+// A job in one of these states has ended for good: no attempt follows.
+inline bool is_finished(std::string_view state) {
+  return state == "completed" || state == "cancelled" || state == "discarded";
+}
+
 }  // namespace ojs
