@@ -1,10 +1,12 @@
 // FETCH's filters over what is already read (no Redis): Scheduler::judge on a clock it
-// is given, as the cluster simulator (bench/simulator/sim.cpp) runs it.
+// is given, and the capacity guards over marks held in memory, as the cluster
+// simulator (bench/simulator/sim.cpp) runs them.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 
+#include "broker/pipeline/capacity_guard_filter.hpp"
 #include "broker/scheduling/locality_hold_filter.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "ojs/ml/capabilities.hpp"
@@ -68,4 +70,66 @@ TEST(FetchGuards, TheLocalityHoldIsCutOnTheSchedulersClock) {
   EXPECT_EQ(v.claim.hold_enqueued_after_ms, 49000);  // claim.lua skips jobs enqueued after it
   EXPECT_TRUE(hold_applies(v.judgement.holds[0], 49500, 50000));
   EXPECT_FALSE(hold_applies(v.judgement.holds[0], 48000, 50000));
+}
+
+TEST(FetchGuards, NoHoldLeavesTheVerdictsAsJudged) {
+  const Scheduler scheduler;
+  ClassSet set;
+  const auto two = add_class(set, 2);
+  const auto view = worker(gpus(8), 4);
+  auto verdicts = scheduler.judge(set, view);
+  const auto before = verdict_of(verdicts, two).judgement.devices;
+  apply_capacity_guards(CapacityGuards{std::nullopt, {}, 1000}, scheduler, "q", set, view, verdicts, {});
+  EXPECT_TRUE(verdict_of(verdicts, two).judgement.eligible());
+  EXPECT_EQ(verdict_of(verdicts, two).judgement.devices, before);
+  EXPECT_EQ(verdict_of(verdicts, two).claim.backfill_before_ms, 0);
+}
+
+TEST(FetchGuards, AReservationsGpusGoOnlyToJobsEndingBeforeItsStart) {
+  const Scheduler scheduler;
+  ClassSet set;
+  const auto two = add_class(set, 2);
+  const auto four = add_class(set, 4);
+  const auto view = worker(gpus(8), 4);  // 4 free, all 4 held for the reserved job
+  CapacityHold hold;
+  hold.worker_id = "w1";
+  hold.for_job = "big";
+  hold.queue = "q";
+  hold.class_id = four;
+  hold.backfill_start_ms = 90000;
+  hold.until_ms = 100000;
+  hold.gpus = 4;
+  auto verdicts = scheduler.judge(set, view);
+  apply_capacity_guards(CapacityGuards{hold, {}, 1000}, scheduler, "q", set, view, verdicts, {});
+  EXPECT_TRUE(verdict_of(verdicts, two).judgement.eligible());
+  EXPECT_EQ(verdict_of(verdicts, two).claim.backfill_before_ms, 90000);
+  EXPECT_EQ(verdict_of(verdicts, four).claim.backfill_before_ms, 0);  // the reserved class itself
+}
+
+TEST(FetchGuards, GpusFreedByPreemptionAreHeldForThePreemptorsClass) {
+  const Scheduler scheduler;
+  ClassSet set;
+  const auto two = add_class(set, 2);
+  const auto eight = add_class(set, 8);
+  const auto view = worker(gpus(8), 4);  // the victim runs out its grace period on 4
+  RunningJob victim;
+  victim.job_id = "running";
+  victim.gpus = 4;
+  victim.devices = {0, 1, 2, 3};
+  CapacityHold hold;
+  hold.worker_id = "w1";
+  hold.for_job = "preemptor";
+  hold.queue = "q";
+  hold.class_id = eight;
+  hold.victims = {victim};
+  hold.until_ms = 100000;
+  hold.gpus = 8;
+  auto verdicts = scheduler.judge(set, view);
+  ASSERT_TRUE(verdict_of(verdicts, two).judgement.eligible());
+  apply_capacity_guards(CapacityGuards{hold, {}, 1000}, scheduler, "q", set, view, verdicts, {});
+  const auto& other = verdict_of(verdicts, two).judgement;
+  ASSERT_FALSE(other.eligible());
+  EXPECT_EQ(other.refusals.back().predicate, "capacity_hold");
+  EXPECT_EQ(other.code(), ojs::ml::VerdictCode::held);
+  EXPECT_EQ(verdict_of(verdicts, eight).judgement.code(), ojs::ml::VerdictCode::preemptible);  // preemption_pending
 }
