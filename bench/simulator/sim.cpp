@@ -845,7 +845,9 @@ class Simulation {
       std::vector<int> index;
       for (std::size_t wi = 0; wi < workers_.size(); ++wi) {
         auto& w = workers_[wi];
-        if (w.reservation.job >= 0 || !fits_static(static_cast<int>(c), w)) continue;
+        // Not a worker already held, for a reservation or for a preemptor: the broker's
+        // pass skips every worker with a hold (a worker carries one hold mark at most).
+        if (w.reservation.job >= 0 || w.hold.job >= 0 || !fits_static(static_cast<int>(c), w)) continue;
         broker::BackfillCandidate candidate{&w.caps, {}, {}};
         for (const auto& [id, r] : w.running) {
           broker::RunningJob rj;
