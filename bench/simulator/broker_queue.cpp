@@ -23,10 +23,6 @@
 
 namespace ojs::bench {
 
-namespace {
-const std::string kQueue = "sim";
-}
-
 struct BrokerQueue::Impl {
   std::string dir;
   std::unique_ptr<broker::EmbeddedRedis> redis;

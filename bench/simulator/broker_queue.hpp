@@ -1,9 +1,9 @@
 // The broker's own queue, for the simulator: a real redis-server (EmbeddedRedis,
 // private unix socket) and the broker's JobStore, so PUSH scores jobs with
 // broker::order_base and every claim is the real claim.lua (policy, fair share,
-// budgets, tenant ledger). The simulator decides only what the broker's scheduler
-// decides per FETCH (eligible classes, soft scores, devices) and when jobs end;
-// which job a worker gets is never computed in bench/simulator.
+// budgets, tenant ledger). The class verdicts it is given are the broker's too
+// (Scheduler::judge and the capacity guards, run in sim.cpp); the simulator decides
+// only when jobs end. Which job a worker gets is never computed in bench/simulator.
 // [simclock] The redis-server runs on the simulated clock (sim_clock.c, preloaded):
 // Redis TIME is kEpochMs + the simulated time, so the scripts' own measures
 // (attempt durations, the fair order's decayed use, TTLs) are in simulated time.
@@ -35,6 +35,8 @@ class BrokerQueue {
  public:
   // The simulated clock's origin in Redis TIME: 2026-01-01T00:00:00Z.
   static constexpr std::int64_t kEpochMs = 1767225600000;
+  // The one queue the simulated jobs are pushed to (the capacity guards name it).
+  static constexpr const char* kQueue = "sim";
 
   explicit BrokerQueue(const BrokerQueueOptions& options);
   ~BrokerQueue();

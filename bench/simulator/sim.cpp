@@ -17,11 +17,15 @@
 
 #include "broker/estimate/forecast.hpp"
 #include "broker/governance/queue_config.hpp"
+#include "broker/pipeline/capacity_guard_filter.hpp"
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/capacity_plan.hpp"
+#include "broker/scheduling/locality_hold_filter.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "simulator/broker_queue.hpp"
+#include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/predicates.hpp"
+#include "ojs/ml/requirement_class.hpp"
 #include "ojs/ml/scoring.hpp"
 
 namespace ojs::bench {
@@ -47,6 +51,7 @@ struct Running {
   double work_start = 0;  // after model loading
   int gpus = 0;
   std::vector<int> devices;
+  ml::ActiveJob active;  // what it holds, as the broker reads a held job (ml::active_job_from)
   bool preempting = false;
   double preempt_end = 0;  // preempting: its grace period's end
   bool uncontested = false;  // [usage] no other tenant had a job waiting for this worker type
@@ -56,7 +61,8 @@ struct WorkerState {
   const WorkerSpec* spec = nullptr;
   int type = 0;                  // index of spec->type, for the static memo
   ml::Capabilities caps;         // models_loaded changes as models are loaded
-  ml::WorkerLoad load;
+  std::string fingerprint;       // of caps (ml::fingerprint): the key of the Scheduler's static memo
+  ml::WorkerLoad load;           // built from what runs, as the broker's registry builds it (reload)
   int cores_used = 0;
   std::map<int, Running> running;  // job -> run
   std::deque<std::string> lru;     // loaded models, least recently used first
@@ -97,13 +103,14 @@ struct JobState {
 class Simulation {
  public:
   Simulation(const std::vector<SimJob>& trace, const std::vector<WorkerSpec>& workers, const SimOptions& options)
-      : trace_(trace), options_(options), jobs_(trace.size()) {
+      : trace_(trace), options_(options), jobs_(trace.size()), scheduler_(scheduler_options(options, now_)) {
     std::map<std::string, int> types;
     for (const auto& spec : workers) {
       WorkerState w;
       w.spec = &spec;
       w.type = types.emplace(spec.type, static_cast<int>(types.size())).first->second;
       w.caps = spec.caps;
+      w.fingerprint = ml::fingerprint(w.caps);
       for (const auto& m : w.caps.models_loaded) w.lru.push_back(m.model_id);
       workers_.push_back(std::move(w));
       total_gpus_ += spec.caps.gpu.count;
@@ -111,11 +118,10 @@ class Simulation {
     }
     type_names_.resize(types.size());
     for (const auto& [name, index] : types) type_names_[static_cast<std::size_t>(index)] = name;
-    std::map<std::string, int> class_index;
     for (std::size_t i = 0; i < trace.size(); ++i) {
       const auto& j = trace[i];
-      auto [it, added] = class_index.emplace(j.class_id, static_cast<int>(classes_.size()));
-      if (added) classes_.push_back({&j.req, j.class_id, {}});
+      auto [it, added] = class_of_.emplace(j.class_id, static_cast<int>(classes_.size()));
+      if (added) classes_.push_back({&j.req, j.class_id, ml::requirement_class(j.req).canonical, {}});
       jobs_[i].cls = it->second;
       jobs_[i].remaining = j.work_s;
       jobs_[i].seq = static_cast<long long>(i);
@@ -141,7 +147,7 @@ class Simulation {
     static_memo_.assign(classes_.size() * types.size(), -1);
     types_ = static_cast<int>(types.size());
     scoring_.locality_delay_ms = static_cast<std::int64_t>(options.locality_delay_s * 1000);
-    scoring_.explain = false;  // the simulator orders by the numbers only
+    scoring_.explain = false;  // [estimate] the start estimate's scoring (est::Snapshot::scoring)
     if (options.estimates && !options.estimate_log.empty()) {
       estimate_log_.reset(std::fopen((options.estimate_log + (options.backfill ? ".bf" : "")).c_str(), "w"));
       if (!estimate_log_) throw std::runtime_error("cannot write --estimate-log " + options.estimate_log);
@@ -170,8 +176,20 @@ class Simulation {
   struct ClassInfo {
     const ml::Requirements* req;
     std::string id;
+    std::string canonical;  // the class's canonical JSON, as the queue's class map holds it
     std::set<std::tuple<double, long long, int>> pending;  // (rank, seq, job): the broker's ready zset
   };
+
+  // The broker's Scheduler as FETCH runs it (app.cpp builds it from --locality-delay-ms
+  // and --placement, pack here), on the simulated clock: the locality hold's cutoff is
+  // compared by claim.lua with enqueued_at, which the simulator's redis-server stamps
+  // with simulated time (BrokerQueue::redis_ms).
+  static broker::SchedulerOptions scheduler_options(const SimOptions& options, const double& now) {
+    broker::SchedulerOptions o;
+    o.locality_delay_ms = static_cast<std::int64_t>(options.locality_delay_s * 1000);
+    o.clock = [&now] { return BrokerQueue::redis_ms(now); };
+    return o;
+  }
 
   const std::vector<SimJob>& trace_;
   SimOptions options_;
@@ -179,6 +197,8 @@ class Simulation {
   std::vector<WorkerState> workers_;
   std::vector<ClassInfo> classes_;
   std::vector<int> classes_by_id_;  // class indexes in class id order
+  std::map<std::string, int> class_of_;  // class id -> index
+  broker::ClassSet waiting_;            // the classes with a waiting job: what a FETCH judges
   long long next_seq_ = 0;          // the queue's sequence (arrivals and requeues)
   std::vector<signed char> static_memo_;  // class x worker type: -1 unknown, 0 refused, 1 fits
   int types_ = 0;
@@ -187,6 +207,7 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   long long event_seq_ = 0;
   double now_ = 0;
+  broker::Scheduler scheduler_;  // its clock reads now_ (scheduler_options)
   double allocated_gpu_s_ = 0, useful_gpu_s_ = 0;
   std::size_t rotation_ = 0;
   SimResult result_;
@@ -214,7 +235,9 @@ class Simulation {
     // The queue's sequence, as PUSH and a requeue (make_available) take it: a preempted
     // job goes behind the jobs of its band that wait, as it does in the broker's ready set.
     s.seq = next_seq_++;
-    classes_[static_cast<std::size_t>(s.cls)].pending.emplace(s.rank, s.seq, j);
+    auto& cls = classes_[static_cast<std::size_t>(s.cls)];
+    if (cls.pending.empty()) waiting_.classes.emplace(cls.id, cls.canonical);
+    cls.pending.emplace(s.rank, s.seq, j);
   }
 
   void handle(const Event& e) {
@@ -276,19 +299,6 @@ class Simulation {
       memo = ml::fits_static(*classes_[static_cast<std::size_t>(cls)].req, &w.caps) ? 1 : 0;
     }
     return memo == 1;
-  }
-
-  // Static (memoised per worker type, as the broker memoises per fingerprint) and
-  // dynamic phases; the devices to assign when eligible.
-  std::optional<std::vector<int>> eligible_devices(int cls, const WorkerState& w, const ml::WorkerLoad& load, int cores_free) {
-    const auto& req = *classes_[static_cast<std::size_t>(cls)].req;
-    if (req.gpu_count() > w.caps.gpu.count - load.gpus_in_use()) return std::nullopt;  // cheap pre-check
-    if (req.hard.cpu_cores.value_or(0) > cores_free && req.gpu_count() == 0) return std::nullopt;
-    if (!fits_static(cls, w)) return std::nullopt;
-    ++result_.judgements;
-    auto judgement = ml::judge_dynamic(req, &w.caps, load);
-    if (!judgement.eligible()) return std::nullopt;
-    return std::move(judgement.devices);
   }
 
   // ----- [estimate] -----
@@ -459,57 +469,93 @@ class Simulation {
     return fetch_from_broker(wi);
   }
 
-  // One FETCH by worker wi, answered by the broker's claim (broker::Claimer: the C++
-  // decision, then claim.lua): the simulator gives the broker's per-class verdicts
-  // (eligible, soft score, devices; classes whose oldest job is held for a warm
-  // worker left out, as the scheduler's hold does) and the broker picks the job by
-  // the queue's policy.
+  // One FETCH by worker wi, as the broker's FetchService runs it: the class verdicts
+  // of broker::Scheduler::judge (the ML predicates, static then dynamic, the locality
+  // hold, the scores) over the classes with a waiting job, then the capacity guards
+  // (broker::apply_capacity_guards: capacity hold, [backfill] reservation), then the
+  // broker's claim (broker::Claimer: the C++ decision, then claim.lua), which picks
+  // the job by the queue's policy. Nothing here decides what a worker may take.
   bool fetch_from_broker(int wi) {
     auto& w = workers_[static_cast<std::size_t>(wi)];
+    broker::WorkerView view{w.spec->id, w.caps, w.fingerprint, w.load, {}};
+    auto verdicts = scheduler_.judge(waiting_, view);
+    result_.judgements += static_cast<long long>(verdicts.size());
+    broker::apply_capacity_guards(guards_of(w), scheduler_, BrokerQueue::kQueue, waiting_, view, verdicts, {});  // pack, as judge
     std::vector<broker::EligibleClass> eligible;
     std::map<std::string, std::vector<int>> devices_of;
-    ml::WorkerLoad scratch;
-    for (std::size_t c = 0; c < classes_.size(); ++c) {
-      auto& cls = classes_[c];
-      if (cls.pending.empty()) continue;
-      auto devices = eligible_devices(static_cast<int>(c), w, guarded_load(w, static_cast<int>(c), scratch), w.cores_free());
-      if (!devices) continue;
-      const auto& req = *cls.req;
-      const int oldest = std::get<2>(*cls.pending.begin());
-      auto& s = jobs_[static_cast<std::size_t>(oldest)];
-      const auto waited_ms = static_cast<std::int64_t>(std::llround((now_ - s.queued_since) * 1000));
-      if (ml::locality_hold(req, &w.caps, waited_ms, scoring_)) {
-        if (!s.wake_scheduled) {
-          s.wake_scheduled = true;
-          push({s.queued_since + options_.locality_delay_s + 0.001, 0, EventType::wake, oldest, -1, 0});
-        }
-        continue;
-      }
-      broker::EligibleClass e;
-      e.id = cls.id;
-      e.bonus = ml::score(req, w.caps, &w.load, scoring_).total;
-      e.gpus = req.gpu_count();
-      if (w.reservation.job >= 0 && w.reservation.cls != static_cast<int>(c)) {
-        // [backfill] as the broker's FETCH guard: a class that needs the held GPUs
-        // gets the start (in Redis's clock, the simulated one: claim.lua reads TIME)
-        // and claim.lua takes only a job declared to end by then.
-        std::vector<int> beside;
-        const int held = broker::backfill_held_gpus(w.caps, w.load, w.reservation.gpus);
-        const auto fit = broker::fits_beside_hold(req, w.caps, w.load, held, {}, &beside);
-        if (fit == broker::Beside::needs_held)
-          e.backfill_before_ms = BrokerQueue::redis_ms(w.reservation.start);
-        else if (fit == broker::Beside::fits && held > 0)
-          *devices = std::move(beside);
-      }
-      if (!devices->empty()) e.devices_json = nlohmann::json(*devices).dump();
-      eligible.push_back(std::move(e));
-      devices_of[cls.id] = std::move(*devices);
+    for (auto& v : verdicts) {
+      if (!v.judgement.eligible()) continue;
+      wake_for_locality(v);
+      eligible.push_back(std::move(v.claim));
+      devices_of[v.class_id] = std::move(v.judgement.devices);
     }
     if (eligible.empty()) return false;
     const int j = queue_->claim(w.spec->id, eligible);
     if (j < 0) return false;
     place(j, wi, std::move(devices_of.at(job(j).class_id)));
     return true;
+  }
+
+  // An eligible class whose verdict holds its young jobs for a better-suited worker
+  // (a refusal of code `held` in Judgement::holds: the locality hold; claim.lua skips
+  // the jobs enqueued after the cutoff): its head is claimable here once it has waited
+  // the delay, so the simulation wakes then (a worker polls again; in the broker it
+  // would on its next FETCH).
+  void wake_for_locality(const broker::ClassVerdict& v) {
+    const auto now_ms = BrokerQueue::redis_ms(now_);
+    auto& cls = classes_[static_cast<std::size_t>(class_of_.at(v.class_id))];
+    const int head = std::get<2>(*cls.pending.begin());
+    auto& s = jobs_[static_cast<std::size_t>(head)];
+    if (s.wake_scheduled) return;
+    for (const auto& hold : v.judgement.holds)
+      if (hold.code == ml::VerdictCode::held && broker::hold_applies(hold, BrokerQueue::redis_ms(s.queued_since), now_ms)) {
+        s.wake_scheduled = true;
+        push({s.queued_since + options_.locality_delay_s + 0.001, 0, EventType::wake, head, -1, 0});
+        return;
+      }
+  }
+
+  // The capacity guards' marks for worker w, as FETCH has them after
+  // read_capacity_guards (pipeline/capacity_guard_filter.cpp), built from the
+  // simulator's memory rather than read from Redis: the controller's passes here
+  // (preempt_waiting, plan_backfill) keep their holds in WorkerState, not as the hold
+  // marks in Redis that the broker's passes write, so the hold is built field by field
+  // as capacity_preemption.cpp and backfill_reservations.cpp fill it, and the guards
+  // themselves (apply_capacity_guards over CapacityGuards) are the broker's code. As
+  // read_capacity_guards voids it, a hold counts only until it lapses and while its job
+  // still waits. One hold per worker, as in the broker: preempt_waiting skips reserved
+  // workers and plan_backfill held ones. No admin reservations in the simulator.
+  broker::CapacityGuards guards_of(const WorkerState& w) const {
+    broker::CapacityGuards g;
+    g.now_ms = BrokerQueue::redis_ms(now_);
+    const auto waits = [&](int j) {
+      const auto& s = jobs_[static_cast<std::size_t>(j)];
+      return s.worker < 0 && !s.done;
+    };
+    if (w.hold.job >= 0 && w.hold.until > now_ && waits(w.hold.job)) {  // capacity preemption's hold
+      broker::CapacityHold h;
+      h.worker_id = w.spec->id;
+      h.for_job = std::to_string(w.hold.job);
+      h.queue = BrokerQueue::kQueue;
+      h.class_id = classes_[static_cast<std::size_t>(w.hold.cls)].id;
+      h.class_rank = broker::priority_class_rank(job(w.hold.job).req);
+      h.victims = w.hold.victims;
+      h.until_ms = BrokerQueue::redis_ms(w.hold.until);
+      h.gpus = job(w.hold.job).req.gpu_count();
+      g.hold = std::move(h);
+    } else if (w.reservation.job >= 0 && w.reservation.until > now_ && waits(w.reservation.job)) {  // [backfill]
+      broker::CapacityHold h;
+      h.worker_id = w.spec->id;
+      h.for_job = std::to_string(w.reservation.job);
+      h.queue = BrokerQueue::kQueue;
+      h.class_id = classes_[static_cast<std::size_t>(w.reservation.cls)].id;
+      h.class_rank = broker::priority_class_rank(job(w.reservation.job).req);
+      h.backfill_start_ms = BrokerQueue::redis_ms(w.reservation.start);
+      h.until_ms = BrokerQueue::redis_ms(w.reservation.until);
+      h.gpus = w.reservation.gpus;
+      g.hold = std::move(h);
+    }
+    return g;
   }
 
   // GPUs idle on a worker while a waiting GPU job could run on that worker type
@@ -533,6 +579,9 @@ class Simulation {
     stranded_gpu_s_ += stranded * span;
   }
 
+  // The baseline, not the broker: each waiting job in arrival order on the first
+  // worker it fits, by the ML library's predicates alone (static, memoised per worker
+  // type, then dynamic): no locality hold, scores, guards or preemption.
   void first_fit_fifo() {
     std::set<std::pair<long long, int>> fifo;  // arrival order, across classes
     for (const auto& cls : classes_)
@@ -544,8 +593,12 @@ class Simulation {
       bool placed = false;
       for (std::size_t wi = 0; wi < workers_.size() && !placed; ++wi) {
         auto& w = workers_[wi];
-        if (auto devices = eligible_devices(c, w, w.load, w.cores_free())) {
-          place(j, static_cast<int>(wi), std::move(*devices));
+        const auto& req = *classes_[static_cast<std::size_t>(c)].req;
+        if (req.gpu_count() > w.gpus_free() || !fits_static(c, w)) continue;  // the GPU count first: cheap
+        ++result_.judgements;
+        auto judgement = ml::judge_dynamic(req, &w.caps, w.load);
+        if (judgement.eligible()) {
+          place(j, static_cast<int>(wi), std::move(judgement.devices));
           placed = true;
         }
       }
@@ -559,7 +612,9 @@ class Simulation {
     auto& s = jobs_[static_cast<std::size_t>(j)];
     auto& w = workers_[static_cast<std::size_t>(wi)];
     const auto& sj = job(j);
-    classes_[static_cast<std::size_t>(s.cls)].pending.erase({s.rank, s.seq, j});
+    auto& cls = classes_[static_cast<std::size_t>(s.cls)];
+    cls.pending.erase({s.rank, s.seq, j});
+    if (cls.pending.empty()) waiting_.classes.erase(cls.id);
     s.waited += now_ - s.queued_since;
     if (!s.started) {
       s.started = true;
@@ -597,16 +652,28 @@ class Simulation {
       w.lru.push_back(model);
       w.caps.models_loaded.clear();
       for (const auto& m : w.lru) w.caps.models_loaded.push_back({m, "", "safetensors"});
+      w.fingerprint = ml::fingerprint(w.caps);
     }
     r.work_start = now_ + load_s;
-    w.load.active.push_back({std::to_string(j), r.gpus, {}, {}, std::nullopt});
-    w.load.busy_devices.insert(r.devices.begin(), r.devices.end());
+    r.active = ml::active_job_from(sj.document, r.gpus);
+    r.active.job_id = std::to_string(j);
     w.cores_used += sj.req.gpu_count() == 0 ? sj.cpu_cores : 0;
     w.running[j] = r;
+    reload(w);
     push({r.work_start + s.remaining, 0, EventType::finish, j, wi, s.epoch});
 
     if (!fits_static(s.cls, w)) ++result_.constraint_violations;
     check_capacity(w);
+  }
+
+  // The worker's load as the broker reads it at a FETCH (WorkerStore's held jobs,
+  // worker_store.cpp): each running job's demand, its devices held.
+  static void reload(WorkerState& w) {
+    w.load = {};
+    for (const auto& [id, r] : w.running) {
+      w.load.active.push_back(r.active);
+      w.load.hold(r.devices, r.active.gpu_memory_gb);
+    }
   }
 
   // Independent of the matcher: held GPUs, devices and cores never exceed the worker's.
@@ -650,9 +717,7 @@ class Simulation {
       else queue_->requeue(j, w.spec->id);
     }
     w.running.erase(j);
-    const auto id = std::to_string(j);
-    std::erase_if(w.load.active, [&](const ml::ActiveJob& a) { return a.job_id == id; });
-    for (int d : r.devices) w.load.busy_devices.erase(d);
+    reload(w);
     w.cores_used -= sj.req.gpu_count() == 0 ? sj.cpu_cores : 0;
     s.worker = -1;
     if (completed) {
@@ -772,15 +837,6 @@ class Simulation {
     }
   }
 
-  // The FETCH guard `capacity_hold` on worker w for class c: another class sees the
-  // victims' GPUs as held (pipeline/capacity_guard_filter.cpp). The load to judge c by.
-  const ml::WorkerLoad& guarded_load(const WorkerState& w, int c, ml::WorkerLoad& scratch) const {
-    if (w.hold.job < 0 || w.hold.cls == c) return w.load;
-    scratch = w.load;
-    broker::hold_freed_gpus(scratch, w.caps, std::to_string(w.hold.job), w.hold.victims, job(w.hold.job).req.gpu_count());
-    return scratch;
-  }
-
   // Per worker type: offered load (all work that fits it; and split over the pools
   // each job fits, by their GPUs) and what it did while jobs arrived.
   void pool_results() {
@@ -845,7 +901,9 @@ class Simulation {
       std::vector<int> index;
       for (std::size_t wi = 0; wi < workers_.size(); ++wi) {
         auto& w = workers_[wi];
-        if (w.reservation.job >= 0 || !fits_static(static_cast<int>(c), w)) continue;
+        // Not a worker already held, for a reservation or for a preemptor: the broker's
+        // pass skips every worker with a hold (a worker carries one hold mark at most).
+        if (w.reservation.job >= 0 || w.hold.job >= 0 || !fits_static(static_cast<int>(c), w)) continue;
         broker::BackfillCandidate candidate{&w.caps, {}, {}};
         for (const auto& [id, r] : w.running) {
           broker::RunningJob rj;

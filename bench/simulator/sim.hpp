@@ -102,7 +102,7 @@ struct SimResult {
   double lost_gpu_hours = 0;
   long long oversubscriptions = 0;       // capacity checks failed after a placement (must be 0)
   long long constraint_violations = 0;   // placements fits_static refuses (must be 0)
-  long long judgements = 0;              // calls into the matcher
+  long long judgements = 0;              // ours: class verdicts (each FETCH, each waiting class), controller sites; FIFO: dynamic
   EstimateAccuracy estimate;             // [estimate] with SimOptions::estimates
   double wall_s = 0;
   double locality_hit_rate() const { return locality_jobs ? static_cast<double>(locality_hits) / locality_jobs : 0; }

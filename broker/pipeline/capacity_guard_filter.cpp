@@ -32,17 +32,29 @@ ml::Refusal refusal(const std::string& predicate, const std::string& reason, con
 
 }  // namespace
 
+CapacityGuards read_capacity_guards(JobReads& reads, PreemptionStore& marks, const WorkerView& worker) {
+  CapacityGuards out;
+  out.now_ms = now_ms();
+  const GuardMarks& marked = worker.guards;  // read with the worker's contact (FetchService::fetch)
+  if (marked.hold) out.hold = CapacityHold::parse(worker.worker_id, *marked.hold);
+  if (out.hold && out.hold->until_ms <= out.now_ms) out.hold.reset();
+  if (out.hold && !hold_still_wanted(reads, *out.hold)) out.hold.reset();  // void once the preemptor is no longer waiting
+  if (marked.reservations) out.reservations = load_reservations(marks);
+  return out;
+}
+
 void apply_capacity_guards(JobReads& reads, PreemptionStore& marks, const Scheduler& scheduler, const std::string& queue,
                            const ClassSet& classes, const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
                            const ml::AssignmentOptions& assignment) {
-  const auto now = now_ms();
-  const GuardMarks& guards = worker.guards;  // read with the worker's contact (FetchService::fetch)
-  std::optional<CapacityHold> hold;
-  if (guards.hold) hold = CapacityHold::parse(worker.worker_id, *guards.hold);
-  if (hold && hold->until_ms <= now) hold.reset();
-  if (hold && !hold_still_wanted(reads, *hold)) hold.reset();  // void once the preemptor is no longer waiting
-  std::map<std::string, Reservation> reservations;
-  if (guards.reservations) reservations = load_reservations(marks);
+  apply_capacity_guards(read_capacity_guards(reads, marks, worker), scheduler, queue, classes, worker, verdicts, assignment);
+}
+
+void apply_capacity_guards(const CapacityGuards& guards, const Scheduler& scheduler, const std::string& queue,
+                           const ClassSet& classes, const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
+                           const ml::AssignmentOptions& assignment) {
+  const auto now = guards.now_ms;
+  const std::optional<CapacityHold>& hold = guards.hold;
+  const std::map<std::string, Reservation>& reservations = guards.reservations;
   if (!hold && reservations.empty()) return;
   const ml::Capabilities* caps = worker.capabilities ? &*worker.capabilities : nullptr;
 

@@ -7,9 +7,13 @@
 // `preemption_pending` (preemptible) while its victims run out their grace period.
 // Eligible verdicts whose device assignment changes get the new devices.
 #pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "broker/preemption/preemption.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/job_reads.hpp"
 #include "broker/store/job_store.hpp"
@@ -18,6 +22,26 @@
 
 namespace ojs::broker {
 
+// What the guards judge a worker by, read and checked: its capacity hold (a preemption
+// hold, or [backfill] a reservation's: backfill_start_ms), only while it lasts and its
+// job still waits; the admin's reservations; the time they are judged at.
+struct CapacityGuards {
+  std::optional<CapacityHold> hold;
+  std::map<std::string, Reservation> reservations;
+  std::int64_t now_ms = 0;
+};
+
+// Reads them for a FETCH: the hold from the worker's contact (WorkerView::guards),
+// voided once it lapsed or its job no longer waits; the reservations when any exist.
+CapacityGuards read_capacity_guards(JobReads& reads, PreemptionStore& marks, const WorkerView& worker);
+
+// The guards over marks already read (no Redis): what FETCH applies after reading
+// them, and what the cluster simulator applies to the holds it keeps in memory.
+void apply_capacity_guards(const CapacityGuards& guards, const Scheduler& scheduler, const std::string& queue,
+                           const ClassSet& classes, const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
+                           const ml::AssignmentOptions& assignment);
+
+// FETCH's: read_capacity_guards, then the guards.
 void apply_capacity_guards(JobReads& reads, PreemptionStore& marks, const Scheduler& scheduler, const std::string& queue,
                            const ClassSet& classes, const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
                            const ml::AssignmentOptions& assignment);

@@ -143,7 +143,7 @@ std::vector<ClassVerdict> Scheduler::judge(const ClassSet& classes, const Worker
   std::vector<ClassVerdict> out;
   out.reserve(classes.classes.size());
   const ml::Capabilities* caps = worker.capabilities ? &*worker.capabilities : nullptr;
-  const std::int64_t now = now_ms();
+  const std::int64_t now = impl_->options.clock ? impl_->options.clock() : now_ms();
   for (const auto& [class_id, class_json] : classes.classes) {
     const ml::Requirements& req = requirements(class_id, class_json);
     ClassVerdict v;

@@ -7,6 +7,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,11 @@ struct ClassVerdict {
 struct SchedulerOptions {
   std::int64_t locality_delay_ms = 5000;
   ml::AssignmentOptions assignment;
+  // The clock judge() reads, in ms since the epoch (the locality hold's cutoff, which
+  // claim.lua compares with the jobs' enqueued_at, and how recently a better worker was
+  // seen); empty: the wall clock. The cluster simulator gives its simulated clock, the
+  // one its redis-server's TIME reads (bench/simulator/sim_clock.c).
+  std::function<std::int64_t()> clock;
 };
 
 class Scheduler {
