@@ -93,7 +93,6 @@ struct JobState {
   int worker = -1;
   bool done = false;
   bool preemption_pending = false;
-  bool wake_scheduled = false;
   int reserved_on = -1;  // [backfill] worker holding a reservation for it
   std::optional<double> estimated_start;  // [estimate] made at arrival (simulated seconds)
   std::string estimated_worker;           // [estimate] where (the first of a gang's), for --estimate-log
@@ -178,6 +177,8 @@ class Simulation {
     std::string id;
     std::string canonical;  // the class's canonical JSON, as the queue's class map holds it
     std::set<std::tuple<double, long long, int>> pending;  // (rank, seq, job): the broker's ready zset
+    std::set<std::pair<double, int>> by_age;  // (queued_since, job) of the pending: who outwaits a locality hold next
+    double wake_at = -1;  // the locality wake scheduled for the class (-1: none)
   };
 
   // The broker's Scheduler as FETCH runs it (app.cpp builds it from --locality-delay-ms
@@ -238,6 +239,7 @@ class Simulation {
     auto& cls = classes_[static_cast<std::size_t>(s.cls)];
     if (cls.pending.empty()) waiting_.classes.emplace(cls.id, cls.canonical);
     cls.pending.emplace(s.rank, s.seq, j);
+    cls.by_age.emplace(s.queued_since, j);
   }
 
   void handle(const Event& e) {
@@ -248,7 +250,7 @@ class Simulation {
         if (queue_) queue_->push(e.job, job(e.job));
         if (options_.estimates) estimate_at_arrival(e.job);
         break;
-      case EventType::wake: s.wake_scheduled = false; break;
+      case EventType::wake: break;  // the workers fetch again (below)
       case EventType::finish:
         if (s.epoch != e.epoch || s.worker < 0) break;  // preempted meanwhile
         stop(e.job, /*completed=*/true);
@@ -498,21 +500,29 @@ class Simulation {
 
   // An eligible class whose verdict holds its young jobs for a better-suited worker
   // (a refusal of code `held` in Judgement::holds: the locality hold; claim.lua skips
-  // the jobs enqueued after the cutoff): its head is claimable here once it has waited
-  // the delay, so the simulation wakes then (a worker polls again; in the broker it
-  // would on its next FETCH).
+  // the jobs enqueued after the cutoff): its oldest held job is claimable here once it
+  // has waited the delay, so the simulation wakes then (a worker polls again; in the
+  // broker it would on its next FETCH). The oldest held job, not the class's head: under
+  // `fair` the claim may want any tenant's job of the class, and each becomes takeable
+  // at its own time (a wake for the head only left the others to the next event).
   void wake_for_locality(const broker::ClassVerdict& v) {
     const auto now_ms = BrokerQueue::redis_ms(now_);
     auto& cls = classes_[static_cast<std::size_t>(class_of_.at(v.class_id))];
-    const int head = std::get<2>(*cls.pending.begin());
-    auto& s = jobs_[static_cast<std::size_t>(head)];
-    if (s.wake_scheduled) return;
-    for (const auto& hold : v.judgement.holds)
-      if (hold.code == ml::VerdictCode::held && broker::hold_applies(hold, BrokerQueue::redis_ms(s.queued_since), now_ms)) {
-        s.wake_scheduled = true;
-        push({s.queued_since + options_.locality_delay_s + 0.001, 0, EventType::wake, head, -1, 0});
+    for (const auto& hold : v.judgement.holds) {
+      if (hold.code != ml::VerdictCode::held) continue;
+      // Those enqueued within the delay, found by age (a backlog's old jobs are not walked).
+      const auto young = cls.by_age.lower_bound({now_ - options_.locality_delay_s - 1, std::numeric_limits<int>::min()});
+      for (auto it = young; it != cls.by_age.end(); ++it) {
+        const auto [since, j] = *it;
+        if (!broker::hold_applies(hold, BrokerQueue::redis_ms(since), now_ms)) continue;  // old enough already
+        const double at = since + options_.locality_delay_s + 0.001;
+        if (cls.wake_at > now_ && cls.wake_at <= at) return;  // a wake as early is on its way
+        cls.wake_at = at;
+        push({at, 0, EventType::wake, j, -1, 0});
         return;
       }
+      return;
+    }
   }
 
   // The capacity guards' marks for worker w, as FETCH has them after
@@ -614,6 +624,7 @@ class Simulation {
     const auto& sj = job(j);
     auto& cls = classes_[static_cast<std::size_t>(s.cls)];
     cls.pending.erase({s.rank, s.seq, j});
+    cls.by_age.erase({s.queued_since, j});
     if (cls.pending.empty()) waiting_.classes.erase(cls.id);
     s.waited += now_ - s.queued_since;
     if (!s.started) {

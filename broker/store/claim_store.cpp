@@ -213,9 +213,10 @@ FairDetail ClaimStore::fair_detail(const std::string& queue, const std::vector<s
     if (cls.size() < 2) continue;
     auto& list = out.classes[cls[0].str];
     const auto& flat = cls[1].elements;
-    for (std::size_t i = 0; i + 5 < flat.size(); i += 6) {
+    for (std::size_t i = 0; i + 6 < flat.size(); i += 7) {
       FairCandidate f{std::atoi(flat[i].str.c_str()), std::atoi(flat[i + 1].str.c_str()), flat[i + 2].str,
-                      std::strtod(flat[i + 3].str.c_str(), nullptr), flat[i + 4].str, std::nullopt};
+                      std::strtod(flat[i + 3].str.c_str(), nullptr), flat[i + 4].str, std::nullopt,
+                      std::strtoll(flat[i + 6].str.c_str(), nullptr, 10)};
       if (!flat[i + 5].str.empty()) f.cpus = std::strtod(flat[i + 5].str.c_str(), nullptr);
       list.push_back(std::move(f));
     }

@@ -57,6 +57,7 @@ struct FairCandidate {
   double score = 0;
   std::string tenant;
   std::optional<double> cpus;  // the job's CPU cores ("" = one)
+  std::int64_t enqueued_ms = 0;  // when it became available (a locality hold's cutoff compares it)
 };
 // [usage] A fair queue's layout and its tenants' use as stored (the usage hash's two
 // raw values per name: _lib_accounting.lua's layout), read without folding the

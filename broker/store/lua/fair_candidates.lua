@@ -20,7 +20,7 @@
 -- Reply: {fair_tenants JSON ('' = none), usage_half_life_ms ('' = the default),
 --         {name, decayed use, held use, ...} for '*', each named tenant and each tenant
 --         met, then per class {class id, {class band, slot, job id, score, tenant,
---         cpus, ...}}}
+--         cpus, enqueued_at (ms: a locality hold's cutoff compares it), ...}}}
 local raw = redis.call('HMGET', KEYS[1], 'fair_tenants', 'usage_half_life_ms')
 local fc = fair_config(KEYS[1])
 local depth = math.max(tonumber(ARGV[1]) or 1, 1)
@@ -30,11 +30,11 @@ for name in pairs(fc.tenants) do tenants[name] = true end
 
 local function list(out, cb, slot, r)
   for i = 1, #r, 2 do
-    local f = redis.call('HMGET', KEYS[3] .. r[i], 'tenant', 'cpus')
+    local f = redis.call('HMGET', KEYS[3] .. r[i], 'tenant', 'cpus', 'enqueued_at')
     local tenant = f[1] or ''
     tenants[tenant] = true
     out[#out + 1] = int_s(cb); out[#out + 1] = int_s(slot); out[#out + 1] = r[i]; out[#out + 1] = r[i + 1]
-    out[#out + 1] = tenant; out[#out + 1] = f[2] or ''
+    out[#out + 1] = tenant; out[#out + 1] = f[2] or ''; out[#out + 1] = f[3] or '0'
   end
 end
 

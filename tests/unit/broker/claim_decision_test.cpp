@@ -148,6 +148,25 @@ TEST(ClaimDecision, FairTenantOrderServesTheLowerShareFirstWhateverItsSlotOrAge)
   EXPECT_EQ(plan.picks[0].job_id, "b-young") << "team-b holds nothing: its share is the lower";
 }
 
+// Delay scheduling under the fair order: when the job the order offers in a class is
+// too young for this (cold) worker, the class waits for a warm one; another tenant's
+// older job of it does not take the slot against the order.
+TEST(ClaimDecision, FairLocalityHoldKeepsTheClassWhenItsOfferedJobIsYoung) {
+  ClaimSnapshot snap;
+  snap.fair = true;
+  snap.heads = {{"c", fair_score(1, 1, 1)}, {"d", fair_score(1, 1, 2)}};
+  std::vector<EligibleClass> eligible{cls("c", 1), cls("d", 1)};
+  eligible[0].hold_enqueued_after_ms = 1000;  // c prefers a model this worker lacks
+  auto fair = fair_detail_of("tenant");
+  fair.classes["c"] = {{1, 1, "a-old", fair_score(1, 1, 1), "team-a", {}, 500}, {1, 2, "b-young", fair_score(1, 2, 9), "team-b", {}, 2000}};
+  fair.classes["d"] = {{1, 1, "a-d", fair_score(1, 1, 2), "team-a", {}, 500}};
+  ClaimDecisionInput in{snap, eligible, 1, 0};
+  in.fair = &fair;
+  EXPECT_EQ(decide_claim(in).picks.at(0).job_id, "a-d") << "c's offer (team-b's) is held; a-old does not jump the order";
+  fair.classes["c"][1].enqueued_ms = 900;  // b's job has waited the delay
+  EXPECT_EQ(decide_claim(in).picks.at(0).job_id, "b-young");
+}
+
 TEST(ClaimDecision, FairClassOrderServesTheHigherClassFirstThenTheLowerShare) {
   ClaimSnapshot snap;
   snap.fair = true;
