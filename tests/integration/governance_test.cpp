@@ -299,6 +299,12 @@ TEST_F(Governance, LedgerEqualsActiveJobsAfterABrokerIsKilledMidLoad) {
     api.push(job(queue, {{"ext_ml_gpu_count", 1 + i % 3}, {"meta", {{"tenant_id", i % 2 ? "team-a" : "team-b"}}}}));
   auto victim = std::make_unique<BrokerProcess>(redis.url());
   const std::string urls[2] = {broker.url(), victim->url()};
+  // One job claimed through the victim whose worker never ACKs: at the kill the victim's
+  // workers hold at least it, whichever part of their fetch-ACK cycle the others are in
+  // (a kill that found them all between an ACK and the next FETCH, or refused by the
+  // budget, left nothing held, 1 run in 6 on a loaded machine).
+  Api held_via_victim(victim->url());
+  ASSERT_EQ(held_via_victim.fetch({queue}, "k-held", 1, gpu_worker(8)).size(), 1u);
   std::atomic<bool> stop{false};
   std::vector<std::thread> fetchers;
   for (int t = 0; t < 16; ++t) {
