@@ -542,28 +542,24 @@ class Simulation {
       const auto& s = jobs_[static_cast<std::size_t>(j)];
       return s.worker < 0 && !s.done;
     };
+    const auto hold_for = [&](int j, int cls, double until) {  // what both kinds of hold name
+      broker::CapacityHold h;
+      h.worker_id = w.spec->id;
+      h.for_job = std::to_string(j);
+      h.queue = BrokerQueue::kQueue;
+      h.class_id = classes_[static_cast<std::size_t>(cls)].id;
+      h.class_rank = broker::priority_class_rank(job(j).req);
+      h.until_ms = BrokerQueue::redis_ms(until);
+      return h;
+    };
     if (w.hold.job >= 0 && w.hold.until > now_ && waits(w.hold.job)) {  // capacity preemption's hold
-      broker::CapacityHold h;
-      h.worker_id = w.spec->id;
-      h.for_job = std::to_string(w.hold.job);
-      h.queue = BrokerQueue::kQueue;
-      h.class_id = classes_[static_cast<std::size_t>(w.hold.cls)].id;
-      h.class_rank = broker::priority_class_rank(job(w.hold.job).req);
-      h.victims = w.hold.victims;
-      h.until_ms = BrokerQueue::redis_ms(w.hold.until);
-      h.gpus = job(w.hold.job).req.gpu_count();
-      g.hold = std::move(h);
+      g.hold = hold_for(w.hold.job, w.hold.cls, w.hold.until);
+      g.hold->victims = w.hold.victims;
+      g.hold->gpus = job(w.hold.job).req.gpu_count();
     } else if (w.reservation.job >= 0 && w.reservation.until > now_ && waits(w.reservation.job)) {  // [backfill]
-      broker::CapacityHold h;
-      h.worker_id = w.spec->id;
-      h.for_job = std::to_string(w.reservation.job);
-      h.queue = BrokerQueue::kQueue;
-      h.class_id = classes_[static_cast<std::size_t>(w.reservation.cls)].id;
-      h.class_rank = broker::priority_class_rank(job(w.reservation.job).req);
-      h.backfill_start_ms = BrokerQueue::redis_ms(w.reservation.start);
-      h.until_ms = BrokerQueue::redis_ms(w.reservation.until);
-      h.gpus = w.reservation.gpus;
-      g.hold = std::move(h);
+      g.hold = hold_for(w.reservation.job, w.reservation.cls, w.reservation.until);
+      g.hold->backfill_start_ms = BrokerQueue::redis_ms(w.reservation.start);
+      g.hold->gpus = w.reservation.gpus;
     }
     return g;
   }
