@@ -25,7 +25,8 @@ void register_system_api(Router& router, ApiContext& ctx, obs::Observability& ob
                                         {"uri", "https://openjobspec.org/spec/extensions/ml-resources"},
                                         {"version", "1.0"}},
                                        {{"name", "admin-api"}, {"uri", "urn:ojs:ext:admin-api"}, {"version", "1.0.0"}},
-                                       {{"name", "backpressure"}, {"uri", "urn:ojs:ext:backpressure"}, {"version", "1.0.0-rc.1"}}}}}},
+                                       {{"name", "backpressure"}, {"uri", "urn:ojs:ext:backpressure"}, {"version", "1.0.0-rc.1"}},
+                                       {{"name", "durable-execution"}, {"uri", "urn:ojs:ext:durable-execution"}, {"version", "1.0.0-rc.1"}}}}}},
     });
   });
 

@@ -337,7 +337,7 @@ TEST_F(SpecFidelity, AdminApiListsQueuesJobsAndStats) {
   std::set<std::string> names;
   const json official = api.get("/ojs/manifest").body["extensions"]["official"];
   for (const auto& e : official) names.insert(e["name"].get<std::string>());
-  EXPECT_EQ(names, (std::set<std::string>{"ml-resources", "admin-api", "backpressure"}));
+  EXPECT_EQ(names, (std::set<std::string>{"ml-resources", "admin-api", "backpressure", "durable-execution"}));
 }
 
 TEST_F(SpecFidelity, AdminBulkActionsOnTheDeadLetterAndCancel) {
