@@ -158,9 +158,10 @@ json Checkpoints::save_state(const std::string& id, const json& body) {
     throw OjsError(ErrorCode::payload_too_large,
                    "checkpoint state is " + std::to_string(state.size()) + " bytes as JSON; the limit is " + std::to_string(kMaxStateBytes),
                    {{"field", "state"}, {"limit_bytes", kMaxStateBytes}});
-  const auto record = jobs_.get(id);
-  if (!record) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
-  const Transition t = transitions_.durable_checkpoint(record->queue(), id, true, worker, state);
+  // Its queue from the directory: the job itself (with up to 1 MiB of earlier state) is not read.
+  const auto queue = jobs_.queue_of(id);
+  if (!queue) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
+  const Transition t = transitions_.durable_checkpoint(*queue, id, true, worker, state);
   if (t.status == TransitionStatus::not_found) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
   if (t.status != TransitionStatus::ok)
     throw OjsError(ErrorCode::conflict, "cannot save a checkpoint for job " + id + " in state '" + t.detail + "'",

@@ -18,6 +18,8 @@ class JobReads {
   explicit JobReads(RedisPool& redis) : redis_(redis), directory_(redis) {}
 
   std::optional<JobRecord> get(const std::string& id);  // through the job directory
+  // The queue of a job (the job directory), without reading the job.
+  std::optional<std::string> queue_of(const std::string& id) { return directory_.queue_of(id); }
   std::optional<JobRecord> get(const std::string& queue, const std::string& id);
   // Several jobs in one round trip ({queue, id} each); nullopt where absent.
   std::vector<std::optional<JobRecord>> get_many(const std::vector<std::pair<std::string, std::string>>& jobs);
