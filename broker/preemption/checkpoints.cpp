@@ -83,12 +83,23 @@ json checkpoint_document(const std::string& id, const json& body, const std::vec
 // [durable] ojs-durable-execution.md 9.1: a checkpoint's state is capped at 1 MB.
 constexpr std::size_t kMaxStateBytes = 1048576;
 
-json Checkpoints::commit(const std::string& id, const json& body) {
-  if (body.is_object() && body.contains("state")) return save_state(id, body);  // [durable] the other flavour, same route
+namespace {
+
+// The job id checked and the worker a checkpoint of either kind is saved as ('' =
+// any holder): a bound token saves only as itself; the script then checks the holder.
+std::string saving_worker(const std::string& id, const json& body) {
   if (!is_uuidv7(id)) throw invalid_field("job_id", "must be a lowercase UUIDv7 job id");
   std::string worker;
   if (body.is_object() && body.contains("worker_id")) worker = require_worker_id(body["worker_id"], "worker_id");
-  auth::authorize_worker_id(worker);  // a bound token commits only as itself; checkpoint.lua then checks the holder
+  auth::authorize_worker_id(worker);
+  return worker;
+}
+
+}  // namespace
+
+json Checkpoints::commit(const std::string& id, const json& body) {
+  if (body.is_object() && body.contains("state")) return save_state(id, body);  // [durable] the other flavour, same route
+  const std::string worker = saving_worker(id, body);
   const json checkpoint = checkpoint_document(id, body, prefixes_);
   auto record = jobs_.get(id);
   if (!record) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
@@ -149,10 +160,7 @@ json Checkpoints::read(const std::string& id) {
 json Checkpoints::save_state(const std::string& id, const json& body) {
   if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
   if (!body.contains("state")) throw invalid_field("state", "is required (any JSON value)");
-  if (!is_uuidv7(id)) throw invalid_field("job_id", "must be a lowercase UUIDv7 job id");
-  std::string worker;
-  if (body.contains("worker_id")) worker = require_worker_id(body["worker_id"], "worker_id");
-  auth::authorize_worker_id(worker);  // a bound token saves only as itself; the script then checks the holder
+  const std::string worker = saving_worker(id, body);
   const std::string state = body["state"].dump(-1, ' ', false, json::error_handler_t::strict);
   if (state.size() > kMaxStateBytes)
     throw OjsError(ErrorCode::payload_too_large,
