@@ -111,16 +111,32 @@ const std::vector<std::string>& system_managed_fields() {
 }
 
 namespace {
-RetryPolicy parse_retry_fields(const json& v, const std::string& field) {
+// A well-formed value that breaks a retry-policy rule (ojs-retry.md's MUST reject):
+// 422 validation_error, as the level-1 cases expect. A value of the wrong type, a
+// malformed duration or a number too large to hold stays 400 invalid_request, as
+// everywhere else in the envelope (ojs-http-binding.md §16.3): one status per kind.
+OjsError broken_policy_rule(const std::string& field, const std::string& rule) {
+  const auto form = invalid_field(field, rule);
+  return OjsError(ErrorCode::validation_error, form.what(), form.details());
+}
+}  // namespace
+
+RetryPolicy parse_retry_policy(const json& v, const std::string& field) {
   if (!v.is_object()) throw invalid_field(field, "must be an object");
   RetryPolicy p;
-  if (v.contains("max_attempts")) p.max_attempts = static_cast<int>(require_int(v["max_attempts"], field + ".max_attempts", 0, 1000000));
+  if (v.contains("max_attempts")) {
+    const auto& n = v["max_attempts"];
+    if (!n.is_number_integer()) throw invalid_field(field + ".max_attempts", "must be an integer");
+    if (n.is_number_unsigned() ? n.get<std::uint64_t>() > 1000000 : (n.get<std::int64_t>() < 0 || n.get<std::int64_t>() > 1000000))
+      throw broken_policy_rule(field + ".max_attempts", "must be between 0 and 1000000");
+    p.max_attempts = n.get<int>();
+  }
   if (v.contains("initial_interval")) p.initial_interval_ms = require_duration(v["initial_interval"], field + ".initial_interval");
   if (v.contains("max_interval")) p.max_interval_ms = require_duration(v["max_interval"], field + ".max_interval");
   if (v.contains("backoff_coefficient")) {
     if (!v["backoff_coefficient"].is_number()) throw invalid_field(field + ".backoff_coefficient", "must be a number >= 1.0");
     p.backoff_coefficient = v["backoff_coefficient"].get<double>();
-    if (!(p.backoff_coefficient >= 1.0)) throw invalid_field(field + ".backoff_coefficient", "must be a number >= 1.0");
+    if (!(p.backoff_coefficient >= 1.0)) throw broken_policy_rule(field + ".backoff_coefficient", "must be a number >= 1.0");
   }
   if (v.contains("jitter")) {
     if (!v["jitter"].is_boolean()) throw invalid_field(field + ".jitter", "must be a boolean");
@@ -148,18 +164,6 @@ RetryPolicy parse_retry_fields(const json& v, const std::string& field) {
     p.backoff_type = bt.get<std::string>();
   }
   return p;
-}
-}  // namespace
-
-// A retry policy that breaks a rule is well-formed JSON the server will not run:
-// 422 validation_error (ojs-retry.md "MUST reject"; the level-1 cases expect 422),
-// where envelope format errors stay 400 invalid_request (ojs-http-binding.md §16.3).
-RetryPolicy parse_retry_policy(const json& v, const std::string& field) {
-  try {
-    return parse_retry_fields(v, field);
-  } catch (const OjsError& e) {
-    throw OjsError(ErrorCode::validation_error, e.what(), e.details());
-  }
 }
 
 std::int64_t retry_delay_ms(const RetryPolicy& p, int attempt, double unit_random) {

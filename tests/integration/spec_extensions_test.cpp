@@ -387,13 +387,25 @@ TEST_F(SpecExtensions, ProgressMessageIsStoredAndReturned) {
 TEST_F(SpecExtensions, BadRetryPolicyIsAValidationError) {
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};
-  for (const json& retry : {json{{"max_attempts", -1}}, json{{"backoff_coefficient", 0.5}}, json{{"initial_interval", "soon"}},
-                            json("three times")}) {
+  // A well-formed value breaking a policy rule: 422 validation_error (the level-1 cases).
+  for (const json& retry : {json{{"max_attempts", -1}}, json{{"max_attempts", 1000001}}, json{{"max_attempts", 18446744073709551615ULL}},
+                            json{{"backoff_coefficient", 0.5}}}) {
     json job = job_in("rv-q");
     job["options"]["retry"] = retry;
     const auto r = api.post("/ojs/v1/jobs", job);
     EXPECT_EQ(r.status, 422) << retry.dump() << ": " << r.body.dump();
     EXPECT_EQ(r.body["error"]["code"], "validation_error") << r.body.dump();
+    EXPECT_EQ(r.body["error"]["details"]["field"].get<std::string>().rfind("retry", 0), 0u) << r.body.dump();
+  }
+  // A value of the wrong type, a malformed duration or a number too large to hold is a
+  // format error, as anywhere in the envelope: 400 invalid_request.
+  for (const json& retry : {json{{"initial_interval", "soon"}}, json("three times"), json{{"max_attempts", 2.5}},
+                            json{{"max_attempts", 1e20}}, json{{"backoff_coefficient", "2"}}}) {
+    json job = job_in("rv-q");
+    job["options"]["retry"] = retry;
+    const auto r = api.post("/ojs/v1/jobs", job);
+    EXPECT_EQ(r.status, 400) << retry.dump() << ": " << r.body.dump();
+    EXPECT_EQ(r.body["error"]["code"], "invalid_request") << r.body.dump();
     EXPECT_EQ(r.body["error"]["details"]["field"].get<std::string>().rfind("retry", 0), 0u) << r.body.dump();
   }
   // Envelope format errors stay 400 invalid_request.
