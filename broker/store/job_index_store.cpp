@@ -80,7 +80,7 @@ std::vector<std::string> JobIndexStore::purge_finished(const std::string& queue,
                                                        int limit) {
   std::vector<std::string> out;
   const auto reply = redis_.eval("purge_finished", {keys::finished_prefix(queue), keys::job_prefix(queue), keys::dead(queue),
-                                                   keys::log_prefix(queue)},
+                                                   keys::log_prefix(queue), keys::classes(queue), keys::classes_version(queue)},
                                  {state, std::to_string(before_ms), std::to_string(limit)});
   for (const auto& e : reply.elements) out.push_back(e.str);
   return out;

@@ -27,7 +27,9 @@ inline std::string ready(const std::string& queue, const std::string& cls) { ret
 // with no ready job is absent. Claim reads every eligible class's head from it in one
 // command; every write to a ready set keeps it (_lib.lua ready_add / ready_remove).
 inline std::string class_heads(const std::string& queue) { return queue_prefix(queue) + "heads"; }  // zset class id -> head score
-inline std::string classes(const std::string& queue) { return queue_prefix(queue) + "classes"; }  // hash class id -> canonical JSON
+// The requirement classes: hash class id -> canonical JSON, and '#' + class id -> the
+// number of stored jobs in it; the class goes when that reaches 0 (_lib.lua class_enter / class_leave).
+inline std::string classes(const std::string& queue) { return queue_prefix(queue) + "classes"; }
 inline std::string classes_version(const std::string& queue) { return queue_prefix(queue) + "classes:ver"; }  // string, bumped per new class
 inline std::string delayed(const std::string& queue) { return queue_prefix(queue) + "delayed"; }  // zset id -> due ms
 inline std::string active(const std::string& queue) { return queue_prefix(queue) + "active"; }    // zset id -> visibility deadline ms

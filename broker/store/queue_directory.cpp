@@ -61,7 +61,9 @@ ClassSet QueueDirectory::load_classes(const std::string& queue) {
   ClassSet set;
   set.version = replies[0].is_nil() ? "0" : replies[0].str;
   const auto& arr = replies[1].elements;
-  for (std::size_t i = 0; i + 1 < arr.size(); i += 2) set.classes[arr[i].str] = arr[i + 1].str;
+  for (std::size_t i = 0; i + 1 < arr.size(); i += 2) {
+    if (!arr[i].str.starts_with('#')) set.classes[arr[i].str] = arr[i + 1].str;  // '#' + id: the class's job count
+  }
   return set;
 }
 

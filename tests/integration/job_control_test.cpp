@@ -4,6 +4,8 @@
 // re-classed in one step. Producers act on their tenant's jobs only, admins on all.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 #include "support/role_tokens.hpp"
@@ -96,6 +98,54 @@ TEST_F(JobControl, PatchReclassesAJobSoAnotherWorkerTakesIt) {
   // A running job is no longer waiting: 409.
   auto late = team_a.call("PATCH", job_path(id), {{"priority", 1}});
   EXPECT_EQ(late.status, 409) << late.body.dump();
+}
+
+// #47.9: each distinct PATCH left a requirement class behind for good; FETCH, the
+// estimate and promotion re-read them all. A class goes with its last job.
+TEST_F(JobControl, AClassGoesWithItsLastJob) {
+  const std::string q = "jc-classes";
+  const std::string classes_key = "ojs:{" + q + "}:classes";
+  auto classes = [&] {
+    std::vector<std::string> out;
+    for (const auto& f : redis_lines(redis, {"HKEYS", classes_key}))
+      if (!f.empty() && f[0] != '#') out.push_back(f);
+    return out;
+  };
+  const auto stays = team_a.push(ml_job(q, {{"ext_ml_gpu_type", "nvidia-h100"}, {"ext_ml_gpu_count", 1}}));
+  const auto moved = team_a.push(ml_job(q, {{"ext_ml_gpu_type", "nvidia-h100"}, {"ext_ml_gpu_count", 1}}));
+  ASSERT_EQ(classes().size(), 1u);
+  for (int vram = 1; vram <= 30; ++vram) {
+    auto r = team_a.call("PATCH", job_path(moved), {{"ext_ml_gpu_type", "nvidia-a100"}, {"ext_ml_gpu_memory_gb", vram}});
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+  }
+  // The first class still holds `stays`; of the 30 classes `moved` went through, its last.
+  EXPECT_EQ(classes().size(), 2u);
+  EXPECT_EQ(team_a.get(job_path(moved)).body["job"]["ext_ml_gpu_memory_gb"], 30);
+  auto got = pool.fetch({q}, "pool-a100", 1, caps("4xa100-pcie"));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], moved);
+  ASSERT_EQ(pool.post("/ojs/v1/workers/ack", {{"job_id", moved}, {"worker_id", "pool-a100"}}).status, 200);
+  // A finished job keeps its class (a retry goes back into it) until it is purged.
+  EXPECT_EQ(classes().size(), 2u);
+  auto purged = admin.call("DELETE", "/ojs/v1/admin/queues/" + q + "/jobs", {{"states", {"completed"}}, {"confirm", true}});
+  ASSERT_EQ(purged.status, 200) << purged.body.dump();
+  EXPECT_EQ(purged.body["purged_count"], 1);
+  EXPECT_EQ(classes().size(), 1u);
+  got = pool.fetch({q}, "pool-h100", 1, caps("dgx-h100"));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], stays);
+
+  // A class stored before jobs were counted (no '#' entry) is never dropped: other
+  // jobs stored then may still name it.
+  const auto legacy = team_a.push(ml_job(q, {{"ext_ml_gpu_type", "nvidia-l4"}, {"ext_ml_gpu_count", 1}}));
+  std::string l4_class;
+  for (const auto& c : classes())
+    if (redis_lines(redis, {"HGET", classes_key, c}).front().find("nvidia-l4") != std::string::npos) l4_class = c;
+  ASSERT_FALSE(l4_class.empty());
+  redis_lines(redis, {"HDEL", classes_key, "#" + l4_class});
+  ASSERT_EQ(team_a.call("PATCH", job_path(legacy), {{"ext_ml_gpu_type", "nvidia-a100"}}).status, 200);
+  const auto left = classes();
+  EXPECT_NE(std::find(left.begin(), left.end(), l4_class), left.end()) << "an untracked class was dropped";
 }
 
 TEST_F(JobControl, PatchOfAHeldJobKeepsItHeldInItsNewClass) {

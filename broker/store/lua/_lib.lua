@@ -220,6 +220,40 @@ local function ready_remove(heads, ready_key, class, id)
   if redis.call('ZREM', ready_key, id) == 1 then head_refresh(heads, ready_key, class) end
 end
 
+-- [classes] The classes hash (keys.hpp classes) holds each requirement class's
+-- canonical JSON under its id, and under '#' .. id the number of stored jobs in the
+-- class (any state, until the job is deleted): the class goes when that number
+-- reaches 0, so classes left behind by PATCH or by finished jobs purged do not pile
+-- up in the list every FETCH and estimate reads. A class stored before the count
+-- existed is marked untracked (a count no decrement reaches) and kept, as before.
+local CLASS_UNTRACKED = 4503599627370496  -- 2^52
+
+-- A job enters `class` (PUSH, a workflow step stored, PATCH to a new class).
+-- [hotpath] One call for a class that exists.
+local function class_enter(classes, classes_ver, class, class_json)
+  if redis.call('HINCRBY', classes, '#' .. class, 1) ~= 1 then return end
+  if redis.call('HSETNX', classes, class, class_json) == 1 then
+    redis.call('INCR', classes_ver)  -- a new class: the brokers' class caches read it
+  else
+    redis.call('HSET', classes, '#' .. class, CLASS_UNTRACKED)  -- stored before the count: kept
+  end
+end
+
+-- A job leaves `class` for good (its hash deleted, or PATCHed to another class).
+local function class_leave(classes, classes_ver, class)
+  if not class or class == '' then return end
+  local n = redis.call('HINCRBY', classes, '#' .. class, -1)
+  if n == 0 then
+    redis.call('HDEL', classes, class, '#' .. class)
+    redis.call('INCR', classes_ver)
+  elseif n < 0 then
+    redis.call('HSET', classes, '#' .. class, CLASS_UNTRACKED)  -- stored before the count: kept
+  end
+end
+
+-- Whether a field of the classes hash is a class (not its job count).
+local function is_class_field(field) return field:byte(1) ~= 35 end  -- 35: '#'
+
 -- [backpressure] ojs-backpressure.md §3: a queue's depth is its non-terminal jobs
 -- waiting to run (available + scheduled + retryable + pending): every non-empty ready
 -- set (one per class, found through the class heads), the delayed zset and the

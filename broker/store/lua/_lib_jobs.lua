@@ -20,7 +20,7 @@ end
 --       escalations / reservation_waits)}
 -- Returns the job hash as a flat array.
 local function store_new_job(k, job, now)
-  if redis.call('HSETNX', k.classes, job.class, job.class_json) == 1 then redis.call('INCR', k.classes_ver) end
+  class_enter(k.classes, k.classes_ver, job.class, job.class_json)
   redis.call('HSET', k.job, 'id', job.id, 'class', job.class, 'rank_base', job.rank_base, 'attempt', 0, 'created_at', now,
              unpack(job.fields))
   -- The job as _lib's helpers see it, from what this script holds (no read back).

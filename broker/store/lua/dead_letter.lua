@@ -4,8 +4,9 @@
 --   cancelled job.
 -- discard: the job is removed from the dead letter queue and deleted.
 -- Each leaves the finished index of its state (keys.hpp finished_prefix).
--- KEYS (8): 1 job hash, 2 dead, 3 ready prefix (+ the job's class), 4 seq, 5 events, 6 class heads,
---           7 finished prefix (keys.hpp finished_prefix), 8 the job's log (keys.hpp log: deleted with it)
+-- KEYS (10): 1 job hash, 2 dead, 3 ready prefix (+ the job's class), 4 seq, 5 events, 6 class heads,
+--           7 finished prefix (keys.hpp finished_prefix), 8 the job's log (keys.hpp log: deleted with it),
+--           9 classes hash, 10 classes version ([classes] a discarded job leaves its class)
 -- ARGV: id, action (retry | retry_finished | discard)
 -- Reply: {'ok', job fields ({} after discard)} | {'not_found'} | {'conflict', state} (retry_finished)
 local id, action = ARGV[1], ARGV[2]
@@ -14,6 +15,7 @@ local dead = redis.call('ZREM', KEYS[2], id) == 1
 if not dead and action ~= 'retry_finished' then return {'not_found'} end
 if action == 'discard' then
   redis.call('ZREM', KEYS[7] .. 'discarded', id)
+  class_leave(KEYS[9], KEYS[10], redis.call('HGET', jk, 'class'))
   redis.call('DEL', jk, KEYS[8])
   return {'ok', {}}
 end

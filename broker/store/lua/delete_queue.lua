@@ -13,7 +13,10 @@
 --            the usage hash, totals, hourly rollup and journal (deleted with the queue)
 -- ARGV: (none)
 -- Reply: {'ok'} or {'not_empty', jobs}
-local classes = redis.call('HKEYS', KEYS[1])
+local classes = {}
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if is_class_field(field) then classes[#classes + 1] = field end  -- not the job counts
+end
 local jobs = 0
 for _, class in ipairs(classes) do jobs = jobs + redis.call('ZCARD', KEYS[2] .. class) end
 for i = 3, 5 do jobs = jobs + redis.call('ZCARD', KEYS[i]) end

@@ -37,7 +37,7 @@ for i = 9, #ARGV, 2 do
 end
 local depth, bound, strategy = over_depth_bound(KEYS[11], KEYS[10], KEYS[12], KEYS[5], KEYS[13], KEYS[7], job, 1, {cfg[2], cfg[3]})  -- [backpressure]
 if depth then return {'queue_full', depth .. ' ' .. bound .. ' ' .. strategy} end
-if redis.call('HSETNX', KEYS[2], class, class_json) == 1 then redis.call('INCR', KEYS[3]) end
+class_enter(KEYS[2], KEYS[3], class, class_json)
 local state, at_field, at
 if scheduled_at ~= '' and tonumber(scheduled_at) > now then
   state, at_field, at = 'scheduled', 'scheduled_at', scheduled_at

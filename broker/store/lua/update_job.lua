@@ -19,7 +19,10 @@ if not job then return {'not_found'} end
 local s = job.state
 if s ~= 'available' and s ~= 'scheduled' and s ~= 'retryable' and s ~= 'pending' then return {'conflict', s} end
 if job.doc ~= expected_doc then return {'stale'} end
-if redis.call('HSETNX', KEYS[4], class, class_json) == 1 then redis.call('INCR', KEYS[5]) end
+if class ~= job.class then  -- [classes] the job's count moves with it; an emptied class goes
+  class_enter(KEYS[4], KEYS[5], class, class_json)
+  class_leave(KEYS[4], KEYS[5], job.class)
+end
 local base = tonumber(order_base ~= '' and order_base or rank_base)
 local set = {'class', class, 'rank_base', rank_base}
 if order_base ~= '' then set[#set + 1], set[#set + 2] = 'order_base', order_base end
