@@ -35,6 +35,7 @@
 #include "broker/store/upkeep_store.hpp"
 #include "broker/store/usage_store.hpp"
 #include "broker/store/progress_store.hpp"
+#include "broker/store/idempotency_store.hpp"
 #include "broker/store/unique_store.hpp"
 #include "broker/store/workflow_store.hpp"
 #include "broker/store/cron_store.hpp"
@@ -55,7 +56,7 @@ struct BrokerApp::Impl {
     explicit Stores(RedisPool& redis)
         : transitions(redis), directory(redis), reads(redis), queues(redis), claims(redis), dead(redis), upkeep(redis),
           health(redis), marks(redis), index(redis), history(redis), usage(redis), progress(redis), unique(redis),
-          workflows(redis) {}
+          idempotency(redis), workflows(redis) {}
     JobStore transitions;  // PUSH, ACK, FAIL, CANCEL, BEAT, checkpoints
     JobDirectory directory;
     JobReads reads;
@@ -70,6 +71,7 @@ struct BrokerApp::Impl {
     UsageStore usage;
     ProgressStore progress;
     UniqueStore unique;
+    IdempotencyStore idempotency;  // PUSH's Idempotency-Key records
     WorkflowStore workflows;
   };
   std::unique_ptr<Stores> stores;
@@ -170,7 +172,7 @@ void BrokerApp::start() {
   i.tenants = std::make_unique<admin::TenantScanSources>(admin::TenantScanSources{st.index, st.queues});
   i.admin = std::make_unique<admin::Sources>(admin::Sources{*i.listing, *i.dead_letter, *i.bulk, *i.history, *i.usage, *i.tenants});
   i.batch = std::make_unique<BatchPushSources>(BatchPushSources{*i.push, st.queues, st.transitions});
-  i.unique = std::make_unique<UniquePushSources>(UniquePushSources{*i.push, st.unique});
+  i.unique = std::make_unique<UniquePushSources>(UniquePushSources{*i.push, st.unique, st.idempotency});
   i.progress = std::make_unique<ProgressSources>(ProgressSources{st.directory, st.reads, st.progress});
   i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.push, *i.fetch, *i.views, *i.reaper, *i.queues, *i.workers,
                                                   *i.batch, *i.unique, *i.progress, *i.admin, std::chrono::steady_clock::now(),

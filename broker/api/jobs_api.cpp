@@ -8,6 +8,7 @@
 #include "broker/api/tenant_header.hpp"
 #include "broker/auth/identity.hpp"
 #include "broker/estimate/estimate_service.hpp"
+#include "broker/uniqueness/idempotent_push.hpp"
 #include "broker/uniqueness/unique_push.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/uuid.hpp"
@@ -72,7 +73,25 @@ PushResult push_waiting_for_room(ApiContext& ctx, const HttpRequest& r, const nl
 
 void register_jobs_api(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/jobs", [&ctx](const HttpRequest& r) {
-    auto pushed = push_waiting_for_room(ctx, r, with_tenant_header(parse_json_body(r), r), block_timeout(r));
+    auto body = with_tenant_header(parse_json_body(r), r);
+    const auto timeout = block_timeout(r);
+    auto push = [&](const nlohmann::json& b) { return push_waiting_for_room(ctx, r, b, timeout); };
+    PushResult pushed;
+    if (const auto key = r.headers.find("idempotency-key"); key != r.headers.end()) {  // ojs-bulk-operations.md §10
+      const auto once = push_once(ctx.unique.idempotency, key->second, auth::tenant_scope(), std::move(body),
+                                  {push, [&ctx](const std::string& id) { return ctx.views.tenant_of(id).has_value(); }});
+      if (!once.replayed_job_id.empty()) {  // a retry: the job its key's first request stored, as it is now
+        ObjectText out;
+        out.put_json("job", ctx.views.info(once.replayed_job_id));
+        auto reply = object_reply(201, out);
+        reply.headers.emplace_back("Location", "/ojs/v1/jobs/" + once.replayed_job_id);
+        reply.headers.emplace_back("Idempotent-Replayed", "true");
+        return reply;
+      }
+      pushed = once.pushed;
+    } else {
+      pushed = push(body);
+    }
     ObjectText out;
     out.put("job", pushed.job.str());
     // on_conflict "ignore": 200 with the existing job (spec/ojs-unique-jobs.md 5.4)

@@ -7,13 +7,13 @@ namespace ojs::broker {
 namespace {
 // §20.2's values, plus what this broker's own endpoints use: PUT (queue config,
 // progress), PATCH (job update), If-Match (config writes), X-OJS-Tenant, OJS-Block-Timeout (backpressure),
-// Last-Event-ID (SSE); the backpressure and ETag headers are exposed too.
+// Last-Event-ID (SSE), Idempotency-Key (PUSH); the backpressure, ETag and replay headers are exposed too.
 constexpr const char* kMethods = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 constexpr const char* kHeaders =
-    "Content-Type, Accept, Authorization, X-Request-Id, OJS-Version, X-OJS-Tenant, If-Match, OJS-Block-Timeout, Last-Event-ID";
+    "Content-Type, Accept, Authorization, X-Request-Id, OJS-Version, X-OJS-Tenant, If-Match, OJS-Block-Timeout, Last-Event-ID, Idempotency-Key";
 constexpr const char* kExposed =
     "X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, OJS-Version, Retry-After, "
-    "X-OJS-Queue-Depth, X-OJS-Queue-Bound, X-OJS-Queue-Pressure, ETag, Location";
+    "X-OJS-Queue-Depth, X-OJS-Queue-Bound, X-OJS-Queue-Pressure, ETag, Location, Idempotent-Replayed";
 constexpr const char* kMaxAge = "86400";  // §20.2: 24 hours
 }  // namespace
 

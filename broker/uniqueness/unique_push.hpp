@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/jobs/push_service.hpp"
+#include "broker/store/idempotency_store.hpp"
 #include "broker/store/unique_store.hpp"
 
 namespace ojs::broker {
@@ -20,6 +21,7 @@ struct PushResult {
 struct UniquePushSources {
   PushService& push;
   UniqueStore& unique;
+  IdempotencyStore& idempotency;  // PUSH under an Idempotency-Key (idempotent_push.hpp)
 };
 
 PushResult push_job(UniquePushSources& s, const nlohmann::json& body);

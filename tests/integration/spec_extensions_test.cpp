@@ -64,6 +64,7 @@ TEST_F(SpecExtensions, CorsPreflightAndHeadersOnlyForListedOrigins) {
   EXPECT_NE(header(pre, "access-control-allow-methods").find("DELETE"), std::string::npos);
   EXPECT_NE(header(pre, "access-control-allow-headers").find("Authorization"), std::string::npos);
   EXPECT_NE(header(pre, "access-control-allow-headers").find("X-Request-Id"), std::string::npos);
+  EXPECT_NE(header(pre, "access-control-allow-headers").find("Idempotency-Key"), std::string::npos);  // a browser's retried PUSH
   EXPECT_EQ(header(pre, "access-control-max-age"), "86400");
 
   const auto get = raw(broker.url(), "GET", "/ojs/v1/queues", {}, {"Origin: https://ops.example"});
@@ -71,6 +72,7 @@ TEST_F(SpecExtensions, CorsPreflightAndHeadersOnlyForListedOrigins) {
   EXPECT_EQ(header(get, "access-control-allow-origin"), "https://ops.example");
   EXPECT_NE(header(get, "access-control-expose-headers").find("X-Request-Id"), std::string::npos);
   EXPECT_NE(header(get, "access-control-expose-headers").find("Retry-After"), std::string::npos);
+  EXPECT_NE(header(get, "access-control-expose-headers").find("Idempotent-Replayed"), std::string::npos);
   EXPECT_EQ(header(get, "vary"), "Origin");
 
   // Not listed: nothing that would let a browser read the answer; never "*".
