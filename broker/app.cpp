@@ -137,7 +137,9 @@ void BrokerApp::start() {
     url = i.embedded->url();
   }
   // One idle connection per handler thread, plus the background loop's.
-  i.redis = std::make_unique<RedisPool>(parse_redis_url(url), static_cast<std::size_t>(i.config.handler_threads) + 2);
+  auto endpoint = parse_redis_url(url);
+  endpoint.replica_wait = {i.config.redis_replica_acks, i.config.redis_replica_wait_ms};
+  i.redis = std::make_unique<RedisPool>(std::move(endpoint), static_cast<std::size_t>(i.config.handler_threads) + 2);
   if (!i.redis->ping())
     spdlog::warn("Redis at {} is not reachable yet; requests get 503 until it is (the pre-cluster key migration runs at the next start)",
                  i.redis->endpoint().describe());

@@ -36,6 +36,15 @@ int main(int argc, char** argv) {
   cli.add_option("--redis", config.redis_url,
                  "Redis URL (redis://host:port/db, unix:///path, or redis-cluster://host:port,host:port,... for a Redis Cluster). "
                  "Empty: start an embedded redis-server");
+  cli.add_option("--redis-replica-acks", config.redis_replica_acks,
+                 "Replicas that must confirm each write (WAIT) before it is answered as done, so a failover cannot undo it "
+                 "(0: replication stays asynchronous; docs/operations.md, \"What a failover can lose\")")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 16));
+  cli.add_option("--redis-replica-wait-ms", config.redis_replica_wait_ms,
+                 "How long a write waits for --redis-replica-acks replicas; beyond it the request answers 503 (a PUSH 504 with its id)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 60000));
   cli.add_option("--data-dir", config.data_dir, "Data directory of the embedded redis-server")->capture_default_str();
   cli.add_option("--redis-server", config.redis_server_binary, "redis-server binary for the embedded mode")->capture_default_str();
   cli.add_option("--visibility-timeout-ms", config.default_visibility_timeout_ms, "Default visibility timeout")->capture_default_str();

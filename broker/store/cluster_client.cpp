@@ -212,11 +212,17 @@ std::vector<RedisValue> ClusterRouter::pipeline(const std::vector<std::vector<st
       auto& [node, indexes] = group;
       std::vector<std::vector<std::string>> batch;
       std::vector<std::size_t> reply_of;  // batch position of each command's reply
+      bool writes = false;
       for (const auto i : indexes) {
         if (asked[i]) batch.push_back({"ASKING"});
         reply_of.push_back(batch.size());
         batch.push_back(commands[i]);
+        writes = writes || may_write(commands[i]);
       }
+      // [issue #47.25] The master's replicas confirm what this connection wrote, or the
+      // round trip is not answered as done (a failover could undo it).
+      const bool wait = writes && options_.replica_wait.enabled();
+      if (wait) batch.push_back(options_.replica_wait.command());
       RedisPool& pool = pool_for(node);
       std::vector<RedisValue> replies;
       try {
@@ -231,6 +237,15 @@ std::vector<RedisValue> ClusterRouter::pipeline(const std::vector<std::vector<st
         // Lost in flight: the command may have run, so it is the caller's to retry.
         pool.drop_idle();
         throw;
+      }
+      if (wait) {
+        const auto& confirmed = replies.back();
+        // Only what ran here counts: a command redirected (MOVED, ASK) wrote nothing on
+        // this master and is sent again below, with a WAIT of its own.
+        bool wrote = false;
+        for (std::size_t k = 0; k < indexes.size(); ++k)
+          wrote = wrote || (classify(replies[reply_of[k]]) == ReplyAction::done && may_write(commands[indexes[k]]));
+        if (wrote) require_replicas(options_.replica_wait, confirmed.is_error() ? 0 : confirmed.integer, node.describe());
       }
       for (std::size_t k = 0; k < indexes.size(); ++k) {
         const auto i = indexes[k];

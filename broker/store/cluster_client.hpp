@@ -47,6 +47,7 @@ class ClusterRouter {
     std::string password;
     std::size_t pool_size = 4;  // idle connections per master
     std::chrono::milliseconds failover_bound{15000};
+    ReplicaWait replica_wait;  // WAIT behind each master's share of a writing round trip
   };
   explicit ClusterRouter(Options options);
   ~ClusterRouter();

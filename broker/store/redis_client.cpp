@@ -122,6 +122,7 @@ RedisPool::RedisPool(RedisEndpoint endpoint, std::size_t size) : endpoint_(std::
     }
     options.password = endpoint_.password;
     options.pool_size = size;
+    options.replica_wait = endpoint_.replica_wait;
     cluster_ = std::make_unique<cluster::ClusterRouter>(std::move(options));
   }
 }
@@ -226,8 +227,20 @@ std::vector<RedisValue> RedisPool::pipeline_once(const std::vector<std::vector<s
   }
   if (check_slots_)
     for (const auto& argv : commands) cluster::command_slot(argv);
-  auto out = send(commands);
+  const auto& wait = endpoint_.replica_wait;
+  if (!wait.enabled() || std::none_of(commands.begin(), commands.end(), may_write)) {
+    auto out = send(commands);
+    throw_on_outage(out, endpoint_.describe());
+    return out;
+  }
+  // [issue #47.25] WAIT on the connection that wrote: it counts the replicas that have
+  // everything this connection wrote.
+  auto batch = commands;
+  batch.push_back(wait.command());
+  auto out = send(batch);
   throw_on_outage(out, endpoint_.describe());
+  require_replicas(wait, out.back().is_error() ? 0 : out.back().integer, endpoint_.describe());
+  out.pop_back();
   return out;
 }
 

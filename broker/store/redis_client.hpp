@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/store/replica_wait.hpp"
 #include "broker/store/store_error.hpp"
 
 struct redisContext;
@@ -29,6 +30,7 @@ struct RedisEndpoint {
   std::string password;
   int db = 0;
   std::vector<std::string> cluster_seeds;  // redis-cluster://: "host:port" of nodes to discover the slots from
+  ReplicaWait replica_wait;  // replicas each writing round trip waits for (replica_wait.hpp)
   std::string describe() const;
 };
 

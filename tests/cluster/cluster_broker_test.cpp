@@ -9,6 +9,8 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <map>
 #include <set>
 #include <mutex>
@@ -179,6 +181,52 @@ TEST_F(BrokerOnCluster, MasterKilledUnderLoadLosesNoJob) {
   }
   std::cout << "failover: " << acks_at_kill << " ACKs before the kill, " << lost_acks << " lost with the old master, " << unavailable << " 503 answers, "
             << ack_conflicts << " ACKs answered non-200" << std::endl;
+}
+
+// --redis-replica-acks on a cluster (issue #47 item 25): each master's share of a
+// writing round trip ends with WAIT there, so an ACK answered 200 is on the replica
+// that would take over; with that replica stalled, the ACK is 503 and is retried.
+TEST_F(BrokerOnCluster, AnAckIsAnsweredOnlyOnceTheReplicaHasIt) {
+  const std::string q = "wait-q";
+  // The replica of the master serving the queue's slot, from CLUSTER NODES ("id
+  // host:port@bus flags master-id ..."; CLUSTER SLOTS may list no replica yet).
+  const auto map = SlotMap::from_cluster_slots(RedisPool(node(base_), 1).command({"CLUSTER", "SLOTS"}));
+  const int master_port = map.master_of(key_slot(q))->port;
+  std::vector<std::vector<std::string>> nodes;
+  std::istringstream text(RedisPool(node(base_), 1).command({"CLUSTER", "NODES"}).str);
+  for (std::string line; std::getline(text, line);) {
+    std::istringstream fields(line);
+    nodes.emplace_back(std::istream_iterator<std::string>(fields), std::istream_iterator<std::string>());
+  }
+  std::string master_id;
+  for (const auto& n : nodes)
+    if (n.size() > 3 && n[1].rfind("127.0.0.1:" + std::to_string(master_port) + "@", 0) == 0) master_id = n[0];
+  int replica_port = 0;
+  for (const auto& n : nodes)
+    if (n.size() > 3 && n[3] == master_id && n[2].find("slave") != std::string::npos)
+      replica_port = std::stoi(n[1].substr(n[1].find(':') + 1));
+  ASSERT_GT(replica_port, 0) << "no replica serves the queue's slot";
+  pid_t replica = 0;
+  std::ifstream(dir_ + "/node-" + std::to_string(replica_port - base_) + "/redis.pid") >> replica;
+  ASSERT_GT(replica, 0);
+
+  test::BrokerProcess broker{seeds(), {"--redis-replica-acks", "1", "--redis-replica-wait-ms", "300"}};
+  test::Api api(broker.url());
+  const auto id = api.push(gpu_job(q));
+  const auto got = api.fetch({q}, "wait-w", 1, {{"capabilities", gpu_capabilities()}});
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(kill(replica, SIGSTOP), 0);
+  const auto stalled = api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "wait-w"}});
+  ASSERT_EQ(kill(replica, SIGCONT), 0);
+  EXPECT_EQ(stalled.status, 503) << stalled.body.dump();
+  int status = 0;
+  for (int attempt = 0; attempt < 100 && status != 200; ++attempt) {  // the worker's retry, while the replica catches up
+    status = static_cast<int>(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "wait-w"}}).status);
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(status, 200);
+  RedisPool replica_pool(node(replica_port), 1);
+  EXPECT_EQ(replica_pool.pipeline({{"READONLY"}, {"HGET", "ojs:{" + q + "}:job:" + id, "state"}}).back().str, "completed");
 }
 
 }  // namespace
