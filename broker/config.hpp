@@ -18,7 +18,7 @@ struct BrokerConfig {
   std::size_t max_body_bytes = 4 * 1024 * 1024;
 
   std::string redis_url;          // empty: start an embedded redis-server
-  // [issue #47.25] Replicas each write must reach before it is answered as done (WAIT),
+  // Replicas each write must reach before it is answered as done (WAIT),
   // and how long it may wait for them (beyond: 503, or 504 with the id for a PUSH).
   int redis_replica_acks = 0;
   int redis_replica_wait_ms = 1000;

@@ -219,7 +219,7 @@ std::vector<RedisValue> ClusterRouter::pipeline(const std::vector<std::vector<st
         batch.push_back(commands[i]);
         writes = writes || may_write(commands[i]);
       }
-      // [issue #47.25] The master's replicas confirm what this connection wrote, or the
+      // The master's replicas confirm what this connection wrote, or the
       // round trip is not answered as done (a failover could undo it).
       const bool wait = writes && options_.replica_wait.enabled();
       if (wait) batch.push_back(options_.replica_wait.command());

@@ -153,7 +153,7 @@ inline const std::string cron_leader = "ojs:{_global}:cron:leader";
 inline const std::string cron_due = "ojs:{_global}:cron:due";
 inline const std::string cron_deferred = "ojs:{_global}:cron:deferred";
 inline const std::string cron_tenants = "ojs:{_global}:cron:tenants";
-// [idempotency] A PUSH's Idempotency-Key: SHA-256 hex of (operation, tenant, key) ->
+// A PUSH's Idempotency-Key: SHA-256 hex of (operation, tenant, key) ->
 // "job id request digest", expiring 24 h after the first request (IdempotencyStore).
 inline std::string idempotency(const std::string& scope) { return "ojs:{_global}:idempotency:" + scope; }
 inline const std::string& worker_index = workers;  // (spec's name for the same key)

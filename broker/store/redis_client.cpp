@@ -233,7 +233,7 @@ std::vector<RedisValue> RedisPool::pipeline_once(const std::vector<std::vector<s
     throw_on_outage(out, endpoint_.describe());
     return out;
   }
-  // [issue #47.25] WAIT on the connection that wrote: it counts the replicas that have
+  // WAIT on the connection that wrote: it counts the replicas that have
   // everything this connection wrote.
   auto batch = commands;
   batch.push_back(wait.command());

@@ -1,4 +1,4 @@
-// [issue #47.25] A write answered as done must survive a failover: with
+// A write answered as done must survive a failover: with
 // --redis-replica-acks N, every round trip that writes ends with WAIT N <bound> on the
 // same connection, and a write fewer than N replicas confirmed within the bound is
 // not answered as done (StoreNotReplicated: its outcome is unknown, like a timeout).

@@ -220,7 +220,7 @@ local function ready_remove(heads, ready_key, class, id)
   if redis.call('ZREM', ready_key, id) == 1 then head_refresh(heads, ready_key, class) end
 end
 
--- [classes] The classes hash (keys.hpp classes) holds each requirement class's
+-- The classes hash (keys.hpp classes) holds each requirement class's
 -- canonical JSON under its id, and under '#' .. id the number of stored jobs in the
 -- class (any state, until the job is deleted): the class goes when that number
 -- reaches 0, so classes left behind by PATCH or by finished jobs purged do not pile
@@ -229,7 +229,7 @@ end
 local CLASS_UNTRACKED = 4503599627370496  -- 2^52
 
 -- A job enters `class` (PUSH, a workflow step stored, PATCH to a new class).
--- [hotpath] One call for a class that exists.
+-- One call for a class that exists (the PUSH path).
 local function class_enter(classes, classes_ver, class, class_json)
   if redis.call('HINCRBY', classes, '#' .. class, 1) ~= 1 then return end
   if redis.call('HSETNX', classes, class, class_json) == 1 then

@@ -1,4 +1,4 @@
--- [idempotency] Gives an Idempotency-Key back after its PUSH was refused (nothing was
+-- Gives an Idempotency-Key back after its PUSH was refused (nothing was
 -- stored), only while it still holds what this PUSH wrote: a retry that took it over
 -- meanwhile keeps it.
 -- KEYS (1): 1 the key's record (keys.hpp idempotency, global slot)

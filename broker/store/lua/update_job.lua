@@ -19,7 +19,7 @@ if not job then return {'not_found'} end
 local s = job.state
 if s ~= 'available' and s ~= 'scheduled' and s ~= 'retryable' and s ~= 'pending' then return {'conflict', s} end
 if job.doc ~= expected_doc then return {'stale'} end
-if class ~= job.class then  -- [classes] the job's count moves with it; an emptied class goes
+if class ~= job.class then  -- the job's count moves with it; an emptied class goes
   class_enter(KEYS[4], KEYS[5], class, class_json)
   class_leave(KEYS[4], KEYS[5], job.class)
 end
