@@ -1,5 +1,7 @@
 #include "broker/jobs/job_views.hpp"
 
+#include "broker/jobs/checkpoint_lag.hpp"
+
 #include "broker/jobs/job_service.hpp"
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
@@ -45,6 +47,14 @@ json JobViews::diagnosis(const std::string& id) {
     std::string where;
     if (record->state() == "active" && record->has("worker_id")) where = " on worker " + record->get("worker_id");
     out["message"] = "not waiting: " + record->state() + where + "; the refusals are its class's, for its jobs still waiting";
+    if (const auto lag = checkpoint_lag(*record, now_ms())) {
+      out["checkpoint"] = {{"interval_s", lag->interval_s}, {"since", format_rfc3339(lag->since_ms)}, {"overdue", lag->overdue}};
+      if (lag->overdue) {
+        out["checkpoint"]["overdue_by_s"] = lag->overdue_by_ms / 1000;
+        out["message"] = out["message"].get<std::string>() + "; its checkpoint is overdue: none since " + format_rfc3339(lag->since_ms) +
+                         " (every " + std::to_string(lag->interval_s) + " s expected): preempted now, it would lose that work";
+      }
+    }
   }
   out["requirements"] = json::parse(queues_.load_classes(record->queue()).classes[record->get("class")], nullptr, false);
   if (record->state() == "available") {  // [backfill] the worker held for it, and from when
@@ -53,6 +63,17 @@ json JobViews::diagnosis(const std::string& id) {
                                      {"until", format_rfc3339(hold->until_ms)}, {"gpus", hold->gpus}};
   }
   return out;
+}
+
+int JobViews::checkpoints_overdue(const std::string& queue) {
+  std::vector<std::pair<std::string, std::string>> ids;
+  for (const auto& [id, worker] : reads_.active_jobs(queue)) ids.emplace_back(queue, id);
+  const auto now = now_ms();
+  int overdue = 0;
+  for (const auto& job : reads_.get_many(ids))
+    if (job)
+      if (const auto lag = checkpoint_lag(*job, now); lag && lag->overdue) ++overdue;
+  return overdue;
 }
 
 json JobViews::queue_diagnosis(const std::string& queue) {

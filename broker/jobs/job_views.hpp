@@ -26,6 +26,7 @@ class JobViews {
   nlohmann::json diagnosis(const std::string& id);          // why a job waits
   nlohmann::json queue_diagnosis(const std::string& queue); // per class: waiting jobs and why
   std::optional<std::string> tenant_of(const std::string& id);  // the job's tenant ("" = none); nullopt: no such job
+  int checkpoints_overdue(const std::string& queue);            // running jobs of the queue late to checkpoint (checkpoint_lag.hpp)
 
  private:
   DiagnosisReview review();  // the diagnosis end of the scheduling pipeline, over this broker's stores

@@ -102,6 +102,7 @@ json queue_overview(const OverviewSources& ctx, const std::string& name) {
   q["budget"] = governance::budget_limits_json(use);
   const auto preempted = stored_counts.find("preempted");
   q["preemptions"] = preempted == stored_counts.end() ? 0 : preempted->second;
+  q["checkpoints_overdue"] = ctx.views.checkpoints_overdue(name);
   json classes = json::array();
   const json diagnosis = ctx.views.queue_diagnosis(name);
   for (const auto& c : diagnosis["classes"]) {
@@ -180,6 +181,11 @@ void render_cluster_metrics(const json& overview, Exposition& out) {
             [&](const json& q, const std::string& name) {
               for (const auto& [limit, value] : q["budget"].items())
                 out.sample("ojs_queue_gpu_budget", {{"queue", name}, {"limit", limit}}, value.get<double>());
+            });
+  per_queue("ojs_queue_checkpoints_overdue", "gauge",
+            "Running jobs with ext_ml_checkpoint_enabled that committed no checkpoint for over twice their interval",
+            [&](const json& q, const std::string& name) {
+              out.sample("ojs_queue_checkpoints_overdue", {{"queue", name}}, q["checkpoints_overdue"].get<double>());
             });
   per_queue("ojs_preemptions_total", "counter", "Jobs preempted in the queue (stats hash field 'preempted')",
             [&](const json& q, const std::string& name) { out.sample("ojs_preemptions_total", {{"queue", name}}, q["preemptions"].get<double>()); });
