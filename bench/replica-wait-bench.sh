@@ -37,13 +37,7 @@ measure() {
   local port; port=$(sed -n 's/.*OJS_BROKER_READY port=\([0-9]*\).*/\1/p' "$DATA/broker.out")
   "$BUILD_DIR/bench/loadgen" --url "http://127.0.0.1:$port" --queue replicas --jobs "$JOBS" \
     --producers "$PRODUCERS" --workers "$WORKERS" --duration-s "$DURATION_S" --skip-plain --json >"$DATA/$label.json"
-  python3 - "$DATA/$label.json" "$label" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-for op in r["ops"]:
-    if op["op"] in ("PUSH (ml)", "FETCH+ACK (caps)"):
-        print(f'{sys.argv[2]:<10} {op["op"]:<18} {op["per_s"]:>8.0f}/s  p50 {op["p50_us"]/1000:6.2f} ms  p99 {op["p99_us"]/1000:6.2f} ms  errors {op["errors"]}')
-PY
+  "$ROOT/bench/common/loadgen-summary.py" "$DATA/$label.json" "$label"
   kill "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null || true; BROKER_PID=
 }
 
