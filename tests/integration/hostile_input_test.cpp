@@ -1,4 +1,4 @@
-// Hostile input (issue 12): each reproduction that once crashed, stalled or
+// Hostile input: each reproduction that once crashed, stalled or
 // corrupted the broker now gets a 4xx or the right behaviour, and the broker
 // stays up. Real redis-server, real broker, raw HTTP over loopback.
 #include <gtest/gtest.h>
@@ -40,7 +40,7 @@ bool wait_for(const std::function<bool()>& condition, int seconds = 30) {
 
 }  // namespace
 
-class Hardening : public ::testing::Test {
+class HostileInput : public ::testing::Test {
  protected:
   RedisServer redis;
   BrokerProcess broker{redis.url()};
@@ -50,7 +50,7 @@ class Hardening : public ::testing::Test {
 
 // #1: invalid UTF-8 in a path or query once killed the broker (json type_error 316
 // while rendering an error that echoed the path, outside any try).
-TEST_F(Hardening, InvalidUtf8InPathOrQueryIsRefusedAndTheBrokerStaysUp) {
+TEST_F(HostileInput, InvalidUtf8InPathOrQueryIsRefusedAndTheBrokerStaysUp) {
   const std::vector<std::pair<std::string, std::string>> probes = {
       {"GET", "/%ff"},
       {"PATCH", "/ojs/v1/jobs/%ff"},
@@ -74,7 +74,7 @@ TEST_F(Hardening, InvalidUtf8InPathOrQueryIsRefusedAndTheBrokerStaysUp) {
 }
 
 // #2: ~80,000 nested arrays anywhere in a body once segfaulted the broker.
-TEST_F(Hardening, DeeplyNestedBodiesAreRefusedWithTheDepthRule) {
+TEST_F(HostileInput, DeeplyNestedBodiesAreRefusedWithTheDepthRule) {
   const auto id = api.push(job("hard-deep"));
   api.fetch({"hard-deep"}, "w1");
   const std::string deep = nested_array(80000);
@@ -98,7 +98,7 @@ TEST_F(Hardening, DeeplyNestedBodiesAreRefusedWithTheDepthRule) {
 }
 
 // #3: a 10^20-day interval was stored as a negative duration and later threw in the reaper.
-TEST_F(Hardening, OverflowingDurationsAndTimesAreRefusedNamingTheField) {
+TEST_F(HostileInput, OverflowingDurationsAndTimesAreRefusedNamingTheField) {
   const std::vector<std::pair<json, std::string>> probes = {
       {{{"retry", {{"initial_interval", "P99999999999999999999D"}}}}, "retry.initial_interval"},
       {{{"retry", {{"max_interval", "PT1e400S"}}}}, "retry.max_interval"},
@@ -123,7 +123,7 @@ TEST_F(Hardening, OverflowingDurationsAndTimesAreRefusedNamingTheField) {
 // #3 (maintenance): one poison job (its retry policy no longer parses) once aborted
 // the reaper for every queue after it. Now it is dead-lettered with the parse
 // error and the other queues' expired reservations are still reclaimed.
-TEST_F(Hardening, APoisonJobIsDeadLetteredAndMaintenanceGoesOn) {
+TEST_F(HostileInput, APoisonJobIsDeadLetteredAndMaintenanceGoesOn) {
   const auto poison = api.push(job("hard-a-poison", {{"visibility_timeout_ms", 300}}));
   const auto healthy = api.push(job("hard-b-healthy", {{"visibility_timeout_ms", 300}, {"retry", {{"max_attempts", 5}}}}));
   // Corrupt the stored document the way the old overflow did, before the job is
@@ -151,7 +151,7 @@ TEST_F(Hardening, APoisonJobIsDeadLetteredAndMaintenanceGoesOn) {
 // #4 and #11: worker ids are validated before anything is written, so
 // "victim:jobs" cannot name worker victim's load hash, and a bad admin id
 // leaves no state behind that breaks the worker list.
-TEST_F(Hardening, WorkerIdsThatCouldShareAKeyAreRefused) {
+TEST_F(HostileInput, WorkerIdsThatCouldShareAKeyAreRefused) {
   const json caps = {{"gpu", {{"count", 1}, {"model", "A100"}, {"memory_gb", 80}}}};
   api.push(job("hard-ids"));
   for (const std::string& bad : std::vector<std::string>{"victim:jobs", "a/b", "", "-x", "sp ace", std::string(129, 'w')}) {
@@ -206,7 +206,7 @@ TEST(EmbeddedRedisLock, ASecondBrokerOnTheSameDataDirIsRefusedAndARestartAfterKi
 
 // #6 and #7: checkpoint URIs are parsed and normalised before the prefix check
 // (at PUSH and at commit), and steps are range-checked instead of wrapping.
-TEST(HardeningCheckpoints, UrisAreNormalisedBeforeThePrefixCheckAndStepsAreRangeChecked) {
+TEST(HostileInputCheckpoints, UrisAreNormalisedBeforeThePrefixCheckAndStepsAreRangeChecked) {
   RedisServer redis;
   BrokerProcess broker{redis.url(), {"--checkpoint-prefix", "s3://allowed/"}};
   Api api{broker.url()};
@@ -246,7 +246,7 @@ TEST(HardeningCheckpoints, UrisAreNormalisedBeforeThePrefixCheckAndStepsAreRange
 }
 
 // #8: 100k ids in one heartbeat and 200k queues in one FETCH stalled the broker.
-TEST_F(Hardening, PerRequestBoundsOnHeartbeatIdsAndFetchQueues) {
+TEST_F(HostileInput, PerRequestBoundsOnHeartbeatIdsAndFetchQueues) {
   json ids = json::array();
   for (int i = 0; i < 1001; ++i) ids.push_back("0196a0f0-0000-7000-8000-" + std::string(12 - std::to_string(i).size(), '0') + std::to_string(i));
   auto beat = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", "w1"}, {"active_jobs", ids}});
@@ -265,7 +265,7 @@ TEST_F(Hardening, PerRequestBoundsOnHeartbeatIdsAndFetchQueues) {
 }
 
 // #9: queues were unbounded and could not be deleted.
-TEST(HardeningQueues, QueueCountIsBoundedAndAnEmptyQueueCanBeDeleted) {
+TEST(HostileInputQueues, QueueCountIsBoundedAndAnEmptyQueueCanBeDeleted) {
   RedisServer redis;
   BrokerProcess broker{redis.url(), {"--max-queues", "3"}};
   Api api{broker.url()};
@@ -293,7 +293,7 @@ TEST(HardeningQueues, QueueCountIsBoundedAndAnEmptyQueueCanBeDeleted) {
 
 // #10: expires_at was accepted and ignored; an expired job is never delivered
 // (issue #27: one already past at PUSH is refused; expiry_test.cpp covers the rest).
-TEST_F(Hardening, AnExpiredJobIsDiscardedAndNeverDelivered) {
+TEST_F(HostileInput, AnExpiredJobIsDiscardedAndNeverDelivered) {
   const auto expired = api.post("/ojs/v1/jobs", job("hard-exp", {{"expires_at", "2020-01-01T00:00:00Z"}}));
   EXPECT_EQ(expired.status, 400) << expired.body.dump();
   EXPECT_EQ(expired.body["error"]["details"]["field"], "expires_at");
@@ -305,7 +305,7 @@ TEST_F(Hardening, AnExpiredJobIsDiscardedAndNeverDelivered) {
 }
 
 // #12: ml_limits.max_timeout_seconds was bypassed by a job without a timeout.
-TEST_F(Hardening, MaxTimeoutSecondsAppliesToAJobWithoutATimeout) {
+TEST_F(HostileInput, MaxTimeoutSecondsAppliesToAJobWithoutATimeout) {
   ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/queues/hard-to/config", {{"ml_limits", {{"max_timeout_seconds", 60}}}}).status, 200);
   const auto none = api.push(job("hard-to"));
   EXPECT_EQ(api.get("/ojs/v1/jobs/" + none).body["job"]["timeout_ms"], 60000);

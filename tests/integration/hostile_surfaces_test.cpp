@@ -1,6 +1,5 @@
-// Hardening II (issue 26): the surfaces added in the round before (events,
-// workflows, progress, gangs, worker documents, the HTTP server itself) under
-// hostile use. Each test names the item of the issue it proves.
+// Events, workflows, progress, gangs, worker documents and the HTTP server itself
+// under hostile use: each test reproduces a defect once found there.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -70,14 +69,14 @@ long long redis_calls(const RedisServer& redis, const std::string& command) {
 
 }  // namespace
 
-class Hardening2Tokens : public ::testing::Test, protected RoleTokenBroker {
+class HostileSurfacesTokens : public ::testing::Test, protected RoleTokenBroker {
  protected:
-  Hardening2Tokens() : RoleTokenBroker("hardening2") {}
+  HostileSurfacesTokens() : RoleTokenBroker("hostile_surfaces") {}
 };
 
 // Item 5: a worker that does not hold the job neither writes its progress nor
 // extends its reservation; another tenant neither reads nor writes it.
-TEST_F(Hardening2Tokens, ProgressIsTheHoldersAndItsTenants) {
+TEST_F(HostileSurfacesTokens, ProgressIsTheHoldersAndItsTenants) {
   const auto id = team_a.push(job("h2-prog"));
   ASSERT_EQ(node_a.fetch({"h2-prog"}, "node-a").size(), 1u);
 
@@ -105,7 +104,7 @@ TEST_F(Hardening2Tokens, ProgressIsTheHoldersAndItsTenants) {
   EXPECT_DOUBLE_EQ(team_a.get("/ojs/v1/jobs/" + id + "/progress").body["progress"].get<double>(), 0.5);
 }
 
-class Hardening2 : public ::testing::Test {
+class HostileSurfaces : public ::testing::Test {
  protected:
   RedisServer redis;
   BrokerProcess broker{redis.url()};
@@ -114,7 +113,7 @@ class Hardening2 : public ::testing::Test {
 
 // Item 19: a worker's capabilities document is bounded (bytes and list lengths),
 // on heartbeat and FETCH alike, with a 400 naming the field; nothing is stored.
-TEST_F(Hardening2, CapabilitiesDocumentsAreBounded) {
+TEST_F(HostileSurfaces, CapabilitiesDocumentsAreBounded) {
   const json big = {{"labels", {{"pad", std::string(70 * 1024, 'x')}}}};
   auto r = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", "fat-1"}, {"capabilities", big}});
   EXPECT_EQ(r.status, 400) << r.body.dump().substr(0, 300);
@@ -140,7 +139,7 @@ TEST_F(Hardening2, CapabilitiesDocumentsAreBounded) {
 
 // Item 3: a workflow step discarded because its expires_at passed ends its step,
 // on the plain claim and on the gang claim alike: the workflow does not stay running.
-TEST_F(Hardening2, AStepDiscardedByExpiresAtEndsItsWorkflowStep) {
+TEST_F(HostileSurfaces, AStepDiscardedByExpiresAtEndsItsWorkflowStep) {
   // expires_at 1-2 s ahead (a past one is refused at creation), then let it pass.
   const auto expired_by = std::chrono::system_clock::now() + std::chrono::seconds(3);
   const std::string soon = iso_in(std::chrono::milliseconds(1000));
@@ -168,7 +167,7 @@ TEST_F(Hardening2, AStepDiscardedByExpiresAtEndsItsWorkflowStep) {
 
 // Item 7: the ids a workflow reserved for later steps (and callbacks) are its own:
 // a plain PUSH naming one is a 409, and the step is later stored as the workflow's.
-TEST_F(Hardening2, APlainPushCannotTakeAChainStepsReservedId) {
+TEST_F(HostileSurfaces, APlainPushCannotTakeAChainStepsReservedId) {
   auto r = api.post("/ojs/v1/workflows", {{"type", "chain"}, {"steps", {job("h2-wf-id", "chain.first"), job("h2-wf-id", "chain.second")}}});
   ASSERT_EQ(r.status, 201) << r.body.dump();
   const std::string second = r.body["workflow"]["steps"][1]["job_id"];
@@ -190,7 +189,7 @@ TEST_F(Hardening2, APlainPushCannotTakeAChainStepsReservedId) {
 
 // Item 9 (slowloris): a half-sent request and an idle connection are closed by the
 // read and idle timeouts, unauthenticated or not.
-TEST(Hardening2Http, HalfSentRequestsAndIdleConnectionsAreClosed) {
+TEST(HostileSurfacesHttp, HalfSentRequestsAndIdleConnectionsAreClosed) {
   RedisServer redis;
   BrokerProcess broker{redis.url(), {"--http-header-timeout-ms", "300", "--http-idle-timeout-ms", "300", "--http-body-timeout-ms", "300"}};
   RawConnection half_header(broker.port());
@@ -207,7 +206,7 @@ TEST(Hardening2Http, HalfSentRequestsAndIdleConnectionsAreClosed) {
 
 // Item 9: at --max-connections, one more connection closes the one that has waited
 // longest for its request; /health still answers while many half-sent requests are open.
-TEST(Hardening2Http, TheConnectionCapClosesTheLongestWaitingAndHealthAnswers) {
+TEST(HostileSurfacesHttp, TheConnectionCapClosesTheLongestWaitingAndHealthAnswers) {
   RedisServer redis;
   BrokerProcess broker{redis.url(), {"--max-connections", "40", "--http-header-timeout-ms", "600000", "--http-idle-timeout-ms", "600000"}};
   std::vector<std::unique_ptr<RawConnection>> slow;
@@ -224,7 +223,7 @@ TEST(Hardening2Http, TheConnectionCapClosesTheLongestWaitingAndHealthAnswers) {
 // Item 1: event reads are bounded per request (kEventScanBudget entries over all
 // queues, paged; `truncated` says when it ran out), and a tenant-pinned reader is
 // filtered by the tenant carried in each entry, not by reading every job.
-TEST_F(Hardening2Tokens, EventReadsAreBoundedAndTenantFilteringReadsNoJobs) {
+TEST_F(HostileSurfacesTokens, EventReadsAreBoundedAndTenantFilteringReadsNoJobs) {
   std::vector<std::string> mine;
   for (int i = 0; i < 3; ++i) mine.push_back(team_a.push(job("h2-ev-a")));
   json batch = {{"jobs", json::array()}};
@@ -266,7 +265,7 @@ TEST_F(Hardening2Tokens, EventReadsAreBoundedAndTenantFilteringReadsNoJobs) {
 
 // Item 6: a chain step gets only its immediate parent's result (at its step index),
 // so storage grows with the results, not with their square.
-TEST_F(Hardening2, ChainStepsCarryOnlyTheirParentsResult) {
+TEST_F(HostileSurfaces, ChainStepsCarryOnlyTheirParentsResult) {
   std::vector<json> steps;
   for (int i = 0; i < 4; ++i) steps.push_back(job("h2-chain", "c.step" + std::to_string(i)));
   auto r = api.post("/ojs/v1/workflows", {{"type", "chain"}, {"steps", steps}});
@@ -293,7 +292,7 @@ TEST_F(Hardening2, ChainStepsCarryOnlyTheirParentsResult) {
 // Item 13: a PUSH that reached a stalled Redis (SIGSTOP) is answered 504
 // backend_timeout, not retryable, with the id it was sent under; resending it with
 // that id stores the job exactly once, however the stall ends.
-TEST_F(Hardening2, APushDuringARedisStallIsSafeToRetryWithItsId) {
+TEST_F(HostileSurfaces, APushDuringARedisStallIsSafeToRetryWithItsId) {
   api.push(job("h2-stall"));  // the queue exists; the pool holds connections
   std::string pid;
   for (const auto& line : redis_lines(redis, {"INFO", "server"}))
@@ -327,7 +326,7 @@ TEST_F(Hardening2, APushDuringARedisStallIsSafeToRetryWithItsId) {
 // Item 8: a gang that cannot form (no second worker exists) is released at its hold
 // deadline and then backs off: the worker it held runs the higher-priority 1-GPU
 // job that fits instead of being held again by the same gang on every FETCH.
-TEST_F(Hardening2, AGangThatCannotFormYieldsToAJobThatFits) {
+TEST_F(HostileSurfaces, AGangThatCannotFormYieldsToAJobThatFits) {
   const json w1 = {{"capabilities", example_worker("4xa100-pcie")}};
   api.push(ml_job("h2-gang", {{"ext_ml_gpu_count", 4}, {"ext_ml_gang", {{"size", 2}, {"timeout_seconds", 1}}}}));
   EXPECT_TRUE(api.fetch({"h2-gang"}, "w1", 1, w1).empty());  // held as rank 0
@@ -346,7 +345,7 @@ TEST_F(Hardening2, AGangThatCannotFormYieldsToAJobThatFits) {
 
 // Decided (docs/operations.md, Security): /health answers 503 while Redis answers
 // PING but refuses every write (OOM under maxmemory): the broker cannot serve.
-TEST_F(Hardening2, HealthIsUnavailableWhileRedisRefusesWrites) {
+TEST_F(HostileSurfaces, HealthIsUnavailableWhileRedisRefusesWrites) {
   ASSERT_EQ(api.get("/ojs/v1/health").status, 200);
   redis_lines(redis, {"CONFIG", "SET", "maxmemory-policy", "noeviction"});
   redis_lines(redis, {"CONFIG", "SET", "maxmemory", "1"});

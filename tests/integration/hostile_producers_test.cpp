@@ -1,6 +1,5 @@
-// Hostile use of cron, batch, unique PUSH, queue config and the embedded Redis
-// (issue 26, items 2, 4, 10, 11, 12, 14, 15, 16, 18). Each test reproduces a
-// defect found on de2fafa. Real redis-server, real broker, HTTP over loopback.
+// Hostile use of cron, batch, unique PUSH, queue config and the embedded Redis:
+// each test reproduces a defect once found there. Real redis-server, real broker, HTTP over loopback.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -55,13 +54,13 @@ const std::string kQueueDirectory = "ojs:{_global}:queues";
 
 }  // namespace
 
-class HardeningCronBatch : public ::testing::Test {
+class HostileProducers : public ::testing::Test {
  protected:
   RedisServer redis;
 };
 
 // #2: a team-b token listed team-a's crons with their args, overwrote one and deleted it.
-TEST_F(HardeningCronBatch, CronIsScopedToTheCallersTenant) {
+TEST_F(HostileProducers, CronIsScopedToTheCallersTenant) {
   const auto dir = make_temp_dir("h3-cron-scope");
   BrokerProcess broker{redis.url(), {"--auth-file", write_tenant_tokens(dir)}};
   Api a{broker.url(), "a-token"}, b{broker.url(), "b-token"}, ops{broker.url(), "admin-token"};
@@ -92,7 +91,7 @@ TEST_F(HardeningCronBatch, CronIsScopedToTheCallersTenant) {
 
 // #4: tick jobs carried no tenant (the owner got 404 on them, quotas and fair share
 // missed them) and were not charged to --push-rate.
-TEST_F(HardeningCronBatch, CronTicksCarryTheTenantAndAreChargedToThePushRate) {
+TEST_F(HostileProducers, CronTicksCarryTheTenantAndAreChargedToThePushRate) {
   const auto dir = make_temp_dir("h3-cron-tenant");
   BrokerProcess broker{redis.url(), {"--auth-file", write_tenant_tokens(dir), "--push-rate", "0.001", "--push-burst", "3"}};
   Api a{broker.url(), "a-token"}, worker{broker.url(), "worker-token"};
@@ -114,7 +113,7 @@ TEST_F(HardeningCronBatch, CronTicksCarryTheTenantAndAreChargedToThePushRate) {
 }
 
 // #15: "@every" with a huge duration overflowed (next_run_at in year -292275027).
-TEST_F(HardeningCronBatch, EveryDurationsAreBounded) {
+TEST_F(HostileProducers, EveryDurationsAreBounded) {
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};
   for (const std::string expr : {"@every 999999999h", "@every 999999999h999999999h999999999h999999999h999999999h",
@@ -131,7 +130,7 @@ TEST_F(HardeningCronBatch, EveryDurationsAreBounded) {
 }
 
 // #16: no bound on the number of crons or the expression's size.
-TEST_F(HardeningCronBatch, CronCountAndExpressionSizeAreBounded) {
+TEST_F(HostileProducers, CronCountAndExpressionSizeAreBounded) {
   const auto dir = make_temp_dir("h3-cron-caps");
   BrokerProcess broker{redis.url(), {"--auth-file", write_tenant_tokens(dir), "--max-crons", "3", "--max-crons-per-tenant", "2"}};
   Api a{broker.url(), "a-token"}, b{broker.url(), "b-token"};
@@ -161,7 +160,7 @@ TEST_F(HardeningCronBatch, CronCountAndExpressionSizeAreBounded) {
 // #16: every maintenance pass read every cron (20k idle crons: ~28% broker and 27%
 // Redis CPU). Now a pass reads the due ones only: over the passes that fire one
 // every-second cron, the Redis calls do not grow with 300 idle crons.
-TEST_F(HardeningCronBatch, IdleCronsCostNothingPerMaintenancePass) {
+TEST_F(HostileProducers, IdleCronsCostNothingPerMaintenancePass) {
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};
   for (int i = 0; i < 300; ++i)
@@ -185,7 +184,7 @@ TEST_F(HardeningCronBatch, IdleCronsCostNothingPerMaintenancePass) {
 
 // #11: one batch could create more queues than --max-queues, and a refused batch
 // registered its queues anyway.
-TEST_F(HardeningCronBatch, BatchChecksTheQueueCapAsAWholeAndRegistersNothingWhenRefused) {
+TEST_F(HostileProducers, BatchChecksTheQueueCapAsAWholeAndRegistersNothingWhenRefused) {
   BrokerProcess broker{redis.url(), {"--max-queues", "3"}};
   Api api{broker.url()};
   api.push(job("h3-q0"));
@@ -209,7 +208,7 @@ TEST_F(HardeningCronBatch, BatchChecksTheQueueCapAsAWholeAndRegistersNothingWhen
 
 // #12: refused batches and workflows and rejected or ignored unique PUSHes left
 // their reserved ids in the job directory (5 refused batches: +4,995 entries).
-TEST_F(HardeningCronBatch, RefusedRequestsReleaseTheIdsTheyReserved) {
+TEST_F(HostileProducers, RefusedRequestsReleaseTheIdsTheyReserved) {
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};
   const auto taken = api.push(job("h3-ids"));
@@ -240,7 +239,7 @@ TEST_F(HardeningCronBatch, RefusedRequestsReleaseTheIdsTheyReserved) {
 
 // #14: 50 concurrent unique PUSHes with on_conflict replace got 500s ("uniqueness
 // key kept changing") and left a cancelled holder whose replaced_by was never stored.
-TEST_F(HardeningCronBatch, ConcurrentUniqueReplaceNeverFailsAndReplacedByIsAlwaysStored) {
+TEST_F(HostileProducers, ConcurrentUniqueReplaceNeverFailsAndReplacedByIsAlwaysStored) {
   BrokerProcess broker{redis.url(), {"--handler-threads", "16"}};
   const json body = job("h3-unique", {{"args", {"k"}}, {"unique", {{"keys", {"type", "args"}}, {"on_conflict", "replace"}}}});
   for (int round = 0; round < 3; ++round) {
@@ -278,7 +277,7 @@ TEST_F(HardeningCronBatch, ConcurrentUniqueReplaceNeverFailsAndReplacedByIsAlway
 }
 
 // #18: a queue config with 4,000 tenant quotas answered 500 (Lua unpack limit).
-TEST_F(HardeningCronBatch, TenantQuotaListsAreBoundedAndWrittenInSlices) {
+TEST_F(HostileProducers, TenantQuotaListsAreBoundedAndWrittenInSlices) {
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};
   auto config_with = [](int tenants) {
@@ -297,7 +296,7 @@ TEST_F(HardeningCronBatch, TenantQuotaListsAreBoundedAndWrittenInSlices) {
 
 // #10: kill -9 of the embedded redis-server left the broker answering 503 forever
 // with a zombie child. The broker restarts it from its AOF.
-TEST(HardeningEmbeddedRedis, ABrokerRestartsItsKilledRedisFromTheAof) {
+TEST(HostileProducersEmbeddedRedis, ABrokerRestartsItsKilledRedisFromTheAof) {
   const std::string dir = make_temp_dir("h3-embedded") + "/data";
   BrokerProcess broker("", {"--data-dir", dir});
   Api api{broker.url()};
