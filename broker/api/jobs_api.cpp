@@ -78,17 +78,10 @@ void register_jobs_api(Router& router, ApiContext& ctx) {
     auto push = [&](const nlohmann::json& b) { return push_waiting_for_room(ctx, r, b, timeout); };
     PushResult pushed;
     if (const auto key = r.headers.find("idempotency-key"); key != r.headers.end()) {  // ojs-bulk-operations.md §10
-      const auto once = push_once(ctx.unique.idempotency, key->second, auth::tenant_scope(), std::move(body),
-                                  {push, [&ctx](const std::string& id) { return ctx.views.tenant_of(id).has_value(); }});
-      if (!once.replayed_job_id.empty()) {  // a retry: the job its key's first request stored, as it is now
-        ObjectText out;
-        out.put_json("job", ctx.views.info(once.replayed_job_id));
-        auto reply = object_reply(201, out);
-        reply.headers.emplace_back("Location", "/ojs/v1/jobs/" + once.replayed_job_id);
-        reply.headers.emplace_back("Idempotent-Replayed", "true");
-        return reply;
-      }
-      pushed = once.pushed;
+      const auto replayed = run_once(ctx.unique.idempotency, {"push", key->second, auth::tenant_scope()}, std::move(body),
+                                     {push_ids, with_push_ids, [&](const nlohmann::json& b) { pushed = push(b); },
+                                      [&ctx](const std::vector<std::string>& ids) { return ctx.views.tenant_of(ids.at(0)).has_value(); }});
+      if (!replayed.empty()) return replayed_reply(201, {{"job", ctx.views.info(replayed[0])}}, "/ojs/v1/jobs/" + replayed[0]);
     } else {
       pushed = push(body);
     }

@@ -74,6 +74,13 @@ HttpResponse json_reply(int status, const nlohmann::json& body) {
   return r;
 }
 
+HttpResponse replayed_reply(int status, const nlohmann::json& body, const std::string& location) {
+  auto r = json_reply(status, body);
+  if (!location.empty()) r.headers.emplace_back("Location", location);
+  r.headers.emplace_back("Idempotent-Replayed", "true");
+  return r;
+}
+
 HttpResponse object_reply(int status, const ObjectText& body) {
   HttpResponse r;
   r.status = status;

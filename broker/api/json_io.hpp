@@ -17,6 +17,10 @@ inline constexpr int kMaxJsonDepth = 64;
 nlohmann::json parse_json_body(const HttpRequest& request);
 HttpResponse json_reply(int status, const nlohmann::json& body);
 
+// A retry answered under its Idempotency-Key (ojs-bulk-operations.md §10): the first
+// request's status and `location`, what it stored as it is now, `Idempotent-Replayed: true`.
+HttpResponse replayed_reply(int status, const nlohmann::json& body, const std::string& location);
+
 // A reply assembled from members already serialized (FETCH, ACK, NACK).
 HttpResponse object_reply(int status, const ObjectText& body);
 

@@ -1,18 +1,19 @@
-// Idempotency-Key records (ojs-bulk-operations.md §10, for PUSH): the job a PUSH sent
-// under a key stored, with a digest of its request, kept 24 hours, so a client's retry
+// Idempotency-Key records (ojs-bulk-operations.md §10, for PUSH and batch PUSH): the
+// jobs a request sent under a key stored, with a digest of its request, kept 24 hours, so a client's retry
 // after a timeout or a lost reply gets that job instead of storing a second one.
 #pragma once
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "broker/store/redis_client.hpp"
 
 namespace ojs::broker {
 
 struct IdempotencyRecord {
-  std::string job_id;
-  std::string request_digest;  // SHA-256 hex of the request it was sent with
+  std::vector<std::string> job_ids;  // the job a PUSH stores, or a batch's jobs in order
+  std::string request_digest;        // SHA-256 hex of the request it was sent with
 };
 
 class IdempotencyStore {

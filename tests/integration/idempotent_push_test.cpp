@@ -23,9 +23,10 @@ struct Sent {
   std::map<std::string, std::string> headers;
 };
 
-Sent push_with_key(const std::string& url, const std::string& token, const json& job, const std::string& key) {
+Sent push_with_key(const std::string& url, const std::string& token, const json& job, const std::string& key,
+                   const std::string& path = "/ojs/v1/jobs") {
   ojs::HttpClient client({url, token});
-  const auto r = client.request("POST", "/ojs/v1/jobs", job.dump(), {"Content-Type: application/json", "Idempotency-Key: " + key});
+  const auto r = client.request("POST", path, job.dump(), {"Content-Type: application/json", "Idempotency-Key: " + key});
   return {r.status, json::parse(r.body, nullptr, false), r.headers};
 }
 
@@ -87,7 +88,7 @@ TEST_F(IdempotentPush, AKeyWhoseFirstPushNeverLandedStoresItOnceUnderItsId) {
   const json job = job_in("idem-lost");
   const std::string lost_id = "01900000-0000-7000-8000-000000000001";
   const auto scope = ojs::sha256_hex("push\nteam-a\nlost-reply");
-  redis_lines(redis, {"SET", "ojs:{_global}:idempotency:" + scope, lost_id + " " + ojs::sha256_hex(job.dump()), "EX", "600"});
+  redis_lines(redis, {"SET", "ojs:{_global}:idempotency:" + scope, ojs::sha256_hex(job.dump()) + " " + lost_id, "EX", "600"});
   const auto retry = push_with_key(broker.url(), "team-a-token", job, "lost-reply");
   ASSERT_EQ(retry.status, 201) << retry.body.dump();
   EXPECT_EQ(retry.body["job"]["id"], lost_id);
@@ -117,4 +118,23 @@ TEST_F(IdempotentPush, TheKeyIsChecked) {
     EXPECT_EQ(r.body["error"]["details"]["field"], "Idempotency-Key") << r.body.dump();
   }
   EXPECT_EQ(available(admin, "idem-key"), 0);
+}
+
+TEST_F(IdempotentPush, ABatchRetryGetsTheFirstBatchsJobs) {
+  const json batch = {{"jobs", {job_in("idem-batch"), job_in("idem-batch"), job_in("idem-batch")}}};
+  const auto first = push_with_key(broker.url(), "team-a-token", batch, "import-42", "/ojs/v1/jobs/batch");
+  ASSERT_EQ(first.status, 201) << first.body.dump();
+  ASSERT_EQ(first.body["count"], 3);
+  const auto retry = push_with_key(broker.url(), "team-a-token", batch, "import-42", "/ojs/v1/jobs/batch");
+  ASSERT_EQ(retry.status, 201) << retry.body.dump();
+  EXPECT_EQ(retry.headers.at("idempotent-replayed"), "true");
+  ASSERT_EQ(retry.body["count"], 3);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(retry.body["jobs"][i]["id"], first.body["jobs"][i]["id"]);
+  EXPECT_EQ(available(admin, "idem-batch"), 3);
+  // Keys are per operation (§10.2): the same key on a single PUSH is its own request.
+  EXPECT_EQ(push_with_key(broker.url(), "team-a-token", job_in("idem-batch"), "import-42").headers.count("idempotent-replayed"), 0u);
+  // Another batch under the key: 409.
+  const json other = {{"jobs", {job_in("idem-batch")}}};
+  EXPECT_EQ(push_with_key(broker.url(), "team-a-token", other, "import-42", "/ojs/v1/jobs/batch").status, 409);
+  EXPECT_EQ(available(admin, "idem-batch"), 4);
 }
