@@ -188,7 +188,7 @@ std::vector<ClassVerdict> Scheduler::judge(const ClassSet& classes, const Worker
       // Delay scheduling (bounded, never forever): a class that prefers a model this
       // worker lacks, or that a recently seen worker suits better, only gives this
       // worker jobs that already waited the locality delay.
-      // The locality_hold filter (pipeline/locality_hold_filter.hpp): held, per job.
+      // The locality hold (scheduling/locality_hold_filter.hpp): held, per job.
       const bool cold = !req.soft.locality_model_id.empty() && ml::locality_hold(req, caps, 0, scoring);
       std::optional<std::string> better;
       if (!req.soft.empty()) better = impl_->outscored(class_id, worker.worker_id, preference, now);
