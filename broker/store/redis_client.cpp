@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include <boost/asio/io_context.hpp>
+
 #include "broker/store/cluster_client.hpp"
 #include "broker/store/fiber_link.hpp"
 #include "broker/store/lua_scripts.hpp"
@@ -35,6 +37,22 @@ bool closed_by_server(redisContext* ctx) {
   pollfd p{ctx->fd, POLLIN, 0};
   return poll(&p, 1, 0) != 0;
 }
+
+// The fiber links of one loop, by pool id. A link's socket and timer belong to the
+// loop, so the links live in it (an asio service) and go when it shuts down, while
+// the services those objects use still exist: kept per thread instead, a loop
+// destroyed before its thread ended left them to a thread-exit destructor that
+// read its freed timer service (ASan: heap-use-after-free). Used only by the one
+// thread that runs the loop, as fibers are.
+class LoopFiberLinks : public boost::asio::execution_context::service {
+ public:
+  static inline boost::asio::execution_context::id id;
+  explicit LoopFiberLinks(boost::asio::execution_context& loop) : service(loop) {}
+  std::unordered_map<std::uint64_t, std::unique_ptr<FiberLink>> links;
+
+ private:
+  void shutdown() override { links.clear(); }
+};
 
 }  // namespace
 
@@ -246,8 +264,7 @@ std::vector<RedisValue> RedisPool::pipeline_once(const std::vector<std::vector<s
 
 // The connection of the calling fiber's thread to this pool's Redis (fiber_link.hpp).
 FiberLink& RedisPool::fiber_link(boost::asio::io_context& loop) {
-  thread_local std::unordered_map<std::uint64_t, std::unique_ptr<FiberLink>> links;  // by pool id: one thread, one loop
-  auto& link = links[id_];
+  auto& link = boost::asio::use_service<LoopFiberLinks>(loop).links[id_];
   if (!link) link = std::make_unique<FiberLink>(loop, [this] { return connect(); }, endpoint_.describe());
   return *link;
 }
