@@ -217,7 +217,7 @@ std::vector<RedisValue> ClusterRouter::pipeline(const std::vector<std::vector<st
         if (asked[i]) batch.push_back({"ASKING"});
         reply_of.push_back(batch.size());
         batch.push_back(commands[i]);
-        writes = writes || may_write(commands[i]);
+        writes = writes || (options_.replica_wait.enabled() && may_write(commands[i]));  // read only when WAIT is on
       }
       // The master's replicas confirm what this connection wrote, or the
       // round trip is not answered as done (a failover could undo it).
