@@ -29,6 +29,7 @@
 #include "broker/store/job_index_store.hpp"
 #include "broker/store/job_reads.hpp"
 #include "broker/store/preemption_store.hpp"
+#include "broker/store/cohort_store.hpp"
 #include "broker/store/queue_directory.hpp"
 #include "broker/store/redis_health.hpp"
 #include "broker/store/stats_history_store.hpp"
@@ -56,7 +57,7 @@ struct BrokerApp::Impl {
     explicit Stores(RedisPool& redis)
         : transitions(redis), directory(redis), reads(redis), queues(redis), claims(redis), dead(redis), upkeep(redis),
           health(redis), marks(redis), index(redis), history(redis), usage(redis), progress(redis), unique(redis),
-          idempotency(redis), workflows(redis) {}
+          idempotency(redis), workflows(redis), cohorts(redis) {}
     JobStore transitions;  // PUSH, ACK, FAIL, CANCEL, BEAT, checkpoints
     JobDirectory directory;
     JobReads reads;
@@ -73,6 +74,7 @@ struct BrokerApp::Impl {
     UniqueStore unique;
     IdempotencyStore idempotency;  // PUSH's Idempotency-Key records
     WorkflowStore workflows;
+    CohortStore cohorts;  // cohort members' settings and shares (the preemption controller's pass)
   };
   std::unique_ptr<Stores> stores;
   std::unique_ptr<Scheduler> scheduler;
@@ -261,7 +263,7 @@ void BrokerApp::start() {
   i.logs->start();
   i.maintenance = std::make_unique<Maintenance>(st.queues, st.upkeep, *i.reaper, *i.workers, i.config);
   i.preemption = std::make_unique<PreemptionController>(
-      st.reads, st.queues, st.marks, [jobs = i.jobs.get()](const std::string& id, const nlohmann::json& error) { jobs->fail(id, error, /*requeue=*/true); },
+      st.reads, st.queues, st.marks, st.cohorts, [jobs = i.jobs.get()](const std::string& id, const nlohmann::json& error) { jobs->fail(id, error, /*requeue=*/true); },
       *i.scheduler, *i.diagnosis, *i.workers, i.config);
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
   i.maintenance->add_step([c = i.cron.get()] { c->run_once(); });

@@ -118,6 +118,11 @@ std::string render_budget(const json& b) {
   out << "Queue:     " << field(b, "queue") << "\n";
   out << "GPUs:      " << field(used, "gpus") << " in use / " << field(limits, "max_total_gpus") << " max_total_gpus\n";
   out << "GPU jobs:  " << field(used, "gpu_jobs") << " running / " << field(limits, "max_concurrent_gpu_jobs") << " max_concurrent_gpu_jobs\n";
+  if (b.contains("cohort")) {
+    const auto& c = b["cohort"];
+    out << "Cohort:    " << field(c, "name") << ": nominal " << field(c, "nominal_gpus") << ", may hold " << field(c, "share_gpus")
+        << " now (lent " << field(c, "lent_gpus") << ", borrowed " << field(c, "borrowed_gpus") << ")\n";
+  }
   if (b.contains("tenants") && !b["tenants"].empty()) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& [tenant, t] : b["tenants"].items()) rows.push_back({tenant, field(t, "gpus_in_use"), field(t, "max_gpus")});

@@ -34,6 +34,14 @@ struct Budgets {
   std::optional<long long> max_concurrent_gpu_jobs;
   std::optional<long long> max_total_gpus;
   std::optional<double> max_total_gpu_memory_gb;
+  // Queues naming the same cohort share their idle GPU budget: max_total_gpus is
+  // the queue's guaranteed (nominal) share; it may take up to borrowing_limit GPUs
+  // more from the members' idle shares, and lends at most lending_limit of its own
+  // (unset: no bound). A lender gets its share back by preemption of the borrowers
+  // (docs/operations.md "Cohorts"). A cohort member must set max_total_gpus.
+  std::string cohort;
+  std::optional<long long> borrowing_limit;
+  std::optional<long long> lending_limit;
 };
 
 struct TenantQuotas {

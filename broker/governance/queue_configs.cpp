@@ -56,10 +56,20 @@ long long QueueConfigs::save(const std::string& queue, const QueueConfig& c, std
 
 json budget_limits_json(const BudgetUse& use) {
   json limits = json::object();
-  if (use.max_gpus && *use.max_gpus >= 0) limits["max_total_gpus"] = *use.max_gpus;
+  if (use.nominal_gpus && *use.nominal_gpus >= 0) limits["max_total_gpus"] = *use.nominal_gpus;  // a cohort's share: cohort_json
   if (use.max_jobs && *use.max_jobs >= 0) limits["max_concurrent_gpu_jobs"] = *use.max_jobs;
   if (use.max_gpu_mem_mb && *use.max_gpu_mem_mb >= 0) limits["max_total_gpu_memory_gb"] = ml::gpu_memory_gb(*use.max_gpu_mem_mb);
   return limits;
+}
+
+json cohort_json(const BudgetUse& use) {
+  if (use.cohort.empty() || !use.nominal_gpus) return nullptr;
+  const long long nominal = *use.nominal_gpus, share = use.max_gpus.value_or(nominal);
+  return {{"name", use.cohort},
+          {"nominal_gpus", nominal},
+          {"share_gpus", share},
+          {"lent_gpus", std::max(0LL, nominal - share)},
+          {"borrowed_gpus", use.borrowed_gpus}};
 }
 
 json QueueConfigs::budget(const std::string& queue) {
@@ -79,6 +89,7 @@ json QueueConfigs::budget(const std::string& queue) {
               {"in_use", {{"gpus", b.use.gpus_in_use}, {"gpu_jobs", b.use.gpu_jobs}, {"gpu_memory_gb", ml::gpu_memory_gb(b.use.gpu_mem_mb_in_use)}}},
               {"tenants", tenants}};
   if (quotas.count("*")) out["default_tenant_max_gpus"] = quotas.at("*");
+  if (const auto cohort = cohort_json(b.use); !cohort.is_null()) out["cohort"] = cohort;
   return out;
 }
 

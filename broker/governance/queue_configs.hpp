@@ -20,6 +20,9 @@ namespace ojs::broker::governance {
 // A queue budget's configured limits as the budget view and the overview show them:
 // {max_total_gpus?, max_concurrent_gpu_jobs?, max_total_gpu_memory_gb?}.
 nlohmann::json budget_limits_json(const BudgetUse& use);
+// A cohort member's place in its cohort {name, nominal_gpus, share_gpus (the share in
+// force), lent_gpus, borrowed_gpus}; null outside a cohort.
+nlohmann::json cohort_json(const BudgetUse& use);
 
 class QueueConfigs {
  public:

@@ -1,6 +1,7 @@
 #include "broker/jobs/job_views.hpp"
 
 #include "broker/jobs/checkpoint_lag.hpp"
+#include "broker/jobs/cohort_diagnosis.hpp"
 
 #include "broker/jobs/job_service.hpp"
 #include "broker/preemption/backfill.hpp"
@@ -57,6 +58,7 @@ json JobViews::diagnosis(const std::string& id) {
     }
   }
   out["requirements"] = json::parse(queues_.load_classes(record->queue()).classes[record->get("class")], nullptr, false);
+  if (auto cohort = cohort_diagnosis(reads_, queues_, *record); !cohort.is_null()) out["cohort"] = std::move(cohort);
   if (record->state() == "available") {  // [backfill] the worker held for it, and from when
     if (auto hold = backfill_hold_of(marks_, id))
       out["backfill_reservation"] = {{"worker_id", hold->worker_id}, {"start_at", format_rfc3339(hold->backfill_start_ms)},

@@ -100,6 +100,7 @@ json queue_overview(const OverviewSources& ctx, const std::string& name) {
   q["gpu_jobs_running"] = use.gpu_jobs;
   q["gpu_memory_gb_in_use"] = ml::gpu_memory_gb(use.gpu_mem_mb_in_use);
   q["budget"] = governance::budget_limits_json(use);
+  if (auto cohort = governance::cohort_json(use); !cohort.is_null()) q["cohort"] = std::move(cohort);
   const auto preempted = stored_counts.find("preempted");
   q["preemptions"] = preempted == stored_counts.end() ? 0 : preempted->second;
   q["checkpoints_overdue"] = ctx.views.checkpoints_overdue(name);
@@ -181,6 +182,16 @@ void render_cluster_metrics(const json& overview, Exposition& out) {
             [&](const json& q, const std::string& name) {
               for (const auto& [limit, value] : q["budget"].items())
                 out.sample("ojs_queue_gpu_budget", {{"queue", name}, {"limit", limit}}, value.get<double>());
+            });
+  per_queue("ojs_queue_gpus", "gauge",
+            "A cohort member's GPUs by kind: nominal (max_total_gpus), share (what it may hold now), lent (of its nominal, to "
+            "others), borrowed (held above its nominal, by jobs placed borrowing)",
+            [&](const json& q, const std::string& name) {
+              if (!q.contains("cohort")) return;
+              const auto& c = q["cohort"];
+              for (const char* kind : {"nominal", "share", "lent", "borrowed"})
+                out.sample("ojs_queue_gpus", {{"queue", name}, {"cohort", c["name"].get<std::string>()}, {"kind", kind}},
+                           c[std::string(kind) + "_gpus"].get<double>());
             });
   per_queue("ojs_queue_checkpoints_overdue", "gauge",
             "Running jobs with ext_ml_checkpoint_enabled that committed no checkpoint for over twice their interval",

@@ -25,6 +25,7 @@ std::vector<RunningJob> PreemptionController::charged_in(const std::string& queu
     RunningJob r = running_job_from(job, queue, now);
     r.gpus = static_cast<int>(job.get_int("charged_gpus").value_or(0));
     r.gpu_mem_mb = job.get_int("charged_gpu_mem_mb").value_or(0);
+    r.borrowed_gpus = static_cast<int>(job.get_int("borrowed_gpus").value_or(0));
     out.push_back(std::move(r));
   }
   return out;

@@ -14,9 +14,9 @@ namespace ojs::broker {
 
 using nlohmann::json;
 
-PreemptionController::PreemptionController(JobReads& jobs, QueueDirectory& queues, PreemptionStore& marks, RequeueJob requeue, Scheduler& scheduler, DiagnosisLog& diagnosis,
+PreemptionController::PreemptionController(JobReads& jobs, QueueDirectory& queues, PreemptionStore& marks, CohortStore& cohorts, RequeueJob requeue, Scheduler& scheduler, DiagnosisLog& diagnosis,
                                            WorkerRegistry& workers, const BrokerConfig& config)
-    : jobs_(jobs), queues_(queues), marks_(marks), requeue_(std::move(requeue)), scheduler_(scheduler), diagnosis_(diagnosis), workers_(workers), config_(config), owner_(make_uuidv7()) {}
+    : jobs_(jobs), queues_(queues), marks_(marks), cohorts_(cohorts), requeue_(std::move(requeue)), scheduler_(scheduler), diagnosis_(diagnosis), workers_(workers), config_(config), owner_(make_uuidv7()) {}
 
 bool PreemptionController::renew_lease() {
   const auto ttl = std::max<std::int64_t>(3 * config_.preemption_interval_ms, 2000);
@@ -39,6 +39,7 @@ void PreemptionController::run_once() {
     escalate(queue);
     expire_reservation_waits(queue);
   }
+  balance_cohorts(queues);
   reserve_for_backfill();  // [backfill] before preempt(), which drops expired holds
   preempt();
 }

@@ -29,6 +29,7 @@
 #include "broker/scheduling/diagnosis_log.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/preemption_store.hpp"
+#include "broker/store/cohort_store.hpp"
 #include "broker/store/priority_score.hpp"
 #include "broker/workers/worker_registry.hpp"
 
@@ -140,7 +141,7 @@ using RequeueJob = std::function<void(const std::string& job_id, const nlohmann:
 
 class PreemptionController {
  public:
-  PreemptionController(JobReads& jobs, QueueDirectory& queues, PreemptionStore& marks, RequeueJob requeue, Scheduler& scheduler, DiagnosisLog& diagnosis,
+  PreemptionController(JobReads& jobs, QueueDirectory& queues, PreemptionStore& marks, CohortStore& cohorts, RequeueJob requeue, Scheduler& scheduler, DiagnosisLog& diagnosis,
                        WorkerRegistry& workers, const BrokerConfig& config);
   // Called by the maintenance loop on every pass of every broker: reclaims jobs
   // whose preemption deadline passed (idempotent); at --preemption-interval-ms
@@ -154,6 +155,11 @@ class PreemptionController {
   int expire_reservation_waits(const std::string& queue);
   int preempt();  // one pass over every queue's waiting heads; returns preemptions started
   int reserve_for_backfill();  // [backfill] one pass; returns reservations made
+  // Cohorts (cohort_balance.cpp): sets each member's share of the cohort's GPUs and
+  // preempts borrowing jobs of a member holding more than its share; returns the
+  // preemptions started.
+  int balance_cohorts(const std::vector<std::string>& queues);
+  long long waiting_gpus(const std::string& queue);  // GPUs its available GPU jobs ask for
 
  private:
   bool renew_lease();
@@ -179,6 +185,7 @@ class PreemptionController {
   JobReads& jobs_;
   QueueDirectory& queues_;
   PreemptionStore& marks_;  // marks, escalation, reservations, holds, the controller lease
+  CohortStore& cohorts_;
   RequeueJob requeue_;
   Scheduler& scheduler_;
   DiagnosisLog& diagnosis_;

@@ -119,6 +119,29 @@ std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemp
   return to_choice(*chosen);
 }
 
+std::optional<VictimChoice> choose_reclaim_victims(long long gpus, const std::vector<RunningJob>& running) {
+  if (gpus <= 0) return std::nullopt;
+  std::vector<const RunningJob*> candidates;
+  for (const auto& job : running)
+    if (!job.preempting && job.gpus > 0 && (job.borrowed_gpus > 0 || job.preemptible)) candidates.push_back(&job);
+  std::stable_sort(candidates.begin(), candidates.end(), [](const RunningJob* a, const RunningJob* b) {
+    if ((a->borrowed_gpus > 0) != (b->borrowed_gpus > 0)) return a->borrowed_gpus > 0;
+    if (a->class_rank != b->class_rank) return a->class_rank < b->class_rank;
+    if (a->lost_ms != b->lost_ms) return a->lost_ms < b->lost_ms;
+    return a->job_id < b->job_id;
+  });
+  std::set<std::string> removed;
+  const auto frees_enough = [&](const std::set<std::string>& without) {
+    long long freed = 0;
+    for (const auto* c : candidates)
+      if (without.count(c->job_id)) freed += c->gpus;
+    return freed >= gpus;
+  };
+  auto chosen = minimal_victims(candidates, removed, frees_enough);
+  if (!chosen) return std::nullopt;
+  return to_choice(*chosen);
+}
+
 bool cheaper(const VictimChoice& a, const VictimChoice& b) {
   if (a.lost_ms != b.lost_ms) return a.lost_ms < b.lost_ms;
   return a.victims.size() < b.victims.size();

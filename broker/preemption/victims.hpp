@@ -28,6 +28,7 @@ struct RunningJob {
   bool preemptible = false;  // ext_ml_preemptible (defaults from the class)
   bool preempting = false;   // already marked: it is on its way out
   int gpus = 0;
+  int borrowed_gpus = 0;     // of them, charged above its queue's nominal share (a cohort's borrowing)
   std::vector<ml::AffinityRule> anti_affinity;  // its own required anti-affinity (symmetric: it refuses newcomers)
   std::optional<double> gpu_memory_gb;          // declared per device (a shared device's share otherwise)
   int cpu_cores = 0;                            // host resources declared (ml::JobDemand)
@@ -80,6 +81,14 @@ std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, in
 std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemptor_rank, const QueueBudget& budget,
                                                   const std::vector<RunningJob>& running, long long preemptor_mem_mb = 0,
                                                   const VictimFilter& allowed = {});
+
+// Victims among a cohort member's charged jobs (`running`) that give back `gpus` GPUs
+// of its budget to the cohort: jobs placed by borrowing first (whatever their
+// class or preemptible flag: borrowed GPUs are lent, not given), then preemptible
+// ones, lower class first; within each, least progress lost first. Jobs already
+// preempting are not chosen (the caller counts what they free). nullopt when the
+// candidates cannot free that much.
+std::optional<VictimChoice> choose_reclaim_victims(long long gpus, const std::vector<RunningJob>& running);
 
 // Of several workers' choices, the one losing the least progress (then fewest victims).
 bool cheaper(const VictimChoice& a, const VictimChoice& b);

@@ -86,6 +86,7 @@ ObjectText JobRecord::envelope_text() const {
   if (has("held_by")) out.put_string("held_by", get("held_by"));  // [issue #33] hold.lua: who holds it
   if (has("replaced_by")) out.put_string("replaced_by", get("replaced_by"));  // a unique PUSH with on_conflict replace cancelled it
   if (auto n = get_int("preemption_count")) out.put_int("preemption_count", *n);
+  if (auto n = get_int("borrowed_gpus")) out.put_int("borrowed_gpus", *n);  // placed above its queue's nominal share (cohorts)
   // [durable] The job's durable-execution checkpoint, so the worker that fetches it
   // again resumes from it (ojs-durable-execution.md 6.1). Kept once the job ended,
   // until deleted or the job is purged: the public conformance cases read it back

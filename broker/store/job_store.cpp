@@ -193,18 +193,23 @@ Transition JobStore::durable_checkpoint(const std::string& queue, const std::str
 }
 
 std::vector<std::vector<std::string>> budget_reads(const std::string& queue) {
-  return {{"HMGET", keys::config(queue), "max_total_gpus", "max_concurrent_gpu_jobs", "max_total_gpu_memory_mb"},
-          {"HMGET", keys::ledger(queue), "gpus", "gpu_jobs", "gpu_mem_mb"}};
+  return {{"HMGET", keys::config(queue), "max_total_gpus", "max_concurrent_gpu_jobs", "max_total_gpu_memory_mb", "cohort_max_gpus",
+           "cohort"},
+          {"HMGET", keys::ledger(queue), "gpus", "gpu_jobs", "gpu_mem_mb", "borrowed_gpus"}};
 }
 
 BudgetUse budget_from(const RedisValue& limits, const RedisValue& ledger) {
   BudgetUse b;
-  b.max_gpus = integer_of(limits.elements.at(0));
+  b.nominal_gpus = integer_of(limits.elements.at(0));
+  b.cohort_gpus = integer_of(limits.elements.at(3));
+  if (!limits.elements.at(4).is_nil()) b.cohort = limits.elements.at(4).str;
+  b.max_gpus = b.cohort_gpus ? b.cohort_gpus : b.nominal_gpus;  // as _lib.lua budget_block reads it
   b.max_jobs = integer_of(limits.elements.at(1));
   b.gpus_in_use = integer_of(ledger.elements.at(0)).value_or(0);
   b.gpu_jobs = integer_of(ledger.elements.at(1)).value_or(0);
   b.max_gpu_mem_mb = integer_of(limits.elements.at(2));
   b.gpu_mem_mb_in_use = integer_of(ledger.elements.at(2)).value_or(0);
+  b.borrowed_gpus = integer_of(ledger.elements.at(3)).value_or(0);
   return b;
 }
 

@@ -49,12 +49,18 @@ struct Transition {
 // A queue's GPU budget (config) and what is charged against it (ledger): the one
 // C++ read of it (claim.lua's budget_block is the one Lua read).
 struct BudgetUse {
-  std::optional<long long> max_gpus;  // max_total_gpus
+  // The GPU limit in force: the cohort's share when the queue is in a cohort (set by
+  // the cohort controller, broker/preemption/cohort_balance.cpp), else max_total_gpus.
+  std::optional<long long> max_gpus;
+  std::optional<long long> nominal_gpus;  // max_total_gpus as the admin set it
+  std::optional<long long> cohort_gpus;   // the cohort's share in force, none outside a cohort
+  std::string cohort;                     // the cohort it is in ("" : none)
   std::optional<long long> max_jobs;  // max_concurrent_gpu_jobs
   std::optional<long long> max_gpu_mem_mb;  // max_total_gpu_memory_gb, in MB
   long long gpus_in_use = 0;
   long long gpu_jobs = 0;
   long long gpu_mem_mb_in_use = 0;
+  long long borrowed_gpus = 0;  // charged above nominal, from the cohort's idle share
 };
 // The budget read itself (config limits, then ledger), for callers that send it
 // inside a larger pipeline: QueueDirectory::budget and QueueConfigStore::budget.

@@ -156,6 +156,8 @@ inline const std::string cron_tenants = "ojs:{_global}:cron:tenants";
 // A PUSH's Idempotency-Key: SHA-256 hex of (operation, tenant, key) ->
 // "job id request digest", expiring 24 h after the first request (IdempotencyStore).
 inline std::string idempotency(const std::string& scope) { return "ojs:{_global}:idempotency:" + scope; }
+// Cohorts: the epoch of the latest pass that set the members' shares (INCR per pass).
+inline std::string cohort_epoch() { return "ojs:{_global}:cohort-epoch"; }
 inline const std::string& worker_index = workers;  // (spec's name for the same key)
 
 }  // namespace ojs::broker::keys

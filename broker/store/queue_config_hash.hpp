@@ -24,6 +24,7 @@ struct QueueConfigWrite {
   std::vector<std::string> replaced;
   std::vector<std::pair<std::string, std::string>> fields;
   std::vector<std::pair<std::string, long long>> tenant_max_gpus;  // '*' = the default
+  std::string cohort;  // the cohort the queue is in ("" : none): a member is listed in the queue directory
 };
 
 }  // namespace ojs::broker

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "broker/store/job_store_internal.hpp"
 #include "broker/store/keys.hpp"
 #include "broker/store/reply_integer.hpp"
 #include "ojs/core/time.hpp"
@@ -39,7 +40,12 @@ QueueConfigSaved QueueConfigStore::save(const std::string& queue, const QueueCon
   }
   auto reply = redis_.eval("queue_config", {keys::config(queue), keys::tenant_quotas(queue)}, args);
   if (reply.elements.size() < 2) throw std::runtime_error("malformed queue_config reply");
-  return {reply.elements[0].str == "conflict", reply.elements[1].integer};
+  const bool conflict = reply.elements[0].str == "conflict";
+  // A queue in a cohort is listed as soon as it is configured, job or no job: the
+  // cohort controller finds the members among the listed queues, and the overview,
+  // metrics and status page show what an idle member lends.
+  if (!conflict && !c.cohort.empty()) redis_.command(detail::queue_directory_entry(queue));
+  return {conflict, reply.elements[1].integer};
 }
 
 BudgetWithTenants QueueConfigStore::budget(const std::string& queue) {

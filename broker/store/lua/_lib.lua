@@ -352,7 +352,7 @@ end
 -- the job's charged_gpu_mem_mb). l: {ledger, tenant_ledger}. keep_field: the
 -- caller deletes BUDGET_FIELDS itself (in the HDEL it sends
 -- anyway); returns whether there was a charge.
-local BUDGET_FIELDS = {'charged_gpus', 'charged_gpu_mem_mb'}  -- the job's charge, as claim writes it
+local BUDGET_FIELDS = {'charged_gpus', 'charged_gpu_mem_mb', 'borrowed_gpus'}  -- the job's charge, as claim writes it
 -- An empty list of fields, shared (never written to): a transition that deletes none.
 local NO_FIELDS = {}
 local function release_budget(l, jk, job, keep_field)
@@ -365,8 +365,9 @@ local function release_budget(l, jk, job, keep_field)
   end
   local mem = text_number(job.charged_gpu_mem_mb or '0')
   if mem > 0 then redis.call('HINCRBY', l.ledger, 'gpu_mem_mb', int_s(-mem)) end
+  if job.borrowed_gpus then redis.call('HINCRBY', l.ledger, 'borrowed_gpus', int_s(-text_number(job.borrowed_gpus))) end
   if not job.charged_gpus then return false end
-  job.charged_gpus, job.charged_gpu_mem_mb = nil, nil
+  job.charged_gpus, job.charged_gpu_mem_mb, job.borrowed_gpus = nil, nil, nil
   if not keep_field then redis.call('HDEL', jk, unpack(BUDGET_FIELDS)) end
   return true
 end
@@ -374,17 +375,23 @@ end
 -- The queue budget, read once per call (a claim may test many classes) and
 -- kept current by budget_charge as the same call charges jobs.
 -- b: {config, ledger, limits = {max_total_gpus, max_concurrent_gpu_jobs,
--- max_total_gpu_memory_mb} when the caller already read them from config}.
+-- max_total_gpu_memory_mb, cohort_max_gpus} when the caller already read them from config}.
+-- A queue in a cohort is held to the share the cohort controller gave it
+-- (cohort_max_gpus, which may be above max_total_gpus: borrowing); the C++ read is
+-- job_store.cpp budget_from.
 -- mem: the GPU memory (MB) the job would hold (0: none declared or known).
 local function budget_block(b, gpus, mem)
   if gpus <= 0 then return nil end
   if per_call.budget == nil then
-    local cfg = b.limits or redis.call('HMGET', b.config, 'max_total_gpus', 'max_concurrent_gpu_jobs', 'max_total_gpu_memory_mb')
-    local max_gpus, max_jobs, max_mem = tonumber(cfg[1] or ''), tonumber(cfg[2] or ''), tonumber(cfg[3] or '')
+    local cfg = b.limits or redis.call('HMGET', b.config, 'max_total_gpus', 'max_concurrent_gpu_jobs', 'max_total_gpu_memory_mb',
+                                       'cohort_max_gpus')
+    local nominal, cohort = tonumber(cfg[1] or ''), tonumber(cfg[4] or '')
+    local max_gpus, max_jobs, max_mem = cohort or nominal, tonumber(cfg[2] or ''), tonumber(cfg[3] or '')
     if max_gpus or max_jobs or max_mem then
       local led = redis.call('HMGET', b.ledger, 'gpus', 'gpu_jobs', 'gpu_mem_mb')
       per_call.budget = {used = tonumber(led[1] or '0'), jobs = tonumber(led[2] or '0'), mem = tonumber(led[3] or '0'),
-                         max_gpus = max_gpus, max_jobs = max_jobs, max_mem = max_mem}
+                         max_gpus = max_gpus, max_jobs = max_jobs, max_mem = max_mem,
+                         nominal = cohort and nominal}  -- a cohort member's GPUs above it are borrowed
     else
       per_call.budget = false  -- [hotpath] no budget configured: nothing to compare, no ledger read, nothing kept
     end
@@ -398,16 +405,24 @@ local function budget_block(b, gpus, mem)
 end
 
 -- gpus_s: the same count as text (no number formatting inside redis.call); mem: MB.
+-- Returns the GPUs of this charge above the queue's nominal budget (a cohort member
+-- borrowing from the cohort's idle share; counted in the ledger's borrowed_gpus), or 0.
 local function budget_charge(b, gpus, gpus_s, mem)
   redis.call('HINCRBY', b.ledger, 'gpus', gpus_s or int_s(gpus))
   redis.call('HINCRBY', b.ledger, 'gpu_jobs', '1')
   if mem and mem > 0 then redis.call('HINCRBY', b.ledger, 'gpu_mem_mb', int_s(mem)) end
   local s = per_call.budget
+  local borrowed = 0
+  if s and s.nominal then
+    borrowed = math.min(gpus, math.max(0, s.used + gpus - s.nominal))
+    if borrowed > 0 then redis.call('HINCRBY', b.ledger, 'borrowed_gpus', int_s(borrowed)) end
+  end
   if s then
     s.used = s.used + gpus
     s.jobs = s.jobs + 1
     s.mem = s.mem + (mem or 0)
   end
+  return borrowed
 end
 
 -- Per-tenant GPU quotas of a queue: `tenant-quotas` maps tenant -> max GPUs ('*' =

@@ -31,7 +31,11 @@ local function start_attempt(s, jk, id, job, flat, gpus, devices, mem, on_set)
       job.charged_gpu_mem_mb = int_s(mem)
       set[#set + 1] = 'charged_gpu_mem_mb'; set[#set + 1] = job.charged_gpu_mem_mb
     end
-    budget_charge(s.budget, gpus, gpus_s, mem)
+    local borrowed = budget_charge(s.budget, gpus, gpus_s, mem)
+    if borrowed > 0 then
+      job.borrowed_gpus = int_s(borrowed)
+      set[#set + 1] = 'borrowed_gpus'; set[#set + 1] = job.borrowed_gpus
+    end
     if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', s.tenant_ledger, job.tenant, gpus_s) end
   end
   if on_set then on_set(job, set) end

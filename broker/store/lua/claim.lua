@@ -69,8 +69,8 @@ end, now_s)
 local rate_limited = ''
 local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',
                      'max_total_gpus', 'max_concurrent_gpu_jobs', 'tenant_quotas', 'max_total_gpu_memory_mb',
-                     'usage_half_life_ms')  -- [hotpath] one read
-b.limits = {rl[4], rl[5], rl[7]}
+                     'usage_half_life_ms', 'cohort_max_gpus')  -- [hotpath] one read
+b.limits = {rl[4], rl[5], rl[7], rl[9]}
 -- queue_config.lua writes the config's tenant_quotas field with the tenant quota hash:
 -- without it there is no quota, and has_tenant_quotas needs no EXISTS of its own.
 per_call.tenant_quotas = rl[6] ~= false
