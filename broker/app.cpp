@@ -99,10 +99,10 @@ struct BrokerApp::Impl {
   // The services the API calls beside JobService (api/ never names a store).
   std::unique_ptr<QueueService> queues;
   std::unique_ptr<JobControlStore> job_control_store;
-  std::unique_ptr<JobControl> job_control;  // [issue #33] hold, release, update
+  std::unique_ptr<JobControl> job_control;  // hold, release, update
   std::shared_ptr<StreamSlots> stream_slots;
   std::unique_ptr<LogStore> log_store;
-  std::unique_ptr<LogService> logs;  // [issue #33] job logs and their follows
+  std::unique_ptr<LogService> logs;  // job logs and their follows
   std::unique_ptr<obs::Observability> observability;
   std::unique_ptr<EventLog> event_log;
   std::unique_ptr<Checkpoints> checkpoints;
@@ -266,11 +266,11 @@ void BrokerApp::start() {
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
   i.maintenance->add_step([c = i.cron.get()] { c->run_once(); });
   i.maintenance->add_step([w = i.workflows.get()] { w->run_once(); });  // batch callbacks left due
-  // [usage] About once a second: the ends journaled since (reads fold what they read
+  // About once a second: the ends journaled since (reads fold what they read
   // themselves; this keeps the journals short: one LLEN per queue finds the ones to fold).
   i.maintenance->add_step_every(1000, [usage = i.usage.get()] { admin::fold_usage(*usage); });
-  // [admin] About once a minute: the finished index to each queue's retention, the
-  // stats rollup to the day kept, [usage] the usage rollup to --usage-retention-hours.
+  // About once a minute: the finished index to each queue's retention, the
+  // stats rollup to the day kept, the usage rollup to --usage-retention-hours.
   i.maintenance->add_step_every(60000, [admin = i.admin.get(), configs = i.governance->configs.get(), &config = i.config] {
     admin::trim_finished(admin->listing, [configs, &config](const std::string& queue) {
       return admin::retention_for(configs->load(queue).retention, config);

@@ -117,7 +117,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     const auto request = admin::parse_bulk_request(r.params.at("action"), parse_json_body(r));
     return json_reply(200, admin::run_bulk(ctx.admin.bulk, request));
   });
-  // §7.2: the job itself (before issue 28: {job: {...}}). `errors` and `meta` are
+  // §7.2: the job itself (it was {job: {...}} before). `errors` and `meta` are
   // always there, empty when the job has none: the admin dashboard's job page reads
   // errors.length and meta's keys of any job, a waiting one included.
   router.add("GET", "/ojs/v1/admin/jobs/{id}", [&ctx](const HttpRequest& r) {
@@ -133,7 +133,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     return json_reply(200, {{"job", admin::retry_job(ctx.admin.dead_letter, r.params.at("id"))}});
   });
 
-  // §10.1; jobs.delayed and jobs.dead_letter (before issue 28) stay beside scheduled and retryable for one release.
+  // §10.1; jobs.delayed and jobs.dead_letter (the earlier names) stay beside scheduled and retryable for one release.
   router.add("GET", "/ojs/v1/admin/stats", [&ctx](const HttpRequest&) {
     const auto queues = ctx.queues.names();
     json jobs = json::object();  // every count there, zero without queues
@@ -159,7 +159,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     return json_reply(200, admin::stats_history(ctx.admin.history, queues, period, since, until));
   });
 
-  // [usage] Resource-seconds from the per-hour rollup (issue #32): from/to RFC 3339
+  // Resource-seconds from the per-hour rollup: from/to RFC 3339
   // (default: the last 24 hours), by tenant | queue | type | worker, queue to narrow.
   router.add("GET", "/ojs/v1/admin/usage", [&ctx](const HttpRequest& r) {
     const auto by = r.query_or("by", "tenant");

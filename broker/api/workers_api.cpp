@@ -266,8 +266,8 @@ void register_workers_api(Router& router, ApiContext& ctx) {
                             {"last_heartbeat_at", format_rfc3339(worker->last_seen_ms)}});
   });
 
-  // ojs-admin-api.md §9.1: {items, summary, pagination}; `workers` (the list before
-  // issue 28) kept alongside for one release. active_jobs counts what the worker holds
+  // ojs-admin-api.md §9.1: {items, summary, pagination}; `workers` (the list's earlier
+  // name) kept alongside for one release. active_jobs counts what the worker holds
   // in the active indexes (a worker without capabilities keeps no held sets).
   router.add("GET", "/ojs/v1/admin/workers", [&ctx](const HttpRequest& r) {
     const int page = int_query(r, "page", 1, 1, 1000000);

@@ -1,4 +1,4 @@
-// [estimate] The start estimate, what-if and forecast over a snapshot read from the stores.
+// The start estimate, what-if and forecast over a snapshot read from the stores.
 #include "broker/estimate/estimate_service.hpp"
 
 #include <algorithm>
@@ -181,7 +181,7 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   s.limits.tenants.limits = budget.tenant_max_gpus;
   s.limits.tenants.used = budget.tenant_gpus_in_use;
 
-  // [fairorder] Under policy fair, the tenants' shares the claim orders by (either order).
+  // Under policy fair, the tenants' shares the claim orders by (either order).
   s.fair = fair_shares_of(marks_.fair_usage(queue), true);
 
   // How the queue's jobs kept to their declared durations (Overruns: the ends of jobs that declare one).

@@ -1,4 +1,4 @@
-// [estimate] When will a job start, and what would make it start: the snapshot the
+// When will a job start, and what would make it start: the snapshot the
 // forward run needs (forecast.hpp), read from the stores, for the job diagnosis
 // (`estimate`), POST /jobs/{id}/what-if and GET /queues/{name}/forecast. Nothing is
 // written: a what-if edits a copy of the snapshot.

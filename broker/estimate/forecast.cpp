@@ -1,4 +1,4 @@
-// [estimate] Placement run forward in time over a copy of the queue's state (pure).
+// Placement run forward in time over a copy of the queue's state (pure).
 #include "broker/estimate/forecast.hpp"
 
 #include "broker/scheduling/queue_budget.hpp"
@@ -133,7 +133,7 @@ class Run {
     const Waiting& w;
     int cls = 0;
     bool placed = false;
-    double order = 0;  // its place in the queue's order: the score, or [fairorder] the fair key (reorder)
+    double order = 0;  // its place in the queue's order: the score, or the fair key (reorder)
   };
   using Key = std::pair<double, std::size_t>;  // (score, job): the queue's order
 
@@ -343,7 +343,7 @@ class Run {
         scanned_[static_cast<std::size_t>(c)] = false;  // the scan stopped at the first worker that fit
         it = pending.erase(it);
         placed(i, p);
-        if (s_.fair) {  // [fairorder] the tenant's share moved: every job's place may have
+        if (s_.fair) {  // the tenant's share moved: every job's place may have
           reorder();
           heads = Heads();
           push_heads();
@@ -357,7 +357,7 @@ class Run {
     }
   }
 
-  // [fairorder] GPUs a tenant's jobs of this queue hold beyond what the shares were read
+  // GPUs a tenant's jobs of this queue hold beyond what the shares were read
   // with (the run's placements and ends); only where the shares are of GPUs.
   void fair_held(const std::string& tenant, long long gpus) {
     if (!s_.fair || s_.fair->resource == 2 || gpus == 0) return;
@@ -365,7 +365,7 @@ class Run {
     fair_queue_held_ += static_cast<double>(gpus);
   }
 
-  // [fairorder] Each waiting job's place under the fair order at this instant, as
+  // Each waiting job's place under the fair order at this instant, as
   // claim.lua's fair_head and fair_rank take them (_lib_fairshare.lua): tenant order,
   // the lowest share (decayed use plus what is held now, over the weight) first, then
   // the higher class, then FIFO; class order, the class, then the share, then FIFO. A
@@ -531,7 +531,7 @@ class Run {
   bool all_dirty_ = true;            // look at every worker at the next pass
   bool gangs_ = false;               // a gang waits
   bool limited_ = false;             // the queue has a budget or tenant quotas
-  std::map<std::string, double> fair_held_;  // [fairorder] tenant -> GPUs held beyond the shares' reading
+  std::map<std::string, double> fair_held_;  // tenant -> GPUs held beyond the shares' reading
   double fair_queue_held_ = 0;
 };
 

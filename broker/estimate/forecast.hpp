@@ -1,4 +1,4 @@
-// [estimate] When a waiting job will start: placement run forward in time over a
+// When a waiting job will start: placement run forward in time over a
 // copy of the queue's state (docs/matching.md#start-estimates). Pure code, no Redis:
 // broker/estimate/estimate_service.cpp reads the snapshot, the what-if edits a copy
 // of it, bench/simulator can run it too.
@@ -132,7 +132,7 @@ struct Snapshot {
   };
   std::vector<Hold> holds;
   bool preemption = true;  // the run preempts as the controller does (the broker always does; off: to measure without)
-  // [fairorder] Under `policy: fair`: the tenants' shares when read (decayed use, held
+  // Under `policy: fair`: the tenants' shares when read (decayed use, held
   // now) and the queue's fair order. The run takes the jobs by them, as claim.lua's
   // fair_head does, with what the run places and ends counted in what is held.
   // nullopt: the score order.

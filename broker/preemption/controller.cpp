@@ -39,7 +39,7 @@ void PreemptionController::run_once() {
     escalate(queue);
     expire_reservation_waits(queue);
   }
-  reserve_for_backfill();  // [backfill] before preempt(), which drops expired holds
+  reserve_for_backfill();  // before preempt(), which drops expired holds
   preempt();
 }
 
