@@ -53,9 +53,8 @@ json page_of(const json& items, long long total, int page, int per_page) {
   return {{"items", items}, {"pagination", {{"total", total}, {"page", page}, {"per_page", per_page}}}};
 }
 
-}  // namespace
-
-void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
+// Queue listing and detail with counts, and the purge of finished jobs.
+void register_admin_queues(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
   router.add("GET", "/ojs/v1/admin/queues", [&ctx](const HttpRequest& r) {
     const int page = int_query(r, "page", 1, 1, 1000000);
     const int per_page = int_query(r, "per_page", 20, 1, 100);
@@ -96,7 +95,10 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     }
     return json_reply(200, {{"purged_count", admin::purge_finished(ctx.admin.dead_letter, name, states, before)}, {"states", states}});
   });
+}
 
+// Job listing and detail, per-job and bulk retry, cancel and delete.
+void register_admin_jobs(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
   // ojs-admin-api.md §7.1: jobs by state, across queues or in one, with their real total.
   router.add("GET", "/ojs/v1/admin/jobs", [&ctx, &configs](const HttpRequest& r) {
     admin::JobQuery q;
@@ -132,7 +134,10 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
   router.add("POST", "/ojs/v1/admin/jobs/{id}/retry", [&ctx](const HttpRequest& r) {
     return json_reply(200, {{"job", admin::retry_job(ctx.admin.dead_letter, r.params.at("id"))}});
   });
+}
 
+// Aggregate stats, their history and the resource-seconds used.
+void register_admin_stats(Router& router, ApiContext& ctx) {
   // §10.1; jobs.delayed and jobs.dead_letter (the earlier names) stay beside scheduled and retryable for one release.
   router.add("GET", "/ojs/v1/admin/stats", [&ctx](const HttpRequest&) {
     const auto queues = ctx.queues.names();
@@ -172,7 +177,14 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     const auto queues = only.empty() ? ctx.queues.names() : std::vector<std::string>{only};
     return json_reply(200, admin::usage_report(ctx.admin.usage, queues, by, from, to));
   });
+}
 
+}  // namespace
+
+void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
+  register_admin_queues(router, ctx, configs);
+  register_admin_jobs(router, ctx, configs);
+  register_admin_stats(router, ctx);
   // ojs-admin-api.md §9.4: only a worker past its heartbeat deadline; its jobs are
   // reclaimed (available again) before it is forgotten.
   router.add("DELETE", "/ojs/v1/admin/workers/{id}", [&ctx](const HttpRequest& r) {
