@@ -119,6 +119,16 @@ struct BrokerApp::Impl {
   std::unique_ptr<governance::Installed> governance;  // access control, admission, admin queue routes
   std::unique_ptr<EventStore> events;
   std::unique_ptr<EventHub> event_hub;  // the SSE fan-out
+
+  // start(), step by step: the Redis connection (an embedded server without
+  // --redis-url), the stores and the services the API calls, the routes of every
+  // module with the services only they use, the HTTP server's options, and the
+  // background loop's steps.
+  void connect_redis();
+  void build_services();
+  void build_api();
+  HttpServerOptions server_options() const;
+  void start_background();
 };
 
 BrokerApp::BrokerApp(BrokerConfig config, CronLimits crons) : impl_(std::make_unique<Impl>()) {
@@ -130,6 +140,20 @@ BrokerApp::~BrokerApp() { stop(); }
 
 void BrokerApp::start() {
   auto& i = *impl_;
+  i.connect_redis();
+  i.build_services();
+  i.build_api();
+  i.server = std::make_unique<HttpServer>(i.server_options(), i.router);
+  i.server->start();
+  i.event_hub->start();
+  i.logs->start();
+  i.start_background();
+  spdlog::info("broker listening on {}://{}:{} (Redis {})", i.config.tls_cert.empty() ? "http" : "https", i.config.listen_address, i.server->port(),
+               i.redis->endpoint().describe());
+}
+
+void BrokerApp::Impl::connect_redis() {
+  auto& i = *this;
   std::string url = i.config.redis_url;
   if (url.empty()) {
     i.embedded = std::make_unique<EmbeddedRedis>(i.config.redis_server_binary, i.config.data_dir);
@@ -145,6 +169,10 @@ void BrokerApp::start() {
                  i.redis->endpoint().describe());
   else if (i.redis->endpoint().cluster_seeds.empty())
     migrate_legacy_global_keys(*i.redis);  // before anything reads the global keys
+}
+
+void BrokerApp::Impl::build_services() {
+  auto& i = *this;
   i.stores = std::make_unique<Impl::Stores>(*i.redis);
   auto& st = *i.stores;
   SchedulerOptions scheduling;
@@ -179,6 +207,11 @@ void BrokerApp::start() {
   i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.push, *i.fetch, *i.views, *i.reaper, *i.queues, *i.workers,
                                                   *i.batch, *i.unique, *i.progress, *i.admin, std::chrono::steady_clock::now(),
                                                   i.drain, i.estimates.get()});
+}
+
+void BrokerApp::Impl::build_api() {
+  auto& i = *this;
+  auto& st = *i.stores;
   register_system_api(i.router, *i.api, *i.observability);
   register_jobs_api(i.router, *i.api);
   register_batch_api(i.router, *i.api);
@@ -235,7 +268,10 @@ void BrokerApp::start() {
 
   i.cors = std::make_unique<CorsPolicy>(i.config.cors_origins);
   if (i.cors->enabled()) i.router.decorate([c = i.cors.get()](const HttpRequest& r, HttpResponse& response) { c->decorate(r, response); });
+}
 
+HttpServerOptions BrokerApp::Impl::server_options() const {
+  const auto& i = *this;
   HttpServerOptions http;
   http.address = i.config.listen_address;
   http.port = i.config.port;
@@ -255,10 +291,12 @@ void BrokerApp::start() {
   http.max_connections = i.config.max_connections;
   http.tls_cert = i.config.tls_cert;
   http.tls_key = i.config.tls_key;
-  i.server = std::make_unique<HttpServer>(http, i.router);
-  i.server->start();
-  i.event_hub->start();
-  i.logs->start();
+  return http;
+}
+
+void BrokerApp::Impl::start_background() {
+  auto& i = *this;
+  auto& st = *i.stores;
   i.maintenance = std::make_unique<Maintenance>(st.queues, st.upkeep, *i.reaper, *i.workers, i.config);
   i.preemption = std::make_unique<PreemptionController>(
       st.reads, st.queues, st.marks, [jobs = i.jobs.get()](const std::string& id, const nlohmann::json& error) { jobs->fail(id, error, /*requeue=*/true); },
@@ -279,8 +317,6 @@ void BrokerApp::start() {
     admin::trim_usage(admin->usage, config.usage_retention_hours);
   });
   i.maintenance->start();
-  spdlog::info("broker listening on {}://{}:{} (Redis {})", i.config.tls_cert.empty() ? "http" : "https", i.config.listen_address, i.server->port(),
-               i.redis->endpoint().describe());
 }
 
 // ojs-graceful-shutdown.md §9.1: no new connections, no new work; the requests in
