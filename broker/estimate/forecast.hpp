@@ -103,6 +103,9 @@ struct Waiting {
   int class_rank = -1;                    // priority class rank (spot 0 .. reserved 2); -1: unknown, it does not preempt
 };
 
+// The workers a job takes at once: its gang's size, else one.
+inline int members_of(const ml::Requirements& req) { return req.hard.gang.size > 1 ? req.hard.gang.size : 1; }
+
 struct Limits {
   QueueBudget budget;                              // max_total_gpus, max_concurrent_gpu_jobs and their use
   TenantQuotaUse tenants;  // tenant -> max GPUs ('*': any other tenant), tenant -> GPUs charged
