@@ -101,10 +101,10 @@ struct BrokerApp::Impl {
   // The services the API calls beside JobService (api/ never names a store).
   std::unique_ptr<QueueService> queues;
   std::unique_ptr<JobControlStore> job_control_store;
-  std::unique_ptr<JobControl> job_control;  // [issue #33] hold, release, update
+  std::unique_ptr<JobControl> job_control;  // hold, release, update
   std::shared_ptr<StreamSlots> stream_slots;
   std::unique_ptr<LogStore> log_store;
-  std::unique_ptr<LogService> logs;  // [issue #33] job logs and their follows
+  std::unique_ptr<LogService> logs;  // job logs and their follows
   std::unique_ptr<obs::Observability> observability;
   std::unique_ptr<EventLog> event_log;
   std::unique_ptr<Checkpoints> checkpoints;
@@ -121,6 +121,16 @@ struct BrokerApp::Impl {
   std::unique_ptr<governance::Installed> governance;  // access control, admission, admin queue routes
   std::unique_ptr<EventStore> events;
   std::unique_ptr<EventHub> event_hub;  // the SSE fan-out
+
+  // start(), step by step: the Redis connection (an embedded server without
+  // --redis-url), the stores and the services the API calls, the routes of every
+  // module with the services only they use, the HTTP server's options, and the
+  // background loop's steps.
+  void connect_redis();
+  void build_services();
+  void build_api();
+  HttpServerOptions server_options() const;
+  void start_background();
 };
 
 BrokerApp::BrokerApp(BrokerConfig config, CronLimits crons) : impl_(std::make_unique<Impl>()) {
@@ -132,6 +142,20 @@ BrokerApp::~BrokerApp() { stop(); }
 
 void BrokerApp::start() {
   auto& i = *impl_;
+  i.connect_redis();
+  i.build_services();
+  i.build_api();
+  i.server = std::make_unique<HttpServer>(i.server_options(), i.router);
+  i.server->start();
+  i.event_hub->start();
+  i.logs->start();
+  i.start_background();
+  spdlog::info("broker listening on {}://{}:{} (Redis {})", i.config.tls_cert.empty() ? "http" : "https", i.config.listen_address, i.server->port(),
+               i.redis->endpoint().describe());
+}
+
+void BrokerApp::Impl::connect_redis() {
+  auto& i = *this;
   std::string url = i.config.redis_url;
   if (url.empty()) {
     i.embedded = std::make_unique<EmbeddedRedis>(i.config.redis_server_binary, i.config.data_dir);
@@ -147,6 +171,10 @@ void BrokerApp::start() {
                  i.redis->endpoint().describe());
   else if (i.redis->endpoint().cluster_seeds.empty())
     migrate_legacy_global_keys(*i.redis);  // before anything reads the global keys
+}
+
+void BrokerApp::Impl::build_services() {
+  auto& i = *this;
   i.stores = std::make_unique<Impl::Stores>(*i.redis);
   auto& st = *i.stores;
   SchedulerOptions scheduling;
@@ -181,6 +209,11 @@ void BrokerApp::start() {
   i.api = std::make_unique<ApiContext>(ApiContext{i.config, *i.jobs, *i.push, *i.fetch, *i.views, *i.reaper, *i.queues, *i.workers,
                                                   *i.batch, *i.unique, *i.progress, *i.admin, std::chrono::steady_clock::now(),
                                                   i.drain, i.estimates.get()});
+}
+
+void BrokerApp::Impl::build_api() {
+  auto& i = *this;
+  auto& st = *i.stores;
   register_system_api(i.router, *i.api, *i.observability);
   register_jobs_api(i.router, *i.api);
   register_batch_api(i.router, *i.api);
@@ -237,7 +270,10 @@ void BrokerApp::start() {
 
   i.cors = std::make_unique<CorsPolicy>(i.config.cors_origins);
   if (i.cors->enabled()) i.router.decorate([c = i.cors.get()](const HttpRequest& r, HttpResponse& response) { c->decorate(r, response); });
+}
 
+HttpServerOptions BrokerApp::Impl::server_options() const {
+  const auto& i = *this;
   HttpServerOptions http;
   http.address = i.config.listen_address;
   http.port = i.config.port;
@@ -257,10 +293,12 @@ void BrokerApp::start() {
   http.max_connections = i.config.max_connections;
   http.tls_cert = i.config.tls_cert;
   http.tls_key = i.config.tls_key;
-  i.server = std::make_unique<HttpServer>(http, i.router);
-  i.server->start();
-  i.event_hub->start();
-  i.logs->start();
+  return http;
+}
+
+void BrokerApp::Impl::start_background() {
+  auto& i = *this;
+  auto& st = *i.stores;
   i.maintenance = std::make_unique<Maintenance>(st.queues, st.upkeep, *i.reaper, *i.workers, i.config);
   i.preemption = std::make_unique<PreemptionController>(
       st.reads, st.queues, st.marks, st.cohorts, [jobs = i.jobs.get()](const std::string& id, const nlohmann::json& error) { jobs->fail(id, error, /*requeue=*/true); },
@@ -268,11 +306,11 @@ void BrokerApp::start() {
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
   i.maintenance->add_step([c = i.cron.get()] { c->run_once(); });
   i.maintenance->add_step([w = i.workflows.get()] { w->run_once(); });  // batch callbacks left due
-  // [usage] About once a second: the ends journaled since (reads fold what they read
+  // About once a second: the ends journaled since (reads fold what they read
   // themselves; this keeps the journals short: one LLEN per queue finds the ones to fold).
   i.maintenance->add_step_every(1000, [usage = i.usage.get()] { admin::fold_usage(*usage); });
-  // [admin] About once a minute: the finished index to each queue's retention, the
-  // stats rollup to the day kept, [usage] the usage rollup to --usage-retention-hours.
+  // About once a minute: the finished index to each queue's retention, the
+  // stats rollup to the day kept, the usage rollup to --usage-retention-hours.
   i.maintenance->add_step_every(60000, [admin = i.admin.get(), configs = i.governance->configs.get(), &config = i.config] {
     admin::trim_finished(admin->listing, [configs, &config](const std::string& queue) {
       return admin::retention_for(configs->load(queue).retention, config);
@@ -281,8 +319,6 @@ void BrokerApp::start() {
     admin::trim_usage(admin->usage, config.usage_retention_hours);
   });
   i.maintenance->start();
-  spdlog::info("broker listening on {}://{}:{} (Redis {})", i.config.tls_cert.empty() ? "http" : "https", i.config.listen_address, i.server->port(),
-               i.redis->endpoint().describe());
 }
 
 // ojs-graceful-shutdown.md §9.1: no new connections, no new work; the requests in

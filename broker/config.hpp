@@ -29,10 +29,10 @@ struct BrokerConfig {
   std::int64_t maintenance_interval_ms = 200;     // promoter + reaper cadence
   std::int64_t worker_dead_after_ms = 60000;      // no heartbeat or fetch for this long
   std::int64_t worker_retention_ms = 3600000;     // then forgotten (at least worker_dead_after_ms)
-  // [admin] Finished jobs stay listable (admin job listing) this long and at most this
+  // Finished jobs stay listable (admin job listing) this long and at most this
   // many per state and queue; a queue's configuration `retention` overrides either.
   std::int64_t finished_retention_ms = 7LL * 24 * 3600 * 1000;
-  std::int64_t usage_retention_hours = 90 * 24;  // [usage] the per-hour rollup of resource-seconds kept
+  std::int64_t usage_retention_hours = 90 * 24;  // the per-hour rollup of resource-seconds kept
   long long finished_max_jobs = 10000;
   double cordon_unhealthy_share = 1.0;            // a worker with this share of its devices unhealthy is set quiet
   std::int64_t locality_delay_ms = 5000;          // delay scheduling for model locality
@@ -78,7 +78,7 @@ struct BrokerConfig {
   // none, and the event endpoints answer 422), and the SSE stream's bounds.
   std::string events = "bounded";
   long long events_max_len = 10000;
-  // [issue #33] Bytes of stdout/stderr kept per job (the most recent; older chunks go).
+  // Bytes of stdout/stderr kept per job (the most recent; older chunks go).
   long long job_log_max_bytes = 1 << 20;
   int max_event_streams = 256;                 // open GET /ojs/v1/events/stream per broker; beyond: 503
   std::int64_t event_stream_keepalive_ms = 15000;  // ":heartbeat" comment on an idle stream

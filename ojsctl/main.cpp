@@ -130,9 +130,6 @@ void apply_sets(json& body, const std::vector<std::string>& sets) {
 
 bool is_terminal(const std::string& state) { return state == "completed" || state == "cancelled" || state == "discarded"; }
 
-// The command line: the global flags, each subcommand's options, and the action the
-// parsed subcommand leaves to run against the broker. The subcommands' callbacks
-// capture `this`, which outlives the parse.
 // A job's output for a terminal: control characters other than newline, tab and
 // carriage return shown as \xNN, so what a job printed cannot drive the terminal
 // (escape sequences) unless --raw asks for the bytes as they are.
@@ -169,6 +166,9 @@ std::string url_part(const std::string& text) {
   return out;
 }
 
+// The command line: the global flags, each subcommand's options, and the action the
+// parsed subcommand leaves to run against the broker. The subcommands' callbacks
+// capture `this`, which outlives the parse.
 class Cli {
  public:
   Cli() : app_{"ojsctl: jobs, logs, workers, queues, budgets and diagnosis for the OJS GPU broker"} {

@@ -6,7 +6,7 @@
 // runs beside the broker and its Redis on the same cores, and every µs of CPU it spends
 // per job is a µs the broker lacks. curl's per-request reset, options, URL parse and
 // header list cost loadgen ~200 µs of CPU per PUSH+FETCH+ACK job on the 2-core bench
-// machine (docs/benchmarks.md "A lean load generator (issue 30)"). Everything else in
+// machine (docs/benchmarks.md "Measured once, behind a design choice"). Everything else in
 // loadgen (queue stats) still goes through ojs::HttpClient.
 //
 // Plain http only (loadgen measures a broker on this machine). One instance per thread.

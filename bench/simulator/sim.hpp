@@ -43,7 +43,7 @@ struct SimOptions {
   // over the simulated state; at the job's first start, its error.
   bool estimates = false;
   bool estimate_preemption = true;  // the estimate's run preempts (estimate::Snapshot::preemption)
-  // Diagnosis only (docs/benchmarks.md, third pass): what the estimate is told that no broker
+  // Diagnosis only (docs/benchmarks.md#start-estimates): what the estimate is told that no broker
   // knows, to measure what each unknown costs. ends: running jobs' true ends; durations: also
   // the waiting jobs' true run times; arrivals: also the trace's later arrivals (next 55 h).
   enum class Oracle { none, ends, durations, arrivals } estimate_oracle = Oracle::none;

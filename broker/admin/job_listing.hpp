@@ -21,7 +21,7 @@ namespace ojs::broker::admin {
 
 inline constexpr const char* kListableStates[] = {"available", "active",    "scheduled", "retryable",
                                                   "dead",      "completed", "discarded", "cancelled",
-                                                  "pending"};  // [issue #33] held jobs, oldest hold first
+                                                  "pending"};  // held jobs, oldest hold first
 bool is_listable_state(const std::string& state);
 bool is_finished_state(const std::string& state);  // completed, discarded, cancelled
 
@@ -52,7 +52,7 @@ inline constexpr int kListScan = 10000;
 // {items[summary + queue], pagination{total, page, per_page}}
 nlohmann::json list_jobs_page(JobListingSources& s, const JobQuery& query, const RetentionOf& retention);
 
-// [admin] worker id -> the active jobs it holds, across queues (read from the active
+// worker id -> the active jobs it holds, across queues (read from the active
 // indexes: a worker without capabilities has no held sets to read).
 std::map<std::string, long long> active_jobs_by_worker(JobListingSources& s);
 

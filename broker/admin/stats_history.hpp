@@ -1,4 +1,4 @@
-// [admin] Throughput and the stats history (ojs-admin-api.md §10.1, §10.2), from the
+// Throughput and the stats history (ojs-admin-api.md §10.1, §10.2), from the
 // per-minute rollup the scripts keep (store/stats_history_store.hpp): a day of
 // 1-minute data, summed into the asked period. `enqueued` and latencies are not
 // recorded (docs/spec-status.md).

@@ -1,4 +1,4 @@
-// [usage] GET /ojs/v1/admin/usage (issue #32): resource-seconds per tenant, queue,
+// GET /ojs/v1/admin/usage: resource-seconds per tenant, queue,
 // job type or worker over a time range, from the per-hour rollup the scripts keep
 // (store/usage_store.hpp), and the trim of that rollup to its retention.
 #pragma once

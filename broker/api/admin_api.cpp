@@ -53,9 +53,8 @@ json page_of(const json& items, long long total, int page, int per_page) {
   return {{"items", items}, {"pagination", {{"total", total}, {"page", page}, {"per_page", per_page}}}};
 }
 
-}  // namespace
-
-void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
+// Queue listing and detail with counts, and the purge of finished jobs.
+void register_admin_queues(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
   router.add("GET", "/ojs/v1/admin/queues", [&ctx](const HttpRequest& r) {
     const int page = int_query(r, "page", 1, 1, 1000000);
     const int per_page = int_query(r, "per_page", 20, 1, 100);
@@ -96,7 +95,10 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     }
     return json_reply(200, {{"purged_count", admin::purge_finished(ctx.admin.dead_letter, name, states, before)}, {"states", states}});
   });
+}
 
+// Job listing and detail, per-job and bulk retry, cancel and delete.
+void register_admin_jobs(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
   // ojs-admin-api.md §7.1: jobs by state, across queues or in one, with their real total.
   router.add("GET", "/ojs/v1/admin/jobs", [&ctx, &configs](const HttpRequest& r) {
     admin::JobQuery q;
@@ -117,7 +119,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     const auto request = admin::parse_bulk_request(r.params.at("action"), parse_json_body(r));
     return json_reply(200, admin::run_bulk(ctx.admin.bulk, request));
   });
-  // §7.2: the job itself (before issue 28: {job: {...}}). `errors` and `meta` are
+  // §7.2: the job itself (it was {job: {...}} before). `errors` and `meta` are
   // always there, empty when the job has none: the admin dashboard's job page reads
   // errors.length and meta's keys of any job, a waiting one included.
   router.add("GET", "/ojs/v1/admin/jobs/{id}", [&ctx](const HttpRequest& r) {
@@ -132,8 +134,11 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
   router.add("POST", "/ojs/v1/admin/jobs/{id}/retry", [&ctx](const HttpRequest& r) {
     return json_reply(200, {{"job", admin::retry_job(ctx.admin.dead_letter, r.params.at("id"))}});
   });
+}
 
-  // §10.1; jobs.delayed and jobs.dead_letter (before issue 28) stay beside scheduled and retryable for one release.
+// Aggregate stats, their history and the resource-seconds used.
+void register_admin_stats(Router& router, ApiContext& ctx) {
+  // §10.1; jobs.delayed and jobs.dead_letter (the earlier names) stay beside scheduled and retryable for one release.
   router.add("GET", "/ojs/v1/admin/stats", [&ctx](const HttpRequest&) {
     const auto queues = ctx.queues.names();
     json jobs = json::object();  // every count there, zero without queues
@@ -159,7 +164,7 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     return json_reply(200, admin::stats_history(ctx.admin.history, queues, period, since, until));
   });
 
-  // [usage] Resource-seconds from the per-hour rollup (issue #32): from/to RFC 3339
+  // Resource-seconds from the per-hour rollup: from/to RFC 3339
   // (default: the last 24 hours), by tenant | queue | type | worker, queue to narrow.
   router.add("GET", "/ojs/v1/admin/usage", [&ctx](const HttpRequest& r) {
     const auto by = r.query_or("by", "tenant");
@@ -172,7 +177,14 @@ void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfig
     const auto queues = only.empty() ? ctx.queues.names() : std::vector<std::string>{only};
     return json_reply(200, admin::usage_report(ctx.admin.usage, queues, by, from, to));
   });
+}
 
+}  // namespace
+
+void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
+  register_admin_queues(router, ctx, configs);
+  register_admin_jobs(router, ctx, configs);
+  register_admin_stats(router, ctx);
   // ojs-admin-api.md §9.4: only a worker past its heartbeat deadline; its jobs are
   // reclaimed (available again) before it is forgotten.
   router.add("DELETE", "/ojs/v1/admin/workers/{id}", [&ctx](const HttpRequest& r) {

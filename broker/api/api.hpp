@@ -38,7 +38,7 @@ struct ApiContext {
   admin::Sources& admin;
   std::chrono::steady_clock::time_point started_at;
   DrainGate& drain;  // draining: no new work taken; health and readiness say so
-  EstimateService* estimates = nullptr;  // [estimate] the job diagnosis's `estimate` (none: left out)
+  EstimateService* estimates = nullptr;  // the job diagnosis's `estimate` (none: left out)
 };
 
 namespace obs { class Observability; }
@@ -46,13 +46,13 @@ namespace obs { class Observability; }
 void register_system_api(Router& router, ApiContext& ctx, obs::Observability& observability);
 void register_jobs_api(Router& router, ApiContext& ctx);
 class JobControl;
-// [issue #33] POST /jobs/{id}/hold and /release, PATCH /jobs/{id}.
+// POST /jobs/{id}/hold and /release, PATCH /jobs/{id}.
 void register_job_control_api(Router& router, ApiContext& ctx, JobControl& control);
 class LogService;
-// [issue #33] POST /workers/logs, GET /jobs/{id}/logs (tail, since, follow).
+// POST /workers/logs, GET /jobs/{id}/logs (tail, since, follow).
 void register_logs_api(Router& router, ApiContext& ctx, LogService& logs);
 void register_batch_api(Router& router, ApiContext& ctx);  // POST /ojs/v1/jobs/batch
-// [estimate] POST /jobs/{id}/what-if, GET /queues/{name}/forecast.
+// POST /jobs/{id}/what-if, GET /queues/{name}/forecast.
 void register_estimate_api(Router& router, ApiContext& ctx, EstimateService& estimates);
 class CronService;
 void register_cron_api(Router& router, CronService& crons);  // /ojs/v1/cron

@@ -21,7 +21,7 @@ void register_cron_api(Router& router, CronService& crons) {
     reply.headers.emplace_back("Location", "/ojs/v1/cron/" + cron["name"].get<std::string>());
     return reply;
   });
-  // ojs-cron.md §8.2 answers {cron_jobs, count}; `crons` (ours before issue 28) is kept
+  // ojs-cron.md §8.2 answers {cron_jobs, count}; `crons` (our earlier name) is kept
   // alongside for one release. GET /ojs/v1/crons is the official dashboard's name for it
   // (no spec document defines it); the dashboard pages through `items` with
   // `pagination{page, per_page, total}` (?page=&per_page=), while the other keys keep

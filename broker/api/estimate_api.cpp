@@ -1,4 +1,4 @@
-// [estimate] POST /ojs/v1/jobs/{id}/what-if and GET /ojs/v1/queues/{name}/forecast
+// POST /ojs/v1/jobs/{id}/what-if and GET /ojs/v1/queues/{name}/forecast
 // over EstimateService; the job diagnosis's `estimate` is added in jobs_api.cpp.
 #include "broker/api/api.hpp"
 #include "broker/api/job_scope.hpp"

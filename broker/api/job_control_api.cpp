@@ -1,4 +1,4 @@
-// [issue #33] Hold, release and update of a waiting job: POST /ojs/v1/jobs/{id}/hold,
+// Hold, release and update of a waiting job: POST /ojs/v1/jobs/{id}/hold,
 // POST /ojs/v1/jobs/{id}/release, PATCH /ojs/v1/jobs/{id}. Producers (of the job's
 // tenant, when their token is pinned to one) and admins (broker/auth/roles.cpp).
 #include "broker/api/api.hpp"

@@ -31,7 +31,7 @@ void require_in_tenant_scope(ApiContext& ctx, const std::string& id) {
 
 namespace {
 
-// [backpressure] ojs-backpressure.md §5.2: OJS-Block-Timeout, whole seconds a PUSH to
+// ojs-backpressure.md §5.2: OJS-Block-Timeout, whole seconds a PUSH to
 // a full `block` queue may wait for room (absent or 0: answer at once). At most 60:
 // a waiting PUSH holds a handler thread.
 std::chrono::seconds block_timeout(const HttpRequest& r) {
@@ -104,7 +104,7 @@ void register_jobs_api(Router& router, ApiContext& ctx) {
   router.add("GET", "/ojs/v1/jobs/{id}/diagnosis", [&ctx](const HttpRequest& r) {
     require_in_tenant_scope(ctx, job_id_param(r));
     auto diagnosis = ctx.views.diagnosis(job_id_param(r));
-    if (ctx.estimates) diagnosis["estimate"] = ctx.estimates->for_job(job_id_param(r));  // [estimate]
+    if (ctx.estimates) diagnosis["estimate"] = ctx.estimates->for_job(job_id_param(r));
     return json_reply(200, {{"diagnosis", diagnosis}});
   });
   router.add("DELETE", "/ojs/v1/jobs/{id}", [&ctx](const HttpRequest& r) {

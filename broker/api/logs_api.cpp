@@ -1,4 +1,4 @@
-// [issue #33] Job logs: POST /ojs/v1/workers/logs (the worker agent's chunks of a
+// Job logs: POST /ojs/v1/workers/logs (the worker agent's chunks of a
 // job's stdout/stderr) and GET /ojs/v1/jobs/{id}/logs (?tail=N lines, ?since=cursor
 // or time, ?follow=true: server-sent events until the job ends), tenant-scoped like INFO.
 #include "broker/api/api.hpp"

@@ -1,4 +1,4 @@
-// Checkpoints (workers: the ML ones and [durable] durable-execution state) and reservations (admin).
+// Checkpoints (workers: the ML ones and durable-execution state) and reservations (admin).
 #include "broker/api/preemption_api.hpp"
 
 #include "broker/api/api.hpp"
@@ -20,7 +20,7 @@ void register_preemption_api(Router& router, Checkpoints& checkpoints, Reservati
   });
   router.add("GET", "/ojs/v1/jobs/{id}/checkpoint",
              [&checkpoints](const HttpRequest& r) { return json_reply(200, checkpoints.read(r.params.at("id"))); });
-  // [durable] ojs-durable-execution.md saves with POST (a body with `state`, above);
+  // ojs-durable-execution.md saves with POST (a body with `state`, above);
   // its conformance cases save with PUT: both are served.
   router.add("PUT", "/ojs/v1/jobs/{id}/checkpoint", [&checkpoints](const HttpRequest& r) {
     return json_reply(200, checkpoints.save_state(r.params.at("id"), parse_json_body(r)));

@@ -161,9 +161,87 @@ std::string serve_attached_fetch(ApiContext& ctx, const HttpRequest& r, const Ch
   }
 }
 
-}  // namespace
+// A heartbeat: the worker's contact, the leases of the jobs it names extended, and
+// the state it is told. POST /ojs/v1/workers/beat is ojs-graceful-shutdown.md's
+// heartbeat: `active_jobs` may be a bare count there, and `state: "drain"` announces a worker shutting down,
+// recorded as the drain directive (no new job; terminate once idle), which it never
+// leaves. Both answer `acknowledged: true` besides the worker protocol's reply.
+HttpResponse heartbeat(ApiContext& ctx, const HttpRequest& r, bool shutdown_beat) {
+  auto body = parse_json_body(r);
+  if (!body.contains("worker_id")) throw invalid_field("worker_id", "is required");
+  const auto worker_id = require_worker_id(body["worker_id"], "worker_id");
+  auth::authorize_worker_id(worker_id);
+  bool draining = false;
+  if (shutdown_beat && body.is_object()) {
+    if (body.contains("active_jobs") && body["active_jobs"].is_number_integer() && !body.contains("active_job_ids"))
+      body.erase("active_jobs");  // a count without ids names no job to extend
+    draining = body.value("state", nlohmann::json()) == "drain";
+    if (draining) body.erase("state");
+  }
+  const auto ids = heartbeat_job_ids(body);  // both documented shapes
+  const auto reported = reported_state(body);
+  if (ids.size() > static_cast<std::size_t>(ctx.config.max_heartbeat_jobs))  // one directory lookup per id
+    throw invalid_field("active_jobs", "must name at most " + std::to_string(ctx.config.max_heartbeat_jobs) + " job ids (--max-heartbeat-jobs)");
+  std::optional<std::int64_t> visibility;
+  if (body.contains("visibility_timeout_ms")) {
+    const auto& v = body["visibility_timeout_ms"];
+    if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > kMaxDurationMs)
+      throw invalid_field("visibility_timeout_ms", "must be an integer between 0 and " + std::to_string(kMaxDurationMs));
+    visibility = body["visibility_timeout_ms"].get<long long>();
+  }
+  const bool has_caps = body.contains("capabilities") && body["capabilities"].is_object();
+  const std::string caps = has_caps ? body["capabilities"].dump() : std::string();
+  if (has_caps) ml::require_bounded_capabilities(body["capabilities"], caps.size());
+  const auto incarnation = worker_incarnation(body);  // refuses a malformed hostname (400)
+  if (body.contains("hostname") && body["hostname"].is_string() && !body["hostname"].get<std::string>().empty())
+    ctx.workers.note_hostname(worker_id, body["hostname"].get<std::string>());  // the admin listing's hostname
+  auto contact = ctx.workers.contact(worker_id, has_caps ? &caps : nullptr, {}, incarnation, ids.size());
+  if (draining && contact.state != "drain" && contact.state != "terminate" && ctx.workers.set_state(worker_id, "drain"))
+    contact.state = "drain";
+  auto state = reply_state(contact.state, reported);
+  if (ctx.config.test_directives) state = reply_state(state, test_directive(ctx, ids));
+  nlohmann::json extended = nlohmann::json::array();
+  for (auto& id : ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids))
+    extended.push_back(std::move(id));
+  return json_reply(200, {{"state", state},
+                          {"directive", directive_for(state)},
+                          {"jobs_extended", extended},
+                          {"job_directives", preemption_directives(contact.held.preempting)},
+                          {"server_time", format_rfc3339(now_ms())},
+                          {"acknowledged", true}});
+}
 
-void register_workers_api(Router& router, ApiContext& ctx) {
+// One worker of the admin listing (ojs-admin-api.md §9.1). `held`: the active jobs
+// each worker holds, from the active indexes.
+nlohmann::json admin_worker_entry(ApiContext& ctx, const WorkerInfo& w, bool stale, const std::map<std::string, long long>& held) {
+  // GPUs free = advertised count minus what the worker's active jobs hold and the
+  // devices out of service (unhealthy or drained).
+  const auto load = ctx.workers.load(w.id);
+  const long long total = obs::advertised_gpus(w.capabilities);  // gpu.count, else devices[] (as the overview counts)
+  std::vector<std::string> queues = w.fetched_queues;
+  for (const auto& q : w.queues)
+    if (std::find(queues.begin(), queues.end(), q) == queues.end()) queues.push_back(q);
+  std::sort(queues.begin(), queues.end());
+  std::string hostname = w.hostname;
+  if (hostname.empty() && w.capabilities.is_object() && w.capabilities.value("hostname", nlohmann::json()).is_string())
+    hostname = w.capabilities["hostname"].get<std::string>();
+  const auto held_here = held.find(w.id);
+  const long long active = std::max<long long>(held_here == held.end() ? 0 : held_here->second,
+                                               static_cast<long long>(load.active.size()));
+  // A stale worker is listed as such, not as running: `directive` keeps what it was told.
+  nlohmann::json entry = {{"id", w.id}, {"state", stale ? std::string("stale") : w.state}, {"directive", w.state}, {"stale", stale},
+                         {"hostname", hostname.empty() ? nlohmann::json(nullptr) : nlohmann::json(hostname)},
+                         {"last_heartbeat_at", format_rfc3339(w.last_seen_ms)}, {"last_seen", format_rfc3339(w.last_seen_ms)},
+                         {"queues", queues}, {"capabilities", w.capabilities}, {"active_jobs", active},
+                         {"gpus_total", total}, {"gpus_in_use", load.gpus_in_use()},
+                         {"gpus_free", std::max(0LL, total - load.gpus_in_use() - obs::out_of_service_gpus(w.capabilities, w.drained_devices))},
+                         {"drained_devices", w.drained_devices}};
+  entry["unhealthy_devices"] = ml::unhealthy_devices(w.capabilities);  // which device, and why
+  return entry;
+}
+
+// FETCH, ACK, NACK, the heartbeats and a worker's health: what a worker calls.
+void register_worker_protocol(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/workers/fetch", [&ctx](const HttpRequest& r) {
     const auto fetch = check_fetch(ctx, parse_json_body(r));
     auth::authorize_worker_id(fetch.named_worker ? fetch.request.worker_id : std::string());
@@ -202,55 +280,9 @@ void register_workers_api(Router& router, ApiContext& ctx) {
     return object_reply(200, out);
   }, Runs::on_io_thread);
 
-  // POST /ojs/v1/workers/beat is ojs-graceful-shutdown.md's heartbeat: `active_jobs`
-  // may be a bare count there, and `state: "drain"` announces a worker shutting down,
-  // recorded as the drain directive (no new job; terminate once idle), which it never
-  // leaves. Both answer `acknowledged: true` besides the worker protocol's reply.
   for (const bool shutdown_beat : {false, true})
-    router.add("POST", shutdown_beat ? "/ojs/v1/workers/beat" : "/ojs/v1/workers/heartbeat", [&ctx, shutdown_beat](const HttpRequest& r) {
-      auto body = parse_json_body(r);
-      if (!body.contains("worker_id")) throw invalid_field("worker_id", "is required");
-      const auto worker_id = require_worker_id(body["worker_id"], "worker_id");
-      auth::authorize_worker_id(worker_id);
-      bool draining = false;
-      if (shutdown_beat && body.is_object()) {
-        if (body.contains("active_jobs") && body["active_jobs"].is_number_integer() && !body.contains("active_job_ids"))
-          body.erase("active_jobs");  // a count without ids names no job to extend
-        draining = body.value("state", nlohmann::json()) == "drain";
-        if (draining) body.erase("state");
-      }
-      const auto ids = heartbeat_job_ids(body);  // both documented shapes
-      const auto reported = reported_state(body);
-      if (ids.size() > static_cast<std::size_t>(ctx.config.max_heartbeat_jobs))  // one directory lookup per id
-        throw invalid_field("active_jobs", "must name at most " + std::to_string(ctx.config.max_heartbeat_jobs) + " job ids (--max-heartbeat-jobs)");
-      std::optional<std::int64_t> visibility;
-      if (body.contains("visibility_timeout_ms")) {
-        const auto& v = body["visibility_timeout_ms"];
-        if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > kMaxDurationMs)
-          throw invalid_field("visibility_timeout_ms", "must be an integer between 0 and " + std::to_string(kMaxDurationMs));
-        visibility = body["visibility_timeout_ms"].get<long long>();
-      }
-      const bool has_caps = body.contains("capabilities") && body["capabilities"].is_object();
-      const std::string caps = has_caps ? body["capabilities"].dump() : std::string();
-      if (has_caps) ml::require_bounded_capabilities(body["capabilities"], caps.size());
-      const auto incarnation = worker_incarnation(body);  // refuses a malformed hostname (400)
-      if (body.contains("hostname") && body["hostname"].is_string() && !body["hostname"].get<std::string>().empty())
-        ctx.workers.note_hostname(worker_id, body["hostname"].get<std::string>());  // the admin listing's hostname
-      auto contact = ctx.workers.contact(worker_id, has_caps ? &caps : nullptr, {}, incarnation, ids.size());
-      if (draining && contact.state != "drain" && contact.state != "terminate" && ctx.workers.set_state(worker_id, "drain"))
-        contact.state = "drain";
-      auto state = reply_state(contact.state, reported);
-      if (ctx.config.test_directives) state = reply_state(state, test_directive(ctx, ids));
-      nlohmann::json extended = nlohmann::json::array();
-      for (auto& id : ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids))
-        extended.push_back(std::move(id));
-      return json_reply(200, {{"state", state},
-                              {"directive", directive_for(state)},
-                              {"jobs_extended", extended},
-                              {"job_directives", preemption_directives(contact.held.preempting)},
-                              {"server_time", format_rfc3339(now_ms())},
-                              {"acknowledged", true}});
-    }, Runs::on_io_thread);
+    router.add("POST", shutdown_beat ? "/ojs/v1/workers/beat" : "/ojs/v1/workers/heartbeat",
+               [&ctx, shutdown_beat](const HttpRequest& r) { return heartbeat(ctx, r, shutdown_beat); }, Runs::on_io_thread);
 
   // One worker's state as the broker sees it (ojs-graceful-shutdown.md): its
   // directive (running, quiet, drain, terminate), or stale once silent past
@@ -266,8 +298,12 @@ void register_workers_api(Router& router, ApiContext& ctx) {
                             {"last_heartbeat_at", format_rfc3339(worker->last_seen_ms)}});
   });
 
-  // ojs-admin-api.md §9.1: {items, summary, pagination}; `workers` (the list before
-  // issue 28) kept alongside for one release. active_jobs counts what the worker holds
+}
+
+// The admin listing, lifecycle directives and per-device drain.
+void register_worker_admin(Router& router, ApiContext& ctx) {
+  // ojs-admin-api.md §9.1: {items, summary, pagination}; `workers` (the list's earlier
+  // name) kept alongside for one release. active_jobs counts what the worker holds
   // in the active indexes (a worker without capabilities keeps no held sets).
   router.add("GET", "/ojs/v1/admin/workers", [&ctx](const HttpRequest& r) {
     const int page = int_query(r, "page", 1, 1, 1000000);
@@ -282,29 +318,7 @@ void register_workers_api(Router& router, ApiContext& ctx) {
       ++summary[stale ? "stale" : w.state];
       const auto index = static_cast<long long>(&w - workers.data());
       if (index < static_cast<long long>(page - 1) * per_page || static_cast<long long>(list.size()) >= per_page) continue;
-      // GPUs free = advertised count minus what the worker's active jobs hold and the
-      // devices out of service (unhealthy or drained).
-      const auto load = ctx.workers.load(w.id);
-      const long long total = obs::advertised_gpus(w.capabilities);  // gpu.count, else devices[] (as the overview counts)
-      std::vector<std::string> queues = w.fetched_queues;
-      for (const auto& q : w.queues)
-        if (std::find(queues.begin(), queues.end(), q) == queues.end()) queues.push_back(q);
-      std::sort(queues.begin(), queues.end());
-      std::string hostname = w.hostname;
-      if (hostname.empty() && w.capabilities.is_object() && w.capabilities.value("hostname", nlohmann::json()).is_string())
-        hostname = w.capabilities["hostname"].get<std::string>();
-      const auto held_here = held.find(w.id);
-      const long long active = std::max<long long>(held_here == held.end() ? 0 : held_here->second,
-                                                   static_cast<long long>(load.active.size()));
-      // A stale worker is listed as such, not as running: `directive` keeps what it was told.
-      list.push_back({{"id", w.id}, {"state", stale ? std::string("stale") : w.state}, {"directive", w.state}, {"stale", stale},
-                      {"hostname", hostname.empty() ? nlohmann::json(nullptr) : nlohmann::json(hostname)},
-                      {"last_heartbeat_at", format_rfc3339(w.last_seen_ms)}, {"last_seen", format_rfc3339(w.last_seen_ms)},
-                      {"queues", queues}, {"capabilities", w.capabilities}, {"active_jobs", active},
-                      {"gpus_total", total}, {"gpus_in_use", load.gpus_in_use()},
-                      {"gpus_free", std::max(0LL, total - load.gpus_in_use() - obs::out_of_service_gpus(w.capabilities, w.drained_devices))},
-                      {"drained_devices", w.drained_devices}});
-      list.back()["unhealthy_devices"] = ml::unhealthy_devices(w.capabilities);  // which device, and why
+      list.push_back(admin_worker_entry(ctx, w, stale, held));
     }
     nlohmann::json sum = {{"total", workers.size()}};
     for (const auto& [k, v] : summary) sum[k] = v;
@@ -346,6 +360,13 @@ void register_workers_api(Router& router, ApiContext& ctx) {
       return json_reply(200, {{"worker", {{"id", id}, {"drained_devices", drained}}}});
     });
   }
+}
+
+}  // namespace
+
+void register_workers_api(Router& router, ApiContext& ctx) {
+  register_worker_protocol(router, ctx);
+  register_worker_admin(router, ctx);
 }
 
 }  // namespace ojs::broker

@@ -31,8 +31,8 @@ constexpr std::array<std::string_view, 23> kProducer = {
     "GET /ojs/v1/queues/{name}/stats", "GET /ojs/v1/queues/{name}", "GET /ojs/v1/queues/{name}/diagnosis",
     "POST /ojs/v1/workflows", "GET /ojs/v1/workflows/{id}", "DELETE /ojs/v1/workflows/{id}",  // level 3
     "GET /ojs/v1/events/stream", "GET /ojs/v1/queues/{name}/events",  // server-sent events
-    "POST /ojs/v1/jobs/{id}/hold", "POST /ojs/v1/jobs/{id}/release", "PATCH /ojs/v1/jobs/{id}",  // [issue #33]
-    "POST /ojs/v1/jobs/{id}/what-if", "GET /ojs/v1/queues/{name}/forecast"};  // [estimate]
+    "POST /ojs/v1/jobs/{id}/hold", "POST /ojs/v1/jobs/{id}/release", "PATCH /ojs/v1/jobs/{id}",  // job control
+    "POST /ojs/v1/jobs/{id}/what-if", "GET /ojs/v1/queues/{name}/forecast"};  // start estimates
 
 // Workers run jobs: every worker-side operation (fetch, ack, nack, heartbeat and
 // whatever else lives under /workers/, e.g. checkpoints), job checkpoints, and INFO.

@@ -28,7 +28,7 @@ void Maintenance::run_once() {
       if (!lost_workers.empty())
         if (int n = reaper_.reclaim_from_lost_workers(queue, lost_workers); n > 0)
           spdlog::warn("queue {}: reclaimed {} job(s) from workers that stopped heartbeating", queue, n);
-      // [heads] The class-head index is checked on the first pass (an upgraded Redis has
+      // The class-head index is checked on the first pass (an upgraded Redis has
       // none yet) and then about once a minute; a correction after that means a
       // ready-set write bypassed _lib.lua's helpers, which is a bug worth a warning.
       if (passes_ % kClassHeadsCheckEvery == 0)
@@ -46,7 +46,7 @@ void Maintenance::run_once() {
         if (discarded > 0) spdlog::info("queue {}: discarded {} job(s) past their expires_at", queue, discarded);
       }
       if (due[qi].promote) store.promote(queue);
-      if (due[qi].gangs)  // [gangs]
+      if (due[qi].gangs)
         if (long long n = store.expire_gangs(queue); n > 0)
           spdlog::info("queue {}: released {} gang(s) that did not complete before their hold deadline", queue, n);
       if (int n = reaper_.reclaim_expired(queue); n > 0)

@@ -1,4 +1,4 @@
-// [estimate] The start estimate, what-if and forecast over a snapshot read from the stores.
+// The start estimate, what-if and forecast over a snapshot read from the stores.
 #include "broker/estimate/estimate_service.hpp"
 
 #include <algorithm>
@@ -164,6 +164,61 @@ bool end_now(estimate::Snapshot& s, const std::string& job_id) {
 
 }  // namespace
 
+// Jobs whose run time is the learned median of their type, filled in once the run
+// times are read: running jobs by (queue, type), waiting jobs by type.
+struct EstimateService::MedianWanted {
+  struct RunningAt {
+    std::size_t worker, job;
+    std::int64_t started_ms;
+  };
+  std::map<std::pair<std::string, std::string>, std::vector<RunningAt>> running;
+  std::map<std::string, std::vector<std::size_t>> waiting;  // type -> waiting index
+};
+
+namespace {
+
+// A running job of the snapshot with its expected end: declared (moved as the queue's
+// jobs overran theirs), reported progress, the execution deadline, or the preemption's
+// grace; false in `wants_median` when none of these gives it and the learned median must.
+estimate::Running with_expected_end(RunningJob job, const JobRecord& record, const std::string& queue,
+                                    const estimate::Overruns& overruns, std::int64_t now, bool& wants_median) {
+  estimate::Running r;
+  wants_median = false;
+  r.charged = job.queue == queue;
+  r.tenant = record.get("tenant");
+  const auto started = record.get_int("started_at").value_or(now);
+  // An expected end is never past the job's execution deadline (a deadline passed: due now).
+  const auto within_deadline = [&](std::int64_t end) {
+    const auto deadline = record.get_int("execution_deadline");
+    return deadline ? std::min(end, std::max(*deadline, now)) : end;
+  };
+  const auto by_progress = estimate::progress_end(started, reported_progress(record), now);
+  if (job.declared_end_ms) {
+    const auto est = record.get_int("estimated_duration_s");
+    r.source = est && *job.declared_end_ms == started + *est * 1000 ? EndSource::declared : EndSource::deadline;
+    // A declared end moves as the queue's jobs overran theirs (but not past its deadline); past its end: due now.
+    if (r.source == EndSource::declared && job.queue == queue)
+      job.declared_end_ms = within_deadline(overruns.end(started, *est * 1000, now));
+    job.declared_end_ms = std::max(*job.declared_end_ms, now);
+  } else if (!record.has("preempt_deadline") && !by_progress) {
+    wants_median = true;
+  }
+  // Reported progress, when it is to be trusted, beats the declared end (not past the deadline) and the median.
+  if (by_progress && !record.has("preempt_deadline")) {
+    job.declared_end_ms = within_deadline(*by_progress);
+    r.source = EndSource::progress;
+  }
+  if (const auto deadline = record.get_int("preempt_deadline"); deadline && job.preempting &&
+                                                                (!job.declared_end_ms || *job.declared_end_ms > *deadline)) {
+    job.declared_end_ms = std::max(*deadline, now);  // being preempted: gone by its grace period's end
+    r.source = EndSource::preempted;
+  }
+  r.job = std::move(job);
+  return r;
+}
+
+}  // namespace
+
 EstimateService::Read EstimateService::read(const std::string& queue, int limit, const JobRecord* target) {
   Read out;
   auto& s = out.snapshot;
@@ -181,21 +236,22 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   s.limits.tenants.limits = budget.tenant_max_gpus;
   s.limits.tenants.used = budget.tenant_gpus_in_use;
 
-  // [fairorder] Under policy fair, the tenants' shares the claim orders by (either order).
+  // Under policy fair, the tenants' shares the claim orders by (either order).
   s.fair = fair_shares_of(marks_.fair_usage(queue), true);
 
   // How the queue's jobs kept to their declared durations (Overruns: the ends of jobs that declare one).
   const auto overruns = estimate::Overruns::of(reads_.ran_vs_declared(queue, estimate::kOverrunsKept));
 
-  // Learned run times wanted: (queue, type) -> where to put the median.
-  struct MedianEnd {
-    std::size_t worker, job;
-    std::int64_t started_ms;
-  };
-  std::map<std::pair<std::string, std::string>, std::vector<MedianEnd>> running_medians;
-  std::map<std::string, std::vector<std::size_t>> waiting_medians;  // type -> waiting index
+  MedianWanted medians;
+  read_waiting(queue, classes, limit, target, overruns, s, medians);
+  read_workers(queue, classes, overruns, s, medians);
+  read_holds(queue, s);
+  read_medians(queue, medians, s);
+  return out;
+}
 
-  // The waiting jobs in the queue's order.
+void EstimateService::read_waiting(const std::string& queue, const ClassSet& classes, int limit, const JobRecord* target,
+                                   const estimate::Overruns& overruns, estimate::Snapshot& s, MedianWanted& medians) {
   bool more = false;
   const auto entries = reads_.ready_jobs(queue, classes, limit, &more);
   s.truncated = more;
@@ -214,7 +270,7 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
     w.enqueued_ms = job.get_int("enqueued_at").value_or(s.now_ms);
     w.class_rank = class_rank_of_ready_score(score).value_or(job.priority_class_rank());  // as the controller ranks a head
     declared_run(job, overruns, w);
-    if (!w.run_ms) waiting_medians[job.get("type")].push_back(s.waiting.size());
+    if (!w.run_ms) medians.waiting[job.get("type")].push_back(s.waiting.size());
     s.waiting.push_back(std::move(w));
   };
   for (std::size_t i = 0; i < entries.size(); ++i)
@@ -228,11 +284,13 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
       s.waiting.back().due_ms = std::max({s.now_ms, target->get_int("next_attempt_at").value_or(0),
                                           target->get_int("scheduled_at").value_or(0)});
   }
+}
 
-  // The live workers that serve the queue and what runs on them (any queue). What runs
-  // is read (round trips per worker) only where it matters: on workers whose hardware
-  // fits one of the waiting classes; the others take part only to say why a job is
-  // unresolvable.
+void EstimateService::read_workers(const std::string& queue, const ClassSet& classes, const estimate::Overruns& overruns,
+                                   estimate::Snapshot& s, MedianWanted& medians) {
+  // What runs is read (round trips per worker) only where it matters: on workers whose
+  // hardware fits one of the waiting classes; the others take part only to say why a
+  // job is unresolvable.
   std::set<std::string> waiting_classes;
   for (const auto& w : s.waiting) waiting_classes.insert(w.class_id);
   for (auto& live : live_workers(workers_, s.now_ms, config_.worker_dead_after_ms)) {
@@ -246,43 +304,18 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
       continue;
     }
     for (auto& [job, record] : running_records_on(jobs_, workers_, w.id, s.now_ms)) {
-      estimate::Running r;
-      r.charged = job.queue == queue;
-      r.tenant = record.get("tenant");
       const auto started = record.get_int("started_at").value_or(s.now_ms);
-      // An expected end is never past the job's execution deadline (a deadline passed: due now).
-      const auto within_deadline = [&](std::int64_t end) {
-        const auto deadline = record.get_int("execution_deadline");
-        return deadline ? std::min(end, std::max(*deadline, s.now_ms)) : end;
-      };
-      const auto by_progress = estimate::progress_end(started, reported_progress(record), s.now_ms);
-      if (job.declared_end_ms) {
-        const auto est = record.get_int("estimated_duration_s");
-        r.source = est && *job.declared_end_ms == started + *est * 1000 ? EndSource::declared : EndSource::deadline;
-        // A declared end moves as the queue's jobs overran theirs (but not past its deadline); past its end: due now.
-        if (r.source == EndSource::declared && job.queue == queue)
-          job.declared_end_ms = within_deadline(overruns.end(started, *est * 1000, s.now_ms));
-        job.declared_end_ms = std::max(*job.declared_end_ms, s.now_ms);
-      } else if (!record.has("preempt_deadline") && !by_progress) {
-        running_medians[{job.queue, record.get("type")}].push_back({s.workers.size(), w.running.size(), started});
-      }
-      // Reported progress, when it is to be trusted, beats the declared end (not past the deadline) and the median.
-      if (by_progress && !record.has("preempt_deadline")) {
-        job.declared_end_ms = within_deadline(*by_progress);
-        r.source = EndSource::progress;
-      }
-      if (const auto deadline = record.get_int("preempt_deadline"); deadline && job.preempting &&
-                                                                    (!job.declared_end_ms || *job.declared_end_ms > *deadline)) {
-        job.declared_end_ms = std::max(*deadline, s.now_ms);  // being preempted: gone by its grace period's end
-        r.source = EndSource::preempted;
-      }
-      r.job = std::move(job);
-      w.running.push_back(std::move(r));
+      const auto type = record.get("type");
+      const auto job_queue = job.queue;
+      bool wants_median = false;
+      w.running.push_back(with_expected_end(std::move(job), record, queue, overruns, s.now_ms, wants_median));
+      if (wants_median) medians.running[{job_queue, type}].push_back({s.workers.size(), w.running.size() - 1, started});
     }
     s.workers.push_back(std::move(w));
   }
+}
 
-  // Preemptions in progress: the workers held for their preemptors.
+void EstimateService::read_holds(const std::string& queue, estimate::Snapshot& s) {
   for (const auto& [worker, text] : marks_.holds()) {
     const auto h = CapacityHold::parse(worker, text);
     if (!h || h->until_ms <= s.now_ms) continue;
@@ -291,31 +324,31 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
     s.holds.push_back({h->worker_id, h->for_job, h->queue == queue ? h->class_id : std::string(), h->until_ms, std::move(victims),
                        h->backfill_start_ms > 0});
   }
+}
 
-  // The learned medians, one read per queue.
-  std::map<std::string, std::set<std::string>> types;
-  for (const auto& [key, at] : running_medians) types[key.first].insert(key.second);
-  for (const auto& [type, at] : waiting_medians) types[queue].insert(type);
+void EstimateService::read_medians(const std::string& queue, const MedianWanted& medians, estimate::Snapshot& s) {
+  std::map<std::string, std::set<std::string>> types;  // one read per queue
+  for (const auto& [key, at] : medians.running) types[key.first].insert(key.second);
+  for (const auto& [type, at] : medians.waiting) types[queue].insert(type);
   for (const auto& [q, wanted] : types) {
     const auto times = reads_.run_times(q, {wanted.begin(), wanted.end()});
     for (const auto& [type, list] : times) {
       const auto median = median_ms(list);
       if (!median) continue;
-      if (auto it = running_medians.find({q, type}); it != running_medians.end())
+      if (auto it = medians.running.find({q, type}); it != medians.running.end())
         for (const auto& m : it->second) {
           auto& r = s.workers[m.worker].running[m.job];
           r.source = EndSource::median;
           r.job.declared_end_ms = std::max(s.now_ms, m.started_ms + *median);  // past it: due now
         }
       if (q == queue)
-        if (auto it = waiting_medians.find(type); it != waiting_medians.end())
+        if (auto it = medians.waiting.find(type); it != medians.waiting.end())
           for (std::size_t i : it->second) {
             s.waiting[i].run_ms = *median;
             s.waiting[i].run_source = EndSource::median;
           }
     }
   }
-  return out;
 }
 
 json EstimateService::estimate_of(const JobRecord& job, Read* out, estimate::Estimate* result, int* run_ahead) {

@@ -1,4 +1,4 @@
-// [estimate] When will a job start, and what would make it start: the snapshot the
+// When will a job start, and what would make it start: the snapshot the
 // forward run needs (forecast.hpp), read from the stores, for the job diagnosis
 // (`estimate`), POST /jobs/{id}/what-if and GET /queues/{name}/forecast. Nothing is
 // written: a what-if edits a copy of the snapshot.
@@ -61,6 +61,16 @@ class EstimateService {
   // The snapshot for `queue`: its first `limit` ready jobs; `target`, when it is not
   // among them (scheduled, a retry, or further back), joins after them.
   Read read(const std::string& queue, int limit, const JobRecord* target);
+  struct MedianWanted;
+  // The parts of read(): the waiting jobs in the queue's order; the live workers that
+  // serve the queue and what runs on them (any queue); the capacity holds of
+  // preemptions in progress; the learned medians where nothing better gives a run time.
+  void read_waiting(const std::string& queue, const ClassSet& classes, int limit, const JobRecord* target,
+                    const estimate::Overruns& overruns, estimate::Snapshot& s, MedianWanted& medians);
+  void read_workers(const std::string& queue, const ClassSet& classes, const estimate::Overruns& overruns,
+                    estimate::Snapshot& s, MedianWanted& medians);
+  void read_holds(const std::string& queue, estimate::Snapshot& s);
+  void read_medians(const std::string& queue, const MedianWanted& medians, estimate::Snapshot& s);
   // The estimate of a waiting job; for a what-if its snapshot, the estimate and how
   // many jobs ahead the run itself saw (`out`, `result`, `run_ahead`, each may be null).
   nlohmann::json estimate_of(const JobRecord& job, Read* out, estimate::Estimate* result, int* run_ahead);

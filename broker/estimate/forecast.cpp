@@ -1,12 +1,8 @@
-// [estimate] Placement run forward in time over a copy of the queue's state (pure).
+// Placement run forward in time over a copy of the queue's state (pure).
 #include "broker/estimate/forecast.hpp"
-
-#include "broker/scheduling/queue_budget.hpp"
-
-#include <nlohmann/json.hpp>
+#include "broker/estimate/never_fits.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -20,8 +16,6 @@
 
 namespace ojs::broker::estimate {
 
-using nlohmann::json;
-
 namespace {
 
 // Past a year of simulated time an estimate says nothing useful: the run stops.
@@ -34,16 +28,6 @@ constexpr int kMaxInstants = 200000;
 bool over_tenant_quota(const Limits& l, const std::string& tenant, long long gpus) {
   return tenant_quota_block(l.tenants, "", tenant, gpus).has_value();
 }
-
-std::optional<long long> tenant_limit(const Limits& l, const std::string& tenant) {
-  if (tenant.empty()) return std::nullopt;
-  auto it = l.tenants.limits.find(tenant);
-  if (it == l.tenants.limits.end()) it = l.tenants.limits.find("*");
-  if (it == l.tenants.limits.end()) return std::nullopt;
-  return it->second;
-}
-
-int members_of(const ml::Requirements& req) { return std::max(1, req.hard.gang.size); }
 
 // When a job preferring a model may take a worker without it (0: it prefers none).
 std::int64_t locality_hold_end(const Waiting& job, const ml::ScoringOptions& scoring) {
@@ -133,7 +117,7 @@ class Run {
     const Waiting& w;
     int cls = 0;
     bool placed = false;
-    double order = 0;  // its place in the queue's order: the score, or [fairorder] the fair key (reorder)
+    double order = 0;  // its place in the queue's order: the score, or the fair key (reorder)
   };
   using Key = std::pair<double, std::size_t>;  // (score, job): the queue's order
 
@@ -232,6 +216,42 @@ class Run {
   }
   std::size_t work_ = 0;
 
+  // Starts waiting job `i` of class `c` at `t` on the chosen workers: they run it, the
+  // budget and its tenant's quota count its GPUs, a hold the class waited for ends.
+  Placement start(std::size_t i, int c, std::int64_t t, const std::vector<std::pair<std::size_t, std::vector<int>>>& chosen,
+                  long long gpus) {
+    const Waiting& job = jobs_[i].w;
+    const ml::Requirements& req = *job.req;
+    Placement p{job.id, job.tenant, {}, t, std::nullopt};
+    if (job.run_ms) p.end_ms = t + *job.run_ms;
+    for (const auto& [w, devices] : chosen) {
+      Running r;
+      r.job.job_id = job.id;
+      r.job.gpus = req.gpu_count();
+      r.job.devices = devices;
+      r.job.declared_end_ms = p.end_ms;
+      r.source = job.run_source;
+      r.charged = true;
+      r.tenant = job.tenant;
+      r.job.class_rank = job.class_rank;  // what preemption in the run weighs
+      r.job.preemptible = req.scheduling.preemptible;
+      r.job.grace_period_s = req.scheduling.grace_period_s;
+      r.job.lost_ms = s_.now_ms - t;  // progress since its start, once preempt() adds t' - now
+      workers_[w].running.push_back(std::move(r));
+      loads_[w].reset();
+      if (const auto h = holds_.find(w); h != holds_.end() && h->second.cls == c) end_hold(h);  // the preemptor's class took it
+      p.worker_ids.push_back(workers_[w].id);
+    }
+    if (gpus > 0) {
+      limits_.budget.gpus_in_use += gpus;
+      limits_.budget.gpu_jobs += 1;
+      if (!job.tenant.empty()) limits_.tenants.used[job.tenant] += gpus;
+      fair_held(job.tenant, gpus);
+    }
+    jobs_[i].placed = true;
+    return p;
+  }
+
   void place(std::int64_t t, const std::function<void(std::size_t, const Placement&)>& placed) {
     if (ended_on_.size() != workers_.size()) ended_on_.resize(workers_.size());
     std::set<std::size_t> held;  // workers a forming gang holds at this instant
@@ -313,37 +333,11 @@ class Run {
           else if (watched_in(c, *it)) note_busy(watch_, held);
           break;
         }
-        Placement p{job.id, job.tenant, {}, t, std::nullopt};
-        if (job.run_ms) p.end_ms = t + *job.run_ms;
-        for (const auto& [w, devices] : *chosen) {
-          Running r;
-          r.job.job_id = job.id;
-          r.job.gpus = req.gpu_count();
-          r.job.devices = devices;
-          r.job.declared_end_ms = p.end_ms;
-          r.source = job.run_source;
-          r.charged = true;
-          r.tenant = job.tenant;
-          r.job.class_rank = job.class_rank;  // what preemption in the run weighs
-          r.job.preemptible = req.scheduling.preemptible;
-          r.job.grace_period_s = req.scheduling.grace_period_s;
-          r.job.lost_ms = s_.now_ms - t;  // progress since its start, once preempt() adds t' - now
-          workers_[w].running.push_back(std::move(r));
-          loads_[w].reset();
-          if (const auto h = holds_.find(w); h != holds_.end() && h->second.cls == c) end_hold(h);  // the preemptor's class took it
-          p.worker_ids.push_back(workers_[w].id);
-        }
-        if (gpus > 0) {
-          limits_.budget.gpus_in_use += gpus;
-          limits_.budget.gpu_jobs += 1;
-          if (!job.tenant.empty()) limits_.tenants.used[job.tenant] += gpus;
-          fair_held(job.tenant, gpus);
-        }
-        jobs_[i].placed = true;
+        const auto p = start(i, c, t, *chosen, gpus);
         scanned_[static_cast<std::size_t>(c)] = false;  // the scan stopped at the first worker that fit
         it = pending.erase(it);
         placed(i, p);
-        if (s_.fair) {  // [fairorder] the tenant's share moved: every job's place may have
+        if (s_.fair) {  // the tenant's share moved: every job's place may have
           reorder();
           heads = Heads();
           push_heads();
@@ -357,7 +351,7 @@ class Run {
     }
   }
 
-  // [fairorder] GPUs a tenant's jobs of this queue hold beyond what the shares were read
+  // GPUs a tenant's jobs of this queue hold beyond what the shares were read
   // with (the run's placements and ends); only where the shares are of GPUs.
   void fair_held(const std::string& tenant, long long gpus) {
     if (!s_.fair || s_.fair->resource == 2 || gpus == 0) return;
@@ -365,7 +359,7 @@ class Run {
     fair_queue_held_ += static_cast<double>(gpus);
   }
 
-  // [fairorder] Each waiting job's place under the fair order at this instant, as
+  // Each waiting job's place under the fair order at this instant, as
   // claim.lua's fair_head and fair_rank take them (_lib_fairshare.lua): tenant order,
   // the lowest share (decayed use plus what is held now, over the weight) first, then
   // the higher class, then FIFO; class order, the class, then the share, then FIFO. A
@@ -531,83 +525,11 @@ class Run {
   bool all_dirty_ = true;            // look at every worker at the next pass
   bool gangs_ = false;               // a gang waits
   bool limited_ = false;             // the queue has a budget or tenant quotas
-  std::map<std::string, double> fair_held_;  // [fairorder] tenant -> GPUs held beyond the shares' reading
+  std::map<std::string, double> fair_held_;  // tenant -> GPUs held beyond the shares' reading
   double fair_queue_held_ = 0;
 };
 
-// Why no worker of the fleet could ever take `req` (nullopt: some could).
-std::optional<std::string> never_fits(const Snapshot& s, const Waiting& job) {
-  const ml::Requirements& req = *job.req;
-  const int members = members_of(req);
-  const long long gpus = static_cast<long long>(req.gpu_count()) * members;
-  const auto& b = s.limits.budget;
-  if (gpus > 0 && b.max_gpus && gpus > *b.max_gpus)
-    return "it needs " + std::to_string(gpus) + " GPUs and the queue's max_total_gpus is " + std::to_string(*b.max_gpus);
-  if (const auto limit = tenant_limit(s.limits, job.tenant); gpus > 0 && limit && gpus > *limit)
-    return "it needs " + std::to_string(gpus) + " GPUs and tenant " + job.tenant + "'s quota is " + std::to_string(*limit);
-  if (s.workers.empty()) return "no live worker serves the queue";
-  int fitting = 0;
-  std::set<std::string> why;
-  for (const auto& w : s.workers) {
-    const auto j = ml::judge_static(req, &w.caps);
-    if (j.eligible()) {
-      ++fitting;
-    } else if (why.size() < 3) {
-      why.insert(j.refusals.front().summary.empty() ? j.refusals.front().reason : j.refusals.front().summary);
-    }
-  }
-  if (fitting >= members) return std::nullopt;
-  std::string text = "no live worker serving the queue could ever take it (" + std::to_string(s.workers.size()) + " seen";
-  if (members > 1) text += ", " + std::to_string(fitting) + " fit a member of a gang of " + std::to_string(members);
-  for (const auto& w : why) text += "; " + w;
-  return text + ")";
-}
-
 }  // namespace
-
-Overruns Overruns::of(std::vector<double> ratios) {
-  std::erase_if(ratios, [](double r) { return !(r > 0) || !std::isfinite(r); });
-  std::sort(ratios.begin(), ratios.end());
-  return {std::move(ratios)};
-}
-
-std::int64_t Overruns::end(std::int64_t started_ms, std::int64_t declared_ms, std::int64_t now_ms) const {
-  const auto at = [&](double ratio) { return started_ms + std::llround(ratio * static_cast<double>(declared_ms)); };
-  if (ratios.empty()) return std::max(started_ms + declared_ms, now_ms);
-  // The ratios are sorted, so are the ends: those after now are a suffix.
-  const auto first = std::upper_bound(ratios.begin(), ratios.end(), now_ms, [&](std::int64_t now, double r) { return now < at(r); });
-  if (first == ratios.end()) return now_ms;
-  return at(*(first + (ratios.end() - first) / 2));
-}
-
-std::int64_t Overruns::run(std::int64_t declared_ms) const {
-  if (ratios.empty()) return declared_ms;
-  return std::max<std::int64_t>(1, std::llround(ratios[ratios.size() / 2] * static_cast<double>(declared_ms)));
-}
-
-std::optional<std::int64_t> progress_end(std::int64_t started_ms, const Progress& p, std::int64_t now_ms) {
-  if (!(p.fraction > 0) || !(p.fraction < 1) || p.reported_ms < started_ms) return std::nullopt;
-  const bool has_base = p.base_ms > 0 && p.base_ms >= started_ms && p.base_ms <= p.reported_ms && p.base_fraction > 0;
-  if (has_base && p.reported_ms > p.base_ms && p.fraction - p.base_fraction >= kPaceSpan) {
-    const double ms_per_unit = static_cast<double>(p.reported_ms - p.base_ms) / (p.fraction - p.base_fraction);
-    return std::max<std::int64_t>(p.reported_ms + std::llround((1 - p.fraction) * ms_per_unit), now_ms);
-  }
-  if (p.resumed || !(p.fraction >= kProgressTrusted)) return std::nullopt;
-  const std::int64_t end = started_ms + std::llround(static_cast<double>(p.reported_ms - started_ms) / p.fraction);
-  return std::max(end, now_ms);
-}
-
-const char* to_string(EndSource source) {
-  switch (source) {
-    case EndSource::progress: return "progress";
-    case EndSource::declared: return "declared";
-    case EndSource::deadline: return "deadline";
-    case EndSource::median: return "median";
-    case EndSource::preempted: return "preempted";
-    case EndSource::unknown: break;
-  }
-  return "unknown";
-}
 
 Estimate estimate_start(const Snapshot& s, const std::string& target) {
   Estimate e;
@@ -700,68 +622,6 @@ std::vector<Placement> forecast(const Snapshot& s, int limit) {
     t = *next;
   }
   return out;
-}
-
-std::string rests_on(const Estimate& e) {
-  std::vector<std::string> parts;
-  auto count = [&](EndSource source) { return e.running_ends.count(source) ? e.running_ends.at(source) : 0; };
-  auto plural = [](int n, const std::string& one, const std::string& many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
-  if (int n = count(EndSource::progress)) parts.push_back(plural(n, "running job's reported progress", "running jobs' reported progress"));
-  if (int n = count(EndSource::declared)) parts.push_back(plural(n, "running job's declared end", "running jobs' declared ends"));
-  if (int n = count(EndSource::deadline)) parts.push_back(plural(n, "running job's execution deadline", "running jobs' execution deadlines"));
-  if (int n = count(EndSource::median))
-    parts.push_back(plural(n, "running job's learned run time (its type's median)", "running jobs' learned run times (their type's median)"));
-  if (!e.preempts.empty())
-    parts.push_back("the preemption of " + plural(static_cast<int>(e.preempts.size()), "lower-class running job", "lower-class running jobs") +
-                    " for it (it starts once their grace period ends)");
-  else if (int n = count(EndSource::preempted))
-    parts.push_back(plural(n, "running job preempted for another job", "running jobs preempted for other jobs"));
-  parts.push_back(plural(e.jobs_ahead, "job ahead", "jobs ahead"));
-  for (const auto& k : e.kept_by) {
-    if (k == "max_total_gpus" || k == "max_concurrent_gpu_jobs") parts.push_back("the queue budget (" + k + ")");
-    else if (k == "tenant_quota") parts.push_back("the tenant's GPU quota");
-    else if (k == "gang_forming") parts.push_back("a forming gang holding workers");
-    else if (k == "locality_hold") parts.push_back("the locality delay (it waits for a worker with its model)");
-  }
-  if (e.truncated) parts.push_back("only the first jobs of the queue were read");
-  std::string text;
-  for (const auto& p : parts) text += (text.empty() ? "" : "; ") + p;
-  return text;
-}
-
-json to_json(const Estimate& e, std::int64_t now_ms) {
-  json j;
-  switch (e.status) {
-    case Estimate::Status::estimated: j["status"] = "estimated"; break;
-    case Estimate::Status::unresolvable: j["status"] = "unresolvable"; break;
-    case Estimate::Status::unknown: j["status"] = "unknown"; break;
-  }
-  j["position"] = e.position;
-  j["jobs_ahead"] = e.jobs_ahead;
-  if (e.status == Estimate::Status::estimated) {
-    j["start_at"] = format_rfc3339(e.start_ms);
-    j["start_in_s"] = std::max<std::int64_t>(0, (e.start_ms - now_ms + 999) / 1000);
-    j["worker_ids"] = e.worker_ids;
-    j["placed_ahead"] = e.placed_ahead;
-    json ends = json::object();
-    for (auto source : {EndSource::progress, EndSource::declared, EndSource::deadline, EndSource::median, EndSource::preempted})
-      ends[to_string(source)] = e.running_ends.count(source) ? e.running_ends.at(source) : 0;
-    j["running_ends"] = ends;
-    j["rests_on"] = rests_on(e);
-    if (!e.preempts.empty()) j["preempts"] = e.preempts;
-  } else {
-    j["reason"] = e.reason;
-  }
-  j["kept_by"] = e.kept_by;
-  if (e.truncated) j["truncated"] = true;
-  return j;
-}
-
-json to_json(const Placement& p) {
-  json j = {{"job_id", p.job_id}, {"worker_ids", p.worker_ids}, {"start_at", format_rfc3339(p.start_ms)}};
-  if (!p.tenant.empty()) j["tenant"] = p.tenant;
-  j["end_at"] = p.end_ms ? json(format_rfc3339(*p.end_ms)) : json(nullptr);
-  return j;
 }
 
 }  // namespace ojs::broker::estimate

@@ -1,4 +1,4 @@
-// [estimate] When a waiting job will start: placement run forward in time over a
+// When a waiting job will start: placement run forward in time over a
 // copy of the queue's state (docs/matching.md#start-estimates). Pure code, no Redis:
 // broker/estimate/estimate_service.cpp reads the snapshot, the what-if edits a copy
 // of it, bench/simulator can run it too.
@@ -103,6 +103,9 @@ struct Waiting {
   int class_rank = -1;                    // priority class rank (spot 0 .. reserved 2); -1: unknown, it does not preempt
 };
 
+// The workers a job takes at once: its gang's size, else one.
+inline int members_of(const ml::Requirements& req) { return req.hard.gang.size > 1 ? req.hard.gang.size : 1; }
+
 struct Limits {
   QueueBudget budget;                              // max_total_gpus, max_concurrent_gpu_jobs and their use
   TenantQuotaUse tenants;  // tenant -> max GPUs ('*': any other tenant), tenant -> GPUs charged
@@ -132,7 +135,7 @@ struct Snapshot {
   };
   std::vector<Hold> holds;
   bool preemption = true;  // the run preempts as the controller does (the broker always does; off: to measure without)
-  // [fairorder] Under `policy: fair`: the tenants' shares when read (decayed use, held
+  // Under `policy: fair`: the tenants' shares when read (decayed use, held
   // now) and the queue's fair order. The run takes the jobs by them, as claim.lua's
   // fair_head does, with what the run places and ends counted in what is held.
   // nullopt: the score order.

@@ -195,7 +195,7 @@ void EventHub::poll_once() {
   cursors_ = std::move(cursors);
   std::vector<std::pair<std::string, StreamId>> after(cursors_.begin(), cursors_.end());
   auto batches = store_.range(after, limit, kReadBatch);
-  // A queue cut short by the batch size bounds this round: later entries of the
+  // A queue cut short by the batch size bounds this poll: later entries of the
   // others wait for the next, so the order holds.
   for (const auto& batch : batches)
     if (static_cast<int>(batch.size()) == kReadBatch) limit = std::min(limit, batch.back().id.ms - 1);

@@ -180,7 +180,7 @@ void store_rate_limit(const QueueConfig& c, QueueConfigWrite& w) {
   }
 }
 
-// [fairshare] The policy is kept as its name, which claim.lua reads.
+// The policy is kept as its name, which claim.lua reads.
 void store_policy(const QueueConfig& c, QueueConfigWrite& w) {
   if (c.policy != QueuePolicy::priority) w.fields.emplace_back("policy", policy_name(c.policy));
 }
@@ -190,14 +190,14 @@ void load_policy(const StoredQueueConfig& s, QueueConfig& c) {
   if (it != s.fields.end()) c.policy = parse_policy(it->second).value_or(QueuePolicy::priority);
 }
 
-// [fairshare] {"weights": {"tenant": w, ...}, "default_weight": w}; the spec's
+// {"weights": {"tenant": w, ...}, "default_weight": w}; the spec's
 // "tenant:" key prefix is accepted and dropped; enabled/strategy are accepted
 // (the queue's `policy` is what switches fair share on).
 void parse_fairness(const json& f, QueueConfig& c) {
   TenantFairness out;
   if (f.contains("default_weight")) out.default_weight = f["default_weight"].get<double>();
   if (f.contains("half_life_seconds")) out.half_life_seconds = f["half_life_seconds"].get<double>();
-  if (f.contains("order") && f["order"] == "class") out.order = FairOrder::priority_class;  // [fairorder] the schema allows tenant | class
+  if (f.contains("order") && f["order"] == "class") out.order = FairOrder::priority_class;  // the schema allows tenant | class
   if (f.contains("weights"))
     for (auto it = f["weights"].begin(); it != f["weights"].end(); ++it) {
       std::string tenant = it.key();
@@ -212,7 +212,7 @@ json render_fairness(const QueueConfig& c) {
   if (!c.tenant_fairness.weights.empty()) out["weights"] = c.tenant_fairness.weights;
   if (c.tenant_fairness.default_weight != 1) out["default_weight"] = c.tenant_fairness.default_weight;
   put(out, "half_life_seconds", c.tenant_fairness.half_life_seconds);
-  if (c.tenant_fairness.order == FairOrder::priority_class) out["order"] = "class";  // [fairorder] the default, tenant, is not shown
+  if (c.tenant_fairness.order == FairOrder::priority_class) out["order"] = "class";  // the default, tenant, is not shown
   return out;
 }
 
@@ -220,7 +220,7 @@ json render_fairness(const QueueConfig& c) {
 void store_fairness(const QueueConfig& c, QueueConfigWrite& w) {
   if (!c.tenant_fairness.empty()) w.fields.emplace_back("tenant_fairness", render_fairness(c).dump());
   if (c.policy == QueuePolicy::fair) w.fields.emplace_back("fair_tenants", fairness_for_claim(c.tenant_fairness).dump());
-  if (const auto& h = c.tenant_fairness.half_life_seconds)  // [usage] kept under every policy: the use decays anyway
+  if (const auto& h = c.tenant_fairness.half_life_seconds)  // kept under every policy: the use decays anyway
     w.fields.emplace_back("usage_half_life_ms", std::to_string(std::llround(*h * 1000)));
 }
 
@@ -229,7 +229,7 @@ json backfill_to_json(const BackfillSettings& b) {
   return {{"after_s", b.after_s}, {"max_start_s", b.max_start_s}};
 }
 
-// [admin] Top-level `concurrency` (ojs-admin-api.md §6.6) is rate_limit.concurrency.
+// Top-level `concurrency` (ojs-admin-api.md §6.6) is rate_limit.concurrency.
 void parse_concurrency(const json& n, QueueConfig& c) {
   const auto value = integer(n);
   if (c.rate_limit.concurrency && *c.rate_limit.concurrency != value)
@@ -237,7 +237,7 @@ void parse_concurrency(const json& n, QueueConfig& c) {
   c.rate_limit.concurrency = value;
 }
 
-// [backpressure] As configured (read back), and push.lua's form: max_depth and
+// As configured (read back), and push.lua's form: max_depth and
 // overflow (the strategy when not reject).
 void store_backpressure(const QueueConfig& c, QueueConfigWrite& w) {
   if (c.backpressure.empty()) return;
@@ -263,15 +263,15 @@ const std::vector<QueueConfigField>& queue_config_fields() {
       {"policy", [](const json& p, QueueConfig& c) { c.policy = parse_policy(p.get<std::string>()).value_or(QueuePolicy::priority); },
        [](const QueueConfig& c) { return json(policy_name(c.policy)); }, {"policy"}, store_policy, load_policy},
       {"tenant_fairness", parse_fairness, render_fairness, {"tenant_fairness", "fair_tenants", "usage_half_life_ms"}, store_fairness},
-      {"backfill", [](const json& b, QueueConfig& c) { c.backfill = parse_backfill(b); },  // [backfill]
+      {"backfill", [](const json& b, QueueConfig& c) { c.backfill = parse_backfill(b); },
        [](const QueueConfig& c) { return backfill_to_json(c.backfill); }, {"backfill"}},
-      // [admin] ojs-admin-api.md §6.6: the spec's place for rate_limit.concurrency, after
+      // ojs-admin-api.md §6.6: the spec's place for rate_limit.concurrency, after
       // the rate_limit row (both given must agree); kept in rate_limit, answered only
       // by the admin queue detail (admin_configuration).
       {"concurrency", parse_concurrency, nullptr, {}},
-      {"retention", [](const json& r, QueueConfig& c) { c.retention = parse_retention(r); },  // [admin]
+      {"retention", [](const json& r, QueueConfig& c) { c.retention = parse_retention(r); },
        [](const QueueConfig& c) { return retention_to_json(c.retention); }, {"retention"}},
-      {"backpressure", [](const json& b, QueueConfig& c) { c.backpressure = parse_backpressure(b); },  // [backpressure]
+      {"backpressure", [](const json& b, QueueConfig& c) { c.backpressure = parse_backpressure(b); },
        [](const QueueConfig& c) { return backpressure_to_json(c.backpressure); }, {"backpressure", "max_depth", "overflow"},
        store_backpressure},
   };
@@ -348,7 +348,7 @@ BackfillSettings parse_backfill(const json& b) {
   return out;
 }
 
-// [backpressure] A schema-valid value (or the stored one). The schema lists
+// A schema-valid value (or the stored one). The schema lists
 // drop_oldest (ojs-backpressure.md §6.2 names it) so that it is refused as
 // unsupported (422), not as unknown.
 Backpressure parse_backpressure(const json& b) {
@@ -402,7 +402,7 @@ json fairness_for_claim(const TenantFairness& f) {
           {"slots", f.weights.size() + 1},
           {"default_weight", f.default_weight},
           {"tenants", tenants},
-          {"order", f.order == FairOrder::priority_class ? "class" : "tenant"}};  // [fairorder] _lib_fairshare.lua fair_head
+          {"order", f.order == FairOrder::priority_class ? "class" : "tenant"}};  // _lib_fairshare.lua fair_head
 }
 
 // The schema's rate_limit property, then the period, which a schema cannot parse.

@@ -61,22 +61,22 @@ struct QueueRateLimit {
   bool empty() const { return !concurrency && !rate_limit; }
 };
 
-// [fairshare] Per-tenant weights for the `fair` policy (ojs-fair-scheduling.md §9.2
+// Per-tenant weights for the `fair` policy (ojs-fair-scheduling.md §9.2
 // shape: weights by tenant, default_weight for the others). Each named tenant gets a
 // slot (1.., in name order) that PUSH puts into the job's score, so claim.lua finds
 // each tenant's oldest job with one range query; unnamed tenants share slot 0.
 struct TenantFairness {
   std::map<std::string, double> weights;  // tenant -> weight > 0
   double default_weight = 1;
-  // [usage] Past use counts half after this long (config field usage_half_life_ms,
+  // Past use counts half after this long (config field usage_half_life_ms,
   // read by _lib_accounting.lua, whose USAGE_HALF_LIFE_MS is the default: unset here).
   std::optional<double> half_life_seconds;
-  FairOrder order = FairOrder::tenant;  // [fairorder] field `order`: "tenant" | "class" (fair_tenants' order)
+  FairOrder order = FairOrder::tenant;  // field `order`: "tenant" | "class" (fair_tenants' order)
   bool empty() const { return weights.empty() && default_weight == 1 && !half_life_seconds && order == FairOrder::tenant; }
   int slot_of(const std::string& tenant) const;  // 0 for a tenant without a weight
 };
 
-// [backfill] EASY backfill (docs/matching.md#backfill): a GPU job that has waited
+// EASY backfill (docs/matching.md#backfill): a GPU job that has waited
 // `after_s` and fits no worker now gets a reservation on the worker whose running
 // jobs declare to end soonest, if that is within `max_start_s`.
 struct BackfillSettings {
@@ -85,7 +85,7 @@ struct BackfillSettings {
   long long max_start_s = 86400;
 };
 
-// [admin] How long finished jobs stay listable (ojs-admin-api.md §6.6 `retention`):
+// How long finished jobs stay listable (ojs-admin-api.md §6.6 `retention`):
 // an ISO 8601 duration per terminal state (completed, discarded, cancelled) and, ours,
 // max_jobs per state; what is unset takes the broker's --finished-retention-ms and
 // --finished-max-jobs. Only the finished index is bounded: the jobs stay readable.
@@ -97,7 +97,7 @@ struct Retention {
 };
 Retention parse_retention(const nlohmann::json& body);  // schema-valid; 400 naming retention.<state>
 nlohmann::json retention_to_json(const Retention& retention);
-// [backpressure] ojs-backpressure.md §6: a bound on the queue's depth (available +
+// ojs-backpressure.md §6: a bound on the queue's depth (available +
 // scheduled + retryable jobs), checked by push.lua in the same step as the write.
 // `reject` answers 429 QUEUE_FULL; `block` holds the PUSH up to its OJS-Block-Timeout
 // header for room, then answers the same 429.
@@ -114,11 +114,11 @@ struct QueueConfig {
   Budgets budgets;
   TenantQuotas tenant_quotas;
   QueueRateLimit rate_limit;
-  QueuePolicy policy = QueuePolicy::priority;  // [fairshare] how claim orders the ready sets
+  QueuePolicy policy = QueuePolicy::priority;  // how claim orders the ready sets
   TenantFairness tenant_fairness;
-  BackfillSettings backfill;      // [backfill]
-  Retention retention;            // [admin]
-  Backpressure backpressure;      // [backpressure]
+  BackfillSettings backfill;
+  Retention retention;
+  Backpressure backpressure;
   long long version = 0;          // increments on every write; 0: never configured
   std::string updated_at;         // RFC 3339, empty when never configured
 };
@@ -167,17 +167,17 @@ QueueRateLimit parse_rate_limit(const nlohmann::json& body, const std::string& p
 nlohmann::json admin_configuration(const QueueConfig& config, const std::string& queue);
 nlohmann::json rate_limit_to_json(const QueueRateLimit& limit);
 
-// [fairshare] "fifo" | "priority" | "sjf" | "fair" <-> QueuePolicy.
+// "fifo" | "priority" | "sjf" | "fair" <-> QueuePolicy.
 std::optional<QueuePolicy> parse_policy(const std::string& name);
 const char* policy_name(QueuePolicy policy);
 // What claim.lua reads (config hash field fair_tenants): the band base, the default
 // weight and tenant -> [slot, weight].
 nlohmann::json fairness_for_claim(const TenantFairness& fairness);
 
-// [backfill] The stored form: false, or {"after_s": .., "max_start_s": ..}.
+// The stored form: false, or {"after_s": .., "max_start_s": ..}.
 BackfillSettings parse_backfill(const nlohmann::json& stored);
 
-// [backpressure] {"max_depth": 0.., "strategy": "reject"|"block", "warning_threshold": 0..1}.
+// {"max_depth": 0.., "strategy": "reject"|"block", "warning_threshold": 0..1}.
 Backpressure parse_backpressure(const nlohmann::json& body);  // schema-valid; drop_oldest: 422 unsupported
 nlohmann::json backpressure_to_json(const Backpressure& backpressure);
 

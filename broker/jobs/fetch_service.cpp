@@ -125,7 +125,7 @@ FetchService::Outcome FetchService::fetch(const FetchRequest& request, const std
 void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
                                   std::vector<std::string>& jobs) {
   auto kept = classes_of(queue, false);
-  fetch_gang(queue, kept->gangs, request, worker, jobs);  // [gangs] gang classes go to claim_gang only
+  fetch_gang(queue, kept->gangs, request, worker, jobs);  // gang classes go to claim_gang only
   // The cached class set may predate a gang class: once it is refreshed below, a
   // gang class it did not have is offered to claim_gang in this same FETCH.
   const auto refreshed = [&](std::shared_ptr<const KeptClasses> fresh) {

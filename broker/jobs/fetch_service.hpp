@@ -1,5 +1,5 @@
 // FETCH: the classes a worker may take from each queue (the scheduling pipeline),
-// then the claim; [gangs] gang classes through claim_gang (gang_fetch.cpp).
+// then the claim; gang classes through claim_gang (gang_fetch.cpp).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -25,7 +25,7 @@
 
 namespace ojs::broker {
 
-// [gangs] Whether a class is an ext_ml_gang class (claimed by claim_gang, never by claim).
+// Whether a class is an ext_ml_gang class (claimed by claim_gang, never by claim).
 bool is_gang_class(const Scheduler& scheduler, const ClassSet& classes, const std::string& class_id);
 // A started gang's job as one member receives it: rank, world size, rendezvous, its devices.
 nlohmann::json gang_envelope(const JobRecord& job, int rank);
@@ -62,7 +62,7 @@ class FetchService {
     ClassSet gangs;
   };
   std::shared_ptr<const KeptClasses> classes_of(const std::string& queue, bool refresh);
-  // [gangs] gang classes of the queue through claim_gang (broker/jobs/gang_fetch.cpp).
+  // gang classes of the queue through claim_gang (broker/jobs/gang_fetch.cpp).
   void fetch_gang(const std::string& queue, const ClassSet& gang_classes, const FetchRequest& request, WorkerView& worker,
                   std::vector<std::string>& jobs);
   // The verdicts of the classes the claim is offered, judged in the order of their

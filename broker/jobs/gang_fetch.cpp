@@ -1,4 +1,4 @@
-// [gangs] FETCH of ext_ml_gang jobs (docs/matching.md "Gangs"): gang classes never
+// FETCH of ext_ml_gang jobs (docs/matching.md "Gangs"): gang classes never
 // go to claim.lua; the broker decides which gang the worker joins
 // (scheduling/gang_decision.cpp) and claim_gang.lua holds the worker as a member of
 // the queue's forming gang, starts the gang when its last member joins, and delivers

@@ -1,4 +1,4 @@
-// [issue #33] An operator's hand on a waiting job (Slurm's scontrol hold / release /
+// An operator's hand on a waiting job (Slurm's scontrol hold / release /
 // update, BullMQ's changePriority): hold it out of scheduling, release it back where
 // it was, change its priority and ext_ml_* attributes. An update is validated as
 // PUSH validates (PushService::prepare on the changed document: the same errors

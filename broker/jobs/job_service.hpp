@@ -26,7 +26,7 @@ OjsError job_not_found(const std::string& id);
 // requeued without consuming an attempt, whatever the request's `requeue`.
 inline constexpr const char* kGpuFaultType = "gpu_fault";
 
-// [workflows] The transition that ended a batch's last job marked its callbacks
+// The transition that ended a batch's last job marked its callbacks
 // due; they are enqueued right after (the maintenance loop retries what a failure
 // here leaves due). Returns `job`.
 const JobRecord& dispatch_workflow_callbacks(WorkflowStore& workflows, const JobRecord& job);

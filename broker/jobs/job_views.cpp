@@ -39,7 +39,7 @@ json JobViews::diagnosis(const std::string& id) {
   out["job_id"] = id;
   out["state"] = record->state();
   out["queue"] = record->queue();
-  if (record->state() == "pending" && record->has("held_by")) {  // [issue #33] an operator holds it: nothing else matters
+  if (record->state() == "pending" && record->has("held_by")) {  // an operator holds it: nothing else matters
     out["held_by"] = record->get("held_by");
     out["message"] = "held by " + record->get("held_by") + ": no worker takes it until it is released (POST /ojs/v1/jobs/" + id + "/release)";
   } else if (!waits_for_worker(record->state())) {  // running or finished: the class's verdict is about others
@@ -59,7 +59,7 @@ json JobViews::diagnosis(const std::string& id) {
   }
   out["requirements"] = json::parse(queues_.load_classes(record->queue()).classes[record->get("class")], nullptr, false);
   if (auto cohort = cohort_diagnosis(reads_, queues_, *record); !cohort.is_null()) out["cohort"] = std::move(cohort);
-  if (record->state() == "available") {  // [backfill] the worker held for it, and from when
+  if (record->state() == "available") {  // a backfill reservation: the worker held for it, and from when
     if (auto hold = backfill_hold_of(marks_, id))
       out["backfill_reservation"] = {{"worker_id", hold->worker_id}, {"start_at", format_rfc3339(hold->backfill_start_ms)},
                                      {"until", format_rfc3339(hold->until_ms)}, {"gpus", hold->gpus}};

@@ -87,17 +87,17 @@ PreparedJob PushService::prepare(const json& body, bool cached_config) {
       {"gpus", std::to_string(cls.requirements.gpu_count())},
   };
   if (!tenant.empty()) fields.emplace_back("tenant", tenant);
-  // [usage] What the job's CPU-seconds and memory-GB-seconds are counted from
+  // What the job's CPU-seconds and memory-GB-seconds are counted from
   // (_lib_accounting.lua usage_amounts): no cpu_cores field counts one core.
   const auto& hard = cls.requirements.hard;
   if (hard.cpu_cores) fields.emplace_back("cpus", std::to_string(*hard.cpu_cores));
   if (hard.memory_gb) fields.emplace_back("mem_mb", std::to_string(ml::gpu_memory_mb(*hard.memory_gb)));
-  // [fairshare] Under a policy other than priority the ready-set score has its own
+  // Under a policy other than priority the ready-set score has its own
   // base (priority_score.hpp); rank_base stays the priority band preemption reads.
   if (order.policy != QueuePolicy::priority)
     fields.emplace_back("order_base", rank_text(order_base(order.policy, priority_class_rank(cls.requirements), job.priority,
                                                            cls.requirements.scheduling.estimated_duration_seconds, order.fair_slot)));
-  if (const auto& est = cls.requirements.scheduling.estimated_duration_seconds)  // [backfill] read by claim.lua
+  if (const auto& est = cls.requirements.scheduling.estimated_duration_seconds)  // backfill: read by claim.lua
     fields.emplace_back("estimated_duration_s", std::to_string(*est));
   if (job.visibility_timeout_ms) fields.emplace_back("visibility_timeout_ms", std::to_string(*job.visibility_timeout_ms));
   if (job.expires_at_ms) fields.emplace_back("expires_at", std::to_string(*job.expires_at_ms));
@@ -105,7 +105,7 @@ PreparedJob PushService::prepare(const json& body, bool cached_config) {
   std::optional<std::int64_t> timeout_ms = job.timeout_ms;
   if (cls.requirements.scheduling.timeout_seconds) timeout_ms = *cls.requirements.scheduling.timeout_seconds * 1000LL;
   if (timeout_ms && *timeout_ms > 0) fields.emplace_back("timeout_ms", std::to_string(*timeout_ms));
-  if (const auto& gang = cls.requirements.hard.gang; gang.size > 0) {  // [gangs] read by claim_gang.lua
+  if (const auto& gang = cls.requirements.hard.gang; gang.size > 0) {  // read by claim_gang.lua
     fields.emplace_back("gang_size", std::to_string(gang.size));
     fields.emplace_back("gang_label", gang.same_label);
     fields.emplace_back("gang_timeout_ms", std::to_string(cls.requirements.scheduling.gang_timeout_s * 1000LL));
@@ -161,7 +161,7 @@ ObjectText PushService::push(const json& body, PreparedJob prepared) {
     }
     if (t.status == TransitionStatus::duplicate)
       throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
-    if (t.status == TransitionStatus::queue_full) {  // [backpressure] nothing stored: the id is free again
+    if (t.status == TransitionStatus::queue_full) {  // nothing stored: the id is free again
       directory_.forget(job.id);
       throw queue_full_error(job.queue, t.detail);
     }

@@ -31,7 +31,7 @@ struct PreparedJob {
   std::vector<std::pair<std::string, std::string>> fields;  // job hash fields
   std::optional<long long> config_version;  // of the queue config admission applied (none without admission)
 };
-// [backpressure] push.lua's refusal ("depth bound strategy") as ojs-backpressure.md §7.1's
+// push.lua's refusal ("depth bound strategy") as ojs-backpressure.md §7.1's
 // 429 QUEUE_FULL {queue, depth, bound, strategy}.
 OjsError queue_full_error(const std::string& queue, const std::string& detail);
 // The prepared job as the store writes it, with its escalation / reservation-wait indexes.

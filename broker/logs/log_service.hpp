@@ -1,4 +1,4 @@
-// [issue #33] Job logs: what the worker agent streams of each job's stdout and
+// Job logs: what the worker agent streams of each job's stdout and
 // stderr (POST /ojs/v1/workers/logs), kept per job within --job-log-max-bytes (the
 // most recent bytes; LogStore), read back by GET /ojs/v1/jobs/{id}/logs with tail
 // (last lines), since (a cursor or a time) and an SSE follow that ends with the job.

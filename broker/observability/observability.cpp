@@ -10,7 +10,7 @@ namespace ojs::broker::obs {
 
 namespace {
 
-// [usage] Resource-seconds that ended attempts used, from each queue's totals
+// Resource-seconds that ended attempts used, from each queue's totals
 // (never decayed, never trimmed: a counter), by queue, tenant ("" = none) and resource.
 void render_usage_metrics(UsageStore& usage, QueueDirectory& queues, Exposition& out) {
   out.family("ojs_resource_seconds_total", "counter",

@@ -31,7 +31,7 @@ struct OverviewSources {
   QueueDirectory& queues;  // counts, pause, budget
   WorkerRegistry& workers;
   RedisHealth& health;     // /health
-  UsageStore& usage;       // [usage] metrics
+  UsageStore& usage;       // metrics
 };
 nlohmann::json build_overview(const OverviewSources& ctx);
 
@@ -44,7 +44,7 @@ int out_of_service_gpus(const nlohmann::json& capabilities, const std::vector<in
 // The cluster gauges of an overview in Prometheus text format.
 void render_cluster_metrics(const nlohmann::json& overview, Exposition& out);
 
-// [issue #33] Which workers the status page lists: all, live or lost (silent past
+// Which workers the status page lists: all, live or lost (silent past
 // --worker-dead-after-ms), a page of per_page at a time (links, no scripts).
 struct StatusPageView {
   std::string workers = "all";

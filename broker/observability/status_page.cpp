@@ -105,7 +105,7 @@ std::string view_link(const StatusPageView& view, const std::string& workers, in
          std::to_string(view.per_page) + "\">" + text + "</a>";
 }
 
-// [issue #33] The workers of the view's filter (in the overview's order),
+// The workers of the view's filter (in the overview's order),
 // one page of them, with the filter and page links.
 std::string workers_table(const json& all_workers, const StatusPageView& view) {
   json workers = json::array();

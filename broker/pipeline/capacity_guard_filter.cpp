@@ -82,7 +82,7 @@ void apply_capacity_guards(const CapacityGuards& guards, const Scheduler& schedu
     if (!v.judgement.eligible() || !caps || req.gpu_count() == 0) continue;
 
     if (hold && hold->backfill_start_ms > 0 && !own_class) {
-      // [backfill] A class that needs the held GPUs may take only jobs declared to
+      // A class that needs the held GPUs may take only jobs declared to
       // end before the reservation starts (claim.lua decides per job).
       std::vector<int> devices;
       const int held = backfill_held_gpus(*caps, worker.load, hold->gpus);

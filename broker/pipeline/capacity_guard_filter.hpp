@@ -23,7 +23,7 @@
 namespace ojs::broker {
 
 // What the guards judge a worker by, read and checked: its capacity hold (a preemption
-// hold, or [backfill] a reservation's: backfill_start_ms), only while it lasts and its
+// hold, or a reservation's: backfill_start_ms), only while it lasts and its
 // job still waits; the admin's reservations; the time they are judged at.
 struct CapacityGuards {
   std::optional<CapacityHold> hold;

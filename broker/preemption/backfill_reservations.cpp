@@ -1,4 +1,4 @@
-// [backfill] The controller's backfill pass (leader only): in queues whose config
+// The controller's backfill pass (leader only): in queues whose config
 // has `backfill`, the oldest job of each GPU class that has waited `after_s` and
 // fits no worker now gets a reservation on the worker where the declared ends of
 // the running jobs free enough GPUs soonest (EASY backfilling). The reservation is

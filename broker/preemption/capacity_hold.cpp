@@ -11,7 +11,7 @@ json CapacityHold::to_json() const {
   json v = json::array();
   for (const auto& victim : victims) v.push_back({{"job_id", victim.job_id}, {"gpus", victim.gpus}, {"devices", victim.devices}});
   json out = {{"for_job", for_job}, {"queue", queue}, {"class", class_id}, {"class_rank", class_rank}, {"victims", v}, {"until_ms", until_ms}};
-  if (backfill_start_ms > 0) out["backfill_start_ms"] = backfill_start_ms;  // [backfill]
+  if (backfill_start_ms > 0) out["backfill_start_ms"] = backfill_start_ms;
   if (gpus > 0) out["gpus"] = gpus;
   return out;
 }
@@ -26,7 +26,7 @@ std::optional<CapacityHold> CapacityHold::parse(const std::string& worker_id, co
   h.class_id = j.value("class", "");
   h.class_rank = j.value("class_rank", 0);
   h.until_ms = j.value("until_ms", std::int64_t{0});
-  h.backfill_start_ms = j.value("backfill_start_ms", std::int64_t{0});  // [backfill]
+  h.backfill_start_ms = j.value("backfill_start_ms", std::int64_t{0});
   h.gpus = j.value("gpus", 0);
   for (const auto& v : j.value("victims", json::array())) {
     RunningJob r;

@@ -42,12 +42,12 @@ struct CapacityPlan {
 // The pass's decision for one waiting class head of rank `rank`, over `sites` in the
 // fleet's order. `running_of(i)`: what runs on site i, asked only for sites whose
 // hardware fits the job (the controller reads it from Redis).
-// [fairorder] `allowed`: the victims the queue's fair order lets it take (fair_victims).
+// `allowed`: the victims the queue's fair order lets it take (fair_victims).
 CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, const std::vector<PreemptionSite>& sites,
                                       const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
                                       const ml::AssignmentOptions& assignment = {}, const VictimFilter& allowed = {});
 
-// [fairorder] Fair-sharing preemption under the fair policy's tenant order (Kueue's
+// Fair-sharing preemption under the fair policy's tenant order (Kueue's
 // LessThanOrEqualToFinalShare; docs/matching.md#fair-share). A job of `tenant` in
 // `queue`, of `gpus` GPUs, may take as a victim a job of the same tenant (the class
 // rule alone, as before), a job of another queue (whose weights are not this

@@ -72,7 +72,7 @@ int PreemptionController::preempt() {
       continue;
     }
     held_workers.insert(h->worker_id);
-    if (h->backfill_start_ms == 0) pending_preemptors.insert(h->for_job);  // [backfill] a reservation does not stop preemption
+    if (h->backfill_start_ms == 0) pending_preemptors.insert(h->for_job);  // a backfill reservation does not stop preemption
   }
   const ml::AssignmentOptions assignment = assignment_options(config_);
 
@@ -80,7 +80,7 @@ int PreemptionController::preempt() {
   for (const auto& queue : queues_.queues()) {
     if (queues_.is_paused(queue)) continue;
     const auto classes = queues_.load_classes(queue);
-    // [fairorder] Under fair's tenant order, the tenants' shares (read once a head may preempt).
+    // Under fair's tenant order, the tenants' shares (read once a head may preempt).
     std::optional<std::optional<FairShares>> shares_once;
     const auto shares = [&]() -> const std::optional<FairShares>& {
       if (!shares_once) shares_once = fair_shares_of(marks.fair_usage(queue), false);
@@ -109,7 +109,7 @@ int PreemptionController::preempt() {
         candidates.push_back(&c);
         sites.push_back({&c.caps, c.info.drained_devices});
       }
-      std::string tenant;  // [fairorder] the preemptor's, for the tenant order's share rule
+      std::string tenant;  // the preemptor's, for the tenant order's share rule
       if (shares()) {
         const auto record = jobs_.get(queue, preemptor);
         tenant = record ? record->get("tenant") : std::string();

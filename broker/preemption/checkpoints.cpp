@@ -80,7 +80,7 @@ json checkpoint_document(const std::string& id, const json& body, const std::vec
 
 }  // namespace
 
-// [durable] ojs-durable-execution.md 9.1: a checkpoint's state is capped at 1 MB.
+// ojs-durable-execution.md 9.1: a checkpoint's state is capped at 1 MB.
 constexpr std::size_t kMaxStateBytes = 1048576;
 
 namespace {
@@ -98,7 +98,7 @@ std::string saving_worker(const std::string& id, const json& body) {
 }  // namespace
 
 json Checkpoints::commit(const std::string& id, const json& body) {
-  if (body.is_object() && body.contains("state")) return save_state(id, body);  // [durable] the other flavour, same route
+  if (body.is_object() && body.contains("state")) return save_state(id, body);  // the other flavour, same route
   const std::string worker = saving_worker(id, body);
   const json checkpoint = checkpoint_document(id, body, prefixes_);
   auto record = jobs_.get(id);
@@ -143,7 +143,7 @@ json Checkpoints::read(const std::string& id) {
               {"last_checkpoint", envelope.value("last_checkpoint", json(nullptr))},
               {"checkpoints", envelope.value("checkpoints", json::array())},
               {"preemption_count", envelope.value("preemption_count", 0)}};
-  // [durable] The envelope carries the durable checkpoint (JobRecord::envelope_text).
+  // The envelope carries the durable checkpoint (JobRecord::envelope_text).
   if (const auto it = envelope.find("checkpoint"); it != envelope.end() && it->is_object()) {
     const json durable = {{"job_id", id},
                           {"state", it->value("state", json(nullptr))},

@@ -40,7 +40,7 @@ void PreemptionController::run_once() {
     expire_reservation_waits(queue);
   }
   balance_cohorts(queues);
-  reserve_for_backfill();  // [backfill] before preempt(), which drops expired holds
+  reserve_for_backfill();  // before preempt(), which drops expired holds
   preempt();
 }
 

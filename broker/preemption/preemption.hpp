@@ -71,15 +71,15 @@ class Reservations {
 };
 
 // ---- capacity hold: freed GPUs kept for the preemptor ----
-// [backfill] or for a waiting job's backfill reservation (backfill_start_ms > 0:
+// or for a waiting job's backfill reservation (backfill_start_ms > 0:
 // the declared time its GPUs are all free; backfill.hpp).
 struct CapacityHold {
   std::string worker_id, for_job, queue, class_id;
   int class_rank = 0;
   std::vector<RunningJob> victims;  // id, gpus, devices
   std::int64_t until_ms = 0;
-  std::int64_t backfill_start_ms = 0;  // [backfill] 0: a preemption hold
-  int gpus = 0;  // GPUs the job needs: a preemption hold keeps the free GPUs it counted on too; [backfill] the job's
+  std::int64_t backfill_start_ms = 0;  // 0: a preemption hold
+  int gpus = 0;  // GPUs the job needs: a preemption hold keeps the free GPUs it counted on too; the job's
   nlohmann::json to_json() const;
   static std::optional<CapacityHold> parse(const std::string& worker_id, const std::string& text);
 };
@@ -91,7 +91,7 @@ void bind_reservation(JobClassification& cls);
 // ext_ml_checkpoint_storage_uri must start with one of the allowed prefixes (when any are configured).
 void check_checkpoint_prefix(const ml::Requirements& req, const std::vector<std::string>& prefixes);
 
-// [backfill] The controller's pass: waiting jobs of queues with `backfill` get a
+// The controller's pass: waiting jobs of queues with `backfill` get a
 // reservation on the worker where they could start soonest (backfill_reservations.cpp).
 // The backfill reservation held for a job, if any (why-waiting shows it).
 std::optional<CapacityHold> backfill_hold_of(PreemptionStore& store, const std::string& job_id);
@@ -112,20 +112,20 @@ class Checkpoints {
   Checkpoints(JobReads& jobs, JobStore& transitions, std::vector<std::string> prefixes)
       : jobs_(jobs), transitions_(transitions), prefixes_(std::move(prefixes)) {}
   // Validates the body and commits it atomically (checkpoint.lua); 409 when the job
-  // is not active or (worker_id given) held by another worker. [durable] A body with
+  // is not active or (worker_id given) held by another worker. A body with
   // `state` is a durable-execution checkpoint: save_state.
   nlohmann::json commit(const std::string& id, const nlohmann::json& body);
-  // A job's checkpoints (GET): the ML ones and [durable] its durable-execution state
+  // A job's checkpoints (GET): the ML ones and its durable-execution state
   // (both shapes at once: `checkpoint` as ojs-durable-execution.md nests it, and its
   // members at the top level, as the conformance suite reads them); 404 when the job
   // is absent, outside the caller's tenant scope, or has no checkpoint of either kind.
   nlohmann::json read(const std::string& id);
-  // [durable] ojs-durable-execution.md: saves `state` (any JSON value, at most 1 MiB
+  // ojs-durable-execution.md: saves `state` (any JSON value, at most 1 MiB
   // as compact text: 413) for a job that has not ended (409 once it has; with
   // `worker_id`, 409 unless that worker holds it running); each save overwrites and
   // increments `sequence`.
   nlohmann::json save_state(const std::string& id, const nlohmann::json& body);
-  // [durable] Deletes the job's durable checkpoint (200 whether or not it had one).
+  // Deletes the job's durable checkpoint (200 whether or not it had one).
   nlohmann::json delete_state(const std::string& id);
 
  private:
@@ -154,7 +154,7 @@ class PreemptionController {
   int escalate(const std::string& queue);
   int expire_reservation_waits(const std::string& queue);
   int preempt();  // one pass over every queue's waiting heads; returns preemptions started
-  int reserve_for_backfill();  // [backfill] one pass; returns reservations made
+  int reserve_for_backfill();  // one pass; returns reservations made
   // Cohorts (cohort_balance.cpp): sets each member's share of the cohort's GPUs and
   // preempts borrowing jobs of a member holding more than its share; returns the
   // preemptions started.
@@ -178,7 +178,7 @@ class PreemptionController {
   // Budget-driven preemption: the job would fit a worker but its queue's budget
   // is held by lower-class preemptible jobs.
   // gpu_mem_mb: what the preemptor would be charged on the worker it fits (a GPU-memory budget).
-  // [fairorder] allowed: the tenant order's share rule (capacity_plan.hpp fair_victims).
+  // allowed: the tenant order's share rule (capacity_plan.hpp fair_victims).
   bool preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus, long long gpu_mem_mb,
                           const VictimFilter& allowed = {});
 

@@ -30,7 +30,7 @@ RunningJob running_job_from(const JobRecord& job, const std::string& queue, std:
   r.job_id = job.id();
   r.queue = queue;
   r.worker_id = job.get("worker_id");
-  r.tenant = job.get("tenant");  // [fairorder]
+  r.tenant = job.get("tenant");  // for the fair tenant order's share rule
   r.class_rank = job.priority_class_rank();
   r.preempting = job.has("preempt_deadline") || job.has("stop_action");  // on its way out (cancelled: stopping)
   if (auto req = requirements_of(job)) {
@@ -38,7 +38,7 @@ RunningJob running_job_from(const JobRecord& job, const std::string& queue, std:
     r.grace_period_s = req->scheduling.grace_period_s;
     r.checkpoint_on_preempt = req->scheduling.checkpoint.on_preempt;
     r.declared_end_ms = declared_end(job.get_int("started_at").value_or(now), req->scheduling.estimated_duration_seconds,
-                                     job.get_int("execution_deadline"));  // [backfill]
+                                     job.get_int("execution_deadline"));  // backfill plans by it
   }
   const auto since = std::max(job.get_int("started_at").value_or(now), job.get_int("last_checkpoint_at").value_or(0));
   r.lost_ms = std::max<std::int64_t>(0, now - since);
@@ -71,7 +71,7 @@ std::vector<std::pair<RunningJob, JobRecord>> running_records_on(JobReads& store
   auto jobs = store.get_many(wanted);
   for (std::size_t i = 0; i < held.size(); ++i) {
     if (!jobs[i] || jobs[i]->state() != "active") continue;  // a forming gang's member runs nothing yet
-    // [gangs] a gang member's worker runs the gang's job too: preempting it takes the whole gang down.
+    // a gang member's worker runs the gang's job too: preempting it takes the whole gang down.
     const auto load = jobs[i]->load_on(worker_id);
     if (!load) continue;
     RunningJob r = running_job_from(*jobs[i], held[i].queue, now);

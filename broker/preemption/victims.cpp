@@ -20,7 +20,7 @@ ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::s
 
 namespace {
 
-// Lower-class, preemptible jobs not already leaving (and [fairorder] `allowed`), least progress lost first.
+// Lower-class, preemptible jobs not already leaving (and `allowed`), least progress lost first.
 std::vector<const RunningJob*> candidates_for(int preemptor_rank, const std::vector<RunningJob>& running, const VictimFilter& allowed) {
   std::vector<const RunningJob*> candidates;
   for (const auto& job : running)

@@ -23,7 +23,7 @@ struct RunningJob {
   std::string job_id;
   std::string queue;
   std::string worker_id;
-  std::string tenant;        // [fairorder] its meta.tenant_id ("" none): the tenant order's share rule
+  std::string tenant;        // its meta.tenant_id ("" none): the tenant order's share rule
   int class_rank = 1;        // spot 0, on-demand 1, reserved 2
   bool preemptible = false;  // ext_ml_preemptible (defaults from the class)
   bool preempting = false;   // already marked: it is on its way out
@@ -40,7 +40,7 @@ struct RunningJob {
   std::int64_t lost_ms = 0;   // progress lost if preempted now: since its last checkpoint (or start)
   int grace_period_s = 30;     // ext_ml_preemption_grace_period_s
   bool checkpoint_on_preempt = false;
-  std::optional<std::int64_t> declared_end_ms;  // [backfill] started + estimate, or its execution deadline
+  std::optional<std::int64_t> declared_end_ms;  // what backfill plans by: started + estimate, or its execution deadline
 };
 
 struct VictimChoice {
@@ -49,7 +49,7 @@ struct VictimChoice {
   ml::Judgement fit;                // the preemptor's judgement once they are gone (devices)
 };
 
-// [fairorder] Whether a running job may be a victim beyond the class rule (empty: any).
+// Whether a running job may be a victim beyond the class rule (empty: any).
 using VictimFilter = std::function<bool(const RunningJob&)>;
 
 // The worker's load without the jobs in `removed` (ids), built as FETCH builds the
@@ -64,7 +64,7 @@ ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::s
 // first until the job fits, then any that turn out unnecessary are dropped.
 // nullopt when the job already fits (nothing to preempt: it only has to be
 // fetched, or jobs already preempting free enough), or when it would not fit
-// even without every candidate (never preempt for nothing). [fairorder] `allowed`:
+// even without every candidate (never preempt for nothing). `allowed`:
 // only candidates it accepts (the tenant order's share rule).
 std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, int preemptor_rank,
                                            const ml::Capabilities& caps, const std::vector<RunningJob>& running,

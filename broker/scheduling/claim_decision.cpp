@@ -81,7 +81,7 @@ const ReadyJob* next_job(ClassCursor& k, const TenantQuotaUse& quotas, bool quot
   return nullptr;
 }
 
-// [fairshare] The fair order: each class offers its fair_offer, the classes compare
+// The fair order: each class offers its fair_offer, the classes compare
 // by (its two keys, -bonus, seq); each pick is charged to the budget, the tenant's
 // quota and its held use before the next.
 ClaimPlan decide_fair(const ClaimDecisionInput& in, const std::vector<Candidate>& order) {

@@ -8,7 +8,7 @@
 // affinity and model locality). A class is kept back when the queue's budget would
 // pass a limit; past its head a class offers its first job within the job's
 // tenant's GPU quota and, on GPUs held for a reservation, its first job declared to
-// end before the reservation starts (EASY backfilling). [fairshare] Under `policy:
+// end before the reservation starts (EASY backfilling). Under `policy:
 // fair` each class offers the job its fair order names (fair_order.hpp) and the
 // classes compare by that order's keys, the soft score between.
 #pragma once
@@ -26,7 +26,7 @@ struct ClaimDecisionInput {
   int want = 1;               // jobs to claim
   std::int64_t now_ms = 0;
   const ReadyDetail* detail = nullptr;  // the classes' first jobs, once read (ClaimPlan::needs_jobs)
-  const FairDetail* fair = nullptr;     // [fairshare] a fair queue's candidates, once read (ClaimPlan::needs_fair)
+  const FairDetail* fair = nullptr;     // a fair queue's candidates, once read (ClaimPlan::needs_fair)
 };
 
 struct ClaimPlan {
@@ -39,7 +39,7 @@ struct ClaimPlan {
   std::vector<std::string> needs_jobs;
   int depth = 0;
   bool with_fields = false;
-  bool needs_fair = false;  // [fairshare] read the fair order's candidates (FairDetail) and decide again
+  bool needs_fair = false;  // read the fair order's candidates (FairDetail) and decide again
 };
 
 ClaimPlan decide_claim(const ClaimDecisionInput& in);

@@ -1,7 +1,7 @@
 // A claim, decided then committed: reads the snapshot (unless the caller has one,
 // as FETCH's class walk does), decides in C++ (claim_decision.hpp), commits with
 // claim.lua, and decides again on fresh reads when the commit passed over picks
-// whose state had moved. FETCH and bench/simulator both claim through it. [gangs]
+// whose state had moved. FETCH and bench/simulator both claim through it.
 // The same for gang classes: gang_decision.hpp decides, claim_gang.lua commits.
 #pragma once
 #include <cstdint>
@@ -23,7 +23,7 @@ struct ClaimRequest {
   bool record_held = false;  // list each claimed job in the worker's held set
 };
 
-// [gangs] A worker fetching from a queue with gang classes.
+// A worker fetching from a queue with gang classes.
 struct GangClaimRequest {
   std::string queue;
   GangMemberInfo member;

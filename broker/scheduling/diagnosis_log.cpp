@@ -31,7 +31,7 @@ void DiagnosisLog::note(const std::string& queue, const std::string& class_id, c
   std::string verdict;
   for (const auto& r : judgement.refusals) verdict.append(r.predicate).append(":").append(r.reason).append(";");
   for (const auto& r : judgement.holds) verdict.append("hold:").append(r.predicate).append(":").append(r.reason).append(";");
-  std::string memo;  // queue, class, worker: the throttle's key ([hotpath] the Redis key is built only to write)
+  std::string memo;  // queue, class, worker: the throttle's key (the Redis key is built only to write)
   memo.reserve(queue.size() + class_id.size() + worker_id.size() + 2);
   memo.append(queue).append(1, '\n').append(class_id).append(1, '\n').append(worker_id);
   const auto now = now_ms();

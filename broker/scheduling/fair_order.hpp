@@ -1,4 +1,4 @@
-// [fairshare] The `fair` queue policy's order, in C++ (docs/matching.md#fair-share):
+// The `fair` queue policy's order, in C++ (docs/matching.md#fair-share):
 // the tenants' shares from their use (as the maintenance pass last folded it, plus
 // what they hold now) and, per class, the job the order offers. decide_claim ranks
 // the classes' offers; the commit (claim.lua) only records the held use.

@@ -1,4 +1,4 @@
-// [gangs] Which gang a fetching worker joins, decided in C++ over a read of the queue's
+// Which gang a fetching worker joins, decided in C++ over a read of the queue's
 // forming gang and the eligible gang classes' heads (gang_candidates.lua); the commit
 // (claim_gang.lua) only checks that the pick still holds and records it
 // (docs/matching.md "Gangs"). Pure: no Redis.

@@ -92,7 +92,7 @@ ClaimOutcome ClaimStore::commit(const std::string& queue, const std::string& wor
                                 std::to_string(count), classes_version,           score_band_arg(),
                                 record_held ? "1" : "", std::move(lines), fair ? "1" : ""};
   auto claim_keys = claim_keys_of(queue, worker_id);
-  // [workflows] 19-29, the workflow keys, only for a second call: claim.lua stops
+  // 19-29, the workflow keys, only for a second call: claim.lua stops
   // before an expired workflow step without them and says so (a key costs the call
   // ~1.1k instructions, so they go only then).
   ClaimOutcome out;
@@ -190,7 +190,7 @@ FairDetail ClaimStore::fair_detail(const std::string& queue, const std::vector<s
                                    bool with_quotas) {
   std::vector<std::string> args{std::to_string(std::max(depth, 1))};
   args.insert(args.end(), class_ids.begin(), class_ids.end());
-  // [usage] No fold first: an attempt's end takes its amounts out of the held use
+  // No fold first: an attempt's end takes its amounts out of the held use
   // itself, and its use stays counted until the maintenance pass folds it.
   std::vector<std::vector<std::string>> commands{
       RedisPool::script_call("fair_candidates", {keys::config(queue), keys::ready_prefix(queue), keys::job_prefix(queue), keys::usage(queue)},
@@ -225,7 +225,7 @@ FairDetail ClaimStore::fair_detail(const std::string& queue, const std::vector<s
   return out;
 }
 
-// [gangs]
+// A gang FETCH's read: the forming gang and the eligible classes' heads.
 GangCandidates ClaimStore::gang_candidates(const std::string& queue, const std::vector<GangClass>& eligible) {
   std::vector<std::string> read_keys{keys::gangs(queue), keys::job_prefix(queue)};
   for (const auto& c : eligible) read_keys.push_back(keys::ready(queue, c.id));
@@ -253,9 +253,9 @@ GangClaim ClaimStore::claim_gang(const std::string& queue, const GangMemberInfo&
                                      keys::tenant_quotas(queue), keys::tenant_ledger(queue), keys::seq(queue),
                                      keys::class_heads(queue), keys::stats(queue), keys::rate_window(queue),
                                      keys::held(queue, member.worker_id)};
-  for (auto& k : keys::workflow_transition_keys(queue)) gang_keys.push_back(std::move(k));  // [workflows] 17-27
-  gang_keys.push_back(keys::finished_prefix(queue));  // [admin] 28: an expired member is finished
-  gang_keys.push_back(keys::usage(queue));            // [usage] 29: a started gang's held use under `fair`
+  for (auto& k : keys::workflow_transition_keys(queue)) gang_keys.push_back(std::move(k));  // 17-27
+  gang_keys.push_back(keys::finished_prefix(queue));  // 28: an expired member is finished
+  gang_keys.push_back(keys::usage(queue));            // 29: a started gang's held use under `fair`
   std::vector<std::string> args{member.worker_id, optional_text(request_visibility_ms), std::to_string(default_visibility_ms),
                                 member.address, member.port};
   if (pick.kind != GangPick::Kind::none && pick.cls) {

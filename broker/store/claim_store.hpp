@@ -1,6 +1,6 @@
 // Claims: the reads a claim's decision is made over (a snapshot), and the commit
 // of what was decided (claim.lua); the decision itself is scheduling/'s
-// (claim_decision.hpp). [gangs] claim_gang.lua holds a worker as a member of a
+// (claim_decision.hpp). claim_gang.lua holds a worker as a member of a
 // forming gang or delivers a started one (store/claim_store.cpp).
 #pragma once
 #include <cstdint>
@@ -47,7 +47,7 @@ struct ReadyDetail {
   TenantQuotaUse quotas;                              // read when asked for
 };
 
-// [fairshare] What a `fair` queue's claim is decided over (fair_candidates.lua): its
+// What a `fair` queue's claim is decided over (fair_candidates.lua): its
 // fair_tenants layout, the tenants' use as last folded and held now, and per class
 // the first jobs of each tenant slot its head's walk meets.
 struct FairCandidate {
@@ -59,7 +59,7 @@ struct FairCandidate {
   std::optional<double> cpus;  // the job's CPU cores ("" = one)
   std::int64_t enqueued_ms = 0;  // when it became available (a locality hold's cutoff compares it)
 };
-// [usage] A fair queue's layout and its tenants' use as stored (the usage hash's two
+// A fair queue's layout and its tenants' use as stored (the usage hash's two
 // raw values per name: _lib_accounting.lua's layout), read without folding the
 // journal: what ended attempts used stays counted in the held value until folded.
 struct FairUsage {
@@ -85,7 +85,7 @@ struct CommitPick {
   long long gpu_memory_mb = 0;
 };
 
-// [gangs] What a gang FETCH is decided over (gang_candidates.lua, read only):
+// What a gang FETCH is decided over (gang_candidates.lua, read only):
 // scheduling/gang_decision.cpp picks from it, claim_gang.lua commits the pick.
 struct GangCandidates {
   std::int64_t now_ms = 0;  // Redis's clock when read
@@ -106,7 +106,7 @@ struct GangCandidates {
   std::vector<Head> heads;  // the eligible classes with a waiting job, in their order
 };
 
-// [gangs] The gang a worker joins, as decided: the forming one, or a head that starts
+// The gang a worker joins, as decided: the forming one, or a head that starts
 // forming (claim_gang.lua checks it still holds).
 struct GangPick {
   enum class Kind { none, join, form } kind = Kind::none;
@@ -124,7 +124,7 @@ class ClaimStore {
   // worker is skipped and named (budget and quota in budget_blocked, the others in
   // passed_over). record_held: each claimed job joins the worker's held set in the
   // queue (keys.hpp held), in the same script: a worker with capabilities has a load
-  // to keep. fair: [fairshare] each started job joins its tenant's held use.
+  // to keep. fair: each started job joins its tenant's held use.
   ClaimOutcome commit(const std::string& queue, const std::string& worker_id, std::optional<std::int64_t> request_visibility_ms,
                       std::int64_t default_visibility_ms, int count, const std::string& classes_version,
                       const std::vector<CommitPick>& picks, bool record_held, bool fair = false);
@@ -136,14 +136,14 @@ class ClaimStore {
   // The first `depth` jobs of each named class; with_fields: their tenant and declared
   // duration too (a second round trip), and the tenants' quotas and use.
   ReadyDetail ready_detail(const std::string& queue, const std::vector<std::string>& class_ids, int depth, bool with_fields);
-  // [fairshare] The fair order's candidates of the named classes (fair_candidates.lua,
+  // The fair order's candidates of the named classes (fair_candidates.lua,
   // read only), `depth` jobs per tenant slot, after folding the usage journal
   // (usage_fold.lua, the same round trip); with_quotas: the tenants' quotas and use.
   FairDetail fair_detail(const std::string& queue, const std::vector<std::string>& class_ids, int depth, bool with_quotas);
 
-  // [gangs] gang_candidates.lua: the forming gang and the eligible classes' heads.
+  // gang_candidates.lua: the forming gang and the eligible classes' heads.
   GangCandidates gang_candidates(const std::string& queue, const std::vector<GangClass>& eligible);
-  // [gangs] claim_gang.lua: deliver a started gang to a held member, or hold this
+  // claim_gang.lua: deliver a started gang to a held member, or hold this
   // worker as the next member of the gang `pick` names (stale when it no longer can).
   GangClaim claim_gang(const std::string& queue, const GangMemberInfo& member, std::optional<std::int64_t> request_visibility_ms,
                        std::int64_t default_visibility_ms, const GangPick& pick);

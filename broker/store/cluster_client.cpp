@@ -139,7 +139,7 @@ void ClusterRouter::refresh(std::uint64_t seen_generation) {
   }
   {
     std::lock_guard lock(mutex_);
-    ++generation_;  // callers waiting on this round retry with the map they have
+    ++generation_;  // callers waiting on this refresh retry with the map they have
   }
   throw StoreUnreachable("Redis Cluster: cannot read the slot map (" + last_error + ")");
 }

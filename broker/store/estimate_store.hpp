@@ -1,4 +1,4 @@
-// [estimate] The reads the start estimate needs beyond the job and worker stores:
+// The reads the start estimate needs beyond the job and worker stores:
 // the queue's ready sets in score order, the few fields it reads of waiting jobs, and
 // the learned run times ACK keeps per job type (keys.hpp run_times). Nothing here
 // writes: the estimate, the what-if and the forecast change nothing.

@@ -1,4 +1,4 @@
-// [fairorder] The tenants' parts of a queue's use under `policy: fair`, as the claim
+// The tenants' parts of a queue's use under `policy: fair`, as the claim
 // weighs them (scheduling/fair_order.cpp fair_shares_from computes them for the
 // claim, capacity preemption and the start estimate): what capacity preemption
 // needs to tell whether a move of GPUs between tenants is fair

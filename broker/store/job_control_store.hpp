@@ -1,4 +1,4 @@
-// [issue #33] An operator's changes to a waiting job: hold, release (hold.lua,
+// An operator's changes to a waiting job: hold, release (hold.lua,
 // release.lua) and update (update_job.lua), each one script over the job's queue.
 #pragma once
 #include <string>

@@ -27,12 +27,12 @@ void release_ids(RedisPool& redis, const std::vector<std::string>& ids) {
 // between the two leaves an entry without a job, never a job nobody can find.
 // All or none: when an id is taken nothing is registered, no id and no queue. The
 // ids are read before any is written, so a hostile producer's refused batches
-// cannot grow the directory (issue 26 #12); an id a concurrent PUSH takes in between
+// cannot grow the directory; an id a concurrent PUSH takes in between
 // has this call's own entries released.
 std::optional<std::string> JobDirectory::reserve_ids(const std::vector<std::pair<std::string, std::string>>& ids) {
   // An id is taken only if its job really exists (a PUSH interrupted between the
   // two writes leaves a dangling entry, which is reused).
-  // Nor is an id a workflow holds for a step or callback it stores later (issue 26 #7).
+  // Nor is an id a workflow holds for a step or callback it stores later.
   const auto taken = [this](const std::string& id) {
     const auto existing = queue_of(id);
     if (existing && redis_.command({"EXISTS", keys::job(*existing, id)}).integer == 1) return true;

@@ -12,7 +12,7 @@
 
 namespace ojs::broker {
 
-// [admin] The two fields the tenant counts read of a job.
+// The two fields the tenant counts read of a job.
 struct StateAndTenant {
   std::string state, tenant;
 };
@@ -25,17 +25,17 @@ class JobIndexStore {
   std::vector<std::string> active(const std::string& queue, int limit);     // soonest visibility deadline first
   std::vector<std::string> dead(const std::string& queue, int limit);       // newest first
   std::vector<std::string> delayed(const std::string& queue, int limit);    // scheduled and retryable, soonest first
-  std::vector<std::string> on_hold(const std::string& queue, int limit);    // [issue #33] held (pending), oldest hold first
+  std::vector<std::string> on_hold(const std::string& queue, int limit);    // held (pending), oldest hold first
   // The size of the active, delayed, dead or on_hold index (the listing's totals).
   long long count(const std::string& queue, const std::string& index);
-  // [admin] scheduled and retryable among the delayed jobs: the state of each of the
+  // scheduled and retryable among the delayed jobs: the state of each of the
   // first `limit` is read (the rest, past the bound, count as scheduled).
   std::pair<long long, long long> delayed_split(const std::string& queue, int limit);
-  // [admin] state and tenant of each job, one HMGET each in one pipeline (not the whole
+  // state and tenant of each job, one HMGET each in one pipeline (not the whole
   // hash: a tenant count reads thousands); nullopt for a job that is gone.
   std::vector<std::optional<StateAndTenant>> states_and_tenants(const std::string& queue, const std::vector<std::string>& ids);
 
-  // [admin] Finished jobs of one terminal state (keys.hpp finished), newest first,
+  // Finished jobs of one terminal state (keys.hpp finished), newest first,
   // finished at or after `since_ms`; the count is of the same range.
   std::vector<std::string> finished(const std::string& queue, const std::string& state, std::int64_t since_ms, int limit);
   long long finished_count(const std::string& queue, const std::string& state, std::int64_t since_ms);

@@ -23,7 +23,7 @@ constexpr const char* kTimestampFields[] = {"created_at",   "enqueued_at",  "sta
 constexpr const char* kJsonFields[] = {"result", "error", "errors", "last_checkpoint", "checkpoints",
                                        "ext_ml_assigned_devices", "preemption", "progress", "progress_data",
                                        "progress_message",  // a JSON string
-                                       "parent_results"};  // [workflows] results of the steps before
+                                       "parent_results"};  // results of the steps before
 }  // namespace
 
 const std::string& JobRecord::get(std::string_view name) const {
@@ -82,12 +82,12 @@ ObjectText JobRecord::envelope_text() const {
     out.put_json(f, value.is_discarded() ? nlohmann::json(it->second) : value);  // a damaged field as its text, never invalid JSON
   }
   if (has("worker_id")) out.put_string("worker_id", get("worker_id"));
-  if (has("workflow_id")) out.put_string("workflow_id", get("workflow_id"));  // [workflows]
-  if (has("held_by")) out.put_string("held_by", get("held_by"));  // [issue #33] hold.lua: who holds it
+  if (has("workflow_id")) out.put_string("workflow_id", get("workflow_id"));
+  if (has("held_by")) out.put_string("held_by", get("held_by"));  // hold.lua: who holds it
   if (has("replaced_by")) out.put_string("replaced_by", get("replaced_by"));  // a unique PUSH with on_conflict replace cancelled it
   if (auto n = get_int("preemption_count")) out.put_int("preemption_count", *n);
   if (auto n = get_int("borrowed_gpus")) out.put_int("borrowed_gpus", *n);  // placed above its queue's nominal share (cohorts)
-  // [durable] The job's durable-execution checkpoint, so the worker that fetches it
+  // The job's durable-execution checkpoint, so the worker that fetches it
   // again resumes from it (ojs-durable-execution.md 6.1). Kept once the job ended,
   // until deleted or the job is purged: the public conformance cases read it back
   // after the ACK (the spec's 5.2 would drop it then).
@@ -97,7 +97,7 @@ ObjectText JobRecord::envelope_text() const {
                                 {"sequence", *seq}});
   }
   if (auto n = get_int("retry_delay_ms")) out.put_int("retry_delay_ms", *n);  // fail.lua: the backoff before this retry
-  // [usage] Its record of use, summed over its attempts: resource-microseconds, exact.
+  // Its record of use, summed over its attempts: resource-microseconds, exact.
   nlohmann::json usage;
   for (const auto& r : kUsageResources)
     if (auto us = get_int(std::string("usage_") + r.name + "_us")) {
@@ -144,7 +144,7 @@ std::vector<int> device_list(const std::string& json_text) {
 std::optional<JobRecord::Load> JobRecord::load_on(const std::string& worker_id) const {
   Load load;
   const auto& s = state();
-  if (has("gang_workers")) {  // [gangs] a member holds its share while the gang forms (available) and runs (active)
+  if (has("gang_workers")) {  // a member holds its share while the gang forms (available) and runs (active)
     if (s != "active" && s != "available") return std::nullopt;
     const auto members = nlohmann::json::parse(get("gang_members"), nullptr, false);
     if (!members.is_array()) return std::nullopt;

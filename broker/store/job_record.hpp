@@ -17,7 +17,7 @@
 namespace ojs::broker {
 
 struct JobRecord {
-  // Looked up by name without building a std::string ([hotpath] the envelope reads ~40
+  // Looked up by name without building a std::string (the envelope reads ~40
   // names per job, most of them longer than the short-string buffer).
   struct NameHash {
     using is_transparent = void;
@@ -30,7 +30,7 @@ struct JobRecord {
   std::optional<std::int64_t> get_int(std::string_view name) const;
   const std::string& id() const { return get("id"); }
   const std::string& state() const { return get("state"); }
-  // [gangs] Whether the worker is a member of the job's gang (its gang_workers field).
+  // Whether the worker is a member of the job's gang (its gang_workers field).
   bool has_gang_member(const std::string& worker_id) const;
   const std::string& queue() const { return get("queue"); }
   int attempt() const;

@@ -21,7 +21,7 @@ TransitionStatus status_of(const std::string& word) {
   if (word == "extended") return TransitionStatus::extended;
   if (word == "duplicate") return TransitionStatus::duplicate;
   if (word == "paused") return TransitionStatus::paused;
-  if (word == "queue_full") return TransitionStatus::queue_full;  // [backpressure]
+  if (word == "queue_full") return TransitionStatus::queue_full;
   throw std::runtime_error("unexpected script status: " + word);
 }
 
@@ -105,9 +105,9 @@ Transition JobStore::ack(const std::string& queue, const std::string& id, const 
   std::vector<std::string> ack_keys{keys::job(queue, id), keys::active(queue), keys::stats(queue), keys::events(queue),
                                     keys::ledger(queue), keys::tenant_ledger(queue), keys::held_prefix(queue),
                                     keys::finished_prefix(queue)};
-  ack_keys.push_back(keys::run_times_prefix(queue));  // [estimate] 9
-  for (auto& k : keys::usage_transition_keys(queue)) ack_keys.push_back(std::move(k));  // [usage] 10-11
-  // [workflows] 12-22 only for a workflow's job (a key costs the call ~1.1k
+  ack_keys.push_back(keys::run_times_prefix(queue));  // 9
+  for (auto& k : keys::usage_transition_keys(queue)) ack_keys.push_back(std::move(k));  // 10-11
+  // 12-22 only for a workflow's job (a key costs the call ~1.1k
   // instructions): known from this process's claim, else ack.lua asks for them.
   if (hints().workflow_job(hint)) ack_keys = with_workflow_keys(std::move(ack_keys), queue);
   // The job comes back from an HGETALL behind the script, in the same round trip

@@ -22,7 +22,7 @@ struct EligibleClass {
   int gpus = 0;                            // charged to the queue's GPU budget on claim
   std::string devices_json;                // device indices assigned on claim ("" = none)
   long long gpu_memory_mb = 0;             // charged to the queue's GPU-memory budget on claim
-  std::int64_t backfill_before_ms = 0;     // [backfill] only jobs declared to end by then (0 = any)
+  std::int64_t backfill_before_ms = 0;     // only jobs declared to end by then (0 = any)
 };
 
 // A class the budget kept from being claimed: its jobs stay available.
@@ -88,7 +88,7 @@ struct ClaimOutcome {
   long long promoted = 0;  // due scheduled jobs and retries the commit made available first
 };
 
-// [gangs] A gang class a fetching worker may join (claim_gang.lua).
+// A gang class a fetching worker may join (claim_gang.lua).
 struct GangClass {
   std::string id;
   int gpus = 0;              // per member: charged to the queue's budget while held
@@ -141,7 +141,7 @@ struct PushInOneTrip {
 struct BatchOutcome {
   TransitionStatus status = TransitionStatus::ok;  // ok, duplicate or queue_full (nothing stored of that queue)
   std::string duplicate_id;
-  std::string full_queue, full_detail;  // [backpressure] queue_full: the queue and "depth bound strategy"
+  std::string full_queue, full_detail;  // queue_full: the queue and "depth bound strategy"
   std::vector<JobRecord> jobs;  // request order
 };
 
@@ -150,7 +150,7 @@ std::string rank_text(double rank);
 // An optional time or duration (ms) as script ARGV: "" when absent.
 std::string optional_text(std::optional<std::int64_t> v);
 // A finite number as script ARGV: the shortest text Lua's tonumber reads back as the same
-// double ([hotpath] std::to_string's "%f" cost ~1.8k instructions each, 11 per claim).
+// double (std::to_string's "%f" cost ~1.8k instructions each, 11 per claim).
 std::string number_text(double v);
 // A new job's hash fields appended to script ARGV as field, value, ...
 void append_fields(std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& fields);
@@ -188,7 +188,7 @@ class JobStore {
   // Extends the jobs this worker holds, in slices (one script call per 500 ids).
   std::vector<std::string> extend(const std::string& queue, const std::string& worker_id, std::int64_t visibility_ms,
                                   const std::vector<std::string>& ids);
-  // [durable] durable_checkpoint.lua: the holder (worker_id '' = any) saves the job's
+  // durable_checkpoint.lua: the holder (worker_id '' = any) saves the job's
   // durable-execution state (`state_json`), or (save false) it is deleted; detail: the
   // saved checkpoint's sequence.
   Transition durable_checkpoint(const std::string& queue, const std::string& id, bool save, const std::string& worker_id,

@@ -26,7 +26,7 @@ BatchOutcome JobStore::push_batch(const std::vector<BatchJob>& jobs) {
     std::vector<BatchJob> part;
     for (const auto i : positions) part.push_back(jobs[i]);
     auto stored = push_batch_of_queue(part);
-    if (stored.status == TransitionStatus::queue_full)  // [backpressure] the ids of this queue's part are free again
+    if (stored.status == TransitionStatus::queue_full)  // the ids of this queue's part are free again
       for (const auto& j : part) directory.forget(j.id);
     // A concurrent PUSH took the id since, or the queue is full: the parts of other
     // queues stored before stay (each queue's part is atomic, a batch over queues is not).
@@ -50,9 +50,9 @@ BatchOutcome JobStore::push_batch_of_queue(const std::vector<BatchJob>& jobs) {
       args.push_back(a);
     append_fields(args, j.fields);
   }
-  keys.push_back(keys::ready_prefix(jobs.front().queue));  // [backpressure] the queue's depth and bound
+  keys.push_back(keys::ready_prefix(jobs.front().queue));  // the queue's depth and bound
   keys.push_back(keys::config(jobs.front().queue));
-  keys.push_back(keys::on_hold(jobs.front().queue));  // [backpressure] held jobs count in the depth
+  keys.push_back(keys::on_hold(jobs.front().queue));  // held jobs count in the depth
   std::vector<std::vector<std::string>> expiring;  // ahead of the script, as for a single PUSH
   for (const auto& j : jobs)
     if (auto entry = expiring_entry(j)) expiring.push_back(std::move(*entry));

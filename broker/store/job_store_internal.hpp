@@ -25,7 +25,7 @@ inline std::vector<std::string> queue_directory_entry(const std::string& queue) 
   return {"HSETNX", keys::queue_directory, queue, std::to_string(time(nullptr) * 1000LL)};
 }
 
-// [workflows] A job transition's keys followed by those that advance its workflow,
+// A job transition's keys followed by those that advance its workflow,
 // then the keys the script declares after them (`after`).
 inline std::vector<std::string> with_workflow_keys(std::vector<std::string> script_keys, const std::string& queue,
                                                    std::vector<std::string> after = {}) {
@@ -34,7 +34,7 @@ inline std::vector<std::string> with_workflow_keys(std::vector<std::string> scri
   return script_keys;
 }
 
-// [usage] `script_keys` followed by the keys that charge an ended attempt's use.
+// `script_keys` followed by the keys that charge an ended attempt's use.
 inline std::vector<std::string> with_usage_keys(std::vector<std::string> script_keys, const std::string& queue) {
   for (auto& k : keys::usage_transition_keys(queue)) script_keys.push_back(std::move(k));
   return script_keys;
@@ -59,7 +59,7 @@ class ClaimedQueues {
     if (it == claimed_.end()) return std::nullopt;
     return it->second.queue;
   }
-  // [workflows] Whether a job this process claimed belongs to a workflow (false when not known).
+  // Whether a job this process claimed belongs to a workflow (false when not known).
   bool workflow_job(const std::string& job) {
     std::lock_guard lock(mutex_);
     auto it = claimed_.find(job);

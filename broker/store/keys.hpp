@@ -35,15 +35,15 @@ inline std::string delayed(const std::string& queue) { return queue_prefix(queue
 inline std::string active(const std::string& queue) { return queue_prefix(queue) + "active"; }    // zset id -> visibility deadline ms
 inline std::string dead(const std::string& queue) { return queue_prefix(queue) + "dead"; }        // zset id -> dead-lettered at ms
 inline std::string stats(const std::string& queue) { return queue_prefix(queue) + "stats"; }      // hash counters, m<minute>:<what> rollup
-// [admin] Finished jobs by terminal state (completed, discarded, cancelled), for the
+// Finished jobs by terminal state (completed, discarded, cancelled), for the
 // admin listing: zset id -> finished at ms, written by the script that finishes the
 // job (_lib.lua job_finished), trimmed to the queue's retention by the broker.
 inline std::string finished_prefix(const std::string& queue) { return queue_prefix(queue) + "finished:"; }  // + state
 inline std::string finished(const std::string& queue, const std::string& state) { return finished_prefix(queue) + state; }
-// [issue #33] Jobs an operator holds (state `pending`, POST /jobs/{id}/hold): out of
+// Jobs an operator holds (state `pending`, POST /jobs/{id}/hold): out of
 // their ready set or the delayed zset, so no claim sees them; zset id -> held at ms.
 inline std::string on_hold(const std::string& queue) { return queue_prefix(queue) + "on-hold"; }
-// [issue #33] A job's log (the worker's stdout/stderr chunks): a stream per job,
+// A job's log (the worker's stdout/stderr chunks): a stream per job,
 // deleted with the job (purge_finished.lua, dead_letter.lua discard).
 inline std::string log_prefix(const std::string& queue) { return queue_prefix(queue) + "log:"; }  // + id
 inline std::string log(const std::string& queue, const std::string& id) { return log_prefix(queue) + id; }
@@ -54,7 +54,7 @@ inline std::string config(const std::string& queue) { return queue_prefix(queue)
 inline std::string ledger(const std::string& queue) { return queue_prefix(queue) + "ledger"; }    // hash: GPUs in use
 inline std::string tenant_quotas(const std::string& queue) { return queue_prefix(queue) + "tenant-quotas"; }  // tenant -> max GPUs
 inline std::string tenant_ledger(const std::string& queue) { return queue_prefix(queue) + "tenant-ledger"; }  // tenant -> GPUs in use
-// [usage] Resource accounting (_lib_accounting.lua): the journal of ended attempts
+// Resource accounting (_lib_accounting.lua): the journal of ended attempts
 // (a list, one line each, folded into the three hashes before they are read), the
 // decayed use per tenant the `fair` order weighs (tenant -> 'at u...', tenant|run ->
 // 'n...'), the totals (tenant TAB resource -> resource-microseconds, never decayed)
@@ -67,9 +67,9 @@ inline std::string usage_hours(const std::string& queue) { return queue_prefix(q
 inline std::string rate_window(const std::string& queue) { return queue_prefix(queue) + "rate-window"; }  // starts (ms) in the rate period
 inline std::string diagnosis(const std::string& queue, const std::string& cls) { return queue_prefix(queue) + "diag:" + cls; }
 inline std::string preempting(const std::string& queue) { return queue_prefix(queue) + "preempting"; }    // zset id -> deadline
-// [issue #27] jobs pushed with an expires_at, for the maintenance pass's sweep (expire_sweep.lua).
+// jobs pushed with an expires_at, for the maintenance pass's sweep (expire_sweep.lua).
 inline std::string expiring(const std::string& queue) { return queue_prefix(queue) + "expiring"; }  // zset id -> expires_at ms
-// [estimate] The last 64 run times (ms, newest first) of each job type's completed jobs,
+// The last 64 run times (ms, newest first) of each job type's completed jobs,
 // a list per type written by ACK (_lib_jobs.lua note_run_time): the learned median the
 // start estimate gives a running job that declares no end (broker/estimate).
 inline std::string run_times_prefix(const std::string& queue) { return queue_prefix(queue) + "run-times:"; }  // + job type
@@ -79,7 +79,7 @@ inline std::string run_times(const std::string& queue, const std::string& type) 
 inline constexpr int run_times_kept = 64;
 inline std::string escalations(const std::string& queue) { return queue_prefix(queue) + "escalations"; }  // zset id -> due
 inline std::string reservation_waits(const std::string& queue) { return queue_prefix(queue) + "reservation-waits"; }  // zset id -> due
-// [gangs] the gang forming in a queue (at most one holds members: id -> hold deadline ms),
+// the gang forming in a queue (at most one holds members: id -> hold deadline ms),
 // and the starts not yet delivered to held members (lex zset "worker\tjob id\tstart no", score 0).
 inline std::string gangs(const std::string& queue) { return queue_prefix(queue) + "gangs"; }
 inline std::string gang_deliveries(const std::string& queue) { return queue_prefix(queue) + "gang-deliveries"; }
@@ -102,14 +102,14 @@ inline std::vector<std::string> workflow_transition_keys(const std::string& queu
           reservation_waits(queue), workflow_dispatch(queue), class_heads(queue)};
 }
 
-// [usage] The keys an end of a running attempt (ack, fail, cancel) declares to
+// The keys an end of a running attempt (ack, fail, cancel) declares to
 // charge its resource-seconds (the journal) and free what it held under `fair`
 // (the usage hash), in the order _lib_accounting.lua's usage_keys reads them.
 inline std::vector<std::string> usage_transition_keys(const std::string& queue) {
   return {usage_journal(queue), usage(queue)};
 }
 
-// [usage] The keys a fold of the journal declares (usage_fold.lua; claim.lua's from
+// The keys a fold of the journal declares (usage_fold.lua; claim.lua's from
 // its usage key on, whose config key comes earlier).
 inline std::vector<std::string> usage_fold_keys(const std::string& queue) {
   return {usage_journal(queue), usage(queue), usage_totals(queue), usage_hours(queue), config(queue)};

@@ -1,4 +1,4 @@
-// [issue #33] Job logs in Redis: one stream per job (keys.hpp log), appended by
+// Job logs in Redis: one stream per job (keys.hpp log), appended by
 // log_append.lua within a byte bound, read by cursor. Deleted with the job.
 #pragma once
 #include <cstdint>

@@ -105,7 +105,7 @@ const LuaLibrary& lua_library() {
     }
     if (!bound_found) throw std::logic_error("the Lua helpers lack _lib.lua's event bound line");
     // The score rule's constants, written on both sides of the language line: the
-    // library is refused when _lib.lua's (or [fairband] _lib_fairshare.lua's) differ
+    // library is refused when _lib.lua's (or _lib_fairshare.lua's) differ
     // from priority_score.hpp's.
     const std::pair<std::string, std::string> constants[] = {
         {"_lib", "local SCORE_BAND = " + std::to_string(static_cast<long long>(kScoreBand)) + " "},

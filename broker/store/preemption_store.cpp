@@ -62,7 +62,7 @@ Transition PreemptionStore::discard_waiting(const JobRecord& job, const std::str
   const auto& q = job.queue();
   std::vector<std::string> script_keys{keys::job(q, job.id()), keys::ready(q, job.get("class")), keys::delayed(q),
                                        keys::stats(q), keys::events(q), keys::reservation_waits(q)};
-  for (auto& k : keys::workflow_transition_keys(q)) script_keys.push_back(std::move(k));  // [workflows]
+  for (auto& k : keys::workflow_transition_keys(q)) script_keys.push_back(std::move(k));
   script_keys.push_back(keys::finished_prefix(q));
   auto reply = redis_.eval("discard_waiting", script_keys, {error_json});
   return JobStore::transition_from(reply);

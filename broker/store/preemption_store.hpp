@@ -28,7 +28,7 @@ class PreemptionStore {
  public:
   explicit PreemptionStore(RedisPool& redis) : redis_(redis) {}
 
-  // [fairorder] A fair queue's layout and every tenant's use as stored, with Redis's
+  // A fair queue's layout and every tenant's use as stored, with Redis's
   // time of the read (one round trip; scheduling/fair_order.hpp fair_shares_at weighs
   // them), or nullopt when the queue's policy is not fair.
   struct FairUsageRead {
@@ -46,7 +46,7 @@ class PreemptionStore {
   void drop(const std::string& queue, Index index, const std::string& id);
 
   // escalate.lua: re-bands a waiting job (compare-and-set on its rank base); false when skipped.
-  // [fairband] new_order_base: its fair order base in the new class (nullopt: keep its order).
+  // new_order_base: its fair order base in the new class (nullopt: keep its order).
   bool escalate(const JobRecord& job, double new_rank_base, std::optional<double> new_order_base, int from_rank, int to_rank);
   // discard_waiting.lua: a waiting job whose reservation never came is discarded with `error_json`.
   Transition discard_waiting(const JobRecord& job, const std::string& error_json);
@@ -66,7 +66,7 @@ class PreemptionStore {
   void put_hold(const std::string& worker_id, const std::string& hold_json);
   void drop_hold(const std::string& worker_id);
 
-  // [backfill] The queue's backfill setting (config hash field `backfill`, JSON), if set.
+  // The queue's backfill setting (config hash field `backfill`, JSON), if set.
   std::optional<std::string> backfill_setting(const std::string& queue);
 
   // Reservations: id -> JSON.

@@ -64,18 +64,18 @@ inline const std::string& score_band_arg() {
   return text;
 }
 
-// [fairshare] Queue policies (queue config `policy`). The score of a job is still
+// Queue policies (queue config `policy`). The score of a job is still
 // computed once, at PUSH: base(policy) + seq. `priority` keeps rank_base above; the
 // other policies store their base as the job's `order_base` field (make_available
 // prefers it), and rank_base stays the priority band preemption reads. Bands:
 //   priority 0 .. 602 | fifo 700 | sjf 1000 + bucket (0 .. 2047)
 //   | fair 4096 + (2 - class rank) * kMaxFairSlots + tenant slot
 // so jobs queued under an earlier policy keep a well-defined place after a change.
-// [fairband] fair: the priority class first (reserved, on-demand, spot: the classes
+// fair: the priority class first (reserved, on-demand, spot: the classes
 // preemption ranks), the tenant's share within it (claim.lua, _lib_fairshare.lua).
 enum class QueuePolicy { priority, fifo, sjf, fair };
 
-// [fairorder] The two orders of `fair` (queue config tenant_fairness.order), one rule
+// The two orders of `fair` (queue config tenant_fairness.order), one rule
 // each in _lib_fairshare.lua (fair_head, fair_rank), which claim.lua applies:
 //   tenant (the default; Kueue, YARN): the lowest (decayed use + held) / weight first,
 //     whatever the class; within a tenant the higher priority class, then FIFO;
@@ -104,7 +104,7 @@ inline int sjf_bucket(std::optional<long long> estimated_seconds) {
   return std::clamp(b, 0, kSjfBuckets - 2);
 }
 
-// [fairband] The fair band of class rank `priority_class_rank` and tenant slot `slot`:
+// The fair band of class rank `priority_class_rank` and tenant slot `slot`:
 // the class first (reserved lowest), slots past kMaxFairSlots - 1 share the last.
 inline long long fair_band(int priority_class_rank, long long slot) {
   return kFairBandBase + (2 - std::clamp(priority_class_rank, 0, 2)) * static_cast<long long>(kMaxFairSlots) +
@@ -125,7 +125,7 @@ inline double order_base(QueuePolicy policy, int priority_class_rank, int priori
   return rank_base(priority_class_rank, priority);
 }
 
-// [fairband] The fair order base of a job whose priority class changes (escalation):
+// The fair order base of a job whose priority class changes (escalation):
 // the same tenant slot in the new class's band; nullopt for a base that is not a
 // fair one (another policy's: its order does not follow the class).
 inline std::optional<double> fair_base_for_class(double base, int to_rank) {

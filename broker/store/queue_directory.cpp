@@ -93,11 +93,11 @@ std::map<std::string, long long> QueueDirectory::queue_counts(const std::string&
     const bool set = s < stats.size() && !stats[s].is_nil();
     if (set || s < 3) counts[kCounters[s]] = set ? std::stoll(stats[s].str) : 0;  // preempted only once counted
   }
-  // [admin] scheduled and retryable share the delayed index (ojs-admin-api.md §6.1 counts them apart).
+  // scheduled and retryable share the delayed index (ojs-admin-api.md §6.1 counts them apart).
   const auto [scheduled, retryable] = JobIndexStore(redis_).delayed_split(queue, kDelayedSplitScan);
   counts["scheduled"] = scheduled;
   counts["retryable"] = retryable;
-  counts["delayed"] = scheduled + retryable;  // the name before issue 28, kept for one release
+  counts["delayed"] = scheduled + retryable;  // the earlier name, kept for one release
   return counts;
 }
 

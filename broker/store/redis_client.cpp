@@ -328,7 +328,7 @@ RedisValue RedisPool::eval_with(const std::vector<std::vector<std::string>>& bef
   } else {
     batch = before;
   }
-  batch.push_back(std::move(argv));  // [hotpath] a claim's ~30 arguments, not copied again
+  batch.push_back(std::move(argv));  // a claim's ~30 arguments, not copied again
   batch.insert(batch.end(), then.begin(), then.end());
   auto replies = pipeline(batch);  // a library reload sends the script and `then` again, in order
   const std::size_t at = batch.size() - 1 - then.size();

@@ -1,4 +1,4 @@
-// [admin] The per-minute rollup behind the stats history and throughput
+// The per-minute rollup behind the stats history and throughput
 // (ojs-admin-api.md §10.1, §10.2): fields m<minute since the epoch>:processed and
 // m<minute>:failed of each queue's stats hash, counted by the scripts that end an
 // attempt (_lib.lua count_minute: an ACK is processed, a NACK that retries or

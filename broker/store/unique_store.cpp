@@ -14,8 +14,8 @@ namespace ojs::broker {
 // compare-and-set (unique_claim.lua, global), (3) a replaced holder cancelled,
 // naming the new job (push_unique.lua 'apply'), (4) the job pushed (push.lua, its
 // queue). Only the PUSH that took the key cancels the holder, so concurrent
-// replacers never cancel for a job that is not then stored (issue 26 #14), and the
-// id is reserved in the directory only once the policy lets the job in (#12). A
+// replacers never cancel for a job that is not then stored, and the
+// id is reserved in the directory only once the policy lets the job in. A
 // crash between (3) and (4) loses the replaced holder's run, as before.
 UniquePushOutcome UniqueStore::push(const BatchJob& job, const std::string& uniqueness_key, const std::vector<std::string>& states,
                                     std::optional<std::int64_t> period_ms, const std::string& on_conflict) {

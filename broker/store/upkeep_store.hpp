@@ -24,7 +24,7 @@ class UpkeepStore {
     long long discarded = 0;
   };
   ExpirySweep sweep_expired(const std::string& queue, int limit);
-  // [gangs] gang_expire.lua: forming gangs past their hold deadline release their members.
+  // gang_expire.lua: forming gangs past their hold deadline release their members.
   long long expire_gangs(const std::string& queue);
   // Which queues have a scheduled job or retry due, a forming gang past its hold
   // deadline, or a job past its expires_at (now_ms on the broker's clock, as
@@ -37,7 +37,7 @@ class UpkeepStore {
     bool expired = false;
   };
   std::vector<DueWork> due_work(const std::vector<std::string>& queues, std::int64_t now_ms);
-  // [heads] Makes the queue's class-head index match its ready sets; returns the entries corrected.
+  // Makes the queue's class-head index match its ready sets; returns the entries corrected.
   long long repair_class_heads(const std::string& queue);
 
  private:

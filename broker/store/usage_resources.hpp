@@ -1,4 +1,4 @@
-// [usage] The resources a running attempt's use is counted in (issue #32), in the
+// The resources a running attempt's use is counted in, in the
 // order of _lib_accounting.lua's USAGE_RESOURCES: each is an amount held times the
 // microseconds it was held, an exact integer in the job's record (usage_<name>_us),
 // the queue's totals and its per-hour rollup (keys.hpp usage_totals, usage_hours).

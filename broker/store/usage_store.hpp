@@ -1,5 +1,5 @@
-// [usage] Reads of the resource accounting the scripts keep (_lib_accounting.lua,
-// issue #32): each queue's totals (tenant, resource -> resource-microseconds since
+// Reads of the resource accounting the scripts keep (_lib_accounting.lua):
+// each queue's totals (tenant, resource -> resource-microseconds since
 // the queue was first used, never decayed) and its per-hour rollup (hour, tenant,
 // job type, worker, resource -> resource-microseconds). The transition that ends a
 // running attempt journals it; the journal is folded into both before each read

@@ -73,7 +73,7 @@ std::vector<std::string> touch_command(const std::string& worker_id, const std::
   if (queues_json) {
     hset.push_back("queues");
     hset.push_back(*queues_json);
-    // [admin] Every queue it ever fetched from, as fields q:<name> -> last named (ms): the
+    // Every queue it ever fetched from, as fields q:<name> -> last named (ms): the
     // admin listing's `queues` (bounded by --max-queues; dropped with the hash).
     const auto named = nlohmann::json::parse(*queues_json, nullptr, false);
     if (named.is_array())

@@ -24,7 +24,7 @@ struct WorkerInfo {
   std::int64_t last_seen_ms = 0;
   nlohmann::json capabilities;     // null when the worker never sent any
   std::vector<std::string> queues;          // the last FETCH's
-  std::vector<std::string> fetched_queues;  // [admin] every queue it fetched from
+  std::vector<std::string> fetched_queues;  // every queue it fetched from
   std::string hostname;                     // as the worker sent it ("" = never)
   std::vector<int> drained_devices;  // by an admin (keys.hpp worker_drained), ascending
 };
@@ -71,7 +71,7 @@ class WorkerStore {
   };
   Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::string* queues_json,
                   const std::vector<std::string>& claim_queues, const std::vector<std::string>& known_queues);
-  // [admin] The hostname a worker sent (heartbeat or FETCH `hostname`), shown by the admin listing.
+  // The hostname a worker sent (heartbeat or FETCH `hostname`), shown by the admin listing.
   void set_hostname(const std::string& worker_id, const std::string& hostname);
   // set_worker_state.lua: false (and nothing written) when the worker is unknown.
   bool set_state(const std::string& worker_id, const std::string& state);

@@ -93,7 +93,7 @@ Transition WorkflowStore::cancel(const std::string& queue, const std::string& id
                                        keys::delayed(queue), keys::active(queue), keys::stats(queue), keys::events(queue),
                                        keys::ledger(queue), keys::tenant_ledger(queue), keys::workflow_dispatch(queue),
                                        keys::class_heads(queue), keys::finished_prefix(queue), keys::on_hold(queue)};
-  for (auto& k : keys::usage_transition_keys(queue)) script_keys.push_back(std::move(k));  // [usage] a running job's use
+  for (auto& k : keys::usage_transition_keys(queue)) script_keys.push_back(std::move(k));  // a running job's use
   return JobStore::transition_from(redis_.eval("workflow_cancel", script_keys, {id}));
 }
 

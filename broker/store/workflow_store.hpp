@@ -31,7 +31,7 @@ class WorkflowStore {
   bool create(const std::string& queue, const std::string& id, const std::vector<BatchJob>& starting,
               const std::vector<std::pair<std::string, std::string>>& fields,
               const std::vector<std::pair<std::string, std::string>>& ids);
-  // [admin] Every workflow id (the directory), newest first (UUIDv7 ids sort by time).
+  // Every workflow id (the directory), newest first (UUIDv7 ids sort by time).
   std::vector<std::string> ids();
   std::optional<WorkflowRecord> get(const std::string& id);
   // workflow_cancel.lua: ok (the workflow's fields in .job), not_found or conflict (state in .detail).

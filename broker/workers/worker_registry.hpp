@@ -41,7 +41,7 @@ class WorkerRegistry {
   Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::vector<std::string>& queues,
                   const std::string& incarnation, std::optional<std::size_t> reported_jobs = std::nullopt);
   static constexpr std::int64_t kResendProfileMs = 30000;
-  // [admin] Records the hostname a worker sent, written when it differs from what this
+  // Records the hostname a worker sent, written when it differs from what this
   // broker last wrote for it (a worker sends it with every heartbeat).
   void note_hostname(const std::string& worker_id, const std::string& hostname);
   // An admin's directive (running, quiet, terminate, drain); false when the worker is unknown.

@@ -26,7 +26,7 @@ class WorkflowService {
 
   nlohmann::json create(const nlohmann::json& body);  // -> {"workflow": ...}; throws OjsError (400, 409, 422)
   nlohmann::json get(const std::string& id);          // -> {"workflow": ...}; 404
-  // [admin] {items[workflow], pagination{total, page, per_page}}, newest first; with a
+  // {items[workflow], pagination{total, page, per_page}}, newest first; with a
   // tenant scope only that tenant's (the first kListScan workflows are read to filter).
   nlohmann::json list(int page, int per_page, const std::string& tenant_scope);
   static constexpr int kListScan = 10000;

@@ -68,7 +68,7 @@ nlohmann::json class_json(const Requirements& req) {
   }
   if (!h.runtime.empty()) c["ext_ml_runtime"] = h.runtime;
   if (!h.model_format.empty()) c["ext_ml_model_format"] = h.model_format;
-  // [gangs] a gang is its own class: only the gang claim takes its jobs.
+  // a gang is its own class: only the gang claim takes its jobs.
   if (h.gang.size > 0) {
     c["ext_ml_gang"] = {{"size", h.gang.size}};
     if (!h.gang.same_label.empty()) c["ext_ml_gang"]["same_label"] = h.gang.same_label;

@@ -26,7 +26,7 @@ constexpr std::string_view kGpuFields[] = {"gpu_count", "gpu_type", "gpu_memory_
 constexpr std::string_view kTpuFields[] = {"tpu_type", "tpu_topology", "tpu_chip_count"};
 
 // "meta" and the first `depth` parts of an alias's path: where a value was found, or
-// what was not an object ([hotpath] built only then: a PUSH walks every alias).
+// what was not an object (built only then: a PUSH walks every alias).
 std::string alias_path(const MetaAlias& alias, std::size_t depth) {
   std::string path = "meta";
   for (std::size_t i = 0; i < depth; ++i) path.append(".").append(alias.path[i]);
@@ -300,7 +300,7 @@ class Parser {
     c.max_tokens = integer("max_tokens", 1, 10'000'000);
     c.max_batch_size = integer("max_batch_size", 1, 100'000);
     r.scheduling.timeout_seconds = integer("timeout_seconds", 1, 604'800);
-    // [fairshare] proposed ext_ml_estimated_duration_seconds: the producer's estimate,
+    // proposed ext_ml_estimated_duration_seconds: the producer's estimate,
     // ordering for the `sjf` queue policy and backfill (docs/matching.md).
     r.scheduling.estimated_duration_seconds = integer("estimated_duration_seconds", 1, 31'536'000);
     r.hard.runtime = enumerated("runtime", {"pytorch", "tensorflow", "onnx", "triton", "vllm", "tgi", "custom"});
@@ -354,7 +354,7 @@ class Parser {
     }
   }
 
-  // [gangs] ext_ml_gang {size, same_label | same_nvlink_domain, timeout_seconds}.
+  // ext_ml_gang {size, same_label | same_nvlink_domain, timeout_seconds}.
   void gang(Requirements& r) const {
     const Field* f = get("gang");
     if (!f) return;

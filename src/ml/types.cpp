@@ -86,7 +86,7 @@ bool gpu_type_matches(std::string_view wanted, std::string_view have) {
 
 std::string format_number(double v) {
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
-  // printf's "%g", as std::to_chars writes it ([hotpath] snprintf cost ~1.6k instructions;
+  // printf's "%g", as std::to_chars writes it (snprintf cost ~1.6k instructions;
   // a FETCH formats one per eligible class for its score's explanation)
   char buf[32];
   const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6);

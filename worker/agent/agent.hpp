@@ -57,7 +57,7 @@ class Agent {
   struct Running {
     std::unique_ptr<JobExecution> execution;
     SteadyClock::time_point last_checkpoint_poll;
-    std::unique_ptr<LogShipper> logs;  // [issue #33] null: logs are not shipped
+    std::unique_ptr<LogShipper> logs;  // null: logs are not shipped
     SteadyClock::time_point last_log_ship;
   };
 

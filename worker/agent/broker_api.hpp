@@ -26,7 +26,7 @@ class BrokerApi {
   virtual BrokerReply nack(const nlohmann::json& body) = 0;       // POST /ojs/v1/workers/nack
   virtual BrokerReply heartbeat(const nlohmann::json& body) = 0;  // POST /ojs/v1/workers/heartbeat
   virtual BrokerReply commit_checkpoint(const std::string& job_id, const nlohmann::json& body) = 0;  // POST /ojs/v1/jobs/{id}/checkpoint
-  // [issue #33] POST /ojs/v1/workers/logs. Best effort (a broker without it: status 0, the
+  // POST /ojs/v1/workers/logs. Best effort (a broker without it: status 0, the
   // agent goes on): a fake that does not care about logs need not implement it.
   virtual BrokerReply ship_logs(const nlohmann::json& body) {
     (void)body;

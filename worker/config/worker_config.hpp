@@ -41,7 +41,7 @@ struct WorkerConfig {
   double drain_timeout_s = 60;   // graceful shutdown: wait this long for jobs
   double checkpoint_poll_s = 5;
   bool keep_work_dirs = false;
-  // [issue #33] Each job's stdout/stderr is shipped to the broker every this many
+  // Each job's stdout/stderr is shipped to the broker every this many
   // seconds while it runs, and once more when it ends (0: not shipped); at most
   // log_max_bytes of it per look (the most recent: a flood is skipped to its end).
   double log_ship_interval_s = 1;

@@ -67,7 +67,7 @@ std::vector<std::string> job_environment(const JobView& job, const JobWorkspace&
   // broker actually granted once a preemption arrives.
   vars["OJS_PREEMPT_GRACE_S"] = std::to_string(job.preemption_grace_period_s);
   vars["OJS_PREEMPT_FILE"] = workspace.preempt_file.string();
-  if (job.gang) {  // [gangs] the rendezvous of torch.distributed (env://) and of our own names
+  if (job.gang) {  // the rendezvous of torch.distributed (env://) and of our own names
     const auto& g = *job.gang;
     vars["OJS_GANG_RANK"] = vars["RANK"] = std::to_string(g.rank);
     vars["OJS_GANG_WORLD_SIZE"] = vars["WORLD_SIZE"] = std::to_string(g.world_size);

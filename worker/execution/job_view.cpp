@@ -43,7 +43,7 @@ JobView read_job(const nlohmann::json& job) {
   view.model_checksum = ml_string(job, "model_checksum");
   view.model_registry_uri = ml_string(job, "model_registry_uri");
   if (auto it = job.find("last_checkpoint"); it != job.end()) view.last_checkpoint = *it;
-  if (auto it = job.find("ext_ml_gang_rank"); it != job.end() && it->is_number_integer()) {  // [gangs]
+  if (auto it = job.find("ext_ml_gang_rank"); it != job.end() && it->is_number_integer()) {
     view.gang = JobView::Gang{it->get<int>(), job.value("ext_ml_gang_world_size", 0), job.value("ext_ml_gang_master_addr", ""),
                               job.value("ext_ml_gang_master_port", 0)};
   }

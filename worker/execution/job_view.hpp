@@ -42,7 +42,7 @@ struct JobView {
   std::vector<int> numa_nodes;
   int checkpoint_interval_s = 0;
   int checkpoint_max_count = 3;
-  // [gangs] set when the job is one member of an ext_ml_gang (the broker fills them in FETCH).
+  // set when the job is one member of an ext_ml_gang (the broker fills them in FETCH).
   struct Gang {
     int rank = 0;
     int world_size = 0;

@@ -1,4 +1,4 @@
-// [issue #33] What a job wrote to stdout and stderr since the last look, as chunks
+// What a job wrote to stdout and stderr since the last look, as chunks
 // for the broker (POST /ojs/v1/workers/logs). The job writes to files (no pipe that
 // could fill and stall it); the shipper reads their growth. Bounded: one take reads
 // at most `max_take` bytes per stream, and output that grew past `max_bytes` since

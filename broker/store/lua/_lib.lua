@@ -12,7 +12,7 @@
 local per_call = {}
 local function begin_call() per_call = {} end
 
--- [hotpath] An integral number as text. tostring (and a number handed to redis.call)
+-- An integral number as text. tostring (and a number handed to redis.call)
 -- formats with '%.14g' / '%.17g', several thousand instructions each; '%d' is a
 -- fraction of that (~1.7k), and the small numbers that most calls format (an
 -- attempt, a GPU count, a range bound) are looked up instead (~0.1k). The table is a
@@ -26,7 +26,7 @@ local INT_TEXT = {[0] = '0', [-1] = '-1', '1', '2', '3', '4', '5', '6', '7', '8'
                   '95', '96', '97', '98', '99'}
 local function int_s(n) return INT_TEXT[n] or string.format('%d', n) end
 
--- [hotpath] A number from text, as tonumber reads it; '0' and '1' (a GPU count, an
+-- A number from text, as tonumber reads it; '0' and '1' (a GPU count, an
 -- absent hold, charge or memory) without tonumber's strtod (~1-2k instructions each).
 local function text_number(s)
   if s == '0' then return 0 elseif s == '1' then return 1 end
@@ -74,7 +74,7 @@ local function flat_job(job)
   return out
 end
 
--- [hotpath] The same for a transition that holds the hash as read (read_job's flat)
+-- The same for a transition that holds the hash as read (read_job's flat)
 -- and the pairs it wrote (`set`, as given to HSET) and the fields it deleted: the
 -- read is extended, not rebuilt (about 45k instructions less per claim or ack).
 local function job_reply(flat, set, del)
@@ -90,10 +90,10 @@ end
 -- broker rewrites these two lines when it builds the library (--events, --events-max-len;
 -- broker/store/lua_scripts.cpp).
 local EVENTS_MAXLEN = 10000
-local EVENTS_MAXLEN_S = '10000'  -- [hotpath] the same as XADD's argument: not formatted per call
+local EVENTS_MAXLEN_S = '10000'  -- the same as XADD's argument: not formatted per call
 
 -- One XADD to the queue's capped event stream, from values the script holds.
--- extra: more field/value pairs, or (a transition's one pair, [hotpath] no table built
+-- extra: more field/value pairs, or (a transition's one pair, no table built
 -- for it) nil and the pair as key, value.
 local function emit(events_key, event_type, job, extra, key, value)
   if EVENTS_MAXLEN == 0 then return end
@@ -102,7 +102,7 @@ local function emit(events_key, event_type, job, extra, key, value)
   -- The job's tenant rides in the entry: a tenant-pinned reader filters without reading the job.
   local tenant = job.tenant and job.tenant ~= '' and job.tenant
   if key and not extra then
-    -- [hotpath] A transition's one pair (job.started, job.completed): the entry in one
+    -- A transition's one pair (job.started, job.completed): the entry in one
     -- literal call, no table built, no unpack (~4.5k instructions a call).
     if tenant then
       redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN_S, '*', 'type', event_type, 'job_id', id,
@@ -148,7 +148,7 @@ local function is_terminal(state)
   return state == 'completed' or state == 'cancelled' or state == 'discarded'
 end
 
--- [score] A ready-set score: band * SCORE_BAND + seq, lower served first. The rule
+-- A ready-set score: band * SCORE_BAND + seq, lower served first. The rule
 -- and its bounds are broker/store/priority_score.hpp's pack_score / unpack_score:
 -- the loader (lua_scripts.cpp) refuses a library whose two constants differ.
 local SCORE_BAND = 1099511627776  -- 2^40: room for the FIFO sequence below a band
@@ -182,21 +182,21 @@ local function score_at(base, seq)
   return score_pack(band, seq)
 end
 
--- [admin] A job reached a terminal state (completed, discarded, cancelled): it joins
+-- A job reached a terminal state (completed, discarded, cancelled): it joins
 -- the finished index of that state (keys.hpp finished_prefix: id -> finished at ms),
 -- read by the admin job listing and trimmed to the queue's retention by the broker.
 local function job_finished(finished_prefix, job, state, now, now_s)
-  redis.call('ZADD', finished_prefix .. state, now_s or int_s(now), job.id)  -- [hotpath] the caller's text, when it has it
+  redis.call('ZADD', finished_prefix .. state, now_s or int_s(now), job.id)  -- the caller's text, when it has it
 end
 
--- [admin] The per-minute rollup of the stats history (ojs-admin-api.md §10.2): field
+-- The per-minute rollup of the stats history (ojs-admin-api.md §10.2): field
 -- m<minute since the epoch>:<what> of the queue's stats hash, what = processed | failed;
 -- StatsHistoryStore::trim drops the fields older than a day.
 local function count_minute(stats_key, what, now)
-  redis.call('HINCRBY', stats_key, 'm' .. int_s(math.floor(now / 60000)) .. ':' .. what, '1')  -- [hotpath] text: not formatted
+  redis.call('HINCRBY', stats_key, 'm' .. int_s(math.floor(now / 60000)) .. ':' .. what, '1')  -- text: not formatted
 end
 
--- [heads] The queue's class-head index (keys.hpp class_heads): class id -> score of
+-- The queue's class-head index (keys.hpp class_heads): class id -> score of
 -- the first job of its ready set, absent when the set is empty. Claim reads the heads
 -- of all eligible classes in one ZMSCORE instead of one read per class, so every
 -- write to a ready set goes through these helpers.
@@ -254,7 +254,7 @@ end
 -- Whether a field of the classes hash is a class (not its job count).
 local function is_class_field(field) return field:byte(1) ~= 35 end  -- 35: '#'
 
--- [backpressure] ojs-backpressure.md §3: a queue's depth is its non-terminal jobs
+-- ojs-backpressure.md §3: a queue's depth is its non-terminal jobs
 -- waiting to run (available + scheduled + retryable + pending): every non-empty ready
 -- set (one per class, found through the class heads), the delayed zset and the
 -- on-hold set (held jobs: holding one makes no room for more).
@@ -266,7 +266,7 @@ local function queue_depth(heads, ready_prefix, delayed, on_hold)
   return depth
 end
 
--- [backpressure] Whether `adding` more jobs fit under the queue's max_depth (config
+-- Whether `adding` more jobs fit under the queue's max_depth (config
 -- hash fields max_depth, absent or 0: unbounded, and overflow, absent: reject).
 -- Returns nil when they fit, else the depth, the bound and the strategy. A refusal
 -- under `reject` is recorded as a backpressure.rejected event (BP-004); a `block`
@@ -286,7 +286,7 @@ local function over_depth_bound(config, heads, ready_prefix, delayed, on_hold, e
 end
 
 -- Makes a job fetchable: next FIFO sequence, score = rank_base + seq (score_at)
--- ([fairshare] order_base instead of rank_base when the queue policy gave one).
+-- (order_base instead of rank_base when the queue policy gave one).
 -- r: {seq, heads, ready} (keys; ready: the ready set of job.class)
 local function make_available(r, jk, job, now)
   local seq = redis.call('INCR', r.seq)
@@ -301,7 +301,7 @@ end
 
 -- Scheduled jobs and due retries become available.
 -- q: {delayed, seq, heads, events, job_prefix, ready_prefix}
--- [issue #27] expired(jk, job): called instead of promoting a job already past its
+-- expired(jk, job): called instead of promoting a job already past its
 -- expires_at (expiry is checked before promotion: the caller discards it).
 -- now_s: now as text, when the caller has it.
 local function promote_due(q, now, limit, expired, now_s)
@@ -356,9 +356,9 @@ local BUDGET_FIELDS = {'charged_gpus', 'charged_gpu_mem_mb', 'borrowed_gpus'}  -
 -- An empty list of fields, shared (never written to): a transition that deletes none.
 local NO_FIELDS = {}
 local function release_budget(l, jk, job, keep_field)
-  local charged = text_number(job.charged_gpus or '0')  -- [hotpath] '1' and '0' unparsed
+  local charged = text_number(job.charged_gpus or '0')  -- '1' and '0' unparsed
   if charged > 0 then
-    local release = int_s(-charged)  -- [hotpath] formatted once
+    local release = int_s(-charged)  -- formatted once
     redis.call('HINCRBY', l.ledger, 'gpus', release)
     redis.call('HINCRBY', l.ledger, 'gpu_jobs', '-1')
     if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', l.tenant_ledger, job.tenant, release) end
@@ -393,7 +393,7 @@ local function budget_block(b, gpus, mem)
                          max_gpus = max_gpus, max_jobs = max_jobs, max_mem = max_mem,
                          nominal = cohort and nominal}  -- a cohort member's GPUs above it are borrowed
     else
-      per_call.budget = false  -- [hotpath] no budget configured: nothing to compare, no ledger read, nothing kept
+      per_call.budget = false  -- no budget configured: nothing to compare, no ledger read, nothing kept
     end
   end
   local s = per_call.budget
@@ -446,7 +446,7 @@ local function has_tenant_quotas(t)  -- read once per call
   return per_call.tenant_quotas
 end
 
--- [spec #17] Queue rate limit (ojs-rate-limiting.md §7.2), the one Lua reading of it:
+-- Queue rate limit (ojs-rate-limiting.md §7.2), the one Lua reading of it:
 -- concurrency counts the queue's active jobs (no counter to drift); the rate is a
 -- sliding window log of start times. Given the config's rate_concurrency,
 -- rate_limit_starts and rate_period_ms (numbers or nil), returns the starts still
@@ -468,7 +468,7 @@ local function rate_record(window_key, period, now_s, member)
   redis.call('PEXPIRE', window_key, period)
 end
 
--- [harden, issue 12] An expired job (expires_at passed before delivery) is discarded,
+-- An expired job (expires_at passed before delivery) is discarded,
 -- never delivered: state, the queue's discarded count, the finished index and job.discarded.
 local function discard_expired(jk, job, stats_key, events_key, finished_prefix, now)
   job.state, job.discarded_at = 'discarded', now  -- no completed_at: it never ran (level-2 ttl case)

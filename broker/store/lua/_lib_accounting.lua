@@ -1,4 +1,4 @@
--- [usage] Resource accounting (docs/operations.md#resource-accounting, issue #32).
+-- Resource accounting (docs/operations.md#resource-accounting).
 -- Every end of a running attempt (ack, fail: retry, requeue, reclaim, discard;
 -- cancel) charges what the job held from its start to now, in resource-microseconds,
 -- exactly once and in the same step as the transition: the job hash gets its record
@@ -25,7 +25,7 @@ local USAGE_RESOURCES = {'gpu', 'cpu', 'memory_mb', 'gpu_memory_mb'}
 local USAGE_RECORD_FIELDS = {'usage_gpu_us', 'usage_cpu_us', 'usage_memory_mb_us', 'usage_gpu_memory_mb_us'}
 
 -- What the job holds while it runs, one amount per resource, as the job's fields
--- hold them (read before release_budget, which clears the charge): four values, [hotpath]
+-- hold them (read before release_budget, which clears the charge): four values,
 -- no table. An amount that is absent, or not a number, is its resource's default.
 local USAGE_AMOUNT_DEFAULTS = {0, 1, 0, 0}  -- a job declaring no CPU counts one core
 local function usage_amount_texts(job)
@@ -60,7 +60,7 @@ end
 local USAGE_HALF_LIFE_MS = 3600000  -- the default of tenant_fairness.half_life_seconds (an hour)
 local LN2 = 0.69314718055994531
 
--- [hotpath] A held value ('n1 n2 n3 n4 at r1 r2', every start and end of a fair
+-- A held value ('n1 n2 n3 n4 at r1 r2', every start and end of a fair
 -- job reads one) in one match, not a token at a time; other shapes token by token.
 local function usage_numbers(raw, n)
   if raw and n == 7 then
@@ -123,7 +123,7 @@ local function usage_run_at(r, now, half_life_ms)
   return r
 end
 
--- [hotpath] One format for the seven ('%.17g' writes a whole number below 1e17 as
+-- One format for the seven ('%.17g' writes a whole number below 1e17 as
 -- its digits, as usage_text does, and any other exactly).
 local function usage_run_text(r)
   return string.format('%.17g %.17g %.17g %.17g %.17g %.17g %.17g', r[1], r[2], r[3], r[4], r[5], math.floor(r[6] + 0.5),
@@ -168,7 +168,7 @@ end
 
 -- Resource i's use over `dur_us` (its amount as text; not a number: the resource's
 -- default) added to the job's record field, appended to `record` (n: its length; returns
--- the new one). dur_s: dur_us as text. [hotpath] '0' and '1', most amounts, are not
+-- the new one). dur_s: dur_us as text. '0' and '1', most amounts, are not
 -- parsed, and for a record field the job does not hold yet (its first attempt) an
 -- amount of 1 records the duration's text as it is.
 local function usage_record(job, record, n, i, text, dur_us, dur_s)
@@ -205,7 +205,7 @@ end
 -- its amounts left <tenant>|run here, at its end, and its accrued use stays in r
 -- until the fold moves it; '1' (written before the end freed them: a job claimed
 -- by an earlier broker, usage_run '1') the fold takes its amounts away.
--- [hotpath] Every table and string built here is paid again in the garbage collector:
+-- Every table and string built here is paid again in the garbage collector:
 -- the amounts stay in locals (usage_amount_texts returns no table), the record goes
 -- straight into `set`, the line is one concatenation.
 local function usage_ended(u, jk, job, now, set, now_s, started)
@@ -246,7 +246,7 @@ end
 -- field is read once and written once, whatever the number of lines. A line's use
 -- counts in the decayed sum as it would had it been added when the attempt ended:
 -- decayed from its end to the last line's (one factor per line), the sum then
--- decayed with the stored values to the last line's end. [hotpath] What lines share
+-- decayed with the stored values to the last line's end. What lines share
 -- (a tenant's values, an hour's rollup fields) is built once per fold.
 local function usage_fold(f, limit)
   local lines = redis.call('LRANGE', f.journal, '0', int_s(limit - 1))

@@ -5,7 +5,7 @@
 --    request_vis, default_vis, record (list it in the held set), rate_starts,
 --    rate_period, budget (budget_charge's b), tenant_ledger, active, held, events,
 --    rate_window} (keys the caller declares).
--- on_set(job, set): [fairshare] a fair queue's hook (its tenant's held use), or nil.
+-- on_set(job, set): a fair queue's hook (its tenant's held use), or nil.
 -- Returns the reply entry: the job as read plus the pairs written (job_reply).
 local function start_attempt(s, jk, id, job, flat, gpus, devices, mem, on_set)
   job.attempt = int_s(tonumber(job.attempt or '0') + 1)
@@ -13,7 +13,7 @@ local function start_attempt(s, jk, id, job, flat, gpus, devices, mem, on_set)
   local deadline, dropped = start_deadlines(job, s.now, s.request_vis, s.default_vis)
   deadline = int_s(deadline)
   job.visibility_deadline = deadline
-  -- [hotpath] A table or string built here is paid again in Lua's collector: the
+  -- A table or string built here is paid again in Lua's collector: the
   -- fields every claim writes in one constructor, `del` only when a field goes.
   local set = {'state', 'active', 'started_at', s.now_s, 'started_us', s.started_us, 'worker_id', s.worker, 'attempt', job.attempt,
                'visibility_deadline', deadline}
@@ -52,6 +52,6 @@ local function start_attempt(s, jk, id, job, flat, gpus, devices, mem, on_set)
   redis.call('ZADD', s.active, deadline, id)
   if s.record then redis.call('SADD', s.held, id) end  -- the worker's load, in the same step as the claim
   emit(s.events, 'job.started', job, nil, 'worker_id', s.worker)
-  if s.rate_starts and s.rate_period then rate_record(s.rate_window, s.rate_period, s.now_s, id .. ':' .. job.attempt) end  -- [spec #17]
+  if s.rate_starts and s.rate_period then rate_record(s.rate_window, s.rate_period, s.now_s, id .. ':' .. job.attempt) end
   return job_reply(flat, set, del)
 end

@@ -1,4 +1,4 @@
--- [fairshare] Readers of a `fair` queue's layout (docs/matching.md#fair-share), for
+-- Readers of a `fair` queue's layout (docs/matching.md#fair-share), for
 -- fair_candidates.lua (what the broker's fair order is decided over) and PUSH. The
 -- shares themselves are weighed in C++ only (scheduling/fair_order.cpp
 -- fair_shares_from), from the usage hash as stored (_lib_accounting.lua).
@@ -15,7 +15,7 @@ local function fair_config(config_key)  -- read once per call
   return per_call.fair_config
 end
 
--- [fairband] The bands of a fair ready set: the priority class first (reserved,
+-- The bands of a fair ready set: the priority class first (reserved,
 -- on-demand, spot; the classes preemption ranks), then the tenant slot.
 -- PUSH scored a job score_pack(base + (2 - class rank) * FAIR_CLASS_SLOTS + slot, seq)
 -- (priority_score.hpp order_base; the loader checks this constant against kMaxFairSlots).

@@ -1,4 +1,4 @@
--- [gangs] ext_ml_gang helpers (docs/matching.md "Gangs"). A gang is one job hash
+-- ext_ml_gang helpers (docs/matching.md "Gangs"). A gang is one job hash
 -- whose members are held on several workers. Fields: gang_size, gang_label,
 -- gang_timeout_ms (PUSH); while forming or running gang_workers (JSON worker ids
 -- by rank), gang_members (JSON [{worker_id, rank, gpus, devices, address, port,

@@ -83,7 +83,7 @@ end
 -- any non-terminal state -> cancelled, its indexes and GPU budget released.
 -- c: {ready_prefix, heads, delayed, active, stats, events, ledger, tenant_ledger, finished_prefix,
 --     on_hold (keys.hpp on_hold: a held job leaves it, so it counts in no depth),
---     usage ([usage] usage_keys: a running job's resource-seconds are charged)}
+--     usage (usage_keys: a running job's resource-seconds are charged)}
 -- A running job's process outlives its record: the job keeps its worker and is marked
 -- stop_action (cancel: SIGTERM, its grace, SIGKILL; kill: SIGKILL now), which its
 -- worker is told on its next contact and which keeps its devices charged to that
@@ -111,14 +111,14 @@ local function cancel_job(c, jk, job, now, stop)
   emit(c.events, 'job.cancelled', job, nil)
 end
 
--- [estimate] A completed job's run time (ms, as text: the ACK formats it once for this
+-- A completed job's run time (ms, as text: the ACK formats it once for this
 -- and its event) joins the newest 64 of its type in the queue (prefix: keys.hpp
 -- run_times_prefix, + the type): the start estimate's learned median for a running job
 -- that declares no end (broker/estimate/; it reads the first RUN_TIMES_KEPT). The list
 -- is trimmed when it reaches twice that, so one ACK in 64 pays for the LTRIM. Each
 -- list expires a week after the write that last renewed its expiry, so a deleted
 -- queue's lists (whose types no index names for delete_queue.lua) do not stay behind.
--- [hotpath] The expiry is set by one LPUSH in RUN_TIMES_RENEW (the one that makes the
+-- The expiry is set by one LPUSH in RUN_TIMES_RENEW (the one that makes the
 -- length 1 more than a multiple of it: the list's creation, and the first push after
 -- a trim), not by every ACK (a PEXPIRE is ~6k instructions). The trade: a list's
 -- expiry lags its last write by up to RUN_TIMES_RENEW - 1 writes, so a type completed

@@ -1,4 +1,4 @@
--- [workflows] OJS level-3 workflows (chain, group, batch). A workflow lives in the
+-- OJS level-3 workflows (chain, group, batch). A workflow lives in the
 -- slot of its jobs' queue (ojs:{q}:workflow:<id>; all steps/jobs of a workflow share
 -- one queue), so the transition that ends a job (ack, fail's discard and dead
 -- letter, cancel, discard_waiting) advances its workflow in the same script: the next chain step is

@@ -1,20 +1,20 @@
 -- ACK: active -> completed.
 -- KEYS (11 + 11n): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
 --            7 held prefix (keys.hpp held_prefix), 8 finished prefix (keys.hpp finished_prefix),
---            9 run-times prefix (keys.hpp run_times_prefix), 10-11 [usage] the usage journal and
+--            9 run-times prefix (keys.hpp run_times_prefix), 10-11 the usage journal and
 --            hash (_lib_accounting.lua usage_keys), n = 0 or 1: 12-22 workflow keys (_lib_workflows.lua).
---            [hotpath] The workflow keys are sent only for a job of a workflow (a key costs
+--            The workflow keys are sent only for a job of a workflow (a key costs
 --            the call ~1.1k instructions): a workflow's job ACKed without them answers
 --            {'need_keys'} with nothing written, and JobStore::ack sends them.
 -- ARGV: result_json ('' = none), worker_id ('' = any: plain OJS ACKs carry none)
 -- Reply: {'ok'} (also for a replay: the completing worker's same ACK again)
 --        | {'not_found'} | {'conflict', state} | {'need_keys'} (nothing written)
--- [hotpath] The job is not in the reply: JobStore::ack reads it back with an HGETALL
+-- The job is not in the reply: JobStore::ack reads it back with an HGETALL
 -- sent behind the call, native: returned through Lua it cost Redis ~48k instructions,
 -- the native read ~27k (bench/lua-callgrind.sh counts both).
 local result, worker = ARGV[1], ARGV[2]
 local jk = KEYS[1]
--- [hotpath] Only the fields this script and its helpers read (usage_ended, release_budget,
+-- Only the fields this script and its helpers read (usage_ended, release_budget,
 -- held_by, emit, note_run_time, workflow_job_ended), into a table constructor: ~27k
 -- instructions less than the whole hash read into a table (bench/lua-callgrind.sh). A
 -- field a helper comes to read on this path is added here. An absent field is false.
@@ -40,8 +40,8 @@ if job.state ~= 'active' then
 end
 -- A worker whose reservation expired must not complete the job another worker now holds.
 if worker ~= '' and not held_by(job, worker) then return {'conflict', 'active (held by another worker)'} end
-if job.workflow_id and #KEYS < 22 then return {'need_keys'} end  -- [workflows] before any write
--- [gangs] a gang completes when every rank has acknowledged; it keeps rank 0's result.
+if job.workflow_id and #KEYS < 22 then return {'need_keys'} end  -- before any write
+-- a gang completes when every rank has acknowledged; it keeps rank 0's result.
 if job.gang_workers then
   local g = redis.call('HMGET', jk, 'gang_acked', 'gang_result', 'gang_size')  -- what gang_ack reads
   job.gang_acked, job.gang_result, job.gang_size = g[1] or nil, g[2] or nil, g[3] or nil
@@ -50,13 +50,13 @@ if job.gang_workers then
   result = gang_result
 end
 local now = now_ms()
-local now_s = int_s(now)  -- [hotpath] formatted once, not by every redis.call
--- [hotpath] The run's start parsed and its length formatted once, for the usage record,
+local now_s = int_s(now)  -- formatted once, not by every redis.call
+-- The run's start parsed and its length formatted once, for the usage record,
 -- the run-time list and the event ('0' without a start).
 local started = tonumber(job.started_at or '')
 local run_ms = int_s(now - (started or now))
 local set = {'state', 'completed', 'completed_at', now_s}
-usage_ended(usage_keys(KEYS, 10), jk, job, now, set, now_s, started)  -- [usage] the job's record into `set`, before the charge is released
+usage_ended(usage_keys(KEYS, 10), jk, job, now, set, now_s, started)  -- the job's record into `set`, before the charge is released
 local charged = release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job, true)  -- charged_gpus goes in the HDEL below
 job.state, job.completed_at = 'completed', now_s
 if result ~= '' then
@@ -70,7 +70,7 @@ end
 redis.call('HSET', jk, unpack(set))
 -- The attempt's fields go in one HDEL, named whether the job holds them or not (an
 -- active job always holds its visibility_deadline, so the HDEL is sent anyway):
--- [hotpath] no read of them, no list built.
+-- no read of them, no list built.
 if charged then
   redis.call('HDEL', jk, 'charged_gpus', 'charged_gpu_mem_mb', 'borrowed_gpus', 'error', 'visibility_deadline',
              'execution_deadline', 'next_attempt_at')
@@ -82,8 +82,8 @@ release_holder(KEYS[7], job)
 redis.call('HINCRBY', KEYS[3], 'completed', '1')
 count_minute(KEYS[3], 'processed', now)
 job_finished(KEYS[8], job, 'completed', now, now_s)
-if started then note_run_time(KEYS[9], job, now >= started and run_ms or '0') end  -- [estimate] never below 0
+if started then note_run_time(KEYS[9], job, now >= started and run_ms or '0') end  -- never below 0
 emit(KEYS[4], 'job.completed', job, nil, 'duration_ms', run_ms)
--- [workflows] [hotpath] The keys' table (~6k instructions) is built only for a workflow's job.
+-- The keys' table (~6k instructions) is built only for a workflow's job.
 if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 12, KEYS[4]), job, 'completed', now) end
 return {'ok'}

@@ -10,9 +10,9 @@
 --   7 config, 8 ledger, 9 tenant quotas, 10 tenant ledger, 11 job prefix, 12 ready prefix,
 --   13 stats, 14 rate window (zset: claim times in the rate period), 15 class heads,
 --   16 this worker's held set in the queue (keys.hpp held), 17 finished prefix,
---   18 [usage] the usage hash (a `fair` queue's started job joins its tenant's held use),
+--   18 the usage hash (a `fair` queue's started job joins its tenant's held use),
 --   n = 0 or 1: 19-29 the workflow keys (_lib_workflows.lua: an expired step ends its
---   workflow's step). [hotpath] Sent only when needed (a key costs a call ~1.1k
+--   workflow's step). Sent only when needed (a key costs a call ~1.1k
 --   instructions): without them, the commit stops before an expired workflow step,
 --   leaves it in place and says so (the reply's 5th element), and ClaimStore::commit
 --   calls again with them. A class's ready set is the ready prefix + the class id.
@@ -23,7 +23,7 @@
 --       TAB job id ('' = the class's head as this script finds it) TAB hold cutoff (ms: a
 --       job enqueued after it is not taken; 0 = none) TAB gpus (charged to the queue
 --       budget and the tenant's quota) TAB assigned devices JSON ('' = none) TAB GPU
---       memory (MB) charged to a GPU-memory budget, 9 '1' = [fairshare] the queue's policy
+--       memory (MB) charged to a GPU-memory budget, 9 '1' = the queue's policy
 --       is `fair`: each started job joins its tenant's held use (_lib_accounting.lua
 --       usage_started; the usage journal is folded by the maintenance pass, not here)
 -- Reply: {'ok', {job fields...}, {skipped pick: class, in_use, limit, why, ...} (why: a
@@ -36,7 +36,7 @@
 local worker, request_vis, default_vis, count, version =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 if ARGV[6] ~= SCORE_BAND_S and tonumber(ARGV[6]) ~= SCORE_BAND then error('the broker scores with band ' .. ARGV[6] .. ', _lib.lua with ' .. SCORE_BAND) end
-local state = redis.call('MGET', KEYS[2], KEYS[1])  -- [hotpath] paused flag and classes version in one read
+local state = redis.call('MGET', KEYS[2], KEYS[1])  -- paused flag and classes version in one read
 if state[1] then return {'paused'} end
 local current = state[2] or '0'
 if current ~= version then return {'stale', current} end
@@ -44,7 +44,7 @@ local q = {delayed = KEYS[3], seq = KEYS[5], heads = KEYS[15], events = KEYS[6],
 local b = {config = KEYS[7], ledger = KEYS[8]}
 local now = now_ms()
 local t = {tenant_quotas = KEYS[9], tenant_ledger = KEYS[10], job_prefix = KEYS[11], now = now}
--- [hotpath] numbers handed to redis.call are formatted with snprintf('%.17g') on
+-- numbers handed to redis.call are formatted with snprintf('%.17g') on
 -- every call: constant and repeated arguments go as strings, each formatted once.
 local now_s = int_s(now)
 -- A job past its expires_at when it is promoted or would be delivered is discarded, as
@@ -54,7 +54,7 @@ local more = ''  -- '1': stopped before an expired workflow step (KEYS 19-29 not
 local function lacks_workflow_keys(job) return job.workflow_id and #KEYS < 29 end
 local function discard_expired_job(jk, job)
   discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[17], now)
-  if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 19, KEYS[6]), job, 'failed', now) end  -- [workflows]
+  if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 19, KEYS[6]), job, 'failed', now) end
 end
 local promoted = promote_due(q, now, 1000, function(jk, job)
   if lacks_workflow_keys(job) then
@@ -65,11 +65,11 @@ local promoted = promote_due(q, now, 1000, function(jk, job)
   discard_expired_job(jk, job)
 end, now_s)
 
--- [spec #17] Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
+-- Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
 local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',
                      'max_total_gpus', 'max_concurrent_gpu_jobs', 'tenant_quotas', 'max_total_gpu_memory_mb',
-                     'usage_half_life_ms', 'cohort_max_gpus')  -- [hotpath] one read
+                     'usage_half_life_ms', 'cohort_max_gpus')  -- one read
 b.limits = {rl[4], rl[5], rl[7], rl[9]}
 -- queue_config.lua writes the config's tenant_quotas field with the tenant quota hash:
 -- without it there is no quota, and has_tenant_quotas needs no EXISTS of its own.
@@ -79,7 +79,7 @@ local room, why = rate_room(tonumber(rl[1] or ''), rate_starts, rate_period, KEY
 if room and room < count then count = math.max(room, 0); rate_limited = why end
 
 local record = ARGV[7] == '1'
-local started_us = int_s(usage_clock_us())  -- [usage] the start of each claimed attempt, for its resource-seconds
+local started_us = int_s(usage_clock_us())  -- the start of each claimed attempt, for its resource-seconds
 local claimed, skipped = {}, {}
 local function skip(class, in_use, limit, why)
   skipped[#skipped + 1] = class; skipped[#skipped + 1] = in_use; skipped[#skipped + 1] = limit; skipped[#skipped + 1] = why
@@ -90,7 +90,7 @@ local starting = {worker = worker, now = now, now_s = now_s, started_us = starte
                   default_vis = default_vis, record = record, rate_starts = rate_starts, rate_period = rate_period,
                   budget = b, tenant_ledger = KEYS[10], active = KEYS[4], held = KEYS[16], events = KEYS[6],
                   rate_window = KEYS[14]}
--- [fairshare] A `fair` queue's started job joins its tenant's held use.
+-- A `fair` queue's started job joins its tenant's held use.
 local fair_on_set = nil
 if ARGV[9] == '1' then
   local half_life = usage_half_life(rl[8])

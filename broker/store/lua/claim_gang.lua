@@ -1,4 +1,4 @@
--- [gangs] FETCH of gang jobs (ext_ml_gang, docs/matching.md "Gangs"): the commit of
+-- FETCH of gang jobs (ext_ml_gang, docs/matching.md "Gangs"): the commit of
 -- the broker's pick (scheduling/gang_decision.cpp decides it over
 -- gang_candidates.lua's read; nothing is chosen here). In order:
 -- 1. a started gang not yet delivered to this held member is delivered;
@@ -17,7 +17,7 @@
 --   6 active, 7 events, 8 config, 9 ledger, 10 tenant quotas, 11 tenant ledger, 12 seq,
 --   13 class heads, 14 stats, 15 rate window, 16 this worker's held set (keys.hpp held),
 --   17-27 workflow keys (_lib_workflows.lua: an expired step ends its workflow's step),
---   28 finished prefix (keys.hpp finished_prefix), 29 [usage] the queue's usage hash (keys.hpp usage),
+--   28 finished prefix (keys.hpp finished_prefix), 29 the queue's usage hash (keys.hpp usage),
 --   n = 0 or 1: 30 the picked class's ready set
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, rendezvous
 --   address, rendezvous port, then the pick: 'join' | 'form' | '' (none), the job id, its
@@ -61,7 +61,7 @@ local function expired(job)
   redis.call('ZREM', KEYS[4], job.id)
   ready_remove(KEYS[13], KEYS[3] .. job.class, job.class, job.id)
   discard_expired(jk, job, KEYS[14], KEYS[7], KEYS[28], now)
-  workflow_job_ended(workflow_keys(KEYS, 17, KEYS[7]), job, 'failed', now)  -- [workflows] as any discard
+  workflow_job_ended(workflow_keys(KEYS, 17, KEYS[7]), job, 'failed', now)  -- as any discard
   return true
 end
 
@@ -163,7 +163,7 @@ set = {'state', 'active', 'started_at', now, 'worker_id', job.worker_id, 'attemp
        'visibility_deadline', deadline}
 if job.execution_deadline then set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline end
 if dropped then redis.call('HDEL', jk, 'execution_deadline') end
--- [usage] Under `fair` the gang's attempt joins its tenant's held use as a claim's does
+-- Under `fair` the gang's attempt joins its tenant's held use as a claim's does
 -- (every member's GPUs: charged_gpus); usage_ended takes it out at its end.
 local policy = redis.call('HMGET', KEYS[8], 'policy', 'usage_half_life_ms')
 if policy[1] == 'fair' then usage_started(KEYS[29], job, usage_amounts(job), set, now, usage_half_life(policy[2])) end

@@ -1,4 +1,4 @@
--- [heads] Makes a queue's class-head index match its ready sets: after an upgrade
+-- Makes a queue's class-head index match its ready sets: after an upgrade
 -- from a broker that kept no index (its queued jobs would be invisible to claim),
 -- and as the maintenance loop's periodic check. Atomic, so it may run beside claims.
 -- KEYS (3): 1 classes hash, 2 ready prefix (+ a class id read from 1), 3 class heads

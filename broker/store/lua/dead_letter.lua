@@ -6,7 +6,7 @@
 -- Each leaves the finished index of its state (keys.hpp finished_prefix).
 -- KEYS (10): 1 job hash, 2 dead, 3 ready prefix (+ the job's class), 4 seq, 5 events, 6 class heads,
 --           7 finished prefix (keys.hpp finished_prefix), 8 the job's log (keys.hpp log: deleted with it),
---           9 classes hash, 10 classes version ([classes] a discarded job leaves its class)
+--           9 classes hash, 10 classes version (a discarded job leaves its class)
 -- ARGV: id, action (retry | retry_finished | discard)
 -- Reply: {'ok', job fields ({} after discard)} | {'not_found'} | {'conflict', state} (retry_finished)
 local id, action = ARGV[1], ARGV[2]

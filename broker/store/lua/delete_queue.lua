@@ -1,4 +1,4 @@
--- Admin DELETE of an empty queue (issue 12): refuses while any job waits, runs,
+-- Admin DELETE of an empty queue: refuses while any job waits, runs,
 -- is scheduled or sits in the dead letter; else deletes the queue's keys.
 -- The ready sets are found here, from the classes hash, not from a list the
 -- broker read before the call: a PUSH of a new class in between would leave its
@@ -8,8 +8,8 @@
 --            8-23 the other keys to delete (classes:ver, paused, stats, events, ledger,
 --            tenant-quotas, tenant-ledger, preempting, escalations, reservation-waits,
 --            class heads, rate window, expiring index, the finished indexes of
---            completed, discarded and cancelled jobs), 24 [issue #33] the on-hold set
---            (held jobs count as jobs: a queue holding one is not empty), 25-28 [usage]
+--            completed, discarded and cancelled jobs), 24 the on-hold set
+--            (held jobs count as jobs: a queue holding one is not empty), 25-28
 --            the usage hash, totals, hourly rollup and journal (deleted with the queue)
 -- ARGV: (none)
 -- Reply: {'ok'} or {'not_empty', jobs}

@@ -1,4 +1,4 @@
--- [issue #27] What a worker's contact is told when its directive is terminate
+-- What a worker's contact is told when its directive is terminate
 -- or drain (WorkerRegistry::contact calls this only then).
 -- terminate ends with the worker's exit: it is recorded against the incarnation
 -- it first reaches (the worker's started_at / hostname / pid), and a contact from

@@ -20,5 +20,5 @@ redis.call('HDEL', jk, 'next_attempt_at')
 redis.call('HINCRBY', KEYS[4], 'discarded', 1)
 job_finished(KEYS[18], job, 'discarded', now)
 emit(KEYS[5], 'job.discarded', job, {'dead_letter', '0'})
-workflow_job_ended(workflow_keys(KEYS, 7, KEYS[5]), job, 'failed', now)  -- [workflows]
+workflow_job_ended(workflow_keys(KEYS, 7, KEYS[5]), job, 'failed', now)
 return {'ok', flat_job(job)}

@@ -1,4 +1,4 @@
--- [durable] The durable-execution checkpoint of a job (ojs-durable-execution.md): one
+-- The durable-execution checkpoint of a job (ojs-durable-execution.md): one
 -- state per job, kept in the job hash (durable_state: the state's JSON text as the
 -- broker wrote it; durable_sequence; durable_at, ms), overwritten by each save and
 -- removed by a delete; a save after a delete starts the sequence again at 1. Apart

@@ -5,7 +5,7 @@
 -- target only leaves the index.
 -- KEYS (5): 1 job hash, 2 escalations, 3 ready set of the job's class, 4 events, 5 class heads
 -- ARGV: id, expected rank_base (the one the decision was made on), new rank_base,
---       from class rank, to class rank, [fairband] new order_base ('' = keep the order:
+--       from class rank, to class rank, new order_base ('' = keep the order:
 --       a policy whose order does not follow the class)
 -- Reply: {'ok'} | {'skipped'}
 local id, expected, base, from, to, order = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
@@ -14,8 +14,8 @@ redis.call('ZREM', KEYS[2], id)
 local f = redis.call('HMGET', jk, 'state', 'rank_base', 'type', 'queue', 'attempt', 'order_base', 'class', 'tenant')
 if not f[1] or is_terminal(f[1]) or f[2] ~= expected then return {'skipped'} end
 local set = {'rank_base', base, 'escalated_at', now_ms(), 'escalated_from', from}
--- [fairshare] under a policy with its own order (order_base) the class changes, not the
--- order; [fairband] except under `fair`, whose order is the class first: the broker
+-- under a policy with its own order (order_base) the class changes, not the
+-- order; except under `fair`, whose order is the class first: the broker
 -- gives its new order_base.
 local score_base = base
 if f[6] then

@@ -1,4 +1,4 @@
--- [issue #27] The maintenance pass's expiry sweep: jobs past their expires_at that
+-- The maintenance pass's expiry sweep: jobs past their expires_at that
 -- still wait (available, scheduled, retryable) are discarded as the claim discards
 -- them (discard_expired), and end their workflow step as any discard does. The
 -- index lists the jobs PUSH stored with an expires_at (JobStore::push, push_batch:
@@ -33,7 +33,7 @@ for _, id in ipairs(due) do
     redis.call('ZREM', wk.escalations, id)
     redis.call('ZREM', wk.reservation_waits, id)
     discard_expired(jk, job, KEYS[2], KEYS[3], KEYS[15], now)
-    workflow_job_ended(wk, job, 'failed', now)  -- [workflows] as any discard
+    workflow_job_ended(wk, job, 'failed', now)  -- as any discard
     discarded = discarded + 1
   end
 end

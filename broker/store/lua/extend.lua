@@ -8,7 +8,7 @@ local extended = {}
 for i = 3, #ARGV do
   local id, jk = ARGV[i], KEYS[i - 1]
   local f = redis.call('HMGET', jk, 'state', 'worker_id', 'gang_workers')
-  if f[1] == 'active' and held_by({worker_id = f[2], gang_workers = f[3] or nil}, worker) then  -- [gangs] any member
+  if f[1] == 'active' and held_by({worker_id = f[2], gang_workers = f[3] or nil}, worker) then  -- any member
     extend_visibility(jk, KEYS[1], id, now, vis)  -- the rule shared with progress.lua (_lib_jobs.lua)
     extended[#extended + 1] = id
   end

@@ -3,7 +3,7 @@
 -- KEYS (26): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
 --            8 tenant ledger, 9 preempting, 10 ready set of the job's class, 11 seq,
 --            12 held prefix (keys.hpp held_prefix), 13-23 workflow keys (_lib_workflows.lua; 23 the class heads),
---            24 finished prefix (keys.hpp finished_prefix), 25-26 [usage] the usage journal and hash (_lib_accounting.lua usage_keys)
+--            24 finished prefix (keys.hpp finished_prefix), 25-26 the usage journal and hash (_lib_accounting.lua usage_keys)
 -- ARGV: expected_attempt, outcome (retry|discard|dead_letter|requeue|reclaim), due_ms (retry),
 --       error_json, errors_json, require_expired ('1' = only if the visibility deadline
 --       has passed: used by the reaper), worker_id ('' = any)
@@ -20,9 +20,9 @@ local now = now_ms()
 if require_expired == '1' and tonumber(job.visibility_deadline or '0') > now then return {'extended'} end
 redis.call('ZREM', KEYS[2], job.id)
 release_holder(KEYS[12], job)
-usage_ended(usage_keys(KEYS, 25), jk, job, now)  -- [usage] before the charge is released
+usage_ended(usage_keys(KEYS, 25), jk, job, now)  -- before the charge is released
 local charged = release_budget({ledger = KEYS[7], tenant_ledger = KEYS[8]}, jk, job, true)
-gang_reset(jk, job)  -- [gangs] one member's failure or release brings the whole gang down
+gang_reset(jk, job)  -- one member's failure or release brings the whole gang down
 job.visibility_deadline, job.execution_deadline = nil, nil
 local gone = {'visibility_deadline', 'execution_deadline'}
 if charged then for _, f in ipairs(BUDGET_FIELDS) do gone[#gone + 1] = f end end  -- one HDEL for all
@@ -57,7 +57,7 @@ if outcome == 'retry' then
   count_minute(KEYS[5], 'failed', now)
   emit(KEYS[6], 'job.retrying', job, {'next_attempt_at', due})
 elseif outcome == 'reclaim' then
-  -- [spec #17] Lost reservation (visibility timeout, dead worker): available again at
+  -- Lost reservation (visibility timeout, dead worker): available again at
   -- once, the attempt stays consumed (ojs-worker-protocol.md §5.5).
   make_available({seq = KEYS[11], heads = KEYS[23], ready = KEYS[10]}, jk, job, now)
   emit(KEYS[6], 'job.available', job, {'reason', 'reservation_lost'})
@@ -75,6 +75,6 @@ else
   job_finished(KEYS[24], job, 'discarded', now)
   if outcome == 'dead_letter' then redis.call('ZADD', KEYS[4], now, job.id) end
   emit(KEYS[6], 'job.discarded', job, {'dead_letter', outcome == 'dead_letter' and '1' or '0'})
-  workflow_job_ended(workflow_keys(KEYS, 13, KEYS[6]), job, 'failed', now)  -- [workflows]
+  workflow_job_ended(workflow_keys(KEYS, 13, KEYS[6]), job, 'failed', now)
 end
 return {'ok', flat_job(job)}

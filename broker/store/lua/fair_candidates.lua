@@ -1,4 +1,4 @@
--- [fairshare] Read only: what a `fair` queue's claim is decided over
+-- Read only: what a `fair` queue's claim is decided over
 -- (scheduling/claim_decision.cpp, fair_order.cpp), for the named classes: each
 -- class's candidates by tenant slot, and the tenants' use. Nothing is chosen here.
 -- PUSH scored a fair job score_pack(base + class band * FAIR_CLASS_SLOTS + tenant

@@ -1,4 +1,4 @@
--- [gangs] Read only: what a gang FETCH is decided over (scheduling/gang_decision.cpp):
+-- Read only: what a gang FETCH is decided over (scheduling/gang_decision.cpp):
 -- the queue's forming gang (at most one holds members) and the head of each gang
 -- class the fetching worker may join. Nothing is chosen or written here;
 -- claim_gang.lua commits the broker's pick.

@@ -1,4 +1,4 @@
--- [gangs] Maintenance: forming gangs past their hold deadline release every member
+-- Maintenance: forming gangs past their hold deadline release every member
 -- and go back to the end of their class (claim_gang does the same lazily).
 -- KEYS (8): 1 gangs, 2 seq, 3 events, 4 ledger, 5 tenant ledger, 6 job prefix, 7 ready prefix, 8 class heads
 -- ARGV: (none)

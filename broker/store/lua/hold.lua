@@ -1,4 +1,4 @@
--- [issue #33] HOLD: a waiting job (available, scheduled, retryable) leaves scheduling
+-- HOLD: a waiting job (available, scheduled, retryable) leaves scheduling
 -- until released: state `pending` (OJS core: staged, awaiting activation), out of
 -- its ready set or the delayed zset and into the queue's on-hold set, so no claim
 -- can see it (claim.lua needs no check of its own). What release needs to put it

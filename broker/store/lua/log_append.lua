@@ -1,4 +1,4 @@
--- [issue #33] A worker's chunks of a job's stdout/stderr, appended to the job's log
+-- A worker's chunks of a job's stdout/stderr, appended to the job's log
 -- (keys.hpp log: a stream, one entry per chunk: s = stdout | stderr | notice, d = the
 -- bytes). The log is bounded: past `max_bytes` the oldest entries go (the most recent
 -- output is what explains a failure) and the job counts what went (log_dropped). A

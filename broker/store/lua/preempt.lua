@@ -9,7 +9,7 @@ local jobs = {}
 for i = 3, #ARGV, 3 do
   local jk = KEYS[3 + (i - 3) / 3]
   local f = redis.call('HMGET', jk, 'state', 'worker_id', 'preempt_deadline', 'type', 'queue', 'attempt', 'gang_workers', 'tenant')
-  -- [gangs] a gang member's worker preempts the whole gang: the mark is on the one job all members hold
+  -- a gang member's worker preempts the whole gang: the mark is on the one job all members hold
   if f[1] ~= 'active' or not held_by({worker_id = f[2], gang_workers = f[7] or nil}, worker) or f[3] then return {'conflict', ARGV[i]} end
   jobs[#jobs + 1] = {id = ARGV[i], type = f[4], queue = f[5], attempt = f[6], tenant = f[8] or nil}
 end

@@ -12,5 +12,5 @@ return promote_due({delayed = wk.delayed, seq = wk.seq, events = KEYS[2], job_pr
                     ready_prefix = wk.ready_prefix, heads = wk.heads},
                    now, 1000, function(jk, job)
                      discard_expired(jk, job, KEYS[1], KEYS[2], KEYS[14], now)
-                     workflow_job_ended(wk, job, 'failed', now)  -- [workflows] as any discard
+                     workflow_job_ended(wk, job, 'failed', now)  -- as any discard
                    end)

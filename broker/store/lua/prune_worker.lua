@@ -1,4 +1,4 @@
--- [spec #17] Forgets a worker gone longer than the retention window. The caller
+-- Forgets a worker gone longer than the retention window. The caller
 -- reclaimed its jobs and checked that it holds none (its held sets live in the
 -- queues' slots: WorkerRegistry::forget reads them first); a worker that made
 -- contact since the caller looked is kept.

@@ -10,14 +10,14 @@
 -- Reply: {'ok', {fields the script wrote beyond ARGV: state, created_at, enqueued_at | scheduled_at}}
 --        | {'duplicate'} | {'stale_config', current version} (nothing written)
 --        | {'queue_full', 'depth bound strategy'} (nothing written but a backpressure.rejected event)
--- [hotpath] The caller holds every field it sent, so the reply carries only what the
+-- The caller holds every field it sent, so the reply carries only what the
 -- script decided (a small reply; the job hash is written in one HSET from ARGV).
 local id, class, class_json, rank_base, scheduled_at, escalate_after, reservation_timeout, config_version =
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 -- The broker prepared the job with its cached queue config (admission: defaults,
 -- limits, policy): it must still be the current one (every config write bumps
 -- `version`: queue_config.lua, delete_queue.lua), else the broker reads it again.
--- [hotpath] One read of the config: its version and the [backpressure] depth bound.
+-- One read of the config: its version and the depth bound.
 local cfg = redis.call('HMGET', KEYS[11], 'version', 'max_depth', 'overflow')
 if config_version ~= '' then
   local current = cfg[1] or '0'
@@ -33,9 +33,9 @@ for i = 9, #ARGV, 2 do
   local f = ARGV[i]
   if f == 'type' then job.type = ARGV[i + 1] elseif f == 'queue' then job.queue = ARGV[i + 1]
   elseif f == 'tenant' then job.tenant = ARGV[i + 1]
-  elseif f == 'order_base' then order_base = ARGV[i + 1] end  -- [fairshare] the queue policy's band
+  elseif f == 'order_base' then order_base = ARGV[i + 1] end  -- the queue policy's band
 end
-local depth, bound, strategy = over_depth_bound(KEYS[11], KEYS[10], KEYS[12], KEYS[5], KEYS[13], KEYS[7], job, 1, {cfg[2], cfg[3]})  -- [backpressure]
+local depth, bound, strategy = over_depth_bound(KEYS[11], KEYS[10], KEYS[12], KEYS[5], KEYS[13], KEYS[7], job, 1, {cfg[2], cfg[3]})
 if depth then return {'queue_full', depth .. ' ' .. bound .. ' ' .. strategy} end
 class_enter(KEYS[2], KEYS[3], class, class_json)
 local state, at_field, at
@@ -44,7 +44,7 @@ if scheduled_at ~= '' and tonumber(scheduled_at) > now then
   redis.call('ZADD', KEYS[5], scheduled_at, id)
 else
   state, at_field, at = 'available', 'enqueued_at', now_s
-  ready_add(KEYS[10], KEYS[4], class, score_at(tonumber(order_base or rank_base), redis.call('INCR', KEYS[6])), id)  -- [fairshare] policy base
+  ready_add(KEYS[10], KEYS[4], class, score_at(tonumber(order_base or rank_base), redis.call('INCR', KEYS[6])), id)  -- policy base
 end
 redis.call('HSET', jk, 'id', id, 'class', class, 'rank_base', rank_base, 'attempt', '0', 'created_at', now_s,
            'state', state, at_field, at, unpack(ARGV, 9))

@@ -28,7 +28,7 @@ end
 for _, job in ipairs(jobs) do
   if not id_is_free(KEYS[job.base + 1]) then return {'duplicate', job.id} end
 end
--- [backpressure] ojs-backpressure.md §9.3: the whole batch fits under the bound, or none of it is stored.
+-- ojs-backpressure.md §9.3: the whole batch fits under the bound, or none of it is stored.
 local depth, bound, strategy = over_depth_bound(KEYS[10 * n + 2], KEYS[8], KEYS[10 * n + 1], KEYS[3], KEYS[10 * n + 3], KEYS[5], jobs[1], n)
 if depth then return {'queue_full', depth .. ' ' .. bound .. ' ' .. strategy} end
 

@@ -8,7 +8,7 @@
 local repair = ARGV[1] == '1'
 local gpus, jobs, mem, borrowed, tenants = 0, 0, 0, 0, {}
 local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
-for _, id in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do ids[#ids + 1] = id end  -- [gangs]
+for _, id in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do ids[#ids + 1] = id end
 for _, id in ipairs(ids) do
   local f = redis.call('HMGET', KEYS[4] .. id, 'charged_gpus', 'tenant', 'charged_gpu_mem_mb', 'borrowed_gpus')
   local charged = tonumber(f[1] or '0') or 0

@@ -1,4 +1,4 @@
--- [issue #33] RELEASE: a held job goes back where HOLD took it from (hold.lua): to
+-- RELEASE: a held job goes back where HOLD took it from (hold.lua): to
 -- its ready set at its old place in line (its FIFO sequence, in the band of its
 -- current rank base: an update while held may have moved the band), or to the
 -- delayed zset at its old due time (promotion makes it available when due).

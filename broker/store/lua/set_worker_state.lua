@@ -1,4 +1,4 @@
--- [issue #27] The lifecycle directive an admin gives a known worker (running,
+-- The lifecycle directive an admin gives a known worker (running,
 -- quiet, terminate, drain). A new directive has reached no incarnation yet.
 -- KEYS (2): 1 worker index (zset id -> last contact ms), 2 the worker's hash  (global keys, one worker)
 -- ARGV: worker id, state

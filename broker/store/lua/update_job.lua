@@ -1,4 +1,4 @@
--- [issue #33] UPDATE (PATCH /jobs/{id}): a waiting job's document, priority and
+-- UPDATE (PATCH /jobs/{id}): a waiting job's document, priority and
 -- requirement class replaced in one step, as the broker validated and classed them
 -- (JobControl::update: the same rules as PUSH). Only while the job still waits and
 -- its document is the one the broker started from (else 'stale': the broker reads

@@ -1,4 +1,4 @@
--- [usage] Folds a queue's usage journal into its decayed usage, totals and hourly
+-- Folds a queue's usage journal into its decayed usage, totals and hourly
 -- rollup (_lib_accounting.lua usage_fold): run before each read of them and by the
 -- maintenance pass.
 -- KEYS (5): 1 usage journal, 2 usage hash, 3 totals, 4 hourly rollup, 5 config

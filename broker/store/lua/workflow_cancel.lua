@@ -1,10 +1,10 @@
--- [workflows] DELETE /ojs/v1/workflows/{id}: running -> cancelled; every job of it
+-- DELETE /ojs/v1/workflows/{id}: running -> cancelled; every job of it
 -- that has not ended is cancelled (as cancel.lua does), waiting steps never start,
 -- callbacks not yet enqueued never will be.
 -- KEYS (15): 1 workflow hash, 2 job prefix, 3 ready prefix, 4 delayed, 5 active, 6 stats,
 --            7 events, 8 ledger, 9 tenant ledger, 10 workflow dispatch set, 11 class heads,
 --            12 finished prefix (keys.hpp finished_prefix), 13 on-hold set (keys.hpp on_hold),
---            14-15 [usage] the usage journal and hash (_lib_accounting.lua usage_keys)
+--            14-15 the usage journal and hash (_lib_accounting.lua usage_keys)
 -- ARGV: workflow id
 -- Reply: {'ok', workflow fields} | {'not_found'} | {'conflict', state}
 local wk = KEYS[1]

@@ -1,4 +1,4 @@
--- [workflows] Creates a workflow and stores the jobs that start it (a chain's first
+-- Creates a workflow and stores the jobs that start it (a chain's first
 -- step, every job of a group or batch), all or nothing. The ids of all its jobs and
 -- callbacks are in the directories already (JobDirectory::reserve_id).
 -- KEYS (9 + 2n): 1 workflow hash, 2 delayed, 3 seq, 4 events, 5 classes, 6 classes version,
