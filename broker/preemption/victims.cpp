@@ -61,6 +61,24 @@ std::optional<std::vector<const RunningJob*>> minimal_victims(const std::vector<
   return chosen;
 }
 
+// minimal_victims, sparing young jobs (under their minimum run time) when the
+// others alone free enough.
+std::optional<std::vector<const RunningJob*>> victims_sparing_young(const std::vector<const RunningJob*>& candidates,
+                                                                    std::set<std::string>& removed,
+                                                                    const std::function<bool(const std::set<std::string>&)>& fits) {
+  std::vector<const RunningJob*> mature;
+  for (const auto* c : candidates)
+    if (!c->young) mature.push_back(c);
+  if (mature.size() < candidates.size()) {
+    auto without = removed;
+    if (auto chosen = minimal_victims(mature, without, fits)) {
+      removed = std::move(without);
+      return chosen;
+    }
+  }
+  return minimal_victims(candidates, removed, fits);
+}
+
 VictimChoice to_choice(const std::vector<const RunningJob*>& chosen) {
   VictimChoice choice;
   for (const auto* c : chosen) {
@@ -84,7 +102,7 @@ std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, in
     return ml::judge(preemptor, &caps, load_without(running, without, drained), assignment);
   };
   if (judge(removed).eligible()) return std::nullopt;
-  auto chosen = minimal_victims(candidates_for(preemptor_rank, running, allowed), removed,
+  auto chosen = victims_sparing_young(candidates_for(preemptor_rank, running, allowed), removed,
                                 [&](const std::set<std::string>& without) { return judge(without).eligible(); });
   if (!chosen) return std::nullopt;
   VictimChoice choice = to_choice(*chosen);
@@ -114,7 +132,7 @@ std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemp
   std::vector<const RunningJob*> candidates;
   for (const auto* c : candidates_for(preemptor_rank, running, allowed))
     if (c->gpus > 0) candidates.push_back(c);  // only jobs charged to the budget free any of it
-  auto chosen = minimal_victims(candidates, removed, allows);
+  auto chosen = victims_sparing_young(candidates, removed, allows);
   if (!chosen) return std::nullopt;
   return to_choice(*chosen);
 }
@@ -137,7 +155,7 @@ std::optional<VictimChoice> choose_reclaim_victims(long long gpus, const std::ve
       if (without.count(c->job_id)) freed += c->gpus;
     return freed >= gpus;
   };
-  auto chosen = minimal_victims(candidates, removed, frees_enough);
+  auto chosen = victims_sparing_young(candidates, removed, frees_enough);
   if (!chosen) return std::nullopt;
   return to_choice(*chosen);
 }

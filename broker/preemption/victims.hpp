@@ -38,6 +38,7 @@ struct RunningJob {
   std::vector<int> devices;
   ml::Labels labels;          // anti-affinity labels
   std::int64_t lost_ms = 0;   // progress lost if preempted now: since its last checkpoint (or start)
+  bool young = false;         // has run less than its ext_ml_min_runtime_before_preempt_s: chosen only if nothing else does
   int grace_period_s = 30;     // ext_ml_preemption_grace_period_s
   bool checkpoint_on_preempt = false;
   std::optional<std::int64_t> declared_end_ms;  // what backfill plans by: started + estimate, or its execution deadline

@@ -50,6 +50,7 @@ constexpr MetaAlias kMetaAliases[] = {
     {{"preemption", "priority_class"}, "priority_class"},
     {{"preemption", "preemptible"}, "preemptible"},
     {{"preemption", "grace_period_s"}, "preemption_grace_period_s"},
+    {{"preemption", "min_runtime_before_preempt_s"}, "min_runtime_before_preempt_s"},
     {{"preemption", "checkpoint_on_preempt"}, "checkpoint_on_preempt"},
     {{"preemption", "reservation_id"}, "reservation_id"},
     {{"preemption", "reservation_timeout_s"}, "reservation_timeout_s"},

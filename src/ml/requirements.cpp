@@ -333,6 +333,7 @@ class Parser {
     // Only spot capacity is preemptible unless the producer says otherwise.
     s.preemptible = boolean("preemptible").value_or(s.priority_class == PriorityClass::spot);
     s.grace_period_s = integer("preemption_grace_period_s", 0, 3600).value_or(30);
+    s.min_runtime_before_preempt_s = integer("min_runtime_before_preempt_s", 0, 604'800);
     s.reservation_id = str("reservation_id", 256);
     s.reservation_timeout_s = integer("reservation_timeout_s", 0, 86400);
     s.priority_escalation = boolean("priority_escalation").value_or(false);

@@ -207,3 +207,31 @@ TEST_F(Cohorts, SeveralBrokersNeverLetTheCohortExceedItsTotal) {
   EXPECT_LE(most, 16);
   EXPECT_GE(most, 12) << "the workers kept the cohort busy";
 }
+
+// Reclaim spares a borrowing job under its ext_ml_min_runtime_before_preempt_s
+// while another borrower frees enough, though it has lost less work.
+TEST_F(Cohorts, AJobUnderItsMinimumRunTimeIsNotTheVictimWhileAnotherIs) {
+  for (int i = 0; i < 8; ++i) api.push(one_gpu_job("coh-b"));
+  auto running = fill("coh-b", 8);
+  ASSERT_EQ(running.size(), 8u);
+  const auto plain = api.push(one_gpu_job("coh-b"));
+  running = fill("coh-b", 9, running);  // borrowing, once the controller lends
+  ASSERT_EQ(running.size(), 9u);
+  std::this_thread::sleep_for(50ms);  // the plain borrower has run longer
+  auto protected_job = one_gpu_job("coh-b");
+  protected_job["ext_ml_min_runtime_before_preempt_s"] = 3600;
+  const auto young = api.push(protected_job);
+  running = fill("coh-b", 10, running);
+  ASSERT_EQ(running.size(), 10u);
+  EXPECT_GT(api.get("/ojs/v1/jobs/" + young).body["job"].value("borrowed_gpus", 0), 0);
+  api.push(one_gpu_job("coh-a"));  // a wants one of its GPUs back
+  std::set<std::string> preempted;
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (preempted.empty() && std::chrono::steady_clock::now() < until) {
+    for (const char* worker : {"dgx-1", "dgx-2"})
+      for (const auto& d : api.post("/ojs/v1/workers/heartbeat", {{"worker_id", worker}, {"active_jobs", running}}).body["job_directives"])
+        preempted.insert(d["job_id"].get<std::string>());
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(preempted, std::set<std::string>{plain});
+}

@@ -86,6 +86,9 @@ struct Scheduling {
   std::optional<PriorityClass> priority_class;  // absent: the queue's default applies
   bool preemptible = false;                     // default: true only for spot
   int grace_period_s = 30;
+  // A job that has run less than this is not chosen as a victim while preempting
+  // others frees enough (protects the work before its first checkpoint).
+  std::optional<int> min_runtime_before_preempt_s;
   CheckpointConfig checkpoint;
   std::optional<int> timeout_seconds;  // overrides the job timeout
   std::optional<int> estimated_duration_seconds;  // declared run time (sjf, backfill); 1 .. 1 year

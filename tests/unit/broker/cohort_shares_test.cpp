@@ -151,3 +151,16 @@ TEST(ReclaimVictims, JobsNeitherPreemptibleNorBorrowingAreNotTaken) {
   leaving.preempting = true;
   EXPECT_FALSE(choose_reclaim_victims(2, {leaving}));
 }
+
+TEST(ReclaimVictims, AJobUnderItsMinimumRunTimeIsSparedWhileAnotherFreesEnough) {
+  auto young = job("young", 2, 2, true, 1000);
+  young.young = true;
+  auto choice = choose_reclaim_victims(2, {young, job("older", 2, 2, true, 60000)});
+  ASSERT_TRUE(choice);
+  ASSERT_EQ(choice->victims.size(), 1u);
+  EXPECT_EQ(choice->victims[0].job_id, "older") << "least progress lost would pick the young job";
+  // When nothing else frees enough, the young job goes too.
+  choice = choose_reclaim_victims(4, {young, job("older", 2, 2, true, 60000)});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->victims.size(), 2u);
+}

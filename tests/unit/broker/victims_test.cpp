@@ -279,3 +279,15 @@ TEST(FairSharePreemption, AnotherTenantOnlyBelowItsShareAndAtOrBelowTheVictimAft
   // The filter: empty (any victim) without shares.
   EXPECT_FALSE(static_cast<bool>(fair_victims(std::nullopt, "q", "team-b", 1)));
 }
+
+TEST(Victims, AJobUnderItsMinimumRunTimeIsChosenOnlyWhenNothingElseFrees) {
+  // 4 GPUs busy; a reserved job needs 2. The fresh job has run under its minimum.
+  auto fresh = running("fresh", 0, 2, 1000);
+  fresh.young = true;
+  auto choice = choose_victims(needs(2, {{"ext_ml_priority_class", "reserved"}}), 2, gpus(4), {fresh, running("old", 0, 2, 600000)});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), std::vector<std::string>{"old"});
+  choice = choose_victims(needs(4, {{"ext_ml_priority_class", "reserved"}}), 2, gpus(4), {fresh, running("old", 0, 2, 600000)});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->victims.size(), 2u);
+}
