@@ -31,6 +31,19 @@ bool listed(const std::array<std::string_view, N>& names, std::string_view name)
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// What a running job may change: its rank among preemption victims, nothing that
+// would need it placed again.
+constexpr std::array<std::string_view, 3> kRunningMayChange = {"priority", "ext_ml_priority_class", "ext_ml_preemptible"};
+
+void check_running_patch(const std::string& id, const json& patch) {
+  for (auto it = patch.begin(); it != patch.end(); ++it)
+    if (!listed(kRunningMayChange, it.key()))
+      throw OjsError(ErrorCode::conflict,
+                     "cannot change " + it.key() + " of job " + id +
+                         " while it runs: a running job changes only priority, ext_ml_priority_class and ext_ml_preemptible",
+                     {{"job_id", id}, {"state", "active"}, {"field", it.key()}});
+}
+
 }  // namespace
 
 void check_job_patch(const json& patch) {
@@ -66,8 +79,9 @@ json JobControl::update(const std::string& id, const json& patch) {
     auto record = reads_.get(jobs_.queue_of_or_404(id), id);
     if (!record) throw job_not_found(id);
     const auto& state = record->state();
-    if (state != "available" && state != "scheduled" && state != "retryable" && state != "pending")
-      throw OjsError(ErrorCode::conflict, "cannot update job " + id + " in state '" + state + "': only a waiting job changes",
+    if (state == "active") check_running_patch(id, patch);
+    else if (state != "available" && state != "scheduled" && state != "retryable" && state != "pending")
+      throw OjsError(ErrorCode::conflict, "cannot update job " + id + " in state '" + state + "': only a waiting or running job changes",
                      {{"job_id", id}, {"state", state}});
     if (record->has("gang_size"))
       throw OjsError(ErrorCode::conflict, "cannot update job " + id + ": a gang job's members form around it", {{"job_id", id}});

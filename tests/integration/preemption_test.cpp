@@ -299,6 +299,35 @@ TEST_F(Preemption, FairTenantOrderPreemptsAnotherTenantOnlyUnderTheShareRule) {
   }
 }
 
+// Raising a running job's priority class moves it in the victim order: the job
+// least-progress-lost would preempt is spared, and it runs on with the same attempt.
+TEST_F(Preemption, ARunningJobsPriorityChangeMovesItInTheVictimOrderWithoutARestart) {
+  const auto a100 = caps_body("4xa100-pcie");
+  const std::vector<std::string> queues = {"rerank-res", "rerank-spot"};
+  std::vector<std::string> spot;
+  for (int i = 0; i < 4; ++i) {
+    spot.push_back(api.push(ml_job("rerank-spot", {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", "spot"}})));
+    ASSERT_EQ(api.fetch(queues, "a1", 1, a100).size(), 1u);
+    std::this_thread::sleep_for(20ms);  // each started later: the last has lost least
+  }
+  const auto raised = spot.back();
+  auto r = api.call("PATCH", "/ojs/v1/jobs/" + raised, {{"ext_ml_priority_class", "on-demand"}});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["job"]["state"], "active");
+  EXPECT_EQ(r.body["job"]["ext_ml_priority_class"], "on-demand");
+  r = api.call("PATCH", "/ojs/v1/jobs/" + raised, {{"ext_ml_gpu_count", 2}});
+  EXPECT_EQ(r.status, 409) << r.body.dump();
+
+  api.push(ml_job("rerank-res", {{"ext_ml_gpu_count", 1}, {"ext_ml_priority_class", "reserved"}}));
+  const auto directives = wait_for_directives("a1", spot);
+  ASSERT_EQ(directives.size(), 1u) << directives.dump();
+  EXPECT_EQ(directives[0]["job_id"], spot[2]) << "the raised job is no longer a spot victim";
+  const auto job = info(raised);
+  EXPECT_EQ(job["state"], "active");
+  EXPECT_EQ(job["attempt"], 1);
+  EXPECT_EQ(job["worker_id"], "a1");
+}
+
 TEST_F(Preemption, NoPreemptionForSameClassOrWhenTheJobWouldNotFit) {
   const auto l4 = caps_body("l4-inference");
   const auto spot = api.push(spot_job("pre-none", 30));

@@ -1,4 +1,4 @@
--- UPDATE (PATCH /jobs/{id}): a waiting job's document, priority and
+-- UPDATE (PATCH /jobs/{id}): a waiting (or, its priority only, running) job's document, priority and
 -- requirement class replaced in one step, as the broker validated and classed them
 -- (JobControl::update: the same rules as PUSH). Only while the job still waits and
 -- its document is the one the broker started from (else 'stale': the broker reads
@@ -17,8 +17,11 @@ local expected_doc, class, class_json, rank_base, order_base = ARGV[1], ARGV[2],
 local job = read_job(jk)
 if not job then return {'not_found'} end
 local s = job.state
-if s ~= 'available' and s ~= 'scheduled' and s ~= 'retryable' and s ~= 'pending' then return {'conflict', s} end
+if s ~= 'available' and s ~= 'scheduled' and s ~= 'retryable' and s ~= 'pending' and s ~= 'active' then return {'conflict', s} end
 if job.doc ~= expected_doc then return {'stale'} end
+-- A running job changes its rank (rank_base: preemption reads it) and document only:
+-- it stays where it runs, with its attempt and charges.
+if s == 'active' and class ~= job.class then return {'conflict', 'active (its requirement class cannot change while it runs)'} end
 if class ~= job.class then  -- the job's count moves with it; an emptied class goes
   class_enter(KEYS[4], KEYS[5], class, class_json)
   class_leave(KEYS[4], KEYS[5], job.class)
