@@ -57,7 +57,7 @@ json JobViews::diagnosis(const std::string& id) {
       }
     }
   }
-  out["requirements"] = json::parse(queues_.load_classes(record->queue()).classes[record->get("class")], nullptr, false);
+  out["requirements"] = json::parse(queues_.class_json(record->queue(), record->get("class")), nullptr, false);
   if (auto cohort = cohort_diagnosis(reads_, queues_, *record); !cohort.is_null()) out["cohort"] = std::move(cohort);
   if (record->state() == "available") {  // a backfill reservation: the worker held for it, and from when
     if (auto hold = backfill_hold_of(marks_, id))

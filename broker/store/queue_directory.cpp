@@ -67,6 +67,11 @@ ClassSet QueueDirectory::load_classes(const std::string& queue) {
   return set;
 }
 
+std::string QueueDirectory::class_json(const std::string& queue, const std::string& class_id) {
+  const auto reply = redis_.command({"HGET", keys::classes(queue), class_id});
+  return reply.is_nil() ? std::string() : reply.str;
+}
+
 std::map<std::string, long long> QueueDirectory::queue_counts(const std::string& queue) {
   const auto classes = load_classes(queue);
   std::vector<std::vector<std::string>> cmds;

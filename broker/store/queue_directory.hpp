@@ -25,6 +25,7 @@ class QueueDirectory {
   bool delete_queue_if_empty(const std::string& queue);
 
   ClassSet load_classes(const std::string& queue);
+  std::string class_json(const std::string& queue, const std::string& class_id);  // one class's canonical JSON ("" : none)
   std::string classes_version(const std::string& queue);  // "0" before the first class
 
   // By state: available, active, scheduled, retryable, dead_letter, completed, discarded,
