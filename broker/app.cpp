@@ -171,6 +171,11 @@ void BrokerApp::Impl::connect_redis() {
                  i.redis->endpoint().describe());
   else if (i.redis->endpoint().cluster_seeds.empty())
     migrate_legacy_global_keys(*i.redis);  // before anything reads the global keys
+  // Every write would be refused (503) while fewer replicas than asked for are connected.
+  if (i.config.redis_replica_acks > 0 && i.redis->endpoint().cluster_seeds.empty())
+    if (const auto replicas = RedisHealth(*i.redis).connected_replicas(); replicas && *replicas < i.config.redis_replica_acks)
+      spdlog::warn("--redis-replica-acks {} but {} has {} replica(s) connected: every write answers 503 until enough replicas are",
+                   i.config.redis_replica_acks, i.redis->endpoint().describe(), *replicas);
 }
 
 void BrokerApp::Impl::build_services() {

@@ -16,4 +16,16 @@ std::string RedisHealth::write_refusal() {
   }
 }
 
+std::optional<long long> RedisHealth::connected_replicas() {
+  try {
+    const auto info = redis_.command({"INFO", "replication"}).str;
+    const std::string field = "connected_slaves:";
+    const auto at = info.find(field);
+    if (at == std::string::npos) return std::nullopt;
+    return std::stoll(info.substr(at + field.size()));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace ojs::broker
