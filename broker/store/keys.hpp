@@ -156,6 +156,12 @@ inline const std::string cron_tenants = "ojs:{_global}:cron:tenants";
 // A PUSH's Idempotency-Key: SHA-256 hex of (operation, tenant, key) ->
 // "job id request digest", expiring 24 h after the first request (IdempotencyStore).
 inline std::string idempotency(const std::string& scope) { return "ojs:{_global}:idempotency:" + scope; }
+// Webhook subscriptions (ojs-webhooks.md): hash id -> subscription JSON (its secret
+// and tenant included); per subscription a list of its latest deliveries, newest
+// first; and per delivery a claim that one broker of several sends it (expires).
+inline const std::string webhooks = "ojs:{_global}:webhooks";
+inline std::string webhook_deliveries(const std::string& id) { return "ojs:{_global}:webhook:" + id + ":deliveries"; }
+inline std::string webhook_claim(const std::string& delivery_id) { return "ojs:{_global}:webhook-claim:" + delivery_id; }
 inline const std::string& worker_index = workers;  // (spec's name for the same key)
 
 }  // namespace ojs::broker::keys
