@@ -40,6 +40,9 @@
 #include "broker/store/workflow_store.hpp"
 #include "broker/store/cron_store.hpp"
 #include "broker/store/legacy_keys.hpp"
+#include "broker/store/webhook_store.hpp"
+#include "broker/webhooks/dispatcher.hpp"
+#include "broker/webhooks/webhook_service.hpp"
 #include "broker/workflows/workflow_service.hpp"
 #include "ojs/core/time.hpp"
 
@@ -119,6 +122,9 @@ struct BrokerApp::Impl {
   std::unique_ptr<governance::Installed> governance;  // access control, admission, admin queue routes
   std::unique_ptr<EventStore> events;
   std::unique_ptr<EventHub> event_hub;  // the SSE fan-out
+  std::unique_ptr<WebhookStore> webhook_store;
+  std::unique_ptr<webhooks::Dispatcher> webhook_dispatcher;  // fed by the hub's reader
+  std::unique_ptr<webhooks::WebhookService> webhooks;
 };
 
 BrokerApp::BrokerApp(BrokerConfig config, CronLimits crons) : impl_(std::make_unique<Impl>()) {
@@ -210,6 +216,22 @@ void BrokerApp::start() {
   i.event_hub = std::make_unique<EventHub>(*i.events, streams);
   i.event_log = std::make_unique<EventLog>(*i.events);
   register_events_api(i.router, *i.api, *i.event_log, *i.event_hub);
+  i.webhook_store = std::make_unique<WebhookStore>(*i.redis);
+  webhooks::DispatchOptions delivery;
+  delivery.allow_private = i.config.webhooks_allow_private;
+  delivery.queue_size = i.config.webhooks_queue_size;
+  delivery.threads = i.config.webhooks_threads;
+  delivery.max_attempts = i.config.webhooks_max_attempts;
+  delivery.retry_base = std::chrono::milliseconds(i.config.webhooks_retry_base_ms);
+  delivery.timeout = std::chrono::milliseconds(i.config.webhooks_timeout_ms);
+  delivery.log_size = i.config.webhooks_log_size;
+  i.webhook_dispatcher = std::make_unique<webhooks::Dispatcher>(*i.webhook_store, delivery);
+  i.event_hub->set_sink([d = i.webhook_dispatcher.get()] { return d->wanted(); },
+                        [d = i.webhook_dispatcher.get()](const std::string& key, const nlohmann::json& event) { d->offer(key, event); });
+  i.webhooks = std::make_unique<webhooks::WebhookService>(
+      *i.webhook_store, *i.webhook_dispatcher,
+      webhooks::ServiceOptions{i.config.webhooks_allow_private, i.config.webhooks_max_subscriptions});
+  register_webhooks_api(i.router, *i.api, *i.webhooks);
   register_dead_letter_api(i.router, *i.api);
   i.governance = governance::install(i.config, *i.redis, *i.push, i.router, *i.api);
   register_queues_api(i.router, *i.api, *i.governance->configs);
@@ -257,6 +279,7 @@ void BrokerApp::start() {
   http.tls_key = i.config.tls_key;
   i.server = std::make_unique<HttpServer>(http, i.router);
   i.server->start();
+  i.webhook_dispatcher->start();  // before the hub: it asks whether to read for it
   i.event_hub->start();
   i.logs->start();
   i.maintenance = std::make_unique<Maintenance>(st.queues, st.upkeep, *i.reaper, *i.workers, i.config);
@@ -296,6 +319,7 @@ int BrokerApp::in_flight() const { return impl_->router.in_flight(); }
 void BrokerApp::stop() {
   auto& i = *impl_;
   if (i.event_hub) i.event_hub->stop();  // open streams get server.shutdown and end, then the server closes
+  if (i.webhook_dispatcher) i.webhook_dispatcher->stop();  // after the hub: nothing offers any more
   if (i.logs) i.logs->stop();            // so do log follows
   if (i.server) i.server->stop();
   if (i.maintenance) i.maintenance->stop();
