@@ -11,6 +11,7 @@
 #include "broker/admin/usage.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/preemption_api.hpp"
+#include "broker/api/webhooks_api.hpp"
 #include "broker/background/maintenance.hpp"
 #include "broker/cron/cron_service.hpp"
 #include "broker/estimate/estimate_service.hpp"
@@ -51,6 +52,7 @@ namespace ojs::broker {
 struct BrokerApp::Impl {
   BrokerConfig config;
   CronLimits cron_limits;
+  webhooks::WebhookSettings webhook_settings;
   std::unique_ptr<EmbeddedRedis> embedded;
   std::unique_ptr<RedisPool> redis;
   // The stores, one per thing owned (docs/architecture.md "Wiring"): each service
@@ -127,9 +129,10 @@ struct BrokerApp::Impl {
   std::unique_ptr<webhooks::WebhookService> webhooks;
 };
 
-BrokerApp::BrokerApp(BrokerConfig config, CronLimits crons) : impl_(std::make_unique<Impl>()) {
+BrokerApp::BrokerApp(BrokerConfig config, CronLimits crons, webhooks::WebhookSettings hooks) : impl_(std::make_unique<Impl>()) {
   impl_->config = std::move(config);
   impl_->cron_limits = crons;
+  impl_->webhook_settings = hooks;
 }
 
 BrokerApp::~BrokerApp() { stop(); }
@@ -217,20 +220,21 @@ void BrokerApp::start() {
   i.event_log = std::make_unique<EventLog>(*i.events);
   register_events_api(i.router, *i.api, *i.event_log, *i.event_hub);
   i.webhook_store = std::make_unique<WebhookStore>(*i.redis);
+  const auto& hooks = i.webhook_settings;
   webhooks::DispatchOptions delivery;
-  delivery.allow_private = i.config.webhooks_allow_private;
-  delivery.queue_size = i.config.webhooks_queue_size;
-  delivery.threads = i.config.webhooks_threads;
-  delivery.max_attempts = i.config.webhooks_max_attempts;
-  delivery.retry_base = std::chrono::milliseconds(i.config.webhooks_retry_base_ms);
-  delivery.timeout = std::chrono::milliseconds(i.config.webhooks_timeout_ms);
-  delivery.log_size = i.config.webhooks_log_size;
+  delivery.allow_private = hooks.allow_private;
+  delivery.queue_size = hooks.queue_size;
+  delivery.threads = hooks.threads;
+  delivery.max_attempts = hooks.max_attempts;
+  delivery.retry_base = std::chrono::milliseconds(hooks.retry_base_ms);
+  delivery.timeout = std::chrono::milliseconds(hooks.timeout_ms);
+  delivery.log_size = hooks.log_size;
   i.webhook_dispatcher = std::make_unique<webhooks::Dispatcher>(*i.webhook_store, delivery);
   i.event_hub->set_sink([d = i.webhook_dispatcher.get()] { return d->wanted(); },
                         [d = i.webhook_dispatcher.get()](const std::string& key, const nlohmann::json& event) { d->offer(key, event); });
   i.webhooks = std::make_unique<webhooks::WebhookService>(
       *i.webhook_store, *i.webhook_dispatcher,
-      webhooks::ServiceOptions{i.config.webhooks_allow_private, i.config.webhooks_max_subscriptions});
+      webhooks::ServiceOptions{hooks.allow_private, hooks.max_subscriptions});
   register_webhooks_api(i.router, *i.api, *i.webhooks);
   register_dead_letter_api(i.router, *i.api);
   i.governance = governance::install(i.config, *i.redis, *i.push, i.router, *i.api);

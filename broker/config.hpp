@@ -84,18 +84,6 @@ struct BrokerConfig {
   std::int64_t event_stream_keepalive_ms = 15000;  // ":heartbeat" comment on an idle stream
   std::int64_t event_stream_poll_ms = 100;     // the shared reader's cadence while streams are open
 
-  // Webhooks (docs/operations.md "Webhooks"): whether URLs may point at loopback,
-  // link-local, private or unspecified addresses (off: refused, the SSRF guard),
-  // the bounds on subscriptions, waiting deliveries and the log, and the retries.
-  bool webhooks_allow_private = false;
-  long long webhooks_max_subscriptions = 1000;
-  std::size_t webhooks_queue_size = 10000;
-  int webhooks_threads = 4;
-  int webhooks_max_attempts = 8;
-  std::int64_t webhooks_retry_base_ms = 30000;
-  std::int64_t webhooks_timeout_ms = 30000;
-  std::size_t webhooks_log_size = 100;
-
   // Slow and idle clients (docs/operations.md "Security"): header and body read
   // timeouts, the idle keep-alive timeout and the connection cap.
   std::int64_t http_header_timeout_ms = 10000;

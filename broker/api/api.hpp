@@ -74,9 +74,6 @@ void register_governance_api(Router& router, ApiContext& ctx, governance::QueueC
 void register_observability_api(Router& router, obs::Observability& observability);
 // The OJS admin API extension: queues, jobs, bulk actions, stats, worker deregistration.
 void register_admin_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs);
-namespace webhooks { class WebhookService; }
-// Webhook subscriptions and their delivery log (ojs-webhooks.md).
-void register_webhooks_api(Router& router, ApiContext& ctx, webhooks::WebhookService& webhooks);
 // Tenants and their statistics (ojs-multi-tenancy.md §10).
 void register_tenants_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs);
 

@@ -3,7 +3,7 @@
 //   POST .../subscriptions/{id}/rotate-secret, GET /ojs/v1/webhooks/deliveries.
 // Each is scoped to the caller's tenant (the token's pin or X-OJS-Tenant): another
 // tenant's subscription is 404.
-#include "broker/api/api.hpp"
+#include "broker/api/webhooks_api.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/api/tenant_header.hpp"
 #include "broker/webhooks/webhook_service.hpp"

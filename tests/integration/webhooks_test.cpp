@@ -135,6 +135,10 @@ json subscription(const std::string& url, json events, const std::string& secret
   return {{"url", url}, {"events", std::move(events)}, {"secret", secret}};
 }
 
+// The event reader starts within a poll of the first active subscription, from
+// then on (http-api.md, Webhooks): events made before it are not delivered.
+void let_the_reader_start() { sleep_ms(500); }
+
 }  // namespace
 
 // A broker allowed to deliver to loopback (the receiver), retrying fast, with the
@@ -159,6 +163,7 @@ TEST_F(Webhooks, DeliversSignedEventsAndRetriesAfterA500) {
   ASSERT_EQ(created.status, 201) << created.body.dump();
   const auto sub_id = created.body["subscription"]["id"].get<std::string>();
   EXPECT_EQ(created.body["subscription"]["secret"], "receiver-secret-0001");
+  let_the_reader_start();
 
   const auto job_id = complete_job(admin_h, admin_h, "hooks-q");
   ASSERT_TRUE(wait_until([&] { return receiver.requests().size() >= 2; }, 20)) << receiver.requests().size() << " requests";
@@ -197,6 +202,7 @@ TEST_F(Webhooks, ATenantSeesAndReceivesOnlyItsOwn) {
   ASSERT_EQ(a.status, 201) << a.body.dump();
   const auto id = a.body["subscription"]["id"].get<std::string>();
   const auto path = "/ojs/v1/webhooks/subscriptions/" + id;
+  let_the_reader_start();
 
   // team-b neither sees, changes nor deletes it.
   EXPECT_EQ(team_b_h.get(path).status, 404);
@@ -282,7 +288,7 @@ TEST(WebhooksGuard, PrivateTargetsAreRefused) {
     EXPECT_EQ(r.status, 422) << url << " -> " << r.body.dump();
     EXPECT_EQ(r.body["error"]["details"]["field"], "url") << url;
   }
-  EXPECT_EQ(api.post("/ojs/v1/webhooks/subscriptions", subscription("https://example.com/hook", {"*"})).status, 201);
+  EXPECT_EQ(api.post("/ojs/v1/webhooks/subscriptions", subscription("https://example.com/hook", {"workflow.completed"})).status, 201);
 
   // This host's own name resolves to loopback here (/etc/hosts): accepted as a name,
   // refused once resolved, and the receiver listening there gets nothing.
@@ -298,6 +304,7 @@ TEST(WebhooksGuard, PrivateTargetsAreRefused) {
   const auto named = api.post("/ojs/v1/webhooks/subscriptions", subscription("http://" + std::string(host) + ":" + port + "/", {"job.*"}));
   ASSERT_EQ(named.status, 201) << named.body.dump();
   const auto id = named.body["subscription"]["id"].get<std::string>();
+  let_the_reader_start();
   complete_job(api, api, "guarded");
   json log;
   ASSERT_TRUE(wait_until([&] {
