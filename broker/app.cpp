@@ -11,6 +11,7 @@
 #include "broker/admin/usage.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/preemption_api.hpp"
+#include "broker/api/webhooks_api.hpp"
 #include "broker/background/maintenance.hpp"
 #include "broker/cron/cron_service.hpp"
 #include "broker/estimate/estimate_service.hpp"
@@ -41,6 +42,9 @@
 #include "broker/store/workflow_store.hpp"
 #include "broker/store/cron_store.hpp"
 #include "broker/store/legacy_keys.hpp"
+#include "broker/store/webhook_store.hpp"
+#include "broker/webhooks/dispatcher.hpp"
+#include "broker/webhooks/webhook_service.hpp"
 #include "broker/workflows/workflow_service.hpp"
 #include "ojs/core/time.hpp"
 
@@ -49,6 +53,7 @@ namespace ojs::broker {
 struct BrokerApp::Impl {
   BrokerConfig config;
   CronLimits cron_limits;
+  webhooks::WebhookSettings webhook_settings;
   std::unique_ptr<EmbeddedRedis> embedded;
   std::unique_ptr<RedisPool> redis;
   // The stores, one per thing owned (docs/architecture.md "Wiring"): each service
@@ -129,13 +134,18 @@ struct BrokerApp::Impl {
   void connect_redis();
   void build_services();
   void build_api();
+  void build_webhooks();
   HttpServerOptions server_options() const;
   void start_background();
+  std::unique_ptr<WebhookStore> webhook_store;
+  std::unique_ptr<webhooks::Dispatcher> webhook_dispatcher;  // fed by the hub's reader
+  std::unique_ptr<webhooks::WebhookService> webhooks;
 };
 
-BrokerApp::BrokerApp(BrokerConfig config, CronLimits crons) : impl_(std::make_unique<Impl>()) {
+BrokerApp::BrokerApp(BrokerConfig config, CronLimits crons, webhooks::WebhookSettings hooks) : impl_(std::make_unique<Impl>()) {
   impl_->config = std::move(config);
   impl_->cron_limits = crons;
+  impl_->webhook_settings = hooks;
 }
 
 BrokerApp::~BrokerApp() { stop(); }
@@ -147,6 +157,7 @@ void BrokerApp::start() {
   i.build_api();
   i.server = std::make_unique<HttpServer>(i.server_options(), i.router);
   i.server->start();
+  i.webhook_dispatcher->start();  // before the hub: it asks whether to read for it
   i.event_hub->start();
   i.logs->start();
   i.start_background();
@@ -250,6 +261,7 @@ void BrokerApp::Impl::build_api() {
   i.event_hub = std::make_unique<EventHub>(*i.events, streams);
   i.event_log = std::make_unique<EventLog>(*i.events);
   register_events_api(i.router, *i.api, *i.event_log, *i.event_hub);
+  i.build_webhooks();
   register_dead_letter_api(i.router, *i.api);
   i.governance = governance::install(i.config, *i.redis, *i.push, i.router, *i.api);
   register_queues_api(i.router, *i.api, *i.governance->configs);
@@ -275,6 +287,28 @@ void BrokerApp::Impl::build_api() {
 
   i.cors = std::make_unique<CorsPolicy>(i.config.cors_origins);
   if (i.cors->enabled()) i.router.decorate([c = i.cors.get()](const HttpRequest& r, HttpResponse& response) { c->decorate(r, response); });
+}
+
+// Webhook subscriptions and their delivery, fed by the event hub's reader.
+void BrokerApp::Impl::build_webhooks() {
+  auto& i = *this;
+  i.webhook_store = std::make_unique<WebhookStore>(*i.redis);
+  const auto& hooks = i.webhook_settings;
+  webhooks::DispatchOptions delivery;
+  delivery.allow_private = hooks.allow_private;
+  delivery.queue_size = hooks.queue_size;
+  delivery.threads = hooks.threads;
+  delivery.max_attempts = hooks.max_attempts;
+  delivery.retry_base = std::chrono::milliseconds(hooks.retry_base_ms);
+  delivery.timeout = std::chrono::milliseconds(hooks.timeout_ms);
+  delivery.log_size = hooks.log_size;
+  i.webhook_dispatcher = std::make_unique<webhooks::Dispatcher>(*i.webhook_store, delivery);
+  i.event_hub->set_sink([d = i.webhook_dispatcher.get()] { return d->wanted(); },
+                        [d = i.webhook_dispatcher.get()](const std::string& key, const nlohmann::json& event) { d->offer(key, event); });
+  i.webhooks = std::make_unique<webhooks::WebhookService>(
+      *i.webhook_store, *i.webhook_dispatcher,
+      webhooks::ServiceOptions{hooks.allow_private, hooks.max_subscriptions});
+  register_webhooks_api(i.router, *i.api, *i.webhooks);
 }
 
 HttpServerOptions BrokerApp::Impl::server_options() const {
@@ -339,6 +373,7 @@ int BrokerApp::in_flight() const { return impl_->router.in_flight(); }
 void BrokerApp::stop() {
   auto& i = *impl_;
   if (i.event_hub) i.event_hub->stop();  // open streams get server.shutdown and end, then the server closes
+  if (i.webhook_dispatcher) i.webhook_dispatcher->stop();  // after the hub: nothing offers any more
   if (i.logs) i.logs->stop();            // so do log follows
   if (i.server) i.server->stop();
   if (i.maintenance) i.maintenance->stop();

@@ -5,12 +5,13 @@
 
 #include "broker/config.hpp"
 #include "broker/cron/cron_limits.hpp"
+#include "broker/webhooks/webhook_settings.hpp"
 
 namespace ojs::broker {
 
 class BrokerApp {
  public:
-  explicit BrokerApp(BrokerConfig config, CronLimits crons = {});
+  explicit BrokerApp(BrokerConfig config, CronLimits crons = {}, webhooks::WebhookSettings hooks = {});
   ~BrokerApp();
   void start();  // throws on failure to start Redis or bind the port
   void begin_drain();    // stop accepting connections and new work (PUSH, FETCH: 503); the rest goes on

@@ -15,6 +15,7 @@
 int main(int argc, char** argv) {
   ojs::broker::BrokerConfig config;
   ojs::broker::CronLimits crons;
+  ojs::broker::webhooks::WebhookSettings hooks;
   CLI::App cli{"OJS broker with capability-aware FETCH for GPU job queues"};
   cli.add_option("--listen", config.listen_address, "Address to bind")->capture_default_str();
   cli.add_option("--port", config.port, "HTTP port (0 picks a free one; it is printed)")->capture_default_str();
@@ -116,6 +117,14 @@ int main(int argc, char** argv) {
   cli.add_option("--max-event-streams", config.max_event_streams, "Open SSE event streams per broker (beyond: 503)")->capture_default_str()->check(CLI::Range(0, 100000));
   cli.add_option("--event-stream-keepalive-ms", config.event_stream_keepalive_ms, "Heartbeat comment on an idle SSE stream after this long")->capture_default_str()->check(CLI::Range(100, 3600000));
   cli.add_option("--event-stream-poll-ms", config.event_stream_poll_ms, "Cadence of the reader that feeds SSE streams")->capture_default_str()->check(CLI::Range(10, 60000));
+  cli.add_flag("--webhooks-allow-private", hooks.allow_private, "Webhook URLs may point at loopback, link-local, private (RFC 1918, ULA, CGNAT) and unspecified addresses (off: refused, at creation and at delivery)");
+  cli.add_option("--webhooks-max-subscriptions", hooks.max_subscriptions, "Most webhook subscriptions (0: no bound)")->capture_default_str()->check(CLI::Range(0LL, 1000000LL));
+  cli.add_option("--webhooks-queue-size", hooks.queue_size, "Webhook deliveries waiting or being sent; beyond, new ones are dropped and counted")->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{10000000}));
+  cli.add_option("--webhooks-threads", hooks.threads, "Threads sending webhook deliveries")->capture_default_str()->check(CLI::Range(1, 64));
+  cli.add_option("--webhooks-max-attempts", hooks.max_attempts, "Attempts of one webhook delivery before it is dead")->capture_default_str()->check(CLI::Range(1, 20));
+  cli.add_option("--webhooks-retry-base-ms", hooks.retry_base_ms, "Delay before a delivery's first retry; later ones scale as ojs-webhooks.md 7.2 (x4, x20, x120, ...)")->capture_default_str()->check(CLI::Range(std::int64_t{10}, std::int64_t{3600000}));
+  cli.add_option("--webhooks-timeout-ms", hooks.timeout_ms, "Timeout of one webhook delivery attempt")->capture_default_str()->check(CLI::Range(std::int64_t{100}, std::int64_t{120000}));
+  cli.add_option("--webhooks-log-size", hooks.log_size, "Delivery attempts kept per subscription (GET /ojs/v1/webhooks/deliveries)")->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{10000}));
   cli.add_option("--fetch-walk-min-classes", config.fetch_walk_min_classes, "A FETCH judges the classes of a queue with this many or more in the order of their heads, only as far as one can win (0: always)")->capture_default_str();
   bool print_lua_library = false;
   cli.add_flag("--print-lua-library", print_lua_library, "Print the Redis Function library this broker would load (with --events-max-len) and exit");
@@ -137,7 +146,7 @@ int main(int argc, char** argv) {
     std::fputs(ojs::broker::lua_library().code.c_str(), stdout);
     return 0;
   }
-  ojs::broker::BrokerApp app(config, crons);
+  ojs::broker::BrokerApp app(config, crons, hooks);
   try {
     app.start();
   } catch (const std::exception& e) {

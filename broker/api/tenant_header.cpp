@@ -1,5 +1,6 @@
 #include "broker/api/tenant_header.hpp"
 
+#include "broker/auth/identity.hpp"
 #include "broker/governance/queue_config.hpp"
 #include "ojs/core/error.hpp"
 
@@ -18,6 +19,17 @@ nlohmann::json with_tenant_header(nlohmann::json job, const HttpRequest& request
                     {"header", tenant}});
   meta["tenant_id"] = tenant;
   return job;
+}
+
+std::string request_tenant(const HttpRequest& request) {
+  const std::string pinned = auth::tenant_scope();
+  const std::string header = request.header("x-ojs-tenant");
+  if (header.empty()) return pinned;
+  if (!governance::is_valid_tenant(header)) throw invalid_field("X-OJS-Tenant", "must be 1-64 of [A-Za-z0-9._-]");
+  if (!pinned.empty() && header != pinned)
+    throw OjsError(ErrorCode::forbidden, "X-OJS-Tenant names another tenant than the token's",
+                   {{"field", "X-OJS-Tenant"}, {"rule", "must name the token's own tenant"}});
+  return header;
 }
 
 nlohmann::json with_tenant_header_on_batch(nlohmann::json body, const HttpRequest& request) {

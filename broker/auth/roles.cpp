@@ -23,8 +23,9 @@ bool any_matches(const std::array<std::string_view, N>& rules, std::string_view 
 constexpr std::array<std::string_view, 5> kPublic = {"GET /ojs/manifest", "GET /ojs/v1/health", "GET /ojs/v1/ready",
                                                      "GET /health", "GET /ready"};
 
-// Producers submit, inspect, cancel, hold and update their jobs and read why they wait.
-constexpr std::array<std::string_view, 23> kProducer = {
+// Producers submit, inspect, cancel, hold and update their jobs, read why they wait,
+// and subscribe webhooks to their events.
+constexpr std::array<std::string_view, 27> kProducer = {
     "POST /ojs/v1/jobs",          "GET /ojs/v1/jobs/{id}",         "DELETE /ojs/v1/jobs/{id}",
     "POST /ojs/v1/jobs/batch", "POST /ojs/v1/cron", "GET /ojs/v1/cron*", "DELETE /ojs/v1/cron/{name}",  // ecosystem
     "GET /ojs/v1/jobs/{id}/*",    "GET /ojs/v1/events",            "GET /ojs/v1/queues",
@@ -32,7 +33,9 @@ constexpr std::array<std::string_view, 23> kProducer = {
     "POST /ojs/v1/workflows", "GET /ojs/v1/workflows/{id}", "DELETE /ojs/v1/workflows/{id}",  // level 3
     "GET /ojs/v1/events/stream", "GET /ojs/v1/queues/{name}/events",  // server-sent events
     "POST /ojs/v1/jobs/{id}/hold", "POST /ojs/v1/jobs/{id}/release", "PATCH /ojs/v1/jobs/{id}",  // job control
-    "POST /ojs/v1/jobs/{id}/what-if", "GET /ojs/v1/queues/{name}/forecast"};  // start estimates
+    "POST /ojs/v1/jobs/{id}/what-if", "GET /ojs/v1/queues/{name}/forecast",  // start estimates
+    // Webhook subscriptions of the producer's tenant (ojs-webhooks.md §9.3).
+    "POST /ojs/v1/webhooks/*", "GET /ojs/v1/webhooks/*", "PATCH /ojs/v1/webhooks/*", "DELETE /ojs/v1/webhooks/*"};
 
 // Workers run jobs: every worker-side operation (fetch, ack, nack, heartbeat and
 // whatever else lives under /workers/, e.g. checkpoints), job checkpoints, and INFO.

@@ -56,6 +56,12 @@ void EventHub::stop() {
   for (auto& sub : subs) sub->finish(sse_frame("", "server.shutdown", goodbye.dump()));
 }
 
+void EventHub::set_sink(std::function<bool()> wanted, Sink sink) {
+  std::lock_guard lock(subs_mutex_);
+  sink_wanted_ = std::move(wanted);
+  sink_ = std::move(sink);
+}
+
 std::size_t EventHub::open_streams() { return live_subscriptions().size(); }
 
 void EventHub::prune_locked() {
@@ -156,11 +162,11 @@ void EventHub::run() {
       wake_.wait_for(lock, options_.poll, [this] { return stopping_; });
       if (stopping_) return;
       prune_locked();
-      if (subs_.empty()) {
+      if (!listening_locked()) {
         lock.unlock();
         std::lock_guard read_lock(read_mutex_);  // a subscriber joins under it: check again
         std::lock_guard subs_lock(subs_mutex_);
-        if (subs_.empty()) reading_ = false;  // nobody listens: stop polling; the next subscriber starts from its now
+        if (!listening_locked()) reading_ = false;  // nobody listens: stop polling; the next subscriber starts from its now
         continue;
       }
     }
@@ -223,9 +229,11 @@ bool EventHub::visible(const EventSubscription& sub, const nlohmann::json& event
 void EventHub::deliver(const std::vector<StreamEntry>& entries) {
   if (entries.empty()) return;
   const auto subs = live_subscriptions();
+  const bool to_sink = sink_ && sink_wanted_ && sink_wanted_();  // set before start(): read without the lock
   for (const auto& entry : entries) {
     const auto event = to_event(entry);
     const auto id = sse_id(entry);
+    if (to_sink) sink_(id, event);
     std::string frame;  // rendered once, for the first subscriber that wants it
     for (const auto& sub : subs) {
       if (!sub->is_new(entry) || !visible(*sub, event)) continue;

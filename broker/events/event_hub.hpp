@@ -56,6 +56,13 @@ class EventHub {
                                                bool until_terminal = false);
   std::size_t open_streams();
 
+  // A listener of every event beside the SSE streams (webhook delivery): the reader
+  // polls while `wanted()` says so, even with no stream open, and hands the sink
+  // each event in the reader's order with its key (unique over every queue). The
+  // sink runs on the reader thread: it must not block. Set before start().
+  using Sink = std::function<void(const std::string& key, const nlohmann::json& event)>;
+  void set_sink(std::function<bool()> wanted, Sink sink);
+
  private:
   struct Position {  // where an SSE id points: the total order of the reader
     StreamId id;
@@ -89,6 +96,9 @@ class EventHub {
   std::shared_ptr<StreamSlots> slots_;
   void prune_locked();  // under subs_mutex_: forgets the gone and the abandoned
   bool stopping_ = false;
+  std::function<bool()> sink_wanted_;
+  Sink sink_;
+  bool listening_locked() const { return !subs_.empty() || (sink_wanted_ && sink_wanted_()); }  // under subs_mutex_
   std::thread reader_;
 };
 

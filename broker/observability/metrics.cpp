@@ -113,6 +113,16 @@ void Metrics::record_request(const std::string& method, const std::string& route
   ++requests_[{method, route, status}];
 }
 
+void Metrics::record_webhook_attempt(const std::string& outcome) {
+  std::lock_guard lock(mutex_);
+  ++webhook_attempts_[outcome];
+}
+
+void Metrics::record_webhook_dropped() {
+  std::lock_guard lock(mutex_);
+  ++webhook_dropped_;
+}
+
 void Metrics::render(Exposition& out) const {
   out.family("ojs_http_requests_total", "counter", "HTTP requests handled by this broker, by method, route pattern and status");
   {
@@ -126,6 +136,12 @@ void Metrics::render(Exposition& out) const {
   out.family("ojs_fetch_duration_seconds", "histogram",
              "Time this broker spent answering POST /ojs/v1/workers/fetch (matching, claim, response)");
   out.histogram("ojs_fetch_duration_seconds", {}, fetch_.snapshot());
+  std::lock_guard lock(mutex_);
+  out.family("ojs_webhook_deliveries_total", "counter",
+             "Webhook delivery attempts by this broker, by outcome (delivered, failed: retried later, dead: no retry left, cancelled: subscription gone)");
+  for (const auto& [outcome, count] : webhook_attempts_) out.sample("ojs_webhook_deliveries_total", {{"outcome", outcome}}, static_cast<double>(count));
+  out.family("ojs_webhook_deliveries_dropped_total", "counter", "Webhook deliveries dropped because --webhooks-queue-size were waiting");
+  out.sample("ojs_webhook_deliveries_dropped_total", {}, static_cast<double>(webhook_dropped_));
 }
 
 }  // namespace ojs::broker::obs

@@ -59,6 +59,10 @@ class Metrics {
 
   // route: the matched pattern ("/ojs/v1/jobs/{id}") or "unmatched".
   void record_request(const std::string& method, const std::string& route, int status, double seconds);
+  // Webhook delivery attempts by outcome (delivered, failed, dead, cancelled), and
+  // deliveries dropped because the delivery queue was full.
+  void record_webhook_attempt(const std::string& outcome);
+  void record_webhook_dropped();
   void render(Exposition& out) const;
 
  private:
@@ -66,6 +70,8 @@ class Metrics {
   mutable std::mutex mutex_;
   std::map<std::tuple<std::string, std::string, int>, std::uint64_t> requests_;  // method, route, status
   Histogram fetch_;
+  std::map<std::string, std::uint64_t> webhook_attempts_;  // outcome -> count
+  std::uint64_t webhook_dropped_ = 0;
 };
 
 }  // namespace ojs::broker::obs

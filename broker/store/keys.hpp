@@ -158,6 +158,12 @@ inline const std::string cron_tenants = "ojs:{_global}:cron:tenants";
 inline std::string idempotency(const std::string& scope) { return "ojs:{_global}:idempotency:" + scope; }
 // Cohorts: the epoch of the latest pass that set the members' shares (INCR per pass).
 inline std::string cohort_epoch() { return "ojs:{_global}:cohort-epoch"; }
+// Webhook subscriptions (ojs-webhooks.md): hash id -> subscription JSON (its secret
+// and tenant included); per subscription a list of its latest deliveries, newest
+// first; and per delivery a claim that one broker of several sends it (expires).
+inline const std::string webhooks = "ojs:{_global}:webhooks";
+inline std::string webhook_deliveries(const std::string& id) { return "ojs:{_global}:webhook:" + id + ":deliveries"; }
+inline std::string webhook_claim(const std::string& delivery_id) { return "ojs:{_global}:webhook-claim:" + delivery_id; }
 inline const std::string& worker_index = workers;  // (spec's name for the same key)
 
 }  // namespace ojs::broker::keys

@@ -1,6 +1,7 @@
 #include "ojs/core/digest.hpp"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <stdexcept>
 
@@ -28,6 +29,15 @@ std::string hex_lower(const unsigned char* bytes, std::size_t size) {
 std::string sha256_hex(std::string_view data) { return digest_hex(data, EVP_sha256()); }
 
 std::string sha256_hex16(std::string_view data) { return sha256_hex(data).substr(0, 16); }
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()), data.size(),
+            out, &len))
+    throw std::runtime_error("HMAC failed");
+  return hex_lower(out, len);
+}
 
 std::string sha1_hex(std::string_view data) { return digest_hex(data, EVP_sha1()); }
 

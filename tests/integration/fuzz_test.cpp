@@ -214,6 +214,11 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
   const json cron = {{"name", "fuzz-cron"}, {"cron", "0 3 * * *"}, {"type", "fuzz.task"}, {"args", json::array()}, {"options", {{"queue", "fuzz"}}}};
   ASSERT_EQ(api.post("/ojs/v1/cron", cron).status, 201);
   ASSERT_EQ(api.post("/ojs/v1/admin/reservations", {{"id", "r1"}, {"worker_ids", {"fuzzer"}}, {"ttl_s", 60}}).status, 201);
+  const json hook = {{"url", "https://example.com/fuzz"}, {"events", {"job.completed", "job.*"}}, {"secret", "fuzz-secret-0000001"},
+                     {"metadata", {{"owner", "fuzz"}}}, {"filter", {{"queues", {"fuzz"}}, {"job_types", {"fuzz.task"}}}}};
+  const auto hook_created = api.post("/ojs/v1/webhooks/subscriptions", hook);
+  ASSERT_EQ(hook_created.status, 201) << hook_created.body.dump();
+  const auto hook_id = hook_created.body["subscription"]["id"].get<std::string>();
 
   const json caps = {{"gpu", {{"count", 2}, {"model", "A100"}, {"memory_gb", 80}}}, {"labels", {{"zone", "a"}}}};
   const auto waiting = api.push({{"type", "fuzz.task"}, {"args", json::array()}, {"options", {{"queue", "fuzz-est"}}}, {"ext_ml_gpu_count", 1}});
@@ -245,6 +250,9 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
        "PUT /ojs/v1/jobs/{id}/checkpoint"},
       {"POST", "/ojs/v1/cron", {{"name", "fuzz-cron-2"}, {"cron", "@every 1h"}, {"timezone", "Europe/Paris"}, {"overlap_policy", "skip"},
                                 {"job_template", task}}},
+      {"POST", "/ojs/v1/webhooks/subscriptions", hook},
+      {"PATCH", "/ojs/v1/webhooks/subscriptions/" + hook_id, {{"events", {"job.failed"}}, {"active", true}, {"url", "https://example.org/x"}},
+       "PATCH /ojs/v1/webhooks/subscriptions/{id}"},
       {"POST", "/ojs/v1/workflows", {{"type", "batch"}, {"jobs", {task, task}}, {"callbacks", {{"on_complete", task}}}}},
       {"POST", "/ojs/v1/workflows", {{"type", "chain"}, {"steps", {task, gang_job}}, {"name", "c"}}, "POST /ojs/v1/workflows (chain)"},
       {"PUT", "/ojs/v1/admin/queues/fuzz/config",
@@ -289,6 +297,10 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"GET", "/ojs/v1/cron", {}, {}, "GET /ojs/v1/cron"},
       {"GET", "/ojs/v1/cron/fuzz-cron", {"fuzz-cron"}, {}, "GET /ojs/v1/cron/{name}"},
       {"GET", "/ojs/v1/workflows/" + workflow, {workflow}, {}, "GET /ojs/v1/workflows/{id}"},
+      {"GET", "/ojs/v1/webhooks/subscriptions", {}, {}, "GET /ojs/v1/webhooks/subscriptions"},
+      {"GET", "/ojs/v1/webhooks/subscriptions/" + hook_id, {hook_id}, {}, "GET /ojs/v1/webhooks/subscriptions/{id}"},
+      {"POST", "/ojs/v1/webhooks/subscriptions/" + hook_id + "/rotate-secret", {hook_id}, {}, "POST /ojs/v1/webhooks/subscriptions/{id}/rotate-secret"},
+      {"GET", "/ojs/v1/webhooks/deliveries", {}, {"subscription_id", "limit"}, "GET /ojs/v1/webhooks/deliveries"},
       {"GET", "/ojs/v1/admin/queues", {}, {"page", "per_page"}, "GET /ojs/v1/admin/queues"},
       {"GET", "/ojs/v1/admin/queues/fuzz", {"fuzz"}, {}, "GET /ojs/v1/admin/queues/{name}"},
       {"POST", "/ojs/v1/admin/queues/fuzz-paused/pause", {"fuzz-paused"}, {}, "POST /ojs/v1/admin/queues/{name}/pause"},
@@ -333,6 +345,7 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"DELETE", "/ojs/v1/admin/reservations/r1", {"r1"}, {}, "DELETE /ojs/v1/admin/reservations/{id}"},
       {"DELETE", "/ojs/v1/admin/workers/fuzz-w", {"fuzz-w"}, {}, "DELETE /ojs/v1/admin/workers/{id}"},
       {"DELETE", "/ojs/v1/cron/fuzz-cron", {"fuzz-cron"}, {}, "DELETE /ojs/v1/cron/{name}"},
+      {"DELETE", "/ojs/v1/webhooks/subscriptions/" + hook_id, {hook_id}, {}, "DELETE /ojs/v1/webhooks/subscriptions/{id}"},
       {"DELETE", "/ojs/v1/workflows/" + workflow, {workflow}, {}, "DELETE /ojs/v1/workflows/{id}"},
       {"DELETE", "/ojs/v1/jobs/" + id, {id}, {}, "DELETE /ojs/v1/jobs/{id}"},
       {"DELETE", "/ojs/v1/admin/queues/fuzz-paused", {"fuzz-paused"}, {}, "DELETE /ojs/v1/admin/queues/{name}"},

@@ -1,5 +1,6 @@
-// Hex and SHA-256, the one definition for the tree: token hashes, uniqueness keys,
-// requirement-class ids, capability fingerprints, model checksums, the Lua library name.
+// Hex, SHA-256 and HMAC-SHA256, the one definition for the tree: token hashes, uniqueness
+// keys, requirement-class ids, capability fingerprints, model checksums, the Lua library
+// name, webhook signatures.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -17,6 +18,10 @@ std::string sha256_hex(std::string_view data);
 // capability fingerprints), where collisions are negligible at the scale of
 // distinct shapes.
 std::string sha256_hex16(std::string_view data);
+
+// Lowercase hex HMAC-SHA256 (64 characters) of `data` under `key` (RFC 2104), as
+// `printf %s DATA | openssl dgst -sha256 -hmac KEY` prints it.
+std::string hmac_sha256_hex(std::string_view key, std::string_view data);
 
 // Lowercase hex SHA-1 (40 characters): names derived from text, not security.
 std::string sha1_hex(std::string_view data);
