@@ -156,6 +156,11 @@ std::string queues_table(const json& queues) {
                          (q["budget"].contains("max_total_gpus") ? q["budget"]["max_total_gpus"].dump() : std::string("&infin;"));
     if (q["budget"].contains("max_concurrent_gpu_jobs"))
       budget += " <span class=\"muted\">(" + q["gpu_jobs_running"].dump() + " / " + q["budget"]["max_concurrent_gpu_jobs"].dump() + " jobs)</span>";
+    if (q.contains("cohort")) {  // a cohort member: the share it may hold now, and what it lent or borrowed
+      const auto& co = q["cohort"];
+      budget += " <span class=\"muted\">(cohort " + escape(co["name"].get<std::string>()) + ": share " + co["share_gpus"].dump() +
+                ", lent " + co["lent_gpus"].dump() + ", borrowed " + co["borrowed_gpus"].dump() + ")</span>";
+    }
     html += "<tr>" + cell(escape(q["name"].get<std::string>()), "mono") +
             cell(std::string("<span class=\"pill") + (paused ? " paused\">paused" : "\">active") + "</span>") +
             num(c.value("available", json(0))) + num(c.value("active", json(0))) + num(c.value("delayed", json(0))) +

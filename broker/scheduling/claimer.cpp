@@ -12,9 +12,13 @@ ClaimOutcome Claimer::claim(const ClaimRequest& r, const std::vector<EligibleCla
   ClaimOutcome out;
   std::vector<EligibleClass> open = eligible;  // less the classes held for a warm worker, once met
   // A pick passed over (gone, a counter moved, held) is decided again on fresh
-  // reads; each round commits or learns, so a few suffice.
-  constexpr int kRounds = 3;
-  for (int round = 0; round < kRounds; ++round) {
+  // reads; each round commits or learns, so a few suffice. A round that only learns
+  // of classes held for a warm worker does not count: it shrinks `open`, so the
+  // claim reaches a class it may take behind any number of held ones (up to a bound
+  // on the round trips one FETCH makes).
+  constexpr int kRounds = 3, kMostRounds = 32;
+  int rounds = kRounds;
+  for (int round = 0; round < rounds && round < kMostRounds; ++round) {
     std::vector<std::string> ids;
     ids.reserve(open.size());
     for (const auto& c : open) ids.push_back(c.id);
@@ -70,6 +74,9 @@ ClaimOutcome Claimer::claim(const ClaimRequest& r, const std::vector<EligibleCla
       if (why == "held") held.insert(cls);
     std::erase_if(open, [&](const EligibleClass& c) { return held.count(c.id) > 0; });
     if (open.empty()) break;
+    const bool only_held = committed.jobs.empty() && committed.budget_blocked.empty() && committed.promoted == 0 &&
+                           held.size() == committed.passed_over.size();
+    if (only_held) ++rounds;
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "ojs/client/http_client.hpp"
 #include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
@@ -85,6 +86,9 @@ TEST_F(Cohorts, AnIdleQueueLendsItsGpusAndGetsThemBackByCheckpointedPreemption) 
                              "ojs_queue_gpus{queue=\"coh-a\",cohort=\"lab\",kind=\"lent\"} 8",
                              "ojs_queue_gpus{queue=\"coh-a\",cohort=\"lab\",kind=\"nominal\"} 8"})
       EXPECT_NE(metrics.find(line), std::string::npos) << line;
+    const auto page = http.get("/ojs/status").body;
+    EXPECT_NE(page.find("cohort lab: share 16, lent 0, borrowed 8"), std::string::npos);
+    EXPECT_NE(page.find("cohort lab: share 0, lent 8, borrowed 0"), std::string::npos);
   }
   const auto shown = run_process({binary_path("ojsctl/ojsctl"), "--url", broker.url(), "queue", "budget", "coh-b"}, 60);
   EXPECT_NE(shown.output.find("Cohort:    lab: nominal 8, may hold 16 now (lent 0, borrowed 8)"), std::string::npos) << shown.output;
@@ -224,13 +228,14 @@ TEST_F(Cohorts, AJobUnderItsMinimumRunTimeIsNotTheVictimWhileAnotherIs) {
   running = fill("coh-b", 10, running);
   ASSERT_EQ(running.size(), 10u);
   EXPECT_GT(api.get("/ojs/v1/jobs/" + young).body["job"].value("borrowed_gpus", 0), 0);
-  api.push(one_gpu_job("coh-a"));  // a wants one of its GPUs back
+  for (int i = 0; i < 7; ++i) api.push(one_gpu_job("coh-a"));  // a wants 7 of its 8: one GPU comes back from b
   std::set<std::string> preempted;
   const auto until = std::chrono::steady_clock::now() + 10s;
   while (preempted.empty() && std::chrono::steady_clock::now() < until) {
-    for (const char* worker : {"dgx-1", "dgx-2"})
-      for (const auto& d : api.post("/ojs/v1/workers/heartbeat", {{"worker_id", worker}, {"active_jobs", running}}).body["job_directives"])
-        preempted.insert(d["job_id"].get<std::string>());
+    for (const char* worker : {"dgx-1", "dgx-2"}) {
+      const auto beat = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", worker}, {"active_jobs", running}});
+      for (const auto& d : beat.body["job_directives"]) preempted.insert(d["job_id"].get<std::string>());
+    }
     std::this_thread::sleep_for(100ms);
   }
   EXPECT_EQ(preempted, std::set<std::string>{plain});

@@ -123,6 +123,27 @@ TEST_F(ClaimCommit, TheClaimerTakesTheJobBehindAnOverQuotaTenant) {
   EXPECT_EQ(cmd({"HGET", keys::tenant_ledger(kQueue), "team-b"}), "1");
 }
 
+// Twenty classes ahead in the queue's order, each held for a warm worker: the
+// claimer learns them four at a time and goes on to the one it may take (three
+// rounds would have seen twelve and come back empty until the holds expired).
+TEST_F(ClaimCommit, TheClaimerTakesAJobBehindManyClassesHeldForAWarmWorker) {
+  std::vector<EligibleClass> open;
+  for (int i = 0; i < 20; ++i) {
+    const std::string cls = "H" + std::to_string(100 + i);
+    push("h" + std::to_string(i), cls, "", 100);  // a lower band: served before Z
+    cmd({"HSET", keys::job_prefix(kQueue) + "h" + std::to_string(i), "enqueued_at", "5000"});
+    auto c = eligible(cls);
+    c.hold_enqueued_after_ms = 4999;
+    open.push_back(c);
+  }
+  push("z1", "Z", "", 200);
+  open.push_back(eligible("Z"));
+  Claimer claimer(claims);
+  const auto out = claimer.claim({kQueue, "w1", std::nullopt, 30000, 1, version(), false}, open);
+  ASSERT_EQ(out.jobs.size(), 1u);
+  EXPECT_EQ(out.jobs[0].id(), "z1");
+}
+
 TEST_F(ClaimCommit, ANewClassMakesTheClaimStaleBeforeAnythingIsDecided) {
   push("a1", "A");
   const auto before = version();

@@ -95,7 +95,10 @@ TEST(QueueConfigFields, AConfigSurvivesTheStoredForm) {
                      {"retention", {{"completed", "P7D"}, {"max_jobs", 100}}}};  // [admin]
   const auto config = governance::parse_queue_config(body);
   const auto write = governance::to_stored(config);
-  EXPECT_EQ(write.replaced, governance::queue_config_hash_fields());
+  // Outside a cohort, the share a cohort controller set goes too.
+  auto replaced = governance::queue_config_hash_fields();
+  replaced.insert(replaced.end(), {"cohort_max_gpus", "cohort_epoch"});
+  EXPECT_EQ(write.replaced, replaced);
   StoredQueueConfig stored;
   stored.version = 3;
   for (const auto& [field, text] : write.fields) stored.fields[field] = text;
@@ -246,4 +249,15 @@ TEST(RateLimiter, ABatchTakesAllItsTokensOrNone) {
   EXPECT_NEAR(limiter.acquire("a", 3, t0), 1.0, 1e-9);  // 1 left, 2 missing at 2/s
   EXPECT_EQ(limiter.acquire("a", 1, t0), 0);            // the refused batch took nothing
   EXPECT_GT(limiter.acquire("b", 6, t0), 0);            // beyond the burst: never admitted
+}
+
+TEST(QueueConfigFields, ACohortMemberKeepsItsShareAcrossAConfigWrite) {
+  const json body = {{"budgets", {{"max_total_gpus", 8}, {"cohort", "lab"}, {"borrowing_limit", 4}, {"lending_limit", 2}}}};
+  const auto config = governance::parse_queue_config(body);
+  const auto write = governance::to_stored(config);
+  EXPECT_EQ(write.replaced, governance::queue_config_hash_fields()) << "cohort_max_gpus stays: the controller owns it";
+  EXPECT_EQ(write.cohort, "lab");
+  StoredQueueConfig stored;
+  for (const auto& [field, value] : write.fields) stored.fields[field] = value;
+  EXPECT_EQ(governance::to_json(governance::from_stored(stored), "q")["budgets"], body["budgets"]);
 }
