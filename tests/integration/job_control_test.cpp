@@ -95,9 +95,15 @@ TEST_F(JobControl, PatchReclassesAJobSoAnotherWorkerTakesIt) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0]["id"], id);
 
-  // A running job is no longer waiting: 409.
+  // A running job changes its priority (its rank among preemption victims) and runs
+  // on; its requirements no longer change: 409 naming the field.
   auto late = team_a.call("PATCH", job_path(id), {{"priority", 1}});
+  EXPECT_EQ(late.status, 200) << late.body.dump();
+  EXPECT_EQ(late.body["job"]["state"], "active");
+  EXPECT_EQ(late.body["job"]["attempt"], 1);
+  late = team_a.call("PATCH", job_path(id), {{"ext_ml_gpu_type", "nvidia-h100"}});
   EXPECT_EQ(late.status, 409) << late.body.dump();
+  EXPECT_NE(late.body.dump().find("ext_ml_gpu_type"), std::string::npos) << late.body.dump();
 }
 
 // #47.9: each distinct PATCH left a requirement class behind for good; FETCH, the

@@ -1,10 +1,9 @@
-// Cohort shares and reclaim victims (broker/scheduling/cohort_shares.*,
-// broker/preemption/victims.*): pure, no Redis.
+// Cohort shares (broker/scheduling/cohort_shares.*): pure, no Redis. The reclaim
+// victims are tested with the other victim choices (victims_test.cpp).
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "broker/preemption/victims.hpp"
 #include "broker/scheduling/cohort_shares.hpp"
 
 using namespace ojs::broker;
@@ -114,53 +113,4 @@ TEST(CohortShares, NoPassLetsTheCohortHoldMoreThanItsTotal) {
       }
     }
   }
-}
-
-namespace {
-RunningJob job(const std::string& id, int gpus, int borrowed, bool preemptible, std::int64_t lost_ms, int rank = 1) {
-  RunningJob r;
-  r.job_id = id;
-  r.gpus = gpus;
-  r.borrowed_gpus = borrowed;
-  r.preemptible = preemptible;
-  r.lost_ms = lost_ms;
-  r.class_rank = rank;
-  return r;
-}
-}  // namespace
-
-TEST(ReclaimVictims, BorrowingJobsGoFirstWhateverTheirFlags) {
-  const auto choice = choose_reclaim_victims(4, {job("own", 4, 0, true, 10), job("borrower", 4, 4, false, 999999)});
-  ASSERT_TRUE(choice);
-  ASSERT_EQ(choice->victims.size(), 1u);
-  EXPECT_EQ(choice->victims[0].job_id, "borrower");
-}
-
-TEST(ReclaimVictims, LeastProgressLostFirstAndNoMoreThanNeeded) {
-  const auto choice = choose_reclaim_victims(
-      4, {job("old", 2, 2, true, 50000), job("young", 2, 2, true, 1000), job("mid", 2, 2, true, 9000)});
-  ASSERT_TRUE(choice);
-  std::vector<std::string> ids;
-  for (const auto& v : choice->victims) ids.push_back(v.job_id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"young", "mid"}));
-}
-
-TEST(ReclaimVictims, JobsNeitherPreemptibleNorBorrowingAreNotTaken) {
-  EXPECT_FALSE(choose_reclaim_victims(2, {job("pinned", 4, 0, false, 10)}));
-  auto leaving = job("leaving", 4, 4, true, 10);
-  leaving.preempting = true;
-  EXPECT_FALSE(choose_reclaim_victims(2, {leaving}));
-}
-
-TEST(ReclaimVictims, AJobUnderItsMinimumRunTimeIsSparedWhileAnotherFreesEnough) {
-  auto young = job("young", 2, 2, true, 1000);
-  young.young = true;
-  auto choice = choose_reclaim_victims(2, {young, job("older", 2, 2, true, 60000)});
-  ASSERT_TRUE(choice);
-  ASSERT_EQ(choice->victims.size(), 1u);
-  EXPECT_EQ(choice->victims[0].job_id, "older") << "least progress lost would pick the young job";
-  // When nothing else frees enough, the young job goes too.
-  choice = choose_reclaim_victims(4, {young, job("older", 2, 2, true, 60000)});
-  ASSERT_TRUE(choice);
-  EXPECT_EQ(choice->victims.size(), 2u);
 }

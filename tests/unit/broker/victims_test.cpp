@@ -32,6 +32,11 @@ RunningJob running(const std::string& id, int rank, int gpus_held, std::int64_t 
   return r;
 }
 
+RunningJob borrowing(RunningJob r, int borrowed_gpus) {
+  r.borrowed_gpus = borrowed_gpus;
+  return r;
+}
+
 std::vector<std::string> ids(const VictimChoice& c) {
   std::vector<std::string> out;
   for (const auto& v : c.victims) out.push_back(v.job_id);
@@ -288,6 +293,42 @@ TEST(Victims, AJobUnderItsMinimumRunTimeIsChosenOnlyWhenNothingElseFrees) {
   ASSERT_TRUE(choice);
   EXPECT_EQ(ids(*choice), std::vector<std::string>{"old"});
   choice = choose_victims(needs(4, {{"ext_ml_priority_class", "reserved"}}), 2, gpus(4), {fresh, running("old", 0, 2, 600000)});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->victims.size(), 2u);
+}
+
+TEST(ReclaimVictims, BorrowingJobsGoFirstWhateverTheirFlags) {
+  const auto choice =
+      choose_reclaim_victims(4, {running("own", 1, 4, 10, true), borrowing(running("borrower", 1, 4, 999999, false), 4)});
+  ASSERT_TRUE(choice);
+  ASSERT_EQ(choice->victims.size(), 1u);
+  EXPECT_EQ(choice->victims[0].job_id, "borrower");
+}
+
+TEST(ReclaimVictims, LeastProgressLostFirstAndNoMoreThanNeeded) {
+  const auto choice = choose_reclaim_victims(
+      4, {borrowing(running("old", 1, 2, 50000, true), 2), borrowing(running("young", 1, 2, 1000, true), 2),
+          borrowing(running("mid", 1, 2, 9000, true), 2)});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"young", "mid"}));
+}
+
+TEST(ReclaimVictims, JobsNeitherPreemptibleNorBorrowingAreNotTaken) {
+  EXPECT_FALSE(choose_reclaim_victims(2, {running("pinned", 1, 4, 10, false)}));
+  auto leaving = borrowing(running("leaving", 1, 4, 10, true), 4);
+  leaving.preempting = true;
+  EXPECT_FALSE(choose_reclaim_victims(2, {leaving}));
+}
+
+TEST(ReclaimVictims, AJobUnderItsMinimumRunTimeIsSparedWhileAnotherFreesEnough) {
+  auto young = borrowing(running("young", 1, 2, 1000, true), 2);
+  young.young = true;
+  auto choice = choose_reclaim_victims(2, {young, borrowing(running("older", 1, 2, 60000, true), 2)});
+  ASSERT_TRUE(choice);
+  ASSERT_EQ(choice->victims.size(), 1u);
+  EXPECT_EQ(choice->victims[0].job_id, "older") << "least progress lost would pick the young job";
+  // When nothing else frees enough, the young job goes too.
+  choice = choose_reclaim_victims(4, {young, borrowing(running("older", 1, 2, 60000, true), 2)});
   ASSERT_TRUE(choice);
   EXPECT_EQ(choice->victims.size(), 2u);
 }
