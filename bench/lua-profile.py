@@ -128,7 +128,7 @@ if FAIR:
     for qq in (q, 'p1'):
         r('HSET', 'ojs:{%s}:config' % qq, 'policy', 'fair', 'fair_tenants',
           json.dumps({'base': 4096, 'slots': 3, 'default_weight': 1, 'tenants': {'team-a': [1, 1], 'team-b': [2, 3]},
-                      'order': os.environ.get('FAIR_ORDER', 'tenant')}))  # [fairorder] FAIR_ORDER=class: the class order
+                      'order': os.environ.get('FAIR_ORDER', 'tenant')}))  # FAIR_ORDER=class: the class order
 # push.lua checks the version of the queue config the broker prepared the job with (KEYS 11, ARGV 8).
 CONFIG_CHECK = 'stale_config' in scripts['push']
 def push_cmd(i, q=q, ids=ids):
@@ -143,9 +143,9 @@ def push_cmd(i, q=q, ids=ids):
     args = [ids[i], cls[c], '{"gpu_count":1,"gpu_memory_gb":%d}' % (c + 1), str(rank), '', '', '']
     if CONFIG_CHECK: keys.append(K('config')); args.append('0')
     if 'KEYS[12]' in scripts['push']: keys.append(K('ready:'))  # the ready prefix: the queue's depth
-    if 'KEYS[13]' in scripts['push']: keys.append(K('on-hold'))  # [backpressure] held jobs count in the depth
+    if 'KEYS[13]' in scripts['push']: keys.append(K('on-hold'))  # held jobs count in the depth
     args += ['doc', doc, 'queue', q, 'type', 'bench.noop', 'priority', '0', 'max_attempts', '3', 'gpus', '1']
-    # [fairband] the on-demand class's band of the tenant's slot (priority_score.hpp fair_band: 4096 + 1 * 1365 + slot)
+    # the on-demand class's band of the tenant's slot (priority_score.hpp fair_band: 4096 + 1 * 1365 + slot)
     if FAIR: args += ['tenant', 'team-a' if i % 2 == 0 else 'team-b', 'order_base', str((4096 + 1365 + 1 + i % 2) * BAND)]
     return call('push', keys, args)
 phase('push', [push_cmd(i) for i in range(N)])
@@ -185,7 +185,7 @@ def commit_cmd():
     return call('claim', COMMIT_KEYS, ['w1', '', '30000', '1', VER, str(BAND), '1', picks, '1' if FAIR else ''])
 phase('claim', [commit_cmd] * (N // 2))
 phase('snap', [('PIPE', SNAP)] * (N // 2))
-if FAIR:  # [fairshare] the candidates read alone (over the heads left)
+if FAIR:  # the candidates read alone (over the heads left)
     heads_now = r.pipe(SNAP)[0]
     ids_now = [heads_now[i] for i in range(0, len(heads_now), 2)]
     phase('fcand', [call('fair_candidates', [K('config'), K('ready:'), K('job:'), K('usage')], ['1'] + ids_now)] * 20)
@@ -198,12 +198,12 @@ elif 'workflow_keys(KEYS, 11' in scripts['ack']:  # the workflow keys only for a
 elif 'release_holder' in scripts['ack']:  # the held prefix, then the workflow keys the broker declares (keys.hpp)
     ACK_KEYS += [K('held:'), K('workflow:'), K('job:'), K('ready:'), K('seq'), K('delayed'), K('classes'), K('classes:ver'),
                  K('escalations'), K('reservation-waits'), K('workflow-dispatch'), K('heads')]
-JOURNAL = 'usage_fold' in scripts  # [usage] the ends go to a journal, folded later (usage_fold.lua)
+JOURNAL = 'usage_fold' in scripts  # the ends go to a journal, folded later (usage_fold.lua)
 if 'workflow_keys(KEYS, 11' not in scripts['ack'] and 'workflow_keys(KEYS, 12' not in scripts['ack']:
-    if 'job_finished' in scripts['ack']: ACK_KEYS.append(K('finished:'))  # [admin] the finished prefix (keys.hpp)
+    if 'job_finished' in scripts['ack']: ACK_KEYS.append(K('finished:'))  # the finished prefix (keys.hpp)
     if JOURNAL: ACK_KEYS.append(K('usage-journal'))  # keys.hpp usage_transition_keys
     elif 'usage_keys' in scripts['ack']: ACK_KEYS += [K('usage'), K('usage-totals'), K('usage-hours'), K('config')]
-    if 'note_run_time' in scripts['ack']: ACK_KEYS.append(K('run-times:'))  # [estimate] keys.hpp run_times_prefix
+    if 'note_run_time' in scripts['ack']: ACK_KEYS.append(K('run-times:'))  # keys.hpp run_times_prefix
 # The job read back behind the script, in the same round trip, when ack.lua no longer
 # returns it (JobStore::ack): counted with the ACK, as the broker sends it.
 READ_BACK = 'JobStore::ack reads it back' in scripts['ack']
@@ -213,7 +213,7 @@ def ack_cmd(a):
 phase('ack', [ack_cmd(a) for a in active])
 if JOURNAL:  # the maintenance pass's fold of those ACKs' lines, per line (ACK's cost is ack + fold)
     FOLD_KEYS = [K('usage-journal'), K('usage'), K('usage-totals'), K('usage-hours'), K('config')]
-    if FAIR:  # [usage] fold1: one line a call, as a fair claim that folded first paid it (a job a claim)
+    if FAIR:  # fold1: one line a call, as a fair claim that folded first paid it (a job a claim)
         phase('fold1', [call('usage_fold', FOLD_KEYS, ['1'])] * 20)
     lines = r('LLEN', K('usage-journal'))
     phase('fold', [call('usage_fold', FOLD_KEYS, ['1000'])], per=max(lines, 1))

@@ -32,7 +32,7 @@ struct BrokerQueue::Impl {
   std::unique_ptr<broker::JobReads> reads;
   broker::governance::QueueConfig config;
   std::string version = "0";
-  std::int64_t* clock_us = nullptr;  // [simclock] the clock file, mapped shared with redis-server
+  std::int64_t* clock_us = nullptr;  // the clock file, mapped shared with redis-server
   std::int64_t clock_at = -1;
 };
 
@@ -53,7 +53,7 @@ BrokerQueue::BrokerQueue(const BrokerQueueOptions& options) : impl_(std::make_un
   char tmpl[] = "/tmp/cluster-sim-XXXXXX";
   if (!mkdtemp(tmpl)) throw std::runtime_error("cluster_sim: cannot create a temporary directory");
   impl_->dir = tmpl;
-  // [simclock] The clock file redis-server's wall clock reads (sim_clock.c), at
+  // The clock file redis-server's wall clock reads (sim_clock.c), at
   // simulated second 0 before it starts. The environment is inherited by the
   // redis-server child (and a restart of it by EmbeddedRedis's supervisor).
   if (::access(options.clock_library.c_str(), R_OK) != 0)
@@ -83,9 +83,9 @@ BrokerQueue::BrokerQueue(const BrokerQueueOptions& options) : impl_(std::make_un
   // The queue configuration through the broker's own store: claim.lua reads what an admin PUT writes.
   impl_->config.policy = options.policy;
   impl_->config.tenant_fairness.weights = options.tenant_weights;
-  // [usage] Decayed use is measured with Redis TIME: the simulated clock here.
+  // Decayed use is measured with Redis TIME: the simulated clock here.
   impl_->config.tenant_fairness.half_life_seconds = options.half_life_seconds;
-  impl_->config.tenant_fairness.order = options.fair_order;  // [fairorder]
+  impl_->config.tenant_fairness.order = options.fair_order;
   broker::QueueConfigStore config_store(*impl_->pool);
   broker::governance::QueueConfigs(config_store).save(kQueue, impl_->config, std::nullopt);
 }
@@ -105,7 +105,7 @@ void BrokerQueue::push(int job, const SimJob& j) {
   b.fields = {{"queue", kQueue}, {"type", j.kind}, {"priority", std::to_string(j.priority)},
               {"gpus", std::to_string(j.req.gpu_count())}};
   if (!j.tenant.empty()) b.fields.emplace_back("tenant", j.tenant);
-  if (const auto& est = j.req.scheduling.estimated_duration_seconds)  // [backfill] as PUSH stores it (job_service.cpp)
+  if (const auto& est = j.req.scheduling.estimated_duration_seconds)  // as PUSH stores it (job_service.cpp)
     b.fields.emplace_back("estimated_duration_s", std::to_string(*est));
   const auto& c = impl_->config;
   if (c.policy != broker::QueuePolicy::priority)

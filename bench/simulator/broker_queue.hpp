@@ -4,7 +4,7 @@
 // budgets, tenant ledger). The class verdicts it is given are the broker's too
 // (Scheduler::judge and the capacity guards, run in sim.cpp); the simulator decides
 // only when jobs end. Which job a worker gets is never computed in bench/simulator.
-// [simclock] The redis-server runs on the simulated clock (sim_clock.c, preloaded):
+// The redis-server runs on the simulated clock (sim_clock.c, preloaded):
 // Redis TIME is kEpochMs + the simulated time, so the scripts' own measures
 // (attempt durations, the fair order's decayed use, TTLs) are in simulated time.
 #pragma once
@@ -26,7 +26,7 @@ struct BrokerQueueOptions {
   broker::QueuePolicy policy = broker::QueuePolicy::priority;
   std::map<std::string, double> tenant_weights;  // the fair policy's weights
   std::optional<double> half_life_seconds;  // tenant_fairness.half_life_seconds (unset: the broker's default)
-  broker::FairOrder fair_order = broker::FairOrder::tenant;  // [fairorder] tenant_fairness.order
+  broker::FairOrder fair_order = broker::FairOrder::tenant;  // tenant_fairness.order
   std::string redis_binary = "redis-server";
   std::string clock_library = OJS_SIM_CLOCK_LIB;  // sim_clock.c, built with cluster_sim
 };
@@ -56,7 +56,7 @@ class BrokerQueue {
   // The head of each class's ready set in the queue's policy order (the job the
   // preemption controller reads, as PreemptionStore::ready_head), or -1; one round trip.
   std::vector<int> ready_heads(const std::vector<std::string>& class_ids);
-  // [fairorder] The tenants' shares capacity preemption weighs under fair's tenant
+  // The tenants' shares capacity preemption weighs under fair's tenant
   // order (the broker's PreemptionStore::fair_shares); nullopt under another order.
   std::optional<broker::FairShares> fair_shares();
 

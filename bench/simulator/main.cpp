@@ -111,14 +111,14 @@ int main(int argc, char** argv) {
   app.add_option("--tenant-tolerance", tenant_tolerance,
                  "exit 1 unless each tenant's GPU-time share (ours) is within this fraction of its weight share (0 = no check)");
   app.add_option("--redis-server", ours.redis_binary, "redis-server binary our broker's queue runs on");
-  std::string fair_order = "tenant";  // [fairorder]
+  std::string fair_order = "tenant";
   app.add_option("--fair-order", fair_order, "the fair policy's tenant_fairness.order: tenant (the default) or class")
       ->check(CLI::IsMember({"tenant", "class"}));
-  std::string one_class;  // [fairband]
+  std::string one_class;
   app.add_option("--one-class", one_class,
                  "every job of the trace in this priority class (spot, on-demand, reserved): the fair order's "
                  "shares within one class")->check(CLI::IsMember({"spot", "on-demand", "reserved"}));
-  long long max_preemptions = -1;  // [fairband]
+  long long max_preemptions = -1;
   app.add_option("--max-preemptions", max_preemptions,
                  "exit 1 (CHURN) when our policy preempts more than this many times (-1 = no check)");
   app.add_option("--preemption", ours.preemption, "our policy preempts as the broker's controller does: lower-class work for a waiting higher-class job (true/false)");
@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
   }
   auto trace = pool_load > 0 ? generate_pool_trace(jobs, seed, pool_load, workers) : generate_trace(jobs, seed, load, workers);
   assign_tenants(trace, tenant_names, seed);
-  if (ours.tenant_window_s <= 0) {  // [fairorder] the window runs to the last arrival (each seed's own)
+  if (ours.tenant_window_s <= 0) {  // the window runs to the last arrival (each seed's own)
     double last = 0;
     for (const auto& j : trace) last = std::max(last, j.arrival_s);
     ours.tenant_window_s = std::max(0.0, last - ours.tenant_window_start_s);
@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
     double hours = 0, weights = 0;
     for (const auto& [t, w] : ours.tenant_weights) weights += w;
     for (const auto& [t, h] : results[0].tenant_gpu_hours) hours += h;
-    // [usage] What no work-conserving order could have given another tenant (its jobs
+    // What no work-conserving order could have given another tenant (its jobs
     // started with no other tenant's work waiting for the worker type): the floor of
     // its share. On a trace where every pool is saturated the floors are ~0 and the
     // bounds are the weight shares; where they are not, a tenant may hold up to its
@@ -292,7 +292,7 @@ int main(int argc, char** argv) {
     std::cerr << "OVERSUBSCRIBED: " << bad << " capacity or constraint violations\n";
     return 1;
   }
-  bool churn = false;  // [fairband] preemptions are work lost: a bound catches an order that undoes itself
+  bool churn = false;  // preemptions are work lost: a bound catches an order that undoes itself
   if (max_preemptions >= 0 && results[0].preemptions > max_preemptions) {
     std::cerr << "CHURN: " << results[0].policy << " preempted " << results[0].preemptions << " times, more than "
               << max_preemptions << "\n";

@@ -54,7 +54,7 @@ struct Running {
   ml::ActiveJob active;  // what it holds, as the broker reads a held job (ml::active_job_from)
   bool preempting = false;
   double preempt_end = 0;  // preempting: its grace period's end
-  bool uncontested = false;  // [usage] no other tenant had a job waiting for this worker type
+  bool uncontested = false;  // no other tenant had a job waiting for this worker type
 };
 
 struct WorkerState {
@@ -68,7 +68,7 @@ struct WorkerState {
   std::deque<std::string> lru;     // loaded models, least recently used first
 
   int gpus_free() const { return caps.gpu.count - load.gpus_in_use(); }
-  // [backfill] The reservation held on this worker (job -1: none).
+  // The reservation held on this worker (job -1: none).
   struct {
     int job = -1, cls = -1, gpus = 0;
     double start = 0, until = 0;
@@ -93,10 +93,10 @@ struct JobState {
   int worker = -1;
   bool done = false;
   bool preemption_pending = false;
-  int reserved_on = -1;  // [backfill] worker holding a reservation for it
-  std::optional<double> estimated_start;  // [estimate] made at arrival (simulated seconds)
-  std::string estimated_worker;           // [estimate] where (the first of a gang's), for --estimate-log
-  bool started = false;                   // [estimate] the error is measured at the first start
+  int reserved_on = -1;  // worker holding a reservation for it
+  std::optional<double> estimated_start;  // made at arrival (simulated seconds)
+  std::string estimated_worker;           // where (the first of a gang's), for --estimate-log
+  bool started = false;                   // the error is measured at the first start
 };
 
 class Simulation {
@@ -137,7 +137,7 @@ class Simulation {
       q.tenant_weights = options.tenant_weights;
       q.redis_binary = options.redis_binary;
       q.half_life_seconds = options.half_life_seconds;
-      q.fair_order = options.fair_order;  // [fairorder]
+      q.fair_order = options.fair_order;
       queue_ = std::make_unique<BrokerQueue>(q);
     }
     for (std::size_t c = 0; c < classes_.size(); ++c) classes_by_id_.push_back(static_cast<int>(c));
@@ -146,7 +146,7 @@ class Simulation {
     static_memo_.assign(classes_.size() * types.size(), -1);
     types_ = static_cast<int>(types.size());
     scoring_.locality_delay_ms = static_cast<std::int64_t>(options.locality_delay_s * 1000);
-    scoring_.explain = false;  // [estimate] the start estimate's scoring (est::Snapshot::scoring)
+    scoring_.explain = false;  // the start estimate's scoring (est::Snapshot::scoring)
     if (options.estimates && !options.estimate_log.empty()) {
       estimate_log_.reset(std::fopen((options.estimate_log + (options.backfill ? ".bf" : "")).c_str(), "w"));
       if (!estimate_log_) throw std::runtime_error("cannot write --estimate-log " + options.estimate_log);
@@ -161,7 +161,7 @@ class Simulation {
       events_.pop();
       count_stranded(e.t);
       now_ = e.t;
-      if (queue_) queue_->advance(now_);  // [simclock] Redis TIME is the simulated time
+      if (queue_) queue_->advance(now_);  // Redis TIME is the simulated time
       handle(e);
       // Everything due at the same instant first, then one dispatch.
       if (!events_.empty() && events_.top().t <= now_) continue;
@@ -218,9 +218,9 @@ class Simulation {
   std::vector<std::string> type_names_;  // worker type index -> name
   std::map<std::string, double> pool_allocated_s_, pool_stranded_s_;  // arrival window, GPU-seconds
   std::map<std::pair<std::size_t, int>, bool> uncontested_fit_;  // (class, worker type) -> fits statically
-  std::vector<std::pair<double, double>> estimate_errors_;  // [estimate] (estimated - actual start, wait) per started job
-  std::deque<double> ran_vs_declared_;  // [estimate] ran / declared of the last completed jobs (Snapshot overruns)
-  std::unique_ptr<FILE, int (*)(FILE*)> estimate_log_{nullptr, &std::fclose};  // [estimate] --estimate-log
+  std::vector<std::pair<double, double>> estimate_errors_;  // (estimated - actual start, wait) per started job
+  std::deque<double> ran_vs_declared_;  // ran / declared of the last completed jobs (Snapshot overruns)
+  std::unique_ptr<FILE, int (*)(FILE*)> estimate_log_{nullptr, &std::fclose};  // --estimate-log
 
   void push(Event e) {
     e.seq = event_seq_++;
@@ -264,7 +264,7 @@ class Simulation {
 
   // ----- matching, through the real code -----
 
-  // [usage] Whether j, starting on w (already out of its class's waiting set, its
+  // Whether j, starting on w (already out of its class's waiting set, its
   // GPUs not yet taken), was the only tenant's work waiting that fits w's type and
   // its free GPUs: then any work-conserving order starts its tenant's job there,
   // whatever the weights. [fairband] Under the class order work of a lower priority
@@ -303,7 +303,7 @@ class Simulation {
     return memo == 1;
   }
 
-  // ----- [estimate] -----
+  // -----
 
   // The broker's start estimate for job j, just arrived, over the simulated state: the
   // workers with what runs on them (ending at their declared ends), the waiting jobs in
@@ -365,7 +365,7 @@ class Simulation {
       }
       if (w.hold.job >= 0)
         snap.holds.push_back({w.spec->id, std::to_string(w.hold.job), classes_[static_cast<std::size_t>(w.hold.cls)].id, ms(w.hold.until), {}});
-      if (w.reservation.job >= 0)  // [backfill] the controller preempts nothing on a reserved worker
+      if (w.reservation.job >= 0)  // the controller preempts nothing on a reserved worker
         snap.holds.push_back({w.spec->id, std::to_string(w.reservation.job), "", ms(w.reservation.until), {}, true});
       snap.workers.push_back(std::move(ew));
     }
@@ -556,7 +556,7 @@ class Simulation {
       g.hold = hold_for(w.hold.job, w.hold.cls, w.hold.until);
       g.hold->victims = w.hold.victims;
       g.hold->gpus = job(w.hold.job).req.gpu_count();
-    } else if (w.reservation.job >= 0 && w.reservation.until > now_ && waits(w.reservation.job)) {  // [backfill]
+    } else if (w.reservation.job >= 0 && w.reservation.until > now_ && waits(w.reservation.job)) {
       g.hold = hold_for(w.reservation.job, w.reservation.cls, w.reservation.until);
       g.hold->backfill_start_ms = BrokerQueue::redis_ms(w.reservation.start);
       g.hold->gpus = w.reservation.gpus;
@@ -639,7 +639,7 @@ class Simulation {
     r.declared_end = now_ + sj.req.scheduling.estimated_duration_seconds.value_or(0);
     r.gpus = sj.req.gpu_count();
     r.uncontested = r.gpus > 0 && uncontested(j, w);
-    if (s.reserved_on >= 0) {  // [backfill] claimed: its reservation ends
+    if (s.reserved_on >= 0) {  // claimed: its reservation ends
       workers_[static_cast<std::size_t>(s.reserved_on)].reservation.job = -1;
       s.reserved_on = -1;
     }
@@ -728,7 +728,7 @@ class Simulation {
     w.cores_used -= sj.req.gpu_count() == 0 ? sj.cpu_cores : 0;
     s.worker = -1;
     if (completed) {
-      if (options_.estimates && sj.req.scheduling.estimated_duration_seconds) {  // [estimate] as the broker reads its completed jobs
+      if (options_.estimates && sj.req.scheduling.estimated_duration_seconds) {  // as the broker reads its completed jobs
         ran_vs_declared_.push_back((now_ - r.start) / *sj.req.scheduling.estimated_duration_seconds);
         if (ran_vs_declared_.size() > broker::estimate::kOverrunsKept) ran_vs_declared_.pop_front();
       }
@@ -758,7 +758,7 @@ class Simulation {
       const auto& req = job(id).req;
       broker::RunningJob rj;
       rj.job_id = std::to_string(id);
-      rj.tenant = job(id).tenant;  // [fairorder]
+      rj.tenant = job(id).tenant;
       rj.class_rank = broker::priority_class_rank(req);
       rj.preemptible = req.scheduling.preemptible;
       rj.preempting = r.preempting;
@@ -801,7 +801,7 @@ class Simulation {
       }
     const bool ask = options_.queue_policy != broker::QueuePolicy::priority && queue_;
     const auto heads = ask ? queue_->ready_heads(ids) : std::vector<int>{};
-    // [fairorder] Under fair's tenant order, the share rule on victims of another tenant.
+    // Under fair's tenant order, the share rule on victims of another tenant.
     std::optional<std::optional<broker::FairShares>> shares;
     for (std::size_t k = 0; k < waiting.size(); ++k) {
       const int c = waiting[k];

@@ -30,16 +30,16 @@ struct SimOptions {
   broker::QueuePolicy queue_policy = broker::QueuePolicy::priority;  // the queue's policy (ours)
   std::map<std::string, double> tenant_weights;                      // fair share weights (ours)
   std::optional<double> half_life_seconds;  // tenant_fairness.half_life_seconds (ours; unset: the broker's default, 1 h)
-  broker::FairOrder fair_order = broker::FairOrder::tenant;  // [fairorder] tenant_fairness.order (ours)
+  broker::FairOrder fair_order = broker::FairOrder::tenant;  // tenant_fairness.order (ours)
   std::string redis_binary = "redis-server";
   double tenant_window_start_s = 3600, tenant_window_s = 3600;       // GPU-time per tenant measured here
-  // [backfill] (ours) EASY backfill as the broker's queue config `backfill` does it: the
+  // (ours) EASY backfill as the broker's queue config `backfill` does it: the
   // rules of broker/preemption/backfill.hpp and claim.lua's per-job test.
   bool backfill = false;
   double backfill_after_s = 60;     // backfill.after_s
   double backfill_max_start_s = 86400;  // backfill.max_start_s
   double backfill_hold_s = 10;      // --capacity-hold-ms: a reservation outlives its start this long
-  // [estimate] (ours) at each arrival, the broker's start estimate (broker/estimate/forecast.hpp)
+  // (ours) at each arrival, the broker's start estimate (broker/estimate/forecast.hpp)
   // over the simulated state; at the job's first start, its error.
   bool estimates = false;
   bool estimate_preemption = true;  // the estimate's run preempts (estimate::Snapshot::preemption)
@@ -57,7 +57,7 @@ struct SimOptions {
   std::string estimate_log;  // a CSV line per job at its first start: estimate against start
 };
 
-// [estimate] How the start estimates made at arrival compare with the starts.
+// How the start estimates made at arrival compare with the starts.
 struct EstimateAccuracy {
   long long made = 0;          // arrivals with an estimate (status estimated)
   long long unknown = 0;       // arrivals whose estimate could not be made (unknown, unresolvable)
@@ -89,7 +89,7 @@ struct SimResult {
   double stranded_gpu_hours = 0;  // arrival window: GPUs idle on a worker while a job its type can run waits
   double arrival_stranded = 0;    // the same as a fraction of GPUs x arrival span
   std::map<std::string, double> tenant_gpu_hours;  // allocated in the tenant window
-  // [usage] Of those, what jobs got that started while no other tenant had a job
+  // Of those, what jobs got that started while no other tenant had a job
   // waiting that fits the worker type: any work-conserving order starts them.
   std::map<std::string, double> tenant_uncontested_gpu_hours;
   std::map<std::string, Percentiles> wait_s;  // per priority class: total time queued
@@ -103,7 +103,7 @@ struct SimResult {
   long long oversubscriptions = 0;       // capacity checks failed after a placement (must be 0)
   long long constraint_violations = 0;   // placements fits_static refuses (must be 0)
   long long judgements = 0;              // ours: class verdicts (each FETCH, each waiting class), controller sites; FIFO: dynamic
-  EstimateAccuracy estimate;             // [estimate] with SimOptions::estimates
+  EstimateAccuracy estimate;             // with SimOptions::estimates
   double wall_s = 0;
   double locality_hit_rate() const { return locality_jobs ? static_cast<double>(locality_hits) / locality_jobs : 0; }
 };

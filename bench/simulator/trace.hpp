@@ -70,7 +70,7 @@ std::vector<SimJob> generate_trace(int count, std::uint64_t seed, double load, c
 // `pool_load`.
 std::vector<SimJob> generate_pool_trace(int count, std::uint64_t seed, double pool_load, const std::vector<WorkerSpec>& workers);
 
-// [estimate] Makes each job's ext_ml_estimated_duration_seconds its run time times a
+// Makes each job's ext_ml_estimated_duration_seconds its run time times a
 // factor drawn uniformly in [1 - noise, 1 + noise] (own RNG stream from `seed`): users
 // declare durations, they do not know them.
 void perturb_declared_durations(std::vector<SimJob>& trace, double noise, std::uint64_t seed);

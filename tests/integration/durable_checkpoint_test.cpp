@@ -1,4 +1,4 @@
-// [durable] The durable-execution checkpoint (ojs-durable-execution.md) beside the ML
+// The durable-execution checkpoint (ojs-durable-execution.md) beside the ML
 // one on the same route: what the public conformance cases (ctest
 // conformance_ExtDurableExecution) do not exercise. A real redis-server and broker.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// [estimate] When will a waiting job start (GET /jobs/{id}/diagnosis `estimate`),
+// When will a waiting job start (GET /jobs/{id}/diagnosis `estimate`),
 // what would make it start (POST /jobs/{id}/what-if) and the queue's next
 // placements (GET /queues/{name}/forecast), end to end: a real redis-server and
 // broker, workers simulated by HTTP FETCH with capabilities. The estimate is a
@@ -166,7 +166,7 @@ TEST_F(Estimate, BehindAJobResumedFromItsCheckpoint) {
   EXPECT_LE(ms_of(e["start_at"]), reported + 3 * (reported - started_ms(a)) + 1000) << e.dump();
 }
 
-// [fairorder] Under policy fair the run takes the jobs as the claim does: team-a has
+// Under policy fair the run takes the jobs as the claim does: team-a has
 // used the queue and holds its one GPU, team-b has used nothing, so team-b's job,
 // pushed after team-a's, starts first when the running job ends (the score order,
 // team-a's slot before team-b's, said the opposite).
@@ -398,7 +398,7 @@ TEST_F(Estimate, RunTimeListExpiryIsSetAtCreationAndRenewedOneWriteInEight) {
   EXPECT_EQ(redis_lines(redis, {"LLEN", list}), std::vector<std::string>{"9"});
 }
 
-// [preemption] A reserved job that fits no worker while a spot job holds it: the
+// A reserved job that fits no worker while a spot job holds it: the
 // controller would preempt the spot job, so the estimate is the end of its grace
 // period, not its declared end. Here another broker holds the controller's leader
 // lease (and has not run its pass yet), so what the estimate shows is the run's own

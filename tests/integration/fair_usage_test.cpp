@@ -1,4 +1,4 @@
-// [usage] Fair share over time (issue #32): the `fair` policy weighs what a tenant
+// Fair share over time (issue #32): the `fair` policy weighs what a tenant
 // has used (decayed resource-seconds) plus what it holds now, so a queue drained one
 // job at a time, or one whose jobs need no GPU, is shared by weight too; and every
 // resource-second is counted. Real redis-server, real broker, HTTP.

@@ -1,4 +1,4 @@
-// [gangs] ext_ml_gang end to end: a real redis-server and broker; workers simulated
+// ext_ml_gang end to end: a real redis-server and broker; workers simulated
 // by HTTP calls with the example capabilities (two 4 x A100 hosts).
 #include <gtest/gtest.h>
 
@@ -256,7 +256,7 @@ TEST_F(Gang, PreemptingOneMemberBringsTheWholeGangDownAndBackWithItsCheckpoint) 
   EXPECT_NE(back["w1"]["ext_ml_gang_rank"], back["w2"]["ext_ml_gang_rank"]);
 }
 
-// [gangs] A gang is one job for the queue rate limit: it needs room to start forming
+// A gang is one job for the queue rate limit: it needs room to start forming
 // (and to start); once running it takes the room of one job.
 TEST_F(Gang, QueueRateLimitCountsTheGangAsOneJob) {
   const std::string q = "gang-rate";
@@ -279,7 +279,7 @@ TEST_F(Gang, QueueRateLimitCountsTheGangAsOneJob) {
   EXPECT_EQ(api.fetch({q}, "w3", 1, w3).size(), 0u);
 }
 
-// [gangs] expires_at: a gang past it is discarded, whether it was still waiting or
+// expires_at: a gang past it is discarded, whether it was still waiting or
 // already holding members (whose GPUs are released).
 TEST_F(Gang, ExpiredGangIsDiscardedInsteadOfHeldOrStarted) {
   const std::string q = "gang-ttl";

@@ -230,7 +230,7 @@ TEST_F(Preemption, ReservedJobPreemptsSpotWorkUnderEveryQueuePolicy) {
   }
 }
 
-// [fairorder] Under fair's tenant order a job takes a lower-class victim of its own
+// Under fair's tenant order a job takes a lower-class victim of its own
 // tenant as before, but another tenant's only while its tenant is below its share
 // and, after the move, at or below the victim tenant's (Kueue's
 // LessThanOrEqualToFinalShare; half-life 0: the shares are the GPUs held now). On a
@@ -398,7 +398,7 @@ TEST_F(Preemption, CheckpointPrefixAllowList) {
   EXPECT_EQ(a.post("/ojs/v1/jobs", ml_job("pfx", {{"ext_ml_checkpoint_storage_uri", "s3://allowed/x"}})).status, 400);  // trailing slash
 }
 
-// [fairband] Under `fair` too: its order is the priority class first, so an escalated
+// Under `fair` too: its order is the priority class first, so an escalated
 // job moves to the new class's band (before, it kept its place).
 TEST_F(Preemption, WaitingJobEscalatesToItsTargetClass) {
   for (const std::string policy : {"priority", "fair"}) {

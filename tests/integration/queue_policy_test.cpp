@@ -51,7 +51,7 @@ class QueuePolicy : public ::testing::Test {
     ASSERT_EQ(r.status, 200) << r.body.dump();
   }
 
-  // [fairorder] Weights 1:1 and tenant_fairness.order `order`; team-a holds 1 of 8 GPUs
+  // Weights 1:1 and tenant_fairness.order `order`; team-a holds 1 of 8 GPUs
   // (team-b none) when a spot job of team-b, a spot job of team-a (both of `spot_gpus`)
   // and a 1-GPU on-demand job of team-a wait. The ids {spot_b, spot_a, on_demand_a}
   // and the order the queue serves them in, one FETCH at a time.
@@ -116,7 +116,7 @@ TEST_F(QueuePolicy, BadPolicyOrWeightsAre400NamingTheField) {
       {{{"tenant_fairness", {{"default_weight", -1}}}}, "tenant_fairness.default_weight"},
       {{{"tenant_fairness", {{"strategy", "round-robin"}}}}, "tenant_fairness.strategy"},
       {{{"tenant_fairness", {{"weight", {}}}}}, "tenant_fairness.weight"},
-      {{{"tenant_fairness", {{"order", "round-robin"}}}}, "tenant_fairness.order"},  // [fairorder]
+      {{{"tenant_fairness", {{"order", "round-robin"}}}}, "tenant_fairness.order"},
   };
   for (const auto& [body, field] : bad) {
     auto r = api.call("PUT", config_path("pol-bad"), body);
@@ -214,7 +214,7 @@ TEST_F(QueuePolicy, FairShareRespectsTenantQuotas) {
   EXPECT_EQ(got["team-b"], 3);
 }
 
-// [fairorder] The default fair order (tenant_fairness.order "tenant"): the tenant's
+// The default fair order (tenant_fairness.order "tenant"): the tenant's
 // share first, then, within the tenant, the higher priority class. team-a holds a GPU
 // (over its share), team-b none: of an on-demand job of team-a and a spot job of
 // team-b, team-b's spot job is placed (the weights bind across classes); then team-a's
@@ -227,7 +227,7 @@ TEST_F(QueuePolicy, FairTenantOrderServesTheTenantBelowItsShareAcrossClasses) {
   }
 }
 
-// [fairorder] A change of tenant_fairness.order rescoring nothing strands nothing:
+// A change of tenant_fairness.order rescoring nothing strands nothing:
 // the two orders read the same bands, so the jobs queued under one are claimed in
 // the other's order at once. Queued under "class", claimed under "tenant", then the
 // reverse.
@@ -268,7 +268,7 @@ TEST_F(QueuePolicy, FairOrderChangeStrandsNothingAndAppliesToQueuedJobs) {
   EXPECT_EQ(rest, want);  // nothing stranded
 }
 
-// [fairband] Under `fair` with order "class" the priority class comes first and the
+// Under `fair` with order "class" the priority class comes first and the
 // tenant's share orders jobs within a class. team-a holds a GPU (over its share), team-b holds
 // none: of an on-demand job of team-a and a spot job of team-b that both fit the
 // one free GPU, the on-demand job is placed (a spot job placed there would be
@@ -283,7 +283,7 @@ TEST_F(QueuePolicy, FairClassOrderServesTheHigherPriorityClassFirstAndSharesWith
   }
 }
 
-// [fairband] The fair score keeps kMaxFairSlots tenant slots per priority class
+// The fair score keeps kMaxFairSlots tenant slots per priority class
 // (priority_score.hpp): 1,364 named tenants and the unnamed ones' slot. One more is a
 // 400 naming the field, not a tenant sharing another's slot.
 TEST_F(QueuePolicy, FairWeightsAreBoundedByTheSlotsOfAClass) {
@@ -300,7 +300,7 @@ TEST_F(QueuePolicy, FairWeightsAreBoundedByTheSlotsOfAClass) {
   EXPECT_EQ(drain(api, "pol-fair-many"), (std::vector<std::string>{last}));
 }
 
-// [fairband] A tenant at its quota does not hold back a lower class: team-a's
+// A tenant at its quota does not hold back a lower class: team-a's
 // on-demand jobs are the set's best class, but team-a is at its quota, so team-b's
 // spot job is claimed (the claim looks past a class whose every tenant is blocked).
 TEST_F(QueuePolicy, FairLooksPastAClassWhoseTenantsAreAllOverQuota) {

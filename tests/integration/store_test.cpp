@@ -253,7 +253,7 @@ TEST(Store, HealthStaysPromptDuringAHundredThousandIdHeartbeat) {
   EXPECT_LT(p50, std::max(50.0, 10 * base_p50)) << "the typical /health slowed from " << base_p50 << " ms to " << p50 << " ms";
 }
 
-// [hotpath] A FETCH whose classes have no waiting job decides from the snapshot
+// A FETCH whose classes have no waiting job decides from the snapshot
 // (the class-head index names no head for them) and runs no script and reads no
 // ready set; a new job is still claimed at once.
 TEST(Store, AFetchFromEmptyClassesRunsNoScriptUntilAJobArrives) {
@@ -286,7 +286,7 @@ TEST(Store, AFetchFromEmptyClassesRunsNoScriptUntilAJobArrives) {
   EXPECT_EQ(jobs[0]["id"], id);
 }
 
-// [hotpath] ACK and NACK of a job this broker handed out skip the job-directory
+// ACK and NACK of a job this broker handed out skip the job-directory
 // read (a job never changes queue); another broker looks it up.
 TEST(Store, AckOfAJobThisBrokerHandedOutSkipsTheDirectoryRead) {
   RedisServer redis;

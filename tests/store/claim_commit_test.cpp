@@ -157,7 +157,7 @@ TEST_F(ClaimCommit, ANewClassMakesTheClaimStaleBeforeAnythingIsDecided) {
 
 }  // namespace
 
-// [gangs] A gang pick decided before another worker started forming a gang is not
+// A gang pick decided before another worker started forming a gang is not
 // committed ('stale': only the forming gang may hold members); the claimer reads
 // again and joins the gang that forms, which this member completes.
 TEST_F(ClaimCommit, AGangPickOvertakenByAnotherFormingIsDecidedAgain) {

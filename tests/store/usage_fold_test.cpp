@@ -1,4 +1,4 @@
-// [usage] The fold of a queue's usage journal (_lib_accounting.lua usage_fold), run by
+// The fold of a queue's usage journal (_lib_accounting.lua usage_fold), run by
 // a real Redis on lines written as usage_ended writes them: the totals and the hourly
 // rollup are the exact integer sums, the decayed use is what adding each attempt's
 // use at its own end gives (decay, add, decay, add...; the use as it accrued over the

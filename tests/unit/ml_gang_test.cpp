@@ -1,4 +1,4 @@
-// [gangs] ext_ml_gang: parsing, validation errors naming the field and rule, the class.
+// ext_ml_gang: parsing, validation errors naming the field and rule, the class.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

@@ -253,7 +253,7 @@ TEST(MlRequirements, SdkAliasesModelNameAndMaxCheckpoints) {
   EXPECT_EQ(both.scheduling.checkpoint.max_count, 2);
 }
 
-// [fairshare] The proposed ext_ml_estimated_duration_seconds (sjf, backfill), top level or meta.compute.
+// The proposed ext_ml_estimated_duration_seconds (sjf, backfill), top level or meta.compute.
 TEST(Requirements, EstimatedDurationIsReadFromBothEncodings) {
   EXPECT_EQ(parse_requirements({{"ext_ml_estimated_duration_seconds", 90}}).scheduling.estimated_duration_seconds, 90);
   EXPECT_EQ(parse_requirements({{"meta", {{"compute", {{"estimated_duration_seconds", 7}}}}}}).scheduling.estimated_duration_seconds, 7);

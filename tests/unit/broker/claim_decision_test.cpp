@@ -122,7 +122,7 @@ TEST(ClaimDecision, SeveralJobsMergeTheClassesInTheQueueOrderWithinTheBudget) {
 }
 
 
-// [fairshare] A fair queue: weights 1:1, team-a holds one GPU now, team-b none.
+// A fair queue: weights 1:1, team-a holds one GPU now, team-b none.
 FairDetail fair_detail_of(const std::string& order) {
   FairDetail f;
   f.layout_json = R"({"base":4096,"slots":2,"default_weight":1,"tenants":{"team-a":[1,1],"team-b":[2,1]},"order":")" + order + R"("})";

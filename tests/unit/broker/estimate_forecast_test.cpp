@@ -1,4 +1,4 @@
-// [estimate] The forward run (broker/estimate/forecast.*): pure, no Redis.
+// The forward run (broker/estimate/forecast.*): pure, no Redis.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -117,7 +117,7 @@ TEST(EstimateForecast, OverrunsFromCompletedJobsMoveTheEnds) {
   EXPECT_EQ(Overruns::of({2.0, 2.0, 3.0}).run(1000), 2000);
 }
 
-// [preemption] A job that may preempt (above spot) and fits no worker starts once its
+// A job that may preempt (above spot) and fits no worker starts once its
 // victims' grace period ends, as the controller would free the worker for it.
 TEST(EstimateForecast, AHigherClassJobStartsAfterItsVictimsGracePeriod) {
   Snapshot s;
@@ -165,7 +165,7 @@ TEST(EstimateForecast, AHigherClassJobStartsAfterItsVictimsGracePeriod) {
   EXPECT_EQ(estimate_start(s, "later").start_ms, 31000 + 60000);
 }
 
-// [estimate] A running job that reported progress (the OJS progress extension) ends
+// A running job that reported progress (the OJS progress extension) ends
 // where its progress says, not at its declared end, once the report is to be trusted.
 TEST(EstimateForecast, ReportedProgressSaysWhenARunningJobEnds) {
   EXPECT_EQ(progress_end(0, {0.5, 30000}, 40000), 60000);  // half done after 30 s: 30 s more

@@ -1,4 +1,4 @@
-// [fairorder] The shares capacity preemption and the start estimate weigh, from a read
+// The shares capacity preemption and the start estimate weigh, from a read
 // of a fair queue's usage hash as stored (scheduling/fair_order.cpp fair_shares_of):
 // the claim's own formula, no Lua copy.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// [gangs] Which gang a fetching worker joins (scheduling/gang_decision.cpp): pure, no
+// Which gang a fetching worker joins (scheduling/gang_decision.cpp): pure, no
 // Redis. claim_gang.lua only commits the pick (tests/store/claim_commit_test.cpp).
 #include <gtest/gtest.h>
 

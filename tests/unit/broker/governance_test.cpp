@@ -92,7 +92,7 @@ TEST(QueueConfigFields, AConfigSurvivesTheStoredForm) {
                      {"policy", "fair"},
                      {"tenant_fairness", {{"weights", {{"tenant:team-a", 3}}}, {"default_weight", 2}}},
                      {"backfill", {{"after_s", 5}, {"max_start_s", 600}}},
-                     {"retention", {{"completed", "P7D"}, {"max_jobs", 100}}}};  // [admin]
+                     {"retention", {{"completed", "P7D"}, {"max_jobs", 100}}}};
   const auto config = governance::parse_queue_config(body);
   const auto write = governance::to_stored(config);
   // Outside a cohort, the share a cohort controller set goes too.

@@ -38,7 +38,7 @@ TEST(ScoreBand, RankAndPolicyBasesAreBandStarts) {
   EXPECT_EQ(unpack_score(rank_base(0, -100)).band, 3 * kPrioritiesPerClass - 1);
   EXPECT_EQ(class_rank_of_score(rank_base(1, 7) + 99), 1);
   EXPECT_EQ(class_rank_of_ready_score(order_base(QueuePolicy::fifo, 2, 0, std::nullopt, 0)), std::nullopt);
-  // [fairband] fair: the class band (reserved first), then the tenant slot, clamped to the class's last.
+  // fair: the class band (reserved first), then the tenant slot, clamped to the class's last.
   EXPECT_EQ(unpack_score(order_base(QueuePolicy::fair, 2, 0, std::nullopt, 3)).band, kFairBandBase + 3);
   EXPECT_EQ(unpack_score(order_base(QueuePolicy::fair, 1, 0, std::nullopt, 0)).band, kFairBandBase + kMaxFairSlots);
   EXPECT_EQ(unpack_score(order_base(QueuePolicy::fair, 0, 0, std::nullopt, 1 << 20)).band, kFairBandBase + 3 * kMaxFairSlots - 1);
@@ -46,7 +46,7 @@ TEST(ScoreBand, RankAndPolicyBasesAreBandStarts) {
   EXPECT_EQ(class_rank_of_ready_score(order_base(QueuePolicy::fair, 2, 0, std::nullopt, 0)), std::nullopt);  // the job's rank_base says
 }
 
-// [fairband] Escalation under `fair` moves a job to its tenant's slot of the new class;
+// Escalation under `fair` moves a job to its tenant's slot of the new class;
 // another policy's base has no class to move.
 TEST(ScoreBand, FairBaseFollowsTheClassAndKeepsTheTenantSlot) {
   const double spot_slot_5 = order_base(QueuePolicy::fair, 0, 0, std::nullopt, 5);

@@ -1,4 +1,4 @@
-// [fairshare] The ready-set score per queue policy (broker/store/priority_score.hpp):
+// The ready-set score per queue policy (broker/store/priority_score.hpp):
 // bands of the policies never overlap, sjf is monotone in the declared duration,
 // and every score stays an exact double.
 #include <gtest/gtest.h>
@@ -30,7 +30,7 @@ TEST(QueuePolicyScore, PolicyBandsAreDisjointAndExact) {
   EXPECT_LT(fifo, sjf_first);
   EXPECT_LT(sjf_last, fair_first);
   EXPECT_EQ(fair_last, (kFairBandBase + 3 * kMaxFairSlots - 1) * kScoreBand);  // clamped
-  // [fairband] Every reserved job's band before every on-demand one's, before every spot one's.
+  // Every reserved job's band before every on-demand one's, before every spot one's.
   EXPECT_LT(order_base(QueuePolicy::fair, 2, -100, std::nullopt, kMaxFairSlots - 1), order_base(QueuePolicy::fair, 1, 100, std::nullopt, 0));
   EXPECT_LT(order_base(QueuePolicy::fair, 1, -100, std::nullopt, kMaxFairSlots - 1), order_base(QueuePolicy::fair, 0, 100, std::nullopt, 0));
   EXPECT_LT(fair_last + kScoreBand, 9007199254740992.0);  // + a full sequence: still below 2^53

@@ -206,7 +206,7 @@ TEST(BudgetVictims, NothingWhenTheBudgetAllowsOrJobLimitIsTheObstacle) {
   EXPECT_FALSE(choose_budget_victims(1, 2, budget, leaving)) << "a job already leaving frees the slot";
 }
 
-// [preemption] plan_capacity_preemption: the controller's pass over the workers, shared
+// plan_capacity_preemption: the controller's pass over the workers, shared
 // by the start estimate's run and bench/simulator (broker/preemption/capacity_plan.hpp).
 TEST(CapacityPlan, OnlyAboveSpotAndNotForAReservationsJob) {
   EXPECT_FALSE(may_preempt(needs(1), 0));
@@ -252,7 +252,7 @@ TEST(CapacityPlan, CheapestWorkerUnlessOneFitsOrWillOnceLeavingJobsGo) {
   EXPECT_FALSE(plan.worker);
 }
 
-// [fairorder] The tenant order's share rule (capacity_plan.hpp fair_share_allows),
+// The tenant order's share rule (capacity_plan.hpp fair_share_allows),
 // shares as GPUs held now (no decayed use): 4 GPUs, team-a holds 4, weights 1:1.
 TEST(FairSharePreemption, AnotherTenantOnlyBelowItsShareAndAtOrBelowTheVictimAfter) {
   FairShares s;

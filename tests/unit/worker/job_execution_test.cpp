@@ -96,7 +96,7 @@ TEST_F(JobExecutionTest, JobSeesItsEnvironmentStdinAndFile) {
   EXPECT_EQ(outcome.result["cwd_ok"], true);
 }
 
-// [gangs] A gang member's process gets its rank, the world size and the rendezvous.
+// A gang member's process gets its rank, the world size and the rendezvous.
 TEST_F(JobExecutionTest, GangMemberSeesRankWorldSizeAndRendezvous) {
   const auto job = make_job({{"ext_ml_gang_rank", 1}, {"ext_ml_gang_world_size", 2},
                              {"ext_ml_gang_master_addr", "10.0.0.1"}, {"ext_ml_gang_master_port", 29501}});
