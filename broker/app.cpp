@@ -205,7 +205,7 @@ void BrokerApp::Impl::build_services() {
   i.push = std::make_unique<PushService>(st.transitions, st.directory, st.queues, *i.scheduler, i.config);
   i.fetch = std::make_unique<FetchService>(st.claims, st.queues, st.reads, st.marks, *i.jobs, *i.scheduler, *i.workers,
                                            *i.diagnosis, i.config);
-  i.views = std::make_unique<JobViews>(st.reads, st.queues, st.marks, *i.diagnosis, *i.workers, i.config);
+  i.views = std::make_unique<JobViews>(st.reads, st.queues, st.marks, st.cohorts, *i.diagnosis, *i.workers, i.config);
   i.reaper = std::make_unique<Reaper>(st.reads, st.transitions, st.workflows);
   i.queues = std::make_unique<QueueService>(st.queues, *i.push);
   i.observability =

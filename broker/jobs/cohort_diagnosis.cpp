@@ -9,8 +9,13 @@ namespace ojs::broker {
 
 using nlohmann::json;
 
-json cohort_diagnosis(JobReads& reads, QueueDirectory& queues, const JobRecord& job) {
-  const BudgetUse use = queues.budget(job.queue());
+json cohort_diagnosis(JobReads& reads, QueueDirectory& queues, CohortStore& cohorts, const JobRecord& job) {
+  // Every listed queue's cohort and budget in one round trip: this job's, and the
+  // other members' for the reclaim under way.
+  const auto settings = cohorts.read(queues.queues());
+  const auto own = std::find_if(settings.begin(), settings.end(), [&](const CohortSettings& s) { return s.queue == job.queue(); });
+  if (own == settings.end()) return nullptr;
+  const BudgetUse& use = own->budget;
   json out = governance::cohort_json(use);
   if (out.is_null()) return out;
   if (job.state() == "active") {
@@ -27,8 +32,9 @@ json cohort_diagnosis(JobReads& reads, QueueDirectory& queues, const JobRecord& 
   json victims = json::array();
   long long gpus = 0;
   std::int64_t grace_ends = 0;
-  for (const auto& queue : queues.queues()) {
-    if (queue == job.queue() || queues.budget(queue).cohort != use.cohort) continue;
+  for (const auto& member : settings) {
+    const auto& queue = member.queue;
+    if (queue == job.queue() || member.cohort != use.cohort) continue;
     std::vector<std::pair<std::string, std::string>> ids;
     for (const auto& [id, _] : reads.active_jobs(queue)) ids.emplace_back(queue, id);
     for (const auto& running : reads.get_many(ids)) {

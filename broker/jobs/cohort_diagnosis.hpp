@@ -5,6 +5,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include "broker/store/cohort_store.hpp"
 #include "broker/store/job_reads.hpp"
 #include "broker/store/job_record.hpp"
 #include "broker/store/queue_directory.hpp"
@@ -12,6 +13,6 @@
 namespace ojs::broker {
 
 // null when the job's queue is in no cohort.
-nlohmann::json cohort_diagnosis(JobReads& reads, QueueDirectory& queues, const JobRecord& job);
+nlohmann::json cohort_diagnosis(JobReads& reads, QueueDirectory& queues, CohortStore& cohorts, const JobRecord& job);
 
 }  // namespace ojs::broker

@@ -58,7 +58,7 @@ json JobViews::diagnosis(const std::string& id) {
     }
   }
   out["requirements"] = json::parse(queues_.class_json(record->queue(), record->get("class")), nullptr, false);
-  if (auto cohort = cohort_diagnosis(reads_, queues_, *record); !cohort.is_null()) out["cohort"] = std::move(cohort);
+  if (auto cohort = cohort_diagnosis(reads_, queues_, cohorts_, *record); !cohort.is_null()) out["cohort"] = std::move(cohort);
   if (record->state() == "available") {  // a backfill reservation: the worker held for it, and from when
     if (auto hold = backfill_hold_of(marks_, id))
       out["backfill_reservation"] = {{"worker_id", hold->worker_id}, {"start_at", format_rfc3339(hold->backfill_start_ms)},

@@ -9,6 +9,7 @@
 #include "broker/config.hpp"
 #include "broker/pipeline/diagnosis_review.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
+#include "broker/store/cohort_store.hpp"
 #include "broker/store/job_reads.hpp"
 #include "broker/store/preemption_store.hpp"
 #include "broker/store/queue_directory.hpp"
@@ -18,9 +19,9 @@ namespace ojs::broker {
 
 class JobViews {
  public:
-  JobViews(JobReads& reads, QueueDirectory& queues, PreemptionStore& marks, DiagnosisLog& diagnosis, WorkerRegistry& workers,
-           const BrokerConfig& config)
-      : reads_(reads), queues_(queues), marks_(marks), diagnosis_(diagnosis), workers_(workers), config_(config) {}
+  JobViews(JobReads& reads, QueueDirectory& queues, PreemptionStore& marks, CohortStore& cohorts, DiagnosisLog& diagnosis,
+           WorkerRegistry& workers, const BrokerConfig& config)
+      : reads_(reads), queues_(queues), marks_(marks), cohorts_(cohorts), diagnosis_(diagnosis), workers_(workers), config_(config) {}
 
   nlohmann::json info(const std::string& id);               // -> envelope (+ diagnosis while waiting)
   nlohmann::json diagnosis(const std::string& id);          // why a job waits
@@ -34,6 +35,7 @@ class JobViews {
   JobReads& reads_;
   QueueDirectory& queues_;
   PreemptionStore& marks_;
+  CohortStore& cohorts_;
   DiagnosisLog& diagnosis_;
   WorkerRegistry& workers_;
   const BrokerConfig& config_;
