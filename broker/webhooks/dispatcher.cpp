@@ -65,10 +65,8 @@ std::shared_ptr<const std::vector<Subscription>> Dispatcher::subscriptions() con
 
 void Dispatcher::refresh() {
   auto fresh = std::make_shared<std::vector<Subscription>>();
-  for (const auto& [id, text] : store_.all()) {
-    auto record = nlohmann::json::parse(text, nullptr, false);
-    if (record.is_object()) fresh->push_back(Subscription::from_record(record));
-  }
+  for (const auto& [id, text] : store_.all())
+    if (auto sub = Subscription::from_text(text)) fresh->push_back(std::move(*sub));
   const bool any = std::any_of(fresh->begin(), fresh->end(), [](const Subscription& s) { return s.active; });
   {
     std::lock_guard lock(subs_mutex_);

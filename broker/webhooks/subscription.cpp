@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "broker/events/event_log.hpp"
 #include "broker/webhooks/address_guard.hpp"
 #include "ojs/core/digest.hpp"
 #include "ojs/core/error.hpp"
@@ -96,6 +97,24 @@ void require_object(const nlohmann::json& body) {
   if (!body.is_object()) throw invalid_field("body", "must be a JSON object");
 }
 
+Subscription from_record(const nlohmann::json& r) {
+  Subscription s;
+  s.id = r.value("id", "");
+  s.tenant = r.value("tenant", "");
+  s.url = r.value("url", "");
+  s.events = r.value("events", std::vector<std::string>{});
+  if (r.contains("filter") && r["filter"].is_object()) {
+    s.queues = r["filter"].value("queues", std::vector<std::string>{});
+    s.job_types = r["filter"].value("job_types", std::vector<std::string>{});
+  }
+  s.metadata = r.value("metadata", nlohmann::json::object());
+  s.active = r.value("active", true);
+  s.secret = r.value("secret", "");
+  s.created_at = r.value("created_at", "");
+  s.updated_at = r.value("updated_at", s.created_at);
+  return s;
+}
+
 }  // namespace
 
 bool event_type_matches(const std::vector<std::string>& patterns, const std::string& type) {
@@ -114,7 +133,7 @@ bool Subscription::wants(const nlohmann::json& event) const {
     return allowed.empty() || std::find(allowed.begin(), allowed.end(), data.value(key, "")) != allowed.end();
   };
   if (!in(queues, "queue") || !in(job_types, "job_type")) return false;
-  return tenant.empty() || data.value("tenant", "") == tenant;  // ojs-webhooks.md §9.3
+  return visible_to(event, tenant);  // ojs-webhooks.md §9.3: the rule a tenant-pinned event reader follows
 }
 
 nlohmann::json Subscription::view() const {
@@ -137,23 +156,16 @@ nlohmann::json Subscription::record() const {
   return out;
 }
 
-Subscription Subscription::from_record(const nlohmann::json& r) {
-  Subscription s;
-  s.id = r.value("id", "");
-  s.tenant = r.value("tenant", "");
-  s.url = r.value("url", "");
-  s.events = r.value("events", std::vector<std::string>{});
-  if (r.contains("filter") && r["filter"].is_object()) {
-    s.queues = r["filter"].value("queues", std::vector<std::string>{});
-    s.job_types = r["filter"].value("job_types", std::vector<std::string>{});
-  }
-  s.metadata = r.value("metadata", nlohmann::json::object());
-  s.active = r.value("active", true);
-  s.secret = r.value("secret", "");
-  s.created_at = r.value("created_at", "");
-  s.updated_at = r.value("updated_at", s.created_at);
-  return s;
+std::optional<Subscription> Subscription::from_text(const std::string& text) {
+  const auto record = nlohmann::json::parse(text, nullptr, false);
+  if (!record.is_object()) return std::nullopt;
+  return from_record(record);
 }
+
+OjsError subscription_not_found(const std::string& id) {
+  return OjsError(ErrorCode::not_found, "webhook subscription '" + id + "' not found", {{"id", id}});
+}
+
 
 Subscription parse_subscription(const nlohmann::json& body) {
   require_object(body);

@@ -5,8 +5,11 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "ojs/core/error.hpp"
 
 namespace ojs::broker::webhooks {
 
@@ -29,8 +32,11 @@ struct Subscription {
   // only when it has one.
   nlohmann::json view() const;
   nlohmann::json record() const;  // what the store keeps
-  static Subscription from_record(const nlohmann::json& record);
+  static std::optional<Subscription> from_text(const std::string& stored);  // record()'s text; none when not a JSON object
 };
+
+// 404 naming the subscription (absent, or another tenant's: the same answer).
+OjsError subscription_not_found(const std::string& id);
 
 // Whether `type` matches one of `patterns` ("job.completed", "job.*", "*").
 bool event_type_matches(const std::vector<std::string>& patterns, const std::string& type);

@@ -21,17 +21,13 @@ void WebhookService::check_url(const std::string& url) const {
 }
 
 Subscription WebhookService::load(const std::string& id, const std::string& scope) {
-  const auto not_found = [&] {
-    return OjsError(ErrorCode::not_found, "webhook subscription '" + id.substr(0, kMaxIdLength) + "' not found", {{"id", id.substr(0, kMaxIdLength)}});
-  };
+  const auto not_found = [&] { return subscription_not_found(id.substr(0, kMaxIdLength)); };
   if (id.empty() || id.size() > kMaxIdLength) throw not_found();
   const auto text = store_.get(id);
-  if (!text) throw not_found();
-  auto record = nlohmann::json::parse(*text, nullptr, false);
-  if (!record.is_object()) throw not_found();
-  auto sub = Subscription::from_record(record);
-  if (!scope.empty() && sub.tenant != scope) throw not_found();  // another tenant's: as if absent
-  return sub;
+  auto sub = text ? Subscription::from_text(*text) : std::nullopt;
+  if (!sub) throw not_found();
+  if (!scope.empty() && sub->tenant != scope) throw not_found();  // another tenant's: as if absent
+  return *sub;
 }
 
 nlohmann::json WebhookService::create(const nlohmann::json& body, const std::string& tenant) {
@@ -53,10 +49,8 @@ nlohmann::json WebhookService::create(const nlohmann::json& body, const std::str
 nlohmann::json WebhookService::list(const std::string& scope) {
   std::vector<Subscription> subs;
   for (const auto& [id, text] : store_.all()) {
-    auto record = nlohmann::json::parse(text, nullptr, false);
-    if (!record.is_object()) continue;
-    auto sub = Subscription::from_record(record);
-    if (scope.empty() || sub.tenant == scope) subs.push_back(std::move(sub));
+    auto sub = Subscription::from_text(text);
+    if (sub && (scope.empty() || sub->tenant == scope)) subs.push_back(std::move(*sub));
   }
   // Oldest first: ids are UUIDv7, their order is creation order.
   std::sort(subs.begin(), subs.end(), [](const Subscription& a, const Subscription& b) { return a.id < b.id; });
@@ -68,8 +62,7 @@ nlohmann::json WebhookService::list(const std::string& scope) {
 nlohmann::json WebhookService::get(const std::string& id, const std::string& scope) { return load(id, scope).view(); }
 
 nlohmann::json WebhookService::store_update(const Subscription& sub) {
-  if (store_.replace(sub.id, sub.record().dump()) == WebhookStore::Put::gone)
-    throw OjsError(ErrorCode::not_found, "webhook subscription '" + sub.id + "' not found", {{"id", sub.id}});
+  if (store_.replace(sub.id, sub.record().dump()) == WebhookStore::Put::gone) throw subscription_not_found(sub.id);
   dispatcher_.reload();
   return sub.view();
 }
@@ -84,7 +77,7 @@ nlohmann::json WebhookService::update(const std::string& id, const nlohmann::jso
 
 nlohmann::json WebhookService::remove(const std::string& id, const std::string& scope) {
   const auto sub = load(id, scope);
-  if (!store_.remove(id)) throw OjsError(ErrorCode::not_found, "webhook subscription '" + id + "' not found", {{"id", id}});
+  if (!store_.remove(id)) throw subscription_not_found(id);
   dispatcher_.reload();  // its pending deliveries are cancelled when their turn comes
   return sub.view();
 }
