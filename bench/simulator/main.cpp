@@ -37,7 +37,9 @@ json percentiles_json(const Percentiles& p) {
 json estimate_json(const EstimateAccuracy& a) {
   return {{"made", a.made}, {"unknown", a.unknown}, {"measured", a.measured}, {"abs_error_s", percentiles_json(a.abs_error_s)},
           {"rel_error", percentiles_json(a.rel_error)}, {"signed_error_s", percentiles_json(a.signed_error_s)},
-          {"within_10_20_50_100_beyond", a.rel_buckets}, {"started_before_estimate", a.early}};
+          {"within_10_20_50_100_beyond", a.rel_buckets}, {"started_before_estimate", a.early},
+          {"started_by_start_at_p90", a.by_late}, {"started_by_start_at_p90_all", a.by_late_all},
+          {"started_by_start_at_p90_told_60s", a.by_late_told}, {"p90_minus_start_s", percentiles_json(a.late_width_s)}};
 }
 
 json to_json(const SimResult& r) {
@@ -252,11 +254,12 @@ int main(int argc, char** argv) {
       if (a.made + a.unknown == 0) continue;
       std::printf("%s: start estimates at arrival: %lld made, %lld unknown; of the %lld that waited >= 60 s: |error| p50 %.1f min "
                   "(%.1f%% of the wait), p95 %.1f min (%.1f%%); within 10/20/50/100%% of the wait: %.1f/%.1f/%.1f/%.1f%%, "
-                  "beyond %.1f%%; started before the estimate %.1f%%\n",
+                  "beyond %.1f%%; started before the estimate %.1f%%; by start_at_p90 %.1f%% (start_at_p90 - start_at p50 %.1f min); "
+                  "by start_at_p90 of all %lld estimated %.1f%%, of those told one >= 60 s away %.1f%%\n",
                   r.policy.c_str(), a.made, a.unknown, a.measured, a.abs_error_s.p50 / 60, 100 * a.rel_error.p50,
                   a.abs_error_s.p95 / 60, 100 * a.rel_error.p95, 100 * a.rel_buckets.at(0),
                   100 * (a.rel_buckets.at(0) + a.rel_buckets.at(1)), 100 * (a.rel_buckets.at(0) + a.rel_buckets.at(1) + a.rel_buckets.at(2)),
-                  100 * (1 - a.rel_buckets.at(4)), 100 * a.rel_buckets.at(4), 100 * a.early);
+                  100 * (1 - a.rel_buckets.at(4)), 100 * a.rel_buckets.at(4), 100 * a.early, 100 * a.by_late, a.late_width_s.p50 / 60, a.made, 100 * a.by_late_all, 100 * a.by_late_told);
     }
   }
   long long over = 0;

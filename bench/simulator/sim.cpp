@@ -95,6 +95,9 @@ struct JobState {
   bool preemption_pending = false;
   int reserved_on = -1;  // worker holding a reservation for it
   std::optional<double> estimated_start;  // made at arrival (simulated seconds)
+  std::optional<double> late_start;       // its start_at_p90
+  std::optional<double> raw_late_start;   // the run's, before the calibration widened it
+  std::optional<double> started_vs_late;  // (first start - arrival) / (the run's late start - arrival): the calibration
   std::string estimated_worker;           // where (the first of a gang's), for --estimate-log
   bool started = false;                   // the error is measured at the first start
 };
@@ -150,7 +153,7 @@ class Simulation {
     if (options.estimates && !options.estimate_log.empty()) {
       estimate_log_.reset(std::fopen((options.estimate_log + (options.backfill ? ".bf" : "")).c_str(), "w"));
       if (!estimate_log_) throw std::runtime_error("cannot write --estimate-log " + options.estimate_log);
-      std::fprintf(estimate_log_.get(), "job,kind,class_rank,gpus,arrival_s,start_s,estimated_start_s,worker,estimated_worker\n");
+      std::fprintf(estimate_log_.get(), "job,kind,class_rank,gpus,arrival_s,start_s,estimated_start_s,worker,estimated_worker,start_at_p90_s\n");
     }
   }
 
@@ -218,8 +221,16 @@ class Simulation {
   std::vector<std::string> type_names_;  // worker type index -> name
   std::map<std::string, double> pool_allocated_s_, pool_stranded_s_;  // arrival window, GPU-seconds
   std::map<std::pair<std::size_t, int>, bool> uncontested_fit_;  // (class, worker type) -> fits statically
-  std::vector<std::pair<double, double>> estimate_errors_;  // (estimated - actual start, wait) per started job
+  struct EstimateError {
+    double error;  // estimated - actual start
+    double wait;
+    std::optional<double> late_margin;  // start_at_p90 - actual start
+    std::optional<double> width;        // start_at_p90 - start_at
+    double told_wait = 0;               // start_at_p90 - arrival
+  };
+  std::vector<EstimateError> estimate_errors_;  // per started job with an estimate
   std::deque<double> ran_vs_declared_;  // ran / declared of the last completed jobs (Snapshot overruns)
+  std::deque<double> started_vs_late_;  // how late they started against their late start (LateCalibration)
   std::unique_ptr<FILE, int (*)(FILE*)> estimate_log_{nullptr, &std::fclose};  // --estimate-log
 
   void push(Event e) {
@@ -329,8 +340,9 @@ class Simulation {
         er.job = std::move(rj);
         if (const auto declared = job(id).req.scheduling.estimated_duration_seconds) {
           er.job.declared_end_ms = overruns.end(ms(r.start), *declared * 1000LL, snap.now_ms);
+          er.late_end_ms = overruns.end(ms(r.start), *declared * 1000LL, snap.now_ms, est::kLateQuantile);
           if (oracle != SimOptions::Oracle::none)  // diagnosis: its true end
-            er.job.declared_end_ms = ms(r.work_start + jobs_[static_cast<std::size_t>(id)].remaining);
+            er.late_end_ms = er.job.declared_end_ms = ms(r.work_start + jobs_[static_cast<std::size_t>(id)].remaining);
           er.source = est::EndSource::declared;
         }
         if (options_.progress_every_s > 0 && oracle == SimOptions::Oracle::none) {
@@ -354,11 +366,13 @@ class Simulation {
           }
           if (const auto end = est::progress_end(ms(r.start), reported, snap.now_ms)) {
             er.job.declared_end_ms = *end;
+            er.late_end_ms.reset();
             er.source = est::EndSource::progress;
           }
         }
         if (r.preempting && (!er.job.declared_end_ms || *er.job.declared_end_ms > ms(r.preempt_end))) {
           er.job.declared_end_ms = std::max(ms(r.preempt_end), snap.now_ms);  // as the service reads preempt_deadline
+          er.late_end_ms.reset();
           er.source = est::EndSource::preempted;
         }
         ew.running.push_back(std::move(er));
@@ -392,9 +406,10 @@ class Simulation {
       w.class_rank = broker::priority_class_rank(sj.req);
       if (sj.req.scheduling.estimated_duration_seconds) {
         w.run_ms = overruns.run(*sj.req.scheduling.estimated_duration_seconds * 1000LL);
+        w.late_run_ms = overruns.run(*sj.req.scheduling.estimated_duration_seconds * 1000LL, est::kLateQuantile);
         w.run_source = est::EndSource::declared;
       }
-      if (oracle >= SimOptions::Oracle::durations) w.run_ms = ms(jobs_[static_cast<std::size_t>(id)].remaining);
+      if (oracle >= SimOptions::Oracle::durations) w.late_run_ms = w.run_ms = ms(jobs_[static_cast<std::size_t>(id)].remaining);
       snap.waiting.push_back(std::move(w));
     }
     if (oracle == SimOptions::Oracle::arrivals) {  // diagnosis: the trace's next arrivals, due when they arrive
@@ -413,9 +428,14 @@ class Simulation {
         snap.waiting.push_back(std::move(w));
       }
     }
-    const auto e = est::estimate_start(snap, std::to_string(j));
+    const auto e = est::estimate_range(snap, std::to_string(j));
     if (e.status == est::Estimate::Status::estimated) {
       jobs_[static_cast<std::size_t>(j)].estimated_start = static_cast<double>(e.start_ms) / 1000.0;
+      if (e.late_start_ms) {
+        const auto calibration = est::LateCalibration::of({started_vs_late_.begin(), started_vs_late_.end()});
+        jobs_[static_cast<std::size_t>(j)].raw_late_start = static_cast<double>(*e.late_start_ms) / 1000.0;
+        jobs_[static_cast<std::size_t>(j)].late_start = static_cast<double>(calibration.widen(snap.now_ms, *e.late_start_ms)) / 1000.0;
+      }
       if (!e.worker_ids.empty()) jobs_[static_cast<std::size_t>(j)].estimated_worker = e.worker_ids.front();
       ++result_.estimate.made;
     } else {
@@ -428,9 +448,15 @@ class Simulation {
     std::vector<double> abs_error, rel_error, signed_error;
     const std::vector<double> bounds = {0.1, 0.2, 0.5, 1.0};
     a.rel_buckets.assign(bounds.size() + 1, 0);
-    long long early = 0;
-    for (const auto& [error, wait] : estimate_errors_) {
+    long long early = 0, by_late = 0, all = 0, all_by_late = 0, told = 0, told_by_late = 0;
+    std::vector<double> widths;
+    for (const auto& [error, wait, late_margin, width, told_wait] : estimate_errors_) {
+      const bool covered = late_margin && *late_margin >= -0.001;  // the estimate is in whole ms
+      ++all, all_by_late += covered;
+      if (told_wait >= 60) ++told, told_by_late += covered;
       if (wait < 60) continue;
+      if (covered) ++by_late;
+      if (width) widths.push_back(*width);
       abs_error.push_back(std::abs(error));
       rel_error.push_back(std::abs(error) / wait);
       signed_error.push_back(error);
@@ -441,6 +467,10 @@ class Simulation {
     a.measured = static_cast<long long>(abs_error.size());
     for (auto& b : a.rel_buckets) b = a.measured ? b / static_cast<double>(a.measured) : 0;
     a.early = a.measured ? static_cast<double>(early) / static_cast<double>(a.measured) : 0;
+    a.by_late = a.measured ? static_cast<double>(by_late) / static_cast<double>(a.measured) : 0;
+    a.by_late_all = all ? static_cast<double>(all_by_late) / static_cast<double>(all) : 0;
+    a.by_late_told = told ? static_cast<double>(told_by_late) / static_cast<double>(told) : 0;
+    a.late_width_s = percentiles(widths);
     a.abs_error_s = percentiles(abs_error);
     a.rel_error = percentiles(rel_error);
     a.signed_error_s = percentiles(signed_error);
@@ -625,10 +655,19 @@ class Simulation {
     s.waited += now_ - s.queued_since;
     if (!s.started) {
       s.started = true;
-      if (s.estimated_start) estimate_errors_.push_back({*s.estimated_start - now_, now_ - job(j).arrival_s});
+      const auto ms = [](double t) { return static_cast<std::int64_t>(std::llround(t * 1000)); };
+      if (s.raw_late_start)
+        s.started_vs_late = broker::estimate::started_vs_late(ms(job(j).arrival_s), ms(*s.raw_late_start), ms(now_));
+      if (s.estimated_start) {
+        std::optional<double> margin, width;
+        if (s.late_start) margin = *s.late_start - now_, width = *s.late_start - *s.estimated_start;
+        estimate_errors_.push_back({*s.estimated_start - now_, now_ - job(j).arrival_s, margin, width,
+                                    s.late_start.value_or(job(j).arrival_s) - job(j).arrival_s});
+      }
       if (estimate_log_)
-        std::fprintf(estimate_log_.get(), "%d,%s,%d,%d,%.1f,%.1f,%.1f,%s,%s\n", j, sj.kind.c_str(), broker::priority_class_rank(sj.req),
-                     sj.req.gpu_count(), sj.arrival_s, now_, s.estimated_start.value_or(-1), w.spec->id.c_str(), s.estimated_worker.c_str());
+        std::fprintf(estimate_log_.get(), "%d,%s,%d,%d,%.1f,%.1f,%.1f,%s,%s,%.1f\n", j, sj.kind.c_str(), broker::priority_class_rank(sj.req),
+                     sj.req.gpu_count(), sj.arrival_s, now_, s.estimated_start.value_or(-1), w.spec->id.c_str(), s.estimated_worker.c_str(),
+                     s.late_start.value_or(-1));
     }
     s.worker = wi;
     s.preemption_pending = false;
@@ -731,6 +770,10 @@ class Simulation {
       if (options_.estimates && sj.req.scheduling.estimated_duration_seconds) {  // as the broker reads its completed jobs
         ran_vs_declared_.push_back((now_ - r.start) / *sj.req.scheduling.estimated_duration_seconds);
         if (ran_vs_declared_.size() > broker::estimate::kOverrunsKept) ran_vs_declared_.pop_front();
+      }
+      if (s.started_vs_late && s.epoch == 1) {  // its first attempt: the broker reads attempt 1 only
+        started_vs_late_.push_back(*s.started_vs_late);
+        if (started_vs_late_.size() > broker::estimate::kOverrunsKept) started_vs_late_.pop_front();
       }
       useful_gpu_s_ += r.gpus * progress;
       s.done = true;

@@ -67,6 +67,10 @@ struct EstimateAccuracy {
   Percentiles signed_error_s;  // estimated - actual start (> 0: the job started before its estimate)
   std::vector<double> rel_buckets;  // share of `measured` within 10%, 20%, 50%, 100% of the wait, and beyond
   double early = 0;            // share of `measured` that started before their estimate
+  double by_late = 0;          // share of `measured` that started by their start_at_p90 (the late start)
+  double by_late_all = 0;      // the same of every estimated job that started
+  double by_late_told = 0;     // the same of those told a start_at_p90 at least 60 s away
+  Percentiles late_width_s;    // start_at_p90 - start_at of those
 };
 
 // One worker type (GPU pool) while jobs arrive.

@@ -62,6 +62,7 @@ json to_json(const Estimate& e, std::int64_t now_ms) {
   if (e.status == Estimate::Status::estimated) {
     j["start_at"] = format_rfc3339(e.start_ms);
     j["start_in_s"] = std::max<std::int64_t>(0, (e.start_ms - now_ms + 999) / 1000);
+    if (e.late_start_ms) j["start_at_p90"] = format_rfc3339(*e.late_start_ms);
     j["worker_ids"] = e.worker_ids;
     j["placed_ahead"] = e.placed_ahead;
     json ends = json::object();
@@ -80,6 +81,7 @@ json to_json(const Estimate& e, std::int64_t now_ms) {
 
 json to_json(const Placement& p) {
   json j = {{"job_id", p.job_id}, {"worker_ids", p.worker_ids}, {"start_at", format_rfc3339(p.start_ms)}};
+  if (p.late_start_ms) j["start_at_p90"] = format_rfc3339(*p.late_start_ms);
   if (!p.tenant.empty()) j["tenant"] = p.tenant;
   j["end_at"] = p.end_ms ? json(format_rfc3339(*p.end_ms)) : json(nullptr);
   return j;

@@ -26,12 +26,11 @@ OjsError no_such_job(const std::string& id) {
   return OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
 }
 
-// The median of a type's learned run times (ms); none without any.
-std::optional<std::int64_t> median_ms(std::vector<long long> times) {
+// A type's learned run times (ms) at `quantile` (0.5: the median); none without any.
+std::optional<std::int64_t> run_time_at(std::vector<long long> times, double quantile) {
   if (times.empty()) return std::nullopt;
-  const auto mid = times.begin() + static_cast<long>(times.size() / 2);
-  std::nth_element(times.begin(), mid, times.end());
-  return *mid;
+  std::sort(times.begin(), times.end());
+  return estimate::at_quantile(times, quantile);
 }
 
 // How long a waiting job will run: its declared duration (as far as the queue's jobs
@@ -40,6 +39,7 @@ std::optional<std::int64_t> median_ms(std::vector<long long> times) {
 void declared_run(const JobRecord& job, const estimate::Overruns& overruns, estimate::Waiting& w) {
   if (const auto est = job.get_int("estimated_duration_s"); est && *est > 0) {
     w.run_ms = overruns.run(*est * 1000);
+    w.late_run_ms = overruns.run(*est * 1000, estimate::kLateQuantile);
     w.run_source = EndSource::declared;
   } else if (const auto timeout = job.get_int("timeout_ms"); timeout && *timeout > 0) {
     w.run_ms = *timeout;
@@ -197,8 +197,10 @@ estimate::Running with_expected_end(RunningJob job, const JobRecord& record, con
     const auto est = record.get_int("estimated_duration_s");
     r.source = est && *job.declared_end_ms == started + *est * 1000 ? EndSource::declared : EndSource::deadline;
     // A declared end moves as the queue's jobs overran theirs (but not past its deadline); past its end: due now.
-    if (r.source == EndSource::declared && job.queue == queue)
+    if (r.source == EndSource::declared && job.queue == queue) {
       job.declared_end_ms = within_deadline(overruns.end(started, *est * 1000, now));
+      r.late_end_ms = within_deadline(overruns.end(started, *est * 1000, now, estimate::kLateQuantile));
+    }
     job.declared_end_ms = std::max(*job.declared_end_ms, now);
   } else if (!record.has("preempt_deadline") && !by_progress) {
     wants_median = true;
@@ -206,11 +208,13 @@ estimate::Running with_expected_end(RunningJob job, const JobRecord& record, con
   // Reported progress, when it is to be trusted, beats the declared end (not past the deadline) and the median.
   if (by_progress && !record.has("preempt_deadline")) {
     job.declared_end_ms = within_deadline(*by_progress);
+    r.late_end_ms.reset();  // its pace is measured, not learned from others
     r.source = EndSource::progress;
   }
   if (const auto deadline = record.get_int("preempt_deadline"); deadline && job.preempting &&
                                                                 (!job.declared_end_ms || *job.declared_end_ms > *deadline)) {
     job.declared_end_ms = std::max(*deadline, now);  // being preempted: gone by its grace period's end
+    r.late_end_ms.reset();
     r.source = EndSource::preempted;
   }
   r.job = std::move(job);
@@ -233,6 +237,11 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   const auto budget = configs_.budget(queue);
   s.limits.budget = queue_budget(budget.use);
   s.limits.budget.max_gpu_mem_mb.reset();  // the estimate leaves the GPU-memory budget out (docs/matching.md)
+  // A cohort member that lent part of its share gets it back for its waiting jobs: the
+  // controller raises the share to the nominal one as the borrowers it preempts leave
+  // (their ends are their grace periods'), so the run plans with the nominal share.
+  if (budget.use.cohort_gpus && budget.use.nominal_gpus)
+    s.limits.budget.max_gpus = std::max(*budget.use.cohort_gpus, *budget.use.nominal_gpus);
   s.limits.tenants.limits = budget.tenant_max_gpus;
   s.limits.tenants.used = budget.tenant_gpus_in_use;
 
@@ -240,7 +249,12 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   s.fair = fair_shares_of(marks_.fair_usage(queue), true);
 
   // How the queue's jobs kept to their declared durations (Overruns: the ends of jobs that declare one).
-  const auto overruns = estimate::Overruns::of(reads_.ran_vs_declared(queue, estimate::kOverrunsKept));
+  auto completed = reads_.completed_runs(queue, estimate::kOverrunsKept);
+  const auto overruns = estimate::Overruns::of(std::move(completed.ran_vs_declared));
+  std::vector<double> started_vs_late;
+  for (const auto& t : completed.told)
+    if (const auto ratio = estimate::started_vs_late(t.asked_ms, t.late_ms, t.started_ms)) started_vs_late.push_back(*ratio);
+  out.calibration = estimate::LateCalibration::of(std::move(started_vs_late));
 
   MedianWanted medians;
   read_waiting(queue, classes, limit, target, overruns, s, medians);
@@ -333,18 +347,20 @@ void EstimateService::read_medians(const std::string& queue, const MedianWanted&
   for (const auto& [q, wanted] : types) {
     const auto times = reads_.run_times(q, {wanted.begin(), wanted.end()});
     for (const auto& [type, list] : times) {
-      const auto median = median_ms(list);
+      const auto median = run_time_at(list, 0.5), late = run_time_at(list, estimate::kLateQuantile);
       if (!median) continue;
       if (auto it = medians.running.find({q, type}); it != medians.running.end())
         for (const auto& m : it->second) {
           auto& r = s.workers[m.worker].running[m.job];
           r.source = EndSource::median;
           r.job.declared_end_ms = std::max(s.now_ms, m.started_ms + *median);  // past it: due now
+          r.late_end_ms = std::max(s.now_ms, m.started_ms + *late);
         }
       if (q == queue)
         if (auto it = medians.waiting.find(type); it != medians.waiting.end())
           for (std::size_t i : it->second) {
             s.waiting[i].run_ms = *median;
+            s.waiting[i].late_run_ms = *late;
             s.waiting[i].run_source = EndSource::median;
           }
     }
@@ -357,7 +373,12 @@ json EstimateService::estimate_of(const JobRecord& job, Read* out, estimate::Est
   Read r = read(queue, kMaxWaiting, &job);  // the jobs behind it in the window take part too
   const auto classes = queues_.load_classes(queue);
   r.ahead_total = score ? reads_.ready_below(queue, classes, *score) : static_cast<long long>(r.snapshot.waiting.size()) - 1;
-  estimate::Estimate e = estimate::estimate_start(r.snapshot, job.id());
+  estimate::Estimate e = estimate::estimate_range(r.snapshot, job.id());
+  if (e.late_start_ms) {
+    // The first estimate of a waiting job is kept on it: how late it then starts calibrates later ones.
+    if (!job.has("estimate_asked_at")) reads_.note_estimate(queue, job.id(), r.snapshot.now_ms, *e.late_start_ms);
+    e.late_start_ms = r.calibration.widen(r.snapshot.now_ms, *e.late_start_ms);
+  }
   if (run_ahead) *run_ahead = e.jobs_ahead;  // of the jobs the run saw
   e.jobs_ahead = static_cast<int>(std::max<long long>(r.ahead_total, e.jobs_ahead));
   e.position = e.jobs_ahead + 1;
@@ -431,7 +452,8 @@ json EstimateService::what_if(const std::string& id, const json& body, const std
       }
     }
   }
-  estimate::Estimate after = estimate::estimate_start(copy, id);
+  estimate::Estimate after = estimate::estimate_range(copy, id);
+  if (after.late_start_ms) after.late_start_ms = r.calibration.widen(copy.now_ms, *after.late_start_ms);
   after.jobs_ahead = static_cast<int>(std::max<long long>(0, after.jobs_ahead + (before.jobs_ahead - before_run_ahead)));
   after.position = after.jobs_ahead + 1;
   const auto now = now_ms();
@@ -456,7 +478,10 @@ json EstimateService::forecast(const std::string& queue, int limit) {
   Read r = read(queue, kMaxWaiting, nullptr);
   json placements = json::array();
   if (!r.paused)
-    for (const auto& p : estimate::forecast(r.snapshot, limit)) placements.push_back(estimate::to_json(p));
+    for (auto p : estimate::forecast(r.snapshot, limit)) {
+      if (p.late_start_ms) p.late_start_ms = r.calibration.widen(r.snapshot.now_ms, *p.late_start_ms);
+      placements.push_back(estimate::to_json(p));
+    }
   json f = {{"queue", queue}, {"at", format_rfc3339(r.snapshot.now_ms)}, {"placements", placements},
             {"waiting_read", r.snapshot.waiting.size()}, {"workers", r.snapshot.workers.size()}};
   if (r.paused) f["message"] = "the queue is paused: nothing starts until it is resumed";

@@ -56,6 +56,7 @@ class EstimateService {
   struct Read {
     estimate::Snapshot snapshot;
     long long ahead_total = 0;  // ready jobs ahead of the target in the whole queue
+    estimate::LateCalibration calibration;  // how the queue's jobs started against their late starts
     bool paused = false;
   };
   // The snapshot for `queue`: its first `limit` ready jobs; `target`, when it is not

@@ -222,7 +222,7 @@ class Run {
                   long long gpus) {
     const Waiting& job = jobs_[i].w;
     const ml::Requirements& req = *job.req;
-    Placement p{job.id, job.tenant, {}, t, std::nullopt};
+    Placement p{job.id, job.tenant, {}, t, std::nullopt, std::nullopt};
     if (job.run_ms) p.end_ms = t + *job.run_ms;
     for (const auto& [w, devices] : chosen) {
       Running r;
@@ -449,6 +449,7 @@ class Run {
             for (const auto& r : workers_[index[k]].running) {
               running.push_back(r.job);
               running.back().lost_ms += t - s_.now_ms;
+              running.back().young = t < r.job.young_until_ms;  // a job protected now may not be by then
             }
             return running;
           },
@@ -607,20 +608,56 @@ Estimate estimate_start(const Snapshot& s, const std::string& target) {
   return e;
 }
 
-std::vector<Placement> forecast(const Snapshot& s, int limit) {
+Estimate estimate_range(const Snapshot& s, const std::string& target) {
+  Estimate e = estimate_start(s, target);
+  if (e.status != Estimate::Status::estimated) return e;
+  e.late_start_ms = e.start_ms;
+  if (!has_spread(s)) return e;
+  const Estimate late = estimate_start(late_ends(s), target);
+  if (late.status == Estimate::Status::estimated) e.late_start_ms = std::max(late.start_ms, e.start_ms);
+  else e.late_start_ms.reset();  // the late run could not place it (its work bound, a horizon)
+  if (late.truncated) e.truncated = true;
+  return e;
+}
+
+namespace {
+
+// Placements in start order until `done` says the run has what it wants.
+template <typename Done>
+std::vector<Placement> run_placements(const Snapshot& s, Done&& done) {
   std::vector<Placement> out;
-  if (limit <= 0) return out;
   Run run(s);
   std::int64_t t = s.now_ms;
-  for (int step = 0; step < kMaxInstants && static_cast<int>(out.size()) < limit; ++step) {
+  for (int step = 0; step < kMaxInstants && !done(out); ++step) {
     run.instant(t, [&](std::size_t, const Placement& p) {
-      if (static_cast<int>(out.size()) < limit) out.push_back(p);
+      if (!done(out)) out.push_back(p);
     });
     if (run.exhausted()) break;  // the placements so far stand; the rest is past the work bound
     const auto next = run.next_after(t);
     if (!next || *next - s.now_ms > kHorizonMs) break;
     t = *next;
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Placement> forecast(const Snapshot& s, int limit) {
+  if (limit <= 0) return {};
+  std::vector<Placement> out = run_placements(s, [&](const std::vector<Placement>& placed) { return static_cast<int>(placed.size()) >= limit; });
+  for (auto& p : out) p.late_start_ms = p.start_ms;
+  if (out.empty() || !has_spread(s)) return out;
+  // The late run, until it placed every job of the first; a job it did not reach has no late start.
+  std::map<std::string, Placement*> wanted;
+  for (auto& p : out) wanted[p.job_id] = &p;
+  std::set<std::string> found;
+  const auto late = run_placements(late_ends(s), [&](const std::vector<Placement>& placed) {
+    if (!placed.empty() && wanted.count(placed.back().job_id)) found.insert(placed.back().job_id);
+    return found.size() == wanted.size();
+  });
+  for (auto& p : out) p.late_start_ms.reset();
+  for (const auto& l : late)
+    if (auto it = wanted.find(l.job_id); it != wanted.end()) it->second->late_start_ms = std::max(l.start_ms, it->second->start_ms);
   return out;
 }
 

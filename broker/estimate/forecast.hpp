@@ -20,6 +20,7 @@
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -80,6 +81,8 @@ struct Running {
   EndSource source = EndSource::unknown;
   bool charged = false;       // a job of the estimated queue: it holds that queue's budget
   std::string tenant;         // its tenant ("" = none), for the tenant quota
+  // Its late end (kLateQuantile of what its end rests on, see late_ends); none: as declared_end_ms.
+  std::optional<std::int64_t> late_end_ms;
 };
 
 struct Worker {
@@ -97,6 +100,7 @@ struct Waiting {
   double score = 0;                       // its ready-set score: lower goes first
   std::string tenant;
   std::optional<std::int64_t> run_ms;     // how long it will run once placed (none: unknown)
+  std::optional<std::int64_t> late_run_ms;  // the same at kLateQuantile (none: as run_ms)
   EndSource run_source = EndSource::unknown;
   std::int64_t due_ms = 0;                // not before (a scheduled job, a retry's backoff)
   std::int64_t enqueued_ms = 0;           // since when it waits (the locality hold counts from it)
@@ -147,6 +151,7 @@ struct Placement {
   std::string tenant;  // the job's ("" = none): a tenant-pinned caller sees its own
   std::vector<std::string> worker_ids;  // a gang's members, else one
   std::int64_t start_ms = 0;
+  std::optional<std::int64_t> late_start_ms;  // its start in the late run (Estimate::late_start_ms)
   std::optional<std::int64_t> end_ms;
 };
 
@@ -161,6 +166,9 @@ struct Estimate {
   std::map<EndSource, int> running_ends;  // running jobs (when it was estimated) whose ends it waited for, by source
   std::vector<std::string> kept_by;  // what kept it from an earlier start: max_total_gpus, tenant_quota, gang, ...
   std::vector<std::string> preempts;  // running jobs the run preempted for it (it starts once their grace periods end)
+  // The start when every run time and end the estimate rests on falls at kLateQuantile of
+  // what the queue learned (late_ends); none when that run does not place it.
+  std::optional<std::int64_t> late_start_ms;
   std::string reason;   // unresolvable, unknown: why
   bool truncated = false;
 };
@@ -176,14 +184,59 @@ struct Overruns {
   // end, seen at `now_ms`: the median of the ends the learned ratios give it among
   // those still ahead (what jobs that ran at least as long as it has did); its declared
   // end without ratios, or now once it has run past them all.
-  std::int64_t end(std::int64_t started_ms, std::int64_t declared_ms, std::int64_t now_ms) const;
-  // How long a job that declares `declared_ms` is expected to run once placed: the median ratio's share.
-  std::int64_t run(std::int64_t declared_ms) const;
+  // `quantile` other than the median: that quantile of those ends instead.
+  std::int64_t end(std::int64_t started_ms, std::int64_t declared_ms, std::int64_t now_ms, double quantile = 0.5) const;
+  // How long a job that declares `declared_ms` is expected to run once placed: the median
+  // ratio's share (or the ratio at `quantile`).
+  std::int64_t run(std::int64_t declared_ms, double quantile = 0.5) const;
 };
+
+// The late start (Estimate::late_start_ms, `start_at_p90`): the same run with every
+// learned quantity at this quantile: declared ends and run times moved by the 90th
+// percentile of the queue's overruns, learned run times at their 90th percentile. Not a
+// joint 90th percentile (each job's late end at once is more pessimistic than that);
+// bench/simulator measures how often jobs start by it (docs/benchmarks.md).
+constexpr double kLateQuantile = 0.9;
+// The element of sorted `values` at `quantile` (0.5: the upper median, as the run has used).
+template <typename T>
+T at_quantile(const std::vector<T>& sorted, double quantile) {
+  const auto i = static_cast<std::size_t>(quantile * static_cast<double>(sorted.size()));
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+// What the run's late start leaves out is mostly what no snapshot holds: jobs pushed
+// later that go ahead, work that is not yet declared. So the late start is calibrated
+// by how the queue's jobs started against theirs (split conformal prediction): each
+// completed job asked about while it waited gives (started - asked) / (late - asked),
+// and the late start answered is asked + (late - asked) x the kLateQuantile of those
+// ratios, when it is above 1 (never narrower than the run's). Too few ratios
+// (kMinCalibration): the run's late start as it is.
+// The ratios come from the same last kOverrunsKept completed jobs as Overruns, from
+// those told a late start at least kCalibrationMinWaitMs away: a job told it starts
+// now says nothing of how long waits go wrong, and those are most jobs of a queue
+// that is not saturated.
+constexpr std::size_t kMinCalibration = 20;
+constexpr std::int64_t kCalibrationMinWaitMs = 60000;
+// A job's ratio: asked at `asked_ms`, told the run's late start `late_ms`, first started at `started_ms`.
+std::optional<double> started_vs_late(std::int64_t asked_ms, std::int64_t late_ms, std::int64_t started_ms);
+struct LateCalibration {
+  std::vector<double> ratios;  // sorted
+  static LateCalibration of(std::vector<double> ratios);
+  // The late start to answer for one the run gave at `late_ms`, asked at `now_ms`.
+  std::int64_t widen(std::int64_t now_ms, std::int64_t late_ms) const;
+};
+
+// The snapshot with each late end and late run time in place of the expected one.
+Snapshot late_ends(const Snapshot& s);
+// Whether any late value differs from the expected one (else the late run is the same run).
+bool has_spread(const Snapshot& s);
 
 // Runs placement forward until `target` (a job of s.waiting) is placed.
 Estimate estimate_start(const Snapshot& s, const std::string& target);
-// The first `limit` placements of the queue's waiting jobs, in start order.
+// estimate_start with late_start_ms: a second run over late_ends(s) where the snapshot
+// has spread (else the late start is the start); never before the start.
+Estimate estimate_range(const Snapshot& s, const std::string& target);
+// The first `limit` placements of the queue's waiting jobs, in start order, each with its
+// late start where the snapshot has spread.
 std::vector<Placement> forecast(const Snapshot& s, int limit);
 
 // "3 running jobs' declared ends; 2 jobs ahead; the queue budget max_total_gpus"

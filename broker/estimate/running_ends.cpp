@@ -1,5 +1,6 @@
 // When running jobs end: a declared end moved by how the queue's jobs kept to theirs
-// (Overruns), and the end a job's reported progress points to (progress_end).
+// (Overruns), the end a job's reported progress points to (progress_end), and the late
+// snapshot the start_at_p90 run takes (late_ends) with its calibration (LateCalibration).
 #include <algorithm>
 #include <cmath>
 
@@ -13,18 +14,53 @@ Overruns Overruns::of(std::vector<double> ratios) {
   return {std::move(ratios)};
 }
 
-std::int64_t Overruns::end(std::int64_t started_ms, std::int64_t declared_ms, std::int64_t now_ms) const {
+std::int64_t Overruns::end(std::int64_t started_ms, std::int64_t declared_ms, std::int64_t now_ms, double quantile) const {
   const auto at = [&](double ratio) { return started_ms + std::llround(ratio * static_cast<double>(declared_ms)); };
   if (ratios.empty()) return std::max(started_ms + declared_ms, now_ms);
   // The ratios are sorted, so are the ends: those after now are a suffix.
   const auto first = std::upper_bound(ratios.begin(), ratios.end(), now_ms, [&](std::int64_t now, double r) { return now < at(r); });
   if (first == ratios.end()) return now_ms;
-  return at(*(first + (ratios.end() - first) / 2));
+  return at(at_quantile(std::vector<double>(first, ratios.end()), quantile));
 }
 
-std::int64_t Overruns::run(std::int64_t declared_ms) const {
+std::int64_t Overruns::run(std::int64_t declared_ms, double quantile) const {
   if (ratios.empty()) return declared_ms;
-  return std::max<std::int64_t>(1, std::llround(ratios[ratios.size() / 2] * static_cast<double>(declared_ms)));
+  return std::max<std::int64_t>(1, std::llround(at_quantile(ratios, quantile) * static_cast<double>(declared_ms)));
+}
+
+std::optional<double> started_vs_late(std::int64_t asked_ms, std::int64_t late_ms, std::int64_t started_ms) {
+  if (late_ms - asked_ms < kCalibrationMinWaitMs) return std::nullopt;
+  return static_cast<double>(started_ms - asked_ms) / static_cast<double>(late_ms - asked_ms);
+}
+
+LateCalibration LateCalibration::of(std::vector<double> ratios) {
+  std::erase_if(ratios, [](double r) { return !(r >= 0) || !std::isfinite(r); });
+  std::sort(ratios.begin(), ratios.end());
+  return {std::move(ratios)};
+}
+
+std::int64_t LateCalibration::widen(std::int64_t now_ms, std::int64_t late_ms) const {
+  if (ratios.size() < kMinCalibration || late_ms <= now_ms) return late_ms;
+  const double factor = at_quantile(ratios, kLateQuantile);
+  if (!(factor > 1)) return late_ms;
+  return now_ms + std::llround(static_cast<double>(late_ms - now_ms) * factor);
+}
+
+Snapshot late_ends(const Snapshot& s) {
+  Snapshot late = s;
+  for (auto& w : late.workers)
+    for (auto& r : w.running)
+      if (r.late_end_ms) r.job.declared_end_ms = r.late_end_ms;
+  for (auto& w : late.waiting)
+    if (w.late_run_ms) w.run_ms = w.late_run_ms;
+  return late;
+}
+
+bool has_spread(const Snapshot& s) {
+  for (const auto& w : s.workers)
+    for (const auto& r : w.running)
+      if (r.late_end_ms && r.late_end_ms != r.job.declared_end_ms) return true;
+  return std::any_of(s.waiting.begin(), s.waiting.end(), [](const Waiting& w) { return w.late_run_ms && w.late_run_ms != w.run_ms; });
 }
 
 std::optional<std::int64_t> progress_end(std::int64_t started_ms, const Progress& p, std::int64_t now_ms) {

@@ -36,8 +36,10 @@ RunningJob running_job_from(const JobRecord& job, const std::string& queue, std:
   if (auto req = requirements_of(job)) {
     r.preemptible = req->scheduling.preemptible;
     r.grace_period_s = req->scheduling.grace_period_s;
-    if (const auto min_s = req->scheduling.min_runtime_before_preempt_s)
-      r.young = now - job.get_int("started_at").value_or(now) < static_cast<std::int64_t>(*min_s) * 1000;
+    if (const auto min_s = req->scheduling.min_runtime_before_preempt_s) {
+      r.young_until_ms = job.get_int("started_at").value_or(now) + static_cast<std::int64_t>(*min_s) * 1000;
+      r.young = now < r.young_until_ms;
+    }
     r.checkpoint_on_preempt = req->scheduling.checkpoint.on_preempt;
     r.declared_end_ms = declared_end(job.get_int("started_at").value_or(now), req->scheduling.estimated_duration_seconds,
                                      job.get_int("execution_deadline"));  // backfill plans by it

@@ -39,6 +39,7 @@ struct RunningJob {
   ml::Labels labels;          // anti-affinity labels
   std::int64_t lost_ms = 0;   // progress lost if preempted now: since its last checkpoint (or start)
   bool young = false;         // has run less than its ext_ml_min_runtime_before_preempt_s: chosen only if nothing else does
+  std::int64_t young_until_ms = 0;  // when it stops being young (0: never was): a forecast's later instants move `young`
   int grace_period_s = 30;     // ext_ml_preemption_grace_period_s
   bool checkpoint_on_preempt = false;
   std::optional<std::int64_t> declared_end_ms;  // what backfill plans by: started + estimate, or its execution deadline

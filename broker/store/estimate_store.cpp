@@ -12,8 +12,9 @@ namespace {
 const std::vector<std::string> kWaitingFields = {"id",         "class",           "type",           "tenant", "state",
                                                  "timeout_ms", "next_attempt_at", "estimated_duration_s", "enqueued_at",
                                                  "rank_base"};
-// What a finished job ran against what it declared (ran_vs_declared).
-const std::vector<std::string> kRanFields = {"started_at", "completed_at", "estimated_duration_s"};
+// What a finished job teaches (completed_runs).
+const std::vector<std::string> kRanFields = {"started_at", "completed_at", "estimated_duration_s", "attempt",
+                                             "estimate_asked_at", "estimate_late_at"};
 
 // A score as ZRANGEBYSCORE / ZCOUNT bounds take it: the exact integer.
 std::string score_text(double score) {
@@ -87,8 +88,8 @@ std::vector<std::optional<JobRecord>> EstimateStore::waiting_fields(const std::s
   return out;
 }
 
-std::vector<double> EstimateStore::ran_vs_declared(const std::string& queue, std::size_t limit) {
-  std::vector<double> out;
+EstimateStore::CompletedRuns EstimateStore::completed_runs(const std::string& queue, std::size_t limit) {
+  CompletedRuns out;
   if (limit == 0) return out;
   const auto ids = redis_.command({"ZREVRANGE", keys::finished(queue, "completed"), "0", std::to_string(limit - 1)});
   std::vector<std::vector<std::string>> cmds;
@@ -98,10 +99,17 @@ std::vector<double> EstimateStore::ran_vs_declared(const std::string& queue, std
     const JobRecord job = JobRecord::from_fields(kRanFields, reply.elements);
     const auto started = job.get_int("started_at"), completed = job.get_int("completed_at"),
                declared = job.get_int("estimated_duration_s");
-    if (!started || !completed || !declared || *declared <= 0 || *completed < *started) continue;
-    out.push_back(static_cast<double>(*completed - *started) / (static_cast<double>(*declared) * 1000));
+    if (started && completed && declared && *declared > 0 && *completed >= *started)
+      out.ran_vs_declared.push_back(static_cast<double>(*completed - *started) / (static_cast<double>(*declared) * 1000));
+    // A later attempt's started_at is not when the job first started: only the first's.
+    const auto asked = job.get_int("estimate_asked_at"), late = job.get_int("estimate_late_at");
+    if (started && asked && late && job.attempt() == 1) out.told.push_back({*asked, *late, *started});
   }
   return out;
+}
+
+void EstimateStore::note_estimate(const std::string& queue, const std::string& id, std::int64_t asked_ms, std::int64_t late_ms) {
+  redis_.eval("estimate_note", {keys::job(queue, id)}, {std::to_string(asked_ms), std::to_string(late_ms)});
 }
 
 std::map<std::string, std::vector<long long>> EstimateStore::run_times(const std::string& queue, const std::vector<std::string>& types) {

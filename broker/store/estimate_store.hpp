@@ -1,7 +1,8 @@
 // The reads the start estimate needs beyond the job and worker stores:
 // the queue's ready sets in score order, the few fields it reads of waiting jobs, and
-// the learned run times ACK keeps per job type (keys.hpp run_times). Nothing here
-// writes: the estimate, the what-if and the forecast change nothing.
+// the learned run times ACK keeps per job type (keys.hpp run_times). One write: the
+// first estimate answered for a waiting job is kept on it (note_estimate), so that
+// start_at_p90 learns how late jobs started against it; nothing else is written.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -35,10 +36,22 @@ class EstimateStore {
   // The fields of waiting jobs the estimate reads (class, type, tenant, state,
   // estimated_duration_s, timeout_ms, next_attempt_at, enqueued_at), one round trip; nullopt where absent.
   std::vector<std::optional<JobRecord>> waiting_fields(const std::string& queue, const std::vector<std::string>& ids);
-  // How long the queue's last `limit` completed jobs that declared a duration ran
-  // against it: (completed_at - started_at) / estimated_duration_s, newest first, one
-  // read of the finished index and one round trip for the jobs (purged ones are left out).
-  std::vector<double> ran_vs_declared(const std::string& queue, std::size_t limit);
+  // What the queue's last `limit` completed jobs teach, newest first, one read of the
+  // finished index and one round trip for the jobs (purged ones are left out):
+  struct CompletedRuns {
+    // of those that declared a duration: (completed_at - started_at) / estimated_duration_s;
+    std::vector<double> ran_vs_declared;
+    // of those asked about while they waited, on their first attempt: when, the late
+    // start they were told and when they started (estimate::LateCalibration learns from it).
+    struct Told {
+      std::int64_t asked_ms = 0, late_ms = 0, started_ms = 0;
+    };
+    std::vector<Told> told;
+  };
+  CompletedRuns completed_runs(const std::string& queue, std::size_t limit);
+  // Keeps the job's first answered estimate (asked at, the run's late start) on it
+  // (estimate_note.lua): not on a job that is gone, not over an earlier one.
+  void note_estimate(const std::string& queue, const std::string& id, std::int64_t asked_ms, std::int64_t late_ms);
   // The learned run times (ms, newest first) of each job type, one round trip.
   std::map<std::string, std::vector<long long>> run_times(const std::string& queue, const std::vector<std::string>& types);
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ojs/client/http_client.hpp"
+#include "ojs/core/time.hpp"
 #include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
@@ -117,9 +118,16 @@ TEST_F(Cohorts, AnIdleQueueLendsItsGpusAndGetsThemBackByCheckpointedPreemption) 
   for (const auto& id : preempted)
     EXPECT_GT(api.get("/ojs/v1/jobs/" + id).body["job"].value("borrowed_gpus", 0), 0) << "a job within b's nominal share was chosen";
   // Until the borrowers leave, a gets nothing: the cohort would hold 24.
-  EXPECT_EQ(api.fetch({"coh-a"}, "dgx-1", 8, dgx()).size(), 0u);
+  for (const char* worker : {"dgx-1", "dgx-2"}) EXPECT_EQ(api.fetch({"coh-a"}, worker, 8, dgx()).size(), 0u);
   const auto why = api.get("/ojs/v1/jobs/" + a_jobs[0] + "/diagnosis").body["diagnosis"];
   EXPECT_EQ(why["cohort"]["reclaim_pending"]["gpus"], 8) << why.dump();
+  // Its start estimate plans with a's nominal share (not the share it lent out) and
+  // starts it as the borrowers' grace periods end.
+  const auto& estimate = why["estimate"];
+  ASSERT_EQ(estimate["status"], "estimated") << why.dump();
+  const auto at = [](const json& t) { return ojs::parse_rfc3339(t.get<std::string>()).value_or(0); };
+  EXPECT_LE(at(estimate["start_at"]), at(why["cohort"]["reclaim_pending"]["grace_ends_at"])) << why.dump();
+  EXPECT_GE(estimate["running_ends"]["preempted"], 1) << why.dump();
 
   // Each borrower checkpoints and leaves; a then runs its 8, b keeps its own 8.
   for (const auto& id : preempted) {

@@ -373,6 +373,64 @@ TEST_F(Estimate, LearnedMedianForARunningJobWithoutADeclaredEnd) {
   (void)running;
 }
 
+// start_at_p90: the same run with the learned run times at their 90th percentile. Ten
+// run times of the type, 100 s .. 1000 s: the running job that declares no end is
+// expected to end 600 s after its start (the upper median), late 1000 s after it.
+TEST_F(Estimate, StartAtP90FromTheSpreadOfTheLearnedRunTimes) {
+  const std::string q = "est-p90";
+  std::vector<std::string> push = {"LPUSH", "ojs:{" + q + "}:run-times:ml.task"};
+  for (int s = 100; s <= 1000; s += 100) push.push_back(std::to_string(s * 1000));
+  redis_lines(redis, push);
+  const auto running = api.push(gpu_job(q, 1, std::nullopt));
+  ASSERT_EQ(fetch(q, "w1", a100_worker(1)).size(), 1u);
+  const auto waiting = api.push(gpu_job(q, 1, 60));
+  const json e = estimate(waiting);
+  ASSERT_EQ(e["status"], "estimated") << e.dump();
+  const auto started = static_cast<double>(started_ms(running));
+  EXPECT_NEAR(static_cast<double>(ms_of(e["start_at"])), started + 600000, 1000.0) << e.dump();
+  EXPECT_NEAR(static_cast<double>(ms_of(e["start_at_p90"])), started + 1000000, 1000.0) << e.dump();
+  // The forecast and a what-if answer the same pair.
+  const auto f = api.get("/ojs/v1/queues/" + q + "/forecast").body["forecast"]["placements"];
+  ASSERT_EQ(f.size(), 1u) << f.dump();
+  EXPECT_EQ(f[0]["start_at_p90"], e["start_at_p90"]) << f.dump();
+  const auto w = what_if(waiting, {{"changes", {{{"kind", "budget"}, {"gpus", 1}}}}});
+  EXPECT_EQ(w["what_if"]["after"]["start_at_p90"], e["start_at_p90"]) << w.dump();
+}
+
+// start_at_p90 is calibrated by how the queue's jobs started against theirs: the
+// first estimate answered for a waiting job is kept on it, and once 20 completed jobs
+// told a late start a minute or more away started 3x as late, the late start answered
+// is 3x as far.
+TEST_F(Estimate, StartAtP90LearnsHowLateTheQueuesJobsStartedAgainstTheirs) {
+  const std::string q = "est-calibrated";
+  const json w = a100_worker(1);
+  for (int i = 0; i < 20; ++i) {
+    const auto id = api.push(gpu_job(q, 1, std::nullopt));
+    ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
+    ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "w1"}}).status, 200);
+    // As if it had been told, 300 s before it started, that it would start by 100 s later than asked.
+    const auto started = started_ms(id);
+    redis_lines(redis, {"HSET", "ojs:{" + q + "}:job:" + id, "estimate_asked_at", std::to_string(started - 300000),
+                        "estimate_late_at", std::to_string(started - 200000)});
+  }
+  const auto running = api.push(gpu_job(q, 1, 600));
+  ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
+  const auto waiting = api.push(gpu_job(q, 1, 60));
+  const auto asked = ojs::now_ms();
+  const json e = estimate(waiting);
+  ASSERT_EQ(e["status"], "estimated") << e.dump();
+  const auto run_late = started_ms(running) + 600000;  // no spread learned: the run's late start is its start
+  EXPECT_NEAR(static_cast<double>(ms_of(e["start_at"])), static_cast<double>(run_late), 1000.0) << e.dump();
+  EXPECT_NEAR(static_cast<double>(ms_of(e["start_at_p90"])), static_cast<double>(asked + (run_late - asked) * 3), 3000.0) << e.dump();
+  // The run's late start (not the widened one) is kept on the job, once: a second diagnosis keeps the first.
+  const auto key = "ojs:{" + q + "}:job:" + waiting;
+  const auto kept = redis_lines(redis, {"HMGET", key, "estimate_asked_at", "estimate_late_at"});
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_NEAR(std::stod(kept[1]), static_cast<double>(run_late), 1000.0);
+  estimate(waiting);
+  EXPECT_EQ(redis_lines(redis, {"HMGET", key, "estimate_asked_at", "estimate_late_at"}), kept);
+}
+
 // The run-time list expires a week after the write that renewed its expiry, so a deleted
 // queue's lists do not stay: its creation sets it, then one ACK in 8 (the 9th write, the
 // 17th, ...) renews it, not every ACK (_lib_jobs.lua note_run_time: the expiry may lag

@@ -117,6 +117,40 @@ TEST(EstimateForecast, OverrunsFromCompletedJobsMoveTheEnds) {
   EXPECT_EQ(Overruns::of({2.0, 2.0, 3.0}).run(1000), 2000);
 }
 
+// start_at_p90: the same run with every learned quantity at its 90th percentile.
+TEST(EstimateForecast, TheLateStartTakesTheLearnedSpreadAtItsNinetiethPercentile) {
+  std::vector<double> ratios;
+  for (int i = 1; i <= 10; ++i) ratios.push_back(0.5 + 0.1 * i);  // 0.6 .. 1.5
+  const auto learned = Overruns::of(ratios);
+  EXPECT_EQ(learned.run(1000, kLateQuantile), 1500);  // the tenth of ten
+  EXPECT_EQ(learned.run(1000), 1100);                 // the (upper) median
+  EXPECT_EQ(learned.end(0, 1000, 1250, kLateQuantile), 1500);  // of 1.3, 1.4, 1.5 still ahead
+
+  Snapshot s;
+  s.now_ms = 0;
+  auto r = running("r", 1, 60000);
+  s.workers.push_back({"w1", gpus(1), {r}, {}});
+  s.waiting = {waiting("a", 1, 10000, 1), waiting("b", 1, 10000, 2)};
+  auto e = estimate_range(s, "b");
+  ASSERT_EQ(e.status, Estimate::Status::estimated);
+  EXPECT_EQ(e.start_ms, 70000);
+  EXPECT_EQ(e.late_start_ms, 70000);  // nothing learned: no spread
+  EXPECT_FALSE(has_spread(s));
+
+  s.workers[0].running[0].late_end_ms = 90000;
+  s.waiting[0].late_run_ms = 15000;
+  EXPECT_TRUE(has_spread(s));
+  e = estimate_range(s, "b");
+  EXPECT_EQ(e.start_ms, 70000);
+  EXPECT_EQ(e.late_start_ms, 105000);  // its worker frees late, the job ahead runs late
+  EXPECT_EQ(to_json(e, 0).value("start_at_p90", ""), "1970-01-01T00:01:45.000Z");
+  const auto f = forecast(s, 2);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].late_start_ms, 90000);
+  EXPECT_EQ(f[1].late_start_ms, 105000);
+  EXPECT_EQ(to_json(f[1]).value("start_at_p90", ""), "1970-01-01T00:01:45.000Z");
+}
+
 // A job that may preempt (above spot) and fits no worker starts once its
 // victims' grace period ends, as the controller would free the worker for it.
 TEST(EstimateForecast, AHigherClassJobStartsAfterItsVictimsGracePeriod) {
@@ -163,6 +197,53 @@ TEST(EstimateForecast, AHigherClassJobStartsAfterItsVictimsGracePeriod) {
   EXPECT_EQ(held.start_ms, 31000);
   EXPECT_EQ(held.preempts, std::vector<std::string>{"spot"});
   EXPECT_EQ(estimate_start(s, "later").start_ms, 31000 + 60000);
+}
+
+// The late start is widened by the 90th percentile of how late jobs told one a minute
+// or more away started against it, once 20 have; never narrowed.
+TEST(EstimateForecast, TheLateStartIsCalibratedByHowJobsStartedAgainstTheirs) {
+  EXPECT_FALSE(started_vs_late(0, 59999, 100000).has_value());  // told it starts within the minute
+  EXPECT_DOUBLE_EQ(*started_vs_late(0, 100000, 250000), 2.5);
+  std::vector<double> ratios(19, 2.0);
+  EXPECT_EQ(LateCalibration::of(ratios).widen(1000, 61000), 61000);  // too few
+  ratios.push_back(2.0);
+  EXPECT_EQ(LateCalibration::of(ratios).widen(1000, 61000), 1000 + 120000);
+  EXPECT_EQ(LateCalibration::of(ratios).widen(1000, 1000), 1000);  // told now: now
+  EXPECT_EQ(LateCalibration::of(std::vector<double>(20, 0.5)).widen(1000, 61000), 61000);  // never narrower
+  std::vector<double> spread;
+  for (int i = 1; i <= 20; ++i) spread.push_back(i * 0.25);  // 0.25 .. 5: the 90th percentile is the 19th
+  EXPECT_EQ(LateCalibration::of(spread).widen(0, 100000), 475000);
+}
+
+// A job under its minimum run time is spared as a victim while it is young, and only
+// then: a preemption the run makes later picks it like any other.
+TEST(EstimateForecast, AYoungVictimIsSparedOnlyUntilItsMinimumRunTimeHasPassed) {
+  Snapshot s;
+  s.now_ms = 1000;
+  Running young = running("young", 1, 36000000);
+  young.job.class_rank = 0;
+  young.job.preemptible = true;
+  young.job.grace_period_s = 10;
+  young.job.lost_ms = 1000;  // the least work lost: the first victim once it may be one
+  young.job.young_until_ms = 600000;
+  young.job.young = true;
+  Running old = young;
+  old.job.job_id = "old";
+  old.job.grace_period_s = 120;
+  old.job.lost_ms = 50000;
+  old.job.young_until_ms = 0;
+  old.job.young = false;
+  s.workers.push_back({"w1", gpus(2), {young, old}, {}});
+  Waiting reserved = waiting("reserved", 1, 60000, 1);
+  reserved.class_rank = 2;
+  s.waiting = {reserved};
+  auto e = estimate_start(s, "reserved");  // now: the young job is spared
+  EXPECT_EQ(e.preempts, std::vector<std::string>{"old"});
+  EXPECT_EQ(e.start_ms, 1000 + 120000);
+  s.waiting[0].due_ms = 700000;  // due after the young job's minimum run time
+  e = estimate_start(s, "reserved");
+  EXPECT_EQ(e.preempts, std::vector<std::string>{"young"});
+  EXPECT_EQ(e.start_ms, 700000 + 10000);
 }
 
 // A running job that reported progress (the OJS progress extension) ends
