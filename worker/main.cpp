@@ -88,7 +88,11 @@ std::unique_ptr<ojs::worker::JobIsolation> start_isolation(const ojs::worker::Wo
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   auto isolation = JobIsolation::create(config.isolation, ec ? std::string(argv0) : self.string(), worker_id, &why_off);
-  if (isolation) spdlog::info("jobs are isolated: {} (memory, CPUs, pids, devices) and a private /dev", isolation->mode());
+  if (isolation) {
+    std::string controllers;
+    for (const auto& c : isolation->controllers()) controllers += (controllers.empty() ? "" : ", ") + c;
+    spdlog::info("jobs are isolated: {} ({}) and a private /dev", isolation->mode(), controllers);
+  }
   else spdlog::warn("jobs are not isolated: {}", why_off);
   capabilities["labels"]["ojs.io/isolation"] = isolation ? isolation->mode() : "off";
   return isolation;

@@ -63,10 +63,13 @@ WorkerConfig parse_worker_config(const nlohmann::json& document) {
     if (!it->is_object()) throw std::invalid_argument("isolation must be an object");
     auto& iso = config.isolation;
     read_if_present(*it, "mode", iso.mode);
+    read_if_present(*it, "cgroup_version", iso.cgroup_version);
     read_if_present(*it, "cgroup_root", iso.cgroup_root);
     read_if_present(*it, "dev_dir", iso.dev_dir);
     read_if_present(*it, "pids_max", iso.pids_max);
     if (iso.mode != "auto" && iso.mode != "on" && iso.mode != "off") throw std::invalid_argument("isolation.mode must be auto, on or off");
+    if (iso.cgroup_version != "auto" && iso.cgroup_version != "v1" && iso.cgroup_version != "v2")
+      throw std::invalid_argument("isolation.cgroup_version must be auto, v1 or v2");
     if (iso.pids_max < 1) throw std::invalid_argument("isolation.pids_max must be at least 1");
     if (auto cpus = it->find("numa_cpus"); cpus != it->end()) {
       if (!cpus->is_object()) throw std::invalid_argument("isolation.numa_cpus must be an object of NUMA node -> CPU list");
