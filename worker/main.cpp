@@ -6,6 +6,7 @@
 #include "worker/discovery/capabilities.hpp"
 #include "worker/discovery/nvml_loader.hpp"
 #include "worker/discovery/xid_watcher.hpp"
+#include "worker/isolation/cuda_libraries.hpp"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -95,6 +96,10 @@ std::unique_ptr<ojs::worker::JobIsolation> start_isolation(const ojs::worker::Wo
   }
   else spdlog::warn("jobs are not isolated: {}", why_off);
   capabilities["labels"]["ojs.io/isolation"] = isolation ? isolation->mode() : "off";
+  // The CUDA versions advertised are the ones a job can be given: mounted only where it is isolated.
+  if (!config.isolation.cuda_libraries.empty() && !isolation)
+    spdlog::warn("isolation.cuda_libraries is set but jobs are not isolated: no CUDA version is advertised");
+  advertise_cuda_libraries(capabilities, config.isolation.cuda_libraries, isolation != nullptr);
   return isolation;
 }
 

@@ -127,3 +127,54 @@ TEST(JobIsolation, AJobOverItsMemoryIsOomKilledAndFailed) {
   EXPECT_NE(job.dump().find("oom_killed"), std::string::npos) << job.dump();
   EXPECT_NE(job.dump().find("memory limit of 0.5 GB"), std::string::npos) << job.dump();
 }
+
+// A job asking for a CUDA version (its node selector on nvidia.com/cuda-version) gets
+// the worker's library directory of that version read-only at /usr/local/cuda-<v>.
+TEST(JobIsolation, ARequestedCudaVersionIsMountedReadOnly) {
+  REQUIRE_KERNEL_SUPPORT();
+  const std::string version = "99.1";  // no real CUDA has it: the test's mount point is its own
+  const std::string target = "/usr/local/cuda-" + version;
+  const bool target_existed = std::filesystem::exists(target);
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  const std::string libraries = make_temp_dir("cuda-libraries");
+  std::filesystem::create_directories(libraries + "/lib64");
+  std::ofstream(libraries + "/lib64/libcudart.so.99") << "fake cudart";
+  const std::string probe = "ml.cuda=f=" + target + R"sh(/lib64/libcudart.so.99
+if [ -e "$f" ]; then
+  echo "content=$(cat "$f")"
+  echo "write=$( (echo x >> "$f") 2>&1 | sed 's/.*: //')"
+  echo "create=$( (touch "$(dirname "$f")/new") 2>&1 | sed 's/.*: //')"
+else
+  echo "content=absent"
+fi
+echo "ld=$LD_LIBRARY_PATH"
+)sh";
+  IsolatedWorker worker(broker.url(), {{"mode", "on"}, {"cuda_libraries", {{version, libraries}}}}, {probe});
+  const json asks = {{"ext_ml_node_selector", {{"nvidia.com/cuda-version", version}}}};
+  const auto job = wait_for_state(api, api.push(job_of("ml.cuda", asks)), "completed");
+  ASSERT_EQ(job["state"], "completed") << job.dump();
+  auto seen = probe_result(job);
+  EXPECT_EQ(seen["content"], "fake cudart");
+  EXPECT_EQ(seen["write"], "Read-only file system");
+  EXPECT_EQ(seen["create"], "Read-only file system");
+  EXPECT_EQ(seen["ld"].rfind(target + "/lib64", 0), 0u) << seen["ld"];
+  std::ifstream library(libraries + "/lib64/libcudart.so.99");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(library), {}), "fake cudart") << "the host's file is unchanged";
+
+  const auto plain = wait_for_state(api, api.push(job_of("ml.cuda", json::object())), "completed");
+  auto plain_seen = probe_result(plain);
+  EXPECT_EQ(plain_seen["content"], "absent") << "a job that asks for no CUDA version does not see it";
+  EXPECT_EQ(plain_seen["ld"].find(target), std::string::npos) << plain_seen["ld"];
+
+  // The advertised version is the map's: a version the worker lacks is not placed here.
+  const auto workers = api.get("/ojs/v1/admin/workers").body;
+  ASSERT_FALSE(workers["items"].empty());
+  EXPECT_EQ(workers["items"][0]["capabilities"]["labels"]["nvidia.com/cuda-version"], version);
+  const auto other = api.push(job_of("ml.cuda", {{"ext_ml_node_selector", {{"nvidia.com/cuda-version", "98.0"}}}}));
+  sleep_ms(2000);
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + other).body["job"]["state"], "available") << "placed on a worker without CUDA 98.0";
+  worker.agent.reset();
+  if (!target_existed) ::rmdir(target.c_str());
+}

@@ -1,6 +1,7 @@
 #include "worker/config/worker_config.hpp"
 
 #include "worker/config/json_file.hpp"
+#include "worker/isolation/cuda_libraries.hpp"
 
 #include <stdexcept>
 
@@ -77,6 +78,15 @@ WorkerConfig parse_worker_config(const nlohmann::json& document) {
         if (!list.is_string() || node.empty() || node.find_first_not_of("0123456789") != std::string::npos)
           throw std::invalid_argument("isolation.numa_cpus." + node + " must map a NUMA node number to a CPU list string (\"0-15\")");
         iso.numa_cpus[std::stoi(node)] = list.get<std::string>();
+      }
+    }
+    if (auto cuda = it->find("cuda_libraries"); cuda != it->end()) {
+      if (!cuda->is_object()) throw std::invalid_argument("isolation.cuda_libraries must be an object of CUDA version -> directory");
+      for (const auto& [version, dir] : cuda->items()) {
+        if (!is_cuda_version(version) || !dir.is_string() || dir.get<std::string>().rfind('/', 0) != 0)
+          throw std::invalid_argument("isolation.cuda_libraries." + version +
+                                      " must map a CUDA version (\"12.2\") to an absolute directory (\"/opt/cuda-12.2\")");
+        iso.cuda_libraries[version] = dir.get<std::string>();
       }
     }
   }

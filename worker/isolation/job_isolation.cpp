@@ -1,6 +1,7 @@
 #include "worker/isolation/job_isolation.hpp"
 
 #include "worker/isolation/cgroup_hierarchy.hpp"
+#include "worker/isolation/cuda_libraries.hpp"
 #include "worker/isolation/device_filter.hpp"
 
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -296,8 +298,9 @@ std::string JobIsolation::cpus_of(const std::set<int>& numa_nodes) const {
   return out;
 }
 
-std::unique_ptr<JobCgroup> JobIsolation::prepare(const std::string& name, const JobLimits& limits) const {
+std::unique_ptr<JobCgroup> JobIsolation::prepare(const std::string& name, const JobLimits& limits, const std::string& cuda_version) const {
   const bool v2 = version_ == "v2";
+  const auto cuda = cuda_mount(config_.cuda_libraries, cuda_version);  // before any directory: a refusal leaves none
   auto cgroup = std::unique_ptr<JobCgroup>(new JobCgroup());
   nlohmann::json procs = nlohmann::json::array();
   std::set<std::string> made;
@@ -356,6 +359,7 @@ std::unique_ptr<JobCgroup> JobIsolation::prepare(const std::string& name, const 
   nlohmann::json dev_nodes = nlohmann::json::array();
   for (const auto& n : nodes) dev_nodes.push_back({{"name", n.name}, {"major", n.major}, {"minor", n.minor}});
   cgroup->plan_ = {{"procs", procs}, {"dev_nodes", dev_nodes}};
+  if (cuda) cgroup->plan_["cuda_libraries"] = {{"source", cuda->source}, {"target", cuda->target}, {"lib_dir", cuda->lib_dir}};
   return cgroup;
 }
 
@@ -422,6 +426,20 @@ int run_isolated(const std::string& plan_file, const std::vector<std::string>& a
   if (::mkdir("/dev/shm", 01777) != 0 || ::mount("ojs-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
     return fail("mounting /dev/shm");
   ::umask(022);
+  // The CUDA libraries it asked for, read-only: it can use them, not change them. The
+  // mount is private to the job's namespace; its mount point is made on the host when missing.
+  if (const auto cuda = plan.find("cuda_libraries"); cuda != plan.end()) {
+    const auto source = cuda->at("source").get<std::string>(), target = cuda->at("target").get<std::string>();
+    std::error_code ec;
+    fs::create_directories(target, ec);
+    if (::mount(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+      return fail("bind-mounting " + source + " at " + target);
+    if (::mount(nullptr, target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) != 0)
+      return fail("making " + target + " read-only");
+    const char* inherited = std::getenv("LD_LIBRARY_PATH");
+    const std::string lib_dir = cuda->at("lib_dir").get<std::string>();
+    ::setenv("LD_LIBRARY_PATH", (inherited && *inherited ? lib_dir + ":" + inherited : lib_dir).c_str(), 1);
+  }
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

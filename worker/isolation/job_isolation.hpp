@@ -37,6 +37,8 @@ struct IsolationConfig {
   long pids_max = 4096;              // per job
   // NUMA node -> CPU list ("0-15"), overriding /sys/devices/system/node/node<N>/cpulist.
   std::map<int, std::string> numa_cpus;
+  // CUDA version -> host directory, bind-mounted read-only for a job that asks for it (cuda_libraries.hpp).
+  std::map<std::string, std::string> cuda_libraries;
 };
 
 // A job's cgroups, made before it starts; removed (leftover processes killed) when destroyed.
@@ -73,8 +75,10 @@ class JobIsolation {
   const std::string& mode() const { return mode_; }
   // The controllers each job is confined by (devices, and memory, cpuset, pids where the host has them).
   std::vector<std::string> controllers() const;
-  // Creates the job's cgroups (`name`: unique per attempt) with its limits.
-  std::unique_ptr<JobCgroup> prepare(const std::string& name, const JobLimits& limits) const;
+  // Creates the job's cgroups (`name`: unique per attempt) with its limits, and the
+  // launcher's plan, with the CUDA libraries of cuda_version ("" none) to mount.
+  // Throws when the worker has CUDA libraries but not that version.
+  std::unique_ptr<JobCgroup> prepare(const std::string& name, const JobLimits& limits, const std::string& cuda_version = "") const;
   // The argv that runs `argv` confined by `plan_file` (the plan written by the caller).
   std::vector<std::string> wrap(const std::vector<std::string>& argv, const std::string& plan_file) const;
   // The CPUs of these NUMA nodes ("" when unknown).
@@ -97,7 +101,8 @@ class JobIsolation {
   int caps_major_ = -1;                         // nvidia-caps (MIG capability nodes)
 };
 
-// Launcher mode: joins the plan's cgroups, builds the private /dev, execs argv.
+// Launcher mode: joins the plan's cgroups, builds the private /dev, mounts the CUDA
+// libraries the plan names read-only, execs argv.
 // Returns only on failure (the exit code, after a message on stderr).
 int run_isolated(const std::string& plan_file, const std::vector<std::string>& argv);
 
