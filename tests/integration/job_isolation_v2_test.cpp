@@ -45,12 +45,17 @@ std::string v2_mount() {
   return "";
 }
 
-// The tests' own cgroup there, which the agent they start begins in.
-fs::path own_v2_cgroup() {
+// The tests' own cgroup there ("/": the root), which the agent they start begins in.
+std::string own_v2_path() {
   std::ifstream self("/proc/self/cgroup");
   for (std::string line; std::getline(self, line);)
-    if (line.rfind("0::", 0) == 0) return fs::path(v2_mount()) / fs::path(line.substr(3)).relative_path();
-  return v2_mount();
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  return "/";
+}
+
+fs::path own_v2_cgroup() {
+  const auto own = fs::path(own_v2_path()).relative_path();
+  return own.empty() ? fs::path(v2_mount()) : fs::path(v2_mount()) / own;
 }
 
 std::string kernel_refuses() {
@@ -64,8 +69,14 @@ std::string controller_missing(const std::string& controller) {
   if (auto why = kernel_refuses(); !why.empty()) return why;
   const auto offered = read_text(own_v2_cgroup() / "cgroup.controllers");
   std::stringstream words(offered);
-  for (std::string w; words >> w;)
-    if (w == controller) return "";
+  bool offered_here = false;
+  for (std::string w; words >> w;) offered_here = offered_here || w == controller;
+  // The agent the test starts begins in the tests' cgroup and must enable the
+  // controller there; v2 allows it in a cgroup holding processes (the tests') only at the root.
+  if (offered_here && own_v2_path() != "/")
+    return "the tests run in " + own_v2_cgroup().string() + ", not the cgroup2 root: it holds the test process, so v2 lets " +
+           "no " + controller + " be enabled there for the agent's tree (run the tests from the root of a cgroup namespace)";
+  if (offered_here) return "";
   const std::string v1 = "/sys/fs/cgroup/" + controller;
   return "the cgroup2 hierarchy at " + v2_mount() + " does not offer " + controller + " to the tests' cgroup (" +
          (own_v2_cgroup() / "cgroup.controllers").string() + ": \"" + offered + "\"): " +
