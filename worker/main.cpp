@@ -6,6 +6,7 @@
 #include "worker/discovery/capabilities.hpp"
 #include "worker/discovery/nvml_loader.hpp"
 #include "worker/discovery/xid_watcher.hpp"
+#include "worker/isolation/cuda_libraries.hpp"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -88,9 +89,17 @@ std::unique_ptr<ojs::worker::JobIsolation> start_isolation(const ojs::worker::Wo
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   auto isolation = JobIsolation::create(config.isolation, ec ? std::string(argv0) : self.string(), worker_id, &why_off);
-  if (isolation) spdlog::info("jobs are isolated: {} (memory, CPUs, pids, devices) and a private /dev", isolation->mode());
+  if (isolation) {
+    std::string controllers;
+    for (const auto& c : isolation->controllers()) controllers += (controllers.empty() ? "" : ", ") + c;
+    spdlog::info("jobs are isolated: {} ({}) and a private /dev", isolation->mode(), controllers);
+  }
   else spdlog::warn("jobs are not isolated: {}", why_off);
   capabilities["labels"]["ojs.io/isolation"] = isolation ? isolation->mode() : "off";
+  // The CUDA versions advertised are the ones a job can be given: mounted only where it is isolated.
+  if (!config.isolation.cuda_libraries.empty() && !isolation)
+    spdlog::warn("isolation.cuda_libraries is set but jobs are not isolated: no CUDA version is advertised");
+  advertise_cuda_libraries(capabilities, config.isolation.cuda_libraries, isolation != nullptr);
   return isolation;
 }
 

@@ -12,20 +12,11 @@
 // ctest-skip-without: root-cgroups
 // ctest-timeout: 300
 #include <gtest/gtest.h>
-#include <sched.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <map>
-#include <sstream>
 
-#include "support/child_process.hpp"
-#include "support/ml_fixtures.hpp"
-#include "support/processes.hpp"
+#include "support/isolated_worker.hpp"
 
 using nlohmann::json;
 using namespace ojs::test;
@@ -38,12 +29,7 @@ std::string kernel_refuses() {
   for (const char* h : {"memory", "devices", "cpuset", "pids"})
     if (!std::filesystem::exists(std::string("/sys/fs/cgroup/") + h + "/cgroup.procs"))
       return std::string("no cgroup v1 ") + h + " hierarchy at /sys/fs/cgroup/" + h;
-  const pid_t pid = ::fork();
-  if (pid == 0) _exit(::unshare(CLONE_NEWNS) == 0 ? 0 : 1);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "unshare(CLONE_NEWNS) is refused";
-  return "";
+  return mount_namespace_refused();
 }
 
 #define REQUIRE_KERNEL_SUPPORT()                                               \
@@ -66,43 +52,14 @@ done
 if mknod forged c 195 7 2>/dev/null; then echo "forged=$( (exec 3<forged) 2>&1 | sed 's/.*: //')"; else echo "forged=mknod refused"; fi
 )sh";
 
-std::map<std::string, std::string> probe_result(const json& job) {
-  std::map<std::string, std::string> out;
-  std::stringstream lines(job["result"].value("stdout", std::string()));
-  for (std::string line; std::getline(lines, line);)
-    if (const auto eq = line.find('='); eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-  return out;
-}
-
-struct IsolatedWorker {
-  std::string dir = make_temp_dir("isolation");
-  std::unique_ptr<ChildProcess> agent;
-
-  explicit IsolatedWorker(const std::string& broker_url) {
-    // Two GPUs on NUMA nodes 0 and 1; node 0's CPU is 0, node 1's is 1.
-    std::ofstream(dir + "/caps.json") << json{{"simulate", true},
-                                              {"accelerator", "gpu"},
-                                              {"gpu", {{"type", "nvidia-a100"}, {"count", 2}, {"memory_gb", 80}}},
-                                              {"devices", json::array({{{"index", 0}, {"numa_node", 0}}, {{"index", 1}, {"numa_node", 1}}})},
-                                              {"cpu_cores", 2},
-                                              {"memory_gb", 8}}
-                                              .dump();
-    std::filesystem::create_directories(dir + "/dev");
-    for (int minor : {0, 1}) ::mknod((dir + "/dev/nvidia" + std::to_string(minor)).c_str(), S_IFCHR | 0666, makedev(195, minor));
-    std::ofstream(dir + "/worker.json") << json{{"isolation", {{"mode", "on"}, {"dev_dir", dir + "/dev"}, {"numa_cpus", {{"0", "0"}, {"1", "1"}}}}}}.dump();
-    agent = std::make_unique<ChildProcess>(std::vector<std::string>{
-        binary_path("worker/worker"), "--broker", broker_url, "--worker-id", "isolated", "--queues", "iso", "--config",
-        dir + "/worker.json", "--capabilities-file", dir + "/caps.json", "--poll-interval-ms", "100", "--heartbeat-interval-s",
-        "1", "--log-level", "warn", "--concurrency", "2", "--command", std::string("ml.probe=") + kProbe, "--command",
-        "ml.hog=python3 -c 'b = bytearray(1500 * 1000 * 1000); print(len(b))'", "--work-dir", dir + "/work"});
-  }
+// The cgroup version is left to the agent: auto picks v1 on a v1 or hybrid host.
+struct V1Worker : IsolatedWorker {
+  explicit V1Worker(const std::string& broker_url)
+      : IsolatedWorker(broker_url, {{"mode", "on"}},
+                       {std::string("ml.probe=") + kProbe, "ml.hog=python3 -c 'b = bytearray(1500 * 1000 * 1000); print(len(b))'"}) {}
 };
 
-json job_of(const std::string& type, const json& attrs) {
-  json job = ml_job("iso", attrs);
-  job["type"] = type;
-  return job;
-}
+json job_of(const std::string& type, const json& attrs) { return isolated_job(type, attrs); }
 
 }  // namespace
 
@@ -111,7 +68,7 @@ TEST(JobIsolation, AGpuJobRunsInItsCgroupAndSeesOnlyItsGpu) {
   RedisServer redis;
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};
-  IsolatedWorker worker(broker.url());
+  V1Worker worker(broker.url());
   const auto id = api.push(job_of("ml.probe", {{"ext_ml_gpu_count", 1}, {"ext_ml_memory_gb", 1}}));
   const auto job = wait_for_state(api, id, "completed");
   ASSERT_EQ(job["state"], "completed") << job.dump();
@@ -141,7 +98,7 @@ TEST(JobIsolation, AJobWithoutGpusSeesNone) {
   RedisServer redis;
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};
-  IsolatedWorker worker(broker.url());
+  V1Worker worker(broker.url());
   const auto id = api.push(job_of("ml.probe", json::object()));
   const auto job = wait_for_state(api, id, "completed");
   ASSERT_EQ(job["state"], "completed") << job.dump();
@@ -158,7 +115,7 @@ TEST(JobIsolation, AJobOverItsMemoryIsOomKilledAndFailed) {
   RedisServer redis;
   BrokerProcess broker{redis.url()};
   Api api{broker.url()};
-  IsolatedWorker worker(broker.url());
+  V1Worker worker(broker.url());
   // 1.5 GB written into a 0.5 GB limit.
   const auto id = api.push(job_of("ml.hog", {{"ext_ml_memory_gb", 0.5}, {"retry", {{"max_attempts", 1}}}}));
   ASSERT_TRUE(wait_until([&] {
@@ -169,4 +126,55 @@ TEST(JobIsolation, AJobOverItsMemoryIsOomKilledAndFailed) {
   EXPECT_TRUE(job["state"] == "discarded" || job["state"] == "dead") << job.dump();
   EXPECT_NE(job.dump().find("oom_killed"), std::string::npos) << job.dump();
   EXPECT_NE(job.dump().find("memory limit of 0.5 GB"), std::string::npos) << job.dump();
+}
+
+// A job asking for a CUDA version (its node selector on nvidia.com/cuda-version) gets
+// the worker's library directory of that version read-only at /usr/local/cuda-<v>.
+TEST(JobIsolation, ARequestedCudaVersionIsMountedReadOnly) {
+  REQUIRE_KERNEL_SUPPORT();
+  const std::string version = "99.1";  // no real CUDA has it: the test's mount point is its own
+  const std::string target = "/usr/local/cuda-" + version;
+  const bool target_existed = std::filesystem::exists(target);
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+  const std::string libraries = make_temp_dir("cuda-libraries");
+  std::filesystem::create_directories(libraries + "/lib64");
+  std::ofstream(libraries + "/lib64/libcudart.so.99") << "fake cudart";
+  const std::string probe = "ml.cuda=f=" + target + R"sh(/lib64/libcudart.so.99
+if [ -e "$f" ]; then
+  echo "content=$(cat "$f")"
+  echo "write=$( (echo x >> "$f") 2>&1 | sed 's/.*: //')"
+  echo "create=$( (touch "$(dirname "$f")/new") 2>&1 | sed 's/.*: //')"
+else
+  echo "content=absent"
+fi
+echo "ld=$LD_LIBRARY_PATH"
+)sh";
+  IsolatedWorker worker(broker.url(), {{"mode", "on"}, {"cuda_libraries", {{version, libraries}}}}, {probe});
+  const json asks = {{"ext_ml_node_selector", {{"nvidia.com/cuda-version", version}}}};
+  const auto job = wait_for_state(api, api.push(job_of("ml.cuda", asks)), "completed");
+  ASSERT_EQ(job["state"], "completed") << job.dump();
+  auto seen = probe_result(job);
+  EXPECT_EQ(seen["content"], "fake cudart");
+  EXPECT_EQ(seen["write"], "Read-only file system");
+  EXPECT_EQ(seen["create"], "Read-only file system");
+  EXPECT_EQ(seen["ld"].rfind(target + "/lib64", 0), 0u) << seen["ld"];
+  std::ifstream library(libraries + "/lib64/libcudart.so.99");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(library), {}), "fake cudart") << "the host's file is unchanged";
+
+  const auto plain = wait_for_state(api, api.push(job_of("ml.cuda", json::object())), "completed");
+  auto plain_seen = probe_result(plain);
+  EXPECT_EQ(plain_seen["content"], "absent") << "a job that asks for no CUDA version does not see it";
+  EXPECT_EQ(plain_seen["ld"].find(target), std::string::npos) << plain_seen["ld"];
+
+  // The advertised version is the map's: a version the worker lacks is not placed here.
+  const auto workers = api.get("/ojs/v1/admin/workers").body;
+  ASSERT_FALSE(workers["items"].empty());
+  EXPECT_EQ(workers["items"][0]["capabilities"]["labels"]["nvidia.com/cuda-version"], version);
+  const auto other = api.push(job_of("ml.cuda", {{"ext_ml_node_selector", {{"nvidia.com/cuda-version", "98.0"}}}}));
+  sleep_ms(2000);
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + other).body["job"]["state"], "available") << "placed on a worker without CUDA 98.0";
+  worker.agent.reset();
+  if (!target_existed) ::rmdir(target.c_str());
 }

@@ -1,6 +1,7 @@
 #include "worker/config/worker_config.hpp"
 
 #include "worker/config/json_file.hpp"
+#include "worker/isolation/cuda_libraries.hpp"
 
 #include <stdexcept>
 
@@ -63,10 +64,13 @@ WorkerConfig parse_worker_config(const nlohmann::json& document) {
     if (!it->is_object()) throw std::invalid_argument("isolation must be an object");
     auto& iso = config.isolation;
     read_if_present(*it, "mode", iso.mode);
+    read_if_present(*it, "cgroup_version", iso.cgroup_version);
     read_if_present(*it, "cgroup_root", iso.cgroup_root);
     read_if_present(*it, "dev_dir", iso.dev_dir);
     read_if_present(*it, "pids_max", iso.pids_max);
     if (iso.mode != "auto" && iso.mode != "on" && iso.mode != "off") throw std::invalid_argument("isolation.mode must be auto, on or off");
+    if (iso.cgroup_version != "auto" && iso.cgroup_version != "v1" && iso.cgroup_version != "v2")
+      throw std::invalid_argument("isolation.cgroup_version must be auto, v1 or v2");
     if (iso.pids_max < 1) throw std::invalid_argument("isolation.pids_max must be at least 1");
     if (auto cpus = it->find("numa_cpus"); cpus != it->end()) {
       if (!cpus->is_object()) throw std::invalid_argument("isolation.numa_cpus must be an object of NUMA node -> CPU list");
@@ -74,6 +78,15 @@ WorkerConfig parse_worker_config(const nlohmann::json& document) {
         if (!list.is_string() || node.empty() || node.find_first_not_of("0123456789") != std::string::npos)
           throw std::invalid_argument("isolation.numa_cpus." + node + " must map a NUMA node number to a CPU list string (\"0-15\")");
         iso.numa_cpus[std::stoi(node)] = list.get<std::string>();
+      }
+    }
+    if (auto cuda = it->find("cuda_libraries"); cuda != it->end()) {
+      if (!cuda->is_object()) throw std::invalid_argument("isolation.cuda_libraries must be an object of CUDA version -> directory");
+      for (const auto& [version, dir] : cuda->items()) {
+        if (!is_cuda_version(version) || !dir.is_string() || dir.get<std::string>().rfind('/', 0) != 0)
+          throw std::invalid_argument("isolation.cuda_libraries." + version +
+                                      " must map a CUDA version (\"12.2\") to an absolute directory (\"/opt/cuda-12.2\")");
+        iso.cuda_libraries[version] = dir.get<std::string>();
       }
     }
   }

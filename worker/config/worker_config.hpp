@@ -47,7 +47,8 @@ struct WorkerConfig {
   double log_ship_interval_s = 1;
   std::uint64_t log_max_bytes = 1 << 20;
   GpuSharingConfig gpu_sharing;  // "gpu_sharing": {"mode": "auto|exclusive|mps", "active_thread_percentage": 50}
-  // "isolation": {"mode": "auto|on|off", "cgroup_root", "dev_dir", "pids_max", "numa_cpus": {"0": "0-15"}}
+  // "isolation": {"mode": "auto|on|off", "cgroup_version": "auto|v1|v2", "cgroup_root", "dev_dir", "pids_max", "numa_cpus": {"0": "0-15"},
+  //                "cuda_libraries": {"12.2": "/opt/cuda-12.2"}}
   IsolationConfig isolation;
   // GPU telemetry (NVML) is read every this many seconds (0: not read) and sent with
   // the devices; a device at or above max_gpu_temperature_c takes no new job until it

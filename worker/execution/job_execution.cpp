@@ -24,7 +24,7 @@ std::unique_ptr<JobExecution> JobExecution::start(const nlohmann::json& job, con
     if (view.memory_gb) limits.memory_bytes = static_cast<std::uint64_t>(*view.memory_gb * 1e9);
     for (const int minor : view.gpu_minors) limits.gpus.push_back({minor, view.mig});
     limits.numa_nodes.insert(view.numa_nodes.begin(), view.numa_nodes.end());
-    cgroup = settings.isolation->prepare(workspace.dir.filename().string(), limits);
+    cgroup = settings.isolation->prepare(workspace.dir.filename().string(), limits, view.cuda_version);
     const auto plan_file = (workspace.dir / "isolation.json").string();
     write_text_file_atomically(plan_file, cgroup->plan().dump());
     request.argv = settings.isolation->wrap(request.argv, plan_file);

@@ -4,6 +4,7 @@
 
 #include "ojs/ml/meta_aliases.hpp"
 #include "ojs/ml/requirements.hpp"
+#include "worker/isolation/cuda_libraries.hpp"
 
 namespace ojs::worker {
 
@@ -53,6 +54,8 @@ JobView read_job(const nlohmann::json& job) {
   try {
     const auto requirements = ml::parse_requirements(job);
     view.memory_gb = requirements.hard.memory_gb;
+    if (const auto cuda = requirements.hard.node_selector.find(kCudaVersionLabel); cuda != requirements.hard.node_selector.end())
+      view.cuda_version = cuda->second;
     const auto& checkpoint = requirements.scheduling.checkpoint;
     if (!checkpoint.storage_uri.empty()) view.checkpoint_uri = checkpoint.storage_uri + view.id + "/";  // the URI ends with '/'
     if (checkpoint.enabled) view.checkpoint_interval_s = checkpoint.interval_s;

@@ -35,6 +35,8 @@ struct JobView {
   // (0 when checkpoints are not enabled) and how many are kept.
   std::string checkpoint_uri;
   std::optional<double> memory_gb;  // ext_ml_memory_gb: the job's memory limit where jobs are isolated
+  // Its node selector's nvidia.com/cuda-version: the CUDA libraries mounted for it where jobs are isolated.
+  std::string cuda_version;
   // Set by the agent from its devices (for isolation): the /dev/nvidia<minor> of each
   // assigned GPU (a MIG device's GPU), whether any is a MIG device, their NUMA nodes.
   std::vector<int> gpu_minors;

@@ -1,5 +1,9 @@
 #include "worker/isolation/job_isolation.hpp"
 
+#include "worker/isolation/cgroup_hierarchy.hpp"
+#include "worker/isolation/cuda_libraries.hpp"
+#include "worker/isolation/device_filter.hpp"
+
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -12,10 +16,12 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -28,7 +34,7 @@ namespace {
 
 constexpr int kNvidiaMajor = 195;   // /dev/nvidia<N> and nvidiactl (minor 255): fixed by the driver
 constexpr int kNvidiaCtlMinor = 255;
-const char* const kHierarchies[] = {"memory", "devices", "cpuset", "pids"};
+const char* const kV1Hierarchies[] = {"memory", "devices", "cpuset", "pids"};
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
@@ -63,12 +69,12 @@ std::string own_cgroup(const std::string& hierarchy) {
   return "/";
 }
 
-// mkdir, and for cpuset the CPUs and memory nodes of the parent (a v1 cpuset starts
-// empty, and a task cannot join an empty one).
-void make_cgroup_dir(const std::string& hierarchy, const fs::path& dir) {
+// mkdir, and in v1's cpuset hierarchy the CPUs and memory nodes of the parent (a v1
+// cpuset starts empty, and a task cannot join an empty one; v2's inherits them).
+void make_cgroup_dir(const fs::path& dir, bool v1_cpuset) {
   std::error_code ec;
   if (!fs::create_directory(dir, ec) && ec) throw std::runtime_error("cannot create cgroup " + dir.string() + ": " + ec.message());
-  if (hierarchy != "cpuset") return;
+  if (!v1_cpuset) return;
   for (const char* file : {"cpuset.cpus", "cpuset.mems"})
     if (read_text(dir / file).empty()) write_value(dir / file, read_text(dir.parent_path() / file));
 }
@@ -92,24 +98,42 @@ std::string safe_name(const std::string& text) {
 
 // A device node for the job's /dev: the host's own numbers when it has the node, else
 // the driver's fixed ones (195:<minor> for /dev/nvidia<minor>).
-nlohmann::json node(const std::string& dev_dir, const std::string& name, int major, int minor) {
+DevNode node(const std::string& dev_dir, const std::string& name, int major, int minor) {
   struct stat st {};
   if (::stat((fs::path(dev_dir) / name).c_str(), &st) == 0 && S_ISCHR(st.st_mode)) {
     major = static_cast<int>(::major(st.st_rdev));
     minor = static_cast<int>(::minor(st.st_rdev));
   }
-  return {{"name", name}, {"major", major}, {"minor", minor}};
+  return {name, major, minor};
 }
 
-// Kills what runs in a cgroup directory and removes it (its job directories first).
+bool has_word(const std::string& list, const std::string& word) {
+  std::stringstream words(list);
+  for (std::string w; words >> w;)
+    if (w == word) return true;
+  return false;
+}
+
+// Kills what runs in a cgroup directory and removes it (its job directories first):
+// cgroup.kill where the kernel has it (v2, 5.14+: no process escapes by forking
+// meanwhile), else SIGKILL to each process in cgroup.procs until none is left.
 void remove_cgroup_tree(const fs::path& dir) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec))
     if (entry.is_directory()) remove_cgroup_tree(entry.path());
+  const bool has_kill = fs::exists(dir / "cgroup.kill");
   for (int attempt = 0; attempt < 100 && fs::exists(dir); ++attempt) {
-    for (std::stringstream pids(read_text(dir / "cgroup.procs")); pids.good();) {
-      pid_t pid = 0;
-      if (pids >> pid && pid > 0) ::kill(pid, SIGKILL);
+    if (has_kill) {
+      try {
+        write_value(dir / "cgroup.kill", "1");
+      } catch (const std::exception& e) {
+        spdlog::debug("{}", e.what());
+      }
+    } else {
+      for (std::stringstream pids(read_text(dir / "cgroup.procs")); pids.good();) {
+        pid_t pid = 0;
+        if (pids >> pid && pid > 0) ::kill(pid, SIGKILL);
+      }
     }
     if (fs::remove(dir, ec)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -135,7 +159,9 @@ void remove_dead_runs(const fs::path& base) {
 }  // namespace
 
 JobIsolation::~JobIsolation() {
-  for (const auto& [hierarchy, dir] : parents_) remove_cgroup_tree(dir);
+  std::set<std::string> dirs;  // v2: one directory for every controller
+  for (const auto& [controller, dir] : parents_) dirs.insert(dir);
+  for (const auto& dir : dirs) remove_cgroup_tree(dir);
 }
 
 std::unique_ptr<JobIsolation> JobIsolation::create(const IsolationConfig& config, const std::string& launcher,
@@ -147,34 +173,116 @@ std::unique_ptr<JobIsolation> JobIsolation::create(const IsolationConfig& config
   };
   if (config.mode == "off") return off("isolation.mode is off in the worker config");
   if (::geteuid() != 0) return off("the agent does not run as root (cgroups and mount namespaces need it)");
-  const fs::path root = config.cgroup_root;
-  for (const char* h : kHierarchies)
-    if (!fs::exists(root / h / "cgroup.procs")) {
-      if (fs::exists(root / "cgroup.controllers"))
-        return off("the host has cgroup v2 only: the device allow-list needs a BPF program, which this agent does not load");
-      return off(std::string("no cgroup v1 ") + h + " hierarchy under " + root.string());
-    }
+  const CgroupHost host = read_cgroup_host();
+  std::string why_not;
+  const std::string version = choose_cgroup_version(host, config.cgroup_version, &why_not);
+  if (version.empty()) return off(why_not);
   auto isolation = std::unique_ptr<JobIsolation>(new JobIsolation());
   isolation->config_ = config;
   isolation->launcher_ = launcher;
-  isolation->mode_ = "cgroup-v1";
+  isolation->version_ = version;
+  isolation->mode_ = "cgroup-" + version;
   try {
-    for (const char* h : kHierarchies) {
-      const fs::path base = root / h / fs::path(own_cgroup(h)).relative_path() / "ojs";
-      if (!fs::exists(base)) make_cgroup_dir(h, base);
-      remove_dead_runs(base);
-      // One directory per run of the agent (several agents may share a host, and a
-      // restarted one finds what its dead predecessor left by the pid in the name).
-      const fs::path dir = base / (safe_name(worker_id) + "-" + std::to_string(::getpid()));
-      if (!fs::exists(dir)) make_cgroup_dir(h, dir);
-      isolation->parents_[h] = dir.string();
+    if (version == "v1") {
+      isolation->set_up_v1(worker_id);
+    } else {
+      // The cgroup root itself when it is the cgroup2 mount (a unified host), else the
+      // cgroup2 mount beside v1 (a hybrid one).
+      const bool unified_root = fs::exists(fs::path(config.cgroup_root) / "cgroup.controllers");
+      isolation->set_up_v2(unified_root ? config.cgroup_root : host.v2_mount, host.v2_own, worker_id);
     }
   } catch (const std::exception& e) {
     return off(e.what());
   }
+  // One rule for both versions: the device allow-list and the private /dev are what
+  // isolation is (without them it is off); a limit whose controller the host lacks
+  // is named here, refuses the start under mode on, and is not applied under auto.
+  if (!isolation->missing_.empty()) {
+    std::string missing;
+    std::map<std::string, std::string> by_reason;  // reason -> its controllers: one host cause is said once
+    for (const auto& [controller, reason] : isolation->missing_) {
+      missing += (missing.empty() ? "" : ", ") + controller;
+      auto& controllers = by_reason[reason];
+      controllers += (controllers.empty() ? "" : ", ") + controller;
+    }
+    std::string why;
+    for (const auto& [reason, controllers] : by_reason) why += (why.empty() ? "" : "; ") + controllers + ": " + reason;
+    const std::string message = "no " + missing + " controller in cgroup " + version + " (" + why +
+                                "): jobs run without the " + missing + " limit(s)";
+    if (config.mode == "on") throw std::runtime_error("isolation is required (isolation.mode on) but " + message);
+    spdlog::warn("{}", message);
+  }
   isolation->uvm_major_ = major_of("nvidia-uvm");
   isolation->caps_major_ = major_of("nvidia-caps");
   return isolation;
+}
+
+void JobIsolation::set_up_v1(const std::string& worker_id) {
+  const fs::path root = config_.cgroup_root;
+  if (!fs::exists(root / "devices" / "cgroup.procs"))
+    throw std::runtime_error("no cgroup v1 devices hierarchy under " + root.string() + " (the device allow-list needs it)");
+  for (const char* h : kV1Hierarchies) {
+    if (!fs::exists(root / h / "cgroup.procs")) {
+      missing_.emplace_back(h, "no cgroup v1 hierarchy under " + root.string());
+      continue;
+    }
+    const bool cpuset = std::string(h) == "cpuset";
+    const fs::path base = root / h / fs::path(own_cgroup(h)).relative_path() / "ojs";
+    if (!fs::exists(base)) make_cgroup_dir(base, cpuset);
+    remove_dead_runs(base);
+    // One directory per run of the agent (several agents may share a host, and a
+    // restarted one finds what its dead predecessor left by the pid in the name).
+    const fs::path dir = base / (safe_name(worker_id) + "-" + std::to_string(::getpid()));
+    if (!fs::exists(dir)) make_cgroup_dir(dir, cpuset);
+    parents_[h] = dir.string();
+  }
+}
+
+// The agent's own cgroup is the subtree delegated to it. v2 lets a cgroup pass
+// controllers to its children only while it holds no process itself, so the agent
+// moves into a leaf of its own (<own>/ojs/agent) and each level down to this run's
+// directory enables the controllers; each job's directory is a leaf below that.
+void JobIsolation::set_up_v2(const std::string& v2_root, const std::string& own, const std::string& worker_id) {
+  std::string own_path = own;
+  if (const std::string leaf = "/ojs/agent"; own_path.size() >= leaf.size() && own_path.ends_with(leaf))
+    own_path.resize(own_path.size() - leaf.size());  // already in its leaf (set up before, this process)
+  const fs::path own_dir = fs::path(v2_root) / fs::path(own_path).relative_path();
+  const fs::path base = own_dir / "ojs";
+  if (!fs::exists(base)) make_cgroup_dir(base, false);
+  if (!fs::exists(base / "agent")) make_cgroup_dir(base / "agent", false);
+  write_value(base / "agent" / "cgroup.procs", std::to_string(::getpid()));
+  remove_dead_runs(base);
+  const fs::path dir = base / (safe_name(worker_id) + "-" + std::to_string(::getpid()));
+  if (!fs::exists(dir)) make_cgroup_dir(dir, false);
+  parents_["devices"] = dir.string();  // before anything can throw: the destructor removes it
+  for (const char* controller : kLimitControllers) {
+    std::string why;
+    for (const fs::path& level : {own_dir, base, dir}) {
+      if (!has_word(read_text(level / "cgroup.controllers"), controller)) {
+        why = "not in " + (level / "cgroup.controllers").string() + " (\"" + read_text(level / "cgroup.controllers") +
+              "\": bound to cgroup v1, or not delegated to the agent)";
+        break;
+      }
+      if (has_word(read_text(level / "cgroup.subtree_control"), controller)) continue;
+      try {
+        write_value(level / "cgroup.subtree_control", std::string("+") + controller);
+      } catch (const std::exception& e) {
+        why = std::string(e.what()) + " (a cgroup holding processes cannot enable controllers for its children)";
+        break;
+      }
+    }
+    if (why.empty()) parents_[controller] = dir.string();
+    else missing_.emplace_back(controller, why);
+  }
+  // The device allow-list is a BPF program on each job's cgroup: proved loadable here,
+  // on this run's directory, with one that allows every device.
+  attach_device_filter(dir.string(), {parse_device_rule("c *:* rwm"), parse_device_rule("b *:* rwm")});
+}
+
+std::vector<std::string> JobIsolation::controllers() const {
+  std::vector<std::string> out;
+  for (const auto& [controller, dir] : parents_) out.push_back(controller);
+  return out;
 }
 
 std::string JobIsolation::cpus_of(const std::set<int>& numa_nodes) const {
@@ -190,50 +298,43 @@ std::string JobIsolation::cpus_of(const std::set<int>& numa_nodes) const {
   return out;
 }
 
-std::unique_ptr<JobCgroup> JobIsolation::prepare(const std::string& name, const JobLimits& limits) const {
+std::unique_ptr<JobCgroup> JobIsolation::prepare(const std::string& name, const JobLimits& limits, const std::string& cuda_version) const {
+  const bool v2 = version_ == "v2";
+  const auto cuda = cuda_mount(config_.cuda_libraries, cuda_version);  // before any directory: a refusal leaves none
   auto cgroup = std::unique_ptr<JobCgroup>(new JobCgroup());
   nlohmann::json procs = nlohmann::json::array();
-  for (const auto& [hierarchy, parent] : parents_) {
+  std::set<std::string> made;
+  for (const auto& [controller, parent] : parents_) {
+    if (!made.insert(parent).second) continue;  // v2: one directory for every controller
     const fs::path dir = fs::path(parent) / name;
-    if (fs::exists(dir)) {
-      std::error_code ec;
-      fs::remove(dir, ec);
-    }
-    make_cgroup_dir(hierarchy, dir);
+    if (fs::exists(dir)) remove_cgroup_tree(dir);  // a retried attempt's leftover
+    make_cgroup_dir(dir, !v2 && controller == "cpuset");
     cgroup->dirs_.push_back(dir.string());
     procs.push_back((dir / "cgroup.procs").string());
   }
-  const fs::path memory = fs::path(parents_.at("memory")) / name;
-  cgroup->memory_dir_ = memory.string();
-  if (limits.memory_bytes) {
-    write_value(memory / "memory.limit_in_bytes", std::to_string(*limits.memory_bytes));
-    // With swap accounting the limit covers swap too: over it the job is OOM-killed, not swapped.
-    if (fs::exists(memory / "memory.memsw.limit_in_bytes")) {
-      try {
-        write_value(memory / "memory.memsw.limit_in_bytes", std::to_string(*limits.memory_bytes));
-      } catch (const std::exception& e) {
-        spdlog::warn("job cgroup {}: {} (swap is not limited)", name, e.what());
-      }
+  const auto dir_of = [&](const std::string& controller) { return fs::path(parents_.at(controller)) / name; };
+  const std::string cpus = parents_.count("cpuset") ? cpus_of(limits.numa_nodes) : "";
+  for (const auto& write : limit_writes(version_, limits, cpus, config_.pids_max)) {
+    if (!parents_.count(write.controller)) continue;  // the host lacks it: said at start
+    const fs::path file = dir_of(write.controller) / write.file;
+    if (write.optional && !fs::exists(file)) continue;
+    try {
+      write_value(file, write.value);
+    } catch (const std::exception& e) {
+      if (!write.optional) throw;
+      spdlog::warn("job cgroup {}: {} ({})", name, e.what(),
+                   write.controller == "cpuset" ? "its GPUs' NUMA CPUs are outside the worker's: it runs on the worker's CPUs"
+                                                : "its swap is not limited");
     }
+  }
+  if (parents_.count("memory")) {
+    cgroup->oom_counter_file_ = (dir_of("memory") / (v2 ? "memory.events" : "memory.oom_control")).string();
     cgroup->memory_limit_ = limits.memory_bytes;
   }
-  write_value(fs::path(parents_.at("pids")) / name / "pids.max", std::to_string(config_.pids_max));
-  const fs::path cpuset = fs::path(parents_.at("cpuset")) / name;
-  if (const auto cpus = cpus_of(limits.numa_nodes); !cpus.empty()) {
-    try {
-      write_value(cpuset / "cpuset.cpus", cpus);
-    } catch (const std::exception& e) {  // CPUs outside the worker's own set: the worker's set stands
-      spdlog::warn("job cgroup {}: CPUs {} of its GPUs' NUMA node(s) refused ({}); it runs on the worker's CPUs", name, cpus, e.what());
-    }
-  }
-  cgroup->cpus_ = read_text(cpuset / "cpuset.cpus");
+  if (parents_.count("cpuset")) cgroup->cpus_ = read_text(dir_of("cpuset") / (v2 ? "cpuset.cpus.effective" : "cpuset.cpus"));
 
   // Device allow-list: nothing but the standard nodes and the job's own GPUs.
-  const fs::path devices = fs::path(parents_.at("devices")) / name;
-  write_value(devices / "devices.deny", "a");
-  std::vector<std::string> allowed = {"c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm", "c 5:0 rwm",
-                                      "c 5:1 rwm", "c 5:2 rwm", "c 136:* rwm"};
-  nlohmann::json nodes = nlohmann::json::array();
+  std::vector<DevNode> nodes;
   bool mig = false;
   for (const auto& gpu : limits.gpus) {
     nodes.push_back(node(config_.dev_dir, "nvidia" + std::to_string(gpu.minor), kNvidiaMajor, gpu.minor));
@@ -245,12 +346,20 @@ std::unique_ptr<JobCgroup> JobIsolation::prepare(const std::string& name, const 
       nodes.push_back(node(config_.dev_dir, "nvidia-uvm", uvm_major_, 0));
       nodes.push_back(node(config_.dev_dir, "nvidia-uvm-tools", uvm_major_, 1));
     }
-    if (mig && caps_major_ >= 0) allowed.push_back("c " + std::to_string(caps_major_) + ":* r");  // MIG capability nodes
   }
-  for (const auto& n : nodes)
-    allowed.push_back("c " + std::to_string(n["major"].get<int>()) + ":" + std::to_string(n["minor"].get<int>()) + " rwm");
-  for (const auto& rule : allowed) write_value(devices / "devices.allow", rule);
-  cgroup->plan_ = {{"procs", procs}, {"dev_nodes", nodes}};
+  const auto rules = device_allow_rules(nodes, mig, caps_major_);
+  if (v2) {
+    std::vector<DeviceRule> parsed;
+    for (const auto& rule : rules) parsed.push_back(parse_device_rule(rule));
+    attach_device_filter(dir_of("devices").string(), parsed);
+  } else {
+    write_value(dir_of("devices") / "devices.deny", "a");
+    for (const auto& rule : rules) write_value(dir_of("devices") / "devices.allow", rule);
+  }
+  nlohmann::json dev_nodes = nlohmann::json::array();
+  for (const auto& n : nodes) dev_nodes.push_back({{"name", n.name}, {"major", n.major}, {"minor", n.minor}});
+  cgroup->plan_ = {{"procs", procs}, {"dev_nodes", dev_nodes}};
+  if (cuda) cgroup->plan_["cuda_libraries"] = {{"source", cuda->source}, {"target", cuda->target}, {"lib_dir", cuda->lib_dir}};
   return cgroup;
 }
 
@@ -260,8 +369,10 @@ std::vector<std::string> JobIsolation::wrap(const std::vector<std::string>& argv
   return out;
 }
 
+// Both files are "key value" lines; oom_kill counts the processes the OOM killer took.
 bool JobCgroup::oom_killed() const {
-  std::ifstream in(fs::path(memory_dir_) / "memory.oom_control");
+  if (oom_counter_file_.empty()) return false;
+  std::ifstream in(oom_counter_file_);
   for (std::string key; in >> key;) {
     long long value = 0;
     if (!(in >> value)) break;
@@ -315,6 +426,20 @@ int run_isolated(const std::string& plan_file, const std::vector<std::string>& a
   if (::mkdir("/dev/shm", 01777) != 0 || ::mount("ojs-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
     return fail("mounting /dev/shm");
   ::umask(022);
+  // The CUDA libraries it asked for, read-only: it can use them, not change them. The
+  // mount is private to the job's namespace; its mount point is made on the host when missing.
+  if (const auto cuda = plan.find("cuda_libraries"); cuda != plan.end()) {
+    const auto source = cuda->at("source").get<std::string>(), target = cuda->at("target").get<std::string>();
+    std::error_code ec;
+    fs::create_directories(target, ec);
+    if (::mount(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+      return fail("bind-mounting " + source + " at " + target);
+    if (::mount(nullptr, target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) != 0)
+      return fail("making " + target + " read-only");
+    const char* inherited = std::getenv("LD_LIBRARY_PATH");
+    const std::string lib_dir = cuda->at("lib_dir").get<std::string>();
+    ::setenv("LD_LIBRARY_PATH", (inherited && *inherited ? lib_dir + ":" + inherited : lib_dir).c_str(), 1);
+  }
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

@@ -44,12 +44,14 @@ TEST(WorkerConfig, RejectsWrongShapes) {
 // Isolation settings are read whole, and a wrong one is named (the agent refuses to start).
 TEST(WorkerConfig, ReadsIsolationAndNamesAWrongField) {
   const auto config = parse_worker_config(nlohmann::json::parse(
-      R"({"isolation": {"mode": "on", "dev_dir": "/tmp/dev", "pids_max": 64, "numa_cpus": {"0": "0-15", "1": "16-31"}}})"));
+      R"({"isolation": {"mode": "on", "cgroup_version": "v2", "dev_dir": "/tmp/dev", "pids_max": 64, "numa_cpus": {"0": "0-15", "1": "16-31"}}})"));
   EXPECT_EQ(config.isolation.mode, "on");
+  EXPECT_EQ(config.isolation.cgroup_version, "v2");
   EXPECT_EQ(config.isolation.dev_dir, "/tmp/dev");
   EXPECT_EQ(config.isolation.pids_max, 64);
   EXPECT_EQ(config.isolation.numa_cpus.at(1), "16-31");
   EXPECT_EQ(parse_worker_config(nlohmann::json::object()).isolation.mode, "auto");
+  EXPECT_EQ(parse_worker_config(nlohmann::json::object()).isolation.cgroup_version, "auto");
   const auto message = [](const char* text) {
     try {
       parse_worker_config(nlohmann::json::parse(text));
@@ -59,6 +61,7 @@ TEST(WorkerConfig, ReadsIsolationAndNamesAWrongField) {
     return std::string("accepted");
   };
   EXPECT_EQ(message(R"({"isolation": {"mode": "maybe"}})"), "isolation.mode must be auto, on or off");
+  EXPECT_EQ(message(R"({"isolation": {"cgroup_version": "2"}})"), "isolation.cgroup_version must be auto, v1 or v2");
   EXPECT_EQ(message(R"({"isolation": {"pids_max": 0}})"), "isolation.pids_max must be at least 1");
   EXPECT_NE(message(R"({"isolation": {"numa_cpus": {"zero": "0"}}})").find("isolation.numa_cpus.zero"), std::string::npos);
 }

@@ -1,6 +1,6 @@
 // The cgroup v2 device allow-list program (worker/isolation/device_filter.hpp), run
 // here by a small interpreter of the instructions it uses, so its decisions are
-// checked without root; the kernel runs it in integration.job_isolation.
+// checked without root; the kernel runs it below and in integration.job_isolation_v2.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/bpf.h>
