@@ -11,6 +11,7 @@
 #include "broker/admin/usage.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/preemption_api.hpp"
+#include "broker/api/schemas_api.hpp"
 #include "broker/api/webhooks_api.hpp"
 #include "broker/background/maintenance.hpp"
 #include "broker/cron/cron_service.hpp"
@@ -42,7 +43,10 @@
 #include "broker/store/workflow_store.hpp"
 #include "broker/store/cron_store.hpp"
 #include "broker/store/legacy_keys.hpp"
+#include "broker/store/schema_store.hpp"
 #include "broker/store/webhook_store.hpp"
+#include "broker/schemas/args_check.hpp"
+#include "broker/schemas/schema_registry.hpp"
 #include "broker/webhooks/dispatcher.hpp"
 #include "broker/webhooks/webhook_service.hpp"
 #include "broker/workflows/workflow_service.hpp"
@@ -135,11 +139,15 @@ struct BrokerApp::Impl {
   void build_services();
   void build_api();
   void build_webhooks();
+  void build_schemas();
   HttpServerOptions server_options() const;
   void start_background();
   std::unique_ptr<WebhookStore> webhook_store;
   std::unique_ptr<webhooks::Dispatcher> webhook_dispatcher;  // fed by the hub's reader
   std::unique_ptr<webhooks::WebhookService> webhooks;
+  std::unique_ptr<SchemaStore> schema_store;
+  std::unique_ptr<schemas::ArgsCheck> args_check;  // PUSH's check, fed by the registry's changes
+  std::unique_ptr<schemas::SchemaRegistry> schemas;
 };
 
 BrokerApp::BrokerApp(BrokerConfig config, CronLimits crons, webhooks::WebhookSettings hooks) : impl_(std::make_unique<Impl>()) {
@@ -262,6 +270,7 @@ void BrokerApp::Impl::build_api() {
   i.event_log = std::make_unique<EventLog>(*i.events);
   register_events_api(i.router, *i.api, *i.event_log, *i.event_hub);
   i.build_webhooks();
+  i.build_schemas();
   register_dead_letter_api(i.router, *i.api);
   i.governance = governance::install(i.config, *i.redis, *i.push, i.router, *i.api);
   register_queues_api(i.router, *i.api, *i.governance->configs);
@@ -287,6 +296,17 @@ void BrokerApp::Impl::build_api() {
 
   i.cors = std::make_unique<CorsPolicy>(i.config.cors_origins);
   if (i.cors->enabled()) i.router.decorate([c = i.cors.get()](const HttpRequest& r, HttpResponse& response) { c->decorate(r, response); });
+}
+
+// The schema registry and PUSH's check of args against it.
+void BrokerApp::Impl::build_schemas() {
+  auto& i = *this;
+  i.schema_store = std::make_unique<SchemaStore>(*i.redis);
+  i.args_check = std::make_unique<schemas::ArgsCheck>(*i.schema_store, i.config.schema_validation);
+  i.schemas = std::make_unique<schemas::SchemaRegistry>(*i.schema_store, *i.args_check);
+  if (i.config.schema_validation != "off")
+    i.push->set_args_check([c = i.args_check.get()](const NewJob& job, const std::string& tenant) { return c->check(job, tenant); });
+  register_schemas_api(i.router, *i.schemas);
 }
 
 // Webhook subscriptions and their delivery, fed by the event hub's reader.

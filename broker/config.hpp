@@ -78,6 +78,10 @@ struct BrokerConfig {
   // none, and the event endpoints answer 422), and the SSE stream's bounds.
   std::string events = "bounded";
   long long events_max_len = 10000;
+  // What a PUSH whose args break its type's registered schema gets
+  // (ojs-schema-registry.md §7): strict (refused, 422), warn (accepted with a
+  // warning: the spec's default) or off (not checked).
+  std::string schema_validation = "warn";
   // Bytes of stdout/stderr kept per job (the most recent; older chunks go).
   long long job_log_max_bytes = 1 << 20;
   int max_event_streams = 256;                 // open GET /ojs/v1/events/stream per broker; beyond: 503

@@ -131,6 +131,7 @@ void add_access_options(CLI::App& cli, ojs::broker::BrokerConfig& config) {
 // Job events, logs and their streams.
 void add_events_options(CLI::App& cli, ojs::broker::BrokerConfig& config) {
   cli.add_option("--events", config.events, "Job events: bounded (each queue's stream capped at --events-max-len) or off (none recorded)")->capture_default_str()->check(CLI::IsMember({"bounded", "off"}));
+  cli.add_option("--schema-validation", config.schema_validation, "PUSH args against the type's registered schema: strict (refuse, 422), warn (accept with a warning) or off")->capture_default_str()->check(CLI::IsMember({"strict", "warn", "off"}));
   cli.add_option("--events-max-len", config.events_max_len, "Approximate cap of each queue's event stream")->capture_default_str()->check(CLI::Range(100LL, 100000000LL));
   cli.add_option("--job-log-max-bytes", config.job_log_max_bytes, "Bytes of each job's stdout/stderr kept (the most recent)")->capture_default_str()->check(CLI::Range(1024LL, 64LL << 20));
   cli.add_option("--max-event-streams", config.max_event_streams, "Open SSE event streams per broker (beyond: 503)")->capture_default_str()->check(CLI::Range(0, 100000));

@@ -87,6 +87,7 @@ void register_jobs_api(Router& router, ApiContext& ctx) {
     }
     ObjectText out;
     out.put("job", pushed.job.str());
+    if (!pushed.warnings.empty()) out.put_json("warnings", pushed.warnings);  // ojs-schema-registry.md §7.3, warn mode
     // on_conflict "ignore": 200 with the existing job (spec/ojs-unique-jobs.md 5.4)
     if (pushed.deduplicated) {
       out.put_json("deduplicated", true);

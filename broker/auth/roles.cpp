@@ -25,7 +25,7 @@ constexpr std::array<std::string_view, 5> kPublic = {"GET /ojs/manifest", "GET /
 
 // Producers submit, inspect, cancel, hold and update their jobs, read why they wait,
 // and subscribe webhooks to their events.
-constexpr std::array<std::string_view, 27> kProducer = {
+constexpr std::array<std::string_view, 30> kProducer = {
     "POST /ojs/v1/jobs",          "GET /ojs/v1/jobs/{id}",         "DELETE /ojs/v1/jobs/{id}",
     "POST /ojs/v1/jobs/batch", "POST /ojs/v1/cron", "GET /ojs/v1/cron*", "DELETE /ojs/v1/cron/{name}",  // ecosystem
     "GET /ojs/v1/jobs/{id}/*",    "GET /ojs/v1/events",            "GET /ojs/v1/queues",
@@ -35,11 +35,14 @@ constexpr std::array<std::string_view, 27> kProducer = {
     "POST /ojs/v1/jobs/{id}/hold", "POST /ojs/v1/jobs/{id}/release", "PATCH /ojs/v1/jobs/{id}",  // job control
     "POST /ojs/v1/jobs/{id}/what-if", "GET /ojs/v1/queues/{name}/forecast",  // start estimates
     // Webhook subscriptions of the producer's tenant (ojs-webhooks.md §9.3).
-    "POST /ojs/v1/webhooks/*", "GET /ojs/v1/webhooks/*", "PATCH /ojs/v1/webhooks/*", "DELETE /ojs/v1/webhooks/*"};
+    "POST /ojs/v1/webhooks/*", "GET /ojs/v1/webhooks/*", "PATCH /ojs/v1/webhooks/*", "DELETE /ojs/v1/webhooks/*",
+    // Their tenant's job-type schemas (ojs-schema-registry.md §4: producers register them).
+    "POST /ojs/v1/schemas", "GET /ojs/v1/schemas/*", "DELETE /ojs/v1/schemas/*"};
 
 // Workers run jobs: every worker-side operation (fetch, ack, nack, heartbeat and
-// whatever else lives under /workers/, e.g. checkpoints), job checkpoints, and INFO.
-constexpr std::array<std::string_view, 6> kWorker = {"POST /ojs/v1/workers/*", "GET /ojs/v1/workers/{id}/health", "GET /ojs/v1/jobs/{id}",
+// whatever else lives under /workers/, e.g. checkpoints), job checkpoints, INFO,
+// and the schemas of what they run (ojs-schema-registry.md §1: discovery).
+constexpr std::array<std::string_view, 7> kWorker = {"GET /ojs/v1/schemas/*","POST /ojs/v1/workers/*", "GET /ojs/v1/workers/{id}/health", "GET /ojs/v1/jobs/{id}",
                                                      "POST /ojs/v1/jobs/{id}/checkpoint*", "GET /ojs/v1/jobs/{id}/checkpoint*",
                                                      "PUT /ojs/v1/jobs/{id}/progress"};  // ecosystem: progress
 

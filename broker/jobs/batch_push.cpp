@@ -86,8 +86,14 @@ json push_batch(BatchPushSources& s, const json& body, int max_queues) {
                    {{"job_id", outcome.duplicate_id}});
 
   json out = json::array();
-  for (std::size_t i = 0; i < prepared.size(); ++i) out.push_back(outcome.jobs[i].envelope());
-  return {{"jobs", out}, {"count", out.size()}};
+  json warnings = json::array();
+  for (std::size_t i = 0; i < prepared.size(); ++i) {
+    out.push_back(outcome.jobs[i].envelope());
+    for (const auto& w : prepared[i].warnings) warnings.push_back("jobs[" + std::to_string(i) + "]: " + w);
+  }
+  json reply = {{"jobs", out}, {"count", out.size()}};
+  if (!warnings.empty()) reply["warnings"] = std::move(warnings);  // ojs-schema-registry.md §7.3, warn mode
+  return reply;
 }
 
 }  // namespace ojs::broker

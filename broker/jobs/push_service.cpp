@@ -72,6 +72,7 @@ PreparedJob PushService::prepare(const json& body, bool cached_config) {
   } else {
     prepared.cls = scheduler_.classify(job.document, job.priority);  // validates ext_ml_*
   }
+  if (args_check_) prepared.warnings = args_check_(job, tenant);
   JobClassification& cls = prepared.cls;
   check_checkpoint_prefix(cls.requirements, config_.checkpoint_prefixes);
   bind_reservation(cls);  // a job naming a reservation runs only inside it: its own class

@@ -30,6 +30,7 @@ struct PreparedJob {
   JobClassification cls;
   std::vector<std::pair<std::string, std::string>> fields;  // job hash fields
   std::optional<long long> config_version;  // of the queue config admission applied (none without admission)
+  std::vector<std::string> warnings;         // answered with the job (args against a registered schema, warn mode)
 };
 // push.lua's refusal ("depth bound strategy") as ojs-backpressure.md §7.1's
 // 429 QUEUE_FULL {queue, depth, bound, strategy}.
@@ -71,6 +72,10 @@ class PushService {
   void admit_batch(std::size_t jobs) const {
     if (batch_admission_) batch_admission_(jobs);
   }
+  // The job's args against its type's registered schema (broker/schemas), once its
+  // tenant is known: returns warnings to answer, throws OjsError to refuse.
+  using ArgsCheck = std::function<std::vector<std::string>(const NewJob&, const std::string& tenant)>;
+  void set_args_check(ArgsCheck check) { args_check_ = std::move(check); }
 
  private:
   JobStore& transitions_;
@@ -94,6 +99,7 @@ class PushService {
   bool queue_registered(const std::string& queue, std::optional<long long> config_version);
   PushAdmission admission_;
   BatchAdmission batch_admission_;
+  ArgsCheck args_check_;
 };
 
 }  // namespace ojs::broker

@@ -164,6 +164,12 @@ inline std::string cohort_epoch() { return "ojs:{_global}:cohort-epoch"; }
 inline const std::string webhooks = "ojs:{_global}:webhooks";
 inline std::string webhook_deliveries(const std::string& id) { return "ojs:{_global}:webhook:" + id + ":deliveries"; }
 inline std::string webhook_claim(const std::string& delivery_id) { return "ojs:{_global}:webhook-claim:" + delivery_id; }
+// The schema registry (ojs-schema-registry.md): per tenant ("" = none) and job type,
+// a hash version -> registered schema JSON. '/' is in no tenant name, so the key
+// names one tenant and type.
+inline std::string schemas(const std::string& tenant, const std::string& job_type) {
+  return "ojs:{_global}:schemas:" + tenant + "/" + job_type;
+}
 inline const std::string& worker_index = workers;  // (spec's name for the same key)
 
 }  // namespace ojs::broker::keys

@@ -11,7 +11,10 @@ PushResult push_job(UniquePushSources& s, const nlohmann::json& body) {
   PushService& jobs = s.push;
   PreparedJob prepared = jobs.prepare(body, true);  // this broker's queue config: push.lua checks its version
   const auto policy = parse_unique_policy(prepared.job.document);
-  if (!policy) return {jobs.push(body, std::move(prepared)), false};
+  if (!policy) {
+    auto warnings = prepared.warnings;
+    return {jobs.push(body, std::move(prepared)), false, std::move(warnings)};
+  }
   prepared = jobs.prepare(body);  // push_unique.lua does not check the config version: read it afresh
 
   const auto& job = prepared.job;
@@ -33,11 +36,11 @@ PushResult push_job(UniquePushSources& s, const nlohmann::json& body) {
     case Kind::duplicate_id:
       throw OjsError(ErrorCode::duplicate, "a job with id " + job.id + " already exists", {{"job_id", job.id}});
     case Kind::ignored:
-      return {outcome.job.envelope_text(), true};
+      return {outcome.job.envelope_text(), true, prepared.warnings};
     case Kind::created:
       break;
   }
-  return {outcome.job.envelope_text(), false};
+  return {outcome.job.envelope_text(), false, prepared.warnings};
 }
 
 }  // namespace ojs::broker

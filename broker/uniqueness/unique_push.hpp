@@ -13,6 +13,7 @@ namespace ojs::broker {
 struct PushResult {
   ObjectText job;             // the new job, or the existing one when deduplicated (its envelope as text)
   bool deduplicated = false;  // on_conflict "ignore" found a holder: nothing enqueued (HTTP 200)
+  std::vector<std::string> warnings;  // the prepared job's (PreparedJob::warnings)
 };
 
 // Throws OjsError: 409 duplicate {existing_job_id, existing_job_state, uniqueness_key}

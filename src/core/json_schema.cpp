@@ -7,10 +7,13 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include <memory>
+#include <new>
 #include <optional>
 #include <regex>
 #include <stdexcept>
 
+#include "ojs/core/bounded_pattern.hpp"
 #include "ojs/core/error.hpp"
 
 namespace ojs {
@@ -186,10 +189,47 @@ std::string rule_of(const json* s, const std::string& description) {
   return description;
 }
 
+// A client schema's `pattern` (renamed "x-ojs-pattern"): valijson's own runs on the
+// recursive regex engine, which a long string overflows.
+class BoundedPatternConstraint : public valijson::constraints::PolyConstraint {
+ public:
+  explicit BoundedPatternConstraint(std::shared_ptr<const BoundedPattern> pattern) : pattern_(std::move(pattern)) {}
+
+  bool validate(const valijson::adapters::Adapter& target, const std::vector<std::string>& context,
+                valijson::ValidationResults* results) const override {
+    if (!target.isString()) return true;  // a pattern constrains strings only
+    const std::string text = target.asString();
+    const bool within_budget = PatternBudget::take(text.size() * pattern_->weight());
+    if (within_budget && pattern_->found_in(text)) return true;
+    if (results)
+      results->pushError(context, within_budget ? "must match the pattern " + pattern_->source()
+                                                : "is more than this document's pattern checks may take (a shorter value, or fewer)");
+    return false;
+  }
+
+ private:
+  Constraint* cloneInto(void* memory) const override { return new (memory) BoundedPatternConstraint(*this); }
+  size_t sizeOf() const override { return sizeof(BoundedPatternConstraint); }
+  std::shared_ptr<const BoundedPattern> pattern_;
+};
+
+class BoundedPatternBuilder : public valijson::ConstraintBuilder {
+ public:
+  valijson::constraints::Constraint* make(const valijson::adapters::Adapter& value) const override {
+    if (!value.isString()) throw std::runtime_error("x-ojs-pattern must be a string");
+    return new BoundedPatternConstraint(std::make_shared<const BoundedPattern>(value.asString()));
+  }
+};
+
 }  // namespace
 
-JsonSchema::JsonSchema(json schema) : document_(std::move(schema)), compiled_(std::make_unique<Compiled>()) {
+JsonSchema::JsonSchema(json schema) : JsonSchema(std::move(schema), false) {}
+
+JsonSchema JsonSchema::of_client(json prepared) { return JsonSchema(std::move(prepared), true); }
+
+JsonSchema::JsonSchema(json schema, bool client) : document_(std::move(schema)), compiled_(std::make_unique<Compiled>()) {
   valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
+  if (client) parser.addConstraintBuilder("x-ojs-pattern", new BoundedPatternBuilder());  // the parser deletes it
   valijson::adapters::NlohmannJsonAdapter adapter(document_);
   parser.populateSchema(adapter, compiled_->schema);
 }

@@ -15,6 +15,9 @@ class JsonSchema {
  public:
   // `schema`: the schema document; throws std::runtime_error when it is not one.
   explicit JsonSchema(nlohmann::json schema);
+  // A client's schema, prepared by prepare_client_schema (client_schema.hpp): its
+  // "x-ojs-pattern" keywords run on BoundedPattern, within this thread's PatternBudget.
+  static JsonSchema of_client(nlohmann::json prepared);
   ~JsonSchema();
   JsonSchema(JsonSchema&&) noexcept;
 
@@ -30,6 +33,7 @@ class JsonSchema {
 
  private:
   struct Compiled;
+  JsonSchema(nlohmann::json schema, bool client);
   nlohmann::json document_;
   std::unique_ptr<Compiled> compiled_;
 };
