@@ -5,6 +5,7 @@
 // resume later from it, as any preempted job.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
 
 #include "broker/preemption/preemption.hpp"
@@ -19,7 +20,9 @@ long long PreemptionController::waiting_gpus(const std::string& queue) {
   for (const auto& [id, count] : queues_.ready_counts(queue, classes)) {
     if (count <= 0) continue;
     try {
-      gpus += count * ml::requirements_from_class_json(nlohmann::json::parse(classes.classes.at(id))).gpu_count();
+      // A gang waits for every member's GPUs.
+      const auto req = ml::requirements_from_class_json(nlohmann::json::parse(classes.classes.at(id)));
+      gpus += count * req.gpu_count() * std::max(1, req.hard.gang.size);
     } catch (const std::exception&) {
       // A class that no longer parses asks for nothing here; the claim reports it.
     }

@@ -159,6 +159,24 @@ TEST_F(Cohorts, TheLendingLimitBoundsWhatAnotherQueueBorrows) {
   EXPECT_EQ(budget("coh-b")["cohort"]["share_gpus"], 12);
 }
 
+// A gang of 2 x 8 GPUs in a queue of nominal 8 waits for 16 (the controller lends b
+// a's idle 8 for it), and its member placed above the nominal share is borrowed: on
+// the job and in the ledger, so that a reclaim finds it.
+TEST_F(Cohorts, AGangPlacedByBorrowingIsMarkedBorrowing) {
+  const auto gang = api.push(ml_job("coh-b", {{"ext_ml_gpu_count", 8}, {"ext_ml_gang", {{"size", 2}, {"timeout_seconds", 60}}},
+                                              {"ext_ml_preemption_grace_period_s", 2}}));
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (api.get("/ojs/v1/jobs/" + gang).body["job"]["state"] != "active" && std::chrono::steady_clock::now() < until) {
+    for (const char* worker : {"dgx-1", "dgx-2"}) api.fetch({"coh-b"}, worker, 1, dgx());
+    std::this_thread::sleep_for(100ms);
+  }
+  const auto job = api.get("/ojs/v1/jobs/" + gang).body["job"];
+  ASSERT_EQ(job["state"], "active") << job.dump();
+  EXPECT_EQ(job.value("borrowed_gpus", 0), 8) << job.dump();
+  EXPECT_EQ(budget("coh-b")["cohort"]["borrowed_gpus"], 8);
+  EXPECT_EQ(redis_lines(redis, {"HGET", "ojs:{coh-b}:ledger", "borrowed_gpus"}), std::vector<std::string>{"8"});
+}
+
 TEST_F(Cohorts, ConfigRulesNameTheField) {
   auto r = api.call("PUT", "/ojs/v1/admin/queues/coh-c/config", {{"budgets", {{"cohort", "lab"}}}});
   EXPECT_EQ(r.status, 400);

@@ -404,19 +404,26 @@ local function budget_block(b, gpus, mem)
   return nil
 end
 
+-- The GPUs of a charge of `gpus` above the queue's nominal budget (a cohort member
+-- borrowing from the cohort's idle share), counted in the ledger's borrowed_gpus; 0
+-- outside a cohort. Reads the budget budget_block read (per_call.budget), before the
+-- charge is added to it.
+local function budget_borrow(b, gpus)
+  local s = per_call.budget
+  if not (s and s.nominal) then return 0 end
+  local borrowed = math.min(gpus, math.max(0, s.used + gpus - s.nominal))
+  if borrowed > 0 then redis.call('HINCRBY', b.ledger, 'borrowed_gpus', int_s(borrowed)) end
+  return borrowed
+end
+
 -- gpus_s: the same count as text (no number formatting inside redis.call); mem: MB.
--- Returns the GPUs of this charge above the queue's nominal budget (a cohort member
--- borrowing from the cohort's idle share; counted in the ledger's borrowed_gpus), or 0.
+-- Returns the GPUs of this charge that are borrowed (budget_borrow).
 local function budget_charge(b, gpus, gpus_s, mem)
   redis.call('HINCRBY', b.ledger, 'gpus', gpus_s or int_s(gpus))
   redis.call('HINCRBY', b.ledger, 'gpu_jobs', '1')
   if mem and mem > 0 then redis.call('HINCRBY', b.ledger, 'gpu_mem_mb', int_s(mem)) end
+  local borrowed = budget_borrow(b, gpus)
   local s = per_call.budget
-  local borrowed = 0
-  if s and s.nominal then
-    borrowed = math.min(gpus, math.max(0, s.used + gpus - s.nominal))
-    if borrowed > 0 then redis.call('HINCRBY', b.ledger, 'borrowed_gpus', int_s(borrowed)) end
-  end
   if s then
     s.used = s.used + gpus
     s.jobs = s.jobs + 1

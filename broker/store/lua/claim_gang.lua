@@ -134,6 +134,12 @@ if gpus > 0 then
   if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', KEYS[11], job.tenant, gpus) end
   job.charged_gpus = charged + gpus
   set[#set + 1] = 'charged_gpus'; set[#set + 1] = job.charged_gpus
+  -- A member charged above a cohort member's nominal share is borrowed, as a claim's job is.
+  local borrowed = budget_borrow({ledger = KEYS[9]}, gpus)
+  if borrowed > 0 then
+    job.borrowed_gpus = int_s(tonumber(job.borrowed_gpus or '0') + borrowed)
+    set[#set + 1] = 'borrowed_gpus'; set[#set + 1] = job.borrowed_gpus
+  end
   if mem > 0 then  -- every member's memory, given back with the rest by release_budget
     redis.call('HINCRBY', KEYS[9], 'gpu_mem_mb', int_s(mem))
     job.charged_gpu_mem_mb = int_s(tonumber(job.charged_gpu_mem_mb or '0') + mem)
