@@ -184,6 +184,8 @@ std::string rule_of(const json* s, const std::string& description) {
     return out + bounds(*s);
   }
   if (starts_with(description, "Failed to match against any enum values") && s->contains("enum")) return "must be one of " + (*s)["enum"].dump();
+  if (starts_with(description, "Failed to match regex") && s->contains("pattern") && (*s)["pattern"].is_string())
+    return "must match " + (*s)["pattern"].get<std::string>();
   if (starts_with(description, "Failed to match expected value set by 'const'") && s->contains("const")) return "must be " + (*s)["const"].dump();
   if (starts_with(description, "Expected number") && !bounds(*s).empty()) return "must be" + bounds(*s);
   return description;

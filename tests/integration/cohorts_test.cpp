@@ -186,6 +186,7 @@ TEST_F(Cohorts, ConfigRulesNameTheField) {
   EXPECT_NE(r.body.dump().find("budgets.borrowing_limit"), std::string::npos) << r.body.dump();
   r = api.call("PUT", "/ojs/v1/admin/queues/coh-c/config", {{"budgets", {{"max_total_gpus", 2}, {"cohort", "bad name!"}}}});
   EXPECT_EQ(r.status, 400) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["details"]["rule"], "must match ^[A-Za-z0-9._-]{1,64}$") << r.body.dump();
 }
 
 // Two brokers on one Redis, each with its own controller (one leads at a time),
