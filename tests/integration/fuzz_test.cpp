@@ -220,6 +220,9 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
   ASSERT_EQ(hook_created.status, 201) << hook_created.body.dump();
   const auto hook_id = hook_created.body["subscription"]["id"].get<std::string>();
 
+  const json schema = {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"maximum", 10}}}, {"s", {{"type", "string"}, {"pattern", "^[a-z]+$"}}}}}};
+  ASSERT_EQ(api.post("/ojs/v1/schemas", {{"job_type", "fuzz.typed"}, {"version", "1.0.0"}, {"schema", schema}}).status, 201);
+  ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/schemas/fuzz.admin/1", {{"schema", schema}}).status, 201);
   const json caps = {{"gpu", {{"count", 2}, {"model", "A100"}, {"memory_gb", 80}}}, {"labels", {{"zone", "a"}}}};
   const auto waiting = api.push({{"type", "fuzz.task"}, {"args", json::array()}, {"options", {{"queue", "fuzz-est"}}}, {"ext_ml_gpu_count", 1}});
   const json gang_job = {{"type", "fuzz.gang"}, {"args", json::array()}, {"options", {{"queue", "fuzz"}}},
@@ -251,6 +254,10 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"POST", "/ojs/v1/cron", {{"name", "fuzz-cron-2"}, {"cron", "@every 1h"}, {"timezone", "Europe/Paris"}, {"overlap_policy", "skip"},
                                 {"job_template", task}}},
       {"POST", "/ojs/v1/webhooks/subscriptions", hook},
+      {"POST", "/ojs/v1/schemas", {{"job_type", "fuzz.typed"}, {"version", "1.1.0"}, {"schema", schema}, {"compatible_with", {"1.0.0"}}}},
+      {"PUT", "/ojs/v1/admin/schemas/fuzz.admin/2", {{"schema", schema}}, "PUT /ojs/v1/admin/schemas/{type}/{version}"},
+      {"POST", "/ojs/v1/jobs", {{"type", "fuzz.typed"}, {"args", {{{"n", 3}, {"s", "abc"}}}}, {"options", {{"queue", "fuzz"}}}},
+       "POST /ojs/v1/jobs (schema-checked)"},
       {"PATCH", "/ojs/v1/webhooks/subscriptions/" + hook_id, {{"events", {"job.failed"}}, {"active", true}, {"url", "https://example.org/x"}},
        "PATCH /ojs/v1/webhooks/subscriptions/{id}"},
       {"POST", "/ojs/v1/workflows", {{"type", "batch"}, {"jobs", {task, task}}, {"callbacks", {{"on_complete", task}}}}},
@@ -298,6 +305,12 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"GET", "/ojs/v1/cron/fuzz-cron", {"fuzz-cron"}, {}, "GET /ojs/v1/cron/{name}"},
       {"GET", "/ojs/v1/workflows/" + workflow, {workflow}, {}, "GET /ojs/v1/workflows/{id}"},
       {"GET", "/ojs/v1/webhooks/subscriptions", {}, {}, "GET /ojs/v1/webhooks/subscriptions"},
+      {"GET", "/ojs/v1/schemas/fuzz.typed", {"fuzz.typed"}, {}, "GET /ojs/v1/schemas/{type}"},
+      {"GET", "/ojs/v1/schemas/fuzz.typed/versions", {"fuzz.typed"}, {}, "GET /ojs/v1/schemas/{type}/versions"},
+      {"GET", "/ojs/v1/schemas/fuzz.typed/1.0.0", {"fuzz.typed", "1.0.0"}, {}, "GET /ojs/v1/schemas/{type}/{version}"},
+      {"GET", "/ojs/v1/admin/schemas/fuzz.admin", {"fuzz.admin"}, {}, "GET /ojs/v1/admin/schemas/{type}"},
+      {"GET", "/ojs/v1/admin/schemas/fuzz.admin/versions", {"fuzz.admin"}, {}, "GET /ojs/v1/admin/schemas/{type}/versions"},
+      {"GET", "/ojs/v1/admin/schemas/fuzz.admin/1", {"fuzz.admin", "1"}, {}, "GET /ojs/v1/admin/schemas/{type}/{version}"},
       {"GET", "/ojs/v1/webhooks/subscriptions/" + hook_id, {hook_id}, {}, "GET /ojs/v1/webhooks/subscriptions/{id}"},
       {"POST", "/ojs/v1/webhooks/subscriptions/" + hook_id + "/rotate-secret", {hook_id}, {}, "POST /ojs/v1/webhooks/subscriptions/{id}/rotate-secret"},
       {"GET", "/ojs/v1/webhooks/deliveries", {}, {"subscription_id", "limit"}, "GET /ojs/v1/webhooks/deliveries"},
@@ -346,6 +359,8 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"DELETE", "/ojs/v1/admin/workers/fuzz-w", {"fuzz-w"}, {}, "DELETE /ojs/v1/admin/workers/{id}"},
       {"DELETE", "/ojs/v1/cron/fuzz-cron", {"fuzz-cron"}, {}, "DELETE /ojs/v1/cron/{name}"},
       {"DELETE", "/ojs/v1/webhooks/subscriptions/" + hook_id, {hook_id}, {}, "DELETE /ojs/v1/webhooks/subscriptions/{id}"},
+      {"DELETE", "/ojs/v1/schemas/fuzz.typed/1.0.0", {"fuzz.typed", "1.0.0"}, {}, "DELETE /ojs/v1/schemas/{type}/{version}"},
+      {"DELETE", "/ojs/v1/admin/schemas/fuzz.admin/1", {"fuzz.admin", "1"}, {}, "DELETE /ojs/v1/admin/schemas/{type}/{version}"},
       {"DELETE", "/ojs/v1/workflows/" + workflow, {workflow}, {}, "DELETE /ojs/v1/workflows/{id}"},
       {"DELETE", "/ojs/v1/jobs/" + id, {id}, {}, "DELETE /ojs/v1/jobs/{id}"},
       {"DELETE", "/ojs/v1/admin/queues/fuzz-paused", {"fuzz-paused"}, {}, "DELETE /ojs/v1/admin/queues/{name}"},

@@ -289,19 +289,32 @@ TEST_F(HostileSurfaces, ChainStepsCarryOnlyTheirParentsResult) {
   EXPECT_EQ(view["steps"][0]["result"]["step"], 0);
 }
 
-// Item 13: a PUSH that reached a stalled Redis (SIGSTOP) is answered 504
-// backend_timeout, not retryable, with the id it was sent under; resending it with
-// that id stores the job exactly once, however the stall ends.
-TEST_F(HostileSurfaces, APushDuringARedisStallIsSafeToRetryWithItsId) {
-  api.push(job("h2-stall"));  // the queue exists; the pool holds connections
+// The redis-server's process id, to stall it (SIGSTOP) and let it go on (SIGCONT).
+static int redis_pid(RedisServer& redis) {
   std::string pid;
   for (const auto& line : redis_lines(redis, {"INFO", "server"}))
     if (line.rfind("process_id:", 0) == 0) pid = line.substr(11);
   while (!pid.empty() && (pid.back() == '\r' || pid.back() == '\n')) pid.pop_back();
-  ASSERT_FALSE(pid.empty());
-  ASSERT_EQ(::kill(std::stoi(pid), SIGSTOP), 0);
+  return pid.empty() ? 0 : std::stoi(pid);
+}
+
+// The write of a PUSH, without the schema registry's read before it.
+class HostileSurfacesWithoutSchemaChecks : public HostileSurfaces {
+ protected:
+  BrokerProcess unchecked{redis.url(), {"--schema-validation", "off"}};
+  Api api{unchecked.url()};
+};
+
+// Item 13: a PUSH that reached a stalled Redis (SIGSTOP) is answered 504
+// backend_timeout, not retryable, with the id it was sent under; resending it with
+// that id stores the job exactly once, however the stall ends.
+TEST_F(HostileSurfacesWithoutSchemaChecks, APushDuringARedisStallIsSafeToRetryWithItsId) {
+  api.push(job("h2-stall"));  // the queue exists; the pool holds connections
+  const int pid = redis_pid(redis);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
   auto r = api.post("/ojs/v1/jobs", job("h2-stall", "stalled"));
-  ASSERT_EQ(::kill(std::stoi(pid), SIGCONT), 0);
+  ASSERT_EQ(::kill(pid, SIGCONT), 0);
   EXPECT_EQ(r.status, 504) << r.body.dump();
   EXPECT_EQ(r.body["error"]["code"], "backend_timeout");
   EXPECT_EQ(r.body["error"]["retryable"], false);
@@ -321,6 +334,21 @@ TEST_F(HostileSurfaces, APushDuringARedisStallIsSafeToRetryWithItsId) {
     }
   }
   EXPECT_EQ(stalled, 1);
+}
+
+// With the schema registry on (the default), a PUSH of a type not looked up within
+// the last second first reads the type's schemas: when that read stalls nothing has
+// been written, so the PUSH is answered 503 retryable, and nothing is stored.
+TEST_F(HostileSurfaces, APushWhoseSchemaReadStallsIsRetryableAndStoresNothing) {
+  api.push(job("h2-stall"));  // the queue exists; the pool holds connections
+  const int pid = redis_pid(redis);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+  auto r = api.post("/ojs/v1/jobs", job("h2-stall", "never-seen"));
+  ASSERT_EQ(::kill(pid, SIGCONT), 0);
+  EXPECT_EQ(r.status, 503) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["retryable"], true) << r.body.dump();
+  for (const auto& j : api.fetch({"h2-stall"}, "w", 10)) EXPECT_NE(j["type"], "never-seen");
 }
 
 // Item 8: a gang that cannot form (no second worker exists) is released at its hold
