@@ -144,154 +144,162 @@ void ClusterRouter::refresh(std::uint64_t seen_generation) {
   throw StoreUnreachable("Redis Cluster: cannot read the slot map (" + last_error + ")");
 }
 
-std::vector<RedisValue> ClusterRouter::pipeline(const std::vector<std::vector<std::string>>& commands) {
-  std::vector<RedisValue> out(commands.size());
-  std::vector<int> slots(commands.size());
-  for (std::size_t i = 0; i < commands.size(); ++i) slots[i] = command_slot(commands[i]);
+RedisValue ClusterRouter::broadcast(const Commands& commands) {
+  std::vector<NodeAddress> masters;
+  std::uint64_t generation;
+  {
+    std::lock_guard lock(mutex_);
+    masters = map_.masters();
+    generation = generation_;
+  }
+  if (masters.empty()) {
+    refresh(generation);
+    std::lock_guard lock(mutex_);
+    masters = map_.masters();
+  }
+  std::optional<RedisValue> first;
+  std::string last_error;
+  for (const auto& m : masters) {
+    try {
+      auto reply = pool_for(m).send(commands).front();
+      if (!first) first = std::move(reply);
+    } catch (const StoreUnavailable& e) {
+      last_error = e.what();  // a master that is down serves no keys now; it gets the library on its first "Function not found"
+    }
+  }
+  if (!first) throw StoreUnavailable("Redis Cluster: no master answered " + commands[0][0] + " (" + last_error + ")");
+  return std::move(*first);
+}
 
-  // A FUNCTION command goes to every master, the first reply answers it.
-  if (commands.size() == 1 && is_broadcast(upper(commands[0][0]))) {
-    std::vector<NodeAddress> masters;
-    std::uint64_t generation;
-    {
-      std::lock_guard lock(mutex_);
-      masters = map_.masters();
-      generation = generation_;
+ClusterRouter::Round ClusterRouter::group_by_master(const std::vector<std::size_t>& pending, const std::vector<int>& slots,
+                                                    const std::vector<std::optional<NodeAddress>>& asked) {
+  Round round;
+  std::lock_guard lock(mutex_);
+  round.generation = generation_;
+  for (const auto i : pending) {
+    const NodeAddress* node = nullptr;
+    if (asked[i]) node = &*asked[i];
+    else if (slots[i] < 0) node = map_.masters().empty() ? nullptr : &map_.masters().front();
+    else node = map_.master_of(slots[i]);
+    if (!node) {
+      round.unmapped.push_back(i);
+      continue;
     }
-    if (masters.empty()) {
-      refresh(generation);
-      std::lock_guard lock(mutex_);
-      masters = map_.masters();
-    }
-    bool answered = false;
-    std::string last_error;
-    for (const auto& m : masters) {
-      try {
-        auto reply = pool_for(m).send(commands).front();
-        if (!answered) out[0] = std::move(reply);
-        answered = true;
-      } catch (const StoreUnavailable& e) {
-        last_error = e.what();  // a master that is down serves no keys now; it gets the library on its first "Function not found"
+    auto& g = round.groups[node->describe()];
+    g.first = *node;
+    g.second.push_back(i);
+  }
+  return round;
+}
+
+void ClusterRouter::send_to_master(const NodeAddress& node, const std::vector<std::size_t>& indexes, const Commands& commands,
+                                   std::vector<std::optional<NodeAddress>>& asked, std::vector<RedisValue>& out, Retry& retry) {
+  Commands batch;
+  std::vector<std::size_t> reply_of;  // batch position of each command's reply
+  bool writes = false;
+  for (const auto i : indexes) {
+    if (asked[i]) batch.push_back({"ASKING"});
+    reply_of.push_back(batch.size());
+    batch.push_back(commands[i]);
+    writes = writes || (options_.replica_wait.enabled() && may_write(commands[i]));  // read only when WAIT is on
+  }
+  // The master's replicas confirm what this connection wrote, or the
+  // round trip is not answered as done (a failover could undo it).
+  const bool wait = writes && options_.replica_wait.enabled();
+  if (wait) batch.push_back(options_.replica_wait.command());
+  RedisPool& pool = pool_for(node);
+  std::vector<RedisValue> replies;
+  try {
+    replies = pool.send(batch);
+  } catch (const StoreUnreachable& e) {
+    // Nothing was sent: the master is down or failing over. Retry with a fresh map.
+    retry.last_error = e.what();
+    retry.stale = retry.back_off = true;
+    retry.again.insert(retry.again.end(), indexes.begin(), indexes.end());
+    return;
+  } catch (const StoreUnavailable&) {
+    // Lost in flight: the command may have run, so it is the caller's to retry.
+    pool.drop_idle();
+    throw;
+  }
+  if (wait) {
+    const auto& confirmed = replies.back();
+    // Only what ran here counts: a command redirected (MOVED, ASK) wrote nothing on
+    // this master and is sent again, with a WAIT of its own.
+    bool wrote = false;
+    for (std::size_t k = 0; k < indexes.size(); ++k)
+      wrote = wrote || (classify(replies[reply_of[k]]) == ReplyAction::done && may_write(commands[indexes[k]]));
+    if (wrote) require_replicas(options_.replica_wait, confirmed.is_error() ? 0 : confirmed.integer, node.describe());
+  }
+  for (std::size_t k = 0; k < indexes.size(); ++k) {
+    const auto i = indexes[k];
+    auto& reply = replies[reply_of[k]];
+    asked[i].reset();
+    switch (classify(reply)) {
+      case ReplyAction::done: out[i] = std::move(reply); break;
+      case ReplyAction::moved: {
+        if (const auto r = parse_redirect(reply.str)) {
+          std::lock_guard lock(mutex_);
+          map_.assign(r->slot, r->node);
+        }
+        retry.stale = true;  // one MOVED usually means a whole range moved: read the map again
+        retry.last_error = reply.str;
+        retry.again.push_back(i);
+        break;
       }
+      case ReplyAction::ask:
+        if (const auto r = parse_redirect(reply.str)) asked[i] = r->node;
+        retry.last_error = reply.str;
+        retry.again.push_back(i);
+        break;
+      case ReplyAction::retry:
+        retry.last_error = node.describe() + ": " + reply.str;
+        retry.stale = retry.back_off = true;
+        retry.again.push_back(i);
+        break;
     }
-    if (!answered) throw StoreUnavailable("Redis Cluster: no master answered " + commands[0][0] + " (" + last_error + ")");
+  }
+}
+
+// Each round sends every pending command to the master that serves it now, then
+// follows the redirects and retries until all are done or the failover bound passes.
+std::vector<RedisValue> ClusterRouter::pipeline(const Commands& commands) {
+  std::vector<RedisValue> out(commands.size());
+  if (commands.size() == 1 && is_broadcast(upper(commands[0][0]))) {
+    out[0] = broadcast(commands);
     return out;
   }
-
+  std::vector<int> slots(commands.size());
+  for (std::size_t i = 0; i < commands.size(); ++i) slots[i] = command_slot(commands[i]);
   std::vector<std::size_t> pending(commands.size());
   for (std::size_t i = 0; i < pending.size(); ++i) pending[i] = i;
   std::vector<std::optional<NodeAddress>> asked(commands.size());  // ASK targets, one use each
   const auto deadline = std::chrono::steady_clock::now() + options_.failover_bound;
   std::string last_error;
-  for (int round = 0;; ++round) {
-    std::uint64_t generation;
-    // Group the pending commands by the node that serves them now.
-    std::map<std::string, std::pair<NodeAddress, std::vector<std::size_t>>> groups;
-    bool unmapped = false;
-    {
-      std::lock_guard lock(mutex_);
-      generation = generation_;
-      for (const auto i : pending) {
-        const NodeAddress* node = nullptr;
-        if (asked[i]) node = &*asked[i];
-        else if (slots[i] < 0) node = map_.masters().empty() ? nullptr : &map_.masters().front();
-        else node = map_.master_of(slots[i]);
-        if (!node) {
-          unmapped = true;
-          continue;
-        }
-        auto& g = groups[node->describe()];
-        g.first = *node;
-        g.second.push_back(i);
-      }
+  for (int round_no = 0;; ++round_no) {
+    const Round round = group_by_master(pending, slots, asked);
+    Retry retry;
+    if (!round.unmapped.empty()) {  // sent again once the map is read again
+      retry.again = round.unmapped;
+      retry.stale = retry.back_off = true;
+      retry.last_error = "no master known for a slot";
     }
-    std::vector<std::size_t> again;
-    bool stale = unmapped, back_off = unmapped;
-    if (unmapped) last_error = "no master known for a slot";
-    for (auto& [name, group] : groups) {
-      auto& [node, indexes] = group;
-      std::vector<std::vector<std::string>> batch;
-      std::vector<std::size_t> reply_of;  // batch position of each command's reply
-      bool writes = false;
-      for (const auto i : indexes) {
-        if (asked[i]) batch.push_back({"ASKING"});
-        reply_of.push_back(batch.size());
-        batch.push_back(commands[i]);
-        writes = writes || (options_.replica_wait.enabled() && may_write(commands[i]));  // read only when WAIT is on
-      }
-      // The master's replicas confirm what this connection wrote, or the
-      // round trip is not answered as done (a failover could undo it).
-      const bool wait = writes && options_.replica_wait.enabled();
-      if (wait) batch.push_back(options_.replica_wait.command());
-      RedisPool& pool = pool_for(node);
-      std::vector<RedisValue> replies;
-      try {
-        replies = pool.send(batch);
-      } catch (const StoreUnreachable& e) {
-        // Nothing was sent: the master is down or failing over. Retry with a fresh map.
-        last_error = e.what();
-        stale = back_off = true;
-        again.insert(again.end(), indexes.begin(), indexes.end());
-        continue;
-      } catch (const StoreUnavailable&) {
-        // Lost in flight: the command may have run, so it is the caller's to retry.
-        pool.drop_idle();
-        throw;
-      }
-      if (wait) {
-        const auto& confirmed = replies.back();
-        // Only what ran here counts: a command redirected (MOVED, ASK) wrote nothing on
-        // this master and is sent again below, with a WAIT of its own.
-        bool wrote = false;
-        for (std::size_t k = 0; k < indexes.size(); ++k)
-          wrote = wrote || (classify(replies[reply_of[k]]) == ReplyAction::done && may_write(commands[indexes[k]]));
-        if (wrote) require_replicas(options_.replica_wait, confirmed.is_error() ? 0 : confirmed.integer, node.describe());
-      }
-      for (std::size_t k = 0; k < indexes.size(); ++k) {
-        const auto i = indexes[k];
-        auto& reply = replies[reply_of[k]];
-        asked[i].reset();
-        switch (classify(reply)) {
-          case ReplyAction::done: out[i] = std::move(reply); break;
-          case ReplyAction::moved: {
-            const auto r = parse_redirect(reply.str);
-            if (r) {
-              std::lock_guard lock(mutex_);
-              map_.assign(r->slot, r->node);
-            }
-            stale = true;  // one MOVED usually means a whole range moved: read the map again
-            last_error = reply.str;
-            again.push_back(i);
-            break;
-          }
-          case ReplyAction::ask:
-            if (const auto r = parse_redirect(reply.str)) asked[i] = r->node;
-            last_error = reply.str;
-            again.push_back(i);
-            break;
-          case ReplyAction::retry:
-            last_error = node.describe() + ": " + reply.str;
-            stale = back_off = true;
-            again.push_back(i);
-            break;
-        }
-      }
-    }
-    if (again.empty()) return out;
+    for (const auto& [name, group] : round.groups) send_to_master(group.first, group.second, commands, asked, out, retry);
+    if (!retry.last_error.empty()) last_error = retry.last_error;
+    if (retry.again.empty()) return out;
     if (std::chrono::steady_clock::now() >= deadline)
       throw StoreUnavailable("Redis Cluster: no answer within " + std::to_string(options_.failover_bound.count()) +
                              " ms (" + last_error + ")");
-    if (back_off)
-      fibers::sleep_for(std::chrono::milliseconds(std::min(50 << std::min(round, 3), 400)));
-    if (stale) {
+    if (retry.back_off) fibers::sleep_for(std::chrono::milliseconds(std::min(50 << std::min(round_no, 3), 400)));
+    if (retry.stale) {
       try {
-        refresh(generation);
+        refresh(round.generation);
       } catch (const StoreUnavailable& e) {
         last_error = e.what();
       }
     }
-    std::sort(again.begin(), again.end());  // keep the callers' order within each node
-    pending = std::move(again);
+    std::sort(retry.again.begin(), retry.again.end());  // keep the callers' order within each node
+    pending = std::move(retry.again);
   }
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 #include <chrono>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -56,9 +57,32 @@ class ClusterRouter {
   std::string describe() const;
 
  private:
+  // A round of a pipeline: its pending commands grouped by the master serving each now.
+  struct Round {
+    std::uint64_t generation = 0;  // of the map the groups were made from
+    std::map<std::string, std::pair<NodeAddress, std::vector<std::size_t>>> groups;  // by host:port
+    std::vector<std::size_t> unmapped;  // commands whose slot has no master in the map
+  };
+  // What a round leaves for the next: the commands to send again, and whether to read
+  // the map again (stale) or wait first (back_off).
+  struct Retry {
+    std::vector<std::size_t> again;
+    bool stale = false, back_off = false;
+    std::string last_error;
+  };
+  using Commands = std::vector<std::vector<std::string>>;
+
   RedisPool& pool_for(const NodeAddress& node);
   void refresh(std::uint64_t seen_generation);
   std::vector<NodeAddress> known_nodes();
+  // A FUNCTION command: sent to every master, the first reply answers it.
+  RedisValue broadcast(const Commands& commands);
+  Round group_by_master(const std::vector<std::size_t>& pending, const std::vector<int>& slots,
+                        const std::vector<std::optional<NodeAddress>>& asked);
+  // Sends one master's share (with ASKING where redirected, and a WAIT behind writes
+  // when replica acks are on); fills `out` with what is done, `retry` with the rest.
+  void send_to_master(const NodeAddress& node, const std::vector<std::size_t>& indexes, const Commands& commands,
+                      std::vector<std::optional<NodeAddress>>& asked, std::vector<RedisValue>& out, Retry& retry);
 
   Options options_;
   std::mutex mutex_;  // map_, generation_, pools_

@@ -103,6 +103,37 @@ TEST_F(ClusterRouting, FollowsAskDuringMigrationAndMovedAfterIt) {
 // (It once failed because the master died before its replica's first sync, so the
 // replica could never be promoted: scripts/redis-cluster.sh now waits for every
 // replica's link before the cluster counts as started.)
+// A command whose slot no master serves (every node's map lost it) is sent again
+// once the map is read again, and refused when the failover bound passes: never
+// answered as if it had run.
+TEST_F(ClusterRouting, ACommandForASlotNoMasterServesIsRetriedThenRefused) {
+  const std::string key = "route:{unserved}:v";
+  const int slot = key_slot(key);
+  const int owner = current_map().master_of(slot)->port;
+  ClusterRouter::Options options;
+  options.seeds = {{"127.0.0.1", base_}, {"127.0.0.1", base_ + 1}};
+  options.pool_size = 1;
+  options.failover_bound = std::chrono::milliseconds(800);
+  ClusterRouter router(options);
+  ASSERT_EQ(router.pipeline({{"SET", key, "1"}}).front().str, "OK");
+  for (int i = 0; i < 6; ++i) direct(base_ + i).command({"CLUSTER", "DELSLOTS", std::to_string(slot)});
+  EXPECT_THROW(router.pipeline({{"GET", key}}), StoreUnavailable);
+  direct(owner).command({"CLUSTER", "ADDSLOTS", std::to_string(slot)});
+  // Every node learns the owner again (gossip), then the command is served.
+  for (int tries = 0; tries < 100 && !current_map().master_of(slot); ++tries) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::vector<RedisValue> replies;
+  for (int tries = 0; tries < 50; ++tries) {
+    try {
+      replies = router.pipeline({{"GET", key}});
+      break;
+    } catch (const StoreUnavailable&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies.front().str, "1");
+}
+
 TEST_F(ClusterRouting, WaitsOutAFailover) {
   RedisPool redis(parse_redis_url(seeds()), 2);
   const std::string key = "route:{failover}:n";
