@@ -177,24 +177,27 @@ std::int64_t retry_delay_ms(const RetryPolicy& p, int attempt, double unit_rando
   return static_cast<std::int64_t>(std::max(0.0, delay));
 }
 
-NewJob parse_enqueue_request(const json& body, std::int64_t now) {
-  if (!body.is_object()) throw OjsError(ErrorCode::invalid_request, "request body must be a JSON object", {{"field", "$"}, {"rule", "must be an object"}});
-  NewJob job;
-  json doc = body;
-  static const json kNoOptions = json::object();
-  const auto options_at = body.find("options");
-  const json& options = options_at == body.end() ? kNoOptions : *options_at;  // read in place, not copied
-  if (!options.is_object()) throw invalid_field("options", "must be an object");
-  doc.erase("options");
+namespace {
 
-  // Required: type and args.
+// Options may also appear top-level (as in the Job envelope); `options` wins.
+struct OptionSource {
+  const json& body;
+  const json& options;
+  const json* get(const char* key) const {
+    if (const auto it = options.find(key); it != options.end()) return &*it;
+    if (const auto it = body.find(key); it != body.end()) return &*it;
+    return nullptr;
+  }
+};
+
+// type, args, id and meta: the job's identity.
+void parse_identity(const json& body, NewJob& job) {
   if (!body.contains("type")) throw invalid_field("type", "is required");
   if (!body["type"].is_string() || !is_valid_job_type(body["type"].get<std::string>()))
     throw invalid_field("type", "must match ^[a-z][a-z0-9_-]*(\\.[a-z][a-z0-9_-]*)*$ (dot-separated lowercase segments)");
   job.type = body["type"].get<std::string>();
   if (!body.contains("args")) throw invalid_field("args", "is required");
   if (!body["args"].is_array()) throw invalid_field("args", "must be a JSON array");
-
   if (body.contains("id")) {
     if (!body["id"].is_string() || !is_uuidv7(body["id"].get<std::string>()))
       throw invalid_field("id", "must be a lowercase UUIDv7 (xxxxxxxx-xxxx-7xxx-[89ab]xxx-xxxxxxxxxxxx)");
@@ -203,48 +206,53 @@ NewJob parse_enqueue_request(const json& body, std::int64_t now) {
     job.id = make_uuidv7();
   }
   if (body.contains("meta") && !body["meta"].is_object()) throw invalid_field("meta", "must be an object");
+}
 
-  // Options may also appear top-level (as in the Job envelope); `options` wins.
-  auto option = [&](const char* key) -> const json* {
-    if (options.contains(key)) return &options[key];
-    if (body.contains(key)) return &body[key];
-    return nullptr;
-  };
-
-  if (const json* q = option("queue")) {
+// The options the broker acts on: queue, priority, timeouts, times, retry policy.
+// Returns the retry policy's field when the job names one.
+const char* parse_scheduling_options(const OptionSource& option, std::int64_t now, NewJob& job) {
+  if (const json* q = option.get("queue")) {
     if (!q->is_string() || !is_valid_queue_name(q->get<std::string>()))
       throw invalid_field("queue", "must match ^[a-z0-9][a-z0-9.-]*$ and be at most 128 characters");
     job.queue = q->get<std::string>();
   }
-  if (const json* p = option("priority")) job.priority = static_cast<int>(require_int(*p, "priority", -100, 100));
-  if (const json* t = option("timeout_ms")) {
+  if (const json* p = option.get("priority")) job.priority = static_cast<int>(require_int(*p, "priority", -100, 100));
+  if (const json* t = option.get("timeout_ms")) {
     job.timeout_ms = require_int(*t, "timeout_ms", 0, kMaxDurationMs);
-  } else if (const json* ts = option("timeout")) {  // OJS core: seconds (0 = the default); timeout_ms wins when both are sent
+  } else if (const json* ts = option.get("timeout")) {  // OJS core: seconds (0 = the default); timeout_ms wins when both are sent
     job.timeout_ms = require_int(*ts, "timeout", 0, kMaxDurationMs / 1000) * 1000;
     job.timeout_field = "timeout";
   }
-  if (const json* vt = option("visibility_timeout_ms")) job.visibility_timeout_ms = require_int(*vt, "visibility_timeout_ms", 0, kMaxDurationMs);
-  else if (const json* vts = option("visibility_timeout")) job.visibility_timeout_ms = require_duration(*vts, "visibility_timeout");
-  if (const json* s = option("scheduled_at")) job.scheduled_at_ms = require_time(*s, "scheduled_at", now);
-  else if (const json* d = option("delay_until")) job.scheduled_at_ms = require_time(*d, "delay_until", now);
-  if (const json* e = option("expires_at")) {
+  if (const json* vt = option.get("visibility_timeout_ms")) job.visibility_timeout_ms = require_int(*vt, "visibility_timeout_ms", 0, kMaxDurationMs);
+  else if (const json* vts = option.get("visibility_timeout")) job.visibility_timeout_ms = require_duration(*vts, "visibility_timeout");
+  if (const json* s = option.get("scheduled_at")) job.scheduled_at_ms = require_time(*s, "scheduled_at", now);
+  else if (const json* d = option.get("delay_until")) job.scheduled_at_ms = require_time(*d, "delay_until", now);
+  if (const json* e = option.get("expires_at")) {
     job.expires_at_ms = require_time(*e, "expires_at", now);
     // A job already expired could never run: refused rather than stored to be discarded.
     if (*job.expires_at_ms <= now) throw invalid_field("expires_at", "must be in the future (the job would expire before it is stored)");
   }
   // The policy the job names (`retry`, or the older `retry_policy`); none: the default.
-  const char* policy_field = option("retry") ? "retry" : "retry_policy";
-  const json* named_policy = option(policy_field);
-  if (named_policy) job.retry = parse_retry_policy(*named_policy, policy_field);
-  if (const json* tags = option("tags")) {
+  const char* policy_field = option.get("retry") ? "retry" : "retry_policy";
+  const json* named_policy = option.get(policy_field);
+  if (!named_policy) return nullptr;
+  job.retry = parse_retry_policy(*named_policy, policy_field);
+  return policy_field;
+}
+
+// The options the document keeps as they are: tags, unique, metadata (into meta) and
+// any other (rate_limit, future options), flattened.
+void carry_options(const OptionSource& option, json& doc) {
+  if (const json* tags = option.get("tags")) {
     if (!tags->is_array() || !std::all_of(tags->begin(), tags->end(), [](const json& t) { return t.is_string(); }))
       throw invalid_field("tags", "must be an array of strings");
     doc["tags"] = *tags;
   }
-  if (const json* u = option("unique")) {
+  if (const json* u = option.get("unique")) {
     if (!u->is_object()) throw invalid_field("unique", "must be an object");
     doc["unique"] = *u;
   }
+  const json& options = option.options;
   if (options.contains("metadata")) {
     if (!options["metadata"].is_object()) throw invalid_field("options.metadata", "must be an object");
     json meta = doc.contains("meta") ? doc["meta"] : json::object();
@@ -252,7 +260,6 @@ NewJob parse_enqueue_request(const json& body, std::int64_t now) {
       if (!meta.contains(it.key())) meta[it.key()] = it.value();
     doc["meta"] = meta;
   }
-  // Anything else in options (rate_limit, future options) is kept, flattened.
   for (auto it = options.begin(); it != options.end(); ++it) {
     static const char* handled[] = {"queue", "priority", "timeout_ms", "visibility_timeout_ms", "visibility_timeout",
                                     "scheduled_at", "delay_until", "expires_at", "retry", "retry_policy", "tags",
@@ -260,7 +267,10 @@ NewJob parse_enqueue_request(const json& body, std::int64_t now) {
     if (std::none_of(std::begin(handled), std::end(handled), [&](const char* h) { return it.key() == h; }))
       doc[it.key()] = it.value();
   }
+}
 
+// The stored document: system fields dropped, the parsed values written back.
+void finish_document(const OptionSource& option, const NewJob& job, bool named_policy, json& doc) {
   for (const auto& f : system_managed_fields()) doc.erase(f);
   doc["specversion"] = "1.0";
   doc["id"] = job.id;
@@ -280,13 +290,31 @@ NewJob parse_enqueue_request(const json& body, std::int64_t now) {
   // computed (a relative "+PT5S", delay_until) is rendered by us.
   auto keep_or_format = [&](const char* key, const std::optional<std::int64_t>& ms) {
     if (!ms) return;
-    const json* sent = option(key);
+    const json* sent = option.get(key);
     const bool absolute = sent && sent->is_string() && !sent->get<std::string>().empty() && sent->get<std::string>()[0] != '+';
     doc[key] = absolute ? *sent : json(format_rfc3339(*ms));
   };
   keep_or_format("scheduled_at", job.scheduled_at_ms);
   keep_or_format("expires_at", job.expires_at_ms);
   if (!doc.contains("meta")) doc["meta"] = json::object();
+}
+
+}  // namespace
+
+NewJob parse_enqueue_request(const json& body, std::int64_t now) {
+  if (!body.is_object()) throw OjsError(ErrorCode::invalid_request, "request body must be a JSON object", {{"field", "$"}, {"rule", "must be an object"}});
+  static const json kNoOptions = json::object();
+  const auto options_at = body.find("options");
+  const json& options = options_at == body.end() ? kNoOptions : *options_at;  // read in place, not copied
+  if (!options.is_object()) throw invalid_field("options", "must be an object");
+  const OptionSource option{body, options};
+  NewJob job;
+  parse_identity(body, job);
+  const bool named_policy = parse_scheduling_options(option, now, job) != nullptr;
+  json doc = body;
+  doc.erase("options");
+  carry_options(option, doc);
+  finish_document(option, job, named_policy, doc);
   job.document = std::move(doc);
   return job;
 }
