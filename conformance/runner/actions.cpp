@@ -30,6 +30,16 @@ std::optional<std::string> body_of(const json& request) {
 
 HttpCall post(std::string path, const json& request) { return {"POST", std::move(path), body_of(request), {}}; }
 
+// ACK and NACK name their job `job_id`; a request that names it `id`, as `get` and
+// `cancel` do (the federation cases), means the same job.
+HttpCall post_for_job(std::string path, const json& request) {
+  if (!request.is_object() || !request.contains("id") || request.contains("job_id")) return post(std::move(path), request);
+  json named = request;
+  named["job_id"] = named["id"];
+  named.erase("id");
+  return post(std::move(path), named);
+}
+
 // {method?, path, body?, raw_body?, headers?}: anything the table does not cover.
 HttpCall free_request(const json& request) {
   const json& path = require(request, "path", "request");
@@ -51,8 +61,10 @@ const std::vector<ActionDef> kActions = {
      [](const json& r) { return HttpCall{"DELETE", job_path(id_of(r, "cancel")), std::nullopt, {}}; }},
     {"fetch", "POST /ojs/v1/workers/fetch with the request (queues, worker_id, capabilities, ...)",
      [](const json& r) { return post("/ojs/v1/workers/fetch", r); }, R"({"jobs":[]})"},
-    {"ack", "POST /ojs/v1/workers/ack with the request", [](const json& r) { return post("/ojs/v1/workers/ack", r); }},
-    {"nack", "POST /ojs/v1/workers/nack with the request", [](const json& r) { return post("/ojs/v1/workers/nack", r); }},
+    {"ack", "POST /ojs/v1/workers/ack with the request (`id` read as `job_id`)",
+     [](const json& r) { return post_for_job("/ojs/v1/workers/ack", r); }},
+    {"nack", "POST /ojs/v1/workers/nack with the request (`id` read as `job_id`)",
+     [](const json& r) { return post_for_job("/ojs/v1/workers/nack", r); }},
     {"heartbeat", "POST /ojs/v1/workers/heartbeat with the request",
      [](const json& r) { return post("/ojs/v1/workers/heartbeat", r); }},
     {"checkpoint", "POST /ojs/v1/workers/checkpoint with the request",

@@ -58,6 +58,19 @@ std::string member_label(const std::string& key) {
   return plain ? "." + key : "['" + key + "']";
 }
 
+// A pattern key that is not a member may be a path into the object, as the extension
+// cases write them: "jobs[0].meta.ojs.federation.source_region",
+// "ojs.federation.weights.eu-west-1" (nested members and keys that hold dots, as
+// lookup() resolves them). nullptr when it is neither.
+const json* path_member(const json& object, const std::string& key) {
+  if (key.find_first_of(".[") == std::string::npos) return nullptr;
+  try {
+    return lookup(object, key);
+  } catch (const std::invalid_argument&) {
+    return nullptr;  // not a path: the member is missing
+  }
+}
+
 class ObjectMatcher final : public Matcher {
  public:
   ObjectMatcher(const json& expected, ObjectMode mode) : mode_(mode), text_(clip(expected.dump())) {
@@ -67,7 +80,7 @@ class ObjectMatcher final : public Matcher {
     if (!actual || !actual->is_object()) return mismatch("an object", actual);
     for (const auto& [key, matcher] : fields_) {
       const auto it = actual->find(key);
-      auto result = matcher->match(it == actual->end() ? nullptr : &*it);
+      auto result = matcher->match(it == actual->end() ? path_member(*actual, key) : &*it);
       if (!result) return result.at(member_label(key));
     }
     if (mode_ == ObjectMode::Exact) {
@@ -575,9 +588,15 @@ void validate_body_assertions(const json& assertions) { body_assertions(assertio
 
 const json* unwrap_job(const json& body, const json& pattern) {
   if (!body.is_object() || !pattern.is_object() || is_operator_object(pattern)) return &body;
-  const auto mentions = [&pattern](const char* key) { return pattern.is_object() && pattern.contains(key); };
-  if (const auto it = body.find("job"); it != body.end() && it->is_object() && !mentions("job")) return &*it;
-  if (const auto it = body.find("jobs"); it != body.end() && it->is_array() && !mentions("jobs")) {
+  // The pattern names `key` itself, or a path that starts with it ("jobs[0].type").
+  const auto mentions = [&pattern](const std::string& key) {
+    for (const auto& [k, v] : pattern.items())
+      if (k == key || k.rfind(key + "[", 0) == 0 || k.rfind(key + ".", 0) == 0) return true;
+    return false;
+  };
+  if (mentions("job") || mentions("jobs")) return &body;  // written against the wrapper
+  if (const auto it = body.find("job"); it != body.end() && it->is_object()) return &*it;
+  if (const auto it = body.find("jobs"); it != body.end() && it->is_array()) {
     return it->empty() ? nullptr : &it->front();
   }
   return &body;

@@ -352,6 +352,23 @@ TEST(BodyPattern, UnwrapsTheJobObject) {
   EXPECT_TRUE(check_body_pattern({{"job", {{"id", "j1"}}}}, &pushed, pushed.dump()));
 }
 
+// Pattern keys that are paths, as the federation cases write them: from the body
+// root ("jobs[0]...", no unwrapping then), and into keys that hold dots or into
+// an object under such a key.
+TEST(BodyPattern, PatternKeysMayBePathsIntoTheBody) {
+  const json fetched = json::parse(R"j({"jobs":[{"type":"t","meta":{"ojs.federation.source_region":"ap-1",
+      "ojs.federation.weights":{"eu-west-1":10}}}]})j");
+  EXPECT_EQ(unwrap_job(fetched, {{"jobs[0].type", "t"}}), &fetched);
+  json both = fetched;  // a FETCH answer that also carries the first job as `job`
+  both["job"] = fetched["jobs"][0];
+  EXPECT_EQ(unwrap_job(both, {{"jobs[0].type", "t"}}), &both);
+  EXPECT_EQ(unwrap_job(both, {{"type", "t"}}), &both.at("job"));
+  EXPECT_TRUE(check_body_pattern({{"jobs[0].type", "t"}, {"jobs[0].meta.ojs.federation.source_region", "ap-1"}}, &fetched, fetched.dump()));
+  EXPECT_FALSE(check_body_pattern({{"jobs[0].meta.ojs.federation.source_region", "eu-1"}}, &fetched, fetched.dump()));
+  EXPECT_TRUE(check_body_pattern({{"meta", {{"ojs.federation.weights.eu-west-1", 10}}}}, &fetched, fetched.dump()));
+  EXPECT_FALSE(check_body_pattern({{"meta", {{"ojs.federation.weights.us-east-1", 10}}}}, &fetched, fetched.dump()));
+}
+
 TEST(BodyPattern, FetchResultsUnwrapToTheFirstJobUnlessJobsIsNamed) {
   const json fetched = json::parse(R"j({"jobs":[{"id":"j1","state":"active"}]})j");
   const json none = json::parse(R"j({"jobs":[]})j");
@@ -460,6 +477,9 @@ TEST(Actions, TableBuildsCalls) {
   EXPECT_EQ(fetch.describe(), "POST /ojs/v1/workers/fetch");
   EXPECT_EQ(json::parse(*fetch.body), fetch_request);
   EXPECT_EQ(find_action("heartbeat")->build({{"worker_id", "w"}}).path, "/ojs/v1/workers/heartbeat");
+  // ACK and NACK read a request's `id` as the job's id, and leave a `job_id` alone.
+  EXPECT_EQ(json::parse(*find_action("ack")->build({{"id", "j1"}, {"worker_id", "w"}}).body), json({{"job_id", "j1"}, {"worker_id", "w"}}));
+  EXPECT_EQ(json::parse(*find_action("nack")->build({{"job_id", "j2"}, {"id", "x"}}).body), json({{"job_id", "j2"}, {"id", "x"}}));
   // A fetch answered with an empty body (204) is read as "no jobs".
   EXPECT_EQ(json::parse(find_action("fetch")->empty_body_means), json::parse(R"j({"jobs":[]})j"));
   EXPECT_TRUE(find_action("push")->empty_body_means.empty());
