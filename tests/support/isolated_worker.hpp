@@ -34,6 +34,18 @@ inline std::string mount_namespace_refused() {
   return "";
 }
 
+// The probe lines both cgroup versions' tests share: what /dev holds, the CPUs the job
+// may run on, opening each GPU's node (ENXIO: its own, reached the device check; EPERM:
+// refused) and a node it forges for another GPU.
+inline const char* const kDeviceProbe = R"sh(
+echo "dev=$(ls /dev | tr '\n' ' ')"
+echo "cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"
+for n in 0 1; do
+  if [ -e /dev/nvidia$n ]; then echo "open$n=$( (exec 3</dev/nvidia$n) 2>&1 | sed 's/.*: //')"; else echo "open$n=absent"; fi
+done
+if mknod forged c 195 7 2>/dev/null; then echo "forged=$( (exec 3<forged) 2>&1 | sed 's/.*: //')"; else echo "forged=mknod refused"; fi
+)sh";
+
 // A job's stdout as key=value lines.
 inline std::map<std::string, std::string> probe_result(const nlohmann::json& job) {
   std::map<std::string, std::string> out;
