@@ -274,6 +274,7 @@ void BrokerApp::Impl::build_api() {
   register_dead_letter_api(i.router, *i.api);
   i.governance = governance::install(i.config, *i.redis, *i.push, i.router, *i.api);
   register_queues_api(i.router, *i.api, *i.governance->configs);
+  register_rate_limits_api(i.router, *i.api, *i.governance->configs);
   register_admin_api(i.router, *i.api, *i.governance->configs);
   // Cron ticks are PUSHes of the identity that registered the cron: --push-rate binds them.
   i.cron->set_tick_admission([access = i.governance->access.get()](const std::string& identity) { return access->take_push_token(identity); });

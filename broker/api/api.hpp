@@ -63,6 +63,7 @@ void register_workers_api(Router& router, ApiContext& ctx);
 namespace governance { class QueueConfigs; }
 // Queue listing, stats (with the backpressure bound), diagnosis, pause/resume, deletion.
 void register_queues_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs);
+void register_rate_limits_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs);
 class EventLog;
 class EventHub;
 void register_events_api(Router& router, ApiContext& ctx, EventLog& events, EventHub& hub);  // polling and SSE

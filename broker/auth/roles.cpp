@@ -25,11 +25,12 @@ constexpr std::array<std::string_view, 5> kPublic = {"GET /ojs/manifest", "GET /
 
 // Producers submit, inspect, cancel, hold and update their jobs, read why they wait,
 // and subscribe webhooks to their events.
-constexpr std::array<std::string_view, 30> kProducer = {
+constexpr std::array<std::string_view, 32> kProducer = {
     "POST /ojs/v1/jobs",          "GET /ojs/v1/jobs/{id}",         "DELETE /ojs/v1/jobs/{id}",
     "POST /ojs/v1/jobs/batch", "POST /ojs/v1/cron", "GET /ojs/v1/cron*", "DELETE /ojs/v1/cron/{name}",  // ecosystem
     "GET /ojs/v1/jobs/{id}/*",    "GET /ojs/v1/events",            "GET /ojs/v1/queues",
     "GET /ojs/v1/queues/{name}/stats", "GET /ojs/v1/queues/{name}", "GET /ojs/v1/queues/{name}/diagnosis",
+    "GET /ojs/v1/rate-limits", "GET /ojs/v1/rate-limits/{key}",  // what throttles their queues
     "POST /ojs/v1/workflows", "GET /ojs/v1/workflows/{id}", "DELETE /ojs/v1/workflows/{id}",  // level 3
     "GET /ojs/v1/events/stream", "GET /ojs/v1/queues/{name}/events",  // server-sent events
     "POST /ojs/v1/jobs/{id}/hold", "POST /ojs/v1/jobs/{id}/release", "PATCH /ojs/v1/jobs/{id}",  // job control

@@ -411,6 +411,7 @@ QueueRateLimit parse_rate_limit(const json& r, const std::string& prefix) {
   const std::string pointer = prefix.empty() ? "" : "/" + prefix.substr(0, prefix.size() - 1);
   rate_limit_schema.check(r, prefix, pointer);
   QueueRateLimit out;
+  if (r.contains("key")) out.key = r["key"].get<std::string>();
   if (r.contains("concurrency")) out.concurrency = integer(r["concurrency"]);
   // The spec's form (ojs-admin-api.md §6.6): {limit, period} directly, the same as rate {limit, period}.
   const bool spec_form = r.contains("limit") || r.contains("period");
@@ -435,6 +436,7 @@ QueueRateLimit parse_rate_limit(const json& r, const std::string& prefix) {
 
 json rate_limit_to_json(const QueueRateLimit& l) {
   json out = json::object();
+  if (!l.key.empty()) out["key"] = l.key;
   if (l.concurrency) out["concurrency"] = *l.concurrency;
   if (l.rate_limit) out["rate"] = {{"limit", *l.rate_limit}, {"period", l.rate_period}};
   return out;

@@ -54,6 +54,9 @@ struct TenantQuotas {
 // FETCH: at most `concurrency` active jobs, at most `rate_limit` starts in any
 // sliding window of `rate_period_ms`. Jobs over the limit stay available.
 struct QueueRateLimit {
+  // The partition it is inspected by (GET /ojs/v1/rate-limits/{key}): a job's
+  // rate_limit.key, or an admin's; "": the queue's own name.
+  std::string key;
   std::optional<long long> concurrency;
   std::optional<long long> rate_limit;
   std::int64_t rate_period_ms = 0;

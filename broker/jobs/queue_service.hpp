@@ -33,6 +33,8 @@ class QueueService {
   void require(const std::string& queue);
   bool paused(const std::string& queue);
   QueueState state(const std::string& queue);
+  // The starts the queue's rate limit counted since `since_ms` (QueueDirectory::rate_window).
+  QueueDirectory::RateWindow rate_window(const std::string& queue, std::int64_t since_ms) { return store_.rate_window(queue, since_ms); }
   // Pause or resume. The queue exists from now on, even before its first job
   // (pausing ahead of a rollout must work), within --max-queues (422). Returns when it
   // was paused (a second pause keeps the first time); nullopt after a resume.

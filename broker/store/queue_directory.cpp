@@ -72,6 +72,21 @@ std::string QueueDirectory::class_json(const std::string& queue, const std::stri
   return reply.is_nil() ? std::string() : reply.str;
 }
 
+QueueDirectory::RateWindow QueueDirectory::rate_window(const std::string& queue, std::int64_t since_ms) {
+  const auto since = std::to_string(since_ms);
+  const auto replies = redis_.pipeline({{"ZCOUNT", keys::rate_window(queue), since, "+inf"},
+                                        {"ZRANGEBYSCORE", keys::rate_window(queue), since, "+inf", "WITHSCORES", "LIMIT", "0", "1"}});
+  RateWindow out{replies[0].integer, std::nullopt};
+  if (replies[1].elements.size() == 2) {
+    try {
+      out.oldest_ms = static_cast<std::int64_t>(std::stod(replies[1].elements[1].str));
+    } catch (const std::exception&) {
+      // an unreadable score: no oldest start to say when the window resets
+    }
+  }
+  return out;
+}
+
 std::map<std::string, long long> QueueDirectory::queue_counts(const std::string& queue) {
   const auto classes = load_classes(queue);
   std::vector<std::vector<std::string>> cmds;

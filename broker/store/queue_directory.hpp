@@ -42,6 +42,14 @@ class QueueDirectory {
 
   BudgetUse budget(const std::string& queue);
 
+  // The queue's rate window (keys.hpp rate_window, written by the claim): the starts at
+  // or after `since_ms`, and the oldest of them (ms), one round trip.
+  struct RateWindow {
+    long long starts = 0;
+    std::optional<std::int64_t> oldest_ms;
+  };
+  RateWindow rate_window(const std::string& queue, std::int64_t since_ms);
+
  private:
   RedisPool& redis_;
 };

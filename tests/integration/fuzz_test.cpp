@@ -305,6 +305,8 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       {"GET", "/ojs/v1/cron/fuzz-cron", {"fuzz-cron"}, {}, "GET /ojs/v1/cron/{name}"},
       {"GET", "/ojs/v1/workflows/" + workflow, {workflow}, {}, "GET /ojs/v1/workflows/{id}"},
       {"GET", "/ojs/v1/webhooks/subscriptions", {}, {}, "GET /ojs/v1/webhooks/subscriptions"},
+      {"GET", "/ojs/v1/rate-limits", {}, {"page", "per_page"}, "GET /ojs/v1/rate-limits"},
+      {"GET", "/ojs/v1/rate-limits/fuzz", {"fuzz"}, {}, "GET /ojs/v1/rate-limits/{key}"},
       {"GET", "/ojs/v1/schemas/fuzz.typed", {"fuzz.typed"}, {}, "GET /ojs/v1/schemas/{type}"},
       {"GET", "/ojs/v1/schemas/fuzz.typed/versions", {"fuzz.typed"}, {}, "GET /ojs/v1/schemas/{type}/versions"},
       {"GET", "/ojs/v1/schemas/fuzz.typed/1.0.0", {"fuzz.typed", "1.0.0"}, {}, "GET /ojs/v1/schemas/{type}/{version}"},

@@ -4,6 +4,7 @@
 // naming the field.
 #include <gtest/gtest.h>
 
+#include "ojs/core/time.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
@@ -43,6 +44,40 @@ TEST_F(JobRateLimitOption, BecomesTheQueuesLimitWhenItHasNone) {
   EXPECT_EQ(b["rate_limit"]["concurrency"], 2);
 }
 
+// GET /ojs/v1/rate-limits/{key} (ojs-rate-limiting.md §10.1): the limit a job's
+// rate_limit.key names, what it holds now and what waits; a queue's limit without a
+// key is named by the queue. GET /ojs/v1/rate-limits lists them.
+TEST_F(JobRateLimitOption, ItsStateIsInspectedByItsKey) {
+  for (int i = 0; i < 3; ++i) api.push(limited_job("jrl-k", {{"key", "stripe-api"}, {"max_per_hour", 2}, {"concurrency", 5}}));
+  EXPECT_EQ(api.fetch({"jrl-k"}, "w1").size(), 1u);
+  const auto first = ojs::now_ms();
+  EXPECT_EQ(api.fetch({"jrl-k"}, "w2").size(), 1u);
+  EXPECT_EQ(api.fetch({"jrl-k"}, "w3").size(), 0u) << "the third start is over the limit";
+  auto r = api.get("/ojs/v1/rate-limits/stripe-api");
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["key"], "stripe-api");
+  EXPECT_EQ(r.body["queue"], "jrl-k");
+  EXPECT_EQ(r.body["queues"], json({"jrl-k"}));
+  EXPECT_EQ(r.body["concurrency"], (json{{"limit", 5}, {"active", 2}, {"available", 3}})) << r.body.dump();
+  EXPECT_EQ(r.body["rate"]["limit"], 2);
+  EXPECT_EQ(r.body["rate"]["period"], "PT1H");
+  EXPECT_EQ(r.body["rate"]["current_count"], 2) << r.body.dump();
+  const auto resets = ojs::parse_rfc3339(r.body["rate"]["window_resets_at"].get<std::string>()).value_or(0);
+  EXPECT_NEAR(static_cast<double>(resets), static_cast<double>(first + 3600000), 2000.0) << r.body.dump();
+  EXPECT_EQ(r.body["waiting_count"], 1);
+
+  api.push({{"type", "t"}, {"args", json::array()}, {"options", {{"queue", "jrl-plain"}}}});
+  ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/queues/jrl-plain/config", {{"rate_limit", {{"concurrency", 1}}}}).status, 200);
+  r = api.get("/ojs/v1/rate-limits/jrl-plain");
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["concurrency"]["limit"], 1);
+  EXPECT_FALSE(r.body.contains("rate"));
+  const auto list = api.get("/ojs/v1/rate-limits").body;
+  EXPECT_EQ(list["pagination"]["total"], 2) << list.dump();
+  EXPECT_EQ(list["items"].size(), 2u);
+  EXPECT_EQ(api.get("/ojs/v1/rate-limits/nope").status, 404);
+}
+
 TEST_F(JobRateLimitOption, NeverReplacesAConfiguredLimit) {
   ASSERT_EQ(api.call("PUT", "/ojs/v1/admin/queues/jrl-c/config", {{"rate_limit", {{"concurrency", 7}}}}).status, 200);
   api.push(limited_job("jrl-c", {{"max_per_second", 1}}));
@@ -57,6 +92,7 @@ TEST_F(JobRateLimitOption, AMalformedOptionIsA400NamingTheField) {
       {{{"max_per_second", 1}, {"rate", 2}}, "options.rate_limit.rate"},
       {{{"rate", 2}, {"period", "fortnight"}}, "options.rate_limit.period"},
       {{{"concurrency", "two"}}, "options.rate_limit.concurrency"},
+      {{{"max_per_second", 1}, {"key", "no spaces"}}, "options.rate_limit.key"},
   };
   for (const auto& [option, field] : bad) {
     auto r = api.post("/ojs/v1/jobs", limited_job("jrl-d", option));
