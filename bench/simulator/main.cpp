@@ -54,7 +54,8 @@ json to_json(const SimResult& r) {
           {"locality_jobs", r.locality_jobs}, {"locality_hits", r.locality_hits},
           {"locality_hit_rate", r.locality_hit_rate()}, {"model_loads", r.model_loads},
           {"preemptions", r.preemptions}, {"lost_gpu_hours", r.lost_gpu_hours},
-          {"oversubscriptions", r.oversubscriptions}, {"constraint_violations", r.constraint_violations},
+          {"oversubscriptions", r.oversubscriptions}, {"oversubscribed", r.oversubscribed},
+          {"constraint_violations", r.constraint_violations},
           {"judgements", r.judgements}, {"wall_s", r.wall_s},
           {"wait_8gpu_s", {{"jobs", r.wait_8gpu_s.count}, {"p50_s", r.wait_8gpu_s.p50}, {"p95_s", r.wait_8gpu_s.p95}}},
           {"backfill_reservations", r.backfill_reservations}, {"pools", pools_json(r)},
@@ -89,7 +90,7 @@ int main(int argc, char** argv) {
   int jobs = 5000;
   std::uint64_t seed = 1;
   double load = 0.9;
-  std::string mix = "dgx-h100:4,4xa100-pcie:6,l4-inference:8,cpu-node:4";
+  std::string mix = "dgx-h100:4,4xa100-pcie:6,l4-inference:8,cpu-node:4,tpu-v5e:2";
   std::string dir = OJS_EXAMPLES_DIR;
   std::string policy = "priority", tenants;
   double tenant_tolerance = 0;
@@ -125,6 +126,9 @@ int main(int argc, char** argv) {
                  "exit 1 (CHURN) when our policy preempts more than this many times (-1 = no check)");
   app.add_option("--preemption", ours.preemption, "our policy preempts as the broker's controller does: lower-class work for a waiting higher-class job (true/false)");
   app.add_flag("--json", json_output, "print one JSON object");
+  app.add_flag("--hide-host-load", ours.hide_host_load,
+               "test only: FETCH is not told the CPU cores, host memory and TPU chips running jobs declared "
+               "(the capacity check must then fail)");
   bool backfill = false;
   double pool_load = 0;
   app.add_flag("--backfill", backfill, "also run our policy with EASY backfill (queue config backfill)");
@@ -263,8 +267,18 @@ int main(int argc, char** argv) {
     }
   }
   long long over = 0;
-  for (const auto& r : results) over += r.oversubscriptions;
-  std::cerr << "oversubscriptions: " << over << "\n";
+  std::map<std::string, long long> by_resource;
+  for (const auto& r : results) {
+    over += r.oversubscriptions;
+    for (const auto& [resource, n] : r.oversubscribed) by_resource[resource] += n;
+  }
+  std::cerr << "oversubscriptions: " << over << " (";
+  const char* separator = "";
+  for (const auto& [resource, n] : by_resource) {
+    std::cerr << separator << resource << " " << n;
+    separator = ", ";
+  }
+  std::cerr << ")\n";
   bool unfair = false;
   if (tenant_tolerance > 0) {  // fair share: GPU-time in the window proportional to the weights
     double hours = 0, weights = 0;

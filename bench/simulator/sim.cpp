@@ -52,6 +52,7 @@ struct Running {
   int gpus = 0;
   std::vector<int> devices;
   ml::ActiveJob active;  // what it holds, as the broker reads a held job (ml::active_job_from)
+  ml::JobDemand demand;  // what it declared it holds (ml::job_demand): what the capacity check counts
   bool preempting = false;
   double preempt_end = 0;  // preempting: its grace period's end
   bool uncontested = false;  // no other tenant had a job waiting for this worker type
@@ -63,7 +64,6 @@ struct WorkerState {
   ml::Capabilities caps;         // models_loaded changes as models are loaded
   std::string fingerprint;       // of caps (ml::fingerprint): the key of the Scheduler's static memo
   ml::WorkerLoad load;           // built from what runs, as the broker's registry builds it (reload)
-  int cores_used = 0;
   std::map<int, Running> running;  // job -> run
   std::deque<std::string> lru;     // loaded models, least recently used first
 
@@ -73,7 +73,7 @@ struct WorkerState {
     int job = -1, cls = -1, gpus = 0;
     double start = 0, until = 0;
   } reservation;
-  int cores_free() const { return caps.cpu_cores.value_or(1 << 20) - cores_used; }
+  int cores_free() const { return caps.cpu_cores.value_or(1 << 20) - load.cpu_cores_in_use(); }
   // A capacity hold (preemption) on this worker (job -1: none): the victims' GPUs are kept for class `cls`.
   struct {
     int job = -1, cls = -1;
@@ -494,11 +494,21 @@ class Simulation {
     }
   }
 
-  // One FETCH by worker wi: the broker's claim (fetch_from_broker).
+  // One FETCH by worker wi: the broker's claim (fetch_from_broker). Skipped where the
+  // broker could only refuse every class: a full worker, or one no waiting class fits
+  // statically (a TPU host while only GPU work waits; fits_static is the broker's
+  // static verdict, memoised per worker type).
   bool fetch(int wi) {
     auto& w = workers_[static_cast<std::size_t>(wi)];
     if (w.gpus_free() <= 0 && w.cores_free() <= 0) return false;
+    if (!any_waiting_class_fits(w)) return false;
     return fetch_from_broker(wi);
+  }
+
+  bool any_waiting_class_fits(const WorkerState& w) {
+    for (std::size_t c = 0; c < classes_.size(); ++c)
+      if (!classes_[c].pending.empty() && fits_static(static_cast<int>(c), w)) return true;
+    return false;
   }
 
   // One FETCH by worker wi, as the broker's FetchService runs it: the class verdicts
@@ -703,7 +713,8 @@ class Simulation {
     r.work_start = now_ + load_s;
     r.active = ml::active_job_from(sj.document, r.gpus);
     r.active.job_id = std::to_string(j);
-    w.cores_used += sj.req.gpu_count() == 0 ? sj.cpu_cores : 0;
+    r.demand = ml::job_demand(sj.document);
+    if (options_.hide_host_load) r.active.cpu_cores = 0, r.active.memory_gb = 0, r.active.tpu_chips = 0;
     w.running[j] = r;
     reload(w);
     push({r.work_start + s.remaining, 0, EventType::finish, j, wi, s.epoch});
@@ -722,26 +733,39 @@ class Simulation {
     }
   }
 
-  // Independent of the matcher: held GPUs, devices and cores never exceed the worker's.
+  // Independent of the matcher: what runs on w never exceeds what w has. GPUs and
+  // devices from the placements; CPU cores, host memory and TPU chips from what every
+  // running job declared (ml::job_demand, the broker's one reading of it), whatever
+  // its accelerator. A capacity w does not advertise is not bounded, as for the broker.
   void check_capacity(const WorkerState& w) {
-    int gpus = 0, cores = 0;
+    int gpus = 0, cores = 0, chips = 0;
+    double memory_gb = 0;
     std::set<int> devices;
     std::size_t device_claims = 0;
     for (const auto& [j, r] : w.running) {
       gpus += r.gpus;
-      cores += job(j).req.gpu_count() == 0 ? job(j).cpu_cores : 0;
+      cores += r.demand.cpu_cores;
+      memory_gb += r.demand.memory_gb;
+      chips += r.demand.tpu_chips;
       devices.insert(r.devices.begin(), r.devices.end());
       device_claims += r.devices.size();
       for (int d : r.devices) {
         const bool known = std::any_of(w.caps.devices.begin(), w.caps.devices.end(),
                                        [d](const ml::GpuDevice& g) { return g.index == d && g.healthy; });
-        if (!known) ++result_.oversubscriptions;
+        if (!known) oversubscribed("devices");
       }
-      if (!w.caps.devices.empty() && static_cast<int>(r.devices.size()) != r.gpus) ++result_.oversubscriptions;
+      if (!w.caps.devices.empty() && static_cast<int>(r.devices.size()) != r.gpus) oversubscribed("devices");
     }
-    if (gpus > w.caps.gpu.count) ++result_.oversubscriptions;
-    if (devices.size() != device_claims) ++result_.oversubscriptions;  // a device given twice
-    if (cores > w.caps.cpu_cores.value_or(1 << 20)) ++result_.oversubscriptions;
+    if (gpus > w.caps.gpu.count) oversubscribed("gpus");
+    if (devices.size() != device_claims) oversubscribed("devices");  // a device given twice
+    if (w.caps.cpu_cores && cores > *w.caps.cpu_cores) oversubscribed("cpu_cores");
+    if (w.caps.memory_gb && memory_gb > *w.caps.memory_gb + 1e-9) oversubscribed("host_memory");
+    if (chips > w.caps.tpu.chip_count) oversubscribed("tpu_chips");
+  }
+
+  void oversubscribed(const char* resource) {
+    ++result_.oversubscriptions;
+    ++result_.oversubscribed[resource];
   }
 
   void stop(int j, bool completed) {
@@ -764,7 +788,6 @@ class Simulation {
     }
     w.running.erase(j);
     reload(w);
-    w.cores_used -= sj.req.gpu_count() == 0 ? sj.cpu_cores : 0;
     s.worker = -1;
     if (completed) {
       if (options_.estimates && sj.req.scheduling.estimated_duration_seconds) {  // as the broker reads its completed jobs

@@ -55,6 +55,10 @@ struct SimOptions {
   // count does).
   bool progress_of_job = false;
   std::string estimate_log;  // a CSV line per job at its first start: estimate against start
+  // Test only: FETCH is not told what running jobs declared of CPU cores, host memory
+  // and TPU chips (the broker's free_* predicates see them idle), so placements
+  // oversubscribe them and the capacity check must say so.
+  bool hide_host_load = false;
 };
 
 // How the start estimates made at arrival compare with the starts.
@@ -105,6 +109,8 @@ struct SimResult {
   long long preemptions = 0;
   double lost_gpu_hours = 0;
   long long oversubscriptions = 0;       // capacity checks failed after a placement (must be 0)
+  std::map<std::string, long long> oversubscribed = {  // the same by resource
+      {"gpus", 0}, {"devices", 0}, {"cpu_cores", 0}, {"host_memory", 0}, {"tpu_chips", 0}};
   long long constraint_violations = 0;   // placements fits_static refuses (must be 0)
   long long judgements = 0;              // ours: class verdicts (each FETCH, each waiting class), controller sites; FIFO: dynamic
   EstimateAccuracy estimate;             // with SimOptions::estimates

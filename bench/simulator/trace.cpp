@@ -101,19 +101,56 @@ nlohmann::json make_document(Rng& rng, SimJob& job) {
     if (rng.uniform() < 0.5) d["ext_ml_checkpoint_on_preempt"] = true;
     job.work_s = std::min(rng.lognormal(1200, 1.0), 12 * 3600.0);
   } else {  // cpu
-    job.cpu_cores = rng.uniform() < 0.5 ? 8 : 16;
     d["ext_ml_accelerator"] = "cpu";
-    d["ext_ml_cpu_cores"] = job.cpu_cores;
+    d["ext_ml_cpu_cores"] = rng.uniform() < 0.5 ? 8 : 16;
     set_class({0.3, 0.6, 0.1});
     job.work_s = std::min(rng.lognormal(600, 1.0), 6 * 3600.0);
   }
   return d;
 }
 
+// CPU cores and host memory declared near the workers' sizes, and TPU jobs, so that
+// what running jobs hold of each binds (each on its own: two 4-chip TPU jobs exceed a
+// v5e host's memory only, two 8-chip ones its cores, 8 + 16 chips its chips) and the
+// simulator's capacity check has each of them to catch. The declarations follow
+// attributes the jobs already have, so the requirement classes (each one more for every
+// FETCH to judge) are as many as without them. With TPU workers in the cluster, half
+// the CPU jobs become TPU training (a v5e host: 16 chips, 224 cores, 1,536 GB), drawn
+// from a stream of its own: the seed's arrivals and GPU work stay what they were.
+void declare_host_demand(Rng& rng, SimJob& job, bool tpu_workers) {
+  auto& d = job.document;
+  if (job.kind == "cpu" && tpu_workers && rng.uniform() < 0.5) {
+    struct Slice {
+      int chips, cores, memory_gb;
+    };
+    static const Slice slices[] = {{4, 64, 1024}, {8, 128, 256}, {16, 96, 512}};
+    const auto& slice = slices[rng.pick({0.3, 0.5, 0.2})];
+    job.kind = "tpu";
+    d["type"] = "sim.tpu";
+    d.erase("ext_ml_accelerator");
+    d["ext_ml_tpu_type"] = "v5e";
+    d["ext_ml_tpu_chip_count"] = slice.chips;
+    d["ext_ml_cpu_cores"] = slice.cores;
+    d["ext_ml_memory_gb"] = slice.memory_gb;
+    job.work_s = std::min(job.work_s * 6, 24 * 3600.0);  // training runs, hours long
+  } else if (job.kind == "cpu" && d["ext_ml_cpu_cores"] == 16) {
+    d["ext_ml_memory_gb"] = 96;  // of a 128 GB CPU node
+  } else if (job.kind == "training" && d["ext_ml_gpu_memory_gb"] == 80) {  // big models: data loaders, staged weights
+    const int gpus = d["ext_ml_gpu_count"].get<int>();
+    d["ext_ml_cpu_cores"] = gpus * 12;
+    d["ext_ml_memory_gb"] = gpus * 120;
+  } else if (job.kind == "inference" && d["ext_ml_gpu_memory_gb"] == 24) {
+    d["ext_ml_cpu_cores"] = 8;
+    d["ext_ml_memory_gb"] = 48;
+  }
+}
+
 }  // namespace
 
 std::vector<SimJob> generate_trace(int count, std::uint64_t seed, double load, const std::vector<WorkerSpec>& workers) {
   Rng rng(seed);
+  Rng host_rng(seed ^ 0x686f7374ULL);  // "host": declare_host_demand's stream
+  const bool tpu_workers = std::any_of(workers.begin(), workers.end(), [](const WorkerSpec& w) { return w.caps.tpu.chip_count > 0; });
   static const std::vector<std::string> kinds = {"inference", "training", "sweep", "cpu"};
   static const std::vector<double> kind_weights = {0.35, 0.30, 0.25, 0.10};
   std::vector<SimJob> jobs(static_cast<std::size_t>(count));
@@ -123,6 +160,7 @@ std::vector<SimJob> generate_trace(int count, std::uint64_t seed, double load, c
     j.id = i;
     j.kind = kinds[rng.pick(kind_weights)];
     j.document = make_document(rng, j);
+    declare_host_demand(host_rng, j, tpu_workers);
     j.req = ml::parse_requirements(j.document);
     j.class_id = ml::requirement_class(j.req).id;
     gpu_seconds += j.work_s * j.req.gpu_count();

@@ -1,5 +1,6 @@
 // A synthetic GPU cluster trace: jobs (sizes 1-8 GPUs, power-law-ish; lognormal,
-// heavy-tailed durations; spot / on-demand / reserved; some preferring a model)
+// heavy-tailed durations; spot / on-demand / reserved; some preferring a model; some
+// declaring CPU cores and host memory; TPU jobs when the cluster has TPU workers)
 // and heterogeneous workers read from examples/workers/*.json. Deterministic for
 // a seed: the generator draws from its own portable RNG, not std:: distributions.
 #pragma once
@@ -31,13 +32,12 @@ class Rng {
 
 struct SimJob {
   int id = 0;
-  std::string kind;            // inference | training | sweep | cpu
+  std::string kind;            // inference | training | sweep | cpu | tpu
   nlohmann::json document;     // the OJS job with ext_ml_* attributes
   ml::Requirements req;        // parse_requirements(document): the real parser
   std::string class_id;        // requirement_class(req).id
   double arrival_s = 0;
   double work_s = 0;           // GPU work to do, excluding model loading
-  int cpu_cores = 0;           // cores held while running (cpu jobs)
   int priority = 0;            // OJS priority
   std::string tenant;          // meta.tenant_id ("" = none)
 };

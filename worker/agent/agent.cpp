@@ -90,7 +90,9 @@ Agent::Agent(BrokerApi& api, WorkerConfig config, AgentOptions options, nlohmann
       capabilities_(std::move(capabilities)),
       gpu_devices_(parsed_devices(capabilities_)),
       stop_requested_(std::move(stop_requested)),
-      started_at_(format_rfc3339(now_ms())) {
+      started_at_(format_rfc3339(now_ms())),
+      retention_command_(config_.checkpoint_retention_command, config_.checkpoint_retention_timeout_s,
+                         std::filesystem::path(config_.work_dir) / "checkpoint-retention") {
   for (const auto& device : gpu_devices_) devices_.set_capacity(device.index, device.max_jobs);
 }
 
@@ -110,6 +112,7 @@ bool Agent::turn(SteadyClock::time_point now) {
   if (options_.telemetry && config_.telemetry_interval_s > 0 && now >= next_sample_) sample_telemetry(now);
   reap(now);
   poll_checkpoints(now);
+  retention_command_.poll(now);
   ship_logs(now);
   {
     // The last ACK/NACK of this flush asks for the next jobs in the same request
@@ -128,7 +131,8 @@ bool Agent::turn(SteadyClock::time_point now) {
     const bool reports_done = outbox_.empty() || (released_ && now >= drain_deadline_ + seconds_to_duration(config_.kill_grace_s + 30));
     return !(running_.empty() && reports_done);
   }
-  if (options_.once && queue_drained_once_) return !(running_.empty() && outbox_.empty());
+  // --once: also the deletions its jobs' checkpoints asked for (each bounded by its timeout).
+  if (options_.once && queue_drained_once_) return !(running_.empty() && outbox_.empty() && retention_command_.idle());
   if (wants_work(now)) fetch(now);
   return true;
 }
@@ -354,7 +358,9 @@ void Agent::accept(const nlohmann::json& job, SteadyClock::time_point now) {
     if (config_.log_ship_interval_s > 0)
       logs = std::make_unique<LogShipper>(execution->workspace().stdout_file, execution->workspace().stderr_file,
                                           LogShipSettings{config_.log_ship_interval_s, config_.log_max_bytes});
-    running_[id] = Running{std::move(execution), now, std::move(logs), now};
+    auto stored = std::make_unique<StoredCheckpoints>(view.checkpoint_uri, view.checkpoint_max_count,
+                                                      job.value("checkpoints", nlohmann::json()));
+    running_[id] = Running{std::move(execution), now, std::move(logs), now, std::move(stored)};
   } catch (const std::exception& e) {
     devices_.release(view.assigned_devices);
     refuse(id, error_body("spawn_failed", e.what(), true), false);
@@ -372,7 +378,7 @@ void Agent::reap(SteadyClock::time_point now) {
     const std::string& id = execution.job().id;
     ship_logs_of(id, it->second, true);  // before the report: a job seen finished has its whole log
     // Work saved before stopping must reach the broker before the job is released.
-    if (outcome->kind != JobOutcome::Kind::succeeded) commit_checkpoint_if_changed(execution);
+    if (outcome->kind != JobOutcome::Kind::succeeded) commit_checkpoint_if_changed(it->second);
     nlohmann::json body = {{"job_id", id}, {"worker_id", options_.worker_id}};
     if (outcome->kind == JobOutcome::Kind::succeeded) {
       body["result"] = outcome->result;
@@ -391,23 +397,26 @@ void Agent::reap(SteadyClock::time_point now) {
   }
 }
 
-void Agent::commit_checkpoint_if_changed(JobExecution& execution) {
+void Agent::commit_checkpoint_if_changed(Running& running) {
+  JobExecution& execution = *running.execution;
   auto metadata = execution.checkpoint().take_if_changed();
   if (!metadata) return;
   const std::string& id = execution.job().id;
   spdlog::info("job {} checkpoint epoch={} step={}", id, metadata->value("epoch", nlohmann::json()).dump(),
                metadata->value("step", nlohmann::json()).dump());
+  const auto beyond = running.stored_checkpoints->record(*metadata);
   outbox_.push({Report::Kind::checkpoint, id, std::move(*metadata)});
   const auto& job = execution.job();
   for (const auto& path : prune_file_checkpoints(job.checkpoint_uri, job.checkpoint_max_count))
     spdlog::info("job {} checkpoint {} deleted: beyond the newest {}", id, path, job.checkpoint_max_count);
+  for (const auto& uri : beyond) retention_command_.delete_later(id, uri);
 }
 
 void Agent::poll_checkpoints(SteadyClock::time_point now) {
   for (auto& [id, job] : running_) {
     if (now - job.last_checkpoint_poll < seconds_to_duration(config_.checkpoint_poll_s)) continue;
     job.last_checkpoint_poll = now;
-    commit_checkpoint_if_changed(*job.execution);
+    commit_checkpoint_if_changed(job);
   }
 }
 

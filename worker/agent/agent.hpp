@@ -15,6 +15,8 @@
 #include "worker/execution/job_execution.hpp"
 #include "worker/execution/log_shipper.hpp"
 #include "worker/execution/model_integrity.hpp"
+#include "worker/execution/checkpoint_retention.hpp"
+#include "worker/execution/retention_command.hpp"
 #include "ojs/ml/capabilities.hpp"
 
 #include <chrono>
@@ -59,6 +61,7 @@ class Agent {
     SteadyClock::time_point last_checkpoint_poll;
     std::unique_ptr<LogShipper> logs;  // null: logs are not shipped
     SteadyClock::time_point last_log_ship;
+    std::unique_ptr<StoredCheckpoints> stored_checkpoints;  // beyond max_count outside file://: retention_command_
   };
 
   nlohmann::json current_capabilities() const;
@@ -74,7 +77,7 @@ class Agent {
   void refuse(const std::string& job_id, nlohmann::json error, bool requeue);
   void reap(SteadyClock::time_point now);
   void poll_checkpoints(SteadyClock::time_point now);
-  void commit_checkpoint_if_changed(JobExecution& execution);
+  void commit_checkpoint_if_changed(Running& job);
   void heartbeat(SteadyClock::time_point now);
   void ship_logs(SteadyClock::time_point now);                   // running jobs, every log_ship_interval_s
   void ship_logs_of(const std::string& id, Running& job, bool final);  // final: all that is left
@@ -97,6 +100,7 @@ class Agent {
   std::map<std::string, Running> running_;  // by job id
   DevicePool devices_;
   ModelVerifier model_verifier_;
+  RetentionCommand retention_command_;
   ReportOutbox outbox_;
   ExponentialBackoff fetch_backoff_;
   ExponentialBackoff heartbeat_backoff_;

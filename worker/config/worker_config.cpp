@@ -3,6 +3,7 @@
 #include "worker/config/json_file.hpp"
 #include "worker/isolation/cuda_libraries.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace ojs::worker {
@@ -90,6 +91,16 @@ WorkerConfig parse_worker_config(const nlohmann::json& document) {
       }
     }
   }
+  if (auto it = document.find("checkpoint_retention_command"); it != document.end() && !it->is_null()) {
+    const bool argv = it->is_array() && !it->empty() && std::all_of(it->begin(), it->end(), [](const nlohmann::json& a) { return a.is_string(); });
+    if (!argv || it->front().get<std::string>().empty())
+      throw std::invalid_argument("checkpoint_retention_command must be an array of strings: the program and its arguments "
+                                  "(each URI to delete is appended)");
+    config.checkpoint_retention_command = it->get<std::vector<std::string>>();
+  }
+  read_if_present(document, "checkpoint_retention_timeout_s", config.checkpoint_retention_timeout_s);
+  if (!(config.checkpoint_retention_timeout_s > 0))
+    throw std::invalid_argument("checkpoint_retention_timeout_s must be more than 0");
   if (!config.labels.is_object()) throw std::invalid_argument("labels must be an object of strings");
   return config;
 }

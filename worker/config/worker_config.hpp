@@ -55,6 +55,11 @@ struct WorkerConfig {
   // is 5 degrees below.
   double telemetry_interval_s = 5;
   double max_gpu_temperature_c = 85;
+  // Checkpoints beyond a job's max_count under a scheme other than file:// are deleted
+  // by this command, run once per URI with the URI appended (empty: left in place),
+  // killed past checkpoint_retention_timeout_s.
+  std::vector<std::string> checkpoint_retention_command;
+  double checkpoint_retention_timeout_s = 60;
 };
 
 WorkerConfig parse_worker_config(const nlohmann::json& document);

@@ -438,6 +438,70 @@ TEST_F(AgentTest, CheckpointUriIntervalAndFileRetention) {
   EXPECT_EQ(kept, (std::vector<std::string>{"step-3", "step-4"}));
 }
 
+// A job that commits four checkpoints, 0.3 s apart (the agent polls every 0.1 s),
+// each with the storage_key a training loop writes to an object store.
+CommandSpec object_store_training(const std::string& first_key) {
+  return shell_command(
+      "for s in 1 2 3 4; do key=\"${OJS_CHECKPOINT_URI}step-$s/\"; [ $s = 1 ] && key='" + first_key + "'; "
+      R"sh(printf '{"step":%s,"storage_key":"%s"}' $s "$key" > c.tmp && mv c.tmp "$OJS_CHECKPOINT_FILE"; sleep 0.3; done; )sh"
+      "echo '{}'");
+}
+
+// Under s3:// the agent cannot list the store: the operator's command gets each URI
+// beyond max_count, once, as its last argument; a key outside the job's own prefix
+// is never passed (a job cannot have the agent delete what is not its own).
+TEST_F(AgentTest, CheckpointRetentionCommandGetsEachUriBeyondMaxCount) {
+  const auto calls = dir_.path() / "calls.log";
+  config_.checkpoint_retention_command = {"sh", "-c", "echo \"$*\" >> " + calls.string(), "rm-hook", "--recursive"};
+  config_.commands["train"] = object_store_training("s3://bucket/other-job/step-1/");
+  broker_.fetch_replies.push_back(jobs_reply({job("j-s3", "train", {{"ext_ml_checkpoint_enabled", true}, {"ext_ml_checkpoint_max_count", 2},
+                                                                    {"ext_ml_checkpoint_storage_uri", "s3://bucket/ckpt/"}}),
+                                              job("j-kept", "train", {{"ext_ml_checkpoint_enabled", true}, {"ext_ml_checkpoint_max_count", 2},
+                                                                      {"ext_ml_checkpoint_storage_uri", "s3://bucket/ckpt/"},
+                                                                      {"checkpoints", {{{"storage_key", "s3://bucket/ckpt/j-kept/step-0/"}}}}})}));
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent, 20s));
+  std::vector<std::string> lines;
+  std::ifstream in(calls);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"--recursive s3://bucket/ckpt/j-kept/step-0/", "--recursive s3://bucket/ckpt/j-kept/step-2/",
+                                             "--recursive s3://bucket/ckpt/j-s3/step-2/"}));
+  EXPECT_EQ(broker_.count("ack"), 2u);
+}
+
+// A command that hangs is killed at its timeout and one that fails is logged; neither
+// holds up the job: it is reported while the hung deletion still runs.
+TEST_F(AgentTest, AHungOrFailingRetentionCommandNeitherBlocksNorFailsTheJob) {
+  const auto started = dir_.path() / "started.log", hung = dir_.path() / "hung.pid";
+  config_.checkpoint_retention_command = {
+      "sh", "-c",
+      "echo \"$1\" >> " + started.string() + "; case \"$1\" in *step-1/) echo $$ > " + hung.string() +
+          "; sleep 30; echo finished >> " + started.string() + ";; *) echo 'AccessDenied' >&2; exit 7;; esac",
+      "rm-hook"};
+  config_.checkpoint_retention_timeout_s = 4;
+  config_.commands["train"] = object_store_training("step-1/");  // a key relative to the job's prefix
+  broker_.fetch_replies.push_back(jobs_reply({job("j-slow", "train", {{"ext_ml_checkpoint_enabled", true}, {"ext_ml_checkpoint_max_count", 2},
+                                                                      {"ext_ml_checkpoint_storage_uri", "gs://bucket/ckpt/"}})}));
+  auto agent = make_agent();
+  bool hung_alive_at_report = false;
+  const auto began = SteadyClock::now();
+  ASSERT_TRUE(run(agent, 20s, [&] {
+    if (broker_.count("ack") == 0 || hung_alive_at_report) return;
+    std::ifstream pid_file(hung);
+    pid_t pid = 0;
+    hung_alive_at_report = (pid_file >> pid) && pid > 0 && ::kill(pid, 0) == 0;
+  }));
+  EXPECT_LT(SteadyClock::now() - began, 15s);  // not the 30 s the hung command sleeps
+  EXPECT_TRUE(hung_alive_at_report);
+  ASSERT_EQ(broker_.count("ack"), 1u);
+  EXPECT_EQ(broker_.count("nack"), 0u);
+  std::vector<std::string> lines;
+  std::ifstream in(started);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  EXPECT_EQ(lines, (std::vector<std::string>{"gs://bucket/ckpt/j-slow/step-1/", "gs://bucket/ckpt/j-slow/step-2/"}));
+}
+
 // Two devices of GPU 1 are MIG slices (parent_index 1); GPU 0 is whole.
 nlohmann::json mig_capabilities() {
   return {{"accelerator", "gpu"},
