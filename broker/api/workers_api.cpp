@@ -7,6 +7,7 @@
 #include "broker/admin/job_listing.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/heartbeat_request.hpp"
+#include "broker/observability/metrics.hpp"
 #include "broker/observability/overview.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/auth/identity.hpp"
@@ -112,6 +113,7 @@ CheckedFetch check_fetch(const ApiContext& ctx, const nlohmann::json& body) {
 ObjectText serve_fetch(ApiContext& ctx, const CheckedFetch& fetch) {
   // The worker's contact (its state, load, preemption marks and capacity guards) and the claims.
   auto got = ctx.fetch.fetch(fetch.request, fetch.incarnation);
+  for (const auto& [queue, n] : got.dispatched) obs::Metrics::global().record_dispatch(queue, fetch.request.pool, n);
   ObjectText out;
   std::string jobs = "[";
   for (const auto& text : got.jobs) {
