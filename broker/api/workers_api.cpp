@@ -242,6 +242,42 @@ nlohmann::json admin_worker_entry(ApiContext& ctx, const WorkerInfo& w, bool sta
   return entry;
 }
 
+// ACK (POST /workers/ack or /jobs/{id}/ack) of job `id`.
+HttpResponse ack(ApiContext& ctx, const HttpRequest& r, const nlohmann::json& body, const std::string& id) {
+  const nlohmann::json* result = body.contains("result") ? &body["result"] : nullptr;
+  const auto worker = optional_worker(body);
+  const auto next = attached_fetch(ctx, body, worker);  // checked before the ACK is applied
+  auth::authorize_worker_id(worker);
+  auto out = transition_reply(ctx.jobs.ack(id, result, worker));
+  out.put_json("acknowledged", true);
+  if (next) out.put("fetch", serve_attached_fetch(ctx, r, *next));
+  return object_reply(200, out);
+}
+
+// NACK (POST /workers/nack or /jobs/{id}/nack) of job `id`.
+HttpResponse nack(ApiContext& ctx, const HttpRequest& r, const nlohmann::json& body, const std::string& id) {
+  bool requeue = false;
+  if (body.contains("requeue")) {
+    if (!body["requeue"].is_boolean()) throw invalid_field("requeue", "must be a boolean");
+    requeue = body["requeue"].get<bool>();
+  }
+  const nlohmann::json error = body.contains("error") ? body["error"] : nlohmann::json(nullptr);
+  const auto worker = optional_worker(body);
+  const auto next = attached_fetch(ctx, body, worker);
+  auth::authorize_worker_id(worker);
+  auto out = transition_reply(ObjectText(ctx.jobs.fail(id, error, requeue, worker)));
+  if (next) out.put("fetch", serve_attached_fetch(ctx, r, *next));
+  return object_reply(200, out);
+}
+
+// The job id of POST /jobs/{id}/ack or /nack: the path's; a body job_id must agree.
+std::string path_job_id(const HttpRequest& r, const nlohmann::json& body) {
+  const auto& id = r.params.at("id");
+  if (body.contains("job_id") && body["job_id"] != nlohmann::json(id))
+    throw invalid_field("job_id", "must be absent or equal to the job id in the path (" + id + ")");
+  return id;
+}
+
 // FETCH, ACK, NACK, the heartbeats and a worker's health: what a worker calls.
 void register_worker_protocol(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/workers/fetch", [&ctx](const HttpRequest& r) {
@@ -251,36 +287,20 @@ void register_worker_protocol(Router& router, ApiContext& ctx) {
   }, Runs::on_io_thread);
 
   // ACK and NACK with an optional `fetch` (docs/http-api.md "ACK with fetch"): the
-  // report is applied first and stands whatever the fetch part then meets.
-  router.add("POST", "/ojs/v1/workers/ack", [&ctx](const HttpRequest& r) {
-    const auto body = parse_json_body(r);
-    const auto id = required_string(body, "job_id");
-    const nlohmann::json* result = body.contains("result") ? &body["result"] : nullptr;
-    const auto worker = optional_worker(body);
-    const auto next = attached_fetch(ctx, body, worker);  // checked before the ACK is applied
-    auth::authorize_worker_id(worker);
-    auto out = transition_reply(ctx.jobs.ack(id, result, worker));
-    out.put_json("acknowledged", true);
-    if (next) out.put("fetch", serve_attached_fetch(ctx, r, *next));
-    return object_reply(200, out);
-  }, Runs::on_io_thread);
-
-  router.add("POST", "/ojs/v1/workers/nack", [&ctx](const HttpRequest& r) {
-    const auto body = parse_json_body(r);
-    const auto id = required_string(body, "job_id");
-    bool requeue = false;
-    if (body.contains("requeue")) {
-      if (!body["requeue"].is_boolean()) throw invalid_field("requeue", "must be a boolean");
-      requeue = body["requeue"].get<bool>();
-    }
-    const nlohmann::json error = body.contains("error") ? body["error"] : nlohmann::json(nullptr);
-    const auto worker = optional_worker(body);
-    const auto next = attached_fetch(ctx, body, worker);
-    auth::authorize_worker_id(worker);
-    auto out = transition_reply(ObjectText(ctx.jobs.fail(id, error, requeue, worker)));
-    if (next) out.put("fetch", serve_attached_fetch(ctx, r, *next));
-    return object_reply(200, out);
-  }, Runs::on_io_thread);
+  // report is applied first and stands whatever the fetch part then meets. The public
+  // suites' POST /jobs/{id}/ack and /nack are the same calls, the job id in the path.
+  for (const bool by_path : {false, true}) {
+    router.add("POST", by_path ? "/ojs/v1/jobs/{id}/ack" : "/ojs/v1/workers/ack", [&ctx, by_path](const HttpRequest& r) {
+      const auto body = parse_json_body(r);
+      const auto id = by_path ? path_job_id(r, body) : required_string(body, "job_id");
+      return ack(ctx, r, body, id);
+    }, Runs::on_io_thread);
+    router.add("POST", by_path ? "/ojs/v1/jobs/{id}/nack" : "/ojs/v1/workers/nack", [&ctx, by_path](const HttpRequest& r) {
+      const auto body = parse_json_body(r);
+      const auto id = by_path ? path_job_id(r, body) : required_string(body, "job_id");
+      return nack(ctx, r, body, id);
+    }, Runs::on_io_thread);
+  }
 
   for (const bool shutdown_beat : {false, true})
     router.add("POST", shutdown_beat ? "/ojs/v1/workers/beat" : "/ojs/v1/workers/heartbeat",

@@ -1,7 +1,7 @@
 // Worker pools and fair distribution across queues (ojs-fair-scheduling.md §5.2, §6,
 // §7, §10) on a real broker and Redis, workers simulated by HTTP FETCH: the admin API
 // (both body shapes, validation, roles), each strategy's order at FETCH, the pool's
-// concurrency, the scheduling stats, and Redis gone: 503.
+// concurrency, the scheduling stats, ACK and NACK by job path, and Redis gone: 503.
 // ctest-timeout: 300
 #include <gtest/gtest.h>
 
@@ -202,6 +202,28 @@ TEST_F(WorkerPools, LeastLoadedTakesTheDeepestBacklogAndConcurrencyCapsThePool) 
   }
   // 5-2: deep, deep, deep (2-2: listed order) shallow; then the pool runs 4 jobs: no more.
   EXPECT_EQ(from, (std::vector<std::string>{"lq-deep", "lq-deep", "lq-deep", "lq-shallow"}));
+}
+
+TEST_F(WorkerPools, AckAndNackByJobPathAreTheWorkersAckAndNack) {
+  const auto acked = team_a.push({{"type", "path.ack"}, {"args", json::array()}, {"options", {{"queue", "path-q"}}}});
+  const auto nacked = team_a.push({{"type", "path.nack"}, {"args", json::array()},
+                                   {"options", {{"queue", "path-q"}, {"retry", {{"max_attempts", 3}}}}}});
+  ASSERT_EQ(node_a.post("/ojs/v1/workers/fetch", {{"queues", {"path-q"}}, {"count", 2}, {"worker_id", "node-a"}}).body["jobs"].size(), 2u);
+  // A body job_id other than the path's is refused, naming it.
+  const auto other = node_a.post("/ojs/v1/jobs/" + acked + "/ack", {{"worker_id", "node-a"}, {"job_id", nacked}});
+  EXPECT_EQ(other.status, 400);
+  EXPECT_NE(other.body.dump().find("job_id"), std::string::npos);
+  EXPECT_EQ(team_a.post("/ojs/v1/jobs/" + acked + "/ack", {{"worker_id", "node-a"}}).status, 403) << "workers' route";
+
+  const auto ack = node_a.post("/ojs/v1/jobs/" + acked + "/ack", {{"worker_id", "node-a"}, {"result", {{"ok", true}}}});
+  ASSERT_EQ(ack.status, 200) << ack.body.dump();
+  EXPECT_EQ(ack.body["job"]["state"], "completed");
+  EXPECT_EQ(ack.body["acknowledged"], true);
+  const auto nack = node_a.post("/ojs/v1/jobs/" + nacked + "/nack",
+                                {{"worker_id", "node-a"}, {"error", {{"code", "handler_error"}, {"message", "transient"}}}});
+  ASSERT_EQ(nack.status, 200) << nack.body.dump();
+  EXPECT_EQ(nack.body["job"]["state"], "retryable");
+  EXPECT_EQ(node_a.post("/ojs/v1/jobs/" + acked + "/ack", {{"worker_id", "node-a"}}).status, 409) << "as a second workers/ack";
 }
 
 TEST_F(WorkerPools, RedisGoneIsA503) {
