@@ -287,20 +287,25 @@ void register_worker_protocol(Router& router, ApiContext& ctx) {
   }, Runs::on_io_thread);
 
   // ACK and NACK with an optional `fetch` (docs/http-api.md "ACK with fetch"): the
-  // report is applied first and stands whatever the fetch part then meets. The public
-  // suites' POST /jobs/{id}/ack and /nack are the same calls, the job id in the path.
-  for (const bool by_path : {false, true}) {
-    router.add("POST", by_path ? "/ojs/v1/jobs/{id}/ack" : "/ojs/v1/workers/ack", [&ctx, by_path](const HttpRequest& r) {
-      const auto body = parse_json_body(r);
-      const auto id = by_path ? path_job_id(r, body) : required_string(body, "job_id");
-      return ack(ctx, r, body, id);
-    }, Runs::on_io_thread);
-    router.add("POST", by_path ? "/ojs/v1/jobs/{id}/nack" : "/ojs/v1/workers/nack", [&ctx, by_path](const HttpRequest& r) {
-      const auto body = parse_json_body(r);
-      const auto id = by_path ? path_job_id(r, body) : required_string(body, "job_id");
-      return nack(ctx, r, body, id);
-    }, Runs::on_io_thread);
-  }
+  // report is applied first and stands whatever the fetch part then meets.
+  router.add("POST", "/ojs/v1/workers/ack", [&ctx](const HttpRequest& r) {
+    const auto body = parse_json_body(r);
+    return ack(ctx, r, body, required_string(body, "job_id"));
+  }, Runs::on_io_thread);
+  router.add("POST", "/ojs/v1/workers/nack", [&ctx](const HttpRequest& r) {
+    const auto body = parse_json_body(r);
+    return nack(ctx, r, body, required_string(body, "job_id"));
+  }, Runs::on_io_thread);
+  // The public suites' POST /jobs/{id}/ack and /nack: the same calls, the job id in the
+  // path (on the handler pool: the router serves routes with parameters there).
+  router.add("POST", "/ojs/v1/jobs/{id}/ack", [&ctx](const HttpRequest& r) {
+    const auto body = parse_json_body(r);
+    return ack(ctx, r, body, path_job_id(r, body));
+  });
+  router.add("POST", "/ojs/v1/jobs/{id}/nack", [&ctx](const HttpRequest& r) {
+    const auto body = parse_json_body(r);
+    return nack(ctx, r, body, path_job_id(r, body));
+  });
 
   for (const bool shutdown_beat : {false, true})
     router.add("POST", shutdown_beat ? "/ojs/v1/workers/beat" : "/ojs/v1/workers/heartbeat",

@@ -223,7 +223,8 @@ TEST_F(WorkerPools, AckAndNackByJobPathAreTheWorkersAckAndNack) {
                                 {{"worker_id", "node-a"}, {"error", {{"code", "handler_error"}, {"message", "transient"}}}});
   ASSERT_EQ(nack.status, 200) << nack.body.dump();
   EXPECT_EQ(nack.body["job"]["state"], "retryable");
-  EXPECT_EQ(node_a.post("/ojs/v1/jobs/" + acked + "/ack", {{"worker_id", "node-a"}}).status, 409) << "as a second workers/ack";
+  EXPECT_EQ(node_a.post("/ojs/v1/jobs/" + acked + "/ack", {{"worker_id", "node-a"}, {"result", {{"ok", false}}}}).status, 409)
+      << "another ACK of a finished job, as on workers/ack";
 }
 
 TEST_F(WorkerPools, RedisGoneIsA503) {
