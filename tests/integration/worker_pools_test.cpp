@@ -7,6 +7,8 @@
 
 #include <map>
 
+#include "ojs/client/http_client.hpp"
+
 #include "support/processes.hpp"
 #include "support/role_tokens.hpp"
 
@@ -153,6 +155,14 @@ TEST_F(WorkerPools, WeightedThreeToOneGivesThreeToOneDispatches) {
   EXPECT_NEAR(by_name["wq-small"]["dispatch_count_1m"].get<double>(), n.at("wq-small"), 1);
   EXPECT_NEAR(by_name["wq-big"]["dispatch_ratio_1m"].get<double>(), 0.75, 0.06);
   EXPECT_EQ(by_name["wq-big"]["active_jobs"], 0);
+
+  // This broker's dispatch counter, by queue and pool.
+  ojs::HttpClient http({broker.url(), "admin-token"});
+  const auto metrics = http.get("/metrics").body;
+  for (const auto& [queue, count] : n) {
+    const auto line = "ojs_scheduling_dispatch_total{queue=\"" + queue + "\",pool=\"weighted\"} " + std::to_string(count);
+    EXPECT_NE(metrics.find(line + "\n"), std::string::npos) << "missing: " << line;
+  }
 }
 
 TEST_F(WorkerPools, StrictDrainsTheFirstQueueFirstWhateverTheWorkerLists) {
