@@ -1,14 +1,12 @@
 #include "broker/store/pool_store.hpp"
 
 #include "broker/store/keys.hpp"
+#include "broker/store/reply_integer.hpp"
 
 namespace ojs::broker {
 
 namespace {
-long long count_of(const RedisValue& v) {
-  if (v.type == RedisValue::Type::integer) return v.integer;
-  return v.is_nil() || v.str.empty() ? 0 : std::stoll(v.str);
-}
+long long count_of(const RedisValue& v) { return integer_of(v).value_or(0); }
 std::string minute_field(std::int64_t minute) { return "m" + std::to_string(minute) + ":dispatched"; }
 }  // namespace
 
