@@ -11,6 +11,7 @@
 #include "broker/admin/usage.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/preemption_api.hpp"
+#include "broker/api/pools_api.hpp"
 #include "broker/api/schemas_api.hpp"
 #include "broker/api/webhooks_api.hpp"
 #include "broker/background/maintenance.hpp"
@@ -43,8 +44,12 @@
 #include "broker/store/workflow_store.hpp"
 #include "broker/store/cron_store.hpp"
 #include "broker/store/legacy_keys.hpp"
+#include "broker/store/pool_store.hpp"
 #include "broker/store/schema_store.hpp"
 #include "broker/store/webhook_store.hpp"
+#include "broker/pools/pool_fetch_order.hpp"
+#include "broker/pools/pool_service.hpp"
+#include "broker/pools/scheduling_stats.hpp"
 #include "broker/schemas/args_check.hpp"
 #include "broker/schemas/schema_registry.hpp"
 #include "broker/webhooks/dispatcher.hpp"
@@ -140,6 +145,7 @@ struct BrokerApp::Impl {
   void build_api();
   void build_webhooks();
   void build_schemas();
+  void build_pools();
   HttpServerOptions server_options() const;
   void start_background();
   std::unique_ptr<WebhookStore> webhook_store;
@@ -148,6 +154,10 @@ struct BrokerApp::Impl {
   std::unique_ptr<SchemaStore> schema_store;
   std::unique_ptr<schemas::ArgsCheck> args_check;  // PUSH's check, fed by the registry's changes
   std::unique_ptr<schemas::SchemaRegistry> schemas;
+  std::unique_ptr<PoolStore> pool_store;
+  std::unique_ptr<pools::PoolFetchOrder> pool_order;  // FETCH's queue order for a worker naming its pool
+  std::unique_ptr<pools::PoolService> pools;
+  std::unique_ptr<pools::SchedulingStats> scheduling_stats;
 };
 
 BrokerApp::BrokerApp(BrokerConfig config, CronLimits crons, webhooks::WebhookSettings hooks) : impl_(std::make_unique<Impl>()) {
@@ -271,6 +281,7 @@ void BrokerApp::Impl::build_api() {
   register_events_api(i.router, *i.api, *i.event_log, *i.event_hub);
   i.build_webhooks();
   i.build_schemas();
+  i.build_pools();
   register_dead_letter_api(i.router, *i.api);
   i.governance = governance::install(i.config, *i.redis, *i.push, i.router, *i.api);
   register_queues_api(i.router, *i.api, *i.governance->configs);
@@ -292,7 +303,8 @@ void BrokerApp::Impl::build_api() {
                         "POST /ojs/v1/jobs/{id}/what-if", "GET /ojs/v1/queues/{name}/forecast", "GET /ojs/v1/jobs/{id}/logs",
                         "GET /ojs/v1/admin/jobs", "GET /ojs/v1/admin/queues/{name}/jobs", "GET /ojs/v1/dead-letter",
                         "GET /ojs/v1/admin/dead-letter", "GET /ojs/v1/admin/usage", "GET /ojs/v1/admin/tenants",
-                        "GET /ojs/v1/admin/tenants/{id}", "GET /ojs/v1/admin/tenants/{id}/stats", "GET /ojs/v1/admin/workers", "GET /ojs/v1/workflows", "GET /ojs/v1/events"},
+                        "GET /ojs/v1/admin/tenants/{id}", "GET /ojs/v1/admin/tenants/{id}/stats", "GET /ojs/v1/admin/workers", "GET /ojs/v1/workflows", "GET /ojs/v1/events",
+                        "GET /ojs/v1/admin/pools", "GET /ojs/v1/admin/scheduling/stats"},
                        i.config.expensive_reads > 0 ? i.config.expensive_reads : std::max(1, i.config.handler_threads / 4));
 
   i.cors = std::make_unique<CorsPolicy>(i.config.cors_origins);
@@ -308,6 +320,17 @@ void BrokerApp::Impl::build_schemas() {
   if (i.config.schema_validation != "off")
     i.push->set_args_check([c = i.args_check.get()](const NewJob& job, const std::string& tenant) { return c->check(job, tenant); });
   register_schemas_api(i.router, *i.schemas);
+}
+
+// Worker pools: their admin API, the queue order of a FETCH that names one, the scheduling stats.
+void BrokerApp::Impl::build_pools() {
+  auto& i = *this;
+  i.pool_store = std::make_unique<PoolStore>(*i.redis);
+  i.pool_order = std::make_unique<pools::PoolFetchOrder>(*i.pool_store);
+  i.fetch->set_pools(i.pool_order.get());
+  i.pools = std::make_unique<pools::PoolService>(*i.pool_store, *i.workers, i.config.worker_dead_after_ms);
+  i.scheduling_stats = std::make_unique<pools::SchedulingStats>(*i.pool_store, i.stores->queues);
+  register_pools_api(i.router, *i.pools, *i.scheduling_stats);
 }
 
 // Webhook subscriptions and their delivery, fed by the event hub's reader.

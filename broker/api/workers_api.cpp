@@ -7,6 +7,7 @@
 #include "broker/admin/job_listing.hpp"
 #include "broker/api/api.hpp"
 #include "broker/api/heartbeat_request.hpp"
+#include "broker/observability/metrics.hpp"
 #include "broker/observability/overview.hpp"
 #include "broker/api/json_io.hpp"
 #include "broker/auth/identity.hpp"
@@ -112,6 +113,7 @@ CheckedFetch check_fetch(const ApiContext& ctx, const nlohmann::json& body) {
 ObjectText serve_fetch(ApiContext& ctx, const CheckedFetch& fetch) {
   // The worker's contact (its state, load, preemption marks and capacity guards) and the claims.
   auto got = ctx.fetch.fetch(fetch.request, fetch.incarnation);
+  for (const auto& [queue, n] : got.dispatched) obs::Metrics::global().record_dispatch(queue, fetch.request.pool, n);
   ObjectText out;
   std::string jobs = "[";
   for (const auto& text : got.jobs) {
@@ -240,6 +242,42 @@ nlohmann::json admin_worker_entry(ApiContext& ctx, const WorkerInfo& w, bool sta
   return entry;
 }
 
+// ACK (POST /workers/ack or /jobs/{id}/ack) of job `id`.
+HttpResponse ack(ApiContext& ctx, const HttpRequest& r, const nlohmann::json& body, const std::string& id) {
+  const nlohmann::json* result = body.contains("result") ? &body["result"] : nullptr;
+  const auto worker = optional_worker(body);
+  const auto next = attached_fetch(ctx, body, worker);  // checked before the ACK is applied
+  auth::authorize_worker_id(worker);
+  auto out = transition_reply(ctx.jobs.ack(id, result, worker));
+  out.put_json("acknowledged", true);
+  if (next) out.put("fetch", serve_attached_fetch(ctx, r, *next));
+  return object_reply(200, out);
+}
+
+// NACK (POST /workers/nack or /jobs/{id}/nack) of job `id`.
+HttpResponse nack(ApiContext& ctx, const HttpRequest& r, const nlohmann::json& body, const std::string& id) {
+  bool requeue = false;
+  if (body.contains("requeue")) {
+    if (!body["requeue"].is_boolean()) throw invalid_field("requeue", "must be a boolean");
+    requeue = body["requeue"].get<bool>();
+  }
+  const nlohmann::json error = body.contains("error") ? body["error"] : nlohmann::json(nullptr);
+  const auto worker = optional_worker(body);
+  const auto next = attached_fetch(ctx, body, worker);
+  auth::authorize_worker_id(worker);
+  auto out = transition_reply(ObjectText(ctx.jobs.fail(id, error, requeue, worker)));
+  if (next) out.put("fetch", serve_attached_fetch(ctx, r, *next));
+  return object_reply(200, out);
+}
+
+// The job id of POST /jobs/{id}/ack or /nack: the path's; a body job_id must agree.
+std::string path_job_id(const HttpRequest& r, const nlohmann::json& body) {
+  const auto& id = r.params.at("id");
+  if (body.contains("job_id") && body["job_id"] != nlohmann::json(id))
+    throw invalid_field("job_id", "must be absent or equal to the job id in the path (" + id + ")");
+  return id;
+}
+
 // FETCH, ACK, NACK, the heartbeats and a worker's health: what a worker calls.
 void register_worker_protocol(Router& router, ApiContext& ctx) {
   router.add("POST", "/ojs/v1/workers/fetch", [&ctx](const HttpRequest& r) {
@@ -252,33 +290,22 @@ void register_worker_protocol(Router& router, ApiContext& ctx) {
   // report is applied first and stands whatever the fetch part then meets.
   router.add("POST", "/ojs/v1/workers/ack", [&ctx](const HttpRequest& r) {
     const auto body = parse_json_body(r);
-    const auto id = required_string(body, "job_id");
-    const nlohmann::json* result = body.contains("result") ? &body["result"] : nullptr;
-    const auto worker = optional_worker(body);
-    const auto next = attached_fetch(ctx, body, worker);  // checked before the ACK is applied
-    auth::authorize_worker_id(worker);
-    auto out = transition_reply(ctx.jobs.ack(id, result, worker));
-    out.put_json("acknowledged", true);
-    if (next) out.put("fetch", serve_attached_fetch(ctx, r, *next));
-    return object_reply(200, out);
+    return ack(ctx, r, body, required_string(body, "job_id"));
   }, Runs::on_io_thread);
-
   router.add("POST", "/ojs/v1/workers/nack", [&ctx](const HttpRequest& r) {
     const auto body = parse_json_body(r);
-    const auto id = required_string(body, "job_id");
-    bool requeue = false;
-    if (body.contains("requeue")) {
-      if (!body["requeue"].is_boolean()) throw invalid_field("requeue", "must be a boolean");
-      requeue = body["requeue"].get<bool>();
-    }
-    const nlohmann::json error = body.contains("error") ? body["error"] : nlohmann::json(nullptr);
-    const auto worker = optional_worker(body);
-    const auto next = attached_fetch(ctx, body, worker);
-    auth::authorize_worker_id(worker);
-    auto out = transition_reply(ObjectText(ctx.jobs.fail(id, error, requeue, worker)));
-    if (next) out.put("fetch", serve_attached_fetch(ctx, r, *next));
-    return object_reply(200, out);
+    return nack(ctx, r, body, required_string(body, "job_id"));
   }, Runs::on_io_thread);
+  // The public suites' POST /jobs/{id}/ack and /nack: the same calls, the job id in the
+  // path (on the handler pool: the router serves routes with parameters there).
+  router.add("POST", "/ojs/v1/jobs/{id}/ack", [&ctx](const HttpRequest& r) {
+    const auto body = parse_json_body(r);
+    return ack(ctx, r, body, path_job_id(r, body));
+  });
+  router.add("POST", "/ojs/v1/jobs/{id}/nack", [&ctx](const HttpRequest& r) {
+    const auto body = parse_json_body(r);
+    return nack(ctx, r, body, path_job_id(r, body));
+  });
 
   for (const bool shutdown_beat : {false, true})
     router.add("POST", shutdown_beat ? "/ojs/v1/workers/beat" : "/ojs/v1/workers/heartbeat",

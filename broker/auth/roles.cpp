@@ -41,9 +41,10 @@ constexpr std::array<std::string_view, 32> kProducer = {
     "POST /ojs/v1/schemas", "GET /ojs/v1/schemas/*", "DELETE /ojs/v1/schemas/*"};
 
 // Workers run jobs: every worker-side operation (fetch, ack, nack, heartbeat and
-// whatever else lives under /workers/, e.g. checkpoints), job checkpoints, INFO,
+// whatever else lives under /workers/, e.g. checkpoints; ack and nack by job path too), job checkpoints, INFO,
 // and the schemas of what they run (ojs-schema-registry.md §1: discovery).
-constexpr std::array<std::string_view, 7> kWorker = {"GET /ojs/v1/schemas/*","POST /ojs/v1/workers/*", "GET /ojs/v1/workers/{id}/health", "GET /ojs/v1/jobs/{id}",
+constexpr std::array<std::string_view, 9> kWorker = {"GET /ojs/v1/schemas/*","POST /ojs/v1/workers/*", "GET /ojs/v1/workers/{id}/health", "GET /ojs/v1/jobs/{id}",
+                                                     "POST /ojs/v1/jobs/{id}/ack", "POST /ojs/v1/jobs/{id}/nack",  // the public suites' ACK and NACK
                                                      "POST /ojs/v1/jobs/{id}/checkpoint*", "GET /ojs/v1/jobs/{id}/checkpoint*",
                                                      "PUT /ojs/v1/jobs/{id}/progress"};  // ecosystem: progress
 

@@ -14,9 +14,17 @@ using nlohmann::json;
 FetchRequest FetchRequest::parse(const json& body, int max_count) {
   if (!body.is_object()) throw invalid_field("$", "request body must be a JSON object");
   FetchRequest r;
-  if (!body.contains("queues")) throw invalid_field("queues", "is required");
-  if (!body["queues"].is_array() || body["queues"].empty()) throw invalid_field("queues", "must be a non-empty array of queue names");
-  for (const auto& q : body["queues"]) {
+  if (body.contains("pool") && !body["pool"].is_null()) {
+    if (!body["pool"].is_string() || !is_valid_queue_name(body["pool"].get<std::string>()))
+      throw invalid_field("pool", "must be a pool name matching ^[a-z0-9][a-z0-9.-]*$");
+    r.pool = body["pool"].get<std::string>();
+  }
+  if (!body.contains("queues")) {
+    if (r.pool.empty()) throw invalid_field("queues", "is required (or name the worker's pool in pool)");
+  } else if (!body["queues"].is_array() || body["queues"].empty()) {
+    throw invalid_field("queues", "must be a non-empty array of queue names");
+  }
+  for (const auto& q : body.value("queues", json::array())) {
     if (!q.is_string() || !is_valid_queue_name(q.get<std::string>()))
       throw invalid_field("queues", "each queue name must match ^[a-z0-9][a-z0-9.-]*$");
     r.queues.push_back(q.get<std::string>());

@@ -10,7 +10,8 @@
 namespace ojs::broker {
 
 struct FetchRequest {
-  std::vector<std::string> queues;
+  std::vector<std::string> queues;  // may be empty when `pool` is given: the pool's queues
+  std::string pool;                 // the worker's pool ("" = none): its queues in its strategy's order
   int count = 1;
   std::string worker_id;
   std::optional<std::int64_t> visibility_timeout_ms;

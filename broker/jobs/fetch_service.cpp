@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "ojs/core/envelope.hpp"
+#include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/affinity.hpp"
 #include "ojs/ml/worker_load.hpp"
@@ -100,9 +101,19 @@ bool FetchService::walk_classes(const std::string& queue, const KeptClasses& kep
 }
 
 FetchService::Outcome FetchService::fetch(const FetchRequest& request, const std::string& incarnation) {
-  auto contact = workers_.contact(request.worker_id, request.capabilities ? &request.capabilities_text : nullptr, request.queues,
-                                  incarnation);
-  Outcome out{std::move(contact.state), {}, std::move(contact.held.preempting)};
+  std::optional<pools::PoolFetchOrder::Plan> plan;
+  if (!request.pool.empty()) {
+    if (!pools_) throw OjsError(ErrorCode::not_found, "pool " + request.pool + " not found", {{"pool", request.pool}});
+    plan = pools_->plan(request.pool, request.queues,
+                        [this](const std::string& q) {
+                          std::vector<std::string> ids;
+                          for (const auto& [id, _] : classes_of(q, false)->all.classes) ids.push_back(id);
+                          return ids;
+                        });
+  }
+  auto contact = workers_.contact(request.worker_id, request.capabilities ? &request.capabilities_text : nullptr,
+                                  plan ? plan->queues : request.queues, incarnation);
+  Outcome out{std::move(contact.state), {}, std::move(contact.held.preempting), {}};
   if (out.state != "running") return out;  // a worker told to be quiet or to terminate gets no new work
   WorkerView worker;
   worker.worker_id = request.worker_id;
@@ -114,16 +125,41 @@ FetchService::Outcome FetchService::fetch(const FetchRequest& request, const std
     worker.load.drain(contact.drained_devices);  // per-GPU drain: out of placement
   }
   worker.guards = std::move(contact.guards);
-  for (const auto& queue : request.queues) {
-    if (static_cast<int>(out.jobs.size()) >= request.count) break;
-    fetch_from_queue(queue, request, worker, out.jobs);
+  if (plan) {
+    fetch_from_pool(*plan, request, worker, out);
+  } else {
+    for (const auto& queue : request.queues) {
+      if (static_cast<int>(out.jobs.size()) >= request.count) break;
+      const auto before = out.jobs.size();
+      fetch_from_queue(queue, request, worker, out.jobs, request.count);
+      if (out.jobs.size() > before) out.dispatched[queue] += static_cast<int>(out.jobs.size() - before);
+    }
   }
   diagnosis_.flush();
   return out;
 }
 
+void FetchService::fetch_from_pool(const pools::PoolFetchOrder::Plan& plan, const FetchRequest& request, WorkerView& worker,
+                                   Outcome& out) {
+  const int wanted = plan.room ? static_cast<int>(std::min<long long>(request.count, *plan.room)) : request.count;
+  std::vector<std::string> serving = plan.queues;  // a queue that gave nothing is left out of the next pass
+  while (static_cast<int>(out.jobs.size()) < wanted && !serving.empty()) {
+    std::vector<std::string> next;
+    for (const auto& queue : serving) {
+      if (static_cast<int>(out.jobs.size()) >= wanted) break;
+      const auto before = out.jobs.size();
+      fetch_from_queue(queue, request, worker, out.jobs, static_cast<int>(before) + 1);
+      if (out.jobs.size() == before) continue;
+      out.dispatched[queue] += static_cast<int>(out.jobs.size() - before);
+      pools_->note_served(request.pool, queue);
+      next.push_back(queue);
+    }
+    serving = std::move(next);
+  }
+}
+
 void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
-                                  std::vector<std::string>& jobs) {
+                                  std::vector<std::string>& jobs, int until) {
   auto kept = classes_of(queue, false);
   fetch_gang(queue, kept->gangs, request, worker, jobs);  // gang classes go to claim_gang only
   // The cached class set may predate a gang class: once it is refreshed below, a
@@ -132,7 +168,7 @@ void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest
     const bool new_gang = std::any_of(fresh->gangs.classes.begin(), fresh->gangs.classes.end(),
                                       [&](const auto& c) { return !kept->gangs.classes.count(c.first); });
     kept = std::move(fresh);
-    if (new_gang && static_cast<int>(jobs.size()) < request.count) fetch_gang(queue, kept->gangs, request, worker, jobs);
+    if (new_gang && static_cast<int>(jobs.size()) < until) fetch_gang(queue, kept->gangs, request, worker, jobs);
   };
   // A worker with capabilities claims one job at a time so that the GPUs and
   // devices of each claim are taken into account for the next.
@@ -145,9 +181,9 @@ void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest
   bool judge_all = !one_by_one || kept->all.classes.size() < config_.fetch_walk_min_classes ||
                    full_judgement_due(queue, worker.worker_id);
   std::set<std::string> given_back;  // classes of a job handed back by symmetric anti-affinity: not claimed again this FETCH
-  for (int round = 0; round < 2 * request.count + 3 && static_cast<int>(jobs.size()) < request.count; ++round) {
+  for (int round = 0; round < 2 * until + 3 && static_cast<int>(jobs.size()) < until; ++round) {
     const ClassSet& classes = kept->all;
-    const int want = one_by_one ? 1 : request.count - static_cast<int>(jobs.size());
+    const int want = one_by_one ? 1 : until - static_cast<int>(jobs.size());
     std::vector<EligibleClass> eligible;
     std::map<std::string, const ClassVerdict*> verdict_of;
     std::vector<ClassVerdict> verdicts;
@@ -192,7 +228,7 @@ void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest
       }
       // The worker's load counts the job only for a claim still to come in this FETCH
       // (reading the job's labels and requirements is a fifth of a FETCH's work).
-      const bool more_to_claim = static_cast<int>(jobs.size()) + 1 < request.count;
+      const bool more_to_claim = static_cast<int>(jobs.size()) + 1 < until;
       if (worker.capabilities && more_to_claim) {
         const auto* v = verdict_of[record.get("class")];
         ml::ActiveJob active = ml::active_job_from(record.envelope(), record.held_gpus());

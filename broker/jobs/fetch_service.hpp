@@ -14,6 +14,7 @@
 #include "broker/config.hpp"
 #include "broker/jobs/fetch_request.hpp"
 #include "broker/jobs/job_service.hpp"
+#include "broker/pools/pool_fetch_order.hpp"
 #include "broker/scheduling/claimer.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
 #include "broker/scheduling/scheduler.hpp"
@@ -45,16 +46,24 @@ class FetchService {
     std::string state;                           // what the worker is told: running, quiet or terminate
     std::vector<std::string> jobs;               // claimed, each job's envelope as JSON text (none unless running)
     std::vector<PreemptionMarkView> preempting;  // its jobs marked for preemption (the reply's job_directives)
+    std::map<std::string, int> dispatched;       // queue -> jobs claimed from it (the dispatch metric)
   };
   // incarnation: which run of the worker process this is (WorkerRegistry::contact).
   Outcome fetch(const FetchRequest& request, const std::string& incarnation);
+  // A FETCH naming a pool takes its queues and their order from it (none wired: 404 for any pool).
+  void set_pools(pools::PoolFetchOrder* pools) { pools_ = pools; }
 
  private:
   // Symmetric anti-affinity on the claimed job itself: true when it was handed back.
   bool excluded_by_running_job(const JobRecord& record, const ml::WorkerLoad& load);
   // Claims from one queue for a worker; appends envelopes (JSON text) to `jobs`.
+  // Claims from one queue for a worker until `jobs` holds `until`; appends envelopes (JSON text).
   void fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
-                        std::vector<std::string>& jobs);
+                        std::vector<std::string>& jobs, int until);
+  // A pool's FETCH: the queues in its strategy's order, one job from each per pass
+  // (an interleave, as round-robin and weighted ask), within the pool's concurrency.
+  void fetch_from_pool(const pools::PoolFetchOrder::Plan& plan, const FetchRequest& request, WorkerView& worker,
+                       Outcome& out);
   // A queue's classes as FETCH keeps them (validated by the claim script's version
   // check), with its gang classes apart: judged once per version, not per FETCH.
   struct KeptClasses {
@@ -87,6 +96,7 @@ class FetchService {
   WorkerRegistry& workers_;
   DiagnosisLog& diagnosis_;
   const BrokerConfig& config_;
+  pools::PoolFetchOrder* pools_ = nullptr;
   std::mutex classes_mutex_;
   std::map<std::string, std::shared_ptr<const KeptClasses>> classes_cache_;  // per queue
   std::mutex full_mutex_;

@@ -123,6 +123,11 @@ void Metrics::record_webhook_dropped() {
   ++webhook_dropped_;
 }
 
+void Metrics::record_dispatch(const std::string& queue, const std::string& pool, int jobs) {
+  std::lock_guard lock(mutex_);
+  dispatches_[{queue, pool}] += static_cast<std::uint64_t>(jobs);
+}
+
 void Metrics::render(Exposition& out) const {
   out.family("ojs_http_requests_total", "counter", "HTTP requests handled by this broker, by method, route pattern and status");
   {
@@ -142,6 +147,10 @@ void Metrics::render(Exposition& out) const {
   for (const auto& [outcome, count] : webhook_attempts_) out.sample("ojs_webhook_deliveries_total", {{"outcome", outcome}}, static_cast<double>(count));
   out.family("ojs_webhook_deliveries_dropped_total", "counter", "Webhook deliveries dropped because --webhooks-queue-size were waiting");
   out.sample("ojs_webhook_deliveries_dropped_total", {}, static_cast<double>(webhook_dropped_));
+  out.family("ojs_scheduling_dispatch_total", "counter",
+             "Jobs this broker's FETCHes started, by queue and the pool the FETCH named (\"\" = none)");
+  for (const auto& [key, count] : dispatches_)
+    out.sample("ojs_scheduling_dispatch_total", {{"queue", key.first}, {"pool", key.second}}, static_cast<double>(count));
 }
 
 }  // namespace ojs::broker::obs

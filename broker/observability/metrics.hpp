@@ -63,6 +63,8 @@ class Metrics {
   // deliveries dropped because the delivery queue was full.
   void record_webhook_attempt(const std::string& outcome);
   void record_webhook_dropped();
+  // Jobs a FETCH started from a queue, with the pool it named ("" = none).
+  void record_dispatch(const std::string& queue, const std::string& pool, int jobs);
   void render(Exposition& out) const;
 
  private:
@@ -72,6 +74,7 @@ class Metrics {
   Histogram fetch_;
   std::map<std::string, std::uint64_t> webhook_attempts_;  // outcome -> count
   std::uint64_t webhook_dropped_ = 0;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> dispatches_;  // queue, pool
 };
 
 }  // namespace ojs::broker::obs

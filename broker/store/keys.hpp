@@ -170,6 +170,10 @@ inline std::string webhook_claim(const std::string& delivery_id) { return "ojs:{
 inline std::string schemas(const std::string& tenant, const std::string& job_type) {
   return "ojs:{_global}:schemas:" + tenant + "/" + job_type;
 }
+// Worker pools (ojs-fair-scheduling.md §6): hash pool name -> its definition (JSON),
+// and a version every write bumps, which a broker's cached copies are checked against.
+inline const std::string pools = "ojs:{_global}:pools";
+inline const std::string pools_version = "ojs:{_global}:pools:ver";
 inline const std::string& worker_index = workers;  // (spec's name for the same key)
 
 }  // namespace ojs::broker::keys

@@ -3,6 +3,7 @@
 // m<minute>:failed of each queue's stats hash, counted by the scripts that end an
 // attempt (_lib.lua count_minute: an ACK is processed, a NACK that retries or
 // discards failed), in the same step as the transition; a day of them is kept (trim).
+// The claims count m<minute>:dispatched there too (PoolStore reads them).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -190,7 +190,8 @@ local function job_finished(finished_prefix, job, state, now, now_s)
 end
 
 -- The per-minute rollup of the stats history (ojs-admin-api.md §10.2): field
--- m<minute since the epoch>:<what> of the queue's stats hash, what = processed | failed;
+-- m<minute since the epoch>:<what> of the queue's stats hash, what = processed | failed |
+-- dispatched (a claim started the job: the scheduling stats, a weighted pool's order);
 -- StatsHistoryStore::trim drops the fields older than a day.
 local function count_minute(stats_key, what, now)
   redis.call('HINCRBY', stats_key, 'm' .. int_s(math.floor(now / 60000)) .. ':' .. what, '1')  -- text: not formatted

@@ -4,7 +4,7 @@
 -- s: the call's state, built once per call: {worker, now, now_s, started_us,
 --    request_vis, default_vis, record (list it in the held set), rate_starts,
 --    rate_period, budget (budget_charge's b), tenant_ledger, active, held, events,
---    rate_window} (keys the caller declares).
+--    rate_window, stats} (keys the caller declares).
 -- on_set(job, set): a fair queue's hook (its tenant's held use), or nil.
 -- Returns the reply entry: the job as read plus the pairs written (job_reply).
 local function start_attempt(s, jk, id, job, flat, gpus, devices, mem, on_set)
@@ -53,5 +53,6 @@ local function start_attempt(s, jk, id, job, flat, gpus, devices, mem, on_set)
   if s.record then redis.call('SADD', s.held, id) end  -- the worker's load, in the same step as the claim
   emit(s.events, 'job.started', job, nil, 'worker_id', s.worker)
   if s.rate_starts and s.rate_period then rate_record(s.rate_window, s.rate_period, s.now_s, id .. ':' .. job.attempt) end
+  count_minute(s.stats, 'dispatched', s.now)  -- the scheduling stats' and weighted pools' starts per minute
   return job_reply(flat, set, del)
 end

@@ -89,7 +89,7 @@ end
 local starting = {worker = worker, now = now, now_s = now_s, started_us = started_us, request_vis = request_vis,
                   default_vis = default_vis, record = record, rate_starts = rate_starts, rate_period = rate_period,
                   budget = b, tenant_ledger = KEYS[10], active = KEYS[4], held = KEYS[16], events = KEYS[6],
-                  rate_window = KEYS[14]}
+                  rate_window = KEYS[14], stats = KEYS[13]}
 -- A `fair` queue's started job joins its tenant's held use.
 local fair_on_set = nil
 if ARGV[9] == '1' then

@@ -176,6 +176,7 @@ if policy[1] == 'fair' then usage_started(KEYS[29], job, usage_amounts(job), set
 redis.call('HSET', jk, unpack(set))
 redis.call('ZADD', KEYS[6], deadline, job.id)
 if rate_starts and rate_period then rate_record(KEYS[15], rate_period, tostring(now), job.id .. ':' .. job.attempt) end
+count_minute(KEYS[14], 'dispatched', now)  -- a gang starts as one job
 for _, w in ipairs(workers) do
   if w ~= worker then redis.call('ZADD', KEYS[5], 0, w .. '\t' .. job.id .. '\t' .. job.gang_start) end
 end
