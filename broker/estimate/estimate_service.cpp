@@ -26,12 +26,6 @@ OjsError no_such_job(const std::string& id) {
   return OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
 }
 
-// A type's learned run times (ms) at `quantile` (0.5: the median); none without any.
-std::optional<std::int64_t> run_time_at(std::vector<long long> times, double quantile) {
-  if (times.empty()) return std::nullopt;
-  std::sort(times.begin(), times.end());
-  return estimate::at_quantile(times, quantile);
-}
 
 // How long a waiting job will run: its declared duration (as far as the queue's jobs
 // keep to theirs: `overruns`), else its timeout; the
@@ -345,22 +339,24 @@ void EstimateService::read_medians(const std::string& queue, const MedianWanted&
   for (const auto& [key, at] : medians.running) types[key.first].insert(key.second);
   for (const auto& [type, at] : medians.waiting) types[queue].insert(type);
   for (const auto& [q, wanted] : types) {
-    const auto times = reads_.run_times(q, {wanted.begin(), wanted.end()});
-    for (const auto& [type, list] : times) {
-      const auto median = run_time_at(list, 0.5), late = run_time_at(list, estimate::kLateQuantile);
-      if (!median) continue;
+    auto times = reads_.run_times(q, {wanted.begin(), wanted.end()});
+    for (auto& [type, list] : times) {
+      if (list.empty()) continue;
+      std::sort(list.begin(), list.end());
+      // The run's run time (the median) and its late one, of the type's learned times.
+      const std::int64_t median = estimate::at_quantile(list, 0.5), late = estimate::at_quantile(list, estimate::kLateQuantile);
       if (auto it = medians.running.find({q, type}); it != medians.running.end())
         for (const auto& m : it->second) {
           auto& r = s.workers[m.worker].running[m.job];
           r.source = EndSource::median;
-          r.job.declared_end_ms = std::max(s.now_ms, m.started_ms + *median);  // past it: due now
-          r.late_end_ms = std::max(s.now_ms, m.started_ms + *late);
+          r.job.declared_end_ms = std::max(s.now_ms, m.started_ms + median);  // past it: due now
+          r.late_end_ms = std::max(s.now_ms, m.started_ms + late);
         }
       if (q == queue)
         if (auto it = medians.waiting.find(type); it != medians.waiting.end())
           for (std::size_t i : it->second) {
-            s.waiting[i].run_ms = *median;
-            s.waiting[i].late_run_ms = *late;
+            s.waiting[i].run_ms = median;
+            s.waiting[i].late_run_ms = late;
             s.waiting[i].run_source = EndSource::median;
           }
     }

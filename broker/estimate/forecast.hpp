@@ -197,11 +197,17 @@ struct Overruns {
 // joint 90th percentile (each job's late end at once is more pessimistic than that);
 // bench/simulator measures how often jobs start by it (docs/benchmarks.md).
 constexpr double kLateQuantile = 0.9;
-// The element of sorted `values` at `quantile` (0.5: the upper median, as the run has used).
+// The element of the sorted, non-empty range [first, last) at `quantile` (0.5: the upper
+// median, as the run has used).
+template <typename It>
+auto at_quantile(It first, It last, double quantile) {
+  const auto n = static_cast<std::size_t>(last - first);
+  const auto i = std::min(static_cast<std::size_t>(quantile * static_cast<double>(n)), n - 1);
+  return *(first + static_cast<std::ptrdiff_t>(i));
+}
 template <typename T>
 T at_quantile(const std::vector<T>& sorted, double quantile) {
-  const auto i = static_cast<std::size_t>(quantile * static_cast<double>(sorted.size()));
-  return sorted[std::min(i, sorted.size() - 1)];
+  return at_quantile(sorted.begin(), sorted.end(), quantile);
 }
 // What the run's late start leaves out is mostly what no snapshot holds: jobs pushed
 // later that go ahead, work that is not yet declared. So the late start is calibrated

@@ -8,11 +8,18 @@
 
 namespace ojs::broker::estimate {
 
-Overruns Overruns::of(std::vector<double> ratios) {
-  std::erase_if(ratios, [](double r) { return !(r > 0) || !std::isfinite(r); });
+namespace {
+
+// Learned ratios as the rules read them: finite, above 0 (or at least 0), sorted.
+std::vector<double> sorted_ratios(std::vector<double> ratios, bool above_zero) {
+  std::erase_if(ratios, [&](double r) { return !std::isfinite(r) || (above_zero ? !(r > 0) : !(r >= 0)); });
   std::sort(ratios.begin(), ratios.end());
-  return {std::move(ratios)};
+  return ratios;
 }
+
+}  // namespace
+
+Overruns Overruns::of(std::vector<double> ratios) { return {sorted_ratios(std::move(ratios), true)}; }
 
 std::int64_t Overruns::end(std::int64_t started_ms, std::int64_t declared_ms, std::int64_t now_ms, double quantile) const {
   const auto at = [&](double ratio) { return started_ms + std::llround(ratio * static_cast<double>(declared_ms)); };
@@ -20,7 +27,7 @@ std::int64_t Overruns::end(std::int64_t started_ms, std::int64_t declared_ms, st
   // The ratios are sorted, so are the ends: those after now are a suffix.
   const auto first = std::upper_bound(ratios.begin(), ratios.end(), now_ms, [&](std::int64_t now, double r) { return now < at(r); });
   if (first == ratios.end()) return now_ms;
-  return at(at_quantile(std::vector<double>(first, ratios.end()), quantile));
+  return at(at_quantile(first, ratios.end(), quantile));
 }
 
 std::int64_t Overruns::run(std::int64_t declared_ms, double quantile) const {
@@ -33,11 +40,7 @@ std::optional<double> started_vs_late(std::int64_t asked_ms, std::int64_t late_m
   return static_cast<double>(started_ms - asked_ms) / static_cast<double>(late_ms - asked_ms);
 }
 
-LateCalibration LateCalibration::of(std::vector<double> ratios) {
-  std::erase_if(ratios, [](double r) { return !(r >= 0) || !std::isfinite(r); });
-  std::sort(ratios.begin(), ratios.end());
-  return {std::move(ratios)};
-}
+LateCalibration LateCalibration::of(std::vector<double> ratios) { return {sorted_ratios(std::move(ratios), false)}; }
 
 std::int64_t LateCalibration::widen(std::int64_t now_ms, std::int64_t late_ms) const {
   if (ratios.size() < kMinCalibration || late_ms <= now_ms) return late_ms;
