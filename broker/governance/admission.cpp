@@ -1,8 +1,5 @@
 #include "broker/governance/admission.hpp"
 
-#include <algorithm>
-#include <cctype>
-
 #include "broker/governance/defaults.hpp"
 #include "broker/governance/limits.hpp"
 #include "ojs/core/error.hpp"
@@ -71,12 +68,7 @@ std::optional<QueueRateLimit> job_rate_limit(const json& document) {
   }
   if (r.contains("concurrency")) out.concurrency = positive_count(r["concurrency"], at + ".concurrency");
   if (r.contains("key")) {
-    // The queue config schema's rate_limit.key rule.
-    const auto valid = [](const std::string& k) {
-      return !k.empty() && k.size() <= 128 &&
-             std::all_of(k.begin(), k.end(), [](unsigned char c) { return std::isalnum(c) || c == '.' || c == '_' || c == ':' || c == '-'; });
-    };
-    if (!r["key"].is_string() || !valid(r["key"].get<std::string>())) throw invalid_field(at + ".key", "must be 1-128 of [A-Za-z0-9._:-]");
+    check_rate_limit_key(r["key"], at + ".key");
     out.key = r["key"].get<std::string>();
   }
   if (out.empty()) return std::nullopt;

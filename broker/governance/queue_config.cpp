@@ -434,6 +434,11 @@ QueueRateLimit parse_rate_limit(const json& r, const std::string& prefix) {
   return out;
 }
 
+void check_rate_limit_key(const json& key, const std::string& field) {
+  static const JsonSchema key_schema = schema().at("/properties/rate_limit/properties/key");
+  key_schema.check(key, field);
+}
+
 json rate_limit_to_json(const QueueRateLimit& l) {
   json out = json::object();
   if (!l.key.empty()) out["key"] = l.key;

@@ -164,6 +164,9 @@ QueueConfig from_stored(const StoredQueueConfig& stored);
 // The rate limit alone (PUT /admin/queues/{q}/rate-limit): the schema's
 // rate_limit property; `prefix` ("rate_limit." or "") is put before the field names.
 QueueRateLimit parse_rate_limit(const nlohmann::json& body, const std::string& prefix);
+// A rate limit's key checked by the schema's rule (rate_limit.key), wherever it is sent:
+// 400 naming `field` when it breaks it.
+void check_rate_limit_key(const nlohmann::json& key, const std::string& field);
 
 // to_json plus the spec's places (ojs-admin-api.md §6.6) beside ours: top-level
 // `concurrency`, rate_limit {limit, period} (the admin queue detail's `configuration`).
