@@ -289,13 +289,18 @@ TEST_F(HostileSurfaces, ChainStepsCarryOnlyTheirParentsResult) {
   EXPECT_EQ(view["steps"][0]["result"]["step"], 0);
 }
 
-// The redis-server's process id, to stall it (SIGSTOP) and let it go on (SIGCONT).
-static int redis_pid(RedisServer& redis) {
+// A PUSH of `body` answered while the redis-server is stopped (SIGSTOP); it goes on
+// (SIGCONT) once the answer is in. The caller's earlier PUSH made the queue and
+// filled the pool, so the stall is met by the PUSH itself.
+static void push_during_stall(RedisServer& redis, Api& api, const json& body, Api::Reply& answer) {
   std::string pid;
   for (const auto& line : redis_lines(redis, {"INFO", "server"}))
     if (line.rfind("process_id:", 0) == 0) pid = line.substr(11);
   while (!pid.empty() && (pid.back() == '\r' || pid.back() == '\n')) pid.pop_back();
-  return pid.empty() ? 0 : std::stoi(pid);
+  ASSERT_FALSE(pid.empty());
+  ASSERT_EQ(::kill(std::stoi(pid), SIGSTOP), 0);
+  answer = api.post("/ojs/v1/jobs", body);
+  ASSERT_EQ(::kill(std::stoi(pid), SIGCONT), 0);
 }
 
 // The write of a PUSH, without the schema registry's read before it.
@@ -310,11 +315,8 @@ class HostileSurfacesWithoutSchemaChecks : public HostileSurfaces {
 // that id stores the job exactly once, however the stall ends.
 TEST_F(HostileSurfacesWithoutSchemaChecks, APushDuringARedisStallIsSafeToRetryWithItsId) {
   api.push(job("h2-stall"));  // the queue exists; the pool holds connections
-  const int pid = redis_pid(redis);
-  ASSERT_GT(pid, 0);
-  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
-  auto r = api.post("/ojs/v1/jobs", job("h2-stall", "stalled"));
-  ASSERT_EQ(::kill(pid, SIGCONT), 0);
+  Api::Reply r{};
+  ASSERT_NO_FATAL_FAILURE(push_during_stall(redis, api, job("h2-stall", "stalled"), r));
   EXPECT_EQ(r.status, 504) << r.body.dump();
   EXPECT_EQ(r.body["error"]["code"], "backend_timeout");
   EXPECT_EQ(r.body["error"]["retryable"], false);
@@ -341,11 +343,8 @@ TEST_F(HostileSurfacesWithoutSchemaChecks, APushDuringARedisStallIsSafeToRetryWi
 // been written, so the PUSH is answered 503 retryable, and nothing is stored.
 TEST_F(HostileSurfaces, APushWhoseSchemaReadStallsIsRetryableAndStoresNothing) {
   api.push(job("h2-stall"));  // the queue exists; the pool holds connections
-  const int pid = redis_pid(redis);
-  ASSERT_GT(pid, 0);
-  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
-  auto r = api.post("/ojs/v1/jobs", job("h2-stall", "never-seen"));
-  ASSERT_EQ(::kill(pid, SIGCONT), 0);
+  Api::Reply r{};
+  ASSERT_NO_FATAL_FAILURE(push_during_stall(redis, api, job("h2-stall", "never-seen"), r));
   EXPECT_EQ(r.status, 503) << r.body.dump();
   EXPECT_EQ(r.body["error"]["retryable"], true) << r.body.dump();
   for (const auto& j : api.fetch({"h2-stall"}, "w", 10)) EXPECT_NE(j["type"], "never-seen");

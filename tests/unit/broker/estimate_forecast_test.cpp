@@ -32,6 +32,16 @@ Running running(const std::string& id, int held, std::optional<std::int64_t> end
   return r;
 }
 
+// A spot job on one GPU that may be preempted, running until far ahead.
+Running spot_victim(const std::string& id, int grace_period_s, std::int64_t lost_ms) {
+  Running r = running(id, 1, 36000000);
+  r.job.class_rank = 0;
+  r.job.preemptible = true;
+  r.job.grace_period_s = grace_period_s;
+  r.job.lost_ms = lost_ms;
+  return r;
+}
+
 Waiting waiting(const std::string& id, int count, std::optional<std::int64_t> run_ms, double score) {
   Waiting w;
   w.id = id;
@@ -156,12 +166,7 @@ TEST(EstimateForecast, TheLateStartTakesTheLearnedSpreadAtItsNinetiethPercentile
 TEST(EstimateForecast, AHigherClassJobStartsAfterItsVictimsGracePeriod) {
   Snapshot s;
   s.now_ms = 1000;
-  Running spot = running("spot", 1, 36000000);
-  spot.job.class_rank = 0;
-  spot.job.preemptible = true;
-  spot.job.grace_period_s = 120;
-  spot.job.lost_ms = 5000;
-  s.workers.push_back({"w1", gpus(1), {spot}, {}});
+  s.workers.push_back({"w1", gpus(1), {spot_victim("spot", 120, 5000)}, {}});
   Waiting reserved = waiting("reserved", 1, 60000, 1);
   reserved.class_rank = 2;
   Waiting later = waiting("later", 1, 60000, 2);
@@ -220,20 +225,10 @@ TEST(EstimateForecast, TheLateStartIsCalibratedByHowJobsStartedAgainstTheirs) {
 TEST(EstimateForecast, AYoungVictimIsSparedOnlyUntilItsMinimumRunTimeHasPassed) {
   Snapshot s;
   s.now_ms = 1000;
-  Running young = running("young", 1, 36000000);
-  young.job.class_rank = 0;
-  young.job.preemptible = true;
-  young.job.grace_period_s = 10;
-  young.job.lost_ms = 1000;  // the least work lost: the first victim once it may be one
+  Running young = spot_victim("young", 10, 1000);  // the least work lost: the first victim once it may be one
   young.job.young_until_ms = 600000;
   young.job.young = true;
-  Running old = young;
-  old.job.job_id = "old";
-  old.job.grace_period_s = 120;
-  old.job.lost_ms = 50000;
-  old.job.young_until_ms = 0;
-  old.job.young = false;
-  s.workers.push_back({"w1", gpus(2), {young, old}, {}});
+  s.workers.push_back({"w1", gpus(2), {young, spot_victim("old", 120, 50000)}, {}});
   Waiting reserved = waiting("reserved", 1, 60000, 1);
   reserved.class_rank = 2;
   s.waiting = {reserved};
