@@ -9,13 +9,6 @@ namespace ojs::worker {
 
 namespace {
 
-std::string read_file(const char* path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // mountinfo escapes space, tab, newline and backslash as \ooo.
 std::string unescape(const std::string& field) {
   std::string out;
@@ -67,7 +60,16 @@ CgroupHost parse_cgroup_host(const std::string& proc_self_cgroup, const std::str
   return host;
 }
 
-CgroupHost read_cgroup_host() { return parse_cgroup_host(read_file("/proc/self/cgroup"), read_file("/proc/self/mountinfo")); }
+std::string read_kernel_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string text = s.str();
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+CgroupHost read_cgroup_host() { return parse_cgroup_host(read_kernel_file("/proc/self/cgroup"), read_kernel_file("/proc/self/mountinfo")); }
 
 std::string choose_cgroup_version(const CgroupHost& host, const std::string& setting, std::string* why_not) {
   const auto none = [&](const std::string& why) {

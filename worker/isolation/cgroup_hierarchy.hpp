@@ -15,6 +15,10 @@ struct CgroupHost {
   std::map<std::string, std::string> v1_mounts;   // controller -> its v1 hierarchy's mount point
 };
 
+// A kernel file's text (/proc, /sys, a cgroup's files), trailing newlines and
+// spaces dropped; "" when it cannot be read (a file that is absent says nothing).
+std::string read_kernel_file(const std::string& path);
+
 // From the two files' text (recorded in tests, read from /proc/self otherwise).
 CgroupHost parse_cgroup_host(const std::string& proc_self_cgroup, const std::string& mountinfo);
 CgroupHost read_cgroup_host();

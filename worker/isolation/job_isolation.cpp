@@ -36,15 +36,6 @@ constexpr int kNvidiaMajor = 195;   // /dev/nvidia<N> and nvidiactl (minor 255):
 constexpr int kNvidiaCtlMinor = 255;
 const char* const kV1Hierarchies[] = {"memory", "devices", "cpuset", "pids"};
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  std::string text = s.str();
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
-}
-
 // Writes one value to a cgroup file; throws naming the file and the kernel's answer.
 void write_value(const fs::path& path, const std::string& value) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -76,7 +67,7 @@ void make_cgroup_dir(const fs::path& dir, bool v1_cpuset) {
   if (!fs::create_directory(dir, ec) && ec) throw std::runtime_error("cannot create cgroup " + dir.string() + ": " + ec.message());
   if (!v1_cpuset) return;
   for (const char* file : {"cpuset.cpus", "cpuset.mems"})
-    if (read_text(dir / file).empty()) write_value(dir / file, read_text(dir.parent_path() / file));
+    if (read_kernel_file(dir / file).empty()) write_value(dir / file, read_kernel_file(dir.parent_path() / file));
 }
 
 int major_of(const std::string& driver) {  // from /proc/devices; -1 when absent
@@ -130,7 +121,7 @@ void remove_cgroup_tree(const fs::path& dir) {
         spdlog::debug("{}", e.what());
       }
     } else {
-      for (std::stringstream pids(read_text(dir / "cgroup.procs")); pids.good();) {
+      for (std::stringstream pids(read_kernel_file(dir / "cgroup.procs")); pids.good();) {
         pid_t pid = 0;
         if (pids >> pid && pid > 0) ::kill(pid, SIGKILL);
       }
@@ -258,12 +249,12 @@ void JobIsolation::set_up_v2(const std::string& v2_root, const std::string& own,
   for (const char* controller : kLimitControllers) {
     std::string why;
     for (const fs::path& level : {own_dir, base, dir}) {
-      if (!has_word(read_text(level / "cgroup.controllers"), controller)) {
-        why = "not in " + (level / "cgroup.controllers").string() + " (\"" + read_text(level / "cgroup.controllers") +
+      if (!has_word(read_kernel_file(level / "cgroup.controllers"), controller)) {
+        why = "not in " + (level / "cgroup.controllers").string() + " (\"" + read_kernel_file(level / "cgroup.controllers") +
               "\": bound to cgroup v1, or not delegated to the agent)";
         break;
       }
-      if (has_word(read_text(level / "cgroup.subtree_control"), controller)) continue;
+      if (has_word(read_kernel_file(level / "cgroup.subtree_control"), controller)) continue;
       try {
         write_value(level / "cgroup.subtree_control", std::string("+") + controller);
       } catch (const std::exception& e) {
@@ -291,7 +282,7 @@ std::string JobIsolation::cpus_of(const std::set<int>& numa_nodes) const {
     const auto configured = config_.numa_cpus.find(n);
     const std::string cpus = configured != config_.numa_cpus.end()
                                  ? configured->second
-                                 : read_text("/sys/devices/system/node/node" + std::to_string(n) + "/cpulist");
+                                 : read_kernel_file("/sys/devices/system/node/node" + std::to_string(n) + "/cpulist");
     if (cpus.empty()) return "";  // one node unknown: no pinning rather than a wrong one
     out += (out.empty() ? "" : ",") + cpus;
   }
@@ -331,7 +322,7 @@ std::unique_ptr<JobCgroup> JobIsolation::prepare(const std::string& name, const 
     cgroup->oom_counter_file_ = (dir_of("memory") / (v2 ? "memory.events" : "memory.oom_control")).string();
     cgroup->memory_limit_ = limits.memory_bytes;
   }
-  if (parents_.count("cpuset")) cgroup->cpus_ = read_text(dir_of("cpuset") / (v2 ? "cpuset.cpus.effective" : "cpuset.cpus"));
+  if (parents_.count("cpuset")) cgroup->cpus_ = read_kernel_file(dir_of("cpuset") / (v2 ? "cpuset.cpus.effective" : "cpuset.cpus"));
 
   // Device allow-list: nothing but the standard nodes and the job's own GPUs.
   std::vector<DevNode> nodes;
