@@ -59,7 +59,9 @@ estimate::Progress reported_progress(const JobRecord& record) {
   p.base_fraction = fraction("progress_base");
   p.base_ms = record.get_int("progress_base_at").value_or(0);
   const auto checkpoint = record.get_int("last_checkpoint_at"), started = record.get_int("started_at");
-  p.resumed = checkpoint && started && *checkpoint < *started;
+  // A checkpoint of the same millisecond as the start is the previous attempt's: this
+  // one had not yet been handed to its worker.
+  p.resumed = checkpoint && started && *checkpoint <= *started;
   return p;
 }
 
