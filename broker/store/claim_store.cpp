@@ -17,13 +17,10 @@ using detail::status_of;
 using detail::with_workflow_keys;
 
 namespace {
-// claim.lua's reply (jobs, skipped picks, rate limit) into `out`; whether it stopped
-// before an expired workflow step (call again with the workflow keys).
-bool read_claim_reply(const RedisValue& reply, const std::string& endpoint, const std::string& queue, ClaimOutcome& out) {
-  for (const auto& j : reply.elements.at(1).elements) {
-    auto& job = out.jobs.emplace_back(JobRecord::from_flat_array(j));
-    hints().remember_claimed(endpoint + '|' + job.id(), queue, job.has("workflow_id"));
-  }
+// claim.lua's reply (the claimed jobs' ids, skipped picks, rate limit) into `out`;
+// whether it stopped before an expired workflow step (call again with the workflow keys).
+bool read_claim_reply(const RedisValue& reply, ClaimOutcome& out) {
+  for (const auto& id : reply.elements.at(1).elements) out.jobs.emplace_back().fields.emplace("id", id.str);
   const auto& skipped = reply.elements.at(2).elements;
   out.budget_blocked.clear();  // a second call's list is the current one
   out.passed_over.clear();
@@ -101,7 +98,7 @@ ClaimOutcome ClaimStore::commit(const std::string& queue, const std::string& wor
       claim_keys = with_workflow_keys(std::move(claim_keys), queue);
       args[3] = std::to_string(count - static_cast<int>(out.jobs.size()));
     }
-    auto reply = redis_.eval("claim", claim_keys, args);
+    const auto reply = redis_.eval("claim", claim_keys, args);
     const auto status = status_of(reply.elements.at(0).str);
     if (status != TransitionStatus::ok) {
       if (!out.jobs.empty()) break;  // the first call's jobs are claimed: they are the answer
@@ -110,19 +107,49 @@ ClaimOutcome ClaimStore::commit(const std::string& queue, const std::string& wor
       break;
     }
     out.status = status;
-    if (!read_claim_reply(reply, redis_.endpoint().describe(), queue, out)) break;
+    if (!read_claim_reply(reply, out)) break;
   }
+  read_claimed_jobs(queue, out);
   return out;
 }
 
+// The claimed jobs as stored, this attempt's writes included, read natively (one
+// pipelined HGETALL each) rather than returned by claim.lua: the document never
+// crosses the Lua bridge. A cancel that lands between the two shows in the read
+// (state cancelled, stop_action), as the worker's next heartbeat would tell it.
+void ClaimStore::read_claimed_jobs(const std::string& queue, ClaimOutcome& out) {
+  if (out.jobs.empty()) return;
+  std::vector<std::vector<std::string>> reads;
+  reads.reserve(out.jobs.size());
+  for (const auto& job : out.jobs) reads.push_back({"HGETALL", keys::job(queue, job.id())});
+  const auto stored = redis_.pipeline(reads);
+  const auto endpoint = redis_.endpoint().describe();
+  for (std::size_t i = 0; i < out.jobs.size(); ++i) {
+    auto& job = out.jobs[i];
+    // A hash gone in between (its queue deleted) leaves the id alone: nothing to run.
+    if (i < stored.size() && stored[i].type == RedisValue::Type::array && !stored[i].elements.empty())
+      job = JobRecord::from_flat_array(stored[i]);
+    hints().remember_claimed(endpoint + '|' + job.id(), queue, job.has("workflow_id"));
+  }
+}
+
 ClaimSnapshot ClaimStore::class_heads(const std::string& queue, long long offset, long long count) {
+  return class_heads_from(redis_.pipeline(class_heads_reads(queue, offset, count)), 0);
+}
+
+std::vector<std::vector<std::string>> ClaimStore::class_heads_reads(const std::string& queue, long long offset, long long count) {
   std::vector<std::vector<std::string>> commands{
       {"ZRANGE", keys::class_heads(queue), std::to_string(offset), std::to_string(offset + count - 1), "WITHSCORES"}};
   add_snapshot_reads(commands, queue);
-  const auto replies = redis_.pipeline(commands);
+  return commands;
+}
+
+ClaimSnapshot ClaimStore::class_heads_from(const std::vector<RedisValue>& replies, std::size_t first) {
+  for (std::size_t i = first; i < replies.size(); ++i)
+    if (replies[i].type == RedisValue::Type::error) throw std::runtime_error("claim snapshot read: " + replies[i].str);
   ClaimSnapshot out;
-  read_snapshot(replies, 1, out);
-  const auto& flat = replies.at(0).elements;
+  read_snapshot(replies, first + 1, out);
+  const auto& flat = replies.at(first).elements;
   out.heads.reserve(flat.size() / 2);
   for (std::size_t i = 0; i + 1 < flat.size(); i += 2) out.heads.emplace_back(flat[i].str, std::strtod(flat[i + 1].str.c_str(), nullptr));
   return out;

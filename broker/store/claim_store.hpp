@@ -131,6 +131,11 @@ class ClaimStore {
 
   // The snapshot with the heads from `offset` (0-based), at most `count`: one round trip.
   ClaimSnapshot class_heads(const std::string& queue, long long offset, long long count);
+  // The same reads as commands another pipeline may carry (the worker's contact
+  // does: a FETCH's first page costs no round trip of its own), and the snapshot
+  // their replies give (replies[first...]).
+  static std::vector<std::vector<std::string>> class_heads_reads(const std::string& queue, long long offset, long long count);
+  static ClaimSnapshot class_heads_from(const std::vector<RedisValue>& replies, std::size_t first);
   // The snapshot with the heads of the named classes (those with a waiting job).
   ClaimSnapshot heads_of(const std::string& queue, const std::vector<std::string>& class_ids);
   // The first `depth` jobs of each named class; with_fields: their tenant and declared
@@ -149,6 +154,8 @@ class ClaimStore {
                        std::int64_t default_visibility_ms, const GangPick& pick);
 
  private:
+  void read_claimed_jobs(const std::string& queue, ClaimOutcome& out);
+
   RedisPool& redis_;
 };
 

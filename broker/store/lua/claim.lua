@@ -26,7 +26,7 @@
 --       memory (MB) charged to a GPU-memory budget, 9 '1' = the queue's policy
 --       is `fair`: each started job joins its tenant's held use (_lib_accounting.lua
 --       usage_started; the usage journal is folded by the maintenance pass, not here)
--- Reply: {'ok', {job fields...}, {skipped pick: class, in_use, limit, why, ...} (why: a
+-- Reply: {'ok', {claimed job ids} (ClaimStore::commit reads the jobs natively), {skipped pick: class, in_use, limit, why, ...} (why: a
 --         budget limit | tenant_quota:<tenant> | gone | held), rate limit that cut this
 --         claim short ('' = none | concurrency | rate), '1' = stopped before an expired
 --         workflow step: call again with the workflow keys ('' = no), the number of due
@@ -119,8 +119,7 @@ local function commit_pick(class, given, hold, gpus, devices, mem)
   local over = budget_block(b, gpus, mem)
   if over then skip(class, over[1], over[2], over[3]); return end
   local jk = KEYS[11] .. id
-  local job, flat = read_job(jk)
-  if not job then job, flat = {id = id}, {'id', id} end
+  local job = read_claim_fields(jk, id)
   if gpus > 0 and has_tenant_quotas(t) then
     local blocked = tenant_block(t, job.tenant, gpus)
     if blocked then skip(class, blocked[1], blocked[2], blocked[3]); return end
@@ -137,13 +136,13 @@ local function commit_pick(class, given, hold, gpus, devices, mem)
     ready_remove(KEYS[15], ready, class, id)
   end
   if expires and expires <= now then
-    discard_expired_job(jk, job)
+    discard_expired_job(jk, read_job(jk) or job)  -- rare: the whole job, for its workflow step and event
     expired_left = expired_left - 1
     if expired_left == 0 then return 'stop' end
     if given == '' then return 'again' end
     return
   end
-  claimed[#claimed + 1] = start_attempt(starting, jk, id, job, flat, gpus, devices, mem, fair_on_set)
+  claimed[#claimed + 1] = start_attempt(starting, jk, id, job, gpus, devices, mem, fair_on_set)
 end
 
 for line in string.gmatch(ARGV[8], '\n([^\n]*)') do
