@@ -58,13 +58,16 @@ bool FetchService::full_judgement_due(const std::string& queue, const std::strin
 }
 
 bool FetchService::walk_classes(const std::string& queue, const KeptClasses& kept, const WorkerView& worker,
-                                const std::set<std::string>& skip, std::vector<ClassVerdict>& out, ClaimSnapshot& snapshot) {
+                                const std::set<std::string>& skip, std::vector<ClassVerdict>& out, ClaimSnapshot& snapshot,
+                                std::optional<FirstPage> first_page) {
   const ClassSet& classes = kept.all;
   const double bound = scheduler_.bonus_bound(queue, classes, worker);
   std::optional<double> best_band;
-  long long pos = 0, page = 16;  // pages of the index grow 4x, as the claim reads it
+  // Pages of the index grow 4x from 4 heads: most FETCHes stop in the first page, and
+  // each head read costs Redis ~2.8k instructions (its score formatted as text).
+  long long pos = 0, page = first_page ? first_page->count : kWalkFirstPage;
   while (true) {
-    auto heads = claims_.class_heads(queue, pos, page);
+    auto heads = pos == 0 && first_page ? std::move(first_page->snapshot) : claims_.class_heads(queue, pos, page);
     if (heads.fair) return false;
     if (pos == 0) {
       snapshot = heads;
@@ -111,8 +114,21 @@ FetchService::Outcome FetchService::fetch(const FetchRequest& request, const std
                           return ids;
                         });
   }
+  // A capability FETCH's first claim snapshot rides in the contact's pipeline.
+  std::optional<FirstPage> first_page;
+  std::vector<std::vector<std::string>> riders;
+  if (!plan && request.capabilities && !request.queues.empty()) {
+    const auto kept = classes_of(request.queues.front(), false);
+    if (!kept->all.classes.empty()) {
+      first_page.emplace();
+      first_page->complete = kept->all.classes.size() <= kWholeIndexClasses;
+      first_page->count = first_page->complete ? static_cast<long long>(kWholeIndexClasses) : kWalkFirstPage;
+      riders = ClaimStore::class_heads_reads(request.queues.front(), 0, first_page->count);
+    }
+  }
   auto contact = workers_.contact(request.worker_id, request.capabilities ? &request.capabilities_text : nullptr,
-                                  plan ? plan->queues : request.queues, incarnation);
+                                  plan ? plan->queues : request.queues, incarnation, std::nullopt, std::move(riders));
+  if (first_page) first_page->snapshot = ClaimStore::class_heads_from(contact.rider_replies, 0);
   Outcome out{std::move(contact.state), {}, std::move(contact.held.preempting), {}};
   if (out.state != "running") return out;  // a worker told to be quiet or to terminate gets no new work
   WorkerView worker;
@@ -131,7 +147,7 @@ FetchService::Outcome FetchService::fetch(const FetchRequest& request, const std
     for (const auto& queue : request.queues) {
       if (static_cast<int>(out.jobs.size()) >= request.count) break;
       const auto before = out.jobs.size();
-      fetch_from_queue(queue, request, worker, out.jobs, request.count);
+      fetch_from_queue(queue, request, worker, out.jobs, request.count, std::exchange(first_page, std::nullopt));
       if (out.jobs.size() > before) out.dispatched[queue] += static_cast<int>(out.jobs.size() - before);
     }
   }
@@ -159,7 +175,7 @@ void FetchService::fetch_from_pool(const pools::PoolFetchOrder::Plan& plan, cons
 }
 
 void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
-                                  std::vector<std::string>& jobs, int until) {
+                                  std::vector<std::string>& jobs, int until, std::optional<FirstPage> first_page) {
   auto kept = classes_of(queue, false);
   fetch_gang(queue, kept->gangs, request, worker, jobs);  // gang classes go to claim_gang only
   // The cached class set may predate a gang class: once it is refreshed below, a
@@ -188,7 +204,17 @@ void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest
     std::map<std::string, const ClassVerdict*> verdict_of;
     std::vector<ClassVerdict> verdicts;
     ClaimSnapshot snapshot;
-    const bool walked = !judge_all && walk_classes(queue, *kept, worker, given_back, verdicts, snapshot);
+    // The snapshot read with the contact serves the first round only: a claim moves the heads.
+    std::optional<FirstPage> page = round == 0 ? std::exchange(first_page, std::nullopt) : std::nullopt;
+    if (page && page->snapshot.classes_version != classes.version) page.reset();  // read against another class set
+    // Every head, when the classes are judged whole (or the fair order, which the walk
+    // cannot follow, decides): it stands for the claim's own read of the eligible heads.
+    std::optional<ClaimSnapshot> whole;
+    if (page && page->complete && (judge_all || page->snapshot.fair)) {
+      whole = std::move(page->snapshot);
+      page.reset();
+    }
+    const bool walked = !judge_all && walk_classes(queue, *kept, worker, given_back, verdicts, snapshot, std::move(page));
     if (!walked) verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, classes, worker, assignment_options(config_));
     for (const auto& v : verdicts) {
       verdict_of[v.class_id] = &v;
@@ -206,7 +232,13 @@ void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest
     }
     const ClaimRequest claim{queue, worker.worker_id, request.visibility_timeout_ms, config_.default_visibility_timeout_ms,
                              want, classes.version, worker.capabilities.has_value()};
-    auto outcome = claimer_.claim(claim, eligible, walked ? &snapshot : nullptr);
+    if (!walked && whole) {  // only the eligible classes' heads, as the claim reads them (a fair queue reads candidates per head)
+      std::set<std::string_view> ids;
+      for (const auto& c : eligible) ids.insert(c.id);
+      std::erase_if(whole->heads, [&](const auto& h) { return !ids.count(h.first); });
+      snapshot = std::move(*whole);
+    }
+    auto outcome = claimer_.claim(claim, eligible, walked || whole ? &snapshot : nullptr);
     if (outcome.status == TransitionStatus::stale) {  // a class appeared since we looked
       refreshed(classes_of(queue, true));
       continue;

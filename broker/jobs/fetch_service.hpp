@@ -56,10 +56,20 @@ class FetchService {
  private:
   // Symmetric anti-affinity on the claimed job itself: true when it was handed back.
   bool excluded_by_running_job(const JobRecord& record, const ml::WorkerLoad& load);
-  // Claims from one queue for a worker; appends envelopes (JSON text) to `jobs`.
-  // Claims from one queue for a worker until `jobs` holds `until`; appends envelopes (JSON text).
+  // The claim snapshot's first page, read in the worker's contact pipeline (no round
+  // trip of its own): every head when the queue has few classes (then it also stands
+  // for the claim's own read of the eligible heads), else the walk's first page.
+  struct FirstPage {
+    ClaimSnapshot snapshot;
+    long long count = 0;    // heads asked for
+    bool complete = false;  // it holds every head of the queue
+  };
+  static constexpr long long kWalkFirstPage = 4;
+  static constexpr std::size_t kWholeIndexClasses = 16;
+  // Claims from one queue for a worker until `jobs` holds `until`; appends envelopes
+  // (JSON text). first_page: the snapshot read with the contact, for the first round.
   void fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
-                        std::vector<std::string>& jobs, int until);
+                        std::vector<std::string>& jobs, int until, std::optional<FirstPage> first_page = std::nullopt);
   // A pool's FETCH: the queues in its strategy's order, one job from each per pass
   // (an interleave, as round-robin and weighted ask), within the pool's concurrency.
   void fetch_from_pool(const pools::PoolFetchOrder::Plan& plan, const FetchRequest& request, WorkerView& worker,
@@ -81,7 +91,8 @@ class FetchService {
   // not the heads' (policy fair): then every class is judged. `snapshot` gathers what
   // the walk read (the heads, the budget): the claim is decided over it.
   bool walk_classes(const std::string& queue, const KeptClasses& kept, const WorkerView& worker,
-                    const std::set<std::string>& skip, std::vector<ClassVerdict>& out, ClaimSnapshot& snapshot);
+                    const std::set<std::string>& skip, std::vector<ClassVerdict>& out, ClaimSnapshot& snapshot,
+                    std::optional<FirstPage> first_page);
   // Whether this worker's FETCH from this queue judges every class (its diagnosis
   // records kept fresh at DiagnosisLog's refresh period) instead of walking the heads.
   bool full_judgement_due(const std::string& queue, const std::string& worker_id);

@@ -89,7 +89,8 @@ std::vector<std::string> touch_command(const std::string& worker_id, const std::
 
 WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const std::string* capabilities_json,
                                           const std::string* queues_json, const std::vector<std::string>& claim_queues,
-                                          const std::vector<std::string>& known_queues) {
+                                          const std::vector<std::string>& known_queues,
+                                          std::vector<std::vector<std::string>> riders) {
   const auto now = std::to_string(now_ms());
   std::vector<std::string> read_queues = known_queues, register_queues;
   for (const auto& q : claim_queues)
@@ -110,9 +111,14 @@ WorkerStore::Contact WorkerStore::contact(const std::string& worker_id, const st
   for (auto& read : guard_mark_reads(worker_id)) cmds.push_back(std::move(read));
   const std::size_t held_at = cmds.size();
   append_held_reads(worker_id, read_queues, true, cmds);
+  const std::size_t riders_at = cmds.size();
+  for (auto& r : riders) cmds.push_back(std::move(r));
   auto replies = redis_.pipeline(cmds);
 
   Contact c;
+  c.rider_replies.assign(std::make_move_iterator(replies.begin() + static_cast<std::ptrdiff_t>(riders_at)),
+                         std::make_move_iterator(replies.end()));
+  replies.resize(riders_at);
   const auto& directive = replies[2].elements;
   c.state = directive.empty() || directive[0].is_nil() ? "running" : directive[0].str;
   if (directive.size() > 1 && !directive[1].is_nil()) c.terminated_by = directive[1].str;

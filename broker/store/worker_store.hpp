@@ -68,9 +68,13 @@ class WorkerStore {
     GuardMarks guards;  // read in the same pipeline: FETCH's capacity guards need no round trip of their own
     std::vector<std::string> queues;  // the worker's queue list as read
     std::vector<int> drained_devices;  // devices an admin drained: no new job goes there
+    std::vector<RedisValue> rider_replies;  // the replies to `riders`, in order
   };
+  // riders: reads of another store sent in the same pipeline (a FETCH's claim
+  // snapshot), so they cost no round trip of their own.
   Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::string* queues_json,
-                  const std::vector<std::string>& claim_queues, const std::vector<std::string>& known_queues);
+                  const std::vector<std::string>& claim_queues, const std::vector<std::string>& known_queues,
+                  std::vector<std::vector<std::string>> riders = {});
   // The hostname a worker sent (heartbeat or FETCH `hostname`), shown by the admin listing.
   void set_hostname(const std::string& worker_id, const std::string& hostname);
   // set_worker_state.lua: false (and nothing written) when the worker is unknown.

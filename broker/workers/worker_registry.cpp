@@ -13,7 +13,8 @@ namespace ojs::broker {
 
 WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, const std::string* capabilities,
                                                 const std::vector<std::string>& queues, const std::string& incarnation,
-                                                std::optional<std::size_t> reported_jobs) {
+                                                std::optional<std::size_t> reported_jobs,
+                                                std::vector<std::vector<std::string>> riders) {
   static const std::string none;
   const std::string& caps_json = capabilities ? *capabilities : none;
   std::string queues_json;
@@ -30,7 +31,8 @@ WorkerRegistry::Contact WorkerRegistry::contact(const std::string& worker_id, co
   const std::vector<std::string> known = known_queues(worker_id);
   auto contact = store_.contact(worker_id, write && capabilities ? &caps_json : nullptr,
                                 write && !queues.empty() ? &queues_json : nullptr,
-                                capabilities ? queues : std::vector<std::string>{}, known);  // only a worker with capabilities has claims listed
+                                capabilities ? queues : std::vector<std::string>{}, known,  // only a worker with capabilities has claims listed
+                                std::move(riders));
   // Only a terminate the worker's incarnation has not yet been told, or a drain, needs the script.
   if (contact.state == "drain" || (contact.state == "terminate" && !incarnation.empty() && contact.terminated_by != incarnation))
     contact.state = store_.deliver_directive(worker_id, incarnation,

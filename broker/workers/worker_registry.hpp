@@ -38,8 +38,11 @@ class WorkerRegistry {
   // A FETCH reports no jobs (nullopt): a worker without capabilities that fetches is
   // told quiet, never terminate, as it may hold a job no held set shows; its next
   // heartbeat, which lists its jobs, ends the drain.
+  // riders: reads sent in the contact's pipeline (WorkerStore::contact), answered in
+  // Contact::rider_replies.
   Contact contact(const std::string& worker_id, const std::string* capabilities_json, const std::vector<std::string>& queues,
-                  const std::string& incarnation, std::optional<std::size_t> reported_jobs = std::nullopt);
+                  const std::string& incarnation, std::optional<std::size_t> reported_jobs = std::nullopt,
+                  std::vector<std::vector<std::string>> riders = {});
   static constexpr std::int64_t kResendProfileMs = 30000;
   // Records the hostname a worker sent, written when it differs from what this
   // broker last wrote for it (a worker sends it with every heartbeat).
