@@ -165,7 +165,10 @@ phase('pushrt', [c for i in range(N) for c in push_trip(i)], per=N)
 # of the best class's head and three spares. `claim` counts both; `snap` the reads alone.
 # FAIR: the snapshot, fair_candidates.lua (the tenants' candidates and use) and the
 # commit of the first candidate listed (this script stands in for the C++ order).
-SNAP = [['ZRANGE', K('heads'), '0', '3', 'WITHSCORES'], ['HMGET', K('config'), 'policy', 'tenant_quotas'],
+# The first page as FETCH reads it with the worker's contact (FetchService::FirstPage):
+# the whole index (up to 16 heads) for a queue of 16 classes or fewer, else 4 heads.
+PAGE = 16 if CLASSES <= 16 else 4
+SNAP = [['ZRANGE', K('heads'), '0', str(PAGE - 1), 'WITHSCORES'], ['HMGET', K('config'), 'policy', 'tenant_quotas'],
         ['HMGET', K('config'), 'max_total_gpus', 'max_concurrent_gpu_jobs', 'max_total_gpu_memory_mb'],
         ['HMGET', K('ledger'), 'gpus', 'gpu_jobs', 'gpu_mem_mb'],
         ['ZRANGEBYSCORE', K('delayed'), '-inf', '+inf', 'WITHSCORES', 'LIMIT', '0', '1'], ['TIME'], ['GET', K('classes:ver')]]
