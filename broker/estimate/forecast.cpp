@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
-#include <queue>
+#include <map>
 #include <set>
+#include <unordered_map>
 
 #include "broker/preemption/capacity_plan.hpp"
+#include "broker/scheduling/claim_decision.hpp"
 #include "broker/scheduling/queue_budget.hpp"
 #include "broker/store/priority_score.hpp"
 #include "ojs/core/time.hpp"
@@ -24,11 +26,6 @@ constexpr std::int64_t kHorizonMs = 366LL * 24 * 3600 * 1000;
 // of the snapshot's size (the service reads at most kMaxWaiting) needs far fewer.
 constexpr int kMaxInstants = 200000;
 
-// The tenant quota that keeps `gpus` more GPUs from `tenant`, if one does (the claim's rule).
-bool over_tenant_quota(const Limits& l, const std::string& tenant, long long gpus) {
-  return tenant_quota_block(l.tenants, "", tenant, gpus).has_value();
-}
-
 // When a job preferring a model may take a worker without it (0: it prefers none).
 std::int64_t locality_hold_end(const Waiting& job, const ml::ScoringOptions& scoring) {
   return job.req->soft.locality_model_id.empty() ? 0 : job.enqueued_ms + scoring.locality_delay_ms;
@@ -37,11 +34,11 @@ std::int64_t locality_hold_end(const Waiting& job, const ml::ScoringOptions& sco
 // One forward run over a copy of the snapshot.
 //
 // The waiting jobs are kept per class in score order (one not yet due joins at its due
-// time); at each instant the class heads are taken in score order, which is the
-// queue's order. Whether a class fits a worker depends on the class and the worker
-// only, so a class no worker took stays full for the instant, and later only the
-// workers something left since (dirty) can change that, or the end of a job's
-// locality hold.
+// time); at each instant the claim's decision (decide) names the next job, and the
+// run starts it on the first workers that fit. Whether a class fits a worker depends
+// on the class and the worker only, so a class no worker took stays full for the
+// instant, and later only the workers something left since (dirty) can change that,
+// or the end of a job's locality hold.
 class Run {
  public:
   explicit Run(const Snapshot& s) : s_(s), workers_(s.workers), limits_(s.limits), loads_(s.workers.size()) {
@@ -129,6 +126,7 @@ class Run {
     }
     const std::size_t i = jobs_.size();
     jobs_.push_back({w, it->second, false, w.score});
+    job_index_.emplace(w.id, i);
     if (w.req->hard.gang.size > 0) gangs_ = true;  // a forming gang holds workers again at each instant: every worker is looked at
     if (w.due_ms > s_.now_ms) wakes_.insert({w.due_ms, i});
     else classes_[static_cast<std::size_t>(it->second)].insert({jobs_[i].order, i});  // reorder() re-keys it under fair
@@ -252,6 +250,97 @@ class Run {
     return p;
   }
 
+  // The first job of class `c` this instant has not passed over.
+  std::set<Key>::const_iterator first_open(int c, const std::set<std::size_t>& passed) const {
+    const auto& pending = classes_[static_cast<std::size_t>(c)];
+    auto it = pending.begin();
+    while (it != pending.end() && passed.count(it->second)) ++it;
+    return it;
+  }
+
+  // Which job goes next at `t`: the decision FETCH makes (decide_claim: the queue's
+  // order, its budget, its tenants' quotas, read as deep as FETCH reads), over the
+  // classes in play, each offering its jobs from the first not passed over. The run
+  // judges workers after it, so it decides without the soft-score bonus (by_bonus)
+  // and without a locality cutoff (the run holds a job per worker itself:
+  // ml::locality_hold); under the fair policy its order keys (reorder) stand in for
+  // the scores. A class the decision keeps back leaves play: within an instant the
+  // budget and quotas only fill.
+  std::optional<std::pair<std::size_t, int>> decide(std::int64_t t, std::set<int>& in_play,
+                                                    std::map<int, std::set<std::size_t>>& passed) {
+    while (!in_play.empty()) {
+      std::vector<std::pair<Key, int>> heads;  // the classes in play by their first open job
+      for (auto c = in_play.begin(); c != in_play.end();) {
+        const auto it = first_open(*c, passed[*c]);
+        if (it == classes_[static_cast<std::size_t>(*c)].end()) {
+          c = in_play.erase(c);
+          continue;
+        }
+        heads.push_back({*it, *c++});
+      }
+      if (heads.empty()) return std::nullopt;
+      std::sort(heads.begin(), heads.end());  // ties in the decision's order keep this one
+      ClaimSnapshot snap;
+      snap.tenant_quotas = !limits_.tenants.limits.empty();
+      snap.budget = limits_.budget;
+      snap.now_ms = t;
+      std::vector<EligibleClass> eligible;
+      for (const auto& [key, c] : heads) {
+        EligibleClass e;
+        e.id = jobs_[key.second].w.class_id;
+        e.gpus = static_cast<int>(charged_gpus(key.second));
+        eligible.push_back(std::move(e));
+        snap.heads.emplace_back(eligible.back().id, key.first);
+      }
+      ClaimDecisionInput in{snap, eligible, 1, t};
+      in.by_bonus = false;
+      ClaimPlan plan = decide_claim(in);
+      ReadyDetail detail;
+      if (!plan.needs_jobs.empty()) {  // the classes' first jobs, as FETCH reads them
+        detail.quotas = limits_.tenants;
+        for (const auto& id : plan.needs_jobs) {
+          const int c = class_index_.at(id);
+          auto& jobs = detail.jobs[id];
+          const auto& pending = classes_[static_cast<std::size_t>(c)];
+          for (auto it = first_open(c, passed[c]); it != pending.end() && static_cast<int>(jobs.size()) < plan.depth; ++it)
+            if (!passed[c].count(it->second)) jobs.push_back({jobs_[it->second].w.id, it->first, jobs_[it->second].w.tenant, std::nullopt});
+        }
+        in.detail = &detail;
+        plan = decide_claim(in);
+      }
+      const std::size_t before = in_play.size();
+      for (const auto& block : plan.blocked) {
+        const int c = class_index_.at(block.class_id);
+        in_play.erase(c);
+        if (watched_open(c, passed)) note(watch_, block.kind.rfind("tenant_quota", 0) == 0 ? "tenant_quota" : block.kind);
+      }
+      if (!plan.picks.empty()) {
+        const auto& pick = plan.picks.front();
+        const int c = class_index_.at(pick.class_id);
+        const std::size_t i = pick.job_id.empty() ? first_open(c, passed[c])->second : job_index_.at(pick.job_id);
+        // The watched job passed over for its tenant's quota, a later job of its class taken.
+        if (watched_open(c, passed) && jobs_[i].order > jobs_[watch_].order &&
+            tenant_quota_block(limits_.tenants, "", jobs_[watch_].w.tenant, charged_gpus(watch_)))
+          note(watch_, "tenant_quota");
+        return std::make_pair(i, c);
+      }
+      if (in_play.size() == before) return std::nullopt;  // nothing kept back, nothing offered
+    }
+    return std::nullopt;
+  }
+
+  // GPUs job `i` charges to the budget and its tenant's quota: a gang's members' together.
+  long long charged_gpus(std::size_t i) const {
+    const auto& req = *jobs_[i].w.req;
+    return static_cast<long long>(req.gpu_count()) * members_of(req);
+  }
+
+  // Whether the watched job waits in class `c`, due and not passed over.
+  bool watched_open(int c, std::map<int, std::set<std::size_t>>& passed) const {
+    if (watch_ >= jobs_.size() || jobs_[watch_].placed || jobs_[watch_].cls != c) return false;
+    return classes_[static_cast<std::size_t>(c)].count({jobs_[watch_].order, watch_}) && !passed[c].count(watch_);
+  }
+
   void place(std::int64_t t, const std::function<void(std::size_t, const Placement&)>& placed) {
     if (ended_on_.size() != workers_.size()) ended_on_.resize(workers_.size());
     std::set<std::size_t> held;  // workers a forming gang holds at this instant
@@ -263,91 +352,59 @@ class Run {
     const std::set<std::size_t> dirty = std::move(dirty_);
     dirty_.clear();
     all_dirty_ = false;
-    // The class heads, lowest score first.
-    using Heads = std::priority_queue<std::pair<Key, int>, std::vector<std::pair<Key, int>>, std::greater<>>;
-    Heads heads;
-    std::set<int> stopped;  // classes that can take no more at this instant
-    const auto push_heads = [&] {
-      for (std::size_t c = 0; c < classes_.size(); ++c)
-        if (!classes_[c].empty() && !stopped.count(static_cast<int>(c)) &&
-            (all || !scanned_[c] || fits_a_dirty(static_cast<int>(c), dirty)))
-          heads.push({*classes_[c].begin(), static_cast<int>(c)});
-    };
-    push_heads();
-    while (!heads.empty()) {
-      const auto [from, c] = heads.top();
-      heads.pop();
+    std::set<int> in_play;  // classes that may still take a job at this instant
+    for (std::size_t c = 0; c < classes_.size(); ++c)
+      if (!classes_[c].empty() && (all || !scanned_[c] || fits_a_dirty(static_cast<int>(c), dirty))) in_play.insert(static_cast<int>(c));
+    std::map<int, std::set<std::size_t>> passed;  // per class: jobs a locality hold kept off every worker that fits
+    while (const auto next = decide(t, in_play, passed)) {
+      const auto [i, c] = *next;
       auto& pending = classes_[static_cast<std::size_t>(c)];
-      bool placed_one = false;
-      // The class's jobs from `from` on, until one is placed or the class can take no more now.
-      for (auto it = pending.find(from); it != pending.end();) {
-        const std::size_t i = it->second;
-        const Waiting& job = jobs_[i].w;
-        const ml::Requirements& req = *job.req;
-        const int members = members_of(req);
-        const long long gpus = static_cast<long long>(req.gpu_count()) * members;
-        if (gpus > 0) {
-          if (const auto limit = limits_.budget.blocking({gpus, 1, 0})) {  // the same for every job of the class
-            note(i, *limit);
-            if (watched_in(c, *it)) note(watch_, *limit);
-            break;
-          }
-          if (over_tenant_quota(limits_, job.tenant, gpus)) {  // the next job may be another tenant's
-            note(i, "tenant_quota");
-            ++it;
-            continue;
-          }
+      const Key key{jobs_[i].order, i};
+      const Waiting& job = jobs_[i].w;
+      const ml::Requirements& req = *job.req;
+      const int members = members_of(req);
+      const bool every_worker = all || !scanned_[static_cast<std::size_t>(c)];
+      // Workers that fit one member now, with the devices each would get.
+      std::vector<std::pair<std::size_t, std::vector<int>>> fit;
+      bool locality_held = false;  // a worker fits but lacks the model the job waits for
+      for (std::size_t w = 0; w < workers_.size(); ++w) {
+        if (!every_worker && !dirty.count(w)) continue;
+        if (held.count(w) || !fits_static(job, w)) continue;
+        if (const auto h = holds_.find(w); h != holds_.end() && h->second.cls != c) continue;  // freed for a preemptor
+        if (!spend(w)) return;
+        if (!ml::fits(req, &workers_[w].caps, load(w), s_.assignment)) continue;
+        if (ml::locality_hold(req, &workers_[w].caps, t - job.enqueued_ms, s_.scoring)) {
+          locality_held = true;
+          continue;
         }
-        const bool every_worker = all || !scanned_[static_cast<std::size_t>(c)];
-        // Workers that fit one member now, with the devices each would get.
-        std::vector<std::pair<std::size_t, std::vector<int>>> fit;
-        bool locality_held = false;  // a worker fits but lacks the model the job waits for
-        for (std::size_t w = 0; w < workers_.size(); ++w) {
-          if (!every_worker && !dirty.count(w)) continue;
-          if (held.count(w) || !fits_static(job, w)) continue;
-          if (const auto h = holds_.find(w); h != holds_.end() && h->second.cls != c) continue;  // freed for a preemptor
-          if (!spend(w)) return;
-          if (!ml::fits(req, &workers_[w].caps, load(w), s_.assignment)) continue;
-          if (ml::locality_hold(req, &workers_[w].caps, t - job.enqueued_ms, s_.scoring)) {
-            locality_held = true;
-            continue;
-          }
-          fit.emplace_back(w, ml::judge_dynamic(req, &workers_[w].caps, load(w), s_.assignment).devices);
-          if (members == 1) break;
-        }
-        const auto chosen = choose_members(req, fit);
-        if (!chosen) {
-          if (members > 1) {
-            for (const auto& [w, devices] : fit) held.insert(w);  // the forming gang holds them
-            note(i, "gang_forming");
-            if (watched_in(c, *it)) note(watch_, "gang_forming");
-            break;  // the class's next gang would find those workers held
-          }
-          if (locality_held) {  // the next job may have waited past its hold
-            note(i, "locality_hold");
-            ++it;
-            continue;
-          }
-          if (every_worker && held.empty()) scanned_[static_cast<std::size_t>(c)] = true;  // full: only what frees can change that
-          if (i == watch_) note_busy(i, held);
-          else if (watched_in(c, *it)) note_busy(watch_, held);
-          break;
-        }
-        const auto p = start(i, c, t, *chosen, gpus);
-        scanned_[static_cast<std::size_t>(c)] = false;  // the scan stopped at the first worker that fit
-        it = pending.erase(it);
-        placed(i, p);
-        if (s_.fair) {  // the tenant's share moved: every job's place may have
-          reorder();
-          heads = Heads();
-          push_heads();
-        } else if (it != pending.end()) {
-          heads.push({*it, c});  // its next job, in the queue's order among the others
-        }
-        placed_one = true;
-        break;
+        fit.emplace_back(w, ml::judge_dynamic(req, &workers_[w].caps, load(w), s_.assignment).devices);
+        if (members == 1) break;
       }
-      if (!placed_one && s_.fair) stopped.insert(c);  // only push_heads() after a fair placement reads it
+      const auto chosen = choose_members(req, fit);
+      if (!chosen) {
+        if (members > 1) {
+          for (const auto& [w, devices] : fit) held.insert(w);  // the forming gang holds them
+          note(i, "gang_forming");
+          if (watched_in(c, key)) note(watch_, "gang_forming");
+          in_play.erase(c);  // the class's next gang would find those workers held
+          continue;
+        }
+        if (locality_held) {  // the class's next job may have waited past its hold
+          note(i, "locality_hold");
+          passed[c].insert(i);
+          continue;
+        }
+        if (every_worker && held.empty()) scanned_[static_cast<std::size_t>(c)] = true;  // full: only what frees can change that
+        if (i == watch_) note_busy(i, held);
+        else if (watched_in(c, key)) note_busy(watch_, held);
+        in_play.erase(c);
+        continue;
+      }
+      const auto p = start(i, c, t, *chosen, charged_gpus(i));
+      scanned_[static_cast<std::size_t>(c)] = false;  // the scan stopped at the first worker that fit
+      pending.erase(key);
+      placed(i, p);
+      if (s_.fair) reorder();  // the tenant's share moved: every job's place may have
     }
   }
 
@@ -513,6 +570,7 @@ class Run {
   Limits limits_;
   std::vector<Job> jobs_;                          // the snapshot's waiting jobs
   std::map<std::string, int> class_index_;
+  std::unordered_map<std::string, std::size_t> job_index_;  // job id -> its index, for the decision's picks
   std::vector<std::set<Key>> classes_;             // per class: its due jobs not placed, in the queue's order
   std::vector<bool> scanned_;                      // per class: no worker took it at a pass that looked at every worker
   std::set<std::pair<std::int64_t, std::size_t>> wakes_;  // (due time or locality hold end, job)

@@ -5,11 +5,12 @@
 //
 // The run: at each instant (now, then each running job's end, each waiting job's due
 // time), ended jobs leave their workers and give back the queue budget and their
-// tenant's quota; then the waiting jobs, in the queue's order, take the first live
-// worker whose judgement (ml::judge: the same predicates FETCH runs) is eligible,
-// within the budget (QueueBudget::allows) and the tenant quota. A job that fits
-// nowhere does not stop the ones behind it (the claim skips a class that does not
-// fit), except a gang: while it forms it holds the workers that fit a member. A
+// tenant's quota; then the claim's decision (decide_claim, as FETCH makes it: the
+// queue's order, its budget, its tenants' quotas) names the next waiting job, and it
+// takes the first live worker whose judgement (ml::judge: the same predicates FETCH
+// runs) is eligible. A job that fits nowhere does not stop the ones behind it (the
+// claim skips a class that does not fit), except a gang: while it forms it holds the
+// workers that fit a member. A
 // placed job runs for its declared duration (or its timeout, or its type's learned
 // median); without one it never ends, as far as the run can tell. A job that prefers a
 // model takes a worker without it only once the locality delay has passed

@@ -5,6 +5,13 @@
 // (capacity_preemption.cpp), the start estimate's forward run
 // (broker/estimate/forecast.cpp) and bench/simulator, so all three preempt alike.
 // Unit-tested in tests/unit/broker/victims_test.cpp.
+//
+// Fit is judged with ml::fits: the predicate table Scheduler::judge runs for FETCH
+// (static, then dynamic; ConsumerVerdicts checks both agree), without the claim's
+// fields (devices, bonus, locality cutoff) a plan does not use. FETCH's capacity
+// guards are not applied here: the callers pass only workers no hold keeps, and
+// the holds are what this plan creates; broker/pipeline (the guards) includes this
+// folder, so calling them from here would make the two depend on each other.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -21,7 +21,10 @@ constexpr std::size_t kDeepClasses = 16;  // classes whose jobs a deeper decisio
 constexpr int kScanDepth = 32;            // jobs per class read past an over-quota tenant or for backfill
 
 using OrderKey = std::tuple<double, double, double>;  // band, -bonus, score: lowest first
-OrderKey order_key(double score, const EligibleClass& c) { return {std::floor(score / kScoreBand), -c.bonus, score}; }
+double bonus_of(const ClaimDecisionInput& in, const EligibleClass& c) { return in.by_bonus ? c.bonus : 0; }
+OrderKey order_key(const ClaimDecisionInput& in, double score, const EligibleClass& c) {
+  return {std::floor(score / kScoreBand), -bonus_of(in, c), score};
+}
 
 BudgetCharge charge_of(const EligibleClass& c) { return {c.gpus, 1, c.gpus > 0 ? c.gpu_memory_mb : 0}; }
 
@@ -44,8 +47,8 @@ std::vector<Candidate> ordered(const ClaimDecisionInput& in) {
     const auto it = head.find(c.id);
     if (it != head.end()) out.push_back({&c, it->second});
   }
-  std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
-    return order_key(a.head_score, *a.cls) < order_key(b.head_score, *b.cls);
+  std::stable_sort(out.begin(), out.end(), [&](const Candidate& a, const Candidate& b) {
+    return order_key(in, a.head_score, *a.cls) < order_key(in, b.head_score, *b.cls);
   });
   return out;
 }
@@ -170,7 +173,7 @@ ClaimPlan decide_fair(const ClaimDecisionInput& in, const std::vector<Candidate>
         }
         id = j->id, tenant = j->tenant, cpus = std::nullopt;
       }
-      const std::tuple<double, double, double, double> key{offer.k1, offer.k2, -f.cls->bonus, offer.seq};
+      const std::tuple<double, double, double, double> key{offer.k1, offer.k2, -bonus_of(in, *f.cls), offer.seq};
       if (!best || key < best_key) {
         best = &f, best_key = key, best_id = id, best_tenant = tenant, best_cpus = cpus;
         best_index = static_cast<std::size_t>(offer.job - f.jobs->data());
@@ -256,7 +259,7 @@ ClaimPlan decide_claim(const ClaimDecisionInput& in) {
         }
         continue;
       }
-      const auto key = order_key(j->score, *k.cls);
+      const auto key = order_key(in, j->score, *k.cls);
       if (!best || key < best_key) best = &k, best_job = j, best_key = key;
     }
     if (!best) break;

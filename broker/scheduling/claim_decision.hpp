@@ -1,7 +1,10 @@
 // Which jobs a claim takes: the decision half of a FETCH's claim, made in C++ over
 // a snapshot (ClaimSnapshot, and ReadyDetail when it must look past the heads);
 // claim.lua only commits it, re-checking what must hold. Pure: no Redis, unit-tested
-// in tests/unit/broker/claim_decision_test.cpp.
+// in tests/unit/broker/claim_decision_test.cpp. The start estimate's forward run
+// (broker/estimate/forecast.cpp) asks it which waiting job goes next, over the same
+// snapshot built from its simulated state; tests/unit/broker/consumer_verdicts_test.cpp
+// checks both pick the same job.
 //
 // The order is the queue's: the lowest (priority band, -bonus, score) first, over
 // the heads of the classes the worker may take (bonus: the soft score, preferred
@@ -27,6 +30,11 @@ struct ClaimDecisionInput {
   std::int64_t now_ms = 0;
   const ReadyDetail* detail = nullptr;  // the classes' first jobs, once read (ClaimPlan::needs_jobs)
   const FairDetail* fair = nullptr;     // a fair queue's candidates, once read (ClaimPlan::needs_fair)
+  // Whether each class's soft-score bonus orders it within its priority band. A
+  // FETCH's bonus is this worker's score of the class. The start estimate decides
+  // which job goes next before it judges any worker, so it has no bonus to weigh
+  // and passes false: within a band, the older head first.
+  bool by_bonus = true;
 };
 
 struct ClaimPlan {

@@ -40,6 +40,15 @@ TEST(ClaimDecision, HeadsInBandThenBonusThenAgeOrder) {
   EXPECT_TRUE(plan.needs_jobs.empty());
 }
 
+TEST(ClaimDecision, WithoutTheBonusTheOlderHeadOfABandGoesFirst) {
+  ClaimSnapshot snap;
+  snap.heads = {{"old-low", score(100, 1)}, {"young-high", score(100, 5)}, {"other-band", score(99, 9)}};
+  const std::vector<EligibleClass> eligible{cls("old-low"), cls("young-high", 0, 2.0), cls("other-band")};
+  ClaimDecisionInput in{snap, eligible, 1, 0};
+  in.by_bonus = false;  // the start estimate's run: it decides before it judges a worker
+  EXPECT_EQ(ids(decide_claim(in)), (std::vector<std::string>{"other-band", "old-low", "young-high"}));
+}
+
 TEST(ClaimDecision, OnlyEligibleClassesArePicked) {
   ClaimSnapshot snap;
   snap.heads = {{"a", score(1, 1)}, {"b", score(1, 2)}};

@@ -13,6 +13,15 @@
 // locality delay (0 here: FETCH and the estimate each apply it, to the job's wait),
 // gangs (their own path) and budgets (the commit checks them; queue_budget.cpp).
 // A disagreement prints the case's seed, job and worker.
+//
+// Then the order: 1,000 seeded random queues (a few classes of several jobs, random
+// priority bands, tenants, a GPU budget and tenant quotas partly used) waiting for
+// one such worker. FETCH's decision (Scheduler::judge, then decide_claim over the
+// snapshot claim.lua's reads give, reading past the heads when it asks) and the start
+// estimate's forward run (estimate::forecast: its first placement, now) must start
+// the same job, or both none. Both decide without the soft-score bonus
+// (ClaimDecisionInput::by_bonus: the run decides before it judges a worker); the
+// cases where the bonus would change FETCH's pick are counted.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -24,7 +33,9 @@
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/capacity_plan.hpp"
 #include "broker/preemption/victims.hpp"
+#include "broker/scheduling/claim_decision.hpp"
 #include "broker/scheduling/scheduler.hpp"
+#include "broker/store/priority_score.hpp"
 #include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/predicates.hpp"
 #include "ojs/ml/requirement_class.hpp"
@@ -185,4 +196,160 @@ TEST(ConsumerVerdicts, FetchEstimatePreemptionAndBackfillAgreeOnAThousandCases) 
   EXPECT_GE(eligible, 200);
   EXPECT_GE(refused, 200);
   std::printf("[ verdicts ] 1000 cases: %d start now everywhere, %d refused everywhere\n", eligible, refused);
+}
+
+namespace {
+
+// A queue waiting for one worker: its classes' jobs, its budget and tenant quotas.
+struct QueueCase {
+  Case worker;  // the worker and what runs on it (its `job` unused)
+  struct Job {
+    std::string id, class_id, tenant;
+    double score = 0;
+  };
+  std::vector<Job> jobs;                        // in score order
+  std::map<std::string, std::string> classes;  // class id -> canonical JSON
+  BudgetUse budget;
+  TenantQuotaUse quotas;
+};
+
+QueueCase random_queue(std::mt19937& rng, const std::vector<json>& workers, const Scheduler& scheduler, int n) {
+  QueueCase q;
+  q.worker = random_case(rng, workers, n);
+  const std::vector<std::string> tenants{"", "a", "b", "c"};
+  const int classes = std::uniform_int_distribution<int>(1, 5)(rng);
+  long long seq = 0;
+  for (int k = 0; k < classes; ++k) {
+    const json doc = random_job(rng, 1000 * n + 100 + k);
+    const auto cls = scheduler.classify(doc, 0);
+    q.classes[cls.class_id] = cls.class_json;
+    const int jobs = std::uniform_int_distribution<int>(1, 4)(rng);
+    for (int j = 0; j < jobs; ++j) {
+      // Two priority classes and two priorities: bands shared across classes, as
+      // where the bonus would order them.
+      const double band = rank_base(pick(rng, std::vector<int>{1, 2}), pick(rng, std::vector<int>{0, 10}));
+      seq += std::uniform_int_distribution<int>(1, 5)(rng);
+      q.jobs.push_back({"q" + std::to_string(k) + "-" + std::to_string(j), cls.class_id, pick(rng, tenants), band + static_cast<double>(seq)});
+    }
+  }
+  std::sort(q.jobs.begin(), q.jobs.end(), [](const auto& a, const auto& b) { return a.score < b.score; });
+  if (chance(rng, 0.5)) {
+    q.budget.max_gpus = std::uniform_int_distribution<int>(0, 16)(rng);
+    q.budget.gpus_in_use = std::uniform_int_distribution<long long>(0, *q.budget.max_gpus)(rng);
+  }
+  if (chance(rng, 0.3)) {
+    q.budget.max_jobs = std::uniform_int_distribution<int>(0, 4)(rng);
+    q.budget.gpu_jobs = std::uniform_int_distribution<long long>(0, *q.budget.max_jobs)(rng);
+  }
+  if (chance(rng, 0.7)) {  // a quota often full: the pick passes its tenant's jobs
+    for (const std::string t : {"a", "b", "*"})
+      if (chance(rng, 0.7)) {
+        q.quotas.limits[t] = std::uniform_int_distribution<int>(0, 8)(rng);
+        q.quotas.used[t] = std::uniform_int_distribution<long long>(0, q.quotas.limits[t])(rng);
+      }
+  }
+  return q;
+}
+
+// The job FETCH's decision starts on the worker ("" = none), as the claimer decides
+// it: the eligible verdicts, the classes' heads, then their first jobs when asked.
+std::string fetch_pick(const QueueCase& q, const std::vector<ClassVerdict>& verdicts, bool by_bonus) {
+  std::vector<EligibleClass> eligible;
+  for (const auto& v : verdicts)
+    if (v.judgement.eligible()) eligible.push_back(v.claim);
+  ClaimSnapshot snap;
+  snap.tenant_quotas = !q.quotas.limits.empty();
+  snap.budget = q.budget;
+  snap.now_ms = kNow;
+  std::map<std::string, std::vector<const QueueCase::Job*>> by_class;  // each in score order
+  for (const auto& j : q.jobs) by_class[j.class_id].push_back(&j);
+  for (const auto& [id, jobs] : by_class) snap.heads.emplace_back(id, jobs.front()->score);
+  std::sort(snap.heads.begin(), snap.heads.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  ClaimDecisionInput in{snap, eligible, 1, kNow};
+  in.by_bonus = by_bonus;
+  ClaimPlan plan = decide_claim(in);
+  ReadyDetail detail;
+  if (!plan.needs_jobs.empty()) {
+    detail.quotas = q.quotas;
+    for (const auto& id : plan.needs_jobs)
+      for (const auto* j : by_class[id])
+        if (static_cast<int>(detail.jobs[id].size()) < plan.depth) detail.jobs[id].push_back({j->id, j->score, j->tenant, std::nullopt});
+    in.detail = &detail;
+    plan = decide_claim(in);
+  }
+  if (plan.picks.empty()) return "";
+  const auto& p = plan.picks.front();
+  return p.job_id.empty() ? by_class[p.class_id].front()->id : p.job_id;
+}
+
+// The job the start estimate's run starts first, now ("" = none).
+std::string forecast_pick(const QueueCase& q, const Scheduler& scheduler) {
+  estimate::Snapshot s;
+  s.now_ms = kNow;
+  s.preemption = false;
+  s.scoring.locality_delay_ms = 0;
+  estimate::Worker w{"w", q.worker.caps, {}, {}};
+  for (const auto& r : q.worker.running) w.running.push_back({r, estimate::EndSource::unknown, false, "", std::nullopt});
+  s.workers.push_back(std::move(w));
+  s.limits.budget = QueueBudget(q.budget);
+  s.limits.tenants = q.quotas;
+  for (const auto& j : q.jobs) {
+    estimate::Waiting waiting;
+    waiting.id = j.id;
+    waiting.class_id = j.class_id;
+    waiting.req = &scheduler.requirements(j.class_id, q.classes.at(j.class_id));
+    waiting.score = j.score;
+    waiting.tenant = j.tenant;
+    waiting.enqueued_ms = kNow - 3600000;
+    s.waiting.push_back(std::move(waiting));
+  }
+  const auto placed = estimate::forecast(s, 1);
+  return !placed.empty() && placed.front().start_ms == kNow ? placed.front().job_id : "";
+}
+
+}  // namespace
+
+TEST(ConsumerVerdicts, FetchAndTheForecastStartTheSameJobOnAThousandQueues) {
+  const auto workers = example_workers();
+  SchedulerOptions options;
+  options.locality_delay_ms = 0;
+  options.clock = [] { return kNow; };
+  const Scheduler scheduler(options);
+  int started = 0, none = 0, past_first = 0, bonus_differs = 0;
+  for (int n = 0; n < 1000; ++n) {
+    std::mt19937 rng(static_cast<std::uint32_t>(100000 + n));
+    const QueueCase q = random_queue(rng, workers, scheduler, n);
+    WorkerView worker;
+    worker.worker_id = "w";
+    worker.capabilities = q.worker.caps;
+    worker.fingerprint = ml::fingerprint(q.worker.caps);
+    worker.load = load_without(q.worker.running, {});
+    ClassSet classes;
+    classes.classes = q.classes;
+    const auto verdicts = scheduler.judge(classes, worker);
+    const std::string fetch = fetch_pick(q, verdicts, false);
+    const std::string run = forecast_pick(q, scheduler);
+    std::string queue;
+    for (const auto& j : q.jobs) queue += "\n  " + j.id + " tenant '" + j.tenant + "' score " + std::to_string(j.score) + " " + q.classes.at(j.class_id);
+    ASSERT_EQ(fetch, run) << "seed " << 100000 + n << ": FETCH starts '" << fetch << "', the forecast '" << run << "'" << queue
+                          << "\nbudget gpus " << q.budget.gpus_in_use << "/" << q.budget.max_gpus.value_or(-1) << ", jobs "
+                          << q.budget.gpu_jobs << "/" << q.budget.max_jobs.value_or(-1) << ", tenant quotas " << q.quotas.limits.size()
+                          << "\nworker " << q.worker.worker.dump();
+    if (fetch.empty()) ++none;
+    else ++started;
+    // A pick other than the first eligible class's head: the budget or a quota chose.
+    std::string first_eligible;
+    for (const auto& j : q.jobs)
+      if (first_eligible.empty())
+        for (const auto& v : verdicts)
+          if (v.class_id == j.class_id && v.judgement.eligible()) first_eligible = j.id;
+    if (!fetch.empty() && fetch != first_eligible) ++past_first;
+    if (fetch_pick(q, verdicts, true) != fetch) ++bonus_differs;
+  }
+  // Each way a decision goes is well represented, or the cases test little.
+  EXPECT_GE(started, 200);
+  EXPECT_GE(none, 100);
+  EXPECT_GE(past_first, 30);
+  std::printf("[ order ] 1000 queues: %d start the same job, %d start none, %d past the first eligible head; the bonus would change %d\n",
+              started, none, past_first, bonus_differs);
 }
