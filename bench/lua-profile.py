@@ -134,9 +134,10 @@ CONFIG_CHECK = 'stale_config' in scripts['push']
 def push_cmd(i, q=q, ids=ids):
     K = lambda n: 'ojs:{%s}:' % q + n
     c = 0 if ONLY0 else i % CLASSES
-    doc = json.dumps({'id': ids[i], 'type': 'bench.noop', 'queue': q, 'args': [i], 'priority': 0, 'attempt': 0, 'state': 'available',
-                      'specversion': '1.0', 'created_at': '2026-11-23T12:00:00.000Z', 'enqueued_at': '2026-11-23T12:00:00.000Z',
-                      'ext_ml_gpu_count': 1, 'ext_ml_gpu_memory_gb': c + 1, 'retry': {'max_attempts': 3, 'initial_interval': 'PT1S', 'backoff_coefficient': 2.0, 'max_interval': 'PT5M', 'jitter': True}})
+    # The document as PushService stores it (JobRecord::stored_document: no id, queue,
+    # type, specversion, empty meta or default retry; the broker's key order).
+    doc = json.dumps({'args': [i], 'ext_ml_gpu_count': 1, 'ext_ml_gpu_memory_gb': c + 1, 'max_attempts': 3, 'priority': 0},
+                     separators=(',', ':'), sort_keys=True)
     rank = BAND * 100
     keys = [K('job:' + ids[i]), K('classes'), K('classes:ver'), K('ready:' + cls[c]), K('delayed'), K('seq'), K('events'), K('escalations'), K('reservation-waits')]
     if HEADS: keys.append(K('heads'))
@@ -144,7 +145,7 @@ def push_cmd(i, q=q, ids=ids):
     if CONFIG_CHECK: keys.append(K('config')); args.append('0')
     if 'KEYS[12]' in scripts['push']: keys.append(K('ready:'))  # the ready prefix: the queue's depth
     if 'KEYS[13]' in scripts['push']: keys.append(K('on-hold'))  # held jobs count in the depth
-    args += ['doc', doc, 'queue', q, 'type', 'bench.noop', 'priority', '0', 'max_attempts', '3', 'gpus', '1']
+    args += ['doc', doc, 'queue', q, 'type', 'bench.noop']  # the fields PushService::prepare writes
     # the on-demand class's band of the tenant's slot (priority_score.hpp fair_band: 4096 + 1 * 1365 + slot)
     if FAIR: args += ['tenant', 'team-a' if i % 2 == 0 else 'team-b', 'order_base', str((4096 + 1365 + 1 + i % 2) * BAND)]
     return call('push', keys, args)

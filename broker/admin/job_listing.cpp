@@ -14,7 +14,7 @@ namespace {
 
 json summary(const JobRecord& r) {
   json j = {{"id", r.id()}, {"type", r.get("type")}, {"state", r.state()}, {"attempt", r.attempt()},
-            {"priority", r.get_int("priority").value_or(0)}, {"gpus", r.get_int("gpus").value_or(0)}};
+            {"priority", r.priority()}, {"gpus", r.gpu_count()}};
   for (const char* f : {"tenant", "worker_id"})
     if (!r.get(f).empty()) j[f] = r.get(f);
   for (const char* f : {"created_at", "enqueued_at", "started_at", "next_attempt_at", "scheduled_at", "completed_at",

@@ -61,13 +61,18 @@ bool replays_its_last_failure(const JobRecord& job, const json& error, bool requ
 FailurePlan plan_failure(const JobRecord& snapshot, const json& reported_error, bool requeue, FailureCause cause, bool poison) {
   FailurePlan plan;
   const int attempt = snapshot.attempt();
-  const json doc = poison ? json() : json::parse(snapshot.get("doc"), nullptr, false);
+  const json doc = poison ? json() : snapshot.document();
   RetryPolicy policy =
       doc.is_object() && doc.contains("retry") ? parse_retry_policy(doc["retry"], "retry") : RetryPolicy{};
   if (poison) policy.on_exhaustion = "dead_letter";
   plan.error = normalise_error(reported_error, attempt);
   const bool non_retryable = !plan.error["retryable"].get<bool>() || matches_non_retryable(policy, plan.error);
-  const int max_attempts = static_cast<int>(snapshot.get_int("max_attempts").value_or(policy.max_attempts));
+  // The job's own bound: a field (jobs stored before), else its document's top-level
+  // max_attempts (PUSH writes the one it resolved there), else its retry policy's.
+  std::optional<std::int64_t> bound = snapshot.get_int("max_attempts");
+  if (!bound && doc.is_object())
+    if (const auto it = doc.find("max_attempts"); it != doc.end() && it->is_number_integer()) bound = it->get<std::int64_t>();
+  const int max_attempts = static_cast<int>(bound.value_or(policy.max_attempts));
   if (requeue) {
     plan.outcome = "requeue";
   } else if (!non_retryable && attempt < max_attempts && cause == FailureCause::lost_reservation) {

@@ -22,6 +22,9 @@ constexpr std::array<std::string_view, 7> kFixedAtPush = {
 // may drop (the rest are always written, or not the document's to change).
 constexpr std::array<std::string_view, 4> kDerived = {"estimated_duration_s", "visibility_timeout_ms", "expires_at",
                                                       "timeout_ms"};
+// Fields a job stored before the document was stored once also held (JobRecord reads
+// them first): an update drops them, so the new document's values are the ones read.
+constexpr std::array<std::string_view, 3> kFromDocumentNow = {"priority", "max_attempts", "gpus"};
 // Fields prepare() writes that an update leaves as they are: where the job lives and
 // whose it is (the tenant was resolved from the producer at PUSH, not from the editor).
 constexpr std::array<std::string_view, 4> kKept = {"queue", "type", "tenant", "order_base"};
@@ -85,7 +88,7 @@ json JobControl::update(const std::string& id, const json& patch) {
                      {{"job_id", id}, {"state", state}});
     if (record->has("gang_size"))
       throw OjsError(ErrorCode::conflict, "cannot update job " + id + ": a gang job's members form around it", {{"job_id", id}});
-    json doc = json::parse(record->get("doc"), nullptr, false);
+    json doc = record->document();
     if (!doc.is_object()) throw OjsError(ErrorCode::internal_error, "job " + id + " has no readable document", {{"job_id", id}});
     for (auto it = patch.begin(); it != patch.end(); ++it) {
       if (it.value().is_null()) doc.erase(it.key());
@@ -99,6 +102,8 @@ json JobControl::update(const std::string& id, const json& patch) {
     }
     for (auto name : kDerived)
       if (std::none_of(u.fields.begin(), u.fields.end(), [&](const auto& f) { return f.first == name; })) u.gone.emplace_back(name);
+    for (auto name : kFromDocumentNow)
+      if (record->has(name)) u.gone.emplace_back(name);
     Transition t = store_.update(record->queue(), id, u);
     if (t.status != TransitionStatus::stale || tries == kTries) return JobService::checked(t, id, "update").envelope();
   }

@@ -79,13 +79,12 @@ PreparedJob PushService::prepare(const json& body, bool cached_config) {
   admit_queue(job.queue, prepared.config_version);
 
   auto& fields = prepared.fields;
+  // The document once: its priority, attempts and GPUs are read from it (JobRecord),
+  // the fields below are those a script tests or an index names.
   fields = {
-      {"doc", job.document.dump()},
+      {"doc", JobRecord::stored_document(job.document)},
       {"queue", job.queue},
       {"type", job.type},
-      {"priority", std::to_string(job.priority)},
-      {"max_attempts", std::to_string(job.retry.max_attempts)},
-      {"gpus", std::to_string(cls.requirements.gpu_count())},
   };
   if (!tenant.empty()) fields.emplace_back("tenant", tenant);
   // What the job's CPU-seconds and memory-GB-seconds are counted from

@@ -104,7 +104,7 @@ json Checkpoints::commit(const std::string& id, const json& body) {
   auto record = jobs_.get(id);
   if (!record) throw OjsError(ErrorCode::not_found, "job " + id + " not found", {{"job_id", id}});
   int max_count = 3;
-  auto doc = json::parse(record->get("doc"), nullptr, false);
+  const auto doc = record->document();
   if (doc.is_object()) {
     try {
       max_count = ml::parse_requirements(doc).scheduling.checkpoint.max_count;

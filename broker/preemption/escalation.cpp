@@ -38,7 +38,7 @@ int PreemptionController::escalate(const std::string& queue) {
       indexes.drop(queue, PreemptionStore::Index::escalations, id);
       continue;
     }
-    const auto priority = static_cast<int>(job->get_int("priority").value_or(0));
+    const int priority = job->priority();
     // Under `fair` the class orders too: the job moves to its tenant's slot of the new class.
     std::optional<double> order;
     if (const auto base = job->get_int("order_base")) order = fair_base_for_class(static_cast<double>(*base), to);

@@ -14,7 +14,7 @@ using nlohmann::json;
 QueueBudget queue_budget(const BudgetUse& use) { return QueueBudget(use); }
 
 std::optional<ml::Requirements> requirements_of(const JobRecord& job) {
-  auto doc = json::parse(job.get("doc"), nullptr, false);
+  const auto doc = job.document();
   if (!doc.is_object()) return std::nullopt;
   try {
     return ml::parse_requirements(doc);

@@ -65,7 +65,9 @@ void EmbeddedRedis::launch() {
   const std::string& log = log_path_;
   std::vector<std::string> args{binary_, "--port", "0", "--unixsocket", socket_path_, "--unixsocketperm", "700",
                                 "--dir", dir.string(), "--appendonly", "yes", "--appendfsync", "everysec",
-                                "--save", "", "--daemonize", "no", "--logfile", log, "--protected-mode", "yes"};
+                                "--save", "", "--daemonize", "no", "--logfile", log, "--protected-mode", "yes",
+                                "--hash-max-listpack-value", std::to_string(kHashListpackValue),
+                                "--hash-max-listpack-entries", std::to_string(kHashListpackEntries)};
   std::vector<char*> argv;  // built before fork: the child of a threaded process must not allocate
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

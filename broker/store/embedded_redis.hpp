@@ -23,6 +23,12 @@ class EmbeddedRedis {
   static constexpr int kMaxRestarts = 5;
   static constexpr std::chrono::seconds kRestartWindow{60};
   static constexpr int kExitRedisLost = 3;
+  // The embedded server's hash-max-listpack-value and -entries: a waiting job's hash
+  // (its document fits, at most 12 fields) is a listpack, about half the memory of a
+  // hashtable; a claimed job's (its attempt adds ~6 fields) becomes a hashtable once,
+  // so the ACK's 24-field read stays O(1) a field (docs/operations.md "Redis memory per job").
+  static constexpr int kHashListpackValue = 2048;
+  static constexpr int kHashListpackEntries = 12;
 
   EmbeddedRedis(std::string binary, std::string data_dir);
   ~EmbeddedRedis();

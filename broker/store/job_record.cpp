@@ -7,7 +7,9 @@
 
 #include "broker/store/priority_score.hpp"
 #include "broker/store/usage_resources.hpp"
+#include "ojs/core/envelope.hpp"
 #include "ojs/core/time.hpp"
+#include "ojs/ml/requirements.hpp"
 #include "ojs/ml/worker_load.hpp"
 
 namespace ojs::broker {
@@ -49,6 +51,55 @@ int JobRecord::priority_class_rank() const {
   return class_rank_of_score(static_cast<double>(get_int("rank_base").value_or(0)));
 }
 
+namespace {
+// What stored_document leaves out when the document says it, and the envelope puts back.
+const nlohmann::json& default_retry() {
+  static const nlohmann::json retry = RetryPolicy{}.to_json();
+  return retry;
+}
+const std::string& default_retry_text() {
+  static const std::string text = default_retry().dump();
+  return text;
+}
+constexpr const char* kFieldHeld[] = {"id", "queue", "type"};  // the job's fields hold them
+}  // namespace
+
+std::string JobRecord::stored_document(const nlohmann::json& document) {
+  nlohmann::json doc = document;
+  for (const char* f : kFieldHeld) doc.erase(f);
+  if (auto it = doc.find("specversion"); it != doc.end() && *it == "1.0") doc.erase(it);
+  if (auto it = doc.find("meta"); it != doc.end() && it->is_object() && it->empty()) doc.erase(it);
+  if (auto it = doc.find("retry"); it != doc.end() && *it == default_retry()) doc.erase(it);
+  return doc.dump();
+}
+
+nlohmann::json JobRecord::document() const {
+  auto doc = nlohmann::json::parse(get("doc"), nullptr, false);
+  if (!doc.is_object()) return nlohmann::json();  // unreadable: the callers' checks see no object
+  for (const char* f : kFieldHeld)
+    if (has(f)) doc[f] = get(f);
+  if (!doc.contains("specversion")) doc["specversion"] = "1.0";
+  if (!doc.contains("meta")) doc["meta"] = nlohmann::json::object();
+  if (!doc.contains("retry")) doc["retry"] = default_retry();
+  return doc;
+}
+
+int JobRecord::priority() const {
+  if (auto n = get_int("priority")) return static_cast<int>(*n);
+  const auto doc = nlohmann::json::parse(get("doc"), nullptr, false);
+  const auto it = doc.is_object() ? doc.find("priority") : doc.end();
+  return doc.is_object() && it != doc.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+int JobRecord::gpu_count() const {
+  if (auto n = get_int("gpus")) return static_cast<int>(*n);
+  try {
+    return ml::parse_requirements(document()).gpu_count();
+  } catch (const std::exception&) {
+    return 0;  // a document no longer valid under today's rules: no GPUs to show
+  }
+}
+
 nlohmann::json JobRecord::envelope() const { return nlohmann::json::parse(envelope_text().str(), nullptr, false); }
 
 ObjectText JobRecord::envelope_text() const {
@@ -60,6 +111,12 @@ ObjectText JobRecord::envelope_text() const {
     doc = parsed.is_object() ? ObjectText(parsed) : ObjectText();
   }
   ObjectText& out = *doc;
+  // What stored_document left out, back (a job stored before holds it already).
+  for (const char* f : kFieldHeld)
+    if (has(f) && !out.has(f)) out.put_string(f, get(f));
+  if (!out.has("specversion")) out.put_string("specversion", "1.0");
+  if (!out.has("meta")) out.put("meta", "{}");
+  if (!out.has("retry")) out.put("retry", default_retry_text());
   out.put_string("id", id());
   out.put_string("state", state());
   out.put_int("attempt", attempt());
@@ -158,12 +215,13 @@ std::optional<JobRecord::Load> JobRecord::load_on(const std::string& worker_id) 
     // A cancelled job whose process is still stopping (stop_action) weighs on its worker
     // as it did running: nothing else goes on its devices before the worker reports it gone.
     if ((s != "active" && !(s == "cancelled" && has("stop_action"))) || get("worker_id") != worker_id) return std::nullopt;
-    load.gpus = held_gpus();
+    // A cancelled job still stopping had its charge released with the budget: its
+    // GPUs are the document's (a job stored before also holds them as a field).
+    load.gpus = s == "cancelled" && !has("charged_gpus") ? gpu_count() : held_gpus();
     load.devices = device_list(get("ext_ml_assigned_devices"));
   }
-  nlohmann::json doc = nlohmann::json::parse(get("doc"), nullptr, false);
-  if (!doc.is_object()) doc = nlohmann::json::object();
-  doc["id"] = id();
+  nlohmann::json doc = document();
+  if (!doc.is_object()) doc = {{"id", id()}};
   load.labels = ml::job_labels(doc);
   load.anti_affinity = ml::job_anti_affinity(doc);
   load.demand = ml::job_demand(doc);

@@ -55,6 +55,20 @@ struct JobRecord {
   // The GPUs a claimed (not gang) job holds: those charged to the budget at claim, else its gpu_count.
   int held_gpus() const { return static_cast<int>(get_int("charged_gpus").value_or(get_int("gpus").value_or(0))); }
 
+  // The document as stored (the `doc` field): the producer's, less what the job's
+  // fields hold (id, queue, type) and what is the same for every job that did not
+  // say otherwise (specversion 1.0, an empty meta, the default retry policy); the
+  // envelope puts them back. A job is so stored once (~280 B less a job).
+  static std::string stored_document(const nlohmann::json& document);
+  // The producer's document, with what stored_document left out put back (a job
+  // stored before keeps its whole document: nothing is missing); null when the
+  // stored text is not a readable object.
+  nlohmann::json document() const;
+  // Its priority and GPU count: the document's (a job stored before also holds them
+  // as fields, read first).
+  int priority() const;
+  int gpu_count() const;
+
   // The OJS job envelope: the producer's document with system fields overlaid.
   nlohmann::json envelope() const;
   // The same, as text: the stored document's members are not parsed (a FETCH's and an

@@ -15,7 +15,9 @@ std::string worker_key(const std::string& id) { return keys::worker(id); }
 
 // Per held job: whether the worker still holds it and what it weighs there
 // (JobRecord::load_on), and the preemption directive on it.
-const std::vector<std::string> kHeldFields{"id",           "queue",         "state",          "worker_id",
+// The document's id, queue and type are the fields' (JobRecord::stored_document):
+// anti-affinity on a running job's type reads it.
+const std::vector<std::string> kHeldFields{"id",           "queue",         "type",           "state",          "worker_id",
                                            "gang_workers", "gang_members",  "charged_gpus",   "gpus",
                                            "ext_ml_assigned_devices",       "doc",            "preempt_deadline",
                                            "preempt_checkpoint",            "preempted_for",  "stop_action"};

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/store/job_record.hpp"
+#include "ojs/core/envelope.hpp"
 #include "ojs/core/time.hpp"
 
 using ojs::broker::JobRecord;
@@ -119,8 +120,58 @@ TEST(JobRecord, TheEnvelopeOverlaysTheHashOnTheStoredDocument) {
 TEST(JobRecord, ADocumentNotInTheSerializersFormIsStillRead) {
   JobRecord job;
   job.fields = {{"doc", R"({ "type" : "x", "args" : [1, 2] })"}, {"id", "j2"}, {"state", "available"}};
-  EXPECT_EQ(nlohmann::json::parse(job.envelope_text().str()),
-            (nlohmann::json{{"type", "x"}, {"args", {1, 2}}, {"id", "j2"}, {"state", "available"}, {"attempt", 0}}));
+  auto envelope = nlohmann::json::parse(job.envelope_text().str());
+  // What a stored document may leave out comes back (stored_document).
+  EXPECT_EQ(envelope["specversion"], "1.0");
+  EXPECT_EQ(envelope["meta"], nlohmann::json::object());
+  EXPECT_EQ(envelope["retry"], ojs::RetryPolicy{}.to_json());
+  for (const char* restored : {"specversion", "meta", "retry"}) envelope.erase(restored);
+  EXPECT_EQ(envelope, (nlohmann::json{{"type", "x"}, {"args", {1, 2}}, {"id", "j2"}, {"state", "available"}, {"attempt", 0}}));
   job.fields["doc"] = "[not an object]";
-  EXPECT_EQ(job.envelope_text().str(), R"({"attempt":0,"id":"j2","state":"available"})");
+  envelope = nlohmann::json::parse(job.envelope_text().str());
+  EXPECT_EQ(envelope["id"], "j2");
+  EXPECT_EQ(envelope["state"], "available");
+  EXPECT_FALSE(envelope.contains("args"));
+  EXPECT_TRUE(job.document().is_null()) << "an unreadable document reads as none";
+}
+
+// The job is stored once: the stored document leaves out what the fields hold and
+// what every job shares unless it says otherwise, and the envelope and document()
+// give back exactly what was pushed.
+TEST(JobRecord, AStoredDocumentComesBackWhole) {
+  const nlohmann::json pushed = {{"id", "j3"},        {"type", "train"}, {"queue", "q"},         {"args", {1}},
+                                 {"specversion", "1.0"}, {"meta", nlohmann::json::object()}, {"priority", 4},
+                                 {"max_attempts", 3},  {"retry", ojs::RetryPolicy{}.to_json()}};
+  const auto stored = nlohmann::json::parse(JobRecord::stored_document(pushed));
+  EXPECT_EQ(stored, (nlohmann::json{{"args", {1}}, {"priority", 4}, {"max_attempts", 3}}));
+  JobRecord job;
+  job.fields = {{"doc", stored.dump()}, {"id", "j3"}, {"queue", "q"}, {"type", "train"}, {"state", "available"}};
+  EXPECT_EQ(job.document(), pushed);
+  auto envelope = nlohmann::json::parse(job.envelope_text().str());
+  for (const char* system : {"state", "attempt"}) envelope.erase(system);
+  EXPECT_EQ(envelope, pushed);
+  EXPECT_EQ(job.priority(), 4);
+
+  // What differs from the shared values stays in the document.
+  nlohmann::json own = pushed;
+  own["meta"] = {{"owner", "ana"}};
+  own["retry"]["max_attempts"] = 9;
+  own["specversion"] = "1.1";
+  const auto kept = nlohmann::json::parse(JobRecord::stored_document(own));
+  EXPECT_EQ(kept["meta"]["owner"], "ana");
+  EXPECT_EQ(kept["retry"]["max_attempts"], 9);
+  EXPECT_EQ(kept["specversion"], "1.1");
+}
+
+// A job stored before the document was stored once holds priority and gpus as
+// fields too: they are read first.
+TEST(JobRecord, FieldsOfAJobStoredBeforeAreReadFirst) {
+  JobRecord job;
+  job.fields = {{"doc", R"({"priority":1,"ext_ml_gpu_count":4})"}, {"id", "j4"}};
+  EXPECT_EQ(job.priority(), 1);
+  EXPECT_EQ(job.gpu_count(), 4);
+  job.fields["priority"] = "7";
+  job.fields["gpus"] = "2";
+  EXPECT_EQ(job.priority(), 7);
+  EXPECT_EQ(job.gpu_count(), 2);
 }
