@@ -70,3 +70,48 @@ TEST(MlGang, AGangIsItsOwnClassAndRoundTrips) {
   EXPECT_EQ(back.hard.gang, gang.hard.gang);
   EXPECT_EQ(back.gpu_count(), 4);
 }
+
+TEST(MlGang, ElasticSizesParseAndSizeMeansMinEqualsMax) {
+  auto r = parse_requirements(gang_job({{"min_size", 2}, {"max_size", 8}}));
+  EXPECT_EQ(r.hard.gang.size, 2);
+  EXPECT_EQ(r.hard.gang.max_size, 8);
+  EXPECT_TRUE(r.hard.gang.elastic());
+  r = parse_requirements(gang_job({{"min_size", 1}, {"max_size", 2}}));
+  EXPECT_EQ(r.hard.gang.size, 1);
+  r = parse_requirements(gang_job({{"min_size", 4}, {"max_size", 4}}));
+  EXPECT_FALSE(r.hard.gang.elastic());
+  r = parse_requirements(gang_job({{"size", 3}}));
+  EXPECT_EQ(r.hard.gang.size, 3);
+  EXPECT_EQ(r.hard.gang.max_size, 3);
+  EXPECT_FALSE(r.hard.gang.elastic());
+}
+
+TEST(MlGang, ElasticSizesAreRefusedNamingFieldAndRule) {
+  auto [field, message] = rejection(gang_job({{"min_size", 4}, {"max_size", 2}}));
+  EXPECT_EQ(field, "ext_ml_gang.max_size");
+  EXPECT_NE(message.find("at least min_size (4)"), std::string::npos) << message;
+  std::tie(field, message) = rejection(gang_job({{"min_size", 0}, {"max_size", 2}}));
+  EXPECT_EQ(field, "ext_ml_gang.min_size");
+  EXPECT_NE(message.find("between 1 and 64"), std::string::npos) << message;
+  std::tie(field, message) = rejection(gang_job({{"min_size", 1}, {"max_size", 1}}));
+  EXPECT_EQ(field, "ext_ml_gang.max_size");
+  EXPECT_NE(message.find("between 2 and 64"), std::string::npos) << message;
+  EXPECT_EQ(rejection(gang_job({{"min_size", 2}, {"max_size", kMaxGangSize + 1}})).first, "ext_ml_gang.max_size");
+  std::tie(field, message) = rejection(gang_job({{"min_size", 2}}));
+  EXPECT_EQ(field, "ext_ml_gang.max_size");
+  EXPECT_NE(message.find("required with min_size"), std::string::npos) << message;
+  EXPECT_EQ(rejection(gang_job({{"max_size", 4}})).first, "ext_ml_gang.min_size");
+  std::tie(field, message) = rejection(gang_job({{"size", 2}, {"min_size", 2}, {"max_size", 4}}));
+  EXPECT_EQ(field, "ext_ml_gang.min_size");
+  EXPECT_NE(message.find("cannot be combined with ext_ml_gang.size"), std::string::npos) << message;
+}
+
+TEST(MlGang, AFixedGangKeepsItsClassAndAnElasticOneIsItsOwn) {
+  const auto fixed = parse_requirements(gang_job({{"size", 2}}));
+  EXPECT_NE(class_json(fixed).dump().find(R"("ext_ml_gang":{"size":2})"), std::string::npos) << class_json(fixed).dump();
+  const auto elastic = parse_requirements(gang_job({{"min_size", 2}, {"max_size", 8}}));
+  EXPECT_NE(class_id(fixed), class_id(elastic));
+  EXPECT_EQ(class_id(fixed), class_id(parse_requirements(gang_job({{"min_size", 2}, {"max_size", 2}}))));
+  const auto back = requirements_from_class_json(class_json(elastic));
+  EXPECT_EQ(back.hard.gang, elastic.hard.gang);
+}
