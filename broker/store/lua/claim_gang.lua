@@ -163,6 +163,9 @@ if kind == 'grow' then
   set[#set + 1] = 'gang_generation'; set[#set + 1] = job.gang_generation
   redis.call('HSET', jk, unpack(set))
   redis.call('SADD', KEYS[16], job.id)  -- the member's GPUs are in its worker's load from now on
+  -- Under `fair` the tenant's held use grows with the gang: its end takes the whole charge away.
+  local half_life = job.usage_run and string.match(job.usage_run, '^h(%d+)$')
+  if half_life then usage_held_move(KEYS[29], usage_tenant(job), {gpus, 0, 0, mem}, 1, now, tonumber(half_life)) end
   if #members >= max then redis.call('ZREM', KEYS[31], job.id) end
   emit(KEYS[7], 'job.gang_resized', job, {'worker_id', worker, 'from', from, 'to', #members,
                                            'generation', job.gang_generation})
