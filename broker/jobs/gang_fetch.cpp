@@ -63,10 +63,14 @@ json gang_envelope(const JobRecord& job, int rank) {
 }
 
 std::optional<double> FetchService::first_plain_job(const std::string& queue, const KeptClasses& kept, const WorkerView& worker) {
+  // A class newer than the kept set may hold the job ahead (the plain claim would
+  // refresh the set only after the gang took the worker).
+  const auto fresh = queues_.classes_version(queue) == kept.all.version ? nullptr : classes_of(queue, true);
+  const KeptClasses& now = fresh ? *fresh : kept;
   ClassSet plain;
-  plain.version = kept.all.version;
-  for (const auto& [id, canonical] : kept.all.classes)
-    if (!kept.gangs.classes.count(id)) plain.classes.emplace(id, canonical);
+  plain.version = now.all.version;
+  for (const auto& [id, canonical] : now.all.classes)
+    if (!now.gangs.classes.count(id)) plain.classes.emplace(id, canonical);
   if (plain.classes.empty()) return std::nullopt;
   std::vector<std::string> eligible;
   for (const auto& v : run_fetch_filters(reads_, marks_, scheduler_, queue, plain, worker, assignment_options(config_)))

@@ -17,12 +17,12 @@
 -- heartbeat (gang_facts.lua).
 -- The queue rate limit binds a gang as one job (room to start forming it, and to
 -- start it), and a gang past its expires_at is discarded instead of held or started.
--- KEYS (29 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
+-- KEYS (29 + 2n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
 --   6 active, 7 events, 8 config, 9 ledger, 10 tenant quotas, 11 tenant ledger, 12 seq,
 --   13 class heads, 14 stats, 15 rate window, 16 this worker's held set (keys.hpp held),
 --   17-27 workflow keys (_lib_workflows.lua: an expired step ends its workflow's step),
 --   28 finished prefix (keys.hpp finished_prefix), 29 the queue's usage hash (keys.hpp usage),
---   n = 0 or 2: 30 the picked class's ready set, 31 the growing elastic gangs (keys.hpp gangs_growing)
+--   n = 0 or 1 (a pick): 30 the picked class's ready set, 31 the growing elastic gangs (keys.hpp gangs_growing)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, rendezvous
 --   address, rendezvous port, then the pick: 'join' | 'form' | 'grow' | '' (none), the job
 --   id, its class id, GPUs per member, assigned devices JSON ('' = none), the worker's value

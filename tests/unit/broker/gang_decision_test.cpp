@@ -116,7 +116,8 @@ TEST(GangDecision, ARunningElasticGangBelowItsMaxGrowsByTheWorker) {
   GangCandidates c;
   c.now_ms = kNow;
   c.growing = {growing("e1", "A", R"(["w1","w2"])", 8, 10)};
-  const auto pick = decide_gang(c, {cls("A")}, "w3");
+  const std::vector<GangClass> eligible{cls("A")};  // the pick points into it
+  const auto pick = decide_gang(c, eligible, "w3");
   EXPECT_EQ(pick.kind, GangPick::Kind::grow);
   EXPECT_EQ(pick.job_id, "e1");
   ASSERT_TRUE(pick.cls);
