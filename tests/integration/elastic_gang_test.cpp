@@ -5,9 +5,12 @@
 // size, its rank and the generation from its heartbeat reply.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <fstream>
 #include <set>
 #include <string>
 
+#include "support/child_process.hpp"
 #include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
@@ -192,4 +195,34 @@ TEST_F(ElasticGang, AMemberNackEndsTheAttemptAndTheGangStartsAgainAtItsMinimum) 
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0]["ext_ml_gang_world_size"], 2);
   EXPECT_EQ(got[0]["ext_ml_gang_generation"], 1);
+}
+
+// The real worker agent: a 1..2 gang starts on the first agent alone; the second
+// agent grows it; the first learns the new size from its heartbeat and runs its
+// command again at world size 2; both ACK and the gang completes.
+TEST_F(ElasticGang, RealAgentsRestartTheFirstMemberAtTheNewSize) {
+  const std::string q = "el-agents";
+  const std::string log = make_temp_dir("el-agents") + "/runs.log";
+  const std::string command = "ml.el=echo \"$OJS_GANG_GENERATION $WORLD_SIZE $RANK\" >> " + log +
+                              "; if [ \"$OJS_GANG_GENERATION\" = 2 ]; then echo '{}'; exit 0; fi;"
+                              " trap 'exit 0' TERM; while :; do sleep 0.05; done";
+  const auto agent = [&](const std::string& id) {
+    return ChildProcess({binary_path("worker/worker"), "--broker", broker.url(), "--worker-id", id, "--queues", q,
+                         "--capabilities-file", std::string(OJS_SOURCE_DIR) + "/examples/workers/cpu-node.json",
+                         "--poll-interval-ms", "100", "--heartbeat-interval-s", "1", "--log-level", "warn",
+                         "--concurrency", "1", "--command", command, "--work-dir", make_temp_dir("el-" + id)});
+  };
+  json job = ml_job(q, {{"ext_ml_gang", {{"min_size", 1}, {"max_size", 2}}}});
+  job["type"] = "ml.el";
+  const auto id = api.push(job);
+  auto first = agent("el-1");
+  ASSERT_EQ(wait_for_state(api, id, "active")["state"], "active");
+  auto second = agent("el-2");
+  const auto done = wait_for_state(api, id, "completed", 30000);
+  EXPECT_EQ(done["state"], "completed") << done.dump();
+  std::ifstream in(log);
+  std::multiset<std::string> runs;
+  for (std::string line; std::getline(in, line);) runs.insert(line);
+  EXPECT_EQ(runs, (std::multiset<std::string>{"1 1 0", "2 2 0", "2 2 1"}));
+  EXPECT_EQ(resize_events(q).size(), 1u);
 }
