@@ -26,6 +26,7 @@
 #include "broker/observability/observability.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/store/claim_store.hpp"
+#include "broker/store/gang_store.hpp"
 #include "broker/store/dead_letter_store.hpp"
 #include "broker/store/embedded_redis.hpp"
 #include "broker/store/job_directory.hpp"
@@ -71,7 +72,7 @@ struct BrokerApp::Impl {
     explicit Stores(RedisPool& redis)
         : transitions(redis), directory(redis), reads(redis), queues(redis), claims(redis), dead(redis), upkeep(redis),
           health(redis), marks(redis), index(redis), history(redis), usage(redis), progress(redis), unique(redis),
-          idempotency(redis), workflows(redis), cohorts(redis) {}
+          idempotency(redis), workflows(redis), cohorts(redis), gangs(redis) {}
     JobStore transitions;  // PUSH, ACK, FAIL, CANCEL, BEAT, checkpoints
     JobDirectory directory;
     JobReads reads;
@@ -89,6 +90,7 @@ struct BrokerApp::Impl {
     IdempotencyStore idempotency;  // PUSH's Idempotency-Key records
     WorkflowStore workflows;
     CohortStore cohorts;  // cohort members' settings and shares (the preemption controller's pass)
+    GangStore gangs;      // running gangs as their members see them (the heartbeat reply)
   };
   std::unique_ptr<Stores> stores;
   std::unique_ptr<Scheduler> scheduler;
@@ -219,7 +221,7 @@ void BrokerApp::Impl::build_services() {
   i.worker_store = std::make_unique<WorkerStore>(*i.redis);
   i.workers = std::make_unique<WorkerRegistry>(*i.worker_store);
   i.workers->set_cordon_share(i.config.cordon_unhealthy_share);
-  i.jobs = std::make_unique<JobService>(st.transitions, st.directory, st.reads, st.workflows);
+  i.jobs = std::make_unique<JobService>(st.transitions, st.directory, st.reads, st.workflows, st.gangs);
   i.push = std::make_unique<PushService>(st.transitions, st.directory, st.queues, *i.scheduler, i.config);
   i.fetch = std::make_unique<FetchService>(st.claims, st.queues, st.reads, st.marks, *i.jobs, *i.scheduler, *i.workers,
                                            *i.diagnosis, i.config);

@@ -203,11 +203,14 @@ HttpResponse heartbeat(ApiContext& ctx, const HttpRequest& r, bool shutdown_beat
   auto state = reply_state(contact.state, reported);
   if (ctx.config.test_directives) state = reply_state(state, test_directive(ctx, ids));
   nlohmann::json extended = nlohmann::json::array();
-  for (auto& id : ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids))
-    extended.push_back(std::move(id));
+  const auto extended_ids = ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids);
+  for (const auto& id : extended_ids) extended.push_back(id);
+  // The gangs among them, as this member sees them now: an elastic gang's resize reaches it here.
+  auto gangs = extended_ids.empty() ? nlohmann::json::array() : ctx.jobs.gang_rendezvous_of(worker_id, extended_ids);
   return json_reply(200, {{"state", state},
                           {"directive", directive_for(state)},
                           {"jobs_extended", extended},
+                          {"gangs", std::move(gangs)},
                           {"job_directives", preemption_directives(contact.held.preempting)},
                           {"server_time", format_rfc3339(now_ms())},
                           {"acknowledged", true}});

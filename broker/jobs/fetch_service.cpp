@@ -177,14 +177,14 @@ void FetchService::fetch_from_pool(const pools::PoolFetchOrder::Plan& plan, cons
 void FetchService::fetch_from_queue(const std::string& queue, const FetchRequest& request, WorkerView& worker,
                                   std::vector<std::string>& jobs, int until, std::optional<FirstPage> first_page) {
   auto kept = classes_of(queue, false);
-  fetch_gang(queue, kept->gangs, request, worker, jobs);  // gang classes go to claim_gang only
+  fetch_gang(queue, *kept, request, worker, jobs);  // gang classes go to claim_gang only
   // The cached class set may predate a gang class: once it is refreshed below, a
   // gang class it did not have is offered to claim_gang in this same FETCH.
   const auto refreshed = [&](std::shared_ptr<const KeptClasses> fresh) {
     const bool new_gang = std::any_of(fresh->gangs.classes.begin(), fresh->gangs.classes.end(),
                                       [&](const auto& c) { return !kept->gangs.classes.count(c.first); });
     kept = std::move(fresh);
-    if (new_gang && static_cast<int>(jobs.size()) < until) fetch_gang(queue, kept->gangs, request, worker, jobs);
+    if (new_gang && static_cast<int>(jobs.size()) < until) fetch_gang(queue, *kept, request, worker, jobs);
   };
   // A worker with capabilities claims one job at a time so that the GPUs and
   // devices of each claim are taken into account for the next.

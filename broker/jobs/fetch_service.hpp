@@ -82,8 +82,11 @@ class FetchService {
   };
   std::shared_ptr<const KeptClasses> classes_of(const std::string& queue, bool refresh);
   // gang classes of the queue through claim_gang (broker/jobs/gang_fetch.cpp).
-  void fetch_gang(const std::string& queue, const ClassSet& gang_classes, const FetchRequest& request, WorkerView& worker,
+  void fetch_gang(const std::string& queue, const KeptClasses& kept, const FetchRequest& request, WorkerView& worker,
                   std::vector<std::string>& jobs);
+  // The score of the first waiting job of the queue's other classes that this worker
+  // could take (none: none it could): what an elastic gang must be ahead of to grow.
+  std::optional<double> first_plain_job(const std::string& queue, const KeptClasses& kept, const WorkerView& worker);
   // The verdicts of the classes the claim is offered, judged in the order of their
   // heads (the class-head index) and only as far as one of them may win: the first
   // eligible class at the bonus bound, or the end of the best eligible head's band

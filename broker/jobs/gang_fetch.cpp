@@ -1,13 +1,15 @@
 // FETCH of ext_ml_gang jobs (docs/matching.md "Gangs"): gang classes never
 // go to claim.lua; the broker decides which gang the worker joins
 // (scheduling/gang_decision.cpp) and claim_gang.lua holds the worker as a member of
-// the queue's forming gang, starts the gang when its last member joins, and delivers
-// a started gang to each held member on its next FETCH, with its rank and the rendezvous.
+// the queue's forming gang, starts the gang when its last member joins, delivers
+// a started gang to each held member on its next FETCH, with its rank and the rendezvous,
+// and adds the worker to a running elastic gang that grows.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 
 #include "broker/jobs/fetch_service.hpp"
+#include "broker/jobs/gang_rendezvous.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/pipeline/claim_refusals.hpp"
 #include "broker/pipeline/fetch_filters.hpp"
@@ -23,7 +25,7 @@ namespace {
 // (the agent's default id is the host name) and torch's default port.
 constexpr const char* kAddressLabel = "rendezvous.ojs.io/address";
 constexpr const char* kPortLabel = "rendezvous.ojs.io/port";
-constexpr int kDefaultPort = 29500;
+constexpr int kDefaultPort = kDefaultRendezvousPort;
 
 GangMemberInfo member_info(const WorkerView& worker) {
   GangMemberInfo m{worker.worker_id, worker.worker_id, std::to_string(kDefaultPort)};
@@ -50,15 +52,9 @@ bool is_gang_class(const Scheduler& scheduler, const ClassSet& classes, const st
 json gang_envelope(const JobRecord& job, int rank) {
   json envelope = job.envelope();
   const json members = json::parse(job.get("gang_members"), nullptr, false);
-  if (!members.is_array() || rank < 0 || rank >= static_cast<int>(members.size())) return envelope;
-  const json& master = members[0];
-  envelope["ext_ml_gang_rank"] = rank;
-  envelope["ext_ml_gang_world_size"] = members.size();
-  envelope["ext_ml_gang_master_addr"] = master.value("address", std::string());
-  envelope["ext_ml_gang_master_port"] = std::stoi(master.value("port", std::to_string(kDefaultPort)));
-  json workers = json::array();
-  for (const auto& m : members) workers.push_back(m.value("worker_id", std::string()));
-  envelope["ext_ml_gang_workers"] = std::move(workers);
+  const auto rendezvous = gang_rendezvous(members, rank, job.get("gang_generation"));
+  if (!rendezvous) return envelope;
+  envelope.update(*rendezvous);
   // Each member runs on its own worker's devices.
   const auto devices = member_devices(members[rank]);
   if (devices.empty()) envelope.erase("ext_ml_assigned_devices");
@@ -66,8 +62,29 @@ json gang_envelope(const JobRecord& job, int rank) {
   return envelope;
 }
 
-void FetchService::fetch_gang(const std::string& queue, const ClassSet& gang_classes, const FetchRequest& request,
+std::optional<double> FetchService::first_plain_job(const std::string& queue, const KeptClasses& kept, const WorkerView& worker) {
+  // A class newer than the kept set may hold the job ahead (the plain claim would
+  // refresh the set only after the gang took the worker).
+  const auto fresh = queues_.classes_version(queue) == kept.all.version ? nullptr : classes_of(queue, true);
+  const KeptClasses& now = fresh ? *fresh : kept;
+  ClassSet plain;
+  plain.version = now.all.version;
+  for (const auto& [id, canonical] : now.all.classes)
+    if (!now.gangs.classes.count(id)) plain.classes.emplace(id, canonical);
+  if (plain.classes.empty()) return std::nullopt;
+  std::vector<std::string> eligible;
+  for (const auto& v : run_fetch_filters(reads_, marks_, scheduler_, queue, plain, worker, assignment_options(config_)))
+    if (v.judgement.eligible()) eligible.push_back(v.class_id);
+  if (eligible.empty()) return std::nullopt;
+  std::optional<double> best;
+  for (const auto& [cls, score] : claims_.heads_of(queue, eligible).heads)
+    if (!best || score < *best) best = score;
+  return best;
+}
+
+void FetchService::fetch_gang(const std::string& queue, const KeptClasses& kept, const FetchRequest& request,
                             WorkerView& worker, std::vector<std::string>& jobs) {
+  const ClassSet& gang_classes = kept.gangs;
   if (!worker.capabilities) return;  // a gang has hard constraints: plain workers never join
   if (gang_classes.classes.empty()) return;  // queues without gangs pay nothing
 
@@ -83,8 +100,10 @@ void FetchService::fetch_gang(const std::string& queue, const ClassSet& gang_cla
     eligible.push_back({v.class_id, v.claim.gpus, v.claim.gpu_memory_mb, v.claim.devices_json, label});
     devices_of[v.class_id] = v.judgement.devices;
   }
+  // Judging the other classes costs a FETCH's filters again: only when a gang could grow.
+  const RivalScore rival = [&] { return first_plain_job(queue, kept, worker); };
   const auto claim = claimer_.claim_gang({queue, member_info(worker), request.visibility_timeout_ms,
-                                          config_.default_visibility_timeout_ms}, eligible);
+                                          config_.default_visibility_timeout_ms}, eligible, rival);
   // gang_forming (held): this worker holds its GPUs for a gang still missing members.
   const bool forming = (claim.kind == GangClaim::Kind::held || claim.kind == GangClaim::Kind::waiting) && !claim.class_id.empty();
   for (auto& v : verdicts) {

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/jobs/failure_policy.hpp"
+#include "broker/jobs/gang_rendezvous.hpp"
 #include "ojs/core/envelope.hpp"
 #include "ojs/core/uuid.hpp"
 
@@ -64,6 +65,20 @@ std::vector<std::string> JobService::extend(const std::string& worker_id, std::i
   for (const auto& [queue, qids] : directory_.group_by_queue(ids))
     for (auto& id : transitions_.extend(queue, worker_id, visibility_ms, qids)) extended.push_back(std::move(id));
   return extended;
+}
+
+json JobService::gang_rendezvous_of(const std::string& worker_id, const std::vector<std::string>& ids) {
+  json out = json::array();
+  for (const auto& [queue, qids] : directory_.group_by_queue(ids))
+    for (const auto& gang : gangs_.facts(queue, worker_id, qids)) {
+      const json members = json::parse(gang.members_json, nullptr, false);
+      const auto rank = gang_rank_of(members, worker_id);
+      auto rendezvous = rank ? gang_rendezvous(members, *rank, gang.generation) : std::nullopt;
+      if (!rendezvous) continue;
+      (*rendezvous)["job_id"] = gang.job_id;
+      out.push_back(std::move(*rendezvous));
+    }
+  return out;
 }
 
 ObjectText JobService::ack(const std::string& id, const json* result, const std::string& worker_id) {

@@ -12,6 +12,7 @@
 
 #include "ojs/core/error.hpp"
 #include "ojs/core/object_text.hpp"
+#include "broker/store/gang_store.hpp"
 #include "broker/store/job_directory.hpp"
 #include "broker/store/job_reads.hpp"
 #include "broker/store/job_store.hpp"
@@ -33,8 +34,8 @@ const JobRecord& dispatch_workflow_callbacks(WorkflowStore& workflows, const Job
 
 class JobService {
  public:
-  JobService(JobStore& transitions, JobDirectory& directory, JobReads& reads, WorkflowStore& workflows)
-      : transitions_(transitions), directory_(directory), reads_(reads), workflows_(workflows) {}
+  JobService(JobStore& transitions, JobDirectory& directory, JobReads& reads, WorkflowStore& workflows, GangStore& gangs)
+      : transitions_(transitions), directory_(directory), reads_(reads), workflows_(workflows), gangs_(gangs) {}
 
   // -> envelope. A running job's worker is told to stop its process (kill: SIGKILL at
   // once, else SIGTERM and the job's grace); its devices stay charged until then.
@@ -45,6 +46,10 @@ class JobService {
   ObjectText ack(const std::string& id, const nlohmann::json* result, const std::string& worker_id = {});
   // BEAT: extends the visibility of the listed jobs this worker holds; the ids extended.
   std::vector<std::string> extend(const std::string& worker_id, std::int64_t visibility_ms, const std::vector<std::string>& ids);
+  // BEAT's reply: for each of `ids` that is a running gang this worker is a member
+  // of, its rendezvous as the member sees it now (gang_rendezvous), so a member of an
+  // elastic gang learns a resize.
+  nlohmann::json gang_rendezvous_of(const std::string& worker_id, const std::vector<std::string>& ids);
   nlohmann::json fail(const std::string& id, const nlohmann::json& error, bool requeue, const std::string& worker_id = {});
 
   // A transition's job, or the OjsError its status means (404, 409 naming the state).
@@ -57,6 +62,7 @@ class JobService {
   JobDirectory& directory_;
   JobReads& reads_;
   WorkflowStore& workflows_;
+  GangStore& gangs_;
 };
 
 }  // namespace ojs::broker

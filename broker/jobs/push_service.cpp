@@ -106,7 +106,8 @@ PreparedJob PushService::prepare(const json& body, bool cached_config) {
   if (cls.requirements.scheduling.timeout_seconds) timeout_ms = *cls.requirements.scheduling.timeout_seconds * 1000LL;
   if (timeout_ms && *timeout_ms > 0) fields.emplace_back("timeout_ms", std::to_string(*timeout_ms));
   if (const auto& gang = cls.requirements.hard.gang; gang.size > 0) {  // read by claim_gang.lua
-    fields.emplace_back("gang_size", std::to_string(gang.size));
+    fields.emplace_back("gang_size", std::to_string(gang.size));  // the members it starts with (min_size)
+    if (gang.elastic()) fields.emplace_back("gang_max_size", std::to_string(gang.max_size));  // it may grow to
     fields.emplace_back("gang_label", gang.same_label);
     fields.emplace_back("gang_timeout_ms", std::to_string(cls.requirements.scheduling.gang_timeout_s * 1000LL));
   }

@@ -81,12 +81,17 @@ ClaimOutcome Claimer::claim(const ClaimRequest& r, const std::vector<EligibleCla
   return out;
 }
 
-GangClaim Claimer::claim_gang(const GangClaimRequest& r, const std::vector<GangClass>& eligible) {
+GangClaim Claimer::claim_gang(const GangClaimRequest& r, const std::vector<GangClass>& eligible, const RivalScore& rival) {
   // A pick the commit finds moved (the forming gang ended or another began, the head
   // left) is decided again on a fresh read; past a few rounds the next FETCH does.
   constexpr int kRounds = 3;
+  std::optional<std::optional<double>> rival_seen;  // asked once across the rounds
+  const RivalScore once = [&]() -> std::optional<double> {
+    if (!rival_seen) rival_seen = rival ? rival() : std::nullopt;
+    return *rival_seen;
+  };
   for (int round = 0; round < kRounds; ++round) {
-    const GangPick pick = eligible.empty() ? GangPick{} : decide_gang(store_.gang_candidates(r.queue, eligible), eligible, r.member.worker_id);
+    const GangPick pick = eligible.empty() ? GangPick{} : decide_gang(store_.gang_candidates(r.queue, eligible), eligible, r.member.worker_id, once);
     auto out = store_.claim_gang(r.queue, r.member, r.visibility_ms, r.default_visibility_ms, pick);
     if (out.kind != GangClaim::Kind::stale) return out;
   }

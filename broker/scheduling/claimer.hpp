@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/scheduling/gang_decision.hpp"
 #include "broker/store/claim_store.hpp"
 
 namespace ojs::broker {
@@ -38,8 +39,10 @@ class Claimer {
   ClaimOutcome claim(const ClaimRequest& request, const std::vector<EligibleClass>& eligible,
                      const ClaimSnapshot* snapshot = nullptr);
   // eligible: the gang classes the worker may join (none: the commit still delivers a
-  // started gang to a held member and answers one still waiting).
-  GangClaim claim_gang(const GangClaimRequest& request, const std::vector<GangClass>& eligible);
+  // started gang to a held member and answers one still waiting). rival: the first
+  // waiting job outside gangs the worker could take, asked once at most (an elastic
+  // gang grows only when it is ahead of it).
+  GangClaim claim_gang(const GangClaimRequest& request, const std::vector<GangClass>& eligible, const RivalScore& rival = {});
 
  private:
   ClaimStore& store_;

@@ -1,8 +1,10 @@
 // Which gang a fetching worker joins, decided in C++ over a read of the queue's
-// forming gang and the eligible gang classes' heads (gang_candidates.lua); the commit
-// (claim_gang.lua) only checks that the pick still holds and records it
-// (docs/matching.md "Gangs"). Pure: no Redis.
+// forming gang, its growing elastic gangs and the eligible gang classes' heads
+// (gang_candidates.lua); the commit (claim_gang.lua) only checks that the pick still
+// holds and records it (docs/matching.md "Gangs"). Pure: no Redis.
 #pragma once
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,15 +12,23 @@
 
 namespace ojs::broker {
 
+// The score of the first waiting job outside the gang classes that this worker could
+// take (none: no such job). Asked only when an elastic gang could grow with the worker.
+using RivalScore = std::function<std::optional<double>()>;
+
 // The rules, in order:
 // - a forming gang (one whose job still waits, holding members, not expired) is the
 //   only one that may hold members: the worker joins it when it may take its class
 //   and, for a gang with a same_label, has its first member's value of that label
-//   (a worker already held by it is answered by the commit); else nothing;
-// - else the eligible class head with the lowest score (the queue's order) that has
-//   not expired, is not backing off after a hold that timed out, and whose
-//   same_label the worker has, starts forming;
-// - else nothing.
-GangPick decide_gang(const GangCandidates& candidates, const std::vector<GangClass>& eligible, const std::string& worker_id);
+//   (a worker already held by it is answered by the commit);
+// - else, when no gang forms, the eligible class head with the lowest score (the
+//   queue's order) that has not expired, is not backing off after a hold that timed
+//   out, and whose same_label the worker has, starts forming;
+// - a running elastic gang below its max_size that the worker may join (its class,
+//   its label, not a member yet, no rank ACKed) grows by this worker instead when it
+//   is ahead, in the queue's order, of the gang the worker would join or form and of
+//   every other waiting job the worker could take (`rival`); the best such gang first.
+GangPick decide_gang(const GangCandidates& candidates, const std::vector<GangClass>& eligible, const std::string& worker_id,
+                     const RivalScore& rival = {});
 
 }  // namespace ojs::broker

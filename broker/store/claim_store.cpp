@@ -252,19 +252,28 @@ FairDetail ClaimStore::fair_detail(const std::string& queue, const std::vector<s
   return out;
 }
 
-// A gang FETCH's read: the forming gang and the eligible classes' heads.
+// A gang FETCH's read: the forming gang, the growing gangs and the eligible classes' heads.
 GangCandidates ClaimStore::gang_candidates(const std::string& queue, const std::vector<GangClass>& eligible) {
-  std::vector<std::string> read_keys{keys::gangs(queue), keys::job_prefix(queue)};
+  std::vector<std::string> read_keys{keys::gangs(queue), keys::job_prefix(queue), keys::ready_prefix(queue),
+                                     keys::gangs_growing(queue)};
   for (const auto& c : eligible) read_keys.push_back(keys::ready(queue, c.id));
   const auto reply = redis_.eval("gang_candidates", read_keys, {});
   const auto& e = reply.elements;
-  if (e.size() != eligible.size() + 2) throw std::runtime_error("malformed gang_candidates reply");
+  if (e.size() != eligible.size() + 3) throw std::runtime_error("malformed gang_candidates reply");
   GangCandidates out;
   out.now_ms = integer_of(e[0]).value_or(0);
-  if (const auto& f = e[1].elements; f.size() >= 7)
-    out.forming = GangCandidates::Forming{f[0].str, f[1].str, f[2].str, f[3].str, f[4].str, f[5].str, integer_of(f[6])};
+  if (const auto& f = e[1].elements; f.size() >= 8) {
+    out.forming = GangCandidates::Forming{f[0].str, f[1].str, f[2].str, f[3].str, f[4].str, f[5].str, integer_of(f[6]), {}};
+    if (!f[7].str.empty()) out.forming->score = std::strtod(f[7].str.c_str(), nullptr);
+  }
+  for (const auto& g : e[2].elements) {
+    const auto& f = g.elements;
+    if (f.size() < 9) continue;
+    out.growing.push_back({f[0].str, f[1].str, f[2].str, f[3].str, f[4].str, f[5].str,
+                           static_cast<int>(integer_of(f[6]).value_or(0)), !f[7].str.empty(), std::strtod(f[8].str.c_str(), nullptr)});
+  }
   for (std::size_t c = 0; c < eligible.size(); ++c) {
-    const auto& h = e[c + 2].elements;
+    const auto& h = e[c + 3].elements;
     if (h.size() < 5) continue;
     out.heads.push_back({eligible[c].id, h[0].str, std::strtod(h[1].str.c_str(), nullptr), integer_of(h[2]), integer_of(h[3]), h[4].str});
   }
@@ -287,8 +296,10 @@ GangClaim ClaimStore::claim_gang(const std::string& queue, const GangMemberInfo&
                                 member.address, member.port};
   if (pick.kind != GangPick::Kind::none && pick.cls) {
     const auto& c = *pick.cls;
-    gang_keys.push_back(keys::ready(queue, c.id));  // 30: the picked class's ready set
-    for (auto& a : {pick.kind == GangPick::Kind::join ? std::string("join") : std::string("form"), pick.job_id, c.id,
+    gang_keys.push_back(keys::ready(queue, c.id));    // 30: the picked class's ready set
+    gang_keys.push_back(keys::gangs_growing(queue));  // 31: the running elastic gangs that may grow
+    const char* kind = pick.kind == GangPick::Kind::join ? "join" : pick.kind == GangPick::Kind::grow ? "grow" : "form";
+    for (auto& a : {std::string(kind), pick.job_id, c.id,
                     std::to_string(c.gpus), c.devices_json, c.label_value, std::to_string(c.gpu_memory_mb)})
       args.push_back(a);
   } else {

@@ -87,6 +87,7 @@ struct CommitPick {
 
 // What a gang FETCH is decided over (gang_candidates.lua, read only):
 // scheduling/gang_decision.cpp picks from it, claim_gang.lua commits the pick.
+// Scores are ready-set scores: lower is earlier in the queue's order.
 struct GangCandidates {
   std::int64_t now_ms = 0;  // Redis's clock when read
   struct Forming {  // the queue's forming gang (at most one holds members)
@@ -95,8 +96,18 @@ struct GangCandidates {
     std::string first_label;   // its first member's value of the gang's same_label
     std::string gang_label;    // the gang's same_label ("" = none)
     std::optional<std::int64_t> expires_at;
+    std::optional<double> score;  // its place in the queue's order (none: it left its ready set)
   };
   std::optional<Forming> forming;
+  struct Growing {  // a running elastic gang below its max_size (keys.hpp gangs_growing)
+    std::string id, state, class_id;
+    std::string workers_json;  // its members' worker ids by rank
+    std::string first_label, gang_label;
+    int max_size = 0;
+    bool acked = false;  // a rank ACKed: it is finishing, not growing
+    double score = 0;    // the ready score it started with
+  };
+  std::vector<Growing> growing;  // best first
   struct Head {  // the head of an eligible gang class
     std::string class_id, job_id;
     double score = 0;
@@ -106,10 +117,10 @@ struct GangCandidates {
   std::vector<Head> heads;  // the eligible classes with a waiting job, in their order
 };
 
-// The gang a worker joins, as decided: the forming one, or a head that starts
-// forming (claim_gang.lua checks it still holds).
+// The gang a worker joins, as decided: the forming one, a head that starts
+// forming, or a running elastic gang that grows (claim_gang.lua checks it still holds).
 struct GangPick {
-  enum class Kind { none, join, form } kind = Kind::none;
+  enum class Kind { none, join, form, grow } kind = Kind::none;
   std::string job_id;
   const GangClass* cls = nullptr;  // the class as this worker may join it (its GPUs, devices, label)
   std::vector<std::string> expired;  // heads seen past their expires_at: the commit discards them

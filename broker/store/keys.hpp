@@ -83,6 +83,10 @@ inline std::string reservation_waits(const std::string& queue) { return queue_pr
 // and the starts not yet delivered to held members (lex zset "worker\tjob id\tstart no", score 0).
 inline std::string gangs(const std::string& queue) { return queue_prefix(queue) + "gangs"; }
 inline std::string gang_deliveries(const std::string& queue) { return queue_prefix(queue) + "gang-deliveries"; }
+// Running elastic gangs below their max_size: zset id -> the ready score the gang had
+// (its place in the queue's order). Entries of gangs that ended or filled are dropped
+// by claim_gang when it meets them.
+inline std::string gangs_growing(const std::string& queue) { return queue_prefix(queue) + "gangs-growing"; }
 // What each worker holds in this queue: set of job ids, one set per worker, written by
 // the claim scripts in the same step as the claim and emptied by ack/fail (verified
 // against the jobs when read: WorkerStore). Beside the jobs, so a FETCH needs no

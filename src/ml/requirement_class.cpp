@@ -70,7 +70,9 @@ nlohmann::json class_json(const Requirements& req) {
   if (!h.model_format.empty()) c["ext_ml_model_format"] = h.model_format;
   // a gang is its own class: only the gang claim takes its jobs.
   if (h.gang.size > 0) {
-    c["ext_ml_gang"] = {{"size", h.gang.size}};
+    // A fixed gang keeps its `size` (its class id stays what it was before elastic gangs).
+    if (h.gang.elastic()) c["ext_ml_gang"] = {{"min_size", h.gang.size}, {"max_size", h.gang.max_size}};
+    else c["ext_ml_gang"] = {{"size", h.gang.size}};
     if (!h.gang.same_label.empty()) c["ext_ml_gang"]["same_label"] = h.gang.same_label;
   }
   return c;

@@ -355,16 +355,38 @@ class Parser {
     }
   }
 
-  // ext_ml_gang {size, same_label | same_nvlink_domain, timeout_seconds}.
+  // `size` is a fixed gang (min = max, 2..64); min_size and max_size an elastic one:
+  // 1 <= min_size <= max_size, 2 <= max_size <= 64.
+  template <typename Member>
+  static void sizes(GangRequirement& gang, const json& g, const std::string& path, const Member& member) {
+    const bool has_min = g.contains("min_size"), has_max = g.contains("max_size");
+    if (g.contains("size")) {
+      if (has_min || has_max)
+        throw invalid_field(path + (has_min ? ".min_size" : ".max_size"),
+                            "cannot be combined with " + path + ".size (size means min_size = max_size)");
+      gang.size = gang.max_size = read_int(member("size"), 2, kMaxGangSize);
+      return;
+    }
+    if (!has_min && !has_max) throw invalid_field(path + ".size", "is required (or min_size and max_size for an elastic gang)");
+    if (!has_min) throw invalid_field(path + ".min_size", "is required with max_size");
+    if (!has_max) throw invalid_field(path + ".max_size", "is required with min_size");
+    gang.size = read_int(member("min_size"), 1, kMaxGangSize);
+    gang.max_size = read_int(member("max_size"), 2, kMaxGangSize);
+    if (gang.max_size < gang.size)
+      throw invalid_field(path + ".max_size", "must be at least min_size (" + std::to_string(gang.size) + ")");
+  }
+
+  // ext_ml_gang {size | min_size + max_size, same_label | same_nvlink_domain, timeout_seconds}.
   void gang(Requirements& r) const {
     const Field* f = get("gang");
     if (!f) return;
-    if (!f->value->is_object()) throw invalid_field(f->path, "must be an object with size (and optionally same_label, same_nvlink_domain, timeout_seconds)");
-    check_members(*f->value, f->path, {"size", "same_label", "same_nvlink_domain", "timeout_seconds"});
+    if (!f->value->is_object())
+      throw invalid_field(f->path, "must be an object with size, or min_size and max_size (and optionally same_label, "
+                                   "same_nvlink_domain, timeout_seconds)");
+    check_members(*f->value, f->path, {"size", "min_size", "max_size", "same_label", "same_nvlink_domain", "timeout_seconds"});
     const json& g = *f->value;
     auto member = [&](const char* name) { return Field{&g[name], f->path + "." + name}; };
-    if (!g.contains("size")) throw invalid_field(f->path + ".size", "is required");
-    r.hard.gang.size = read_int(member("size"), 2, kMaxGangSize);
+    sizes(r.hard.gang, g, f->path, member);
     if (g.contains("same_label")) {
       r.hard.gang.same_label = read_string(member("same_label"), 253);
       if (r.hard.gang.same_label.empty()) throw invalid_field(f->path + ".same_label", "must be a non-empty label key");

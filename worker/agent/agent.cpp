@@ -360,7 +360,7 @@ void Agent::accept(const nlohmann::json& job, SteadyClock::time_point now) {
                                           LogShipSettings{config_.log_ship_interval_s, config_.log_max_bytes});
     auto stored = std::make_unique<StoredCheckpoints>(view.checkpoint_uri, view.checkpoint_max_count,
                                                       job.value("checkpoints", nlohmann::json()));
-    running_[id] = Running{std::move(execution), now, std::move(logs), now, std::move(stored)};
+    running_[id] = Running{std::move(execution), now, std::move(logs), now, std::move(stored), job, std::nullopt};
   } catch (const std::exception& e) {
     devices_.release(view.assigned_devices);
     refuse(id, error_body("spawn_failed", e.what(), true), false);
@@ -375,10 +375,16 @@ void Agent::reap(SteadyClock::time_point now) {
       ++it;
       continue;
     }
-    const std::string& id = execution.job().id;
+    const std::string id = execution.job().id;
     ship_logs_of(id, it->second, true);  // before the report: a job seen finished has its whole log
     // Work saved before stopping must reach the broker before the job is released.
     if (outcome->kind != JobOutcome::Kind::succeeded) commit_checkpoint_if_changed(it->second);
+    if (execution.stop_reason() == StopReason::resized && it->second.resize_to) {
+      // Started again at its gang's new size; one that could not start was reported so.
+      if (restart_resized(id, it->second, now)) ++it;
+      else it = running_.erase(it);
+      continue;
+    }
     nlohmann::json body = {{"job_id", id}, {"worker_id", options_.worker_id}};
     if (outcome->kind == JobOutcome::Kind::succeeded) {
       body["result"] = outcome->result;
@@ -405,6 +411,7 @@ void Agent::commit_checkpoint_if_changed(Running& running) {
   spdlog::info("job {} checkpoint epoch={} step={}", id, metadata->value("epoch", nlohmann::json()).dump(),
                metadata->value("step", nlohmann::json()).dump());
   const auto beyond = running.stored_checkpoints->record(*metadata);
+  running.job["last_checkpoint"] = *metadata;  // where a restart at a new gang size resumes
   outbox_.push({Report::Kind::checkpoint, id, std::move(*metadata)});
   const auto& job = execution.job();
   for (const auto& path : prune_file_checkpoints(job.checkpoint_uri, job.checkpoint_max_count))
@@ -463,6 +470,60 @@ void Agent::heartbeat(SteadyClock::time_point now) {
   heartbeat_backoff_.reset();
   next_heartbeat_ = now + seconds_to_duration(options_.heartbeat_interval_s);
   apply(read_directives(reply.body), now);
+  if (reply.body.is_object()) follow_gangs(reply.body.value("gangs", nlohmann::json::array()), now);
+}
+
+void Agent::follow_gangs(const nlohmann::json& gangs, SteadyClock::time_point now) {
+  if (!gangs.is_array()) return;
+  for (const auto& entry : gangs) {
+    if (!entry.is_object() || !entry.contains("job_id") || !entry["job_id"].is_string()) continue;
+    const auto it = running_.find(entry["job_id"].get<std::string>());
+    if (it == running_.end()) continue;
+    const auto next = read_gang(entry);
+    const auto& current = it->second.execution->job().gang;
+    const auto pending = it->second.resize_to ? read_gang(*it->second.resize_to) : std::nullopt;
+    const int seen = pending ? pending->generation : current ? current->generation : 0;
+    if (!next || !current || next->generation <= seen) continue;
+    it->second.resize_to = entry;
+    if (pending) continue;  // already stopping: it starts at the newest size
+    if (it->second.execution->stop_reason() != StopReason::none) {
+      it->second.resize_to.reset();  // stopping for another reason: that outcome is reported
+      continue;
+    }
+    spdlog::info("job {} resizing generation={} world_size={} rank={} grace={}s", it->first, next->generation,
+                 next->world_size, next->rank, it->second.execution->job().preemption_grace_period_s);
+    it->second.execution->stop_for_resize(now);
+  }
+}
+
+bool Agent::restart_resized(const std::string& id, Running& running, SteadyClock::time_point now) {
+  nlohmann::json entry = *running.resize_to;
+  running.resize_to.reset();
+  entry.erase("job_id");
+  running.job.update(entry);  // the new rank, world size, generation and rendezvous
+  JobView view = running.execution->job();
+  view.gang = read_gang(running.job);
+  view.last_checkpoint = running.job.value("last_checkpoint", nlohmann::json());
+  const CommandSpec* command = resolve_command(config_.commands, view.type);
+  const JobWorkspace workspace = running.execution->workspace();
+  running.execution.reset();  // its cgroup goes first: the new run's has the same name
+  try {
+    if (!command) throw std::runtime_error("no command configured for type " + view.type);
+    running.execution = JobExecution::restart(workspace, running.job, view, *command, execution_settings_, now);
+  } catch (const std::exception& e) {
+    spdlog::warn("job {} could not start again at its new size: {}", id, e.what());
+    devices_.release(view.assigned_devices);
+    if (!config_.keep_work_dirs) workspace.remove();
+    refuse(id, error_body("spawn_failed", e.what(), true), false);
+    return false;
+  }
+  spdlog::info("job {} restarted pid={} generation={} world_size={} rank={}", id, running.execution->pid(),
+               view.gang->generation, view.gang->world_size, view.gang->rank);
+  if (config_.log_ship_interval_s > 0)  // the new run's files start empty
+    running.logs = std::make_unique<LogShipper>(workspace.stdout_file, workspace.stderr_file,
+                                                LogShipSettings{config_.log_ship_interval_s, config_.log_max_bytes});
+  running.last_checkpoint_poll = now;
+  return true;
 }
 
 void Agent::apply(const BrokerDirectives& directives, SteadyClock::time_point now) {

@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -62,6 +63,12 @@ class Agent {
     std::unique_ptr<LogShipper> logs;  // null: logs are not shipped
     SteadyClock::time_point last_log_ship;
     std::unique_ptr<StoredCheckpoints> stored_checkpoints;  // beyond max_count outside file://: retention_command_
+    // The job as it was last started, with the newest checkpoint this worker
+    // committed as its last_checkpoint: what a restart at a new gang size runs.
+    nlohmann::json job;
+    // The rendezvous of its elastic gang's next generation (a heartbeat's `gangs`
+    // entry) while the process stops to be started again at that size.
+    std::optional<nlohmann::json> resize_to;
   };
 
   nlohmann::json current_capabilities() const;
@@ -79,6 +86,12 @@ class Agent {
   void poll_checkpoints(SteadyClock::time_point now);
   void commit_checkpoint_if_changed(Running& job);
   void heartbeat(SteadyClock::time_point now);
+  // A heartbeat reply's `gangs`: a running member whose elastic gang has a newer
+  // generation is stopped (grace, checkpoint), then started again at the new size.
+  void follow_gangs(const nlohmann::json& gangs, SteadyClock::time_point now);
+  // Starts a job stopped for a resize again at its gang's new size; false when it
+  // could not start (the job is then reported as a failed start).
+  bool restart_resized(const std::string& id, Running& job, SteadyClock::time_point now);
   void ship_logs(SteadyClock::time_point now);                   // running jobs, every log_ship_interval_s
   void ship_logs_of(const std::string& id, Running& job, bool final);  // final: all that is left
   void apply(const BrokerDirectives& directives, SteadyClock::time_point now);

@@ -77,6 +77,13 @@ std::vector<std::string> job_environment(const JobView& job, const JobWorkspace&
     vars["LOCAL_RANK"] = "0";
     vars["LOCAL_WORLD_SIZE"] = "1";
     vars["NODE_RANK"] = std::to_string(g.rank);
+    // The resize count of an elastic gang, and the names torchelastic gives a worker
+    // process, for code written for `torchrun`'s environment. TORCHELASTIC_RUN_ID is
+    // left to torchrun: frameworks read its presence as "launched by torchrun".
+    vars["OJS_GANG_GENERATION"] = std::to_string(g.generation);
+    vars["TORCHELASTIC_RESTART_COUNT"] = std::to_string(g.generation - 1);
+    vars["GROUP_RANK"] = vars["ROLE_RANK"] = std::to_string(g.rank);
+    vars["GROUP_WORLD_SIZE"] = vars["ROLE_WORLD_SIZE"] = std::to_string(g.world_size);
   }
   std::vector<std::string> out;
   out.reserve(vars.size());

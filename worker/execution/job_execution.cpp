@@ -10,7 +10,18 @@ namespace ojs::worker {
 std::unique_ptr<JobExecution> JobExecution::start(const nlohmann::json& job, const JobView& view,
                                                   const CommandSpec& command, const ExecutionSettings& settings,
                                                   SteadyClock::time_point now) {
-  JobWorkspace workspace = JobWorkspace::create(settings.work_dir, view, job);
+  return launch(JobWorkspace::create(settings.work_dir, view, job), view, command, settings, now);
+}
+
+std::unique_ptr<JobExecution> JobExecution::restart(const JobWorkspace& workspace, const nlohmann::json& job,
+                                                    const JobView& view, const CommandSpec& command,
+                                                    const ExecutionSettings& settings, SteadyClock::time_point now) {
+  workspace.reuse(job);
+  return launch(workspace, view, command, settings, now);
+}
+
+std::unique_ptr<JobExecution> JobExecution::launch(JobWorkspace workspace, const JobView& view, const CommandSpec& command,
+                                                   const ExecutionSettings& settings, SteadyClock::time_point now) {
   SpawnRequest request;
   request.argv = command.argv;
   request.env = job_environment(view, workspace, current_environment());
@@ -97,6 +108,12 @@ void JobExecution::cancel(bool kill, SteadyClock::time_point now) {
 }
 
 void JobExecution::release(SteadyClock::time_point now) { stop(StopReason::released, settings_.kill_grace_s, now); }
+
+void JobExecution::stop_for_resize(SteadyClock::time_point now) {
+  if (reason_ != StopReason::none) return;
+  write_grace_file(view_.preemption_grace_period_s);
+  stop(StopReason::resized, view_.preemption_grace_period_s, now);
+}
 
 std::optional<JobOutcome> JobExecution::poll(SteadyClock::time_point now) {
   const auto status = process_.try_wait();

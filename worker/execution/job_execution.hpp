@@ -38,6 +38,11 @@ class JobExecution {
   static std::unique_ptr<JobExecution> start(const nlohmann::json& job, const JobView& view,
                                              const CommandSpec& command, const ExecutionSettings& settings,
                                              SteadyClock::time_point now = SteadyClock::now());
+  // Starts the job again in the workspace of its previous run (which must be gone:
+  // its cgroup has the same name), e.g. at an elastic gang's new size. Throws as start.
+  static std::unique_ptr<JobExecution> restart(const JobWorkspace& workspace, const nlohmann::json& job, const JobView& view,
+                                               const CommandSpec& command, const ExecutionSettings& settings,
+                                               SteadyClock::time_point now = SteadyClock::now());
 
   // The outcome once the process is gone; signals it when a deadline passed.
   std::optional<JobOutcome> poll(SteadyClock::time_point now = SteadyClock::now());
@@ -53,6 +58,9 @@ class JobExecution {
   void cancel(bool kill, SteadyClock::time_point now = SteadyClock::now());
   // Shutdown: same protocol with the configured kill grace.
   void release(SteadyClock::time_point now = SteadyClock::now());
+  // Its elastic gang changed size: the preemption protocol with the job's own grace
+  // (a job checkpoints on SIGTERM), after which the agent starts it again.
+  void stop_for_resize(SteadyClock::time_point now = SteadyClock::now());
 
   const JobView& job() const { return view_; }
   const JobCgroup* cgroup() const { return cgroup_.get(); }  // null when not isolated
@@ -66,6 +74,8 @@ class JobExecution {
  private:
   JobExecution(JobView view, JobWorkspace workspace, std::unique_ptr<JobCgroup> cgroup, ChildProcess process,
                ExecutionSettings settings, std::optional<double> timeout_s, SteadyClock::time_point now);
+  static std::unique_ptr<JobExecution> launch(JobWorkspace workspace, const JobView& view, const CommandSpec& command,
+                                              const ExecutionSettings& settings, SteadyClock::time_point now);
   void stop(StopReason reason, double grace_s, SteadyClock::time_point now);
   void write_grace_file(double grace_s);  // $OJS_PREEMPT_FILE: the seconds until SIGKILL
 

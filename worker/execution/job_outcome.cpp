@@ -72,6 +72,7 @@ JobOutcome job_outcome(const ExitStatus& status, StopReason reason, const std::s
                        const std::string& stderr_path, double timeout_s, const std::string& fault) {
   JobOutcome outcome;
   switch (reason) {
+    case StopReason::resized:  // reported only when it could not be started again: the gang re-forms
     case StopReason::preempted:
       outcome.kind = JobOutcome::Kind::preempted;
       outcome.requeue = true;

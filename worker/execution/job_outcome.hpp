@@ -11,8 +11,9 @@
 
 namespace ojs::worker {
 
-// Why the agent stopped the process, if it did.
-enum class StopReason { none, timeout, preempted, released, gpu_fault, cancelled };
+// Why the agent stopped the process, if it did. resized: its elastic gang changed
+// size; the agent starts it again at the new size instead of reporting it.
+enum class StopReason { none, timeout, preempted, released, gpu_fault, cancelled, resized };
 
 struct JobOutcome {
   enum class Kind { succeeded, failed, preempted, released, gpu_fault, cancelled };

@@ -28,6 +28,20 @@ std::optional<double> job_timeout_s(const nlohmann::json& job) {
 
 }  // namespace
 
+std::optional<JobView::Gang> read_gang(const nlohmann::json& fields) {
+  if (!fields.is_object()) return std::nullopt;
+  const auto it = fields.find("ext_ml_gang_rank");
+  if (it == fields.end() || !it->is_number_integer()) return std::nullopt;
+  const auto number = [&](const char* name, int fallback) {
+    const auto f = fields.find(name);
+    return f != fields.end() && f->is_number_integer() ? f->get<int>() : fallback;
+  };
+  const auto addr = fields.find("ext_ml_gang_master_addr");
+  return JobView::Gang{it->get<int>(), number("ext_ml_gang_world_size", 0),
+                       addr != fields.end() && addr->is_string() ? addr->get<std::string>() : std::string(),
+                       number("ext_ml_gang_master_port", 0), number("ext_ml_gang_generation", 1)};
+}
+
 JobView read_job(const nlohmann::json& job) {
   if (!job.is_object() || !job.contains("id") || !job["id"].is_string())
     throw std::invalid_argument("job has no string id");
@@ -44,10 +58,7 @@ JobView read_job(const nlohmann::json& job) {
   view.model_checksum = ml_string(job, "model_checksum");
   view.model_registry_uri = ml_string(job, "model_registry_uri");
   if (auto it = job.find("last_checkpoint"); it != job.end()) view.last_checkpoint = *it;
-  if (auto it = job.find("ext_ml_gang_rank"); it != job.end() && it->is_number_integer()) {
-    view.gang = JobView::Gang{it->get<int>(), job.value("ext_ml_gang_world_size", 0), job.value("ext_ml_gang_master_addr", ""),
-                              job.value("ext_ml_gang_master_port", 0)};
-  }
+  view.gang = read_gang(job);
   if (const auto* grace = ml_attribute(job, "preemption_grace_period_s");
       grace && grace->is_number_integer())
     view.preemption_grace_period_s = grace->get<int>();

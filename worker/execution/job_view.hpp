@@ -50,11 +50,16 @@ struct JobView {
     int world_size = 0;
     std::string master_addr;
     int master_port = 0;
+    int generation = 1;  // ext_ml_gang_generation: changes with each resize of an elastic gang
   };
   std::optional<Gang> gang;
 };
 
 // Throws std::invalid_argument when the job has no id or type.
 JobView read_job(const nlohmann::json& job);
+
+// The gang fields (ext_ml_gang_rank, _world_size, _master_addr, _master_port,
+// _generation) of a job or of a heartbeat reply's `gangs` entry; nullopt without a rank.
+std::optional<JobView::Gang> read_gang(const nlohmann::json& fields);
 
 }  // namespace ojs::worker

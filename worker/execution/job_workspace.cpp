@@ -20,6 +20,12 @@ JobWorkspace JobWorkspace::create(const fs::path& work_dir, const JobView& view,
   return ws;
 }
 
+void JobWorkspace::reuse(const nlohmann::json& job) const {
+  write_text_file_atomically(job_file.string(), job.dump());
+  fs::remove(checkpoint_file);  // committed: the next run reads it from $OJS_LAST_CHECKPOINT
+  fs::remove(preempt_file);
+}
+
 void JobWorkspace::remove() const {
   std::error_code ignored;
   fs::remove_all(dir, ignored);

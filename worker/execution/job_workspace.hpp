@@ -19,6 +19,10 @@ struct JobWorkspace {
 
   // Creates the directory (replacing a stale one) and writes the job file. Throws on I/O errors.
   static JobWorkspace create(const std::filesystem::path& work_dir, const JobView& view, const nlohmann::json& job);
+  // The same job started again here (an elastic gang resized): the job file
+  // rewritten, the committed checkpoint file and the stop notice removed; what else
+  // the job keeps in its directory stays. Throws on I/O errors.
+  void reuse(const nlohmann::json& job) const;
   void remove() const;
 };
 

@@ -1,9 +1,11 @@
 -- ext_ml_gang helpers (docs/matching.md "Gangs"). A gang is one job hash
--- whose members are held on several workers. Fields: gang_size, gang_label,
+-- whose members are held on several workers. Fields: gang_size (the members it
+-- starts with), gang_max_size (elastic gangs only: the most it grows to), gang_label,
 -- gang_timeout_ms (PUSH); while forming or running gang_workers (JSON worker ids
 -- by rank), gang_members (JSON [{worker_id, rank, gpus, devices, address, port,
--- label}]), gang_deadline (ms, while forming), gang_start (start counter);
--- gang_acked (JSON ranks) and gang_result (rank 0's) as members ACK.
+-- label}]), gang_deadline (ms, while forming), gang_start (start counter),
+-- gang_generation (running: 1 at the start, +1 per resize); gang_acked (JSON ranks)
+-- and gang_result (rank 0's) as members ACK.
 
 -- The 0-based rank of `worker` in the job's gang; nil when it is no member.
 local function gang_rank(job, worker)
@@ -24,11 +26,13 @@ end
 local function gang_reset(jk, job)
   if not job.gang_workers then return end
   job.gang_workers, job.gang_members, job.gang_deadline, job.gang_acked, job.gang_result = nil, nil, nil, nil, nil
-  redis.call('HDEL', jk, 'gang_workers', 'gang_members', 'gang_deadline', 'gang_acked', 'gang_result')
+  job.gang_generation = nil
+  redis.call('HDEL', jk, 'gang_workers', 'gang_members', 'gang_deadline', 'gang_acked', 'gang_result', 'gang_generation')
 end
 
 -- A member's ACK: nil while ranks are missing, else the result the completed job
--- keeps (rank 0's). An ACK naming no worker (plain OJS) completes the gang.
+-- keeps (rank 0's). An ACK naming no worker (plain OJS) completes the gang. The
+-- ranks are the members it runs with now (an elastic gang may have grown past gang_size).
 local function gang_ack(jk, job, worker, result)
   if worker == '' then return result end
   local rank = gang_rank(job, worker)
@@ -43,7 +47,7 @@ local function gang_ack(jk, job, worker, result)
     job.gang_result = result
     redis.call('HSET', jk, 'gang_result', result)
   end
-  if #acked < tonumber(job.gang_size) then return nil end
+  if #acked < #cjson.decode(job.gang_workers) then return nil end
   return job.gang_result or ''
 end
 
@@ -85,3 +89,14 @@ local function gang_release_expired(g, now)
   return released
 end
 
+
+-- Running elastic gangs that may grow (keys.hpp gangs_growing): an entry whose gang
+-- ended, re-forms, filled up or began to finish (a rank ACKed) leaves. Looks at the
+-- first `limit` entries: the ones a grow decision reads.
+local function gang_growing_sweep(growing, job_prefix, limit)
+  for _, id in ipairs(redis.call('ZRANGE', growing, 0, limit - 1)) do
+    local f = redis.call('HMGET', job_prefix .. id, 'state', 'gang_workers', 'gang_max_size', 'gang_acked')
+    local full = not f[2] or #cjson.decode(f[2]) >= tonumber(f[3] or '0')
+    if f[1] ~= 'active' or full or f[4] then redis.call('ZREM', growing, id) end
+  end
+end

@@ -6,23 +6,27 @@
 --    is released if its job moved on, discarded if it expired;
 -- 3. a worker already held by the forming gang waits; else the pick is checked to
 --    still hold (join: it is the forming gang; form: no gang forms, and the job still
---    waits in its class, not expired nor backing off) and the worker joins it, else
+--    waits in its class, not expired nor backing off; grow: the running elastic gang
+--    is still below its max_size and no rank has ACKed) and the worker joins it, else
 --    the reply is 'stale' and the broker decides again. Only one gang per queue holds
 --    members, so two half-built gangs never wait on each other's workers.
--- The member that completes the gang starts it: the job turns active on all
--- members at once, this worker gets it now, the others on their next FETCH.
+-- The member that completes the gang (gang_size members: an elastic gang's min_size)
+-- starts it: the job turns active on all members at once, this worker gets it now,
+-- the others on their next FETCH. A worker that grows a running gang gets it at once;
+-- the gang's generation goes up and the others learn the new size from their next
+-- heartbeat (gang_facts.lua).
 -- The queue rate limit binds a gang as one job (room to start forming it, and to
 -- start it), and a gang past its expires_at is discarded instead of held or started.
--- KEYS (29 + n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
+-- KEYS (29 + 2n): 1 paused, 2 job prefix, 3 ready prefix, 4 gangs, 5 gang deliveries,
 --   6 active, 7 events, 8 config, 9 ledger, 10 tenant quotas, 11 tenant ledger, 12 seq,
 --   13 class heads, 14 stats, 15 rate window, 16 this worker's held set (keys.hpp held),
 --   17-27 workflow keys (_lib_workflows.lua: an expired step ends its workflow's step),
 --   28 finished prefix (keys.hpp finished_prefix), 29 the queue's usage hash (keys.hpp usage),
---   n = 0 or 1: 30 the picked class's ready set
+--   n = 0 or 1 (a pick): 30 the picked class's ready set, 31 the growing elastic gangs (keys.hpp gangs_growing)
 -- ARGV: worker_id, request_visibility_ms ('' = none), default_visibility_ms, rendezvous
---   address, rendezvous port, then the pick: 'join' | 'form' | '' (none), the job id, its
---   class id, GPUs per member, assigned devices JSON ('' = none), the worker's value of
---   the gang's same_label, the GPU memory (MB) the member would hold (charged to a
+--   address, rendezvous port, then the pick: 'join' | 'form' | 'grow' | '' (none), the job
+--   id, its class id, GPUs per member, assigned devices JSON ('' = none), the worker's value
+--   of the gang's same_label, the GPU memory (MB) the member would hold (charged to a
 --   GPU-memory budget); then the ids of class heads the broker saw expired (discarded
 --   here when they still wait, as the expiry sweep would)
 -- Reply: {'start', job fields, rank} | {'held' (joined now) | 'waiting' (held before), job id, rank, class id}
@@ -87,6 +91,87 @@ if forming then
 end
 local kind, pick = ARGV[6], ARGV[7]
 if kind == '' then return {'none'} end
+local class_at = 8  -- the pick's class values: ARGV[8..12]
+local gpus, devices, label = tonumber(ARGV[class_at + 1]), ARGV[class_at + 2], ARGV[class_at + 3]
+local mem = tonumber(ARGV[class_at + 4]) or 0
+if #KEYS >= 31 then gang_growing_sweep(KEYS[31], KEYS[2], 10) end
+
+-- Budget and tenant quota bind each member's GPUs (one GPU job per gang): nil when
+-- the member fits, else the 'blocked' reply.
+local function member_blocked(job)
+  local over = budget_block({config = KEYS[8], ledger = KEYS[9]}, gpus, mem)
+  if over and over[3] == 'max_concurrent_gpu_jobs' and tonumber(job.charged_gpus or '0') > 0 then over = nil end  -- the gang already counts
+  over = over or tenant_block({tenant_quotas = KEYS[10], tenant_ledger = KEYS[11]}, job.tenant, gpus)
+  if over then return {'blocked', ARGV[class_at], over[1], over[2], over[3]} end
+  return nil
+end
+
+-- Appends this worker as the next member and charges its GPUs; returns the
+-- fields to HSET (the members, and the charges that changed) and its rank.
+local function add_member(job, members, workers)
+  local charged = tonumber(job.charged_gpus or '0')
+  local rank = #members
+  members[#members + 1] = {worker_id = worker, rank = rank, gpus = gpus, devices = devices, address = address,
+                           port = port, label = label}
+  workers[#workers + 1] = worker
+  job.gang_members, job.gang_workers = cjson.encode(members), cjson.encode(workers)
+  local set = {'gang_members', job.gang_members, 'gang_workers', job.gang_workers}
+  if gpus > 0 then
+    redis.call('HINCRBY', KEYS[9], 'gpus', gpus)
+    if charged == 0 then redis.call('HINCRBY', KEYS[9], 'gpu_jobs', 1) end
+    if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', KEYS[11], job.tenant, gpus) end
+    job.charged_gpus = charged + gpus
+    set[#set + 1] = 'charged_gpus'; set[#set + 1] = job.charged_gpus
+    -- A member charged above a cohort member's nominal share is borrowed, as a claim's job is.
+    local borrowed = budget_borrow({ledger = KEYS[9]}, gpus)
+    if borrowed > 0 then
+      job.borrowed_gpus = int_s(tonumber(job.borrowed_gpus or '0') + borrowed)
+      set[#set + 1] = 'borrowed_gpus'; set[#set + 1] = job.borrowed_gpus
+    end
+    if mem > 0 then  -- every member's memory, given back with the rest by release_budget
+      redis.call('HINCRBY', KEYS[9], 'gpu_mem_mb', int_s(mem))
+      job.charged_gpu_mem_mb = int_s(tonumber(job.charged_gpu_mem_mb or '0') + mem)
+      set[#set + 1] = 'charged_gpu_mem_mb'; set[#set + 1] = job.charged_gpu_mem_mb
+    end
+  end
+  return set, rank
+end
+
+-- Grow: a running elastic gang takes this worker as its next member. The members
+-- it had keep their ranks (rank 0, the rendezvous, stays); the generation tells
+-- them to restart at the new size.
+if kind == 'grow' then
+  local jk = KEYS[2] .. pick
+  local job = read_job(jk)
+  local max = job and tonumber(job.gang_max_size or '')
+  if not job or job.state ~= 'active' or not job.gang_workers or job.class ~= ARGV[8] or not max or job.gang_acked then
+    redis.call('ZREM', KEYS[31], pick)
+    return {'stale'}
+  end
+  if gang_rank(job, worker) then return {'stale'} end
+  local members, workers = cjson.decode(job.gang_members), cjson.decode(job.gang_workers)
+  if #members >= max then
+    redis.call('ZREM', KEYS[31], pick)
+    return {'stale'}
+  end
+  if (job.gang_label or '') ~= '' and (ARGV[11] == '' or ARGV[11] ~= members[1].label) then return {'stale'} end
+  local blocked = member_blocked(job)
+  if blocked then return blocked end
+  local from = #members
+  local set, rank = add_member(job, members, workers)
+  job.gang_generation = tostring(tonumber(job.gang_generation or '1') + 1)
+  set[#set + 1] = 'gang_generation'; set[#set + 1] = job.gang_generation
+  redis.call('HSET', jk, unpack(set))
+  redis.call('SADD', KEYS[16], job.id)  -- the member's GPUs are in its worker's load from now on
+  -- Under `fair` the tenant's held use grows with the gang: its end takes the whole charge away.
+  local half_life = job.usage_run and string.match(job.usage_run, '^h(%d+)$')
+  if half_life then usage_held_move(KEYS[29], usage_tenant(job), {gpus, 0, 0, mem}, 1, now, tonumber(half_life)) end
+  if #members >= max then redis.call('ZREM', KEYS[31], job.id) end
+  emit(KEYS[7], 'job.gang_resized', job, {'worker_id', worker, 'from', from, 'to', #members,
+                                           'generation', job.gang_generation})
+  return {'start', flat_job(job), rank}
+end
+
 if forming then
   -- Only the forming gang may hold members: the pick must be it.
   if kind ~= 'join' or pick ~= forming or ARGV[8] ~= job.class then return {'stale'} end
@@ -102,16 +187,9 @@ else
   if expired(job) or gang_backing_off(job, now) then return {'stale'} end
   if (job.gang_label or '') ~= '' and ARGV[11] == '' then return {'stale'} end
 end
-local class_at = 8  -- the pick's class values: ARGV[8..12]
 
--- Join: budget and tenant quota bind each member's GPUs (one GPU job per gang).
-local gpus, devices, label = tonumber(ARGV[class_at + 1]), ARGV[class_at + 2], ARGV[class_at + 3]
-local mem = tonumber(ARGV[class_at + 4]) or 0
-local charged = tonumber(job.charged_gpus or '0')
-local over = budget_block({config = KEYS[8], ledger = KEYS[9]}, gpus, mem)
-if over and over[3] == 'max_concurrent_gpu_jobs' and charged > 0 then over = nil end  -- the gang already counts
-over = over or tenant_block({tenant_quotas = KEYS[10], tenant_ledger = KEYS[11]}, job.tenant, gpus)
-if over then return {'blocked', ARGV[class_at], over[1], over[2], over[3]} end
+local blocked = member_blocked(job)
+if blocked then return blocked end
 local members = job.gang_members and cjson.decode(job.gang_members) or {}
 -- The rate limit counts the gang once: room is needed to start forming it and to start it.
 local rl = redis.call('HMGET', KEYS[8], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms')
@@ -122,30 +200,7 @@ if #members == 0 or #members + 1 >= tonumber(job.gang_size) then
 end
 local jk = KEYS[2] .. job.id
 local workers = job.gang_workers and cjson.decode(job.gang_workers) or {}
-local rank = #members
-members[#members + 1] = {worker_id = worker, rank = rank, gpus = gpus, devices = devices, address = address,
-                         port = port, label = label}
-workers[#workers + 1] = worker
-job.gang_members, job.gang_workers = cjson.encode(members), cjson.encode(workers)
-local set = {'gang_members', job.gang_members, 'gang_workers', job.gang_workers}
-if gpus > 0 then
-  redis.call('HINCRBY', KEYS[9], 'gpus', gpus)
-  if charged == 0 then redis.call('HINCRBY', KEYS[9], 'gpu_jobs', 1) end
-  if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', KEYS[11], job.tenant, gpus) end
-  job.charged_gpus = charged + gpus
-  set[#set + 1] = 'charged_gpus'; set[#set + 1] = job.charged_gpus
-  -- A member charged above a cohort member's nominal share is borrowed, as a claim's job is.
-  local borrowed = budget_borrow({ledger = KEYS[9]}, gpus)
-  if borrowed > 0 then
-    job.borrowed_gpus = int_s(tonumber(job.borrowed_gpus or '0') + borrowed)
-    set[#set + 1] = 'borrowed_gpus'; set[#set + 1] = job.borrowed_gpus
-  end
-  if mem > 0 then  -- every member's memory, given back with the rest by release_budget
-    redis.call('HINCRBY', KEYS[9], 'gpu_mem_mb', int_s(mem))
-    job.charged_gpu_mem_mb = int_s(tonumber(job.charged_gpu_mem_mb or '0') + mem)
-    set[#set + 1] = 'charged_gpu_mem_mb'; set[#set + 1] = job.charged_gpu_mem_mb
-  end
-end
+local set, rank = add_member(job, members, workers)
 if rank == 0 then
   job.gang_deadline = now + tonumber(job.gang_timeout_ms or '60000')
   set[#set + 1] = 'gang_deadline'; set[#set + 1] = job.gang_deadline
@@ -156,7 +211,10 @@ redis.call('SADD', KEYS[16], job.id)  -- the member's GPUs are in its worker's l
 emit(KEYS[7], 'job.gang_member_held', job, {'worker_id', worker, 'rank', rank, 'members', #members})
 if #members < tonumber(job.gang_size) then return {'held', job.id, rank, job.class} end
 
--- Complete: every member starts with this one attempt.
+-- Complete: every member starts with this one attempt. An elastic gang that may grow
+-- keeps its place in the queue's order (its ready score) among the growing ones.
+local score = redis.call('ZSCORE', KEYS[30], job.id)
+if job.gang_max_size and #members < tonumber(job.gang_max_size) and score then redis.call('ZADD', KEYS[31], score, job.id) end
 ready_remove(KEYS[13], KEYS[3] .. job.class, job.class, job.id)
 redis.call('ZREM', KEYS[4], job.id)
 job.gang_deadline = nil
@@ -165,8 +223,9 @@ job.attempt = tonumber(job.attempt or '0') + 1
 job.state, job.started_at, job.worker_id = 'active', now, members[1].worker_id
 job.gang_start = tostring(redis.call('HINCRBY', jk, 'gang_start', 1))
 local deadline, dropped = start_deadlines(job, now, request_vis, default_vis)
+job.gang_generation = '1'
 set = {'state', 'active', 'started_at', now, 'worker_id', job.worker_id, 'attempt', job.attempt,
-       'visibility_deadline', deadline}
+       'visibility_deadline', deadline, 'gang_generation', '1'}
 if job.execution_deadline then set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline end
 if dropped then redis.call('HDEL', jk, 'execution_deadline') end
 -- Under `fair` the gang's attempt joins its tenant's held use as a claim's does

@@ -34,10 +34,14 @@ struct TpuRequirement {
 };
 
 // [gangs] ext_ml_gang: the job runs as `size` members on as many workers at once,
-// each member needing the job's other hard constraints (see docs/matching.md).
+// each member needing the job's other hard constraints (see docs/matching.md). An
+// elastic gang (min_size..max_size) starts with `size` = min_size members and may
+// grow to max_size while it runs; a fixed one (`size`) has max_size == size.
 struct GangRequirement {
-  int size = 0;            // 0: not a gang; else 2..kMaxGangSize
+  int size = 0;            // 0: not a gang; else the members it starts with, 1..kMaxGangSize
+  int max_size = 0;        // the most members it runs with (== size unless elastic)
   std::string same_label;  // members must share this label's value ("" = any)
+  bool elastic() const { return max_size > size; }
   bool operator==(const GangRequirement&) const = default;
 };
 inline constexpr int kMaxGangSize = 64;

@@ -95,3 +95,80 @@ TEST(GangDecision, AFormingGangWhoseJobMovedOnIsNotJoined) {
   EXPECT_EQ(pick.kind, GangPick::Kind::form) << "the commit releases the stale entry, then forms it anew";
   EXPECT_EQ(pick.job_id, "g1");
 }
+
+namespace {
+
+GangCandidates::Growing growing(const std::string& job, const std::string& cls, const std::string& workers, int max_size,
+                                double score) {
+  GangCandidates::Growing g;
+  g.id = job;
+  g.state = "active";
+  g.class_id = cls;
+  g.workers_json = workers;
+  g.max_size = max_size;
+  g.score = score;
+  return g;
+}
+
+}  // namespace
+
+TEST(GangDecision, ARunningElasticGangBelowItsMaxGrowsByTheWorker) {
+  GangCandidates c;
+  c.now_ms = kNow;
+  c.growing = {growing("e1", "A", R"(["w1","w2"])", 8, 10)};
+  const std::vector<GangClass> eligible{cls("A")};  // the pick points into it
+  const auto pick = decide_gang(c, eligible, "w3");
+  EXPECT_EQ(pick.kind, GangPick::Kind::grow);
+  EXPECT_EQ(pick.job_id, "e1");
+  ASSERT_TRUE(pick.cls);
+  EXPECT_EQ(pick.cls->id, "A");
+  EXPECT_EQ(decide_gang(c, {cls("B")}, "w3").kind, GangPick::Kind::none) << "it cannot take the gang's class";
+  EXPECT_EQ(decide_gang(c, {cls("A")}, "w2").kind, GangPick::Kind::none) << "a member does not join twice";
+  c.growing[0].workers_json = R"(["w1","w2","w4","w5","w6","w7","w8","w9"])";
+  EXPECT_EQ(decide_gang(c, {cls("A")}, "w3").kind, GangPick::Kind::none) << "at max_size";
+  c.growing[0].workers_json = R"(["w1","w2"])";
+  c.growing[0].acked = true;
+  EXPECT_EQ(decide_gang(c, {cls("A")}, "w3").kind, GangPick::Kind::none) << "a rank ACKed: it is finishing";
+  c.growing[0].acked = false;
+  c.growing[0].state = "available";
+  EXPECT_EQ(decide_gang(c, {cls("A")}, "w3").kind, GangPick::Kind::none) << "it ended and re-forms";
+}
+
+TEST(GangDecision, AGangGrowsOnlyWhenNothingAheadOfItInTheQueueCouldUseTheWorker) {
+  GangCandidates c;
+  c.now_ms = kNow;
+  c.growing = {growing("e1", "A", R"(["w1","w2"])", 4, 10), growing("e2", "A", R"(["w5","w6"])", 4, 5)};
+  int asked = 0;
+  const auto rival = [&](std::optional<double> score) {
+    return RivalScore([&asked, score] { ++asked; return score; });
+  };
+  auto pick = decide_gang(c, {cls("A")}, "w3", rival(std::nullopt));
+  EXPECT_EQ(pick.kind, GangPick::Kind::grow);
+  EXPECT_EQ(pick.job_id, "e2") << "the gang first in the queue's order grows first";
+  EXPECT_EQ(decide_gang(c, {cls("A")}, "w3", rival(1)).kind, GangPick::Kind::none) << "a plain job ahead takes it";
+  EXPECT_EQ(decide_gang(c, {cls("A")}, "w3", rival(50)).kind, GangPick::Kind::grow) << "a plain job behind waits";
+  EXPECT_EQ(asked, 3);
+  // A gang class head ahead of the growing gang forms instead; one behind waits.
+  c.heads = {head("B", "g9", 1)};
+  pick = decide_gang(c, {cls("A"), cls("B")}, "w3", rival(std::nullopt));
+  EXPECT_EQ(pick.kind, GangPick::Kind::form);
+  EXPECT_EQ(pick.job_id, "g9");
+  c.heads = {head("B", "g9", 99)};
+  EXPECT_EQ(decide_gang(c, {cls("A"), cls("B")}, "w3", rival(std::nullopt)).kind, GangPick::Kind::grow);
+  // With no growable gang the rival is never asked (its judging costs a FETCH's filters).
+  asked = 0;
+  c.growing.clear();
+  EXPECT_EQ(decide_gang(c, {cls("A"), cls("B")}, "w3", rival(1)).kind, GangPick::Kind::form);
+  EXPECT_EQ(asked, 0);
+}
+
+TEST(GangDecision, ASameLabelElasticGangGrowsOnlyByWorkersWithItsValue) {
+  GangCandidates c;
+  c.now_ms = kNow;
+  c.growing = {growing("e1", "A", R"(["w1"])", 4, 10)};
+  c.growing[0].gang_label = "rack";
+  c.growing[0].first_label = "r1";
+  EXPECT_EQ(decide_gang(c, {cls("A", "r1")}, "w3").kind, GangPick::Kind::grow);
+  EXPECT_EQ(decide_gang(c, {cls("A", "r2")}, "w3").kind, GangPick::Kind::none);
+  EXPECT_EQ(decide_gang(c, {cls("A")}, "w3").kind, GangPick::Kind::none);
+}

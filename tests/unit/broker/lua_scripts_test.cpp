@@ -117,7 +117,7 @@ TEST(LuaScripts, EveryCallIsCheckedAgainstTheDeclaredCount) {
   EXPECT_NO_THROW(check_key_count("cancel", 23));
   EXPECT_THROW(check_key_count("cancel", 22), std::logic_error);
   EXPECT_THROW(check_key_count("cancel", 24), std::logic_error);
-  EXPECT_NO_THROW(check_key_count("claim_gang", 29));  // 29 + n
+  EXPECT_NO_THROW(check_key_count("claim_gang", 29));  // 29 + 2n
   EXPECT_NO_THROW(check_key_count("claim_gang", 31));
   EXPECT_THROW(check_key_count("claim_gang", 28), std::logic_error);
   EXPECT_NO_THROW(check_key_count("push_batch", 33));  // 3 + 10n

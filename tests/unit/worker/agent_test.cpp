@@ -680,3 +680,66 @@ TEST_F(AgentTest, AFailedFetchPartBacksOffLikeAFailedFetch) {
 
 }  // namespace
 }  // namespace ojs::worker
+
+namespace ojs::worker {
+namespace {
+
+// A member of an elastic gang: when a heartbeat says its gang has a newer generation,
+// the process is stopped (grace, checkpoint committed) and started again in the same
+// directory with the new rank, world size and generation and the checkpoint as
+// $OJS_LAST_CHECKPOINT; nothing is reported in between.
+TEST_F(AgentTest, ANewGangGenerationRestartsTheMemberFromItsCheckpointAtTheNewSize) {
+  const auto starts = dir_.path() / "starts.log";
+  config_.commands["train"] = shell_command(
+      "echo \"$OJS_GANG_GENERATION $WORLD_SIZE $RANK $TORCHELASTIC_RESTART_COUNT $OJS_LAST_CHECKPOINT\" >> " + starts.string() +
+      R"sh(; if [ "$OJS_GANG_GENERATION" = 2 ]; then echo '{"done":true}'; exit 0; fi; )sh"
+      R"sh(trap 'echo "{\"epoch\":3}" > "$OJS_CHECKPOINT_FILE"; exit 0' TERM; while :; do sleep 0.05; done)sh");
+  options_.heartbeat_interval_s = 0.2;
+  const nlohmann::json gang = {{"ext_ml_gang_rank", 0}, {"ext_ml_gang_world_size", 2}, {"ext_ml_gang_generation", 1},
+                               {"ext_ml_gang_master_addr", "10.0.0.1"}, {"ext_ml_gang_master_port", 29500},
+                               {"ext_ml_preemption_grace_period_s", 5}};
+  broker_.fetch_replies.push_back(jobs_reply({job("j-el", "train", gang)}));
+  broker_.heartbeat_replies.push_back({200, {{"state", "running"}}, ""});  // the first beat, before the job
+  nlohmann::json next = gang;
+  next.erase("ext_ml_preemption_grace_period_s");
+  next["job_id"] = "j-el";
+  next["ext_ml_gang_world_size"] = 3;
+  next["ext_ml_gang_generation"] = 2;
+  broker_.heartbeat_replies.push_back({200, {{"state", "running"}, {"gangs", {next}}}, ""});
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+
+  std::ifstream in(starts);
+  std::string first, second, extra;
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_EQ(first, "1 2 0 0 ");
+  EXPECT_EQ(second, R"(2 3 0 1 {"epoch":3})");
+  EXPECT_FALSE(std::getline(in, extra)) << extra;
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].what, "checkpoint");
+  EXPECT_EQ(reports[0].body["epoch"], 3);
+  EXPECT_EQ(reports[1].what, "ack") << reports[1].body.dump();
+  EXPECT_EQ(reports[1].body["result"]["done"], true);
+}
+
+// A heartbeat that repeats the generation the member runs changes nothing.
+TEST_F(AgentTest, TheSameGangGenerationLeavesTheMemberRunning) {
+  config_.commands["train"] = shell_command("sleep 0.6; echo '{\"done\":true}'");
+  options_.heartbeat_interval_s = 0.1;
+  const nlohmann::json gang = {{"ext_ml_gang_rank", 1}, {"ext_ml_gang_world_size", 2}, {"ext_ml_gang_generation", 1},
+                               {"ext_ml_gang_master_addr", "10.0.0.1"}, {"ext_ml_gang_master_port", 29500}};
+  broker_.fetch_replies.push_back(jobs_reply({job("j-el", "train", gang)}));
+  nlohmann::json same = gang;
+  same["job_id"] = "j-el";
+  for (int i = 0; i < 5; ++i) broker_.heartbeat_replies.push_back({200, {{"state", "running"}, {"gangs", {same}}}, ""});
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+  const auto reports = broker_.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].what, "ack");
+}
+
+}  // namespace
+}  // namespace ojs::worker

@@ -110,6 +110,20 @@ TEST_F(JobExecutionTest, GangMemberSeesRankWorldSizeAndRendezvous) {
                                             {"local", "0"}, {"ojs_rank", "1"}, {"ojs_world", "2"}}));
 }
 
+TEST_F(JobExecutionTest, GangMemberSeesItsGenerationAndTorchelasticNames) {
+  const auto job = make_job({{"ext_ml_gang_rank", 2}, {"ext_ml_gang_world_size", 5}, {"ext_ml_gang_generation", 3},
+                             {"ext_ml_gang_master_addr", "10.0.0.1"}, {"ext_ml_gang_master_port", 29501}});
+  auto execution = start(
+      R"sh(printf '{"gen":"%s","restarts":"%s","group":"%s","role":"%s","group_world":"%s","role_world":"%s","run_id":"%s"}' )sh"
+      R"sh("$OJS_GANG_GENERATION" "$TORCHELASTIC_RESTART_COUNT" "$GROUP_RANK" "$ROLE_RANK" "$GROUP_WORLD_SIZE" )sh"
+      R"sh("$ROLE_WORLD_SIZE" "${TORCHELASTIC_RUN_ID-unset}")sh",
+      job);
+  const auto outcome = run_to_end(*execution);
+  ASSERT_EQ(outcome.kind, JobOutcome::Kind::succeeded) << outcome.error.dump();
+  EXPECT_EQ(outcome.result, nlohmann::json({{"gen", "3"}, {"restarts", "2"}, {"group", "2"}, {"role", "2"},
+                                            {"group_world", "5"}, {"role_world", "5"}, {"run_id", "unset"}}));
+}
+
 TEST_F(JobExecutionTest, NonGangJobGetsNoRendezvous) {
   auto execution = start(R"(printf '{"set":%s}' "${MASTER_ADDR+true}${MASTER_ADDR-false}")");
   EXPECT_EQ(run_to_end(*execution).result, nlohmann::json({{"set", false}}));

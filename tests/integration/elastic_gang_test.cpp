@@ -1,0 +1,228 @@
+// Elastic gangs (ext_ml_gang {min_size, max_size}) end to end: a real redis-server
+// and broker; workers simulated by HTTP calls with the example capabilities
+// (4 x A100 hosts). A gang starts at min_size, grows by the workers that FETCH while
+// nothing ahead of it in the queue could use them, and every member learns the new
+// size, its rank and the generation from its heartbeat reply.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "support/child_process.hpp"
+#include "support/ml_fixtures.hpp"
+#include "support/processes.hpp"
+
+using nlohmann::json;
+using namespace ojs::test;
+
+namespace {
+
+json a100_host(int n) {
+  json caps = example_worker("4xa100-pcie");
+  caps["labels"]["rendezvous.ojs.io/address"] = "10.0.0." + std::to_string(n);
+  caps["labels"]["rendezvous.ojs.io/port"] = "29500";
+  return {{"capabilities", caps}};
+}
+
+std::string worker(int n) { return "w" + std::to_string(n); }
+
+json gang_job(const std::string& queue, json gang, json extra = json::object()) {
+  json attrs = {{"ext_ml_gpu_count", 4}, {"ext_ml_gang", std::move(gang)}};
+  for (auto it = extra.begin(); it != extra.end(); ++it) attrs[it.key()] = it.value();
+  return ml_job(queue, attrs);
+}
+
+}  // namespace
+
+class ElasticGang : public ::testing::Test {
+ protected:
+  RedisServer redis;
+  BrokerProcess broker{redis.url()};
+  Api api{broker.url()};
+
+  json info(const std::string& id) { return api.get("/ojs/v1/jobs/" + id).body["job"]; }
+  json fetch(const std::string& queue, int n) { return api.fetch({queue}, worker(n), 1, a100_host(n)); }
+  long long gpus_charged(const std::string& queue) {
+    return api.get("/ojs/v1/admin/queues/" + queue + "/budget").body["budget"]["in_use"]["gpus"].get<long long>();
+  }
+  // The gang entry of the heartbeat reply of worker n running job `id` (null: none).
+  json beat(int n, const std::string& id) {
+    const auto r = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", worker(n)}, {"active_jobs", {id}}});
+    EXPECT_EQ(r.status, 200) << r.body.dump();
+    for (const auto& g : r.body.value("gangs", json::array()))
+      if (g.value("job_id", "") == id) return g;
+    return nullptr;
+  }
+  json resize_events(const std::string& queue) {
+    return api.get("/ojs/v1/events?queues=" + queue + "&types=job.gang_resized").body["events"];
+  }
+};
+
+TEST_F(ElasticGang, PushValidatesTheSizesNamingFieldAndRule) {
+  const auto field_of = [&](json gang) {
+    const auto r = api.post("/ojs/v1/jobs", gang_job("el-v", std::move(gang)));
+    EXPECT_EQ(r.status, 400) << r.body.dump();
+    return r.body["error"]["details"]["field"].get<std::string>();
+  };
+  EXPECT_EQ(field_of({{"min_size", 4}, {"max_size", 2}}), "ext_ml_gang.max_size");
+  EXPECT_EQ(field_of({{"min_size", 0}, {"max_size", 2}}), "ext_ml_gang.min_size");
+  EXPECT_EQ(field_of({{"min_size", 2}, {"max_size", 65}}), "ext_ml_gang.max_size");
+  EXPECT_EQ(field_of({{"min_size", 2}}), "ext_ml_gang.max_size");
+  EXPECT_EQ(field_of({{"max_size", 4}}), "ext_ml_gang.min_size");
+  EXPECT_EQ(field_of({{"size", 2}, {"max_size", 4}}), "ext_ml_gang.max_size");
+  EXPECT_EQ(api.post("/ojs/v1/jobs", gang_job("el-v", {{"min_size", 1}, {"max_size", 2}})).status, 201);
+}
+
+TEST_F(ElasticGang, TwoToEightStartsAtTwoAndGrowsAsWorkersFetch) {
+  const std::string q = "el-grow";
+  const auto id = api.push(gang_job(q, {{"min_size", 2}, {"max_size", 8}}));
+  // Two workers are free: the first is held, the second starts the gang at 2.
+  EXPECT_EQ(fetch(q, 1).size(), 0u);
+  EXPECT_EQ(info(id)["state"], "available");
+  auto got = fetch(q, 2);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["ext_ml_gang_rank"], 1);
+  EXPECT_EQ(got[0]["ext_ml_gang_world_size"], 2);
+  EXPECT_EQ(got[0]["ext_ml_gang_generation"], 1);
+  EXPECT_EQ(info(id)["state"], "active");
+  got = fetch(q, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["ext_ml_gang_rank"], 0);
+  EXPECT_EQ(got[0]["ext_ml_gang_world_size"], 2);
+  EXPECT_EQ(beat(1, id)["ext_ml_gang_generation"], 1);
+  EXPECT_EQ(gpus_charged(q), 8);
+
+  // Six more free up, one at a time: each joins at once with the next rank.
+  for (int n = 3; n <= 8; ++n) {
+    got = fetch(q, n);
+    ASSERT_EQ(got.size(), 1u) << "worker " << n;
+    EXPECT_EQ(got[0]["id"], id);
+    EXPECT_EQ(got[0]["ext_ml_gang_rank"], n - 1);
+    EXPECT_EQ(got[0]["ext_ml_gang_world_size"], n);
+    EXPECT_EQ(got[0]["ext_ml_gang_generation"], n - 1);
+    EXPECT_EQ(got[0]["ext_ml_gang_master_addr"], "10.0.0.1");  // rank 0 stays the rendezvous
+    EXPECT_EQ(got[0]["ext_ml_assigned_devices"].size(), 4u);
+  }
+  EXPECT_EQ(gpus_charged(q), 32);
+  // At max_size it takes no more.
+  EXPECT_EQ(fetch(q, 9).size(), 0u);
+  EXPECT_EQ(info(id)["state"], "active");
+
+  // Every member learns the new world size, its rank and the generation from its heartbeat.
+  std::set<int> ranks;
+  for (int n = 1; n <= 8; ++n) {
+    const auto g = beat(n, id);
+    ASSERT_TRUE(g.is_object()) << "worker " << n;
+    EXPECT_EQ(g["ext_ml_gang_world_size"], 8);
+    EXPECT_EQ(g["ext_ml_gang_generation"], 7);
+    EXPECT_EQ(g["ext_ml_gang_rank"], n - 1);
+    EXPECT_EQ(g["ext_ml_gang_master_addr"], "10.0.0.1");
+    ranks.insert(g["ext_ml_gang_rank"].get<int>());
+  }
+  EXPECT_EQ(ranks.size(), 8u);
+  EXPECT_TRUE(beat(9, id).is_null());  // not a member
+
+  // One event per resize, with the sizes and the generation (newest first).
+  const auto events = resize_events(q);
+  ASSERT_EQ(events.size(), 6u) << events.dump();
+  EXPECT_EQ(events[5]["data"]["from"], "2") << events[5].dump();
+  EXPECT_EQ(events[5]["data"]["to"], "3");
+  EXPECT_EQ(events[5]["data"]["generation"], "2");
+  EXPECT_EQ(events[0]["data"]["from"], "7");
+  EXPECT_EQ(events[0]["data"]["to"], "8");
+  EXPECT_EQ(events[0]["data"]["generation"], "7");
+  EXPECT_EQ(events[0]["data"]["worker_id"], "w8");
+
+  // It completes when every member of its last size has ACKed, and gives all back.
+  for (int n = 1; n <= 8; ++n) {
+    const auto ack = api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", worker(n)}, {"result", {{"rank", n - 1}}}});
+    ASSERT_EQ(ack.status, 200) << ack.body.dump();
+    EXPECT_EQ(info(id)["state"], n < 8 ? "active" : "completed") << "after worker " << n;
+  }
+  EXPECT_EQ(info(id)["result"]["rank"], 0);
+  EXPECT_EQ(gpus_charged(q), 0);
+}
+
+TEST_F(ElasticGang, AJobAheadInTheQueueTakesTheWorkerBeforeTheGangGrows) {
+  const std::string q = "el-order";
+  const auto id = api.push(gang_job(q, {{"min_size", 2}, {"max_size", 4}}));
+  ASSERT_EQ(fetch(q, 1).size(), 0u);
+  ASSERT_EQ(fetch(q, 2).size(), 1u);
+  // A higher-priority job that worker 3 could run waits: it gets worker 3.
+  const auto urgent = api.push(ml_job(q, {{"ext_ml_gpu_count", 4}, {"priority", 50}}));
+  auto got = fetch(q, 3);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], urgent);
+  EXPECT_EQ(beat(1, id)["ext_ml_gang_world_size"], 2);
+  // A job behind the gang in the queue's order does not stop it growing.
+  const auto later = api.push(ml_job(q, {{"ext_ml_gpu_count", 4}, {"priority", -50}}));
+  got = fetch(q, 4);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], id);
+  EXPECT_EQ(got[0]["ext_ml_gang_world_size"], 3);
+  EXPECT_EQ(info(later)["state"], "available");
+}
+
+TEST_F(ElasticGang, AFixedGangNeverGrowsAndKeepsGenerationOne) {
+  const std::string q = "el-fixed";
+  const auto id = api.push(gang_job(q, {{"size", 2}}));
+  ASSERT_EQ(fetch(q, 1).size(), 0u);
+  ASSERT_EQ(fetch(q, 2).size(), 1u);
+  EXPECT_EQ(fetch(q, 3).size(), 0u);
+  const auto g = beat(2, id);
+  ASSERT_TRUE(g.is_object());
+  EXPECT_EQ(g["ext_ml_gang_world_size"], 2);
+  EXPECT_EQ(g["ext_ml_gang_generation"], 1);
+  EXPECT_TRUE(resize_events(q).empty());
+  EXPECT_EQ(gpus_charged(q), 8);
+}
+
+TEST_F(ElasticGang, AMemberNackEndsTheAttemptAndTheGangStartsAgainAtItsMinimum) {
+  const std::string q = "el-retry";
+  const auto id = api.push(gang_job(q, {{"min_size", 2}, {"max_size", 3}}));
+  ASSERT_EQ(fetch(q, 1).size(), 0u);
+  ASSERT_EQ(fetch(q, 2).size(), 1u);
+  ASSERT_EQ(fetch(q, 3).size(), 1u);  // grown to 3
+  const auto nack = api.post("/ojs/v1/workers/nack", {{"job_id", id}, {"worker_id", worker(3)}, {"requeue", true},
+                                                     {"error", {{"code", "preempted"}, {"message", "stopped"}}}});
+  ASSERT_EQ(nack.status, 200) << nack.body.dump();
+  EXPECT_EQ(gpus_charged(q), 0);
+  // It re-forms from scratch: two members start it again, at generation 1.
+  EXPECT_EQ(fetch(q, 4).size(), 0u);
+  const auto got = fetch(q, 5);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["ext_ml_gang_world_size"], 2);
+  EXPECT_EQ(got[0]["ext_ml_gang_generation"], 1);
+}
+
+// The real worker agent: a 1..2 gang starts on the first agent alone; the second
+// agent grows it; the first learns the new size from its heartbeat and runs its
+// command again at world size 2; both ACK and the gang completes.
+TEST_F(ElasticGang, RealAgentsRestartTheFirstMemberAtTheNewSize) {
+  const std::string q = "el-agents";
+  const std::string log = make_temp_dir("el-agents") + "/runs.log";
+  const std::string command = "ml.el=echo \"$OJS_GANG_GENERATION $WORLD_SIZE $RANK\" >> " + log +
+                              "; if [ \"$OJS_GANG_GENERATION\" = 2 ]; then echo '{}'; exit 0; fi;"
+                              " trap 'exit 0' TERM; while :; do sleep 0.05; done";
+  const auto agent = [&](const std::string& id) {
+    return ChildProcess({binary_path("worker/worker"), "--broker", broker.url(), "--worker-id", id, "--queues", q,
+                         "--capabilities-file", std::string(OJS_SOURCE_DIR) + "/examples/workers/cpu-node.json",
+                         "--poll-interval-ms", "100", "--heartbeat-interval-s", "1", "--log-level", "warn",
+                         "--concurrency", "1", "--command", command, "--work-dir", make_temp_dir("el-" + id)});
+  };
+  json job = ml_job(q, {{"ext_ml_gang", {{"min_size", 1}, {"max_size", 2}}}});
+  job["type"] = "ml.el";
+  const auto id = api.push(job);
+  auto first = agent("el-1");
+  ASSERT_EQ(wait_for_state(api, id, "active")["state"], "active");
+  auto second = agent("el-2");
+  const auto done = wait_for_state(api, id, "completed", 30000);
+  EXPECT_EQ(done["state"], "completed") << done.dump();
+  std::ifstream in(log);
+  std::multiset<std::string> runs;
+  for (std::string line; std::getline(in, line);) runs.insert(line);
+  EXPECT_EQ(runs, (std::multiset<std::string>{"1 1 0", "2 2 0", "2 2 1"}));
+  EXPECT_EQ(resize_events(q).size(), 1u);
+}
