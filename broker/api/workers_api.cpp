@@ -205,8 +205,13 @@ HttpResponse heartbeat(ApiContext& ctx, const HttpRequest& r, bool shutdown_beat
   nlohmann::json extended = nlohmann::json::array();
   const auto extended_ids = ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids);
   for (const auto& id : extended_ids) extended.push_back(id);
-  // The gangs among them, as this member sees them now: an elastic gang's resize reaches it here.
-  auto gangs = extended_ids.empty() ? nlohmann::json::array() : ctx.jobs.gang_rendezvous_of(worker_id, extended_ids);
+  // The gangs among them, as this member sees them now: an elastic gang's resize
+  // reaches it here. Only the jobs the contact's held read shows as gang jobs are
+  // asked about: a heartbeat of a worker in no gang costs no round trip more.
+  std::vector<std::string> gang_ids;
+  for (const auto& id : extended_ids)
+    if (std::find(contact.held.gang_jobs.begin(), contact.held.gang_jobs.end(), id) != contact.held.gang_jobs.end()) gang_ids.push_back(id);
+  auto gangs = gang_ids.empty() ? nlohmann::json::array() : ctx.jobs.gang_rendezvous_of(worker_id, gang_ids);
   return json_reply(200, {{"state", state},
                           {"directive", directive_for(state)},
                           {"jobs_extended", extended},

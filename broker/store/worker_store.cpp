@@ -292,6 +292,7 @@ HeldState WorkerStore::verify(const std::string& worker_id, HeldRead read) {
     const auto& d = load->demand;
     out.load.active.push_back({id, load->gpus, load->labels, load->anti_affinity, d.gpu_memory_gb, d.cpu_cores, d.memory_gb, d.tpu_chips});
     out.load.hold(load->devices, d.gpu_memory_gb);
+    if (job.has("gang_workers")) out.gang_jobs.push_back(id);
     if (job.state() == "cancelled")  // cancelled or killed while it ran: told until the worker reports the process gone
       out.preempting.push_back({id, 0, false, {}, job.get("stop_action"), queue});
     else if (const auto deadline = job.get_int("preempt_deadline"))

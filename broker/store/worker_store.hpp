@@ -46,6 +46,7 @@ struct PreemptionMarkView {
 struct HeldState {
   ml::WorkerLoad load;
   std::vector<PreemptionMarkView> preempting;
+  std::vector<std::string> gang_jobs;  // the held jobs this worker runs as a gang member
 };
 
 class WorkerStore {
