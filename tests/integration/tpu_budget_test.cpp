@@ -63,6 +63,9 @@ TEST(TpuBudget, SecondPodWaitsNamingTheLimitAndRunsOnceTheFirstAcks) {
   auto check = reconciliation(api);
   EXPECT_EQ(check["consistent"], true) << check.dump();
   EXPECT_EQ(check["active"]["tpu_chips"], 16) << check.dump();
+  const auto cli = run_process({binary_path("ojsctl/ojsctl"), "--url", broker.url(), "queue", "budget", kQueue}, 30);
+  EXPECT_EQ(cli.exit_code, 0) << cli.output;
+  EXPECT_NE(cli.output.find("TPU chips: 16 in use / 16 max_total_tpu_chips"), std::string::npos) << cli.output;
 
   ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", first}, {"worker_id", "tpu-1"}}).status, 200);
   EXPECT_EQ(budget(api)["in_use"]["tpu_chips"], 0) << "ACK gives the chips back";
