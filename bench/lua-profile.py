@@ -170,8 +170,8 @@ phase('pushrt', [c for i in range(N) for c in push_trip(i)], per=N)
 # the whole index (up to 16 heads) for a queue of 16 classes or fewer, else 4 heads.
 PAGE = 16 if CLASSES <= 16 else 4
 SNAP = [['ZRANGE', K('heads'), '0', str(PAGE - 1), 'WITHSCORES'], ['HMGET', K('config'), 'policy', 'tenant_quotas'],
-        ['HMGET', K('config'), 'max_total_gpus', 'max_concurrent_gpu_jobs', 'max_total_gpu_memory_mb'],
-        ['HMGET', K('ledger'), 'gpus', 'gpu_jobs', 'gpu_mem_mb'],
+        ['HMGET', K('config'), 'max_total_gpus', 'max_concurrent_gpu_jobs', 'max_total_gpu_memory_mb', 'max_total_tpu_chips'],
+        ['HMGET', K('ledger'), 'gpus', 'gpu_jobs', 'gpu_mem_mb', 'tpu_chips'],
         ['ZRANGEBYSCORE', K('delayed'), '-inf', '+inf', 'WITHSCORES', 'LIMIT', '0', '1'], ['TIME'], ['GET', K('classes:ver')]]
 VER = r('GET', K('classes:ver')) or '0'
 COMMIT_KEYS = [K('classes:ver'), K('paused'), K('delayed'), K('active'), K('seq'), K('events'), K('config'), K('ledger'),
@@ -190,9 +190,9 @@ def commit_cmd():
         ids = [heads[i] for i in range(0, len(heads), 2)]
         cands = r(*call('fair_candidates', [K('config'), K('ready:'), K('job:'), K('usage')], ['1'] + ids))
         first = next(c for c in cands[3:] if c[1])
-        picks = '\n%s\t%s\t0\t1\t[0]\t0' % (first[0], first[1][2])
+        picks = '\n%s\t%s\t0\t1\t[0]\t0\t0' % (first[0], first[1][2])
     else:
-        picks = ''.join('\n%s\t\t0\t1\t[0]\t0' % heads[i] for i in range(0, min(len(heads), 8), 2))
+        picks = ''.join('\n%s\t\t0\t1\t[0]\t0\t0' % heads[i] for i in range(0, min(len(heads), 8), 2))
     return call('claim', COMMIT_KEYS, ['w1', '', '30000', '1', VER, str(BAND), '1', picks, '1' if FAIR else ''])
 phase('claim', [claim_cmd if CLAIM_READ_BACK else commit_cmd] * (N // 2))
 phase('snap', [('PIPE', SNAP)] * (N // 2))

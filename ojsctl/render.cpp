@@ -118,6 +118,8 @@ std::string render_budget(const json& b) {
   out << "Queue:     " << field(b, "queue") << "\n";
   out << "GPUs:      " << field(used, "gpus") << " in use / " << field(limits, "max_total_gpus") << " max_total_gpus\n";
   out << "GPU jobs:  " << field(used, "gpu_jobs") << " running / " << field(limits, "max_concurrent_gpu_jobs") << " max_concurrent_gpu_jobs\n";
+  if (limits.contains("max_total_tpu_chips"))  // shown where it is set: most queues run no TPU job
+    out << "TPU chips: " << field(used, "tpu_chips") << " in use / " << field(limits, "max_total_tpu_chips") << " max_total_tpu_chips\n";
   if (b.contains("cohort")) {
     const auto& c = b["cohort"];
     out << "Cohort:    " << field(c, "name") << ": nominal " << field(c, "nominal_gpus") << ", may hold " << field(c, "share_gpus")

@@ -39,7 +39,7 @@ std::string rests_on(const Estimate& e) {
     parts.push_back(plural(n, "running job preempted for another job", "running jobs preempted for other jobs"));
   parts.push_back(plural(e.jobs_ahead, "job ahead", "jobs ahead"));
   for (const auto& k : e.kept_by) {
-    if (k == "max_total_gpus" || k == "max_concurrent_gpu_jobs") parts.push_back("the queue budget (" + k + ")");
+    if (k == "max_total_gpus" || k == "max_concurrent_gpu_jobs" || k == "max_total_tpu_chips") parts.push_back("the queue budget (" + k + ")");
     else if (k == "tenant_quota") parts.push_back("the tenant's GPU quota");
     else if (k == "gang_forming") parts.push_back("a forming gang holding workers");
     else if (k == "locality_hold") parts.push_back("the locality delay (it waits for a worker with its model)");

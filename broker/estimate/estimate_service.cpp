@@ -149,6 +149,7 @@ bool end_now(estimate::Snapshot& s, const std::string& job_id) {
       }
       if (it->charged) {
         s.limits.budget.gpus_in_use -= it->job.gpus;
+        s.limits.budget.tpu_chips_in_use -= it->tpu_chips;
         if (!it->tenant.empty()) s.limits.tenants.used[it->tenant] -= it->job.gpus;
         if (!found && it->job.gpus > 0) s.limits.budget.gpu_jobs -= 1;
       }
@@ -182,6 +183,7 @@ estimate::Running with_expected_end(RunningJob job, const JobRecord& record, con
   wants_median = false;
   r.charged = job.queue == queue;
   r.tenant = record.get("tenant");
+  if (r.charged) r.tpu_chips = record.get_int("charged_tpu_chips").value_or(0);
   const auto started = record.get_int("started_at").value_or(now);
   // An expected end is never past the job's execution deadline (a deadline passed: due now).
   const auto within_deadline = [&](std::int64_t end) {

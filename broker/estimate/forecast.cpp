@@ -45,7 +45,7 @@ class Run {
     for (const auto& w : workers_)
       for (const auto& r : w.running) initial_.insert(r.job.job_id);
     const auto& b = s.limits.budget;
-    limited_ = b.max_gpus || b.max_jobs || b.max_gpu_mem_mb || !s.limits.tenants.limits.empty();
+    limited_ = b.max_gpus || b.max_jobs || b.max_gpu_mem_mb || b.max_tpu_chips || !s.limits.tenants.limits.empty();
     for (const auto& w : s.waiting) add(w);
     for (const auto& h : s.holds) {  // preemptions the controller already started
       const auto w = std::find_if(workers_.begin(), workers_.end(), [&](const Worker& x) { return x.id == h.worker_id; });
@@ -176,6 +176,7 @@ class Run {
         if (it->charged) {
           if (limited_) all_dirty_ = true;  // the budget or a quota has room again: any worker may now do
           limits_.budget.gpus_in_use -= it->job.gpus;
+          limits_.budget.tpu_chips_in_use -= it->tpu_chips;
           if (it->job.gpus > 0 && freed_jobs.insert(it->job.job_id).second) limits_.budget.gpu_jobs -= 1;
           if (!it->tenant.empty()) limits_.tenants.used[it->tenant] -= it->job.gpus;
           fair_held(it->tenant, -it->job.gpus);
@@ -215,13 +216,15 @@ class Run {
   std::size_t work_ = 0;
 
   // Starts waiting job `i` of class `c` at `t` on the chosen workers: they run it, the
-  // budget and its tenant's quota count its GPUs, a hold the class waited for ends.
+  // budget and its tenant's quota count its GPUs (the budget its TPU chips), a hold
+  // the class waited for ends.
   Placement start(std::size_t i, int c, std::int64_t t, const std::vector<std::pair<std::size_t, std::vector<int>>>& chosen,
                   long long gpus) {
     const Waiting& job = jobs_[i].w;
     const ml::Requirements& req = *job.req;
     Placement p{job.id, job.tenant, {}, t, std::nullopt, std::nullopt};
     if (job.run_ms) p.end_ms = t + *job.run_ms;
+    const long long tpu = charged_tpu_chips(req);
     for (const auto& [w, devices] : chosen) {
       Running r;
       r.job.job_id = job.id;
@@ -231,6 +234,7 @@ class Run {
       r.source = job.run_source;
       r.charged = true;
       r.tenant = job.tenant;
+      r.tpu_chips = p.worker_ids.empty() ? tpu : 0;  // given back once, by its first member's end
       r.job.class_rank = job.class_rank;  // what preemption in the run weighs
       r.job.preemptible = req.scheduling.preemptible;
       r.job.grace_period_s = req.scheduling.grace_period_s;
@@ -240,6 +244,7 @@ class Run {
       if (const auto h = holds_.find(w); h != holds_.end() && h->second.cls == c) end_hold(h);  // the preemptor's class took it
       p.worker_ids.push_back(workers_[w].id);
     }
+    limits_.budget.tpu_chips_in_use += tpu;
     if (gpus > 0) {
       limits_.budget.gpus_in_use += gpus;
       limits_.budget.gpu_jobs += 1;
@@ -289,6 +294,7 @@ class Run {
         EligibleClass e;
         e.id = jobs_[key.second].w.class_id;
         e.gpus = static_cast<int>(charged_gpus(key.second));
+        e.tpu_chips = static_cast<int>(charged_tpu_chips(*jobs_[key.second].w.req));
         eligible.push_back(std::move(e));
         snap.heads.emplace_back(eligible.back().id, key.first);
       }
@@ -658,7 +664,7 @@ Estimate estimate_start(const Snapshot& s, const std::string& target) {
     if (std::find(e.worker_ids.begin(), e.worker_ids.end(), s.workers[w].id) != e.worker_ids.end())
       for (const auto& [id, source] : run.ended_on_[w]) ends.emplace(id, source);
   const bool kept_by_limits = std::any_of(e.kept_by.begin(), e.kept_by.end(), [](const std::string& k) {
-    return k == "max_total_gpus" || k == "max_concurrent_gpu_jobs" || k == "tenant_quota";
+    return k == "max_total_gpus" || k == "max_concurrent_gpu_jobs" || k == "max_total_tpu_chips" || k == "tenant_quota";
   });
   if (kept_by_limits)
     for (const auto& [id, source] : run.ended_charged_) ends.emplace(id, source);

@@ -84,6 +84,7 @@ struct Running {
   std::string tenant;         // its tenant ("" = none), for the tenant quota
   // Its late end (kLateQuantile of what its end rests on, see late_ends); none: as declared_end_ms.
   std::optional<std::int64_t> late_end_ms;
+  long long tpu_chips = 0;    // TPU chips charged to the estimated queue's budget (charged_tpu_chips): given back at its end
 };
 
 struct Worker {
@@ -110,9 +111,12 @@ struct Waiting {
 
 // The workers a job takes at once: its gang's size, else one.
 inline int members_of(const ml::Requirements& req) { return req.hard.gang.size > 1 ? req.hard.gang.size : 1; }
+// The TPU chips a job charges to its queue's budget, as claim.lua charges them (a
+// gang's claim charges none).
+inline long long charged_tpu_chips(const ml::Requirements& req) { return members_of(req) > 1 ? 0 : req.hard.tpu.chip_count; }
 
 struct Limits {
-  QueueBudget budget;                              // max_total_gpus, max_concurrent_gpu_jobs and their use
+  QueueBudget budget;                              // max_total_gpus, max_concurrent_gpu_jobs, max_total_tpu_chips and their use
   TenantQuotaUse tenants;  // tenant -> max GPUs ('*': any other tenant), tenant -> GPUs charged
 };
 

@@ -26,6 +26,8 @@ std::optional<std::string> never_fits(const Snapshot& s, const Waiting& job) {
   const auto& b = s.limits.budget;
   if (gpus > 0 && b.max_gpus && gpus > *b.max_gpus)
     return "it needs " + std::to_string(gpus) + " GPUs and the queue's max_total_gpus is " + std::to_string(*b.max_gpus);
+  if (const auto chips = charged_tpu_chips(req); chips > 0 && b.max_tpu_chips && chips > *b.max_tpu_chips)
+    return "it needs " + std::to_string(chips) + " TPU chips and the queue's max_total_tpu_chips is " + std::to_string(*b.max_tpu_chips);
   if (const auto limit = tenant_limit(s.limits, job.tenant); gpus > 0 && limit && gpus > *limit)
     return "it needs " + std::to_string(gpus) + " GPUs and tenant " + job.tenant + "'s quota is " + std::to_string(*limit);
   if (s.workers.empty()) return "no live worker serves the queue";

@@ -97,6 +97,7 @@ void parse_budgets(const json& b, QueueConfig& c) {
   if (b.contains("max_concurrent_gpu_jobs")) c.budgets.max_concurrent_gpu_jobs = integer(b["max_concurrent_gpu_jobs"]);
   if (b.contains("max_total_gpus")) c.budgets.max_total_gpus = integer(b["max_total_gpus"]);
   if (b.contains("max_total_gpu_memory_gb")) c.budgets.max_total_gpu_memory_gb = b["max_total_gpu_memory_gb"].get<double>();
+  if (b.contains("max_total_tpu_chips")) c.budgets.max_total_tpu_chips = integer(b["max_total_tpu_chips"]);
   if (b.contains("cohort")) c.budgets.cohort = b["cohort"].get<std::string>();
   if (b.contains("borrowing_limit")) c.budgets.borrowing_limit = integer(b["borrowing_limit"]);
   if (b.contains("lending_limit")) c.budgets.lending_limit = integer(b["lending_limit"]);
@@ -116,6 +117,7 @@ json render_budgets(const QueueConfig& c) {
   put(out, "max_concurrent_gpu_jobs", c.budgets.max_concurrent_gpu_jobs);
   put(out, "max_total_gpus", c.budgets.max_total_gpus);
   put(out, "max_total_gpu_memory_gb", c.budgets.max_total_gpu_memory_gb);
+  put(out, "max_total_tpu_chips", c.budgets.max_total_tpu_chips);
   if (!c.budgets.cohort.empty()) out["cohort"] = c.budgets.cohort;
   put(out, "borrowing_limit", c.budgets.borrowing_limit);
   put(out, "lending_limit", c.budgets.lending_limit);
@@ -126,6 +128,7 @@ void store_budgets(const QueueConfig& c, QueueConfigWrite& w) {
   put(w, "max_total_gpus", c.budgets.max_total_gpus);
   put(w, "max_concurrent_gpu_jobs", c.budgets.max_concurrent_gpu_jobs);
   if (c.budgets.max_total_gpu_memory_gb) put(w, "max_total_gpu_memory_mb", gpu_memory_mb(*c.budgets.max_total_gpu_memory_gb));
+  put(w, "max_total_tpu_chips", c.budgets.max_total_tpu_chips);
   if (!c.budgets.cohort.empty()) w.fields.emplace_back("cohort", c.budgets.cohort);
   w.cohort = c.budgets.cohort;
   // Out of a cohort, the share the controller set goes with it (it is not a row's
@@ -139,6 +142,7 @@ void load_budgets(const StoredQueueConfig& s, QueueConfig& c) {
   c.budgets.max_total_gpus = stored_integer(s, "max_total_gpus");
   c.budgets.max_concurrent_gpu_jobs = stored_integer(s, "max_concurrent_gpu_jobs");
   if (const auto mb = stored_integer(s, "max_total_gpu_memory_mb")) c.budgets.max_total_gpu_memory_gb = gpu_memory_gb(*mb);
+  c.budgets.max_total_tpu_chips = stored_integer(s, "max_total_tpu_chips");
   if (auto it = s.fields.find("cohort"); it != s.fields.end()) c.budgets.cohort = it->second;
   c.budgets.borrowing_limit = stored_integer(s, "cohort_borrowing_limit");
   c.budgets.lending_limit = stored_integer(s, "cohort_lending_limit");
@@ -253,7 +257,8 @@ const std::vector<QueueConfigField>& queue_config_fields() {
   static const std::vector<QueueConfigField> fields = {
       {"ml_defaults", parse_defaults, [](const QueueConfig& c) { return c.ml_defaults; }, {"ml_defaults"}},
       {"ml_limits", parse_limits, render_limits, {"ml_limits"}},
-      {"budgets", parse_budgets, render_budgets, {"max_total_gpus", "max_concurrent_gpu_jobs", "max_total_gpu_memory_mb", "cohort", "cohort_borrowing_limit", "cohort_lending_limit"},
+      {"budgets", parse_budgets, render_budgets, {"max_total_gpus", "max_concurrent_gpu_jobs", "max_total_gpu_memory_mb", "max_total_tpu_chips", "cohort", "cohort_borrowing_limit",
+        "cohort_lending_limit"},
        store_budgets,
        load_budgets},
       {"tenant_quotas", parse_quotas, render_quotas, {"tenant_quotas"}, store_quotas},

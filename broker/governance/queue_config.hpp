@@ -29,11 +29,14 @@ struct MlLimits {
 // MPS share each count one. max_total_gpu_memory_gb counts the GPU memory the running
 // jobs hold (a whole GPU: all of its memory; a MIG slice: its own; an MPS share: what
 // the job declared, else the device's fair share), so slices and shares are charged
-// for what they are. Either, both or neither may be set.
+// for what they are. Either, both or neither may be set. max_total_tpu_chips counts
+// the TPU chips the running TPU jobs hold (ext_ml_tpu_chip_count); it binds TPU
+// jobs only, as the GPU limits bind GPU jobs only.
 struct Budgets {
   std::optional<long long> max_concurrent_gpu_jobs;
   std::optional<long long> max_total_gpus;
   std::optional<double> max_total_gpu_memory_gb;
+  std::optional<long long> max_total_tpu_chips;
   // Queues naming the same cohort share their idle GPU budget: max_total_gpus is
   // the queue's guaranteed (nominal) share; it may take up to borrowing_limit GPUs
   // more from the members' idle shares, and lends at most lending_limit of its own

@@ -12,11 +12,14 @@ json to_json(const Reconciliation& r, const std::string& queue) {
   json rows = json::array();
   for (const auto& t : r.tenants) rows.push_back({{"tenant", t.tenant}, {"ledger_gpus", t.ledger}, {"active_gpus", t.actual}});
   return {{"queue", queue},
-          {"ledger", {{"gpus", r.ledger_gpus}, {"gpu_jobs", r.ledger_jobs}, {"gpu_memory_gb", ml::gpu_memory_gb(r.ledger_gpu_mem_mb)}}},
-          {"active", {{"gpus", r.actual_gpus}, {"gpu_jobs", r.actual_jobs}, {"gpu_memory_gb", ml::gpu_memory_gb(r.actual_gpu_mem_mb)}}},
+          {"ledger", {{"gpus", r.ledger_gpus}, {"gpu_jobs", r.ledger_jobs}, {"gpu_memory_gb", ml::gpu_memory_gb(r.ledger_gpu_mem_mb)},
+                      {"tpu_chips", r.ledger_tpu_chips}}},
+          {"active", {{"gpus", r.actual_gpus}, {"gpu_jobs", r.actual_jobs}, {"gpu_memory_gb", ml::gpu_memory_gb(r.actual_gpu_mem_mb)},
+                      {"tpu_chips", r.actual_tpu_chips}}},
           {"drift", {{"gpus", r.ledger_gpus - r.actual_gpus},
                      {"gpu_jobs", r.ledger_jobs - r.actual_jobs},
-                     {"gpu_memory_gb", ml::gpu_memory_gb(r.ledger_gpu_mem_mb - r.actual_gpu_mem_mb)}}},
+                     {"gpu_memory_gb", ml::gpu_memory_gb(r.ledger_gpu_mem_mb - r.actual_gpu_mem_mb)},
+                     {"tpu_chips", r.ledger_tpu_chips - r.actual_tpu_chips}}},
           {"tenants", rows},
           {"consistent", !r.drift()},
           {"repaired", r.repaired}};
@@ -59,6 +62,7 @@ json budget_limits_json(const BudgetUse& use) {
   if (use.nominal_gpus && *use.nominal_gpus >= 0) limits["max_total_gpus"] = *use.nominal_gpus;  // a cohort's share: cohort_json
   if (use.max_jobs && *use.max_jobs >= 0) limits["max_concurrent_gpu_jobs"] = *use.max_jobs;
   if (use.max_gpu_mem_mb && *use.max_gpu_mem_mb >= 0) limits["max_total_gpu_memory_gb"] = ml::gpu_memory_gb(*use.max_gpu_mem_mb);
+  if (use.max_tpu_chips && *use.max_tpu_chips >= 0) limits["max_total_tpu_chips"] = *use.max_tpu_chips;
   return limits;
 }
 
@@ -86,7 +90,8 @@ json QueueConfigs::budget(const std::string& queue) {
     if (!entry.contains("gpus_in_use")) entry["gpus_in_use"] = 0;
   json out = {{"queue", queue},
               {"limits", budget_limits_json(b.use)},
-              {"in_use", {{"gpus", b.use.gpus_in_use}, {"gpu_jobs", b.use.gpu_jobs}, {"gpu_memory_gb", ml::gpu_memory_gb(b.use.gpu_mem_mb_in_use)}}},
+              {"in_use", {{"gpus", b.use.gpus_in_use}, {"gpu_jobs", b.use.gpu_jobs}, {"gpu_memory_gb", ml::gpu_memory_gb(b.use.gpu_mem_mb_in_use)},
+                          {"tpu_chips", b.use.tpu_chips_in_use}}},
               {"tenants", tenants}};
   if (quotas.count("*")) out["default_tenant_max_gpus"] = quotas.at("*");
   if (const auto cohort = cohort_json(b.use); !cohort.is_null()) out["cohort"] = cohort;

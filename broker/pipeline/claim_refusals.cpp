@@ -13,6 +13,7 @@ ml::Refusal budget_refusal(const BudgetBlock& block) {
   const bool memory = block.kind == "max_total_gpu_memory_gb";  // in_use and limit come in MB
   const std::string what = block.kind == "max_total_gpus" || tenant ? " GPUs in use"
                            : memory                                 ? " GB of GPU memory in use"
+                           : block.kind == "max_total_tpu_chips"    ? " TPU chips in use"
                                                                     : " GPU jobs running";
   const auto amount = [&](long long n) { return memory ? ml::format_number(ml::gpu_memory_gb(n)) : std::to_string(n); };
   r.summary = (tenant ? "tenant " + block.kind.substr(13) + " quota " : std::string("queue budget ")) + amount(block.in_use) +

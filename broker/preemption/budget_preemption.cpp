@@ -1,4 +1,4 @@
-// Preemption for budget: capacity exists but the queue's GPU budget is held by
+// Preemption for budget: capacity exists but the queue's GPU or TPU budget is held by
 // lower-class preemptible jobs (leader only).
 #include <spdlog/spdlog.h>
 
@@ -26,20 +26,21 @@ std::vector<RunningJob> PreemptionController::charged_in(const std::string& queu
     r.gpus = static_cast<int>(job.get_int("charged_gpus").value_or(0));
     r.gpu_mem_mb = job.get_int("charged_gpu_mem_mb").value_or(0);
     r.borrowed_gpus = static_cast<int>(job.get_int("borrowed_gpus").value_or(0));
+    r.tpu_chips = static_cast<int>(job.get_int("charged_tpu_chips").value_or(0));
     out.push_back(std::move(r));
   }
   return out;
 }
 
-bool PreemptionController::preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus,
-                                              long long gpu_mem_mb, const VictimFilter& allowed) {
+bool PreemptionController::preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank,
+                                              const BudgetCharge& charge, const VictimFilter& allowed) {
   const QueueBudget budget = budget_of(queue);
-  if (budget.allows({gpus, 1, gpu_mem_mb})) return false;
-  const auto choice = choose_budget_victims(gpus, rank, budget, charged_in(queue), gpu_mem_mb, allowed);
+  if (budget.allows(charge)) return false;
+  const auto choice = choose_budget_victims(charge, rank, budget, charged_in(queue), allowed);
   if (!choice || !mark(preemptor, choice->victims)) return false;
   std::string ids;
   for (const auto& v : choice->victims) ids += (ids.empty() ? "" : ", ") + v.job_id;
-  spdlog::info("queue {}: preempting {} to free GPU budget for job {} (class rank {})", queue, ids, preemptor, rank);
+  spdlog::info("queue {}: preempting {} to free budget for job {} (class rank {})", queue, ids, preemptor, rank);
   return true;
 }
 

@@ -127,7 +127,8 @@ int PreemptionController::preempt() {
       if (fits_somewhere) {
         // Capacity exists; if the queue's budget is what keeps the job waiting,
         // free budget held by lower-class work.
-        if (preempt_for_budget(queue, preemptor, rank, req.gpu_count(), fit_gpu_mem_mb, allowed)) {
+        const long long tpu_chips = req.hard.gang.size > 1 ? 0 : req.hard.tpu.chip_count;  // a gang's claim charges none
+        if (preempt_for_budget(queue, preemptor, rank, {req.gpu_count(), 1, fit_gpu_mem_mb, tpu_chips}, allowed)) {
           pending_preemptors.insert(preemptor);
           ++started;
         }

@@ -177,9 +177,10 @@ class PreemptionController {
   std::optional<std::int64_t> mark(const std::string& preemptor, const std::vector<RunningJob>& victims);
   // Budget-driven preemption: the job would fit a worker but its queue's budget
   // is held by lower-class preemptible jobs.
-  // gpu_mem_mb: what the preemptor would be charged on the worker it fits (a GPU-memory budget).
+  // charge: what the preemptor would be charged on the worker it fits (its GPUs and
+  // their memory, or its TPU chips).
   // allowed: the tenant order's share rule (capacity_plan.hpp fair_victims).
-  bool preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, int gpus, long long gpu_mem_mb,
+  bool preempt_for_budget(const std::string& queue, const std::string& preemptor, int rank, const BudgetCharge& charge,
                           const VictimFilter& allowed = {});
 
   JobReads& jobs_;

@@ -114,15 +114,24 @@ std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemp
                                                   const std::vector<RunningJob>& running, long long preemptor_mem_mb,
                                                   const VictimFilter& allowed) {
   if (preemptor_gpus <= 0) return std::nullopt;
-  const BudgetCharge preemptor{preemptor_gpus, 1, preemptor_mem_mb};
+  return choose_budget_victims(BudgetCharge{preemptor_gpus, 1, preemptor_mem_mb}, preemptor_rank, budget, running, allowed);
+}
+
+std::optional<VictimChoice> choose_budget_victims(const BudgetCharge& preemptor, int preemptor_rank, const QueueBudget& budget,
+                                                  const std::vector<RunningJob>& running, const VictimFilter& allowed) {
+  const bool tpu = preemptor.gpus <= 0 && preemptor.tpu_chips > 0;  // held to the TPU limit only (QueueBudget::blocking)
+  if (preemptor.gpus <= 0 && !tpu) return std::nullopt;
   auto allows = [&](const std::set<std::string>& without) {
     BudgetCharge freed;
-    for (const auto& job : running)
-      if (without.count(job.job_id) && job.gpus > 0) {
+    for (const auto& job : running) {
+      if (!without.count(job.job_id)) continue;
+      if (job.gpus > 0) {
         freed.gpus += job.gpus;
         ++freed.jobs;
         freed.gpu_mem_mb += job.gpu_mem_mb;
       }
+      freed.tpu_chips += job.tpu_chips;
+    }
     return budget.allows(preemptor, freed);
   };
   std::set<std::string> removed;  // jobs already preempting are on their way out
@@ -131,7 +140,7 @@ std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemp
   if (allows(removed)) return std::nullopt;  // the budget is not (or soon not) the obstacle
   std::vector<const RunningJob*> candidates;
   for (const auto* c : candidates_for(preemptor_rank, running, allowed))
-    if (c->gpus > 0) candidates.push_back(c);  // only jobs charged to the budget free any of it
+    if (tpu ? c->tpu_chips > 0 : c->gpus > 0) candidates.push_back(c);  // only jobs charged what binds it free any of it
   auto chosen = victims_sparing_young(candidates, removed, allows);
   if (!chosen) return std::nullopt;
   return to_choice(*chosen);

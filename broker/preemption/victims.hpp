@@ -33,7 +33,7 @@ struct RunningJob {
   std::optional<double> gpu_memory_gb;          // declared per device (a shared device's share otherwise)
   int cpu_cores = 0;                            // host resources declared (ml::JobDemand)
   double memory_gb = 0;
-  int tpu_chips = 0;
+  int tpu_chips = 0;          // on its worker; among a queue's charged jobs, the chips charged (charged_tpu_chips)
   long long gpu_mem_mb = 0;  // GPU memory charged to its queue's budget (charged_gpu_mem_mb)
   std::vector<int> devices;
   ml::Labels labels;          // anti-affinity labels
@@ -83,6 +83,10 @@ std::optional<VictimChoice> choose_victims(const ml::Requirements& preemptor, in
 std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemptor_rank, const QueueBudget& budget,
                                                   const std::vector<RunningJob>& running, long long preemptor_mem_mb = 0,
                                                   const VictimFilter& allowed = {});
+// The same for a preemptor's whole charge: a TPU job (tpu_chips, no GPUs) frees
+// TPU chips of the budget (max_total_tpu_chips), taken from charged TPU jobs.
+std::optional<VictimChoice> choose_budget_victims(const BudgetCharge& preemptor, int preemptor_rank, const QueueBudget& budget,
+                                                  const std::vector<RunningJob>& running, const VictimFilter& allowed = {});
 
 // Victims among a cohort member's charged jobs (`running`) that give back `gpus` GPUs
 // of its budget to the cohort: jobs placed by borrowing first (whatever their

@@ -26,10 +26,10 @@ OrderKey order_key(const ClaimDecisionInput& in, double score, const EligibleCla
   return {std::floor(score / kScoreBand), -bonus_of(in, c), score};
 }
 
-BudgetCharge charge_of(const EligibleClass& c) { return {c.gpus, 1, c.gpus > 0 ? c.gpu_memory_mb : 0}; }
+BudgetCharge charge_of(const EligibleClass& c) { return {c.gpus, 1, c.gpus > 0 ? c.gpu_memory_mb : 0, c.tpu_chips}; }
 
 CommitPick pick_of(const EligibleClass& c, std::string job_id) {
-  return {c.id, std::move(job_id), c.hold_enqueued_after_ms, c.gpus, c.devices_json, c.gpu_memory_mb};
+  return {c.id, std::move(job_id), c.hold_enqueued_after_ms, c.gpus, c.devices_json, c.gpu_memory_mb, c.tpu_chips};
 }
 
 struct Candidate {

@@ -172,6 +172,7 @@ std::vector<ClassVerdict> Scheduler::judge(const ClassSet& classes, const Worker
     if (v.judgement.eligible()) {
       v.claim.id = class_id;
       v.claim.gpus = req.gpu_count();
+      v.claim.tpu_chips = req.hard.tpu.chip_count;  // what a TPU-chip budget charges (max_total_tpu_chips)
       if (!v.judgement.devices.empty()) v.claim.devices_json = nlohmann::json(v.judgement.devices).dump();
       if (v.claim.gpus > 0)  // what a GPU-memory budget charges (max_total_gpu_memory_gb)
         v.claim.gpu_memory_mb = ml::gpu_memory_charge_mb(caps ? caps->devices : std::vector<ml::GpuDevice>{}, v.judgement.devices,

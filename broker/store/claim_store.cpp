@@ -84,6 +84,8 @@ ClaimOutcome ClaimStore::commit(const std::string& queue, const std::string& wor
     lines += p.devices_json;
     lines += '\t';
     lines += std::to_string(p.gpu_memory_mb);
+    lines += '\t';
+    lines += std::to_string(p.tpu_chips);
   }
   std::vector<std::string> args{worker_id,      optional_text(request_visibility_ms), std::to_string(default_visibility_ms),
                                 std::to_string(count), classes_version,           score_band_arg(),

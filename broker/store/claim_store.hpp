@@ -83,6 +83,7 @@ struct CommitPick {
   int gpus = 0;
   std::string devices_json;
   long long gpu_memory_mb = 0;
+  int tpu_chips = 0;
 };
 
 // What a gang FETCH is decided over (gang_candidates.lua, read only):

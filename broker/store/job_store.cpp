@@ -194,8 +194,8 @@ Transition JobStore::durable_checkpoint(const std::string& queue, const std::str
 
 std::vector<std::vector<std::string>> budget_reads(const std::string& queue) {
   return {{"HMGET", keys::config(queue), "max_total_gpus", "max_concurrent_gpu_jobs", "max_total_gpu_memory_mb", "cohort_max_gpus",
-           "cohort"},
-          {"HMGET", keys::ledger(queue), "gpus", "gpu_jobs", "gpu_mem_mb", "borrowed_gpus"}};
+           "cohort", "max_total_tpu_chips"},
+          {"HMGET", keys::ledger(queue), "gpus", "gpu_jobs", "gpu_mem_mb", "borrowed_gpus", "tpu_chips"}};
 }
 
 BudgetUse budget_from(const RedisValue& limits, const RedisValue& ledger) {
@@ -210,6 +210,8 @@ BudgetUse budget_from(const RedisValue& limits, const RedisValue& ledger) {
   b.max_gpu_mem_mb = integer_of(limits.elements.at(2));
   b.gpu_mem_mb_in_use = integer_of(ledger.elements.at(2)).value_or(0);
   b.borrowed_gpus = integer_of(ledger.elements.at(3)).value_or(0);
+  b.max_tpu_chips = integer_of(limits.elements.at(5));
+  b.tpu_chips_in_use = integer_of(ledger.elements.at(4)).value_or(0);
   return b;
 }
 

@@ -23,6 +23,7 @@ struct EligibleClass {
   std::string devices_json;                // device indices assigned on claim ("" = none)
   long long gpu_memory_mb = 0;             // charged to the queue's GPU-memory budget on claim
   std::int64_t backfill_before_ms = 0;     // only jobs declared to end by then (0 = any)
+  int tpu_chips = 0;                       // charged to the queue's TPU-chip budget on claim
 };
 
 // A class the budget kept from being claimed: its jobs stay available.
@@ -30,7 +31,7 @@ struct BudgetBlock {
   std::string class_id;
   long long in_use = 0;
   long long limit = 0;
-  std::string kind;  // max_total_gpus | max_concurrent_gpu_jobs | max_total_gpu_memory_gb (in_use, limit in MB)
+  std::string kind;  // max_total_gpus | max_concurrent_gpu_jobs | max_total_gpu_memory_gb (in_use, limit in MB) | max_total_tpu_chips
 };
 
 struct ClassSet {
@@ -61,6 +62,8 @@ struct BudgetUse {
   long long gpu_jobs = 0;
   long long gpu_mem_mb_in_use = 0;
   long long borrowed_gpus = 0;  // charged above nominal, from the cohort's idle share
+  std::optional<long long> max_tpu_chips;  // max_total_tpu_chips
+  long long tpu_chips_in_use = 0;
 };
 // The budget read itself (config limits, then ledger), for callers that send it
 // inside a larger pipeline: QueueDirectory::budget and QueueConfigStore::budget.

@@ -10,7 +10,9 @@
 namespace ojs::broker {
 
 bool Reconciliation::drift() const {
-  if (ledger_gpus != actual_gpus || ledger_jobs != actual_jobs || ledger_gpu_mem_mb != actual_gpu_mem_mb) return true;
+  if (ledger_gpus != actual_gpus || ledger_jobs != actual_jobs || ledger_gpu_mem_mb != actual_gpu_mem_mb ||
+      ledger_tpu_chips != actual_tpu_chips)
+    return true;
   for (const auto& t : tenants)
     if (t.ledger != t.actual) return true;
   return false;
@@ -60,7 +62,7 @@ Reconciliation QueueConfigStore::reconcile(const std::string& queue, bool repair
   auto r = redis_.eval("reconcile",
                        {keys::active(queue), keys::ledger(queue), keys::tenant_ledger(queue), keys::job_prefix(queue), keys::gangs(queue)},
                        {repair ? "1" : "0"});
-  if (r.elements.size() < 8) throw std::runtime_error("malformed reconcile reply");
+  if (r.elements.size() < 10) throw std::runtime_error("malformed reconcile reply");
   Reconciliation out;
   out.ledger_gpus = r.elements[0].integer;
   out.ledger_jobs = r.elements[1].integer;
@@ -71,6 +73,8 @@ Reconciliation QueueConfigStore::reconcile(const std::string& queue, bool repair
   out.repaired = r.elements[5].integer == 1;
   out.ledger_gpu_mem_mb = r.elements[6].integer;
   out.actual_gpu_mem_mb = r.elements[7].integer;
+  out.ledger_tpu_chips = r.elements[8].integer;
+  out.actual_tpu_chips = r.elements[9].integer;
   return out;
 }
 

@@ -38,6 +38,7 @@ struct Reconciliation {
   long long ledger_gpus = 0, ledger_jobs = 0;   // what the ledger says
   long long actual_gpus = 0, actual_jobs = 0;   // sum of charged_gpus over active jobs
   long long ledger_gpu_mem_mb = 0, actual_gpu_mem_mb = 0;  // the same for charged_gpu_mem_mb
+  long long ledger_tpu_chips = 0, actual_tpu_chips = 0;    // the same for charged_tpu_chips
   std::vector<TenantRow> tenants;
   bool repaired = false;
 

@@ -75,6 +75,32 @@ TEST_F(ClaimCommit, TheBudgetIsCheckedAtCommitNotTrustedFromTheSnapshot) {
   EXPECT_EQ(cmd({"HGET", keys::job_prefix(kQueue) + "a1", "state"}), "available") << "refused, never lost";
 }
 
+// max_total_tpu_chips is re-checked at commit as the GPU limits are; a TPU pick that
+// fits is charged (the job's charged_tpu_chips, the ledger's tpu_chips), and a GPU
+// pick is not held to the chip limit.
+TEST_F(ClaimCommit, TheTpuChipBudgetIsCheckedAndChargedAtCommit) {
+  push("p1", "POD");
+  push("p2", "POD");
+  push("g1", "GPU");
+  cmd({"HSET", keys::config(kQueue), "max_total_tpu_chips", "16"});
+  const auto snapshot = claims.heads_of(kQueue, {"POD"});
+  ASSERT_EQ(snapshot.budget.max_tpu_chips, 16);
+  auto out = commit({{"POD", "p1", 0, 0, "", 0, 16}});
+  ASSERT_EQ(out.jobs.size(), 1u);
+  EXPECT_EQ(cmd({"HGET", keys::job_prefix(kQueue) + "p1", "charged_tpu_chips"}), "16");
+  EXPECT_EQ(cmd({"HGET", keys::ledger(kQueue), "tpu_chips"}), "16");
+  EXPECT_EQ(claims.heads_of(kQueue, {"POD"}).budget.tpu_chips_in_use, 16) << "the snapshot reads the ledger";
+  out = commit({{"POD", "p2", 0, 0, "", 0, 16}, {"GPU", "g1", 0, 1, "", 0, 0}});
+  ASSERT_EQ(out.jobs.size(), 1u);
+  EXPECT_EQ(out.jobs[0].id(), "g1") << "a GPU job is not held to the chip limit";
+  ASSERT_EQ(out.budget_blocked.size(), 1u);
+  EXPECT_EQ(out.budget_blocked[0].kind, "max_total_tpu_chips");
+  EXPECT_EQ(out.budget_blocked[0].in_use, 16);
+  EXPECT_EQ(out.budget_blocked[0].limit, 16);
+  EXPECT_EQ(cmd({"HGET", keys::job_prefix(kQueue) + "p2", "state"}), "available") << "refused, never lost";
+  EXPECT_EQ(cmd({"HGET", keys::ledger(kQueue), "tpu_chips"}), "16");
+}
+
 TEST_F(ClaimCommit, ATenantOverItsQuotaIsRefusedAtCommit) {
   push("a1", "A", "team-a");
   cmd({"HSET", keys::tenant_quotas(kQueue), "team-a", "1"});

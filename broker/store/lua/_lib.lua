@@ -335,13 +335,13 @@ local function start_deadlines(job, now, request_vis, default_vis)
   return deadline, dropped
 end
 
--- GPU budget ledger of a queue: charged at claim, released by every transition
+-- GPU and TPU budget ledger of a queue: charged at claim, released by every transition
 -- that ends an attempt (ack, fail, cancel, requeue), inside the same script.
 -- Fields: gpus (devices held), gpu_jobs, gpu_mem_mb (GPU memory held, whole MB;
--- the job's charged_gpu_mem_mb). l: {ledger, tenant_ledger}. keep_field: the
+-- the job's charged_gpu_mem_mb), tpu_chips (the job's charged_tpu_chips). l: {ledger, tenant_ledger}. keep_field: the
 -- caller deletes BUDGET_FIELDS itself (in the HDEL it sends
 -- anyway); returns whether there was a charge.
-local BUDGET_FIELDS = {'charged_gpus', 'charged_gpu_mem_mb', 'borrowed_gpus'}  -- the job's charge, as claim writes it
+local BUDGET_FIELDS = {'charged_gpus', 'charged_gpu_mem_mb', 'borrowed_gpus', 'charged_tpu_chips'}  -- the job's charge, as claim writes it
 -- An empty list of fields, shared (never written to): a transition that deletes none.
 local NO_FIELDS = {}
 local function release_budget(l, jk, job, keep_field)
@@ -355,8 +355,9 @@ local function release_budget(l, jk, job, keep_field)
   local mem = text_number(job.charged_gpu_mem_mb or '0')
   if mem > 0 then redis.call('HINCRBY', l.ledger, 'gpu_mem_mb', int_s(-mem)) end
   if job.borrowed_gpus then redis.call('HINCRBY', l.ledger, 'borrowed_gpus', int_s(-text_number(job.borrowed_gpus))) end
-  if not job.charged_gpus then return false end
-  job.charged_gpus, job.charged_gpu_mem_mb, job.borrowed_gpus = nil, nil, nil
+  if job.charged_tpu_chips then redis.call('HINCRBY', l.ledger, 'tpu_chips', int_s(-text_number(job.charged_tpu_chips))) end
+  if not (job.charged_gpus or job.charged_tpu_chips) then return false end
+  job.charged_gpus, job.charged_gpu_mem_mb, job.borrowed_gpus, job.charged_tpu_chips = nil, nil, nil, nil
   if not keep_field then redis.call('HDEL', jk, unpack(BUDGET_FIELDS)) end
   return true
 end
@@ -364,29 +365,35 @@ end
 -- The queue budget, read once per call (a claim may test many classes) and
 -- kept current by budget_charge as the same call charges jobs.
 -- b: {config, ledger, limits = {max_total_gpus, max_concurrent_gpu_jobs,
--- max_total_gpu_memory_mb, cohort_max_gpus} when the caller already read them from config}.
+-- max_total_gpu_memory_mb, cohort_max_gpus, max_total_tpu_chips} when the caller already read them from config}.
 -- A queue in a cohort is held to the share the cohort controller gave it
 -- (cohort_max_gpus, which may be above max_total_gpus: borrowing); the C++ read is
 -- job_store.cpp budget_from.
--- mem: the GPU memory (MB) the job would hold (0: none declared or known).
-local function budget_block(b, gpus, mem)
-  if gpus <= 0 then return nil end
+-- mem: the GPU memory (MB) the job would hold (0: none declared or known); tpu: the
+-- TPU chips it would hold (nil or 0: none). A TPU job is held to max_total_tpu_chips
+-- only, as QueueBudget::blocking holds it (a job needs GPUs or TPU chips, not both).
+local function budget_block(b, gpus, mem, tpu)
+  if gpus <= 0 and not (tpu and tpu > 0) then return nil end
   if per_call.budget == nil then
     local cfg = b.limits or redis.call('HMGET', b.config, 'max_total_gpus', 'max_concurrent_gpu_jobs', 'max_total_gpu_memory_mb',
-                                       'cohort_max_gpus')
+                                       'cohort_max_gpus', 'max_total_tpu_chips')
     local nominal, cohort = tonumber(cfg[1] or ''), tonumber(cfg[4] or '')
-    local max_gpus, max_jobs, max_mem = cohort or nominal, tonumber(cfg[2] or ''), tonumber(cfg[3] or '')
-    if max_gpus or max_jobs or max_mem then
-      local led = redis.call('HMGET', b.ledger, 'gpus', 'gpu_jobs', 'gpu_mem_mb')
+    local max_gpus, max_jobs, max_mem, max_tpu = cohort or nominal, tonumber(cfg[2] or ''), tonumber(cfg[3] or ''), tonumber(cfg[5] or '')
+    if max_gpus or max_jobs or max_mem or max_tpu then
+      local led = redis.call('HMGET', b.ledger, 'gpus', 'gpu_jobs', 'gpu_mem_mb', 'tpu_chips')
       per_call.budget = {used = tonumber(led[1] or '0'), jobs = tonumber(led[2] or '0'), mem = tonumber(led[3] or '0'),
-                         max_gpus = max_gpus, max_jobs = max_jobs, max_mem = max_mem,
-                         nominal = cohort and nominal}  -- a cohort member's GPUs above it are borrowed
+                         tpu = tonumber(led[4] or '0'), max_gpus = max_gpus, max_jobs = max_jobs, max_mem = max_mem,
+                         max_tpu = max_tpu, nominal = cohort and nominal}  -- a cohort member's GPUs above it are borrowed
     else
       per_call.budget = false  -- no budget configured: nothing to compare, no ledger read, nothing kept
     end
   end
   local s = per_call.budget
   if not s then return nil end
+  if tpu and tpu > 0 then
+    if s.max_tpu and s.tpu + tpu > s.max_tpu then return {s.tpu, s.max_tpu, 'max_total_tpu_chips'} end
+    if gpus <= 0 then return nil end
+  end
   if s.max_gpus and s.used + gpus > s.max_gpus then return {s.used, s.max_gpus, 'max_total_gpus'} end
   if s.max_jobs and s.jobs + 1 > s.max_jobs then return {s.jobs, s.max_jobs, 'max_concurrent_gpu_jobs'} end
   if s.max_mem and s.mem + (mem or 0) > s.max_mem then return {s.mem, s.max_mem, 'max_total_gpu_memory_gb'} end
@@ -419,6 +426,14 @@ local function budget_charge(b, gpus, gpus_s, mem)
     s.mem = s.mem + (mem or 0)
   end
   return borrowed
+end
+
+-- A TPU job's chips (tpu_s: the same as text) charged to the ledger, and to the
+-- budget this call read.
+local function budget_charge_tpu(b, tpu, tpu_s)
+  redis.call('HINCRBY', b.ledger, 'tpu_chips', tpu_s)
+  local s = per_call.budget
+  if s then s.tpu = s.tpu + tpu end
 end
 
 -- Per-tenant GPU quotas of a queue: `tenant-quotas` maps tenant -> max GPUs ('*' =

@@ -5,12 +5,13 @@
 --    request_vis, default_vis, record (list it in the held set), rate_starts,
 --    rate_period, budget (budget_charge's b), tenant_ledger, active, held, events,
 --    rate_window, stats} (keys the caller declares).
+-- tpu: the TPU chips charged to the queue's budget (0: none).
 -- on_set(job, set): a fair queue's hook (its tenant's held use), or nil.
 -- job: the fields read_claim_fields read. Returns the reply entry: the job's id
 -- alone. The broker reads the job natively behind the call (ClaimStore::commit),
 -- this attempt's writes included: the document never crosses the Lua bridge (in
 -- and out it cost ~45k instructions a claim), nor do the pairs written (~15k more).
-local function start_attempt(s, jk, id, job, gpus, devices, mem, on_set)
+local function start_attempt(s, jk, id, job, gpus, devices, mem, tpu, on_set)
   job.attempt = int_s(tonumber(job.attempt or '0') + 1)
   job.state, job.started_at, job.worker_id = 'active', s.now_s, s.worker
   local deadline, dropped = start_deadlines(job, s.now, s.request_vis, s.default_vis)
@@ -40,6 +41,12 @@ local function start_attempt(s, jk, id, job, gpus, devices, mem, on_set)
       set[#set + 1] = 'borrowed_gpus'; set[#set + 1] = job.borrowed_gpus
     end
     if job.tenant and job.tenant ~= '' then redis.call('HINCRBY', s.tenant_ledger, job.tenant, gpus_s) end
+  end
+  if tpu > 0 then
+    local tpu_s = int_s(tpu)
+    job.charged_tpu_chips = tpu_s
+    set[#set + 1] = 'charged_tpu_chips'; set[#set + 1] = tpu_s
+    budget_charge_tpu(s.budget, tpu, tpu_s)
   end
   if on_set then on_set(job, set) end
   if devices ~= '' then

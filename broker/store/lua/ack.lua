@@ -21,13 +21,13 @@ local jk = KEYS[1]
 local f = redis.call('HMGET', jk, 'id', 'state', 'worker_id', 'gang_workers', 'workflow_id', 'workflow_member', 'tenant',
                      'type', 'queue', 'attempt', 'started_at', 'started_us', 'charged_gpus', 'charged_gpu_mem_mb', 'cpus',
                      'mem_mb', 'usage_run', 'usage_gpu_us', 'usage_cpu_us', 'usage_memory_mb_us', 'usage_gpu_memory_mb_us',
-                     'progress', 'result', 'borrowed_gpus')
+                     'progress', 'result', 'borrowed_gpus', 'charged_tpu_chips')
 if not f[1] and not f[2] then return {'not_found'} end
 local job = {id = f[1], state = f[2], worker_id = f[3], gang_workers = f[4], workflow_id = f[5], workflow_member = f[6],
              tenant = f[7], type = f[8], queue = f[9], attempt = f[10], started_at = f[11], started_us = f[12],
              charged_gpus = f[13], charged_gpu_mem_mb = f[14], cpus = f[15], mem_mb = f[16], usage_run = f[17],
              usage_gpu_us = f[18], usage_cpu_us = f[19], usage_memory_mb_us = f[20], usage_gpu_memory_mb_us = f[21],
-             progress = f[22], result = f[23], borrowed_gpus = f[24]}
+             progress = f[22], result = f[23], borrowed_gpus = f[24], charged_tpu_chips = f[25]}
 if job.state ~= 'active' then
   -- A retried ACK (its first reply lost: the broker answered 503) by the worker that
   -- completed the job, with the same result, answers as the first did. Nothing is
@@ -72,7 +72,7 @@ redis.call('HSET', jk, unpack(set))
 -- active job always holds its visibility_deadline, so the HDEL is sent anyway):
 -- no read of them, no list built.
 if charged then
-  redis.call('HDEL', jk, 'charged_gpus', 'charged_gpu_mem_mb', 'borrowed_gpus', 'error', 'visibility_deadline',
+  redis.call('HDEL', jk, 'charged_gpus', 'charged_gpu_mem_mb', 'borrowed_gpus', 'charged_tpu_chips', 'error', 'visibility_deadline',
              'execution_deadline', 'next_attempt_at')
 else
   redis.call('HDEL', jk, 'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at')

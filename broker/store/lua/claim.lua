@@ -23,7 +23,8 @@
 --       TAB job id ('' = the class's head as this script finds it) TAB hold cutoff (ms: a
 --       job enqueued after it is not taken; 0 = none) TAB gpus (charged to the queue
 --       budget and the tenant's quota) TAB assigned devices JSON ('' = none) TAB GPU
---       memory (MB) charged to a GPU-memory budget, 9 '1' = the queue's policy
+--       memory (MB) charged to a GPU-memory budget TAB TPU chips (charged to a TPU-chip
+--       budget), 9 '1' = the queue's policy
 --       is `fair`: each started job joins its tenant's held use (_lib_accounting.lua
 --       usage_started; the usage journal is folded by the maintenance pass, not here)
 -- Reply: {'ok', {claimed job ids} (ClaimStore::commit reads the jobs natively), {skipped pick: class, in_use, limit, why, ...} (why: a
@@ -69,8 +70,8 @@ end, now_s)
 local rate_limited = ''
 local rl = redis.call('HMGET', KEYS[7], 'rate_concurrency', 'rate_limit_starts', 'rate_period_ms',
                      'max_total_gpus', 'max_concurrent_gpu_jobs', 'tenant_quotas', 'max_total_gpu_memory_mb',
-                     'usage_half_life_ms', 'cohort_max_gpus')  -- one read
-b.limits = {rl[4], rl[5], rl[7], rl[9]}
+                     'usage_half_life_ms', 'cohort_max_gpus', 'max_total_tpu_chips')  -- one read
+b.limits = {rl[4], rl[5], rl[7], rl[9], rl[10]}
 -- queue_config.lua writes the config's tenant_quotas field with the tenant quota hash:
 -- without it there is no quota, and has_tenant_quotas needs no EXISTS of its own.
 per_call.tenant_quotas = rl[6] ~= false
@@ -101,7 +102,7 @@ end
 -- 'again' when a head pick discarded an expired job (the class's next head is
 -- tried), 'stop' when the call must end.
 local expired_left = 100
-local function commit_pick(class, given, hold, gpus, devices, mem)
+local function commit_pick(class, given, hold, gpus, devices, mem, tpu)
   local ready = KEYS[12] .. class
   local id, after = given, nil
   if given == '' then
@@ -116,7 +117,7 @@ local function commit_pick(class, given, hold, gpus, devices, mem)
     skip(class, 0, 0, 'gone')  -- taken or withdrawn since the broker read it
     return
   end
-  local over = budget_block(b, gpus, mem)
+  local over = budget_block(b, gpus, mem, tpu)
   if over then skip(class, over[1], over[2], over[3]); return end
   local jk = KEYS[11] .. id
   local job = read_claim_fields(jk, id)
@@ -142,16 +143,17 @@ local function commit_pick(class, given, hold, gpus, devices, mem)
     if given == '' then return 'again' end
     return
   end
-  claimed[#claimed + 1] = start_attempt(starting, jk, id, job, gpus, devices, mem, fair_on_set)
+  claimed[#claimed + 1] = start_attempt(starting, jk, id, job, gpus, devices, mem, tpu, fair_on_set)
 end
 
 for line in string.gmatch(ARGV[8], '\n([^\n]*)') do
   if #claimed >= count then break end
-  local class, given, hold, gpus, devices, mem = string.match(line, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
+  local class, given, hold, gpus, devices, mem, tpu =
+    string.match(line, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
   if not class then error('claim: unreadable pick line: ' .. line) end
-  hold, gpus, mem = text_number(hold) or 0, text_number(gpus) or 0, text_number(mem) or 0
-  local outcome = commit_pick(class, given, hold, gpus, devices, mem)
-  while outcome == 'again' and #claimed < count do outcome = commit_pick(class, given, hold, gpus, devices, mem) end
+  hold, gpus, mem, tpu = text_number(hold) or 0, text_number(gpus) or 0, text_number(mem) or 0, text_number(tpu) or 0
+  local outcome = commit_pick(class, given, hold, gpus, devices, mem, tpu)
+  while outcome == 'again' and #claimed < count do outcome = commit_pick(class, given, hold, gpus, devices, mem, tpu) end
   if outcome == 'stop' then break end
 end
 return {'ok', claimed, skipped, rate_limited, more, promoted}

@@ -71,6 +71,64 @@ TEST(ClaimDecision, TheBudgetKeepsBackAClassAndSaysWhich) {
   EXPECT_EQ(plan.blocked[0].limit, 4);
 }
 
+EligibleClass tpu_cls(std::string id, int chips) {
+  EligibleClass c = cls(std::move(id));
+  c.tpu_chips = chips;
+  return c;
+}
+
+// max_total_tpu_chips keeps back a TPU class whose chips would pass it, as the GPU
+// limits keep back GPU classes; GPU and CPU classes are not held to it.
+TEST(ClaimDecision, TheTpuChipBudgetKeepsBackATpuClassAndSaysWhich) {
+  ClaimSnapshot snap;
+  snap.heads = {{"pod16", score(1, 1)}, {"pod8", score(1, 2)}, {"gpu", score(1, 3)}, {"cpu", score(1, 4)}};
+  snap.budget.max_tpu_chips = 16;
+  snap.budget.tpu_chips_in_use = 8;
+  snap.budget.max_gpus = 4;
+  const std::vector<EligibleClass> eligible{tpu_cls("pod16", 16), tpu_cls("pod8", 8), cls("gpu", 4), cls("cpu")};
+  const auto plan = decide_claim({snap, eligible, 1, 0});
+  EXPECT_EQ(ids(plan), (std::vector<std::string>{"pod8", "gpu", "cpu"}));
+  ASSERT_EQ(plan.blocked.size(), 1u);
+  EXPECT_EQ(plan.blocked[0].class_id, "pod16");
+  EXPECT_EQ(plan.blocked[0].kind, "max_total_tpu_chips");
+  EXPECT_EQ(plan.blocked[0].in_use, 8);
+  EXPECT_EQ(plan.blocked[0].limit, 16);
+  EXPECT_EQ(plan.picks[0].tpu_chips, 8) << "the commit charges and re-checks the chips";
+  EXPECT_EQ(plan.picks[1].tpu_chips, 0);
+}
+
+// A TPU job is not held to the GPU limits: a full GPU budget (jobs and GPUs) does not
+// keep it, and the TPU chips it charges do not count against them.
+TEST(ClaimDecision, TheGpuLimitsDoNotHoldATpuJob) {
+  ClaimSnapshot snap;
+  snap.heads = {{"pod", score(1, 1)}, {"gpu", score(1, 2)}};
+  snap.budget.max_gpus = 2;
+  snap.budget.gpus_in_use = 2;
+  snap.budget.max_jobs = 1;
+  snap.budget.gpu_jobs = 1;
+  const std::vector<EligibleClass> eligible{tpu_cls("pod", 4), cls("gpu", 1)};
+  const auto plan = decide_claim({snap, eligible, 1, 0});
+  EXPECT_EQ(ids(plan), std::vector<std::string>{"pod"});
+  ASSERT_EQ(plan.blocked.size(), 1u);
+  EXPECT_EQ(plan.blocked[0].class_id, "gpu");
+  EXPECT_EQ(plan.blocked[0].kind, "max_total_gpus");
+}
+
+// Several jobs in one claim: each pick's chips count before the next is chosen.
+TEST(ClaimDecision, SeveralTpuJobsFillTheChipBudgetPickByPick) {
+  ClaimSnapshot snap;
+  snap.heads = {{"pod", score(1, 1)}};
+  snap.budget.max_tpu_chips = 16;
+  const std::vector<EligibleClass> eligible{tpu_cls("pod", 8)};
+  ReadyDetail detail;
+  detail.jobs["pod"] = {{"p1", score(1, 1), "", {}}, {"p2", score(1, 2), "", {}}, {"p3", score(1, 3), "", {}}};
+  const auto plan = decide_claim({snap, eligible, 3, 0, &detail});
+  EXPECT_EQ(ids(plan), (std::vector<std::string>{"pod/p1", "pod/p2"})) << "16 chips hold two 8-chip jobs";
+  ASSERT_EQ(plan.blocked.size(), 1u);
+  EXPECT_EQ(plan.blocked[0].kind, "max_total_tpu_chips");
+  EXPECT_EQ(plan.blocked[0].in_use, 16);
+}
+
 TEST(ClaimDecision, TenantQuotasReadPastTheHeadThenSkipAnOverQuotaTenant) {
   ClaimSnapshot snap;
   snap.tenant_quotas = true;

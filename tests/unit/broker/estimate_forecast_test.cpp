@@ -86,6 +86,33 @@ TEST(EstimateForecast, BudgetKeepsAJobAnIdleWorkerCouldTake) {
   EXPECT_EQ(estimate_start(s, "j").status, Estimate::Status::unresolvable);
 }
 
+// max_total_tpu_chips keeps a TPU job off an idle TPU worker until a charged TPU job
+// ends and gives its chips back; a job needing more chips than the limit never starts.
+TEST(EstimateForecast, TheTpuChipBudgetKeepsATpuJobUntilChipsAreGivenBack) {
+  const auto tpu16 = ojs::ml::parse_capabilities({{"accelerator", "tpu"}, {"tpu", {{"type", "v5e"}, {"chip_count", 16}}}});
+  const auto pod = ojs::ml::parse_requirements({{"type", "t"}, {"ext_ml_tpu_type", "v5e"}, {"ext_ml_tpu_chip_count", 16}});
+  Snapshot s;
+  s.now_ms = 0;
+  Running r = running("r", 0, 900000);
+  r.job.tpu_chips = 16;
+  r.tpu_chips = 16;
+  s.workers.push_back({"w1", tpu16, {r}, {}});
+  s.workers.push_back({"w2", tpu16, {}, {}});
+  s.limits.budget.max_tpu_chips = 16;
+  s.limits.budget.tpu_chips_in_use = 16;
+  Waiting first = waiting("j", 1, 1000, 1), second = waiting("k", 1, 1000, 2);
+  first.class_id = second.class_id = "pod";
+  first.req = second.req = &pod;
+  s.waiting = {first, second};
+  const auto e = estimate_start(s, "j");
+  ASSERT_EQ(e.status, Estimate::Status::estimated) << e.reason;
+  EXPECT_EQ(e.start_ms, 900000) << "w2 is idle, the budget is not";
+  EXPECT_EQ(e.kept_by, std::vector<std::string>{"max_total_tpu_chips"});
+  EXPECT_EQ(estimate_start(s, "k").start_ms, 901000) << "the first one's chips are charged until it ends";
+  s.limits.budget.max_tpu_chips = 8;  // never: more than the whole budget
+  EXPECT_EQ(estimate_start(s, "j").status, Estimate::Status::unresolvable);
+}
+
 TEST(EstimateForecast, UnknownBehindAJobWithoutAnEndAndUnresolvableOnTheWrongHardware) {
   Snapshot s;
   s.workers.push_back({"w1", gpus(1), {running("forever", 1, std::nullopt)}, {}});

@@ -2,6 +2,7 @@
 // defaults, tenant resolution, token hashing, role policy, rate limiter.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -114,6 +115,28 @@ TEST(QueueConfigFields, AConfigSurvivesTheStoredForm) {
   expected.erase("version");
   EXPECT_EQ(answer, expected);
   EXPECT_EQ(answer["tenant_fairness"]["weights"], (json{{"team-a", 3}}));
+}
+
+// A TPU-chip budget is an integer >= 0, stored as the integer claim.lua reads, and read back as sent.
+TEST(QueueConfig, TpuChipBudgetIsCheckedStoredAndReadBack) {
+  const json body = {{"budgets", {{"max_total_gpus", 8}, {"max_total_tpu_chips", 16}}}};
+  const auto config = governance::parse_queue_config(body);
+  EXPECT_EQ(config.budgets.max_total_tpu_chips, 16);
+  const auto write = governance::to_stored(config);
+  StoredQueueConfig stored;
+  for (const auto& [field, text] : write.fields) stored.fields[field] = text;
+  EXPECT_EQ(stored.fields.at("max_total_tpu_chips"), "16");
+  EXPECT_EQ(governance::to_json(governance::from_stored(stored), "q")["budgets"], body["budgets"]);
+  for (const json& bad : {json(-1), json("16"), json(1.5), json(nullptr)}) {
+    ojs::ErrorCode code{};
+    const auto d = error_details([&] { governance::parse_queue_config({{"budgets", {{"max_total_tpu_chips", bad}}}}); }, &code);
+    ASSERT_TRUE(d.is_object()) << bad.dump();
+    EXPECT_EQ(code, ojs::ErrorCode::invalid_request);
+    EXPECT_EQ(d["field"], "budgets.max_total_tpu_chips") << bad.dump();
+  }
+  // A rewrite without it drops the stored limit (the budgets row owns the field).
+  const auto hash_fields = governance::queue_config_hash_fields();
+  EXPECT_NE(std::find(hash_fields.begin(), hash_fields.end(), "max_total_tpu_chips"), hash_fields.end());
 }
 
 TEST(QueueConfig, ErrorsCarryTheJsonPointerAndTheRule) {

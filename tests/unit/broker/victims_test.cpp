@@ -206,6 +206,28 @@ TEST(BudgetVictims, NothingWhenTheBudgetAllowsOrJobLimitIsTheObstacle) {
   EXPECT_FALSE(choose_budget_victims(1, 2, budget, leaving)) << "a job already leaving frees the slot";
 }
 
+// A TPU-chip budget: a TPU preemptor frees chips from charged TPU jobs only; GPU
+// jobs free none of them.
+TEST(BudgetVictims, ATpuChipBudgetFreesChipsOfTpuJobs) {
+  QueueBudget budget;
+  budget.max_tpu_chips = 16;
+  budget.tpu_chips_in_use = 16;
+  budget.max_gpus = 8;
+  budget.gpus_in_use = 4;
+  auto pod_a = running("pod-a", 0, 0, 500);
+  pod_a.tpu_chips = 8;
+  auto pod_b = running("pod-b", 0, 0, 100);
+  pod_b.tpu_chips = 8;
+  auto gpu = running("gpu", 0, 4, 1);  // least progress lost, but holds no chips
+  const BudgetCharge preemptor{0, 1, 0, 8};
+  auto choice = choose_budget_victims(preemptor, 2, budget, {pod_a, pod_b, gpu});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"pod-b"}));
+  EXPECT_FALSE(choose_budget_victims(BudgetCharge{0, 1, 0, 32}, 2, budget, {pod_a, pod_b, gpu})) << "32 chips never fit 16";
+  budget.tpu_chips_in_use = 8;
+  EXPECT_FALSE(choose_budget_victims(preemptor, 2, budget, {pod_a, gpu})) << "the budget already allows it";
+}
+
 // plan_capacity_preemption: the controller's pass over the workers, shared
 // by the start estimate's run and bench/simulator (broker/preemption/capacity_plan.hpp).
 TEST(CapacityPlan, OnlyAboveSpotAndNotForAReservationsJob) {
