@@ -43,8 +43,8 @@ if worker ~= '' and not held_by(job, worker) then return {'conflict', 'active (h
 if job.workflow_id and #KEYS < 22 then return {'need_keys'} end  -- before any write
 -- a gang completes when every rank has acknowledged; it keeps rank 0's result.
 if job.gang_workers then
-  local g = redis.call('HMGET', jk, 'gang_acked', 'gang_result', 'gang_size')  -- what gang_ack reads
-  job.gang_acked, job.gang_result, job.gang_size = g[1] or nil, g[2] or nil, g[3] or nil
+  local g = redis.call('HMGET', jk, 'gang_acked', 'gang_result')  -- what gang_ack reads (the ranks are gang_workers')
+  job.gang_acked, job.gang_result = g[1] or nil, g[2] or nil
   local gang_result = gang_ack(jk, job, worker, result)
   if not gang_result then return {'ok'} end
   result = gang_result

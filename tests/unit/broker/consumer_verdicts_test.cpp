@@ -1,4 +1,4 @@
-// Issue 45: every consumer that asks "can this job start on this worker now?" gets
+// Every consumer that asks "can this job start on this worker now?" gets
 // the same answer. 1,000 seeded random cases (a worker shaped like one of
 // examples/workers with random jobs already running on it, a random job), each
 // judged as
