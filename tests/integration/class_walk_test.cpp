@@ -111,8 +111,12 @@ TEST_P(ClassWalk, FairQueuesFollowTheirShares) {
     ASSERT_EQ(jobs.size(), 1u);
     by_tenant[jobs[0]["meta"].value("tenant_id", std::string())]++;
   }
-  EXPECT_EQ(by_tenant["team-a"], 4);
-  EXPECT_EQ(by_tenant["team-b"], 4);
+  // Equal weights split the eight jobs evenly up to one job: a tenant's share counts
+  // the GPU-time its running jobs have accrued (fair_shares_from), so which of two
+  // tenants with equal holdings goes next depends on when their jobs started (a FETCH
+  // slowed by a loaded machine made it 5:3 once). Following the heads would give team-a all 8.
+  EXPECT_NEAR(by_tenant["team-a"], 4, 1);
+  EXPECT_NEAR(by_tenant["team-b"], 4, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(WalkedAndJudgedWhole, ClassWalk, ::testing::Values("0", "100000"),
