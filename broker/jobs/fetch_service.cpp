@@ -114,12 +114,16 @@ FetchService::Outcome FetchService::fetch(const FetchRequest& request, const std
                           return ids;
                         });
   }
-  // A capability FETCH's first claim snapshot rides in the contact's pipeline.
+  // A capability FETCH's first claim snapshot rides in the contact's pipeline, when
+  // it can serve: every head (a queue of few classes), or the walk's first page (a
+  // queue walked in head order). A queue in between is judged whole, and its claim
+  // reads the eligible classes' heads itself: a page read here would be read twice.
   std::optional<FirstPage> first_page;
   std::vector<std::vector<std::string>> riders;
   if (!plan && request.capabilities && !request.queues.empty()) {
     const auto kept = classes_of(request.queues.front(), false);
-    if (!kept->all.classes.empty()) {
+    const auto n = kept->all.classes.size();
+    if (n > 0 && (n <= kWholeIndexClasses || n >= config_.fetch_walk_min_classes)) {
       first_page.emplace();
       first_page->complete = kept->all.classes.size() <= kWholeIndexClasses;
       first_page->count = first_page->complete ? static_cast<long long>(kWholeIndexClasses) : kWalkFirstPage;
