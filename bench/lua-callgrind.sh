@@ -7,7 +7,8 @@
 #
 # Env: PORT (6392), CLASSES (10), FORM (fcall | evalsha), ONLY0, HINT, FAIR, OPCOST; see lua-profile.py.
 # LISTPACK_VALUE (2048), LISTPACK_ENTRIES (12): hash-max-listpack-value and -entries, as the
-# broker's embedded Redis runs (Redis's defaults: 64 and 128).
+# broker's embedded Redis runs (Redis's defaults: 64 and 128); ZSET_LISTPACK_ENTRIES (16):
+# zset-max-listpack-entries, the same (Redis's default: 128).
 # SHORT= (empty) also prints each phase's Redis calls per script call, from commandstats.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +21,8 @@ done
 CGDIR=$(mktemp -d /tmp/ojs-callgrind.XXXXXX)
 valgrind --tool=callgrind --callgrind-out-file="$CGDIR/out.%p" \
   redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
-  --hash-max-listpack-value "${LISTPACK_VALUE:-2048}" --hash-max-listpack-entries "${LISTPACK_ENTRIES:-12}" >"$CGDIR/redis.log" 2>&1 &
+  --hash-max-listpack-value "${LISTPACK_VALUE:-2048}" --hash-max-listpack-entries "${LISTPACK_ENTRIES:-12}" \
+  --zset-max-listpack-entries "${ZSET_LISTPACK_ENTRIES:-16}" >"$CGDIR/redis.log" 2>&1 &
 CGPID=$!
 trap 'kill $CGPID 2>/dev/null || true; wait $CGPID 2>/dev/null || true; rm -rf "$CGDIR"' EXIT
 for _ in $(seq 1 300); do

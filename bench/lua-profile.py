@@ -202,7 +202,10 @@ if FAIR:  # the candidates read alone (over the heads left)
     phase('fcand', [call('fair_candidates', [K('config'), K('ready:'), K('job:'), K('usage')], ['1'] + ids_now)] * 20)
 active = r('ZRANGE', K('active'), 0, -1)
 ACK_KEYS = [K('active'), K('stats'), K('events'), K('ledger'), K('tenant-ledger')]
-if 'workflow_keys(KEYS, 12' in scripts['ack']:  # the usage journal and hash after the run times (keys.hpp usage_transition_keys)
+SETTLE = 'settle' in scripts  # an ACK journals its completion; settle.lua counts it (and folds the journal)
+if SETTLE:  # keys.hpp: no stats, finished index nor run times in the transition
+    ACK_KEYS = [K('active'), K('events'), K('ledger'), K('tenant-ledger'), K('held:'), K('usage-journal'), K('usage')]
+elif 'workflow_keys(KEYS, 12' in scripts['ack']:  # the usage journal and hash after the run times (keys.hpp usage_transition_keys)
     ACK_KEYS += [K('held:'), K('finished:'), K('run-times:'), K('usage-journal'), K('usage')]
 elif 'workflow_keys(KEYS, 11' in scripts['ack']:  # the workflow keys only for a workflow's job (none here)
     ACK_KEYS += [K('held:'), K('finished:'), K('usage-journal'), K('run-times:')]
@@ -222,7 +225,13 @@ def ack_cmd(a):
     c = call('ack', [K('job:' + a)] + ACK_KEYS, ['', 'w1'])
     return ('PIPE', [c, ['HGETALL', K('job:' + a)]]) if READ_BACK else c
 phase('ack', [ack_cmd(a) for a in active])
-if JOURNAL:  # the maintenance pass's fold of those ACKs' lines, per line (ACK's cost is ack + fold)
+if SETTLE:  # the maintenance pass's settling of those ACKs' lines, per ACK (ACK's cost is ack + settle)
+    SETTLE_KEYS = [K('usage-journal'), K('stats'), K('finished:'), K('run-times:'), K('usage'), K('usage-totals'),
+                   K('usage-hours'), K('config')]
+    if FAIR:  # settle1: after each ACK, as a read of the stats would settle it
+        phase('settle1', [call('settle', SETTLE_KEYS, ['1000'])] * 20)
+    phase('settle', [call('settle', SETTLE_KEYS, ['1000'])], per=max(len(active), 1))
+elif JOURNAL:  # the maintenance pass's fold of those ACKs' lines, per line (ACK's cost is ack + fold)
     FOLD_KEYS = [K('usage-journal'), K('usage'), K('usage-totals'), K('usage-hours'), K('config')]
     if FAIR:  # fold1: one line a call, as a fair claim that folded first paid it (a job a claim)
         phase('fold1', [call('usage_fold', FOLD_KEYS, ['1'])] * 20)

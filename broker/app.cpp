@@ -391,9 +391,9 @@ void BrokerApp::Impl::start_background() {
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
   i.maintenance->add_step([c = i.cron.get()] { c->run_once(); });
   i.maintenance->add_step([w = i.workflows.get()] { w->run_once(); });  // batch callbacks left due
-  // About once a second: the ends journaled since (reads fold what they read
-  // themselves; this keeps the journals short: one LLEN per queue finds the ones to fold).
-  i.maintenance->add_step_every(1000, [usage = i.usage.get()] { admin::fold_usage(*usage); });
+  // About once a second: the ends journaled since (reads settle what they read
+  // themselves; this keeps the journals short: one LLEN per queue finds the ones to settle).
+  i.maintenance->add_step_every(1000, [usage = i.usage.get()] { admin::settle_ends(*usage); });
   // About once a minute: the finished index to each queue's retention, the
   // stats rollup to the day kept, the usage rollup to --usage-retention-hours.
   i.maintenance->add_step_every(60000, [admin = i.admin.get(), configs = i.governance->configs.get(), &config = i.config] {

@@ -49,7 +49,7 @@ json usage_report(UsageSources& s, const std::vector<std::string>& queues, const
           {"rows", rows}};
 }
 
-void fold_usage(UsageSources& s) { s.usage.fold(s.queues.queues()); }
+void settle_ends(UsageSources& s) { s.usage.settle(s.queues.queues()); }
 
 void trim_usage(UsageSources& s, std::int64_t retention_hours) {
   auto& store = s.usage;

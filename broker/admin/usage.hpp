@@ -23,9 +23,10 @@ inline constexpr const char* kUsageGroupingRule = "must be one of tenant, queue,
 nlohmann::json usage_report(UsageSources& s, const std::vector<std::string>& queues, const std::string& by,
                             std::int64_t from_ms, std::int64_t to_ms);
 
-// Folds every queue's usage journal (the maintenance pass: it keeps the journal short
-// between reads, which fold it themselves).
-void fold_usage(UsageSources& s);
+// Settles every queue's journal (settle.lua: the usage fold, the ACKs' completions;
+// the maintenance pass: it keeps the journal short between reads, which settle it
+// themselves).
+void settle_ends(UsageSources& s);
 
 // Drops the rollup hours older than `retention_hours`, for every queue (the maintenance pass).
 void trim_usage(UsageSources& s, std::int64_t retention_hours);

@@ -154,8 +154,9 @@ class ClaimStore {
   // duration too (a second round trip), and the tenants' quotas and use.
   ReadyDetail ready_detail(const std::string& queue, const std::vector<std::string>& class_ids, int depth, bool with_fields);
   // The fair order's candidates of the named classes (fair_candidates.lua,
-  // read only), `depth` jobs per tenant slot, after folding the usage journal
-  // (usage_fold.lua, the same round trip); with_quotas: the tenants' quotas and use.
+  // read only), `depth` jobs per tenant slot, with the tenants' use as stored (no
+  // fold: an end's use stays in its tenant's held value until the fold moves it);
+  // with_quotas: the tenants' quotas and use.
   FairDetail fair_detail(const std::string& queue, const std::vector<std::string>& class_ids, int depth, bool with_quotas);
 
   // gang_candidates.lua: the forming gang and the eligible classes' heads.

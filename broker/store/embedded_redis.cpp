@@ -67,7 +67,8 @@ void EmbeddedRedis::launch() {
                                 "--dir", dir.string(), "--appendonly", "yes", "--appendfsync", "everysec",
                                 "--save", "", "--daemonize", "no", "--logfile", log, "--protected-mode", "yes",
                                 "--hash-max-listpack-value", std::to_string(kHashListpackValue),
-                                "--hash-max-listpack-entries", std::to_string(kHashListpackEntries)};
+                                "--hash-max-listpack-entries", std::to_string(kHashListpackEntries),
+                                "--zset-max-listpack-entries", std::to_string(kZsetListpackEntries)};
   std::vector<char*> argv;  // built before fork: the child of a threaded process must not allocate
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

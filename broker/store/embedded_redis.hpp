@@ -29,6 +29,11 @@ class EmbeddedRedis {
   // so the ACK's 24-field read stays O(1) a field (docs/operations.md "Redis memory per job").
   static constexpr int kHashListpackValue = 2048;
   static constexpr int kHashListpackEntries = 12;
+  // zset-max-listpack-entries: a sorted set past 16 members (a ready set, the finished
+  // index) is a skiplist. A listpack insert walks the set parsing every score: 128 (the
+  // default) made each finished-index insert ~26k instructions, 16 ~5k, and a claim
+  // ~22k dearer (bench/lua-callgrind.sh ZSET_LISTPACK_ENTRIES).
+  static constexpr int kZsetListpackEntries = 16;
 
   EmbeddedRedis(std::string binary, std::string data_dir);
   ~EmbeddedRedis();

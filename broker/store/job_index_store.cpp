@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "broker/store/keys.hpp"
+#include "broker/store/settle.hpp"
 
 namespace ojs::broker {
 
@@ -58,18 +59,27 @@ std::pair<long long, long long> JobIndexStore::delayed_split(const std::string& 
   return {total - retryable, retryable};
 }
 
+// The completed index is written by settle.lua, from the ACKs' entries: settled
+// before it is read, it holds every job whose ACK answered.
+void JobIndexStore::settle_completed(const std::string& queue, const std::string& state) {
+  if (state == "completed") settle(redis_, {queue});
+}
+
 std::vector<std::string> JobIndexStore::finished(const std::string& queue, const std::string& state, std::int64_t since_ms,
                                                  int limit) {
+  settle_completed(queue, state);
   return ids({"ZREVRANGEBYSCORE", keys::finished(queue, state), "+inf", std::to_string(since_ms), "LIMIT", "0",
               std::to_string(limit)});
 }
 
 long long JobIndexStore::finished_count(const std::string& queue, const std::string& state, std::int64_t since_ms) {
+  settle_completed(queue, state);
   return redis_.command({"ZCOUNT", keys::finished(queue, state), std::to_string(since_ms), "+inf"}).integer;
 }
 
 long long JobIndexStore::trim_finished(const std::string& queue, const std::string& state, std::int64_t cutoff_ms,
                                        long long max_jobs) {
+  settle_completed(queue, state);
   const auto key = keys::finished(queue, state);
   const auto replies = redis_.pipeline({{"ZREMRANGEBYSCORE", key, "-inf", "(" + std::to_string(cutoff_ms)},
                                         {"ZREMRANGEBYRANK", key, "0", std::to_string(-max_jobs - 1)}});
@@ -79,6 +89,7 @@ long long JobIndexStore::trim_finished(const std::string& queue, const std::stri
 std::vector<std::string> JobIndexStore::purge_finished(const std::string& queue, const std::string& state, std::int64_t before_ms,
                                                        int limit) {
   std::vector<std::string> out;
+  settle_completed(queue, state);
   const auto reply = redis_.eval("purge_finished", {keys::finished_prefix(queue), keys::job_prefix(queue), keys::dead(queue),
                                                    keys::log_prefix(queue), keys::classes(queue), keys::classes_version(queue)},
                                  {state, std::to_string(before_ms), std::to_string(limit)});

@@ -102,12 +102,10 @@ Transition JobStore::push(const BatchJob& job, const PushInOneTrip& single) {
 Transition JobStore::ack(const std::string& queue, const std::string& id, const std::string& result_json,
                          const std::string& worker_id) {
   const auto hint = redis_.endpoint().describe() + '|' + id;
-  std::vector<std::string> ack_keys{keys::job(queue, id), keys::active(queue), keys::stats(queue), keys::events(queue),
-                                    keys::ledger(queue), keys::tenant_ledger(queue), keys::held_prefix(queue),
-                                    keys::finished_prefix(queue)};
-  ack_keys.push_back(keys::run_times_prefix(queue));  // 9
-  for (auto& k : keys::usage_transition_keys(queue)) ack_keys.push_back(std::move(k));  // 10-11
-  // 12-22 only for a workflow's job (a key costs the call ~1.1k
+  std::vector<std::string> ack_keys{keys::job(queue, id), keys::active(queue), keys::events(queue), keys::ledger(queue),
+                                    keys::tenant_ledger(queue), keys::held_prefix(queue)};
+  for (auto& k : keys::usage_transition_keys(queue)) ack_keys.push_back(std::move(k));  // 7-8
+  // 9-19 only for a workflow's job (a key costs the call ~1.1k
   // instructions): known from this process's claim, else ack.lua asks for them.
   if (hints().workflow_job(hint)) ack_keys = with_workflow_keys(std::move(ack_keys), queue);
   // The job comes back from an HGETALL behind the script, in the same round trip

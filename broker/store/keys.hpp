@@ -55,7 +55,8 @@ inline std::string ledger(const std::string& queue) { return queue_prefix(queue)
 inline std::string tenant_quotas(const std::string& queue) { return queue_prefix(queue) + "tenant-quotas"; }  // tenant -> max GPUs
 inline std::string tenant_ledger(const std::string& queue) { return queue_prefix(queue) + "tenant-ledger"; }  // tenant -> GPUs in use
 // Resource accounting (_lib_accounting.lua): the journal of ended attempts
-// (a list, one line each, folded into the three hashes before they are read), the
+// (a list, one line each, and a completion line per ACK; settled by settle.lua
+// into the three hashes and the completions' counts before they are read), the
 // decayed use per tenant the `fair` order weighs (tenant -> 'at u...', tenant|run ->
 // 'n...'), the totals (tenant TAB resource -> resource-microseconds, never decayed)
 // and the per-hour rollup (hour since the epoch TAB tenant TAB type TAB worker TAB
@@ -70,11 +71,11 @@ inline std::string preempting(const std::string& queue) { return queue_prefix(qu
 // jobs pushed with an expires_at, for the maintenance pass's sweep (expire_sweep.lua).
 inline std::string expiring(const std::string& queue) { return queue_prefix(queue) + "expiring"; }  // zset id -> expires_at ms
 // The last 64 run times (ms, newest first) of each job type's completed jobs,
-// a list per type written by ACK (_lib_jobs.lua note_run_time): the learned median the
+// a list per type written by settle.lua from the ACKs' completion lines: the learned median the
 // start estimate gives a running job that declares no end (broker/estimate).
 inline std::string run_times_prefix(const std::string& queue) { return queue_prefix(queue) + "run-times:"; }  // + job type
 inline std::string run_times(const std::string& queue, const std::string& type) { return run_times_prefix(queue) + type; }
-// The newest run times of a type that count (_lib_jobs.lua RUN_TIMES_KEPT: the list
+// The newest run times of a type that count (settle.lua: the list
 // holds up to twice as many between two trims).
 inline constexpr int run_times_kept = 64;
 inline std::string escalations(const std::string& queue) { return queue_prefix(queue) + "escalations"; }  // zset id -> due
@@ -113,10 +114,11 @@ inline std::vector<std::string> usage_transition_keys(const std::string& queue) 
   return {usage_journal(queue), usage(queue)};
 }
 
-// The keys a fold of the journal declares (usage_fold.lua; claim.lua's from
-// its usage key on, whose config key comes earlier).
-inline std::vector<std::string> usage_fold_keys(const std::string& queue) {
-  return {usage_journal(queue), usage(queue), usage_totals(queue), usage_hours(queue), config(queue)};
+// The keys settle.lua declares, in its order: the journal it settles and what it
+// writes (the completions' counts, finished index and run times; the usage fold's).
+inline std::vector<std::string> settle_keys(const std::string& queue) {
+  return {usage_journal(queue), stats(queue),        finished_prefix(queue), run_times_prefix(queue),
+          usage(queue),         usage_totals(queue), usage_hours(queue),     config(queue)};
 }
 
 // ---- global: one slot of their own, the hash tag {_global} ----

@@ -5,6 +5,7 @@
 #include "broker/store/job_index_store.hpp"
 #include "broker/store/job_store_internal.hpp"
 #include "broker/store/reply_integer.hpp"
+#include "broker/store/settle.hpp"
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker {
@@ -88,6 +89,7 @@ QueueDirectory::RateWindow QueueDirectory::rate_window(const std::string& queue,
 }
 
 std::map<std::string, long long> QueueDirectory::queue_counts(const std::string& queue) {
+  settle(redis_, {queue});  // the completed count is settle.lua's
   const auto classes = load_classes(queue);
   std::vector<std::vector<std::string>> cmds;
   for (const auto& [id, _] : classes.classes) cmds.push_back({"ZCARD", keys::ready(queue, id)});

@@ -1,6 +1,7 @@
 #include "broker/store/stats_history_store.hpp"
 
 #include "broker/store/keys.hpp"
+#include "broker/store/settle.hpp"
 
 namespace ojs::broker {
 
@@ -14,6 +15,7 @@ std::vector<MinuteCounts> StatsHistoryStore::range(const std::vector<std::string
   std::vector<MinuteCounts> out;
   for (auto m = from_minute; m <= to_minute; ++m) out.push_back({m, 0, 0});
   if (out.empty() || queues.empty()) return out;
+  settle(redis_, queues);  // the processed counts are settle.lua's
   std::vector<std::string> hmget{"HMGET", ""};
   for (const auto& c : out) {
     hmget.push_back(field(c.minute, "processed"));

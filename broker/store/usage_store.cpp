@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "broker/store/keys.hpp"
+#include "broker/store/settle.hpp"
 
 namespace ojs::broker {
 
@@ -42,26 +43,12 @@ std::string hours_glob(std::int64_t from, std::int64_t to) {
   return glob + "\t*";
 }
 
-// Journal lines folded per call: one call stays short (~40k instructions a line).
-constexpr long long kFoldLines = 1000;
-
 }  // namespace
 
-void UsageStore::fold(const std::vector<std::string>& queues) {
-  if (queues.empty()) return;
-  std::vector<std::vector<std::string>> lengths;  // one round trip finds the journals with lines
-  for (const auto& queue : queues) lengths.push_back({"LLEN", keys::usage_journal(queue)});
-  const auto replies = redis_.pipeline(lengths);
-  for (std::size_t q = 0; q < queues.size() && q < replies.size(); ++q) {
-    if (replies[q].integer == 0) continue;
-    const auto fold_keys = keys::usage_fold_keys(queues[q]);
-    while (redis_.eval("usage_fold", fold_keys, {std::to_string(kFoldLines)}).integer == kFoldLines) {
-    }
-  }
-}
+void UsageStore::settle(const std::vector<std::string>& queues) { ojs::broker::settle(redis_, queues); }
 
 std::vector<UsageTotal> UsageStore::totals(const std::vector<std::string>& queues) {
-  fold(queues);
+  settle(queues);
   std::vector<UsageTotal> out;
   const auto replies = hashes(redis_, queues, keys::usage_totals);
   for (std::size_t q = 0; q < replies.size(); ++q) {
@@ -79,7 +66,7 @@ std::vector<UsageTotal> UsageStore::totals(const std::vector<std::string>& queue
 // is the window's rows, whatever the retention keeps, and each call does bounded work
 // in Redis (COUNT). The queues' scans advance together, one pipelined round each.
 std::vector<UsageHour> UsageStore::hours(const std::vector<std::string>& queues, std::int64_t from_hour, std::int64_t to_hour) {
-  fold(queues);
+  settle(queues);
   std::vector<UsageHour> out;
   const auto glob = hours_glob(from_hour, to_hour);
   std::vector<std::pair<std::size_t, std::string>> scans;  // queue index, cursor

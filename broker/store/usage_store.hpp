@@ -2,8 +2,9 @@
 // each queue's totals (tenant, resource -> resource-microseconds since
 // the queue was first used, never decayed) and its per-hour rollup (hour, tenant,
 // job type, worker, resource -> resource-microseconds). The transition that ends a
-// running attempt journals it; the journal is folded into both before each read
-// here and by the maintenance pass, which also trims the rollup to its retention.
+// running attempt leaves its usage line in its event; settling (settle.hpp) journals
+// and folds it before each read here and in the maintenance pass, which also trims
+// the rollup to its retention.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,8 +28,8 @@ struct UsageHour {
 class UsageStore {
  public:
   explicit UsageStore(RedisPool& redis) : redis_(redis) {}
-  // Folds each queue's journal (usage_fold.lua) until it is empty.
-  void fold(const std::vector<std::string>& queues);
+  // Settles each queue (settle.hpp): its ends journaled and the journal folded.
+  void settle(const std::vector<std::string>& queues);
   std::vector<UsageTotal> totals(const std::vector<std::string>& queues);
   // The rollup rows of `queues` for the hours in [from_hour, to_hour].
   std::vector<UsageHour> hours(const std::vector<std::string>& queues, std::int64_t from_hour, std::int64_t to_hour);

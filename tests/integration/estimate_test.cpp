@@ -357,15 +357,15 @@ TEST_F(EstimateTenants, ATenantAsksAboutItsOwnJobsOnly) {
   EXPECT_EQ(admin.get("/ojs/v1/queues/" + q + "/forecast").body["forecast"]["placements"].size(), 2u);
 }
 
-// A running job that declares no end ends at its type's learned median: ACK keeps the
-// run times of each type per queue (ojs:{q}:run-times:<type>).
+// A running job that declares no end ends at its type's learned median: the run
+// times of each type are kept per queue (ojs:{q}:run-times:<type>), settled from
+// the ACKs' entries (settle.lua) before the estimate reads them.
 TEST_F(Estimate, LearnedMedianForARunningJobWithoutADeclaredEnd) {
   const std::string q = "est-median";
   const json w = a100_worker(1);
   const auto done = api.push(gpu_job(q, 1, std::nullopt));
   ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
   ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", done}, {"worker_id", "w1"}}).status, 200);
-  EXPECT_EQ(redis_lines(redis, {"LLEN", "ojs:{" + q + "}:run-times:ml.task"}), std::vector<std::string>{"1"});
   const auto running = api.push(gpu_job(q, 1, std::nullopt));
   ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
   const auto waiting = api.push(gpu_job(q, 1, 60));
@@ -373,6 +373,7 @@ TEST_F(Estimate, LearnedMedianForARunningJobWithoutADeclaredEnd) {
   ASSERT_EQ(e["status"], "estimated") << e.dump();
   EXPECT_EQ(e["running_ends"]["median"], 1) << e.dump();
   EXPECT_NE(e["rests_on"].get<std::string>().find("learned run time"), std::string::npos) << e.dump();
+  EXPECT_EQ(redis_lines(redis, {"LLEN", "ojs:{" + q + "}:run-times:ml.task"}), std::vector<std::string>{"1"});
   (void)running;
 }
 
@@ -434,11 +435,10 @@ TEST_F(Estimate, StartAtP90LearnsHowLateTheQueuesJobsStartedAgainstTheirs) {
   EXPECT_EQ(redis_lines(redis, {"HMGET", key, "estimate_asked_at", "estimate_late_at"}), kept);
 }
 
-// The run-time list expires a week after the write that renewed its expiry, so a deleted
-// queue's lists do not stay: its creation sets it, then one ACK in 8 (the 9th write, the
-// 17th, ...) renews it, not every ACK (_lib_jobs.lua note_run_time: the expiry may lag
-// the last write by up to 7 writes).
-TEST_F(Estimate, RunTimeListExpiryIsSetAtCreationAndRenewedOneWriteInEight) {
+// The run-time list expires a week after the settling (settle.lua) that last wrote
+// it, so a deleted queue's lists do not stay: the list's creation sets the expiry
+// and each later settling of the type's completions renews it.
+TEST_F(Estimate, RunTimeListExpiryIsRenewedByEachSettlingThatWritesIt) {
   const std::string q = "est-ttl";
   const std::string list = "ojs:{" + q + "}:run-times:ml.task";
   const json w = a100_worker(1);
@@ -446,17 +446,18 @@ TEST_F(Estimate, RunTimeListExpiryIsSetAtCreationAndRenewedOneWriteInEight) {
     const auto id = api.push(gpu_job(q, 1, std::nullopt));
     ASSERT_EQ(fetch(q, "w1", w).size(), 1u);
     ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "w1"}}).status, 200);
+    ASSERT_EQ(api.get("/ojs/v1/queues/" + q + "/stats").status, 200);  // a read of the counts settles the queue
   };
   const auto pttl = [&] { return std::stoll(redis_lines(redis, {"PTTL", list}).at(0)); };
   complete_one();
-  EXPECT_GT(pttl(), 604800000 - 60000);  // a week, set by the write that created the list
+  EXPECT_GT(pttl(), 604800000 - 60000);  // a week, set by the settling that created the list
   EXPECT_LE(pttl(), 604800000);
   redis_lines(redis, {"PEXPIRE", list, "3600000"});  // as if the creation were days ago
-  for (int i = 2; i <= 8; ++i) complete_one();
-  EXPECT_LE(pttl(), 3600000) << "writes 2-8 leave the expiry as it was";
-  complete_one();  // the 9th write renews it
+  ASSERT_EQ(api.get("/ojs/v1/queues/" + q + "/stats").status, 200);
+  EXPECT_LE(pttl(), 3600000) << "a settling with no completion of the type leaves the expiry as it was";
+  complete_one();
   EXPECT_GT(pttl(), 604800000 - 60000);
-  EXPECT_EQ(redis_lines(redis, {"LLEN", list}), std::vector<std::string>{"9"});
+  EXPECT_EQ(redis_lines(redis, {"LLEN", list}), std::vector<std::string>{"2"});
 }
 
 // A reserved job that fits no worker while a spot job holds it: the

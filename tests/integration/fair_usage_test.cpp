@@ -377,8 +377,9 @@ TEST_F(FairUsage, UsageReportRejectsBadParametersNamingThem) {
   EXPECT_EQ(ok.body["rows"], json::array());
 }
 
-// The end of an attempt is journaled in the step that ends it, and folded into the
-// totals, the hourly rollup and the decayed use before the usage report reads them.
+// The end of an attempt is journaled in the step that ends it (an ACK's with its
+// completion line), and settled (settle.lua: folded into the totals, the hourly
+// rollup and the decayed use) before the usage report reads them.
 // A `fair` claim folds nothing: the end took what the job held out of its tenant's
 // held use at once, and its use stays counted in the held value until a fold (the
 // maintenance pass's, about once a second) moves it. The maintenance pass is off here
@@ -398,7 +399,7 @@ TEST(UsageJournal, EndsAreJournaledAndFoldedBeforeEachRead) {
   const std::string id = first[0]["id"];
   std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the job's run: some microseconds to count
   ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", id}, {"worker_id", "uj-w"}}).status, 200);
-  EXPECT_EQ(llen(), 1);  // journaled, not folded yet
+  EXPECT_EQ(llen(), 2);  // journaled (its usage and its completion), not settled yet
   EXPECT_TRUE(redis_lines(redis, {"HGETALL", "ojs:{uj}:usage-totals"}).empty());
   // Its CPU left team-a's held use at its end ('n1 n2 n3 n4 at r1 r2': n2 the CPU cores).
   const auto held = redis_lines(redis, {"HGET", "ojs:{uj}:usage", "team-a|run"});
@@ -407,7 +408,7 @@ TEST(UsageJournal, EndsAreJournaledAndFoldedBeforeEachRead) {
 
   // A fair claim reads the use as stored: nothing folded.
   ASSERT_EQ(api.fetch({q}, "uj-w", 1).size(), 1u);
-  EXPECT_EQ(llen(), 1);
+  EXPECT_EQ(llen(), 2);
 
   // The report folds, and reads the same integers as the job's own record.
   const auto record = api.get("/ojs/v1/jobs/" + id).body["job"]["usage"];
@@ -416,7 +417,7 @@ TEST(UsageJournal, EndsAreJournaledAndFoldedBeforeEachRead) {
   ASSERT_EQ(second.size(), 1u);
   ASSERT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", second[0]["id"]}, {"worker_id", "uj-w2"},
                                                {"error", {{"message", "x"}, {"retryable", false}}}}).status, 200);
-  EXPECT_EQ(llen(), 2);
+  EXPECT_EQ(llen(), 3);
   const auto report = api.get("/ojs/v1/admin/usage?by=worker&queue=" + q);
   ASSERT_EQ(report.status, 200) << report.body.dump();
   EXPECT_EQ(llen(), 0);

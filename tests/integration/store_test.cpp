@@ -258,9 +258,9 @@ TEST(Store, HealthStaysPromptDuringAHundredThousandIdHeartbeat) {
 // ready set; a new job is still claimed at once.
 TEST(Store, AFetchFromEmptyClassesRunsNoScriptUntilAJobArrives) {
   RedisServer redis;
-  // The preemption pass reads class heads too, and the maintenance pass folds the two
-  // ACKs' usage-journal lines (a script call of its own) whenever its second comes:
-  // keep both out of the count.
+  // The preemption pass reads class heads too, and the maintenance pass settles the
+  // two ACKs' journal lines (a script call of its own, settle.lua) whenever its
+  // second comes: keep both out of the count.
   BrokerProcess broker{redis.url(), {"--preemption-interval-ms", "600000", "--maintenance-interval-ms", "0"}};
   Api api{broker.url()};
   const json caps = {{"capabilities", example_worker("dgx-h100")}};

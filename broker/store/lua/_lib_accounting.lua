@@ -3,14 +3,15 @@
 -- cancel) charges what the job held from its start to now, in resource-microseconds,
 -- exactly once and in the same step as the transition: the job hash gets its record
 -- (usage_<resource>_us, summed over its attempts) and the queue's usage journal
--- (keys.hpp usage_journal) one line. The journal is folded, oldest line first, into
+-- (keys.hpp usage_journal) one line (an ACK also journals its completion there, in
+-- the same RPUSH: settle.lua counts it). The journal is folded, oldest line first, into
 --   the queue's totals (keys.hpp usage_totals: tenant TAB resource -> us, never
 --   decayed; /metrics ojs_resource_seconds_total), its per-hour rollup (keys.hpp
 --   usage_hours: hour TAB tenant TAB type TAB worker TAB resource -> us, trimmed to
 --   --usage-retention-hours by the broker), and the decayed usage that the `fair`
 --   policy weighs (keys.hpp usage: see below)
 -- by usage_fold: before the reports read the totals (the usage report, the
--- metrics; usage_fold.lua) and by the broker's maintenance pass, about once a
+-- metrics; settle.lua) and by the broker's maintenance pass, about once a
 -- second (the fair order reads the decayed use without folding: see the usage
 -- hash below). Why a journal: the
 -- fold of a line costs a few thousand instructions where updating the five hashes
@@ -205,12 +206,17 @@ end
 -- its amounts left <tenant>|run here, at its end, and its accrued use stays in r
 -- until the fold moves it; '1' (written before the end freed them: a job claimed
 -- by an earlier broker, usage_run '1') the fold takes its amounts away.
+-- also: one more journal line, pushed in the same RPUSH (ack.lua's completion:
+-- settle.lua), or alone when the attempt had no start.
 -- Every table and string built here is paid again in the garbage collector:
 -- the amounts stay in locals (usage_amount_texts returns no table), the record goes
 -- straight into `set`, the line is one concatenation.
-local function usage_ended(u, jk, job, now, set, now_s, started)
+local function usage_ended(u, jk, job, now, set, now_s, started, also)
   started = started or tonumber(job.started_at or '')
-  if not started then return end
+  if not started then
+    if also then redis.call('RPUSH', u.journal, also) end
+    return
+  end
   local t1, t2, t3, t4 = usage_amount_texts(job)
   local dur_us = usage_clock_us() - (tonumber(job.started_us or '') or started * 1000)
   if dur_us < 0 then dur_us = 0 end
@@ -235,33 +241,41 @@ local function usage_ended(u, jk, job, now, set, now_s, started)
   n = usage_record(job, record, n, 4, t4, dur_us, dur_s)
   if not set and n > 0 then redis.call('HSET', jk, unpack(record)) end
   local worker = job.worker_id
-  redis.call('RPUSH', u.journal, (now_s or int_s(now)) .. '\t' .. dur_s .. '\t' .. held .. '\t' .. t1 .. '\t' ..
-                                 t2 .. '\t' .. t3 .. '\t' .. t4 .. '\t' .. usage_tenant(job) .. '\t' ..
-                                 (job.type or '') .. '\t' .. ((worker or '') ~= '' and worker or '-'))
+  local line = (now_s or int_s(now)) .. '\t' .. dur_s .. '\t' .. held .. '\t' .. t1 .. '\t' .. t2 .. '\t' .. t3 .. '\t' .. t4 ..
+               '\t' .. usage_tenant(job) .. '\t' .. (job.type or '') .. '\t' .. ((worker or '') ~= '' and worker or '-')
+  if also then redis.call('RPUSH', u.journal, line, also) else redis.call('RPUSH', u.journal, line) end
 end
 
 -- Folds up to `limit` lines of the journal, oldest first, into the usage hash, the
--- totals and the hourly rollup; returns how many. f: {journal, usage, totals, hours,
--- config} (keys.hpp usage_fold_keys; config: its field usage_half_life_ms). Each
+-- totals and the hourly rollup; returns how many it took off the journal. f: {journal,
+-- usage, totals, hours, config} (keys.hpp settle_keys; config: its field
+-- usage_half_life_ms). other(line): called with each line that is not a usage line,
+-- in order (settle.lua's completions; without it they are dropped). Each
 -- field is read once and written once, whatever the number of lines. A line's use
 -- counts in the decayed sum as it would had it been added when the attempt ended:
 -- decayed from its end to the last line's (one factor per line), the sum then
 -- decayed with the stored values to the last line's end. What lines share
 -- (a tenant's values, an hour's rollup fields) is built once per fold.
-local function usage_fold(f, limit)
+local function usage_fold(f, limit, other)
   local lines = redis.call('LRANGE', f.journal, '0', int_s(limit - 1))
   if #lines == 0 then return 0 end
   redis.call('LTRIM', f.journal, int_s(#lines), '-1')
   local drained = #lines < limit  -- (a full batch: more lines may wait)
   local half_life = usage_half_life(redis.call('HGET', f.config, 'usage_half_life_ms'))
-  local last = tonumber(string.match(lines[#lines], '^%d+')) or 0
+  local last = 0  -- the last usage line's end (a completion line may come after it)
+  for i = #lines, 1, -1 do
+    last = tonumber(string.match(lines[i], '^%d+')) or 0
+    if last > 0 then break end
+  end
   local added, freed, names = {}, {}, {}  -- tenant -> resource-seconds to add / amounts no longer held
   local totals, hours, torder, horder = {}, {}, {}, {}
   local row_fields, hour_at, hour_s = {}, nil, nil
   for _, line in ipairs(lines) do
     local at, dur, was_held, a1, a2, a3, a4, who =
       string.match(line, '^(%d+)\t(%d+)\t(%d)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
-    if at then  -- a malformed line (never written by usage_ended) is dropped
+    if not at then
+      if other then other(line) end  -- not a usage line: the caller's, or dropped
+    else
       at, dur = tonumber(at), tonumber(dur)
       local amounts = usage_amount_numbers(a1, a2, a3, a4)
       local tenant = string.match(who, '^[^\t]*')

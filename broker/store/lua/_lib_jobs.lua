@@ -110,31 +110,3 @@ local function cancel_job(c, jk, job, now, stop)
   job_finished(c.finished_prefix, job, 'cancelled', now)
   emit(c.events, 'job.cancelled', job, nil)
 end
-
--- A completed job's run time (ms, as text: the ACK formats it once for this
--- and its event) joins the newest 64 of its type in the queue (prefix: keys.hpp
--- run_times_prefix, + the type): the start estimate's learned median for a running job
--- that declares no end (broker/estimate/; it reads the first RUN_TIMES_KEPT). The list
--- is trimmed when it reaches twice that, so one ACK in 64 pays for the LTRIM. Each
--- list expires a week after the write that last renewed its expiry, so a deleted
--- queue's lists (whose types no index names for delete_queue.lua) do not stay behind.
--- The expiry is set by one LPUSH in RUN_TIMES_RENEW (the one that makes the
--- length 1 more than a multiple of it: the list's creation, and the first push after
--- a trim), not by every ACK (a PEXPIRE is ~6k instructions). The trade: a list's
--- expiry lags its last write by up to RUN_TIMES_RENEW - 1 writes, so a type completed
--- fewer than RUN_TIMES_RENEW times in a week may lose its run times a week after the
--- renewing write (its next ACK starts the list again); a type completed more often keeps
--- its list as before.
-local RUN_TIMES_KEPT = 64
-local RUN_TIMES_TTL_MS = '604800000'
-local RUN_TIMES_RENEW = 8
-local function note_run_time(prefix, job, run_ms)
-  if not job.type or job.type == '' then return end
-  local key = prefix .. job.type
-  local n = redis.call('LPUSH', key, run_ms)
-  if n >= 2 * RUN_TIMES_KEPT then
-    redis.call('LTRIM', key, '0', int_s(RUN_TIMES_KEPT - 1))
-  elseif n % RUN_TIMES_RENEW == 1 then
-    redis.call('PEXPIRE', key, RUN_TIMES_TTL_MS)
-  end
-end

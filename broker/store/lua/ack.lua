@@ -1,21 +1,24 @@
 -- ACK: active -> completed.
--- KEYS (11 + 11n): 1 job hash, 2 active, 3 stats, 4 events, 5 ledger, 6 tenant ledger,
---            7 held prefix (keys.hpp held_prefix), 8 finished prefix (keys.hpp finished_prefix),
---            9 run-times prefix (keys.hpp run_times_prefix), 10-11 the usage journal and
---            hash (_lib_accounting.lua usage_keys), n = 0 or 1: 12-22 workflow keys (_lib_workflows.lua).
+-- KEYS (8 + 11n): 1 job hash, 2 active, 3 events, 4 ledger, 5 tenant ledger,
+--            6 held prefix (keys.hpp held_prefix), 7-8 the usage journal and hash
+--            (_lib_accounting.lua usage_keys), n = 0 or 1: 9-19 workflow keys (_lib_workflows.lua).
 --            The workflow keys are sent only for a job of a workflow (a key costs
 --            the call ~1.1k instructions): a workflow's job ACKed without them answers
 --            {'need_keys'} with nothing written, and JobStore::ack sends them.
 -- ARGV: result_json ('' = none), worker_id ('' = any: plain OJS ACKs carry none)
 -- Reply: {'ok'} (also for a replay: the completing worker's same ACK again)
 --        | {'not_found'} | {'conflict', state} | {'need_keys'} (nothing written)
+-- What need not change with the transition is settled later (settle.lua: the queue's
+-- completed count and its minute, the finished index, the type's run time) from a
+-- completion line journaled here with the attempt's usage line, in one RPUSH: written
+-- in the same step, so nothing is lost, and settled once.
 -- The job is not in the reply: JobStore::ack reads it back with an HGETALL
 -- sent behind the call, native: returned through Lua it cost Redis ~48k instructions,
 -- the native read ~27k (bench/lua-callgrind.sh counts both).
 local result, worker = ARGV[1], ARGV[2]
 local jk = KEYS[1]
 -- Only the fields this script and its helpers read (usage_ended, release_budget,
--- held_by, emit, note_run_time, workflow_job_ended), into a table constructor: ~27k
+-- held_by, emit, workflow_job_ended), into a table constructor: ~27k
 -- instructions less than the whole hash read into a table (bench/lua-callgrind.sh). A
 -- field a helper comes to read on this path is added here. An absent field is false.
 local f = redis.call('HMGET', jk, 'id', 'state', 'worker_id', 'gang_workers', 'workflow_id', 'workflow_member', 'tenant',
@@ -40,7 +43,7 @@ if job.state ~= 'active' then
 end
 -- A worker whose reservation expired must not complete the job another worker now holds.
 if worker ~= '' and not held_by(job, worker) then return {'conflict', 'active (held by another worker)'} end
-if job.workflow_id and #KEYS < 22 then return {'need_keys'} end  -- before any write
+if job.workflow_id and #KEYS < 19 then return {'need_keys'} end  -- before any write
 -- a gang completes when every rank has acknowledged; it keeps rank 0's result.
 if job.gang_workers then
   local g = redis.call('HMGET', jk, 'gang_acked', 'gang_result')  -- what gang_ack reads (the ranks are gang_workers')
@@ -52,12 +55,15 @@ end
 local now = now_ms()
 local now_s = int_s(now)  -- formatted once, not by every redis.call
 -- The run's start parsed and its length formatted once, for the usage record,
--- the run-time list and the event ('0' without a start).
+-- the completion line and the event ('0' without a start).
 local started = tonumber(job.started_at or '')
 local run_ms = int_s(now - (started or now))
 local set = {'state', 'completed', 'completed_at', now_s}
-usage_ended(usage_keys(KEYS, 10), jk, job, now, set, now_s, started)  -- the job's record into `set`, before the charge is released
-local charged = release_budget({ledger = KEYS[5], tenant_ledger = KEYS[6]}, jk, job, true)  -- charged_gpus goes in the HDEL below
+-- The completion line (settle.lua): end, id, run time (none without a start, never below 0), type.
+local completion = 'c\t' .. now_s .. '\t' .. job.id .. '\t' .. (started and (now >= started and run_ms or '0') or '') .. '\t' ..
+                   (job.type or '')
+usage_ended(usage_keys(KEYS, 7), jk, job, now, set, now_s, started, completion)  -- the job's record into `set`, before the charge is released
+local charged = release_budget({ledger = KEYS[4], tenant_ledger = KEYS[5]}, jk, job, true)  -- charged_gpus goes in the HDEL below
 job.state, job.completed_at = 'completed', now_s
 if result ~= '' then
   job.result = result
@@ -78,12 +84,8 @@ else
   redis.call('HDEL', jk, 'error', 'visibility_deadline', 'execution_deadline', 'next_attempt_at')
 end
 redis.call('ZREM', KEYS[2], job.id)
-release_holder(KEYS[7], job)
-redis.call('HINCRBY', KEYS[3], 'completed', '1')
-count_minute(KEYS[3], 'processed', now)
-job_finished(KEYS[8], job, 'completed', now, now_s)
-if started then note_run_time(KEYS[9], job, now >= started and run_ms or '0') end  -- never below 0
-emit(KEYS[4], 'job.completed', job, nil, 'duration_ms', run_ms)
+release_holder(KEYS[6], job)
+emit(KEYS[3], 'job.completed', job, nil, 'duration_ms', run_ms)
 -- The keys' table (~6k instructions) is built only for a workflow's job.
-if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 12, KEYS[4]), job, 'completed', now) end
+if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 9, KEYS[3]), job, 'completed', now) end
 return {'ok'}

@@ -146,7 +146,7 @@ TEST(LuaScripts, KeysAreExtendedOnlyFromDeclaredPrefixKeys) {
     for (auto it = std::sregex_iterator(body.begin(), body.end(), keys_concat); it != std::sregex_iterator(); ++it) {
       const std::string n = (*it)[1];
       // The header must call that key a prefix.
-      const std::regex declared("-- KEYS[^\\n]*(\\n--[^\\n]*)*\\b" + n + " (job|ready|diag|finished|log) prefix");
+      const std::regex declared("-- KEYS[^\\n]*(\\n--[^\\n]*)*\\b" + n + " (job|ready|diag|finished|log|run-times) prefix");
       EXPECT_TRUE(std::regex_search(body, declared)) << p.filename() << ": KEYS[" << n << "] is extended but not declared as a prefix";
     }
   }
