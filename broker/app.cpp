@@ -286,6 +286,7 @@ void BrokerApp::Impl::build_api() {
   i.build_pools();
   register_dead_letter_api(i.router, *i.api);
   i.governance = governance::install(i.config, *i.redis, *i.push, i.router, *i.api);
+  register_push_api(i.router, *i.api, *i.governance->configs);
   register_queues_api(i.router, *i.api, *i.governance->configs);
   register_rate_limits_api(i.router, *i.api, *i.governance->configs);
   register_admin_api(i.router, *i.api, *i.governance->configs);

@@ -44,7 +44,12 @@ struct ApiContext {
 namespace obs { class Observability; }
 // manifest, health, readiness, the admin drain switch
 void register_system_api(Router& router, ApiContext& ctx, obs::Observability& observability);
+// INFO, the job's diagnosis, CANCEL, kill.
 void register_jobs_api(Router& router, ApiContext& ctx);
+namespace governance { class QueueConfigs; }
+// PUSH, which answers its queue's start-rate window in X-RateLimit-* (so it is
+// registered once the queue configs exist).
+void register_push_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs);
 class JobControl;
 // POST /jobs/{id}/hold and /release, PATCH /jobs/{id}.
 void register_job_control_api(Router& router, ApiContext& ctx, JobControl& control);

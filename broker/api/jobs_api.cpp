@@ -5,8 +5,10 @@
 #include "broker/api/api.hpp"
 #include "broker/api/job_scope.hpp"
 #include "broker/api/json_io.hpp"
+#include "broker/api/rate_limit_state.hpp"
 #include "broker/api/tenant_header.hpp"
 #include "broker/auth/identity.hpp"
+#include "broker/governance/queue_configs.hpp"
 #include "broker/estimate/estimate_service.hpp"
 #include "broker/uniqueness/idempotent_push.hpp"
 #include "broker/uniqueness/unique_push.hpp"
@@ -71,8 +73,8 @@ PushResult push_waiting_for_room(ApiContext& ctx, const HttpRequest& r, const nl
 
 }  // namespace
 
-void register_jobs_api(Router& router, ApiContext& ctx) {
-  router.add("POST", "/ojs/v1/jobs", [&ctx](const HttpRequest& r) {
+void register_push_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
+  router.add("POST", "/ojs/v1/jobs", [&ctx, &configs](const HttpRequest& r) {
     auto body = with_tenant_header(parse_json_body(r), r);
     const auto timeout = block_timeout(r);
     auto push = [&](const nlohmann::json& b) { return push_waiting_for_room(ctx, r, b, timeout); };
@@ -95,8 +97,19 @@ void register_jobs_api(Router& router, ApiContext& ctx) {
     }
     auto reply = object_reply(201, out);
     reply.headers.emplace_back("Location", "/ojs/v1/jobs/" + nlohmann::json::parse(pushed.job.value_text("id")).get<std::string>());
+    // A queue with a start-rate limit (its own, or the one this job's options.rate_limit
+    // gave it) answers the window's room, as ojs-http-binding.md §18.1 asks of a
+    // server that limits: one read of the window, only for such a queue.
+    const auto queue = nlohmann::json::parse(pushed.job.value_text("queue")).get<std::string>();
+    auto config = configs.cached(queue);
+    if (config->rate_limit.empty() && body.contains("options") && body["options"].is_object() && body["options"].contains("rate_limit"))
+      config = configs.fresh(queue);
+    if (const auto rate = rate_window_state(ctx, queue, config->rate_limit)) add_rate_limit_headers(reply, *rate);
     return reply;
   }, Runs::on_io_thread);
+}
+
+void register_jobs_api(Router& router, ApiContext& ctx) {
   router.add("GET", "/ojs/v1/jobs/{id}", [&ctx](const HttpRequest& r) {
     const auto& id = r.params.at("id");
     require_in_tenant_scope(ctx, id);

@@ -6,6 +6,7 @@
 // queue by name, with every one in `queues`.
 #include "broker/api/api.hpp"
 #include "broker/api/json_io.hpp"
+#include "broker/api/rate_limit_state.hpp"
 #include "broker/governance/queue_configs.hpp"
 #include "ojs/core/time.hpp"
 
@@ -26,14 +27,9 @@ json partition(ApiContext& ctx, const std::string& queue, const governance::Queu
     const long long active = count("active");
     out["concurrency"] = {{"limit", *limit.concurrency}, {"active", active}, {"available", std::max(0LL, *limit.concurrency - active)}};
   }
-  if (limit.rate_limit) {
-    const auto now = now_ms();
-    const auto window = ctx.queues.rate_window(queue, now - limit.rate_period_ms);
-    json rate = {{"limit", *limit.rate_limit}, {"period", limit.rate_period}, {"current_count", window.starts}};
-    // The window is sliding: it has room again when its oldest start leaves it.
-    rate["window_resets_at"] = format_rfc3339(window.oldest_ms ? *window.oldest_ms + limit.rate_period_ms : now);
-    out["rate"] = rate;
-  }
+  if (const auto rate = rate_window_state(ctx, queue, limit))
+    out["rate"] = {{"limit", rate->limit}, {"period", limit.rate_period}, {"current_count", rate->current},
+                   {"window_resets_at", format_rfc3339(rate->resets_at_ms)}};
   return out;
 }
 
@@ -46,6 +42,20 @@ std::vector<std::pair<std::string, governance::QueueRateLimit>> limited_queues(A
 }
 
 }  // namespace
+
+std::optional<RateWindowState> rate_window_state(ApiContext& ctx, const std::string& queue, const governance::QueueRateLimit& limit) {
+  if (!limit.rate_limit) return std::nullopt;
+  const auto now = now_ms();
+  const auto window = ctx.queues.rate_window(queue, now - limit.rate_period_ms);
+  // The window is sliding: it has room again when its oldest start leaves it.
+  return RateWindowState{*limit.rate_limit, window.starts, window.oldest_ms ? *window.oldest_ms + limit.rate_period_ms : now};
+}
+
+void add_rate_limit_headers(HttpResponse& reply, const RateWindowState& state) {
+  reply.headers.emplace_back("X-RateLimit-Limit", std::to_string(state.limit));
+  reply.headers.emplace_back("X-RateLimit-Remaining", std::to_string(std::max(0LL, state.limit - state.current)));
+  reply.headers.emplace_back("X-RateLimit-Reset", std::to_string((state.resets_at_ms + 999) / 1000));
+}
 
 void register_rate_limits_api(Router& router, ApiContext& ctx, governance::QueueConfigs& configs) {
   router.add("GET", "/ojs/v1/rate-limits", [&ctx, &configs](const HttpRequest& r) {

@@ -1,9 +1,11 @@
 // A job's options.rate_limit (ojs-rate-limiting.md, level 4's L4-RL-001) becomes its
 // queue's rate limit when the queue has none, enforced at FETCH like a configured
 // one; a configured limit is never replaced by a job's; a malformed option is a 400
-// naming the field.
+// naming the field. A PUSH to such a queue answers the window's room in
+// X-RateLimit-* (ojs-http-binding.md §18.1).
 #include <gtest/gtest.h>
 
+#include "ojs/client/http_client.hpp"
 #include "ojs/core/time.hpp"
 #include "support/processes.hpp"
 
@@ -14,6 +16,12 @@ namespace {
 
 json limited_job(const std::string& queue, const json& rate_limit) {
   return {{"type", "t"}, {"args", json::array()}, {"options", {{"queue", queue}, {"rate_limit", rate_limit}}}};
+}
+
+// A PUSH whose reply's headers the test reads.
+ojs::HttpResponse push_raw(const std::string& url, const json& job) {
+  ojs::HttpClient client({url});
+  return client.request("POST", "/ojs/v1/jobs", job.dump(), {"Content-Type: application/openjobspec+json"});
 }
 
 }  // namespace
@@ -99,4 +107,27 @@ TEST_F(JobRateLimitOption, AMalformedOptionIsA400NamingTheField) {
     EXPECT_EQ(r.status, 400) << option.dump() << " " << r.body.dump();
     EXPECT_EQ(r.body["error"]["details"]["field"], field) << r.body.dump();
   }
+}
+
+// The window's room rides on every PUSH to a queue with a start rate: the limit, the
+// starts it has room for now, and when it next has room (Unix seconds). A queue
+// without one answers none of them.
+TEST_F(JobRateLimitOption, APushAnswersTheWindowsRoom) {
+  const json job = limited_job("jrl-h", {{"key", "h"}, {"rate", 2}, {"period", "hour"}});
+  auto first = push_raw(broker.url(), job);
+  ASSERT_EQ(first.status, 201);
+  EXPECT_EQ(first.headers["x-ratelimit-limit"], "2");
+  EXPECT_EQ(first.headers["x-ratelimit-remaining"], "2") << "no start yet";
+  EXPECT_EQ(api.fetch({"jrl-h"}, "w1").size(), 1u);
+  const auto started = ojs::now_ms();
+  auto second = push_raw(broker.url(), job);
+  ASSERT_EQ(second.status, 201);
+  EXPECT_EQ(second.headers["x-ratelimit-remaining"], "1");
+  EXPECT_NEAR(std::stod(second.headers["x-ratelimit-reset"]), static_cast<double>(started + 3600000) / 1000, 3.0);
+  EXPECT_EQ(api.fetch({"jrl-h"}, "w2").size(), 1u);
+  EXPECT_EQ(push_raw(broker.url(), job).headers["x-ratelimit-remaining"], "0");
+
+  const auto plain = push_raw(broker.url(), {{"type", "t"}, {"args", json::array()}, {"options", {{"queue", "jrl-none"}}}});
+  ASSERT_EQ(plain.status, 201);
+  EXPECT_EQ(plain.headers.count("x-ratelimit-limit"), 0u);
 }
