@@ -228,8 +228,6 @@ phase('ack', [ack_cmd(a) for a in active])
 if SETTLE:  # the maintenance pass's settling of those ACKs' lines, per ACK (ACK's cost is ack + settle)
     SETTLE_KEYS = [K('usage-journal'), K('stats'), K('finished:'), K('run-times:'), K('usage'), K('usage-totals'),
                    K('usage-hours'), K('config')]
-    if FAIR:  # settle1: after each ACK, as a read of the stats would settle it
-        phase('settle1', [call('settle', SETTLE_KEYS, ['1000'])] * 20)
     phase('settle', [call('settle', SETTLE_KEYS, ['1000'])], per=max(len(active), 1))
 elif JOURNAL:  # the maintenance pass's fold of those ACKs' lines, per line (ACK's cost is ack + fold)
     FOLD_KEYS = [K('usage-journal'), K('usage'), K('usage-totals'), K('usage-hours'), K('config')]
