@@ -92,8 +92,8 @@ std::vector<std::optional<JobRecord>> EstimateStore::waiting_fields(const std::s
 EstimateStore::CompletedRuns EstimateStore::completed_runs(const std::string& queue, std::size_t limit) {
   CompletedRuns out;
   if (limit == 0) return out;
-  settle(redis_, {queue});  // the completed index is settle.lua's
-  const auto ids = redis_.command({"ZREVRANGE", keys::finished(queue, "completed"), "0", std::to_string(limit - 1)});
+  // The completed index is settle.lua's: read behind the queue's settling.
+  const auto ids = settled_reads(redis_, queue, {{"ZREVRANGE", keys::finished(queue, "completed"), "0", std::to_string(limit - 1)}}).front();
   std::vector<std::vector<std::string>> cmds;
   for (const auto& id : ids.elements) cmds.push_back(JobRecord::read_fields(keys::job(queue, id.str), kRanFields));
   if (cmds.empty()) return out;
@@ -119,8 +119,7 @@ std::map<std::string, std::vector<long long>> EstimateStore::run_times(const std
   for (const auto& type : types) cmds.push_back({"LRANGE", keys::run_times(queue, type), "0", std::to_string(keys::run_times_kept - 1)});
   std::map<std::string, std::vector<long long>> out;
   if (cmds.empty()) return out;
-  settle(redis_, {queue});  // the run times are settle.lua's
-  const auto replies = redis_.pipeline(cmds);
+  const auto replies = settled_reads(redis_, queue, cmds);  // the run times are settle.lua's
   for (std::size_t i = 0; i < replies.size(); ++i) {
     auto& times = out[types[i]];
     for (const auto& e : replies[i].elements) {

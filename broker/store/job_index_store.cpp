@@ -8,6 +8,17 @@
 
 namespace ojs::broker {
 
+namespace {
+
+// A reply's elements as text (an index read's ids).
+std::vector<std::string> texts_of(const RedisValue& reply) {
+  std::vector<std::string> out;
+  for (const auto& e : reply.elements) out.push_back(e.str);
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::string> JobIndexStore::available(const std::string& queue, const ClassSet& classes, int limit) {
   std::vector<std::vector<std::string>> cmds;
   for (const auto& [id, _] : classes.classes)
@@ -59,22 +70,27 @@ std::pair<long long, long long> JobIndexStore::delayed_split(const std::string& 
   return {total - retryable, retryable};
 }
 
-// The completed index is written by settle.lua, from the ACKs' entries: settled
-// before it is read, it holds every job whose ACK answered.
+// The completed index is written by settle.lua, from the ACKs' completion lines:
+// settled before it is read, it holds every job whose ACK answered.
 void JobIndexStore::settle_completed(const std::string& queue, const std::string& state) {
   if (state == "completed") settle(redis_, {queue});
 }
 
+// A read of a finished index; of the completed one, behind the queue's settling in
+// the same round trip.
+RedisValue JobIndexStore::finished_read(const std::string& queue, const std::string& state, std::vector<std::string> command) {
+  if (state != "completed") return redis_.command(command);
+  return settled_reads(redis_, queue, {std::move(command)}).front();
+}
+
 std::vector<std::string> JobIndexStore::finished(const std::string& queue, const std::string& state, std::int64_t since_ms,
                                                  int limit) {
-  settle_completed(queue, state);
-  return ids({"ZREVRANGEBYSCORE", keys::finished(queue, state), "+inf", std::to_string(since_ms), "LIMIT", "0",
-              std::to_string(limit)});
+  return texts_of(finished_read(queue, state, {"ZREVRANGEBYSCORE", keys::finished(queue, state), "+inf",
+                                               std::to_string(since_ms), "LIMIT", "0", std::to_string(limit)}));
 }
 
 long long JobIndexStore::finished_count(const std::string& queue, const std::string& state, std::int64_t since_ms) {
-  settle_completed(queue, state);
-  return redis_.command({"ZCOUNT", keys::finished(queue, state), std::to_string(since_ms), "+inf"}).integer;
+  return finished_read(queue, state, {"ZCOUNT", keys::finished(queue, state), std::to_string(since_ms), "+inf"}).integer;
 }
 
 long long JobIndexStore::trim_finished(const std::string& queue, const std::string& state, std::int64_t cutoff_ms,
@@ -112,10 +128,6 @@ std::vector<std::optional<StateAndTenant>> JobIndexStore::states_and_tenants(con
   return out;
 }
 
-std::vector<std::string> JobIndexStore::ids(const std::vector<std::string>& command) {
-  std::vector<std::string> out;
-  for (const auto& e : redis_.command(command).elements) out.push_back(e.str);
-  return out;
-}
+std::vector<std::string> JobIndexStore::ids(const std::vector<std::string>& command) { return texts_of(redis_.command(command)); }
 
 }  // namespace ojs::broker

@@ -48,6 +48,7 @@ class JobIndexStore {
 
  private:
   void settle_completed(const std::string& queue, const std::string& state);
+  RedisValue finished_read(const std::string& queue, const std::string& state, std::vector<std::string> command);
   std::vector<std::string> ids(const std::vector<std::string>& command);
   RedisPool& redis_;
 };

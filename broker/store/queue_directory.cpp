@@ -89,7 +89,6 @@ QueueDirectory::RateWindow QueueDirectory::rate_window(const std::string& queue,
 }
 
 std::map<std::string, long long> QueueDirectory::queue_counts(const std::string& queue) {
-  settle(redis_, {queue});  // the completed count is settle.lua's
   const auto classes = load_classes(queue);
   std::vector<std::vector<std::string>> cmds;
   for (const auto& [id, _] : classes.classes) cmds.push_back({"ZCARD", keys::ready(queue, id)});
@@ -101,7 +100,7 @@ std::map<std::string, long long> QueueDirectory::queue_counts(const std::string&
   std::vector<std::string> hmget{"HMGET", keys::stats(queue)};
   hmget.insert(hmget.end(), std::begin(kCounters), std::end(kCounters));
   cmds.push_back(std::move(hmget));
-  auto replies = redis_.pipeline(cmds);
+  auto replies = settled_reads(redis_, queue, cmds);  // the completed count is settle.lua's
   std::map<std::string, long long> counts;
   long long available = 0;
   std::size_t i = 0;

@@ -14,6 +14,20 @@ const std::string kSettleBatch = "1000";
 
 }  // namespace
 
+std::vector<RedisValue> settled_reads(RedisPool& redis, const std::string& queue,
+                                      const std::vector<std::vector<std::string>>& reads) {
+  std::vector<std::vector<std::string>> batch{RedisPool::script_call("settle", keys::settle_keys(queue), {kSettleBatch})};
+  batch.insert(batch.end(), reads.begin(), reads.end());
+  auto replies = redis.pipeline(batch);
+  if (replies.front().is_error()) throw std::runtime_error("Lua script settle failed: " + replies.front().str);
+  if (replies.front().integer == 1) {  // more than a call's share waited: the reads saw part of it
+    settle(redis, {queue});
+    return redis.pipeline(reads);
+  }
+  replies.erase(replies.begin());
+  return replies;
+}
+
 void settle(RedisPool& redis, const std::vector<std::string>& queues) {
   std::vector<const std::string*> waiting;
   if (queues.size() == 1) {

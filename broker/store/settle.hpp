@@ -16,4 +16,11 @@ namespace ojs::broker {
 // then more only for a queue with more than a call's share waiting.
 void settle(RedisPool& redis, const std::vector<std::string>& queues);
 
+// `reads` of one queue's settled values, sent behind its settling in the same round
+// trip (a reader pays no round trip of its own for it); when more than one call's
+// share waited, the queue is settled to the end and the reads sent again. Their
+// replies, in order. Only reads: they may be sent twice.
+std::vector<RedisValue> settled_reads(RedisPool& redis, const std::string& queue,
+                                      const std::vector<std::vector<std::string>>& reads);
+
 }  // namespace ojs::broker
