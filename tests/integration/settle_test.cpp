@@ -21,13 +21,8 @@ using namespace ojs::test;
 
 namespace {
 
-std::string one(const RedisServer& redis, const std::vector<std::string>& argv) {
-  const auto lines = redis_lines(redis, argv);
-  return lines.empty() ? std::string() : lines[0];
-}
-
 long long number(const RedisServer& redis, const std::vector<std::string>& argv) {
-  const auto v = one(redis, argv);
+  const auto v = redis_value(redis, argv);
   return v.empty() ? 0 : std::stoll(v);
 }
 
@@ -73,7 +68,7 @@ TEST(Settle, AReadSeesEveryEndThatAnsweredAndCountsItOnce) {
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) api.push(plain_job(q));
   for (int i = 0; i < 3; ++i) ids.push_back(run_one(api, q, "w"));
-  EXPECT_EQ(one(redis, {"HGET", "ojs:{" + q + "}:stats", "completed"}), "") << "the ACK itself writes no count";
+  EXPECT_EQ(redis_value(redis, {"HGET", "ojs:{" + q + "}:stats", "completed"}), "") << "the ACK itself writes no count";
   EXPECT_EQ(completed_count(api, q), 3);
   EXPECT_EQ(completed_count(api, q), 3);
   EXPECT_EQ(number(redis, {"ZCARD", "ojs:{" + q + "}:finished:completed"}), 3);

@@ -14,13 +14,6 @@ using namespace ojs::test;
 
 namespace {
 
-std::string redis_cli(const RedisServer& redis, std::vector<std::string> argv) {
-  argv.insert(argv.begin(), {"redis-cli", "-p", std::to_string(redis.port())});
-  auto out = run_process(argv, 10).output;
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
 std::string job_key(const std::string& queue, const std::string& id) { return "ojs:{" + queue + "}:job:" + id; }
 
 json gpu_job(const std::string& queue) {
@@ -37,12 +30,12 @@ TEST(StoredOnce, TheHashHoldsTheDocumentOnceAndTheEnvelopeIsWhole) {
   Api api{broker.url()};
   const auto id = api.push(gpu_job("once-q"));
 
-  const json stored = json::parse(redis_cli(redis, {"HGET", job_key("once-q", id), "doc"}));
+  const json stored = json::parse(redis_value(redis, {"HGET", job_key("once-q", id), "doc"}));
   for (const char* left_out : {"id", "queue", "type", "specversion", "meta", "retry"})
     EXPECT_FALSE(stored.contains(left_out)) << left_out << " is stored again in " << stored.dump();
   EXPECT_EQ(stored["priority"], 5);
   for (const char* field : {"priority", "max_attempts", "gpus"})
-    EXPECT_EQ(redis_cli(redis, {"HEXISTS", job_key("once-q", id), field}), "0") << field << " repeats the document";
+    EXPECT_EQ(redis_value(redis, {"HEXISTS", job_key("once-q", id), field}), "0") << field << " repeats the document";
 
   const auto info = api.get("/ojs/v1/jobs/" + id);
   ASSERT_EQ(info.status, 200) << info.body.dump();
@@ -78,7 +71,7 @@ TEST(StoredOnce, WhatTheProducerSaidIsKept) {
   job["meta"] = {{"owner", "ana"}};
   job["options"]["retry"] = {{"max_attempts", 7}, {"initial_interval", "PT2S"}};
   const auto id = api.push(job);
-  const json stored = json::parse(redis_cli(redis, {"HGET", job_key("said-q", id), "doc"}));
+  const json stored = json::parse(redis_value(redis, {"HGET", job_key("said-q", id), "doc"}));
   EXPECT_EQ(stored["meta"]["owner"], "ana");
   EXPECT_EQ(stored["retry"]["max_attempts"], 7) << stored.dump();
   const auto info = api.get("/ojs/v1/jobs/" + id).body["job"];
@@ -102,7 +95,7 @@ TEST(StoredOnce, AJobStoredBeforeKeepsWorkingAfterAnUpgrade) {
   // tells which one is read).
   json whole = api.get("/ojs/v1/jobs/" + id).body["job"];
   for (const char* system : {"state", "attempt", "created_at", "enqueued_at"}) whole.erase(system);
-  ASSERT_EQ(redis_cli(redis, {"HSET", key, "doc", whole.dump(), "priority", "9", "max_attempts", "1", "gpus", "2"}), "3");
+  ASSERT_EQ(redis_value(redis, {"HSET", key, "doc", whole.dump(), "priority", "9", "max_attempts", "1", "gpus", "2"}), "3");
 
   auto info = api.get("/ojs/v1/jobs/" + id).body["job"];
   EXPECT_EQ(info["id"], id);
@@ -127,11 +120,11 @@ TEST(StoredOnce, AJobStoredBeforeKeepsWorkingAfterAnUpgrade) {
   // A waiting old job changed by PATCH: the repeated fields go, the document's values are read.
   const auto other = api.push(gpu_job("old-q"));
   const auto other_key = job_key("old-q", other);
-  ASSERT_EQ(redis_cli(redis, {"HSET", other_key, "priority", "9", "max_attempts", "1", "gpus", "2"}), "3");
+  ASSERT_EQ(redis_value(redis, {"HSET", other_key, "priority", "9", "max_attempts", "1", "gpus", "2"}), "3");
   const auto patched = api.call("PATCH", "/ojs/v1/jobs/" + other, {{"priority", 3}});
   ASSERT_EQ(patched.status, 200) << patched.body.dump();
   for (const char* field : {"priority", "max_attempts", "gpus"})
-    EXPECT_EQ(redis_cli(redis, {"HEXISTS", other_key, field}), "0") << field << " outlived the update";
+    EXPECT_EQ(redis_value(redis, {"HEXISTS", other_key, field}), "0") << field << " outlived the update";
   const auto relisted = api.get("/ojs/v1/admin/queues/old-q/jobs?state=available").body;
   ASSERT_EQ(relisted["jobs"].size(), 1u) << relisted.dump();
   EXPECT_EQ(relisted["jobs"][0]["priority"], 3);

@@ -258,6 +258,11 @@ std::vector<std::string> redis_lines(const RedisServer& redis, std::vector<std::
   return lines;
 }
 
+std::string redis_value(const RedisServer& redis, std::vector<std::string> argv) {
+  const auto lines = redis_lines(redis, std::move(argv));
+  return lines.empty() ? std::string() : lines.front();
+}
+
 Api::Api(const std::string& base_url, const std::string& token)
     : client_(HttpClientOptions{base_url, token, 30000, "", false}) {}
 

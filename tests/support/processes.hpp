@@ -61,6 +61,8 @@ RunResult run_process(const std::vector<std::string>& argv, int timeout_s = 600)
 
 // A redis-cli command against the test Redis; its output's non-empty lines.
 std::vector<std::string> redis_lines(const RedisServer& redis, std::vector<std::string> argv);
+// The same for a reply of one value: its first line ("" when it printed none: nil).
+std::string redis_value(const RedisServer& redis, std::vector<std::string> argv);
 
 // HTTP client with JSON convenience for tests.
 class Api {
