@@ -244,7 +244,9 @@ EstimateService::Read EstimateService::read(const std::string& queue, int limit,
   s.limits.tenants.used = budget.tenant_gpus_in_use;
 
   // Under policy fair, the tenants' shares the claim orders by (either order).
-  s.fair = fair_shares_of(marks_.fair_usage(queue), true);
+  const auto fair_usage = marks_.fair_usage(queue);
+  s.fair = fair_shares_of(fair_usage, true);
+  if (fair_usage) s.fair_layout_json = fair_usage->fair.layout_json;
 
   // How the queue's jobs kept to their declared durations (Overruns: the ends of jobs that declare one).
   auto completed = reads_.completed_runs(queue, estimate::kOverrunsKept);

@@ -11,6 +11,7 @@
 
 #include "broker/preemption/capacity_plan.hpp"
 #include "broker/scheduling/claim_decision.hpp"
+#include "broker/scheduling/fair_order.hpp"
 #include "broker/scheduling/queue_budget.hpp"
 #include "broker/store/priority_score.hpp"
 #include "ojs/core/time.hpp"
@@ -42,6 +43,7 @@ std::int64_t locality_hold_end(const Waiting& job, const ml::ScoringOptions& sco
 class Run {
  public:
   explicit Run(const Snapshot& s) : s_(s), workers_(s.workers), limits_(s.limits), loads_(s.workers.size()) {
+    if (s.fair) fair_layout_ = fair_layout_from(s.fair_layout_json);
     for (const auto& w : workers_)
       for (const auto& r : w.running) initial_.insert(r.job.job_id);
     const auto& b = s.limits.budget;
@@ -114,7 +116,6 @@ class Run {
     const Waiting& w;
     int cls = 0;
     bool placed = false;
-    double order = 0;  // its place in the queue's order: the score, or the fair key (reorder)
   };
   using Key = std::pair<double, std::size_t>;  // (score, job): the queue's order
 
@@ -125,11 +126,11 @@ class Run {
       scanned_.push_back(false);
     }
     const std::size_t i = jobs_.size();
-    jobs_.push_back({w, it->second, false, w.score});
+    jobs_.push_back({w, it->second, false});
     job_index_.emplace(w.id, i);
     if (w.req->hard.gang.size > 0) gangs_ = true;  // a forming gang holds workers again at each instant: every worker is looked at
     if (w.due_ms > s_.now_ms) wakes_.insert({w.due_ms, i});
-    else classes_[static_cast<std::size_t>(it->second)].insert({jobs_[i].order, i});  // reorder() re-keys it under fair
+    else classes_[static_cast<std::size_t>(it->second)].insert({w.score, i});
     if (const auto hold = locality_hold_end(w, s_.scoring); hold > s_.now_ms) wakes_.insert({hold, i});
   }
 
@@ -140,7 +141,7 @@ class Run {
       wakes_.erase(wakes_.begin());
       auto& job = jobs_[i];
       if (job.placed) continue;
-      if (job.w.due_ms <= t) classes_[static_cast<std::size_t>(job.cls)].insert({job.order, i});
+      if (job.w.due_ms <= t) classes_[static_cast<std::size_t>(job.cls)].insert({job.w.score, i});
       scanned_[static_cast<std::size_t>(job.cls)] = false;  // due now or its locality hold ended: every worker is looked at
     }
   }
@@ -204,7 +205,7 @@ class Run {
   bool watched_in(int c, const Key& from) const {
     if (watch_ >= jobs_.size() || jobs_[watch_].placed || jobs_[watch_].cls != c) return false;
     const auto& pending = classes_[static_cast<std::size_t>(c)];
-    const Key key{jobs_[watch_].order, watch_};
+    const Key key{jobs_[watch_].w.score, watch_};
     return pending.count(key) && key > from;
   }
 
@@ -268,9 +269,10 @@ class Run {
   // classes in play, each offering its jobs from the first not passed over. The run
   // judges workers after it, so it decides without the soft-score bonus (by_bonus)
   // and without a locality cutoff (the run holds a job per worker itself:
-  // ml::locality_hold); under the fair policy its order keys (reorder) stand in for
-  // the scores. A class the decision keeps back leaves play: within an instant the
-  // budget and quotas only fill.
+  // ml::locality_hold). Under the fair policy the decision is handed the run's
+  // shares and each class's candidates as FETCH lists them (fair_candidates_of). A
+  // class the decision keeps back leaves play: within an instant the budget and
+  // quotas only fill.
   std::optional<std::pair<std::size_t, int>> decide(std::int64_t t, std::set<int>& in_play,
                                                     std::map<int, std::set<std::size_t>>& passed) {
     while (!in_play.empty()) {
@@ -300,6 +302,17 @@ class Run {
       }
       ClaimDecisionInput in{snap, eligible, 1, t};
       in.by_bonus = false;
+      FairDetail fair;
+      FairShares shares;
+      if (s_.fair) {
+        snap.fair = true;
+        shares = fair_shares_now();
+        fair.quotas = limits_.tenants;
+        for (const auto& [key, c] : heads) fair.classes[jobs_[key.second].w.class_id] = fair_candidates(c, passed[c]);
+        in.fair = &fair;
+        in.fair_layout = &fair_layout_;
+        in.fair_shares = &shares;
+      }
       ClaimPlan plan = decide_claim(in);
       ReadyDetail detail;
       if (!plan.needs_jobs.empty()) {  // the classes' first jobs, as FETCH reads them
@@ -325,7 +338,7 @@ class Run {
         const int c = class_index_.at(pick.class_id);
         const std::size_t i = pick.job_id.empty() ? first_open(c, passed[c])->second : job_index_.at(pick.job_id);
         // The watched job passed over for its tenant's quota, a later job of its class taken.
-        if (watched_open(c, passed) && jobs_[i].order > jobs_[watch_].order &&
+        if (watched_open(c, passed) && jobs_[i].w.score > jobs_[watch_].w.score &&
             tenant_quota_block(limits_.tenants, "", jobs_[watch_].w.tenant, charged_gpus(watch_)))
           note(watch_, "tenant_quota");
         return std::make_pair(i, c);
@@ -344,7 +357,7 @@ class Run {
   // Whether the watched job waits in class `c`, due and not passed over.
   bool watched_open(int c, std::map<int, std::set<std::size_t>>& passed) const {
     if (watch_ >= jobs_.size() || jobs_[watch_].placed || jobs_[watch_].cls != c) return false;
-    return classes_[static_cast<std::size_t>(c)].count({jobs_[watch_].order, watch_}) && !passed[c].count(watch_);
+    return classes_[static_cast<std::size_t>(c)].count({jobs_[watch_].w.score, watch_}) && !passed[c].count(watch_);
   }
 
   void place(std::int64_t t, const std::function<void(std::size_t, const Placement&)>& placed) {
@@ -354,7 +367,6 @@ class Run {
     // not fit then (the others only gained load), unless the budget freed or a gang
     // waits: then every worker is looked at.
     const bool all = all_dirty_ || gangs_;
-    if (s_.fair) reorder();
     const std::set<std::size_t> dirty = std::move(dirty_);
     dirty_.clear();
     all_dirty_ = false;
@@ -365,7 +377,7 @@ class Run {
     while (const auto next = decide(t, in_play, passed)) {
       const auto [i, c] = *next;
       auto& pending = classes_[static_cast<std::size_t>(c)];
-      const Key key{jobs_[i].order, i};
+      const Key key{jobs_[i].w.score, i};
       const Waiting& job = jobs_[i].w;
       const ml::Requirements& req = *job.req;
       const int members = members_of(req);
@@ -410,7 +422,6 @@ class Run {
       scanned_[static_cast<std::size_t>(c)] = false;  // the scan stopped at the first worker that fit
       pending.erase(key);
       placed(i, p);
-      if (s_.fair) reorder();  // the tenant's share moved: every job's place may have
     }
   }
 
@@ -422,48 +433,38 @@ class Run {
     fair_queue_held_ += static_cast<double>(gpus);
   }
 
-  // Each waiting job's place under the fair order at this instant, as
-  // claim.lua's fair_head and fair_rank take them (_lib_fairshare.lua): tenant order,
-  // the lowest share (decayed use plus what is held now, over the weight) first, then
-  // the higher class, then FIFO; class order, the class, then the share, then FIFO. A
-  // job without a tenant has share 0; one scored under an earlier policy (below the
-  // fair bands) goes first, as the claim serves it. Tenants rank by share (ties equal),
-  // the rank and the class packed with the FIFO sequence into the key, exactly.
-  void reorder() {
-    const FairShares& f = *s_.fair;
-    std::map<std::string, double> share;
-    for (const auto& job : jobs_)
-      if (!job.placed && !share.count(job.w.tenant)) {
-        const auto held = fair_held_.find(job.w.tenant);
-        share[job.w.tenant] =
-            job.w.tenant.empty() ? 0 : f.share(job.w.tenant, held == fair_held_.end() ? 0 : held->second, fair_queue_held_);
-      }
-    std::vector<double> levels;
-    for (const auto& [tenant, value] : share) levels.push_back(value);
-    std::sort(levels.begin(), levels.end());
-    levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-    constexpr double kSeq = kScoreBand;  // 2^40: the FIFO sequence below
-    const double base = static_cast<double>(kFairBandBase) * kSeq;  // 2^52: above every score of an earlier policy
-    for (auto& job : jobs_) {
-      if (job.placed) continue;
-      ScoreParts parts;
-      try {
-        parts = unpack_score(job.w.score);
-      } catch (const std::out_of_range&) {
-        continue;  // not a score the claim could give: its own place
-      }
-      if (parts.band < kFairBandBase) continue;  // scored under an earlier policy: served first
-      const double rank = static_cast<double>(std::min<std::ptrdiff_t>(
-          std::lower_bound(levels.begin(), levels.end(), share[job.w.tenant]) - levels.begin(), 255));
-      const double cls = static_cast<double>(2 - std::clamp(job.w.class_rank, 0, 2));
-      const double seq = static_cast<double>(parts.seq);
-      job.order = base + (f.by_tenant ? rank * 16 * kSeq + cls * 4 * kSeq : cls * 1024 * kSeq + rank * 2 * kSeq) + seq;
+  // The tenants' shares at this instant: as read, with what the run started and
+  // ended since counted in what each tenant holds.
+  FairShares fair_shares_now() const {
+    FairShares now = *s_.fair;
+    for (const auto& [tenant, held] : fair_held_) {
+      auto it = now.tenants.find(tenant);
+      if (it == now.tenants.end()) it = now.tenants.emplace(tenant, FairShares::Tenant{now.default_weight, 0, 0}).first;
+      it->second.held += held;
     }
-    for (std::size_t c = 0; c < classes_.size(); ++c) {
-      std::set<Key> keyed;
-      for (const auto& [old, i] : classes_[c]) keyed.insert({jobs_[i].order, i});
-      classes_[c] = std::move(keyed);
-    }
+    now.queue_held += fair_queue_held_;
+    return now;
+  }
+
+  // Class `c`'s candidates under the fair order, listed from its due jobs not
+  // passed over as FETCH lists them from its ready set.
+  std::vector<FairCandidate> fair_candidates(int c, const std::set<std::size_t>& passed) const {
+    const auto& pending = classes_[static_cast<std::size_t>(c)];
+    const ReadyRange range = [&](double low, double high, int n) {
+      std::vector<FairCandidate> out;
+      for (auto it = pending.lower_bound({low, 0}); it != pending.end() && it->first < high && static_cast<int>(out.size()) < n; ++it) {
+        if (passed.count(it->second)) continue;
+        const Waiting& w = jobs_[it->second].w;
+        FairCandidate j;
+        j.id = w.id;
+        j.score = w.score;
+        j.tenant = w.tenant;
+        j.enqueued_ms = w.enqueued_ms;
+        out.push_back(std::move(j));
+      }
+      return out;
+    };
+    return fair_candidates_of(range, fair_layout_, 1);
   }
 
   // A worker freed by preemption, held for the preemptor's class (the FETCH guard
@@ -590,6 +591,7 @@ class Run {
   bool all_dirty_ = true;            // look at every worker at the next pass
   bool gangs_ = false;               // a gang waits
   bool limited_ = false;             // the queue has a budget or tenant quotas
+  FairLayout fair_layout_;                   // under fair: the queue's tenant slots, weights and order
   std::map<std::string, double> fair_held_;  // tenant -> GPUs held beyond the shares' reading
   double fair_queue_held_ = 0;
 };

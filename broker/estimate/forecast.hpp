@@ -145,10 +145,11 @@ struct Snapshot {
   std::vector<Hold> holds;
   bool preemption = true;  // the run preempts as the controller does (the broker always does; off: to measure without)
   // Under `policy: fair`: the tenants' shares when read (decayed use, held
-  // now) and the queue's fair order. The run takes the jobs by them, as claim.lua's
-  // fair_head does, with what the run places and ends counted in what is held.
-  // nullopt: the score order.
+  // now) and the config's fair_tenants (slots, weights, order). The run's decision
+  // takes the jobs by them, as FETCH's does, with what the run places and ends
+  // counted in what is held. nullopt: the score order.
   std::optional<FairShares> fair;
+  std::string fair_layout_json;
 };
 
 struct Placement {

@@ -104,8 +104,9 @@ ClaimPlan decide_fair(const ClaimDecisionInput& in, const std::vector<Candidate>
       return plan;
     }
   }
-  const FairLayout layout = fair_layout_from(in.fair->layout_json);
-  FairShares shares = fair_shares_from(layout, in.fair->usage, in.now_ms, fair_half_life_ms(in.fair->half_life_ms));
+  const FairLayout layout = in.fair_layout ? *in.fair_layout : fair_layout_from(in.fair->layout_json);
+  FairShares shares =
+      in.fair_shares ? *in.fair_shares : fair_shares_from(layout, in.fair->usage, in.now_ms, fair_half_life_ms(in.fair->half_life_ms));
   TenantQuotaUse quotas = in.fair->quotas;
   const TenantQuotaUse* quotas_on = in.snapshot.tenant_quotas ? &quotas : nullptr;
   struct FairClass {

@@ -23,6 +23,9 @@
 
 namespace ojs::broker {
 
+struct FairLayout;
+struct FairShares;
+
 struct ClaimDecisionInput {
   const ClaimSnapshot& snapshot;
   const std::vector<EligibleClass>& eligible;
@@ -30,6 +33,11 @@ struct ClaimDecisionInput {
   std::int64_t now_ms = 0;
   const ReadyDetail* detail = nullptr;  // the classes' first jobs, once read (ClaimPlan::needs_jobs)
   const FairDetail* fair = nullptr;     // a fair queue's candidates, once read (ClaimPlan::needs_fair)
+  // The start estimate's run keeps a fair queue's layout and its tenants' shares
+  // itself (its starts and ends move what they hold): given, they stand in for
+  // the ones FETCH reads into `fair` (its layout JSON and raw usage).
+  const FairLayout* fair_layout = nullptr;
+  const FairShares* fair_shares = nullptr;
   // Whether each class's soft-score bonus orders it within its priority band. A
   // FETCH's bonus is this worker's score of the class. The start estimate decides
   // which job goes next before it judges any worker, so it has no bonus to weigh

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <limits>
+#include <set>
 #include <sstream>
 
 #include "broker/scheduling/queue_budget.hpp"
@@ -137,6 +139,82 @@ void fair_hold(FairShares& shares, const std::string& tenant, int gpus, std::opt
   auto it = shares.tenants.find(tenant);
   if (it == shares.tenants.end()) it = shares.tenants.emplace(tenant, FairShares::Tenant{shares.default_weight, 0, 0}).first;
   it->second.held += amount;
+}
+
+namespace {
+
+constexpr double kNoEnd = std::numeric_limits<double>::infinity();
+
+struct BandSlot {
+  int class_band = -1;  // -1: below the fair bands (an earlier policy's score)
+  int slot = 0;
+};
+BandSlot band_slot_of(const FairLayout& layout, double score) {
+  const auto band = static_cast<long long>(std::floor(score / kScoreBand));
+  if (band < layout.base) return {};
+  const long long cb = (band - layout.base) / kMaxFairSlots;
+  return {static_cast<int>(cb), static_cast<int>(band - layout.base - cb * kMaxFairSlots)};
+}
+
+// The score a (class band, slot) range ends before: the slot's own band, the
+// last named slot's up to the next class band (it holds the slots of earlier
+// weights too), nothing above the last class band's.
+double slot_end(const FairLayout& layout, int class_band, int slot) {
+  const long long first = layout.base + static_cast<long long>(class_band) * kMaxFairSlots + slot;
+  if (slot >= layout.slots && class_band >= 2) return kNoEnd;
+  const long long end = slot >= layout.slots ? layout.base + (class_band + 1LL) * kMaxFairSlots : first + 1;
+  return static_cast<double>(end) * kScoreBand;
+}
+
+double slot_start(const FairLayout& layout, int class_band, int slot) {
+  return static_cast<double>(layout.base + static_cast<long long>(class_band) * kMaxFairSlots + slot) * kScoreBand;
+}
+
+}  // namespace
+
+std::vector<FairCandidate> fair_candidates_of(const ReadyRange& range, const FairLayout& layout, int depth) {
+  std::vector<FairCandidate> out;
+  depth = std::max(depth, 1);
+  const auto list = [&](int class_band, int slot, std::vector<FairCandidate> jobs) {
+    for (auto& j : jobs) {
+      j.class_band = class_band;
+      j.slot = slot;
+      out.push_back(std::move(j));
+    }
+  };
+  auto head = range(-kNoEnd, kNoEnd, 1);
+  if (head.empty()) return out;
+  BandSlot at = band_slot_of(layout, head.front().score);
+  if (at.class_band < 0) {
+    list(-1, 0, range(-kNoEnd, kNoEnd, 32));
+    return out;
+  }
+  if (layout.by_tenant) {
+    std::set<int> seen;
+    for (int left = layout.slots + 1;;) {
+      at = band_slot_of(layout, head.front().score);
+      const int slot = std::min(at.slot, layout.slots);
+      const double end = slot_end(layout, at.class_band, slot);
+      if (seen.insert(slot).second) {
+        list(at.class_band, slot, depth > 1 ? range(head.front().score, end, depth) : std::move(head));
+        if (--left == 0) break;
+      }
+      if (end == kNoEnd) break;
+      head = range(end, kNoEnd, 1);
+      if (head.empty()) break;
+    }
+    return out;
+  }
+  while (true) {
+    for (int s = std::min(at.slot, layout.slots); s <= layout.slots; ++s)
+      list(at.class_band, s,
+           range(s == at.slot ? head.front().score : slot_start(layout, at.class_band, s), slot_end(layout, at.class_band, s), depth));
+    if (at.class_band >= 2) break;
+    head = range(static_cast<double>(layout.base + (at.class_band + 1LL) * kMaxFairSlots) * kScoreBand, kNoEnd, 1);
+    if (head.empty()) break;
+    at = band_slot_of(layout, head.front().score);
+  }
+  return out;
 }
 
 FairOffer fair_offer(const std::string& class_id, const std::vector<FairCandidate>& jobs, const FairLayout& layout,

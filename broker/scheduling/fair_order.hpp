@@ -4,6 +4,7 @@
 // the classes' offers; the commit (claim.lua) only records the held use.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -51,6 +52,20 @@ std::optional<FairShares> fair_shares_of(const std::optional<PreemptionStore::Fa
 
 // The share the order compares: 0 for a job without a tenant (it is not shared).
 double fair_share_of(const FairShares& shares, const std::string& tenant);
+
+// A class's ready set as the candidates' listing reads it: up to `n` jobs with
+// low <= score < high, in score order (tenant, cpus and enqueued_ms filled).
+using ReadyRange = std::function<std::vector<FairCandidate>(double low, double high, int n)>;
+
+// The candidates a fair queue's claim is decided over for one class, listed as
+// fair_candidates.lua lists them from its ready set (the walk is written out
+// there): the first `depth` jobs of each tenant slot, at the first class band
+// the slot is met (order "tenant") or in every class band from the head's on
+// (order "class"); a head scored under an earlier policy lists the first 32 jobs,
+// class band -1. The start estimate's run lists its jobs with it, so its decision
+// sees what FETCH's does; tests/store/claim_commit_test.cpp holds the two to one
+// listing.
+std::vector<FairCandidate> fair_candidates_of(const ReadyRange& range, const FairLayout& layout, int depth);
 
 // A class's offer under the fair order: the first job (not `taken`) of its walk
 // within its tenant's quota, ranked (tenant order) share, class band, seq or (class

@@ -4,10 +4,14 @@
 // are the paths a second broker's claims open between a snapshot and its commit.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <random>
 #include <string>
 #include <vector>
 
 #include "broker/scheduling/claimer.hpp"
+#include "broker/scheduling/fair_order.hpp"
 #include "broker/scheduling/gang_decision.hpp"
 #include "broker/store/claim_store.hpp"
 #include "broker/store/job_store.hpp"
@@ -35,6 +39,7 @@ class ClaimCommit : public ::testing::Test {
     if (!tenant.empty()) b.fields.emplace_back("tenant", tenant);
     ASSERT_EQ(jobs.push(b).status, TransitionStatus::ok);
   }
+  TransitionStatus jobs_push(const BatchJob& b) { return jobs.push(b).status; }
   std::string version() { return claims.heads_of(kQueue, {}).classes_version; }
   ClaimOutcome commit(const std::vector<CommitPick>& picks, int count = 1) {
     return claims.commit(kQueue, "w1", std::nullopt, 30000, count, version(), picks, false);
@@ -213,4 +218,62 @@ TEST_F(ClaimCommit, AGangPickOvertakenByAnotherFormingIsDecidedAgain) {
   ASSERT_EQ(started.kind, GangClaim::Kind::start);
   EXPECT_EQ(started.job_id, "g2");
   EXPECT_EQ(started.rank, 1);
+}
+
+// A fair queue's candidates as fair_candidates.lua lists them from the ready sets
+// (FETCH) and as fair_candidates_of lists the same jobs (the start estimate's run
+// lists its own with it): the same, on 200 random queues of either order, with
+// jobs of named and unnamed tenants, of a slot past the named ones (an earlier
+// weights' layout) and now and then one scored under an earlier policy.
+TEST_F(ClaimCommit, AFairQueuesCandidatesAreListedAsTheEstimateListsThem) {
+  std::mt19937 rng(20261207);
+  const std::vector<std::string> tenants{"a", "b", "c", ""};
+  int listed = 0;
+  for (int n = 0; n < 200; ++n) {
+    cmd({"FLUSHALL"});
+    const bool by_tenant = rng() % 3 != 0;
+    const nlohmann::json layout = {{"base", kFairBandBase}, {"slots", 3}, {"default_weight", 1},
+                                   {"tenants", {{"a", {1, 1}}, {"b", {2, 3}}}}, {"order", by_tenant ? "tenant" : "class"}};
+    cmd({"HSET", keys::config(kQueue), "policy", "fair", "fair_tenants", layout.dump()});
+    const int jobs = 1 + static_cast<int>(rng() % 14);
+    for (int j = 0; j < jobs; ++j) {
+      const std::string tenant = tenants[rng() % tenants.size()];
+      const int slot = tenant == "a" ? 1 : tenant == "b" ? 2 : rng() % 5 == 0 ? 4 : 0;
+      const double base = rng() % 20 == 0 ? rank_base(1, 0) : pack_score(kFairBandBase + (rng() % 3) * kMaxFairSlots + slot, 0);
+      BatchJob b{kQueue, "j" + std::to_string(j), rng() % 2 ? "A" : "B", "{}", base, std::nullopt, {}, std::nullopt, std::nullopt};
+      b.fields = {{"queue", kQueue}, {"type", "t"}, {"priority", "0"}};
+      if (!tenant.empty()) b.fields.emplace_back("tenant", tenant);
+      ASSERT_EQ(jobs_push(b), TransitionStatus::ok);
+    }
+    const int depth = 1 + static_cast<int>(rng() % 3);
+    const auto fetch = claims.fair_detail(kQueue, {"A", "B"}, depth, false);
+    for (const std::string cls : {"A", "B"}) {
+      // The class's ready set as Redis holds it, with each job's tenant.
+      const auto flat = pool.command({"ZRANGE", keys::ready(kQueue, cls), "0", "-1", "WITHSCORES"}).elements;
+      std::vector<FairCandidate> ready;
+      for (std::size_t i = 0; i + 1 < flat.size(); i += 2) {
+        FairCandidate c;
+        c.id = flat[i].str;
+        c.score = std::strtod(flat[i + 1].str.c_str(), nullptr);
+        c.tenant = cmd({"HGET", keys::job_prefix(kQueue) + c.id, "tenant"});
+        ready.push_back(std::move(c));
+      }
+      const ReadyRange range = [&ready](double low, double high, int count) {
+        std::vector<FairCandidate> out;
+        for (const auto& c : ready)
+          if (c.score >= low && c.score < high && static_cast<int>(out.size()) < count) out.push_back(c);
+        return out;
+      };
+      const auto estimate = fair_candidates_of(range, fair_layout_from(layout.dump()), depth);
+      const auto it = fetch.classes.find(cls);
+      const std::vector<FairCandidate> none;
+      const auto& listed_by_fetch = it == fetch.classes.end() ? none : it->second;
+      std::string a, b;
+      for (const auto& c : listed_by_fetch) a += c.id + "@" + std::to_string(c.class_band) + "/" + std::to_string(c.slot) + "/" + c.tenant + " ";
+      for (const auto& c : estimate) b += c.id + "@" + std::to_string(c.class_band) + "/" + std::to_string(c.slot) + "/" + c.tenant + " ";
+      ASSERT_EQ(a, b) << "queue " << n << " class " << cls << " depth " << depth << " " << layout.dump();
+      listed += static_cast<int>(estimate.size());
+    }
+  }
+  EXPECT_GT(listed, 400) << "the cases list little";
 }

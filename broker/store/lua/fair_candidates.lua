@@ -12,8 +12,11 @@
 --     first jobs of each slot;
 --   a head scored under an earlier policy (below the fair bands): the first 32 jobs,
 --     class band -1.
--- ClaimStore::fair_detail folds the usage journal just before (usage_fold.lua, same
--- round trip): what a tenant's running jobs hold leaves its held use at that fold.
+-- The start estimate's run lists its own jobs by the same walk (fair_candidates_of
+-- in scheduling/fair_order.cpp): a change to the walk is made in both, and
+-- ClaimCommit.AFairQueuesCandidatesAreListedAsTheEstimateListsThem compares them.
+-- The use is read as stored, the journal not folded first (ClaimStore::fair_detail):
+-- an attempt's end takes its amounts out of the held use itself.
 -- KEYS (4): 1 config (fair_tenants, usage_half_life_ms), 2 ready prefix, 3 job prefix,
 --   4 usage hash (keys.hpp usage)
 -- ARGV: 1 the jobs to list per slot (the claim's count), 2.. the class ids

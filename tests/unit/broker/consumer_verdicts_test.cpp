@@ -21,7 +21,10 @@
 // estimate's forward run (estimate::forecast: its first placement, now) must start
 // the same job, or both none. Both decide without the soft-score bonus
 // (ClaimDecisionInput::by_bonus: the run decides before it judges a worker); the
-// cases where the bonus would change FETCH's pick are counted.
+// cases where the bonus would change FETCH's pick are counted. The same again for
+// 1,000 queues under `policy: fair` (tenant slots, weights, either order, the
+// tenants' decayed and held use): FETCH's decision over the candidates it lists and
+// the use it reads, against the run's over its own listing of its jobs.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -34,6 +37,7 @@
 #include "broker/preemption/capacity_plan.hpp"
 #include "broker/preemption/victims.hpp"
 #include "broker/scheduling/claim_decision.hpp"
+#include "broker/scheduling/fair_order.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/priority_score.hpp"
 #include "ojs/ml/capabilities.hpp"
@@ -211,9 +215,45 @@ struct QueueCase {
   std::map<std::string, std::string> classes;  // class id -> canonical JSON
   BudgetUse budget;
   TenantQuotaUse quotas;
+  std::optional<FairUsage> fair;  // policy fair: the config's layout and the tenants' use as stored
 };
 
-QueueCase random_queue(std::mt19937& rng, const std::vector<json>& workers, const Scheduler& scheduler, int n) {
+// A fair layout (2 named tenants with weights, either order) and use for the queue's
+// tenants, in the stored forms (queue_config.cpp fairness_for_claim, the usage hash's
+// two values per name); each job is rescored into its class band and tenant slot.
+void make_fair(std::mt19937& rng, QueueCase& q) {
+  const std::map<std::string, int> slot{{"a", 1}, {"b", 2}};  // "c" and "" have no weight: slot 0
+  const double wa = pick(rng, std::vector<double>{1, 2}), wb = pick(rng, std::vector<double>{1, 3});
+  const json layout = {{"base", kFairBandBase},
+                       {"slots", 3},
+                       {"default_weight", 1},
+                       {"tenants", {{"a", {1, wa}}, {"b", {2, wb}}}},
+                       {"order", chance(rng, 0.3) ? "class" : "tenant"}};
+  FairUsage fair;
+  fair.layout_json = layout.dump();
+  fair.half_life_ms = "3600000";
+  double gpu_s = 0, held = 0;
+  const std::string at = std::to_string(kNow - 1000);
+  for (const std::string t : {"a", "b", "c"}) {
+    if (!chance(rng, 0.7)) continue;
+    const double used = std::uniform_int_distribution<int>(0, 20)(rng) * 600.0;  // decayed GPU-seconds
+    const double now = std::uniform_int_distribution<int>(0, 4)(rng);           // GPUs held now
+    gpu_s += used, held += now;
+    fair.usage.push_back({t, at + " " + std::to_string(used) + " 0 0 0", std::to_string(now) + " 0 0 0 " + at + " 0 0"});
+  }
+  fair.usage.push_back({"*", at + " " + std::to_string(gpu_s) + " 0 0 0", std::to_string(held) + " 0 0 0 " + at + " 0 0"});
+  q.fair = std::move(fair);
+  for (auto& j : q.jobs) {
+    const auto s = slot.find(j.tenant);
+    const int rank = class_rank_of_score(j.score);  // the class the band was drawn for
+    const long long seq = unpack_score(j.score).seq;
+    // Now and then a job scored under an earlier policy: the claim serves those first.
+    j.score = chance(rng, 0.05) ? j.score : pack_score(fair_band(rank, s == slot.end() ? 0 : s->second), seq);
+  }
+  std::sort(q.jobs.begin(), q.jobs.end(), [](const auto& a, const auto& b) { return a.score < b.score; });
+}
+
+QueueCase random_queue(std::mt19937& rng, const std::vector<json>& workers, const Scheduler& scheduler, int n, bool fair = false) {
   QueueCase q;
   q.worker = random_case(rng, workers, n);
   const std::vector<std::string> tenants{"", "a", "b", "c"};
@@ -248,6 +288,7 @@ QueueCase random_queue(std::mt19937& rng, const std::vector<json>& workers, cons
         q.quotas.used[t] = std::uniform_int_distribution<long long>(0, q.quotas.limits[t])(rng);
       }
   }
+  if (fair) make_fair(rng, q);
   return q;
 }
 
@@ -267,7 +308,25 @@ std::string fetch_pick(const QueueCase& q, const std::vector<ClassVerdict>& verd
   std::sort(snap.heads.begin(), snap.heads.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   ClaimDecisionInput in{snap, eligible, 1, kNow};
   in.by_bonus = by_bonus;
+  snap.fair = q.fair.has_value();
   ClaimPlan plan = decide_claim(in);
+  FairDetail fair;
+  if (plan.needs_fair) {  // what fair_candidates.lua answers: each class's candidates and the tenants' use
+    static_cast<FairUsage&>(fair) = *q.fair;
+    fair.quotas = q.quotas;
+    const FairLayout layout = fair_layout_from(q.fair->layout_json);
+    for (const auto& [id, jobs] : by_class) {
+      const ReadyRange range = [&jobs](double low, double high, int n) {
+        std::vector<FairCandidate> out;
+        for (const auto* j : jobs)
+          if (j->score >= low && j->score < high && static_cast<int>(out.size()) < n) out.push_back({0, 0, j->id, j->score, j->tenant});
+        return out;
+      };
+      fair.classes[id] = fair_candidates_of(range, layout, 1);
+    }
+    in.fair = &fair;
+    plan = decide_claim(in);
+  }
   ReadyDetail detail;
   if (!plan.needs_jobs.empty()) {
     detail.quotas = q.quotas;
@@ -293,6 +352,10 @@ std::string forecast_pick(const QueueCase& q, const Scheduler& scheduler) {
   s.workers.push_back(std::move(w));
   s.limits.budget = QueueBudget(q.budget);
   s.limits.tenants = q.quotas;
+  if (q.fair) {  // as the estimate service reads them (fair_shares_of)
+    s.fair = fair_shares_of(PreemptionStore::FairUsageRead{*q.fair, kNow}, true);
+    s.fair_layout_json = q.fair->layout_json;
+  }
   for (const auto& j : q.jobs) {
     estimate::Waiting waiting;
     waiting.id = j.id;
@@ -309,7 +372,9 @@ std::string forecast_pick(const QueueCase& q, const Scheduler& scheduler) {
 
 }  // namespace
 
-TEST(ConsumerVerdicts, FetchAndTheForecastStartTheSameJobOnAThousandQueues) {
+namespace {
+
+void fetch_and_forecast_agree(bool fair) {
   const auto workers = example_workers();
   SchedulerOptions options;
   options.locality_delay_ms = 0;
@@ -318,7 +383,7 @@ TEST(ConsumerVerdicts, FetchAndTheForecastStartTheSameJobOnAThousandQueues) {
   int started = 0, none = 0, past_first = 0, bonus_differs = 0;
   for (int n = 0; n < 1000; ++n) {
     std::mt19937 rng(static_cast<std::uint32_t>(100000 + n));
-    const QueueCase q = random_queue(rng, workers, scheduler, n);
+    const QueueCase q = random_queue(rng, workers, scheduler, n, fair);
     WorkerView worker;
     worker.worker_id = "w";
     worker.capabilities = q.worker.caps;
@@ -331,6 +396,7 @@ TEST(ConsumerVerdicts, FetchAndTheForecastStartTheSameJobOnAThousandQueues) {
     const std::string run = forecast_pick(q, scheduler);
     std::string queue;
     for (const auto& j : q.jobs) queue += "\n  " + j.id + " tenant '" + j.tenant + "' score " + std::to_string(j.score) + " " + q.classes.at(j.class_id);
+    if (q.fair) queue += "\nfair " + q.fair->layout_json;
     ASSERT_EQ(fetch, run) << "seed " << 100000 + n << ": FETCH starts '" << fetch << "', the forecast '" << run << "'" << queue
                           << "\nbudget gpus " << q.budget.gpus_in_use << "/" << q.budget.max_gpus.value_or(-1) << ", jobs "
                           << q.budget.gpu_jobs << "/" << q.budget.max_jobs.value_or(-1) << ", tenant quotas " << q.quotas.limits.size()
@@ -350,6 +416,14 @@ TEST(ConsumerVerdicts, FetchAndTheForecastStartTheSameJobOnAThousandQueues) {
   EXPECT_GE(started, 200);
   EXPECT_GE(none, 100);
   EXPECT_GE(past_first, 30);
-  std::printf("[ order ] 1000 queues: %d start the same job, %d start none, %d past the first eligible head; the bonus would change %d\n",
-              started, none, past_first, bonus_differs);
+  std::printf("[ order ] 1000 %squeues: %d start the same job, %d start none, %d past the first eligible head; the bonus would change %d\n",
+              fair ? "fair " : "", started, none, past_first, bonus_differs);
 }
+
+}  // namespace
+
+TEST(ConsumerVerdicts, FetchAndTheForecastStartTheSameJobOnAThousandQueues) { fetch_and_forecast_agree(false); }
+
+// Under `policy: fair` the tenants' shares and slots decide: FETCH from what it
+// reads, the run from the shares it keeps (estimate::Snapshot::fair).
+TEST(ConsumerVerdicts, FetchAndTheForecastStartTheSameJobOnAThousandFairQueues) { fetch_and_forecast_agree(true); }
