@@ -2,6 +2,7 @@
 
 #include "broker/jobs/checkpoint_lag.hpp"
 #include "broker/jobs/cohort_diagnosis.hpp"
+#include "broker/jobs/gang_view.hpp"
 
 #include "broker/jobs/job_service.hpp"
 #include "broker/preemption/backfill.hpp"
@@ -35,7 +36,12 @@ json JobViews::info(const std::string& id) {
 json JobViews::diagnosis(const std::string& id) {
   auto record = reads_.get(id);
   if (!record) throw job_not_found(id);
-  json out = review().summary(record->queue(), record->get("class"), &*record);
+  const auto gang = gang_sizes(*record);
+  const bool running = record->state() == "active";
+  // A running gang's own members cannot join it: their verdicts say nothing of its growth.
+  const std::vector<std::string> members = gang && running ? gang->workers : std::vector<std::string>{};
+  json out = review().summary(record->queue(), record->get("class"), &*record, members);
+  const json class_summary = out;  // a running gang's growth reads it after the message below replaces it
   out["job_id"] = id;
   out["state"] = record->state();
   out["queue"] = record->queue();
@@ -56,6 +62,10 @@ json JobViews::diagnosis(const std::string& id) {
                          " (every " + std::to_string(lag->interval_s) + " s expected): preempted now, it would lose that work";
       }
     }
+  }
+  if (gang && (waits_for_worker(record->state()) || running)) {
+    out["gang"] = gang_diagnosis(*gang, running, class_summary);
+    if (running) out["message"] = out["message"].get<std::string>() + "; " + out["gang"]["message"].get<std::string>();
   }
   out["requirements"] = json::parse(queues_.class_json(record->queue(), record->get("class")), nullptr, false);
   if (auto cohort = cohort_diagnosis(reads_, queues_, cohorts_, *record); !cohort.is_null()) out["cohort"] = std::move(cohort);
