@@ -77,15 +77,22 @@ json JobViews::diagnosis(const std::string& id) {
   return out;
 }
 
-int JobViews::checkpoints_overdue(const std::string& queue) {
+JobViews::RunningView JobViews::running(const std::string& queue) {
   std::vector<std::pair<std::string, std::string>> ids;
   for (const auto& [id, worker] : reads_.active_jobs(queue)) ids.emplace_back(queue, id);
   const auto now = now_ms();
-  int overdue = 0;
-  for (const auto& job : reads_.get_many(ids))
-    if (job)
-      if (const auto lag = checkpoint_lag(*job, now); lag && lag->overdue) ++overdue;
-  return overdue;
+  RunningView out;
+  for (const auto& job : reads_.get_many(ids)) {
+    if (!job) continue;
+    if (const auto lag = checkpoint_lag(*job, now); lag && lag->overdue) ++out.checkpoints_overdue;
+    if (const auto gang = gang_sizes(*job); gang && gang->elastic() && job->state() == "active") {
+      json entry = gang_sizes_json(*gang);
+      entry["job_id"] = job->id();
+      entry["type"] = job->get("type");
+      out.elastic_gangs.push_back(std::move(entry));
+    }
+  }
+  return out;
 }
 
 json JobViews::queue_diagnosis(const std::string& queue) {
