@@ -66,6 +66,12 @@ std::string render_why(const json& d, const json* budget) {
                                                    : "";
     out << "Verdict:      " << code << (*meaning ? std::string(" (") + meaning + ")" : std::string()) << "\n";
   }
+  if (d.contains("gang") && d["gang"].is_object()) {  // a gang's sizes: docs/http-api.md, the diagnosis
+    const auto& g = d["gang"];
+    out << "Gang:         " << field(g, "size") << " members now, target " << field(g, "min_size") << " to " << field(g, "max_size")
+        << (g.value("elastic", false) ? " (elastic)" : "") << ", generation " << field(g, "generation") << "\n";
+    out << "              " << field(g, "message") << "\n";
+  }
   if (d.contains("estimate") && d["estimate"].is_object()) {  // its shape: docs/http-api.md, the diagnosis
     const auto& e = d["estimate"];
     const std::string status = field(e, "status");

@@ -108,8 +108,8 @@ CheckedFetch check_fetch(const ApiContext& ctx, const nlohmann::json& body) {
   return {std::move(request), worker_incarnation(body), body.contains("worker_id")};
 }
 
-// FETCH's reply: {jobs, job (the first), state, directive, job_directives}; each job
-// is serialized once.
+// FETCH's reply: {jobs, job (the first), state, directive, job_directives, gangs?};
+// each job is serialized once.
 ObjectText serve_fetch(ApiContext& ctx, const CheckedFetch& fetch) {
   // The worker's contact (its state, load, preemption marks and capacity guards) and the claims.
   auto got = ctx.fetch.fetch(fetch.request, fetch.incarnation);
@@ -126,6 +126,12 @@ ObjectText serve_fetch(ApiContext& ctx, const CheckedFetch& fetch) {
   out.put_json("state", got.state);
   out.put_json("directive", directive_for(got.state));
   out.put_json("job_directives", preemption_directives(got.preempting));
+  // The running gangs it is a member of, as the heartbeat tells them, so a member that
+  // fetches learns a resize too. Only a worker the contact's held read shows in a gang
+  // is asked about: a FETCH of a worker in no gang costs no round trip more.
+  if (!got.gang_jobs.empty())
+    if (auto gangs = ctx.jobs.gang_rendezvous_of(fetch.request.worker_id, got.gang_jobs); !gangs.empty())
+      out.put_json("gangs", gangs);
   return out;
 }
 

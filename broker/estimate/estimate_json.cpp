@@ -38,6 +38,9 @@ std::string rests_on(const Estimate& e) {
   else if (int n = count(EndSource::preempted))
     parts.push_back(plural(n, "running job preempted for another job", "running jobs preempted for other jobs"));
   parts.push_back(plural(e.jobs_ahead, "job ahead", "jobs ahead"));
+  if (e.gang_max_size > e.gang_start_size)  // an elastic gang starts small: say which size the start is for
+    parts.push_back("its gang starting with " + plural(e.gang_start_size, "member", "members") + " (min_size; it may grow to " +
+                    std::to_string(e.gang_max_size) + " once it runs)");
   for (const auto& k : e.kept_by) {
     if (k == "max_total_gpus" || k == "max_concurrent_gpu_jobs" || k == "max_total_tpu_chips") parts.push_back("the queue budget (" + k + ")");
     else if (k == "tenant_quota") parts.push_back("the tenant's GPU quota");
@@ -74,6 +77,8 @@ json to_json(const Estimate& e, std::int64_t now_ms) {
   } else {
     j["reason"] = e.reason;
   }
+  if (e.gang_start_size > 0)
+    j["gang"] = {{"start_size", e.gang_start_size}, {"max_size", e.gang_max_size}, {"elastic", e.gang_max_size > e.gang_start_size}};
   j["kept_by"] = e.kept_by;
   if (e.truncated) j["truncated"] = true;
   return j;

@@ -607,6 +607,10 @@ Estimate estimate_start(const Snapshot& s, const std::string& target) {
     return e;
   }
   const auto index = static_cast<std::size_t>(at - s.waiting.begin());
+  if (at->req && at->req->hard.gang.size > 0) {
+    e.gang_start_size = members_of(*at->req);
+    e.gang_max_size = std::max(e.gang_start_size, at->req->hard.gang.max_size);
+  }
   e.jobs_ahead = static_cast<int>(index);
   e.position = e.jobs_ahead + 1;
   if (auto why = never_fits(s, *at)) {

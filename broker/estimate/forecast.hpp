@@ -177,6 +177,10 @@ struct Estimate {
   std::optional<std::int64_t> late_start_ms;
   std::string reason;   // unresolvable, unknown: why
   bool truncated = false;
+  // A gang's sizes: the members the run places it with (members_of: an elastic gang's
+  // min_size) and the most it may grow to once it runs; 0 when it is no gang.
+  int gang_start_size = 0;
+  int gang_max_size = 0;
 };
 
 // How long jobs run against what they declare: ran / declared of the queue's recently

@@ -133,7 +133,7 @@ FetchService::Outcome FetchService::fetch(const FetchRequest& request, const std
   auto contact = workers_.contact(request.worker_id, request.capabilities ? &request.capabilities_text : nullptr,
                                   plan ? plan->queues : request.queues, incarnation, std::nullopt, std::move(riders));
   if (first_page) first_page->snapshot = ClaimStore::class_heads_from(contact.rider_replies, 0);
-  Outcome out{std::move(contact.state), {}, std::move(contact.held.preempting), {}};
+  Outcome out{std::move(contact.state), {}, std::move(contact.held.preempting), {}, std::move(contact.held.gang_jobs)};
   if (out.state != "running") return out;  // a worker told to be quiet or to terminate gets no new work
   WorkerView worker;
   worker.worker_id = request.worker_id;

@@ -47,6 +47,7 @@ class FetchService {
     std::vector<std::string> jobs;               // claimed, each job's envelope as JSON text (none unless running)
     std::vector<PreemptionMarkView> preempting;  // its jobs marked for preemption (the reply's job_directives)
     std::map<std::string, int> dispatched;       // queue -> jobs claimed from it (the dispatch metric)
+    std::vector<std::string> gang_jobs;          // the jobs it held at its contact as a gang member (the reply's gangs)
   };
   // incarnation: which run of the worker process this is (WorkerRegistry::contact).
   Outcome fetch(const FetchRequest& request, const std::string& incarnation);

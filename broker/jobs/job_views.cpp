@@ -2,6 +2,7 @@
 
 #include "broker/jobs/checkpoint_lag.hpp"
 #include "broker/jobs/cohort_diagnosis.hpp"
+#include "broker/jobs/gang_view.hpp"
 
 #include "broker/jobs/job_service.hpp"
 #include "broker/preemption/backfill.hpp"
@@ -35,7 +36,12 @@ json JobViews::info(const std::string& id) {
 json JobViews::diagnosis(const std::string& id) {
   auto record = reads_.get(id);
   if (!record) throw job_not_found(id);
-  json out = review().summary(record->queue(), record->get("class"), &*record);
+  const auto gang = gang_sizes(*record);
+  const bool running = record->state() == "active";
+  // A running gang's own members cannot join it: their verdicts say nothing of its growth.
+  const std::vector<std::string> members = gang && running ? gang->workers : std::vector<std::string>{};
+  json out = review().summary(record->queue(), record->get("class"), &*record, members);
+  const json class_summary = out;  // a running gang's growth reads it after the message below replaces it
   out["job_id"] = id;
   out["state"] = record->state();
   out["queue"] = record->queue();
@@ -57,6 +63,10 @@ json JobViews::diagnosis(const std::string& id) {
       }
     }
   }
+  if (gang && (waits_for_worker(record->state()) || running)) {
+    out["gang"] = gang_diagnosis(*gang, running, class_summary);
+    if (running) out["message"] = out["message"].get<std::string>() + "; " + out["gang"]["message"].get<std::string>();
+  }
   out["requirements"] = json::parse(queues_.class_json(record->queue(), record->get("class")), nullptr, false);
   if (auto cohort = cohort_diagnosis(reads_, queues_, cohorts_, *record); !cohort.is_null()) out["cohort"] = std::move(cohort);
   if (record->state() == "available") {  // a backfill reservation: the worker held for it, and from when
@@ -67,15 +77,22 @@ json JobViews::diagnosis(const std::string& id) {
   return out;
 }
 
-int JobViews::checkpoints_overdue(const std::string& queue) {
+JobViews::RunningView JobViews::running(const std::string& queue) {
   std::vector<std::pair<std::string, std::string>> ids;
   for (const auto& [id, worker] : reads_.active_jobs(queue)) ids.emplace_back(queue, id);
   const auto now = now_ms();
-  int overdue = 0;
-  for (const auto& job : reads_.get_many(ids))
-    if (job)
-      if (const auto lag = checkpoint_lag(*job, now); lag && lag->overdue) ++overdue;
-  return overdue;
+  RunningView out;
+  for (const auto& job : reads_.get_many(ids)) {
+    if (!job) continue;
+    if (const auto lag = checkpoint_lag(*job, now); lag && lag->overdue) ++out.checkpoints_overdue;
+    if (const auto gang = gang_sizes(*job); gang && gang->elastic() && job->state() == "active") {
+      json entry = gang_sizes_json(*gang);
+      entry["job_id"] = job->id();
+      entry["type"] = job->get("type");
+      out.elastic_gangs.push_back(std::move(entry));
+    }
+  }
+  return out;
 }
 
 json JobViews::queue_diagnosis(const std::string& queue) {

@@ -27,7 +27,12 @@ class JobViews {
   nlohmann::json diagnosis(const std::string& id);          // why a job waits
   nlohmann::json queue_diagnosis(const std::string& queue); // per class: waiting jobs and why
   std::optional<std::string> tenant_of(const std::string& id);  // the job's tenant ("" = none); nullopt: no such job
-  int checkpoints_overdue(const std::string& queue);            // running jobs of the queue late to checkpoint (checkpoint_lag.hpp)
+  // The running jobs of a queue as the overview shows them, from one read of them.
+  struct RunningView {
+    int checkpoints_overdue = 0;                                  // late to checkpoint (checkpoint_lag.hpp)
+    nlohmann::json elastic_gangs = nlohmann::json::array();       // [{job_id, type, min_size, max_size, size, generation, ...}]
+  };
+  RunningView running(const std::string& queue);
 
  private:
   DiagnosisReview review();  // the diagnosis end of the scheduling pipeline, over this broker's stores

@@ -103,7 +103,9 @@ json queue_overview(const OverviewSources& ctx, const std::string& name) {
   if (auto cohort = governance::cohort_json(use); !cohort.is_null()) q["cohort"] = std::move(cohort);
   const auto preempted = stored_counts.find("preempted");
   q["preemptions"] = preempted == stored_counts.end() ? 0 : preempted->second;
-  q["checkpoints_overdue"] = ctx.views.checkpoints_overdue(name);
+  auto running = ctx.views.running(name);
+  q["checkpoints_overdue"] = running.checkpoints_overdue;
+  q["elastic_gangs"] = std::move(running.elastic_gangs);
   json classes = json::array();
   const json diagnosis = ctx.views.queue_diagnosis(name);
   for (const auto& c : diagnosis["classes"]) {

@@ -23,6 +23,7 @@ namespace ojs::broker::obs {
 //  queues[{name, paused, counts{available, active, delayed, dead_letter, completed, discarded, cancelled},
 //          gpus_in_use, gpu_jobs_running, gpu_memory_gb_in_use, budget{max_total_gpus?, max_concurrent_gpu_jobs?,
 //          max_total_gpu_memory_gb?}, preemptions, checkpoints_overdue,
+//          elastic_gangs[{job_id, type, min_size, max_size, elastic, size, generation}] (running ones),
 //          classes[{class, waiting, requirements, workers_seen, eligible, message}]}]}
 // What the overview reads (the API passes its own context's parts).
 struct OverviewSources {

@@ -184,6 +184,21 @@ std::string waiting_table(const json& queues) {
          rows + "</table>";
 }
 
+// The running elastic gangs: the members each runs with now, and the range it may
+// run at (it starts at min_size and grows toward max_size). Left out where none runs.
+std::string elastic_gangs_table(const json& queues) {
+  std::string rows;
+  for (const auto& q : queues)
+    for (const auto& g : q.value("elastic_gangs", json::array()))
+      rows += "<tr data-job=\"" + escape(text_of(g["job_id"])) + "\">" + cell(escape(q["name"].get<std::string>()), "mono") +
+              cell(escape(text_of(g["job_id"])), "mono") + cell(escape(text_of(g["type"]))) + num(g["size"]) +
+              cell(g["min_size"].dump() + " &ndash; " + g["max_size"].dump(), "n") + num(g["generation"]) + "</tr>";
+  if (rows.empty()) return {};
+  return "<h2>Elastic gangs</h2><table id=\"elastic-gangs\"><tr><th>queue</th><th>job</th><th>type</th>"
+         "<th class=\"n\">members now</th><th class=\"n\">target (min &ndash; max)</th><th class=\"n\">generation</th></tr>" +
+         rows + "</table>";
+}
+
 std::string card(const std::string& value, const char* label) {
   return "<div class=\"card\"><b>" + value + "</b><span>" + label + "</span></div>";
 }
@@ -207,7 +222,8 @@ std::string render_status_page(const json& overview, const StatusPageView& view)
   html += "<div class=\"cards\">" + card(t["workers_live"].dump() + " / " + t["workers"].dump(), "workers live") +
           card(t["gpus_in_use"].dump() + " / " + t["gpus_advertised"].dump(), "GPUs in use") +
           card(std::to_string(available), "jobs available") + card(std::to_string(active), "jobs active") + "</div>";
-  html += workers_table(overview["workers"], view) + queues_table(overview["queues"]) + waiting_table(overview["queues"]);
+  html += workers_table(overview["workers"], view) + queues_table(overview["queues"]) + waiting_table(overview["queues"]) +
+          elastic_gangs_table(overview["queues"]);
   return html + "</main></body></html>";
 }
 

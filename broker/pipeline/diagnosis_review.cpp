@@ -16,9 +16,13 @@ namespace ojs::broker {
 
 using nlohmann::json;
 
-json DiagnosisReview::summary(const std::string& queue, const std::string& class_id, const JobRecord* job) {
+json DiagnosisReview::summary(const std::string& queue, const std::string& class_id, const JobRecord* job,
+                              const std::vector<std::string>& leave_out) {
   const auto now = now_ms();
   auto records = log_.recent(queue, class_id);
+  std::erase_if(records, [&](const ml::WorkerJudgement& r) {
+    return std::find(leave_out.begin(), leave_out.end(), r.worker_id) != leave_out.end();
+  });
 
   // preemption_pending: a preemption hold for this job (or, for the class, its waiting head).
   std::optional<CapacityHold> pending;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "broker/scheduling/diagnosis_log.hpp"
 #include "broker/store/job_record.hpp"
@@ -26,7 +27,9 @@ class DiagnosisReview {
   // For a class of a queue; `job`: the waiting job asked about (its id finds a
   // preemption pending for it, its enqueue time decides the locality hold).
   // Adds `preemption` {worker_id, for_job, victims, hold_until} while one is pending.
-  nlohmann::json summary(const std::string& queue, const std::string& class_id, const JobRecord* job = nullptr);
+  // leave_out: workers whose verdicts are not about it (a running gang's own members).
+  nlohmann::json summary(const std::string& queue, const std::string& class_id, const JobRecord* job = nullptr,
+                         const std::vector<std::string>& leave_out = {});
 
  private:
   DiagnosisLog& log_;

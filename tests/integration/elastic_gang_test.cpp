@@ -11,6 +11,7 @@
 #include <string>
 
 #include "support/child_process.hpp"
+#include "support/gang_hosts.hpp"
 #include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
@@ -18,13 +19,6 @@ using nlohmann::json;
 using namespace ojs::test;
 
 namespace {
-
-json a100_host(int n) {
-  json caps = example_worker("4xa100-pcie");
-  caps["labels"]["rendezvous.ojs.io/address"] = "10.0.0." + std::to_string(n);
-  caps["labels"]["rendezvous.ojs.io/port"] = "29500";
-  return {{"capabilities", caps}};
-}
 
 std::string worker(int n) { return "w" + std::to_string(n); }
 
