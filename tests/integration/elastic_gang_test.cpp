@@ -198,6 +198,26 @@ TEST_F(ElasticGang, AMemberNackEndsTheAttemptAndTheGangStartsAgainAtItsMinimum) 
   EXPECT_EQ(got[0]["ext_ml_gang_generation"], 1);
 }
 
+TEST_F(ElasticGang, TwoEqualElasticGangsSplitEightNodesFourAndFour) {
+  const std::string q = "el-share";
+  const auto a = api.push(gang_job(q, {{"min_size", 2}, {"max_size", 8}}));
+  const auto b = api.push(gang_job(q, {{"min_size", 2}, {"max_size", 8}}));
+  std::map<std::string, std::set<int>> on;  // job -> the workers running it
+  const auto take = [&](int n) {
+    for (const auto& got : fetch(q, n)) on[got["id"].get<std::string>()].insert(n);
+  };
+  // The nodes free up one at a time; a member held while its gang forms learns the
+  // start on its next FETCH.
+  for (int n = 1; n <= 8; ++n) {
+    take(n);
+    for (int m = 1; m < n; ++m) take(m);
+  }
+  EXPECT_EQ(on[a].size(), 4u) << "a on " << json(on[a]).dump() << ", b on " << json(on[b]).dump();
+  EXPECT_EQ(on[b].size(), 4u);
+  EXPECT_EQ(beat(*on[a].begin(), a)["ext_ml_gang_world_size"], 4);
+  EXPECT_EQ(beat(*on[b].begin(), b)["ext_ml_gang_world_size"], 4);
+}
+
 // The real worker agent: a 1..2 gang starts on the first agent alone; the second
 // agent grows it; the first learns the new size from its heartbeat and runs its
 // command again at world size 2; both ACK and the gang completes.
