@@ -29,6 +29,26 @@ bool dynamic_only(const ml::Judgement& j) {
   });
 }
 
+// The holds in force (expired ones and those whose preemptor no longer waits are
+// dropped): the workers they keep, and the preemptors they keep capacity for (a
+// backfill reservation does not stop preemption).
+void holds_in_force(PreemptionStore& marks, JobReads& jobs, std::int64_t now, std::set<std::string>& held_workers,
+                    std::set<std::string>& pending_preemptors) {
+  for (const auto& [holder, text] : marks.holds()) {
+    auto h = CapacityHold::parse(holder, text);
+    if (!h || h->until_ms <= now) {
+      marks.drop_hold(holder);
+      continue;
+    }
+    if (h->backfill_start_ms == 0 && !hold_still_wanted(jobs, *h)) {  // a preemption hold ends once its preemptor is placed (or gone)
+      marks.drop_hold(holder);
+      continue;
+    }
+    held_workers.insert(h->worker_id);
+    if (h->backfill_start_ms == 0) pending_preemptors.insert(h->for_job);
+  }
+}
+
 }  // namespace
 
 std::vector<LiveWorker> PreemptionController::live_workers() {
@@ -61,19 +81,7 @@ int PreemptionController::preempt() {
     return *live_once;
   };
   std::set<std::string> held_workers, pending_preemptors;
-  for (const auto& [holder, text] : marks.holds()) {
-    auto h = CapacityHold::parse(holder, text);
-    if (!h || h->until_ms <= now) {
-      marks.drop_hold(holder);
-      continue;
-    }
-    if (h->backfill_start_ms == 0 && !hold_still_wanted(jobs_, *h)) {  // a preemption hold ends once its preemptor is placed (or gone)
-      marks.drop_hold(holder);
-      continue;
-    }
-    held_workers.insert(h->worker_id);
-    if (h->backfill_start_ms == 0) pending_preemptors.insert(h->for_job);  // a backfill reservation does not stop preemption
-  }
+  holds_in_force(marks, jobs_, now, held_workers, pending_preemptors);
   const ml::AssignmentOptions assignment = assignment_options(config_);
 
   int started = 0;
