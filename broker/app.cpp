@@ -388,7 +388,7 @@ void BrokerApp::Impl::start_background() {
   i.maintenance = std::make_unique<Maintenance>(st.queues, st.upkeep, *i.reaper, *i.workers, i.config);
   i.preemption = std::make_unique<PreemptionController>(
       st.reads, st.queues, st.marks, st.cohorts, [jobs = i.jobs.get()](const std::string& id, const nlohmann::json& error) { jobs->fail(id, error, /*requeue=*/true); },
-      *i.scheduler, *i.diagnosis, *i.workers, i.config);
+      *i.scheduler, *i.diagnosis, *i.workers, st.gangs, i.config);
   i.maintenance->add_step([p = i.preemption.get()] { p->run_once(); });
   i.maintenance->add_step([c = i.cron.get()] { c->run_once(); });
   i.maintenance->add_step([w = i.workflows.get()] { w->run_once(); });  // batch callbacks left due

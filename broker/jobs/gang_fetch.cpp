@@ -90,6 +90,7 @@ void FetchService::fetch_gang(const std::string& queue, const KeptClasses& kept,
 
   auto verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, gang_classes, worker, assignment_options(config_));
   std::vector<GangClass> eligible;
+  std::set<std::string> elastic;
   std::map<std::string, std::vector<int>> devices_of;
   for (const auto& v : verdicts) {
     if (!v.judgement.eligible()) continue;
@@ -98,12 +99,13 @@ void FetchService::fetch_gang(const std::string& queue, const KeptClasses& kept,
     if (!gang.same_label.empty())
       if (auto it = worker.capabilities->labels.find(gang.same_label); it != worker.capabilities->labels.end()) label = it->second;
     eligible.push_back({v.class_id, v.claim.gpus, v.claim.gpu_memory_mb, v.claim.devices_json, label});
+    if (gang.elastic()) elastic.insert(v.class_id);
     devices_of[v.class_id] = v.judgement.devices;
   }
   // Judging the other classes costs a FETCH's filters again: only when a gang could grow.
   const RivalScore rival = [&] { return first_plain_job(queue, kept, worker); };
   const auto claim = claimer_.claim_gang({queue, member_info(worker), request.visibility_timeout_ms,
-                                          config_.default_visibility_timeout_ms}, eligible, rival);
+                                          config_.default_visibility_timeout_ms, std::move(elastic)}, eligible, rival);
   // gang_forming (held): this worker holds its GPUs for a gang still missing members.
   const bool forming = (claim.kind == GangClaim::Kind::held || claim.kind == GangClaim::Kind::waiting) && !claim.class_id.empty();
   for (auto& v : verdicts) {

@@ -92,6 +92,17 @@ ObjectText JobService::ack(const std::string& id, const json* result, const std:
   return dispatch_workflow_callbacks(workflows_, checked(t, id, "acknowledge")).envelope_text();
 }
 
+namespace {
+
+// Whether `worker_id`'s member of the job's elastic gang is told to leave (gang_leave.lua).
+bool leaving_gang(const JobRecord& job, const std::string& worker_id) {
+  if (!job.has("gang_leaving")) return false;
+  const auto leaving = json::parse(job.get("gang_leaving"), nullptr, false);
+  return leaving.is_object() && leaving.contains(worker_id);
+}
+
+}  // namespace
+
 json JobService::fail(const std::string& id, const json& error, bool requeue, const std::string& worker_id) {
   require_job_id(id, "job_id");
   if (!error.is_null() && !error.is_object()) throw invalid_field("error", "must be an object with at least a message");
@@ -110,6 +121,11 @@ json JobService::fail(const std::string& id, const json& error, bool requeue, co
         return snapshot->envelope();
       if (replays_its_last_failure(*snapshot, error, requeue, worker_id)) return snapshot->envelope();
       checked(Transition{TransitionStatus::conflict, snapshot->state(), {}}, id, "fail");
+    }
+    // A member told to leave its elastic gang releases only its own place: the gang runs on.
+    if (!worker_id.empty() && leaving_gang(*snapshot, worker_id)) {
+      if (auto running = gangs_.member_left(queue, id, worker_id)) return running->envelope();
+      continue;  // it stopped leaving meanwhile (gone, or the gang ended): decide again
     }
     FailurePlan plan = plan_failure(*snapshot, error, requeue);
     if (gpu_fault) plan.errors.push_back(plan.error);

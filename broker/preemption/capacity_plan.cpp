@@ -2,6 +2,7 @@
 #include "broker/preemption/capacity_plan.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 
@@ -9,6 +10,21 @@
 #include "ojs/ml/predicates.hpp"
 
 namespace ojs::broker {
+
+namespace {
+
+// Whether the job fits the site once the jobs already preempting there are gone
+// (`load`: the site's load without them).
+bool fits_once_leaving_go(const ml::Requirements& req, const PreemptionSite& site, const std::vector<RunningJob>& running,
+                          const ml::AssignmentOptions& assignment, ml::WorkerLoad& load) {
+  std::set<std::string> leaving;
+  for (const auto& r : running)
+    if (r.preempting) leaving.insert(r.job_id);
+  load = load_without(running, leaving, site.drained);
+  return ml::fits(req, site.caps, load, assignment);
+}
+
+}  // namespace
 
 bool may_preempt(const ml::Requirements& req, int rank) { return rank > 0 && req.scheduling.reservation_id.empty(); }
 
@@ -21,11 +37,8 @@ CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, con
     const auto& site = sites[i];
     if (!site.caps || !ml::fits_static(req, site.caps)) continue;
     const auto running = running_of(i);
-    std::set<std::string> leaving;
-    for (const auto& r : running)
-      if (r.preempting) leaving.insert(r.job_id);
-    auto load = load_without(running, leaving, site.drained);
-    if (ml::fits(req, site.caps, load, assignment)) {  // a worker can take it (or soon will): no preemption
+    ml::WorkerLoad load;
+    if (fits_once_leaving_go(req, site, running, assignment, load)) {  // a worker can take it (or soon will): no preemption
       plan.fits_on = i;
       plan.fit_load = std::move(load);
       plan.worker.reset();
@@ -38,6 +51,35 @@ CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, con
     }
   }
   if (best) plan.choice = std::move(*best);
+  return plan;
+}
+
+GangCapacityPlan plan_gang_capacity_preemption(const ml::Requirements& req, int rank, int needed,
+                                               const std::vector<PreemptionSite>& sites,
+                                               const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
+                                               const ml::AssignmentOptions& assignment, const VictimFilter& allowed) {
+  GangCapacityPlan plan;
+  std::vector<std::pair<std::size_t, VictimChoice>> options;
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    const auto& site = sites[i];
+    if (!site.caps || !ml::fits_static(req, site.caps)) continue;
+    const auto running = running_of(i);
+    ml::WorkerLoad load;
+    if (fits_once_leaving_go(req, site, running, assignment, load)) {
+      ++plan.fitting;
+      continue;
+    }
+    if (auto choice = choose_victims(req, rank, *site.caps, running, assignment, site.drained, allowed))
+      options.emplace_back(i, std::move(*choice));
+  }
+  if (plan.fitting >= needed) return plan;
+  std::stable_sort(options.begin(), options.end(), [](const auto& a, const auto& b) { return cheaper(a.second, b.second); });
+  std::map<std::string, int> taken;  // members leaving each elastic gang in this plan
+  for (auto& option : options) {
+    if (plan.fitting + static_cast<int>(plan.freed.size()) >= needed) break;
+    if (within_gang_spare(option.second.victims, taken)) plan.freed.push_back(std::move(option));
+  }
+  if (plan.fitting + static_cast<int>(plan.freed.size()) < needed) plan.freed.clear();
   return plan;
 }
 

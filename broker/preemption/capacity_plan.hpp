@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broker/preemption/victims.hpp"
@@ -53,6 +54,21 @@ struct CapacityPlan {
 CapacityPlan plan_capacity_preemption(const ml::Requirements& req, int rank, const std::vector<PreemptionSite>& sites,
                                       const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
                                       const ml::AssignmentOptions& assignment = {}, const VictimFilter& allowed = {});
+
+// The same for a waiting gang that still needs `needed` members placed: the workers
+// that take a member as things stand count first; the rest are freed on the workers
+// whose victims lose the least progress (one member per worker), never taking more
+// members of an elastic gang than it has to spare (within_gang_spare). Empty `freed`
+// when enough workers fit already, or when not enough can be freed (never preempt for
+// a gang that still could not start).
+struct GangCapacityPlan {
+  int fitting = 0;                                        // workers that take a member now
+  std::vector<std::pair<std::size_t, VictimChoice>> freed;  // site index, its victims
+};
+GangCapacityPlan plan_gang_capacity_preemption(const ml::Requirements& req, int rank, int needed,
+                                               const std::vector<PreemptionSite>& sites,
+                                               const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
+                                               const ml::AssignmentOptions& assignment = {}, const VictimFilter& allowed = {});
 
 // Fair-sharing preemption under the fair policy's tenant order (Kueue's
 // LessThanOrEqualToFinalShare; docs/matching.md#fair-share). A job of `tenant` in

@@ -29,6 +29,26 @@ bool dynamic_only(const ml::Judgement& j) {
   });
 }
 
+// The holds in force (expired ones and those whose preemptor no longer waits are
+// dropped): the workers they keep, and the preemptors they keep capacity for (a
+// backfill reservation does not stop preemption).
+void holds_in_force(PreemptionStore& marks, JobReads& jobs, std::int64_t now, std::set<std::string>& held_workers,
+                    std::set<std::string>& pending_preemptors) {
+  for (const auto& [holder, text] : marks.holds()) {
+    auto h = CapacityHold::parse(holder, text);
+    if (!h || h->until_ms <= now) {
+      marks.drop_hold(holder);
+      continue;
+    }
+    if (h->backfill_start_ms == 0 && !hold_still_wanted(jobs, *h)) {  // a preemption hold ends once its preemptor is placed (or gone)
+      marks.drop_hold(holder);
+      continue;
+    }
+    held_workers.insert(h->worker_id);
+    if (h->backfill_start_ms == 0) pending_preemptors.insert(h->for_job);
+  }
+}
+
 }  // namespace
 
 std::vector<LiveWorker> PreemptionController::live_workers() {
@@ -61,19 +81,7 @@ int PreemptionController::preempt() {
     return *live_once;
   };
   std::set<std::string> held_workers, pending_preemptors;
-  for (const auto& [holder, text] : marks.holds()) {
-    auto h = CapacityHold::parse(holder, text);
-    if (!h || h->until_ms <= now) {
-      marks.drop_hold(holder);
-      continue;
-    }
-    if (h->backfill_start_ms == 0 && !hold_still_wanted(jobs_, *h)) {  // a preemption hold ends once its preemptor is placed (or gone)
-      marks.drop_hold(holder);
-      continue;
-    }
-    held_workers.insert(h->worker_id);
-    if (h->backfill_start_ms == 0) pending_preemptors.insert(h->for_job);  // a backfill reservation does not stop preemption
-  }
+  holds_in_force(marks, jobs_, now, held_workers, pending_preemptors);
   const ml::AssignmentOptions assignment = assignment_options(config_);
 
   int started = 0;
@@ -115,6 +123,13 @@ int PreemptionController::preempt() {
         tenant = record ? record->get("tenant") : std::string();
       }
       const VictimFilter allowed = fair_victims(shares(), queue, tenant, req.gpu_count());
+      if (req.hard.gang.size > 0) {  // one worker per member it still needs
+        if (preempt_for_gang(queue, class_id, preemptor, rank, req, candidates, sites, allowed, held_workers)) {
+          pending_preemptors.insert(preemptor);
+          ++started;
+        }
+        continue;
+      }
       const auto plan = plan_capacity_preemption(
           req, rank, sites, [&](std::size_t i) { return running_on(candidates[i]->info.id); }, assignment, allowed);
       const bool fits_somewhere = plan.fits_on.has_value();  // a worker can take it (or soon will): no preemption
@@ -136,38 +151,52 @@ int PreemptionController::preempt() {
       }
       if (!plan.worker) continue;
 
-      // Mark the victims, then hold the capacity.
-      const Candidate* worker = candidates[*plan.worker];
-      const VictimChoice& choice = plan.choice;
-      const auto last_deadline = mark(preemptor, choice.victims);
-      if (!last_deadline) continue;
-      CapacityHold hold;
-      hold.worker_id = worker->info.id;
-      hold.for_job = preemptor;
-      hold.queue = queue;
-      hold.class_id = class_id;
-      hold.class_rank = rank;
-      hold.victims = choice.victims;
-      hold.gpus = req.gpu_count();  // the victims' GPUs and the free ones the plan counted on
-      hold.until_ms = *last_deadline + config_.capacity_hold_ms;
-      marks.put_hold(hold.worker_id, hold.to_json().dump());
-      held_workers.insert(hold.worker_id);
+      const std::string& worker = candidates[*plan.worker]->info.id;
+      if (!mark_and_hold(worker, {preemptor, queue, class_id, rank, req.gpu_count()}, plan.choice.victims)) continue;
+      held_workers.insert(worker);
       pending_preemptors.insert(preemptor);
       ++started;
-      std::string ids;
-      for (const auto& v : choice.victims) ids += (ids.empty() ? "" : ", ") + v.job_id;
-      spdlog::info("preempting {} on worker {} for job {} (queue {}, class rank {})", ids, hold.worker_id, preemptor, queue, rank);
     }
   }
   return started;
 }
 
+bool PreemptionController::mark_and_hold(const std::string& worker_id, const HoldFor& preemptor, const std::vector<RunningJob>& victims) {
+  const auto last_deadline = mark(preemptor.job_id, victims);
+  if (!last_deadline) return false;
+  CapacityHold hold;
+  hold.worker_id = worker_id;
+  hold.for_job = preemptor.job_id;
+  hold.queue = preemptor.queue;
+  hold.class_id = preemptor.class_id;
+  hold.class_rank = preemptor.rank;
+  hold.victims = victims;
+  hold.gpus = preemptor.gpus;  // the victims' GPUs and the free ones the plan counted on
+  hold.until_ms = *last_deadline + config_.capacity_hold_ms;
+  marks_.put_hold(hold.worker_id, hold.to_json().dump());
+  std::string ids;
+  for (const auto& v : victims) ids += (ids.empty() ? "" : ", ") + v.job_id + (v.leaves ? " (member on " + v.worker_id + " leaves)" : "");
+  spdlog::info("preempting {} on worker {} for job {} (queue {}, class rank {})", ids, worker_id, preemptor.job_id, preemptor.queue,
+               preemptor.rank);
+  return true;
+}
+
 std::optional<std::int64_t> PreemptionController::mark(const std::string& preemptor, const std::vector<RunningJob>& victims) {
   auto& marks = marks_;
   std::map<std::pair<std::string, std::string>, std::vector<PreemptionMark>> by_queue_and_worker;
-  for (const auto& v : victims)
-    by_queue_and_worker[{v.queue, v.worker_id}].push_back({v.job_id, v.grace_period_s, v.checkpoint_on_preempt});
   std::int64_t last_deadline = now_ms();
+  for (const auto& v : victims) {
+    if (!v.leaves) {
+      by_queue_and_worker[{v.queue, v.worker_id}].push_back({v.job_id, v.grace_period_s, v.checkpoint_on_preempt});
+      continue;
+    }
+    const auto left = gangs_.mark_leaving(v.queue, v.job_id, v.worker_id, preemptor, v.grace_period_s, v.checkpoint_on_preempt);
+    if (!left.deadline_ms) {
+      spdlog::debug("member {} of gang {} not told to leave: {}", v.worker_id, v.job_id, left.refused);
+      return std::nullopt;
+    }
+    last_deadline = std::max(last_deadline, *left.deadline_ms);
+  }
   for (const auto& [where, list] : by_queue_and_worker) {
     const auto marked = marks.mark(where.first, preemptor, where.second, list);
     if (!marked) return std::nullopt;

@@ -15,8 +15,8 @@ namespace ojs::broker {
 using nlohmann::json;
 
 PreemptionController::PreemptionController(JobReads& jobs, QueueDirectory& queues, PreemptionStore& marks, CohortStore& cohorts, RequeueJob requeue, Scheduler& scheduler, DiagnosisLog& diagnosis,
-                                           WorkerRegistry& workers, const BrokerConfig& config)
-    : jobs_(jobs), queues_(queues), marks_(marks), cohorts_(cohorts), requeue_(std::move(requeue)), scheduler_(scheduler), diagnosis_(diagnosis), workers_(workers), config_(config), owner_(make_uuidv7()) {}
+                                           WorkerRegistry& workers, GangStore& gangs, const BrokerConfig& config)
+    : jobs_(jobs), queues_(queues), marks_(marks), cohorts_(cohorts), requeue_(std::move(requeue)), scheduler_(scheduler), diagnosis_(diagnosis), workers_(workers), gangs_(gangs), config_(config), owner_(make_uuidv7()) {}
 
 bool PreemptionController::renew_lease() {
   const auto ttl = std::max<std::int64_t>(3 * config_.preemption_interval_ms, 2000);

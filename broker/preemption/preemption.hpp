@@ -8,7 +8,7 @@
 // One file per job: push_rules, directives, reservations,
 // capacity_hold, checkpoints; the controller's passes in controller (lease, order),
 // reclaim_overdue, escalation, reservation_waits, capacity_preemption,
-// budget_preemption; running_jobs (active jobs as preemption sees them).
+// budget_preemption, gang_preemption; running_jobs (active jobs as preemption sees them).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -24,12 +24,14 @@
 #include "broker/store/job_reads.hpp"
 #include "broker/store/job_store.hpp"
 #include "broker/store/queue_directory.hpp"
+#include "broker/preemption/capacity_plan.hpp"
 #include "broker/preemption/running_jobs.hpp"
 #include "broker/preemption/victims.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/preemption_store.hpp"
 #include "broker/store/cohort_store.hpp"
+#include "broker/store/gang_store.hpp"
 #include "broker/store/priority_score.hpp"
 #include "broker/workers/worker_registry.hpp"
 
@@ -142,7 +144,7 @@ using RequeueJob = std::function<void(const std::string& job_id, const nlohmann:
 class PreemptionController {
  public:
   PreemptionController(JobReads& jobs, QueueDirectory& queues, PreemptionStore& marks, CohortStore& cohorts, RequeueJob requeue, Scheduler& scheduler, DiagnosisLog& diagnosis,
-                       WorkerRegistry& workers, const BrokerConfig& config);
+                       WorkerRegistry& workers, GangStore& gangs, const BrokerConfig& config);
   // Called by the maintenance loop on every pass of every broker: reclaims jobs
   // whose preemption deadline passed (idempotent); at --preemption-interval-ms
   // renews the leader lease and, when leading, escalates, expires reservation
@@ -172,9 +174,28 @@ class PreemptionController {
   // The queue's active jobs charged to its GPU budget (on any worker).
   std::vector<RunningJob> charged_in(const std::string& queue);
   QueueBudget budget_of(const std::string& queue);
-  // Marks victims (one preempt.lua per queue and worker, all or none within it);
-  // the latest deadline, or nullopt when a victim changed meanwhile.
+  // Marks victims (one preempt.lua per queue and worker, all or none within it; a
+  // member leaving an elastic gang through gang_leave.lua, which refuses to take the
+  // gang below its minimum); the latest deadline, or nullopt when a victim changed
+  // meanwhile.
   std::optional<std::int64_t> mark(const std::string& preemptor, const std::vector<RunningJob>& victims);
+  // Marks the victims on `worker_id` (mark), then holds the capacity they free for the
+  // preemptor until they are gone plus --capacity-hold-ms; false when a victim changed.
+  struct HoldFor {
+    std::string job_id, queue, class_id;
+    int rank = 0;
+    int gpus = 0;  // what the preemptor needs there: the victims' GPUs and the free ones counted on
+  };
+  bool mark_and_hold(const std::string& worker_id, const HoldFor& preemptor, const std::vector<RunningJob>& victims);
+  // Capacity preemption for a waiting gang (gang_preemption.cpp): frees one worker per
+  // member it still needs (plan_gang_capacity_preemption) and holds each for it (the
+  // workers join `held_workers`); when enough workers take a member already, the
+  // budget may be the obstacle (preempt_for_budget, one member's charge). `sites[i]`
+  // is `workers[i]`. True when preemption started.
+  bool preempt_for_gang(const std::string& queue, const std::string& class_id, const std::string& preemptor, int rank,
+                        const ml::Requirements& req, const std::vector<const LiveWorker*>& workers,
+                        const std::vector<PreemptionSite>& sites, const VictimFilter& allowed,
+                        std::set<std::string>& held_workers);
   // Budget-driven preemption: the job would fit a worker but its queue's budget
   // is held by lower-class preemptible jobs.
   // charge: what the preemptor would be charged on the worker it fits (its GPUs and
@@ -191,6 +212,7 @@ class PreemptionController {
   Scheduler& scheduler_;
   DiagnosisLog& diagnosis_;
   WorkerRegistry& workers_;
+  GangStore& gangs_;  // members leaving elastic gangs
   const BrokerConfig& config_;
   std::string owner_;
   std::int64_t next_tick_ms_ = 0;

@@ -49,6 +49,30 @@ RunningJob running_job_from(const JobRecord& job, const std::string& queue, std:
   return r;
 }
 
+namespace {
+
+// A gang member as preemption sees it on `worker_id`. A member of a running elastic
+// gang above its minimum leaves alone (the gang shrinks); the one told to leave
+// already is on its way out. Taking the whole gang instead loses every member's
+// progress, so it weighs that much.
+void describe_gang_member(RunningJob& r, const JobRecord& job, const std::string& worker_id) {
+  const auto workers = nlohmann::json::parse(job.get("gang_workers"), nullptr, false);
+  if (!workers.is_array() || workers.empty()) return;
+  const int members = static_cast<int>(workers.size());
+  const auto leaving = nlohmann::json::parse(job.has("gang_leaving") ? job.get("gang_leaving") : "{}", nullptr, false);
+  const int gone = leaving.is_object() ? static_cast<int>(leaving.size()) : 0;
+  if (leaving.is_object() && leaving.contains(worker_id)) r.preempting = true;
+  const auto min_size = job.get_int("gang_size").value_or(members);
+  const bool rank0 = workers[0] == worker_id;  // the rendezvous stays
+  if (job.has("gang_max_size") && !job.has("gang_acked") && !rank0 && !r.preempting) {
+    r.gang_spare = std::max(0, members - gone - static_cast<int>(min_size));
+    r.leaves = r.gang_spare > 0;
+  }
+  if (!r.leaves) r.lost_ms *= members;
+}
+
+}  // namespace
+
 bool LiveWorker::serves(const std::string& queue) const {
   return info.queues.empty() || std::find(info.queues.begin(), info.queues.end(), queue) != info.queues.end();
 }
@@ -75,11 +99,13 @@ std::vector<std::pair<RunningJob, JobRecord>> running_records_on(JobReads& store
   auto jobs = store.get_many(wanted);
   for (std::size_t i = 0; i < held.size(); ++i) {
     if (!jobs[i] || jobs[i]->state() != "active") continue;  // a forming gang's member runs nothing yet
-    // a gang member's worker runs the gang's job too: preempting it takes the whole gang down.
+    // A gang member's worker runs the gang's job too: preempting it takes the whole
+    // gang down, unless it is a member that may leave an elastic gang.
     const auto load = jobs[i]->load_on(worker_id);
     if (!load) continue;
     RunningJob r = running_job_from(*jobs[i], held[i].queue, now);
     r.worker_id = worker_id;
+    if (jobs[i]->has("gang_workers")) describe_gang_member(r, *jobs[i], worker_id);
     r.gpus = load->gpus;
     r.devices = load->devices;
     r.labels = load->labels;

@@ -20,12 +20,17 @@ ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::s
 
 namespace {
 
-// Lower-class, preemptible jobs not already leaving (and `allowed`), least progress lost first.
+// Lower-class, preemptible jobs not already leaving (and `allowed`): members that
+// leave an elastic gang with a member to spare first, then least progress lost first.
 std::vector<const RunningJob*> candidates_for(int preemptor_rank, const std::vector<RunningJob>& running, const VictimFilter& allowed) {
   std::vector<const RunningJob*> candidates;
-  for (const auto& job : running)
-    if (!job.preempting && job.preemptible && job.class_rank < preemptor_rank && (!allowed || allowed(job))) candidates.push_back(&job);
+  for (const auto& job : running) {
+    if (job.preempting || !job.preemptible || job.class_rank >= preemptor_rank || (allowed && !allowed(job))) continue;
+    if (job.leaves && job.gang_spare <= 0) continue;  // the gang is at its minimum
+    candidates.push_back(&job);
+  }
   std::stable_sort(candidates.begin(), candidates.end(), [](const RunningJob* a, const RunningJob* b) {
+    if (a->leaves != b->leaves) return a->leaves;
     if (a->lost_ms != b->lost_ms) return a->lost_ms < b->lost_ms;
     if (a->class_rank != b->class_rank) return a->class_rank < b->class_rank;
     return a->job_id < b->job_id;
@@ -167,6 +172,14 @@ std::optional<VictimChoice> choose_reclaim_victims(long long gpus, const std::ve
   auto chosen = victims_sparing_young(candidates, removed, frees_enough);
   if (!chosen) return std::nullopt;
   return to_choice(*chosen);
+}
+
+bool within_gang_spare(const std::vector<RunningJob>& victims, std::map<std::string, int>& taken) {
+  auto after = taken;
+  for (const auto& v : victims)
+    if (v.leaves && ++after[v.job_id] > v.gang_spare) return false;
+  taken = std::move(after);
+  return true;
 }
 
 bool cheaper(const VictimChoice& a, const VictimChoice& b) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,6 +44,12 @@ struct RunningJob {
   int grace_period_s = 30;     // ext_ml_preemption_grace_period_s
   bool checkpoint_on_preempt = false;
   std::optional<std::int64_t> declared_end_ms;  // what backfill plans by: started + estimate, or its execution deadline
+  // A member of a running elastic gang above its minimum (never rank 0, the
+  // rendezvous): preempting it makes only this member leave and the gang shrinks.
+  // gang_spare: how many of the gang's members may still leave (members - leaving -
+  // min_size), shared by every member of the gang.
+  bool leaves = false;
+  int gang_spare = 0;
 };
 
 struct VictimChoice {
@@ -62,8 +69,9 @@ ml::WorkerLoad load_without(const std::vector<RunningJob>& running, const std::s
 
 // Victims (lower class than `preemptor_rank`, preemptible, not already
 // preempting) whose removal makes the preemptor fit on this worker, checked with
-// ml::judge on the hypothetical load. Candidates are taken least-progress-lost
-// first until the job fits, then any that turn out unnecessary are dropped.
+// ml::judge on the hypothetical load. Candidates are taken members leaving an
+// elastic gang first (the gang shrinks instead of stopping), then least progress
+// lost first, until the job fits; then any that turn out unnecessary are dropped.
 // nullopt when the job already fits (nothing to preempt: it only has to be
 // fetched, or jobs already preempting free enough), or when it would not fit
 // even without every candidate (never preempt for nothing). `allowed`:
@@ -98,5 +106,10 @@ std::optional<VictimChoice> choose_reclaim_victims(long long gpus, const std::ve
 
 // Of several workers' choices, the one losing the least progress (then fewest victims).
 bool cheaper(const VictimChoice& a, const VictimChoice& b);
+
+// Whether victims may be taken together: no elastic gang loses more members than it
+// has to spare (RunningJob::gang_spare), counting `taken` (gang job id -> members
+// already chosen in this pass), which it updates when they may.
+bool within_gang_spare(const std::vector<RunningJob>& victims, std::map<std::string, int>& taken);
 
 }  // namespace ojs::broker

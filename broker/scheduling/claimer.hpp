@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct GangClaimRequest {
   GangMemberInfo member;
   std::optional<std::int64_t> visibility_ms;
   std::int64_t default_visibility_ms = 0;
+  std::set<std::string> elastic_classes;  // the eligible classes of elastic gangs: they share the nodes
 };
 
 class Claimer {

@@ -3,6 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <stdexcept>
+
+#include "broker/scheduling/elastic_share.hpp"
+#include "broker/store/priority_score.hpp"
 
 namespace ojs::broker {
 
@@ -33,6 +37,7 @@ struct Placed {
   GangPick pick;
   std::optional<double> score;  // the picked gang's place in the queue (none: unknown, taken as first)
   bool final = false;           // the worker is held by the forming gang: the commit answers it
+  int held = 0;                 // members the picked gang holds (a forming gang's)
 };
 
 Placed join_or_form(const GangCandidates& c, const std::vector<GangClass>& eligible, const std::string& worker_id,
@@ -46,7 +51,7 @@ Placed join_or_form(const GangCandidates& c, const std::vector<GangClass>& eligi
     if (holds(f.workers_json, worker_id)) return {{GangPick::Kind::join, f.id, cls, expired_heads}, f.score, true};
     if (!cls) return {none, {}, false};
     if (!f.gang_label.empty() && (cls->label_value.empty() || cls->label_value != f.first_label)) return {none, {}, false};
-    return {{GangPick::Kind::join, f.id, cls, expired_heads}, f.score, false};
+    return {{GangPick::Kind::join, f.id, cls, expired_heads}, f.score, false, static_cast<int>(members_of(f.workers_json).size())};
   }
   // No gang forms (or the one listed ended or expired: the commit releases it first).
   const GangCandidates::Head* best = nullptr;
@@ -62,10 +67,16 @@ Placed join_or_form(const GangCandidates& c, const std::vector<GangClass>& eligi
   return {{GangPick::Kind::form, best->job_id, best_class, expired_heads}, best->score, false};
 }
 
-// The best running elastic gang this worker may grow; null when none.
-const GangCandidates::Growing* growable(const GangCandidates& c, const std::vector<GangClass>& eligible,
-                                        const std::string& worker_id, const GangClass** cls_out) {
-  const GangCandidates::Growing* best = nullptr;
+// A running elastic gang this worker may grow, with the class it joins as and its size.
+struct Growable {
+  const GangCandidates::Growing* gang;
+  const GangClass* cls;
+  int members;
+};
+
+// The running elastic gangs this worker may grow, first in the queue's order first.
+std::vector<Growable> growables(const GangCandidates& c, const std::vector<GangClass>& eligible, const std::string& worker_id) {
+  std::vector<Growable> out;
   for (const auto& g : c.growing) {
     if (g.state != "active" || g.acked) continue;
     const GangClass* cls = class_of(eligible, g.class_id);
@@ -74,30 +85,66 @@ const GangCandidates::Growing* growable(const GangCandidates& c, const std::vect
     if (members.empty() || static_cast<int>(members.size()) >= g.max_size) continue;
     if (std::find(members.begin(), members.end(), worker_id) != members.end()) continue;
     if (!g.gang_label.empty() && (cls->label_value.empty() || cls->label_value != g.first_label)) continue;
-    if (!best || g.score < best->score) best = &g, *cls_out = cls;
+    out.push_back({&g, cls, static_cast<int>(members.size())});
   }
-  return best;
+  std::stable_sort(out.begin(), out.end(), [](const Growable& a, const Growable& b) { return a.gang->score < b.gang->score; });
+  return out;
+}
+
+long long band_of(double score) {
+  try {
+    return unpack_score(score).band;
+  } catch (const std::out_of_range&) {
+    return -1;
+  }
+}
+
+// Equal elastic gangs share the nodes (elastic_share.hpp): of the growing gangs in the
+// band of `first` (the queue's order's pick) and the elastic gang to join or form in
+// that band, the one furthest below its share takes the worker.
+GangPick share_between_equals(const Placed& placed, const std::vector<Growable>& grow, const std::set<std::string>& elastic,
+                              const GangPick& first, double first_score, const std::vector<std::string>& expired) {
+  const long long band = band_of(first_score);
+  std::vector<ElasticContender> contenders;
+  std::vector<GangPick> picks;
+  const bool placed_elastic = placed.pick.kind != GangPick::Kind::none && placed.pick.cls && placed.score &&
+                              elastic.count(placed.pick.cls->id) && band_of(*placed.score) == band;
+  if (placed_elastic) {
+    const int held = placed.pick.kind == GangPick::Kind::join ? placed.held : 0;
+    contenders.push_back({placed.pick.job_id, held, *placed.score});
+    picks.push_back(placed.pick);
+  }
+  for (const auto& g : grow) {
+    if (band_of(g.gang->score) != band) continue;
+    contenders.push_back({g.gang->id, g.members, g.gang->score});
+    picks.push_back({GangPick::Kind::grow, g.gang->id, g.cls, expired});
+  }
+  if (contenders.size() < 2) return first;
+  return picks[furthest_below_share(contenders)];
 }
 
 }  // namespace
 
 GangPick decide_gang(const GangCandidates& c, const std::vector<GangClass>& eligible, const std::string& worker_id,
-                     const RivalScore& rival) {
+                     const RivalScore& rival, const std::set<std::string>& elastic) {
   std::vector<std::string> expired_heads;  // discarded by the commit, as met (the expiry sweep would, later)
   for (const auto& h : c.heads)
     if (h.expires_at && *h.expires_at <= c.now_ms) expired_heads.push_back(h.job_id);
   Placed placed = join_or_form(c, eligible, worker_id, expired_heads);
   if (placed.final) return placed.pick;
-  const GangClass* grow_class = nullptr;
-  const auto* grow = growable(c, eligible, worker_id, &grow_class);
-  if (!grow) return placed.pick;
+  const auto grow = growables(c, eligible, worker_id);
+  if (grow.empty()) return placed.pick;
+  const GangCandidates::Growing* best = grow.front().gang;
   // A gang to join or form ahead of the growing one takes the worker (one without a
   // known place is taken as first: a forming gang holds workers until it starts).
-  if (placed.pick.kind != GangPick::Kind::none && (!placed.score || *placed.score < grow->score)) return placed.pick;
-  if (rival) {
-    if (const auto other = rival(); other && *other < grow->score) return placed.pick;  // the plain claim takes the worker
-  }
-  return {GangPick::Kind::grow, grow->id, grow_class, expired_heads};
+  const bool placed_first = placed.pick.kind != GangPick::Kind::none && (!placed.score || *placed.score < best->score);
+  if (placed_first && (!placed.score || !placed.pick.cls || !elastic.count(placed.pick.cls->id))) return placed.pick;
+  const GangPick first = placed_first ? placed.pick : GangPick{GangPick::Kind::grow, best->id, grow.front().cls, expired_heads};
+  const GangPick pick = share_between_equals(placed, grow, elastic, first, placed_first ? *placed.score : best->score, expired_heads);
+  if (pick.kind != GangPick::Kind::grow || !rival) return pick;
+  const auto grown = std::find_if(grow.begin(), grow.end(), [&](const Growable& g) { return g.gang->id == pick.job_id; });
+  if (const auto other = rival(); other && *other < grown->gang->score) return placed.pick;  // the plain claim takes the worker
+  return pick;
 }
 
 }  // namespace ojs::broker

@@ -5,6 +5,7 @@
 #pragma once
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,12 @@ using RivalScore = std::function<std::optional<double>()>;
 // - a running elastic gang below its max_size that the worker may join (its class,
 //   its label, not a member yet, no rank ACKed) grows by this worker instead when it
 //   is ahead, in the queue's order, of the gang the worker would join or form and of
-//   every other waiting job the worker could take (`rival`); the best such gang first.
+//   every other waiting job the worker could take (`rival`); the best such gang first;
+// - elastic gangs of one priority band share the nodes: when the queue's order would
+//   give the worker to an elastic gang (`elastic`: the elastic gang classes), every
+//   elastic gang of that band it could grow, join or start competes for it, and the
+//   one furthest below its share takes it (elastic_share.hpp).
 GangPick decide_gang(const GangCandidates& candidates, const std::vector<GangClass>& eligible, const std::string& worker_id,
-                     const RivalScore& rival = {});
+                     const RivalScore& rival = {}, const std::set<std::string>& elastic = {});
 
 }  // namespace ojs::broker

@@ -20,7 +20,22 @@ std::string worker_key(const std::string& id) { return keys::worker(id); }
 const std::vector<std::string> kHeldFields{"id",           "queue",         "type",           "state",          "worker_id",
                                            "gang_workers", "gang_members",  "charged_gpus",   "gpus",
                                            "ext_ml_assigned_devices",       "doc",            "preempt_deadline",
-                                           "preempt_checkpoint",            "preempted_for",  "stop_action"};
+                                           "preempt_checkpoint",            "preempted_for",  "stop_action",
+                                           "gang_leaving"};
+
+// The preempt directive for this worker's member of an elastic gang told to leave
+// (gang_leave.lua writes gang_leaving): only that member stops, the gang runs on.
+std::optional<PreemptionMarkView> leave_mark_of(const JobRecord& job, const std::string& worker_id) {
+  if (!job.has("gang_leaving")) return std::nullopt;
+  const auto leaving = nlohmann::json::parse(job.get("gang_leaving"), nullptr, false);
+  if (!leaving.is_object() || !leaving.contains(worker_id) || !leaving[worker_id].is_object()) return std::nullopt;
+  const auto& m = leaving[worker_id];
+  PreemptionMarkView v;
+  v.deadline_ms = m.value("deadline_ms", std::int64_t{0});
+  v.checkpoint = m.value("checkpoint", false);
+  v.preempted_for = m.value("preempted_for", std::string());
+  return v;
+}
 
 // A job as HMGET of kHeldFields answered it (nil: absent).
 JobRecord held_job(const std::vector<RedisValue>& values) { return JobRecord::from_fields(kHeldFields, values); }
@@ -297,6 +312,8 @@ HeldState WorkerStore::verify(const std::string& worker_id, HeldRead read) {
       out.preempting.push_back({id, 0, false, {}, job.get("stop_action"), queue});
     else if (const auto deadline = job.get_int("preempt_deadline"))
       out.preempting.push_back({id, *deadline, job.get("preempt_checkpoint") == "1", job.get("preempted_for"), "preempt", queue});
+    else if (auto leave = leave_mark_of(job, worker_id))
+      out.preempting.push_back({id, leave->deadline_ms, leave->checkpoint, leave->preempted_for, "preempt", queue});
   }
   if (drained.size() > 2) fixes.push_back(std::move(drained));
   if (!fixes.empty()) redis_.pipeline(fixes);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 
@@ -191,6 +192,26 @@ TEST_F(ElasticGang, AMemberNackEndsTheAttemptAndTheGangStartsAgainAtItsMinimum) 
   EXPECT_EQ(got[0]["ext_ml_gang_generation"], 1);
 }
 
+TEST_F(ElasticGang, TwoEqualElasticGangsSplitEightNodesFourAndFour) {
+  const std::string q = "el-share";
+  const auto a = api.push(gang_job(q, {{"min_size", 2}, {"max_size", 8}}));
+  const auto b = api.push(gang_job(q, {{"min_size", 2}, {"max_size", 8}}));
+  std::map<std::string, std::set<int>> on;  // job -> the workers running it
+  const auto take = [&](int n) {
+    for (const auto& got : fetch(q, n)) on[got["id"].get<std::string>()].insert(n);
+  };
+  // The nodes free up one at a time; a member held while its gang forms learns the
+  // start on its next FETCH.
+  for (int n = 1; n <= 8; ++n) {
+    take(n);
+    for (int m = 1; m < n; ++m) take(m);
+  }
+  EXPECT_EQ(on[a].size(), 4u) << "a on " << json(on[a]).dump() << ", b on " << json(on[b]).dump();
+  EXPECT_EQ(on[b].size(), 4u);
+  EXPECT_EQ(beat(*on[a].begin(), a)["ext_ml_gang_world_size"], 4);
+  EXPECT_EQ(beat(*on[b].begin(), b)["ext_ml_gang_world_size"], 4);
+}
+
 // The real worker agent: a 1..2 gang starts on the first agent alone; the second
 // agent grows it; the first learns the new size from its heartbeat and runs its
 // command again at world size 2; both ACK and the gang completes.
@@ -219,4 +240,127 @@ TEST_F(ElasticGang, RealAgentsRestartTheFirstMemberAtTheNewSize) {
   for (std::string line; std::getline(in, line);) runs.insert(line);
   EXPECT_EQ(runs, (std::multiset<std::string>{"1 1 0", "2 2 0", "2 2 1"}));
   EXPECT_EQ(resize_events(q).size(), 1u);
+}
+
+// Shrink instead of evict: a higher-class gang needs nodes that an elastic gang
+// holds above its minimum; members leave one by one (grace, checkpoint) and the
+// elastic gang runs on smaller, then grows back once the nodes free up.
+class ElasticShrink : public ::testing::Test {
+ protected:
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--preemption-interval-ms", "100", "--capacity-hold-ms", "5000"}};
+  Api api{broker.url()};
+
+  // Workers serve both queues: the controller preempts only for queues a worker fetches from.
+  json fetch(int n) { return api.fetch({"sh-hi", "sh-el"}, worker(n), 1, a100_host(n)); }
+  json beat(int n, const std::vector<std::string>& active) {
+    const auto r = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", worker(n)}, {"active_jobs", active}});
+    EXPECT_EQ(r.status, 200) << r.body.dump();
+    return r.body;
+  }
+  json gang_of(const json& beat, const std::string& id) {
+    for (const auto& g : beat.value("gangs", json::array()))
+      if (g.value("job_id", "") == id) return g;
+    return nullptr;
+  }
+  json info(const std::string& id) { return api.get("/ojs/v1/jobs/" + id).body["job"]; }
+  int members(const std::string& id) {
+    const auto g = gang_of(beat(1, {id}), id);  // rank 0 on w1 stays in the gang
+    return g.is_object() ? g["ext_ml_gang_world_size"].get<int>() : 0;
+  }
+};
+
+TEST_F(ElasticShrink, TwoToEightShrinksToFourForAHigherClassGangAndGrowsBack) {
+  const auto el = api.push(gang_job("sh-el", {{"min_size", 2}, {"max_size", 8}},
+                                     {{"ext_ml_priority_class", "spot"},
+                                      {"ext_ml_preemption_grace_period_s", 2},
+                                      {"ext_ml_checkpoint_on_preempt", true},
+                                      {"ext_ml_checkpoint_enabled", true},
+                                      {"ext_ml_checkpoint_storage_uri", "s3://ckpt/el/"}}));
+  // Two nodes free: it starts at 2; six more free up: it grows to 8.
+  ASSERT_EQ(fetch(1).size(), 0u);
+  ASSERT_EQ(fetch(2).size(), 1u);
+  ASSERT_EQ(fetch(1).size(), 1u);
+  for (int n = 3; n <= 8; ++n) ASSERT_EQ(fetch(n).size(), 1u) << "worker " << n;
+  ASSERT_EQ(members(el), 8);
+
+  // A reserved 4-node gang arrives: four members are told to leave, each alone.
+  const auto hi = api.push(gang_job("sh-hi", {{"size", 4}}, {{"ext_ml_priority_class", "reserved"}}));
+  std::map<int, json> told;  // worker -> its directive
+  ASSERT_TRUE(wait_until([&] {
+    for (int n = 1; n <= 8; ++n) {
+      const auto reply = beat(n, {el});
+      for (const auto& d : reply["job_directives"]) told[n] = d;
+    }
+    return told.size() >= 4;
+  }, 10));
+  ASSERT_EQ(told.size(), 4u) << "never below 2, never more than the 4 it needs";
+  EXPECT_FALSE(told.count(1)) << "rank 0, the rendezvous, stays";
+  for (const auto& [n, d] : told) {
+    EXPECT_EQ(d["job_id"], el);
+    EXPECT_EQ(d["action"], "preempt");
+    EXPECT_EQ(d["preempted_for"], hi);
+    EXPECT_EQ(d["checkpoint"], true);
+    EXPECT_LE(d["grace_period_s"].get<int>(), 2);
+  }
+  EXPECT_EQ(info(el)["state"], "active");
+  EXPECT_EQ(members(el), 8);  // leaving takes the grace period
+
+  // The first leaver commits a checkpoint and releases its place; the next two release
+  // theirs; the last lets its grace period run out.
+  auto it = told.begin();
+  const int checkpointer = it->first;
+  auto commit = api.post("/ojs/v1/jobs/" + el + "/checkpoint",
+                          {{"epoch", 1}, {"step", 900}, {"storage_key", "s3://ckpt/el/step-900/"}, {"worker_id", worker(checkpointer)}});
+  ASSERT_EQ(commit.status, 200) << commit.body.dump();
+  for (int k = 0; k < 3; ++k, ++it) {
+    const auto nack = api.post("/ojs/v1/workers/nack", {{"job_id", el}, {"worker_id", worker(it->first)}, {"requeue", true},
+                                                        {"error", {{"code", "preempted"}, {"message", "leaving"}}}});
+    ASSERT_EQ(nack.status, 200) << nack.body.dump();
+    EXPECT_EQ(info(el)["state"], "active");
+  }
+  EXPECT_EQ(members(el), 5);
+  ASSERT_TRUE(wait_until([&] { return members(el) == 4; }, 10)) << "the overdue member did not leave";
+  const auto job = info(el);
+  EXPECT_EQ(job["state"], "active");
+  EXPECT_EQ(job["attempt"], 1) << "the gang kept its attempt";
+  EXPECT_EQ(job["last_checkpoint"]["step"], 900);
+
+  // Every remaining member learns the new size, its rank and a new generation.
+  std::set<int> ranks;
+  for (int n = 1; n <= 8; ++n) {
+    if (told.count(n)) {
+      EXPECT_TRUE(gang_of(beat(n, {el}), el).is_null()) << "worker " << n << " left";
+      continue;
+    }
+    const auto g = gang_of(beat(n, {el}), el);
+    ASSERT_TRUE(g.is_object()) << "worker " << n;
+    EXPECT_EQ(g["ext_ml_gang_world_size"], 4);
+    EXPECT_EQ(g["ext_ml_gang_generation"], 11);  // 1, +6 growing, +4 leaving
+    ranks.insert(g["ext_ml_gang_rank"].get<int>());
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+
+  // The freed nodes start the reserved gang; the elastic one keeps its four.
+  std::set<int> hi_on;
+  ASSERT_TRUE(wait_until([&] {
+    for (const auto& [n, d] : told)
+      for (const auto& got : fetch(n))
+        if (got["id"] == hi) hi_on.insert(n);
+    return info(hi)["state"] == "active" && hi_on.size() == 4;
+  }, 10)) << info(hi).dump();
+  EXPECT_EQ(members(el), 4);
+
+  // It ends: the elastic gang grows back to 8 on the nodes it gave up.
+  for (const int n : hi_on) ASSERT_EQ(api.post("/ojs/v1/workers/ack", {{"job_id", hi}, {"worker_id", worker(n)}}).status, 200);
+  ASSERT_TRUE(wait_until([&] {
+    for (const int n : hi_on) fetch(n);
+    return members(el) == 8;
+  }, 10));
+  const auto g = gang_of(beat(1, {el}), el);
+  EXPECT_EQ(g["ext_ml_gang_generation"], 15);
+  const auto resized = api.get("/ojs/v1/events?queues=sh-el&types=job.gang_resized").body["events"];
+  int left = 0;
+  for (const auto& e : resized) left += e["data"].value("reason", "") == "left" ? 1 : 0;
+  EXPECT_EQ(left, 4) << resized.dump();
 }

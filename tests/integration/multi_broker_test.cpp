@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "support/ml_fixtures.hpp"
 #include "support/processes.hpp"
 
 using nlohmann::json;
@@ -181,4 +182,86 @@ TEST(MultiBroker, RacingBrokersNeverExceedABudgetOrATenantQuota) {
   EXPECT_EQ(unique.size(), delivered.size()) << "a job was delivered twice";
   EXPECT_LE(most, kBudget);
   EXPECT_LE(most_a, kQuotaA);
+}
+
+// An elastic gang raced by workers of two brokers never gets more members than its
+// max_size; members told to leave it (the commit raced from several clients at once)
+// never take it below its min_size; releases raced through both brokers take each
+// leaving member out once.
+TEST(MultiBroker, AnElasticGangStaysBetweenItsMinAndMaxUnderRacingBrokers) {
+  RedisServer redis;
+  BrokerProcess a{redis.url()};
+  BrokerProcess b{redis.url()};
+  const std::string q = "race-el";
+  const auto host = [](int n) {
+    json caps = example_worker("4xa100-pcie");
+    caps["labels"]["rendezvous.ojs.io/address"] = "10.0.1." + std::to_string(n);
+    return json{{"capabilities", caps}};
+  };
+  const auto id = Api{a.url()}.push(ml_job(q, {{"ext_ml_gpu_count", 4}, {"ext_ml_gang", {{"min_size", 2}, {"max_size", 4}}}}));
+
+  std::mutex mutex;
+  std::set<std::string> members;  // workers the job was delivered to
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 8; ++w) {
+    workers.emplace_back([&, w] {
+      for (int round = 0; round < 15; ++round) {
+        Api api{(w + round) % 2 == 0 ? a.url() : b.url()};
+        for (const auto& j : api.fetch({q}, "w" + std::to_string(w), 1, host(w))) {
+          EXPECT_EQ(j["id"], id);
+          EXPECT_LE(j["ext_ml_gang_world_size"].get<int>(), 4);
+          std::lock_guard lock(mutex);
+          members.insert("w" + std::to_string(w));
+        }
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  ASSERT_EQ(members.size(), 4u) << "never more members than max_size";
+  Api api{a.url()};
+  EXPECT_EQ(api.get("/ojs/v1/admin/queues/" + q + "/budget").body["budget"]["in_use"]["gpus"], 16);
+  const auto facts = [&](const std::string& worker) {
+    const auto beat = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", worker}, {"active_jobs", {id}}}).body;
+    for (const auto& g : beat["gangs"])
+      if (g["job_id"] == id) return g;
+    return json(nullptr);
+  };
+  std::vector<std::string> by_rank(4);
+  for (const auto& w : members) by_rank.at(facts(w)["ext_ml_gang_rank"].get<int>()) = w;
+
+  // The leave commit, raced for the three members besides rank 0: two may go (4 - 2).
+  std::string fn;
+  for (const auto& line : redis_lines(redis, {"FUNCTION", "LIST"}))
+    if (line.rfind("gang_leave_", 0) == 0) fn = line;
+  ASSERT_FALSE(fn.empty());
+  const std::string job_key = "ojs:{" + q + "}:job:" + id;
+  std::atomic<int> marked{0};
+  std::vector<std::thread> leavers;
+  for (int r = 1; r < 4; ++r)
+    leavers.emplace_back([&, r] {
+      const auto out = redis_lines(redis, {"FCALL", fn, "3", job_key, "ojs:{" + q + "}:preempting", "ojs:{" + q + "}:events",
+                                           "preemptor", by_rank[r], "30", "0"});
+      if (!out.empty() && out[0] == "ok") ++marked;
+    });
+  for (auto& t : leavers) t.join();
+  EXPECT_EQ(marked.load(), 2) << "the gang would have gone below its min_size";
+
+  // The leavers release their places through both brokers at once, twice each.
+  std::vector<std::string> told;
+  for (const auto& w : members)
+    if (!api.post("/ojs/v1/workers/heartbeat", {{"worker_id", w}, {"active_jobs", {id}}}).body["job_directives"].empty())
+      told.push_back(w);
+  ASSERT_EQ(told.size(), 2u);
+  std::vector<std::thread> releases;
+  for (const auto& w : told)
+    for (const auto& url : {a.url(), b.url()})
+      releases.emplace_back([&, w, url] {
+        Api client{url};
+        client.post("/ojs/v1/workers/nack", {{"job_id", id}, {"worker_id", w}, {"requeue", true},
+                                             {"error", {{"code", "preempted"}, {"message", "leaving"}}}});
+      });
+  for (auto& t : releases) t.join();
+  EXPECT_EQ(facts(by_rank[0])["ext_ml_gang_world_size"], 2);
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + id).body["job"]["state"], "active");
+  EXPECT_EQ(api.get("/ojs/v1/admin/queues/" + q + "/budget").body["budget"]["in_use"]["gpus"], 8);
 }

@@ -213,6 +213,7 @@ if #members < tonumber(job.gang_size) then return {'held', job.id, rank, job.cla
 
 -- Complete: every member starts with this one attempt. An elastic gang that may grow
 -- keeps its place in the queue's order (its ready score) among the growing ones.
+-- It keeps that score (gang_grow_score): a gang that shrank grows back from its place.
 local score = redis.call('ZSCORE', KEYS[30], job.id)
 if job.gang_max_size and #members < tonumber(job.gang_max_size) and score then redis.call('ZADD', KEYS[31], score, job.id) end
 ready_remove(KEYS[13], KEYS[3] .. job.class, job.class, job.id)
@@ -226,6 +227,7 @@ local deadline, dropped = start_deadlines(job, now, request_vis, default_vis)
 job.gang_generation = '1'
 set = {'state', 'active', 'started_at', now, 'worker_id', job.worker_id, 'attempt', job.attempt,
        'visibility_deadline', deadline, 'gang_generation', '1'}
+if job.gang_max_size and score then set[#set + 1] = 'gang_grow_score'; set[#set + 1] = score end
 if job.execution_deadline then set[#set + 1] = 'execution_deadline'; set[#set + 1] = job.execution_deadline end
 if dropped then redis.call('HDEL', jk, 'execution_deadline') end
 -- Under `fair` the gang's attempt joins its tenant's held use as a claim's does

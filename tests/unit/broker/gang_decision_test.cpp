@@ -2,6 +2,7 @@
 // Redis. claim_gang.lua only commits the pick (tests/store/claim_commit_test.cpp).
 #include <gtest/gtest.h>
 
+#include "broker/scheduling/elastic_share.hpp"
 #include "broker/scheduling/gang_decision.hpp"
 
 using namespace ojs::broker;
@@ -171,4 +172,43 @@ TEST(GangDecision, ASameLabelElasticGangGrowsOnlyByWorkersWithItsValue) {
   EXPECT_EQ(decide_gang(c, {cls("A", "r1")}, "w3").kind, GangPick::Kind::grow);
   EXPECT_EQ(decide_gang(c, {cls("A", "r2")}, "w3").kind, GangPick::Kind::none);
   EXPECT_EQ(decide_gang(c, {cls("A")}, "w3").kind, GangPick::Kind::none);
+}
+
+TEST(GangDecision, EqualElasticGangsShareTheNodesTheNextGoingToTheSmallest) {
+  // Two 2..8 gangs of one band: A runs on 2 nodes, B waits to form. The queue's order
+  // would grow A; B, furthest below its share, starts forming instead.
+  GangCandidates c;
+  c.now_ms = kNow;
+  c.growing = {growing("a", "A", R"(["w1","w2"])", 8, 10)};
+  c.heads = {head("B", "b", 20)};
+  const std::set<std::string> elastic{"A", "B"};
+  const std::vector<GangClass> eligible{cls("A"), cls("B")};
+  auto pick = decide_gang(c, eligible, "w3", {}, elastic);
+  EXPECT_EQ(pick.kind, GangPick::Kind::form);
+  EXPECT_EQ(pick.job_id, "b");
+  EXPECT_EQ(decide_gang(c, eligible, "w3").kind, GangPick::Kind::grow) << "fixed gangs keep the queue's order";
+  // B forms with one member: it still has fewer than A, so it takes the next worker.
+  c.heads.clear();
+  c.forming = GangCandidates::Forming{"b", "available", "B", R"(["w3"])", "", "", std::nullopt, 20};
+  pick = decide_gang(c, eligible, "w4", {}, elastic);
+  EXPECT_EQ(pick.kind, GangPick::Kind::join);
+  // Both run with 2: equally far below their share, the first in the queue's order grows.
+  c.forming.reset();
+  c.growing.push_back(growing("b", "B", R"(["w3","w4"])", 8, 20));
+  pick = decide_gang(c, eligible, "w5", {}, elastic);
+  EXPECT_EQ(pick.kind, GangPick::Kind::grow);
+  EXPECT_EQ(pick.job_id, "a");
+  // A at 3, B at 2: B grows, though it is behind A in the queue's order.
+  c.growing[0].workers_json = R"(["w1","w2","w5"])";
+  pick = decide_gang(c, eligible, "w6", {}, elastic);
+  EXPECT_EQ(pick.job_id, "b");
+  // B in a lower priority band is no equal: A, ahead of it, grows whatever its size.
+  c.growing[1].score = 20 + 2 * 1099511627776.0;
+  EXPECT_EQ(decide_gang(c, eligible, "w6", {}, elastic).job_id, "a");
+}
+
+TEST(ElasticShare, FurthestBelowItsShareThenFirstInTheQueue) {
+  EXPECT_EQ(furthest_below_share({{"a", 3, 1}, {"b", 2, 2}}), 1u);
+  EXPECT_EQ(furthest_below_share({{"a", 2, 1}, {"b", 2, 2}}), 0u);
+  EXPECT_EQ(furthest_below_share({{"a", 4, 1}, {"b", 4, 2}, {"c", 0, 3}}), 2u);
 }

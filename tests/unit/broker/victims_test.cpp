@@ -354,3 +354,88 @@ TEST(ReclaimVictims, AJobUnderItsMinimumRunTimeIsSparedWhileAnotherFreesEnough) 
   ASSERT_TRUE(choice);
   EXPECT_EQ(choice->victims.size(), 2u);
 }
+
+namespace {
+
+// One member of elastic gang `id` on a worker, that may leave while the gang has
+// `spare` members to spare (shrink instead of evict).
+RunningJob member(const std::string& id, const std::string& worker, int gpus_held, std::int64_t lost_ms, int spare) {
+  RunningJob r = running(id, 0, gpus_held, lost_ms);
+  r.worker_id = worker;
+  r.gang_spare = spare;
+  r.leaves = spare > 0;
+  return r;
+}
+
+}  // namespace
+
+TEST(ShrinkVictims, AMemberLeavingAnElasticGangGoesBeforeAWholeJobThatLosesLess) {
+  const std::vector<RunningJob> jobs = {running("plain", 0, 2, 1000), member("elastic", "w", 2, 600000, 2)};
+  const auto choice = choose_victims(needs(2), 2, gpus(4), jobs);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"elastic"}));
+  EXPECT_TRUE(choice->victims[0].leaves);
+}
+
+TEST(ShrinkVictims, WholeJobsGoOnlyWhenLeavingIsNotEnough) {
+  // The leaving member frees 2 GPUs; the job needs 4: the plain job goes too.
+  const std::vector<RunningJob> jobs = {running("plain", 0, 2, 1000), member("elastic", "w", 2, 600000, 2)};
+  const auto choice = choose_victims(needs(4), 2, gpus(4), jobs);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(ids(*choice), (std::vector<std::string>{"elastic", "plain"}));
+}
+
+TEST(ShrinkVictims, AMemberOfAGangAtItsMinimumIsNotToldToLeave) {
+  RunningJob at_min = member("elastic", "w", 4, 1000, 0);
+  at_min.leaves = true;  // even if marked so: no member to spare
+  at_min.gang_spare = 0;
+  EXPECT_FALSE(choose_victims(needs(4), 2, gpus(4), {at_min}));
+}
+
+TEST(ShrinkVictims, NoGangLosesMoreMembersThanItHasToSpare) {
+  std::map<std::string, int> taken;
+  EXPECT_TRUE(within_gang_spare({member("g", "w1", 4, 0, 2)}, taken));
+  EXPECT_TRUE(within_gang_spare({member("g", "w2", 4, 0, 2)}, taken));
+  EXPECT_FALSE(within_gang_spare({member("g", "w3", 4, 0, 2)}, taken));  // a third would go below its minimum
+  EXPECT_EQ(taken["g"], 2);
+  EXPECT_TRUE(within_gang_spare({member("other", "w3", 4, 0, 1), running("plain", 0, 4, 0)}, taken));  // whole jobs are not counted
+}
+
+TEST(ShrinkVictims, AGangPreemptorFreesOneWorkerPerMemberItNeedsWithinTheSpare) {
+  // Eight workers run an elastic 2..8 gang (one member each; rank 0 on w0 may not
+  // leave, and taking the whole gang costs every member's progress); a 4-member gang
+  // of a higher class needs four of them: four members leave, rank 0 stays.
+  const auto caps = gpus(4);
+  std::vector<std::vector<RunningJob>> on;
+  RunningJob rank0 = running("el", 0, 4, 8 * 5000);
+  on.push_back({rank0});
+  for (int w = 1; w < 8; ++w) on.push_back({member("el", "w" + std::to_string(w), 4, 5000, 6)});
+  const std::vector<PreemptionSite> sites(on.size(), PreemptionSite{&caps, {}});
+  const auto of = [&](std::size_t i) { return on[i]; };
+  const auto req = needs(4, {{"ext_ml_gang", {{"size", 4}}}});
+  auto plan = plan_gang_capacity_preemption(req, 2, 4, sites, of);
+  EXPECT_EQ(plan.fitting, 0);
+  ASSERT_EQ(plan.freed.size(), 4u);
+  for (const auto& [site, choice] : plan.freed) {
+    EXPECT_NE(site, 0u);
+    ASSERT_EQ(choice.victims.size(), 1u);
+    EXPECT_TRUE(choice.victims[0].leaves);
+  }
+
+  // With two members to spare, two leave and the rest would take the whole gang: the
+  // plan takes the whole gang on rank 0's worker only as the last resort.
+  for (int w = 1; w < 8; ++w) on[w][0].gang_spare = 2;
+  plan = plan_gang_capacity_preemption(req, 2, 4, sites, of);
+  EXPECT_TRUE(plan.freed.empty()) << "two leavers and rank 0's worker are three workers, not four";
+
+  // Workers that take a member now count first: nothing is preempted for them.
+  on[1].clear();
+  on[2].clear();
+  plan = plan_gang_capacity_preemption(req, 2, 4, sites, of);
+  EXPECT_EQ(plan.fitting, 2);
+  ASSERT_EQ(plan.freed.size(), 2u);
+  for (const auto& [site, choice] : plan.freed) EXPECT_TRUE(choice.victims[0].leaves);
+
+  // Never preempt for a gang that still could not start.
+  EXPECT_TRUE(plan_gang_capacity_preemption(req, 2, 9, sites, of).freed.empty());
+}
