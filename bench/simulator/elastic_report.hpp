@@ -1,7 +1,7 @@
 // cluster_sim --elastic-trace: the same trace of elastic training jobs pushed as
 // fixed gangs and as elastic ones, side by side (elastic_sim.hpp runs each), and
-// the check that elastic gangs do better: more useful utilisation and a lower mean job
-// completion time without a higher max finish-time fairness (rho).
+// the check that elastic gangs do better: fewer GPUs idle while a job waits and a
+// lower mean job completion time without a higher max finish-time fairness (rho).
 #pragma once
 #include <string>
 

@@ -99,8 +99,8 @@ void add_elastic_options(CLI::App& app, ElasticComparison& c, bool& on) {
   app.add_option("--spell-s", c.trace.spell_s, "--elastic-trace: length of the alternating busy and quiet arrival spells")
       ->check(CLI::Range(60.0, 1e7));
   app.add_flag("--elastic-check", c.check,
-               "--elastic-trace: exit 1 (ELASTIC NOT BETTER) unless elastic has more useful utilisation (restarts not "
-               "counted), a lower mean JCT and no higher max rho than fixed");
+               "--elastic-trace: exit 1 (ELASTIC NOT BETTER) unless elastic leaves fewer GPUs idle while a job waits, "
+               "has a lower mean JCT and no higher max rho than fixed");
 }
 
 }  // namespace
