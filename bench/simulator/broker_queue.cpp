@@ -10,6 +10,8 @@
 #include <stdexcept>
 
 #include "broker/governance/queue_configs.hpp"
+#include "broker/jobs/gang_rendezvous.hpp"
+#include "broker/jobs/push_service.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/scheduling/claimer.hpp"
 #include "broker/scheduling/fair_order.hpp"
@@ -107,6 +109,7 @@ void BrokerQueue::push(int job, const SimJob& j) {
   if (!j.tenant.empty()) b.fields.emplace_back("tenant", j.tenant);
   if (const auto& est = j.req.scheduling.estimated_duration_seconds)  // as PUSH stores it (job_service.cpp)
     b.fields.emplace_back("estimated_duration_s", std::to_string(*est));
+  for (auto& field : broker::gang_fields(j.req)) b.fields.push_back(std::move(field));
   const auto& c = impl_->config;
   if (c.policy != broker::QueuePolicy::priority)
     b.fields.emplace_back("order_base", broker::rank_text(broker::order_base(c.policy, class_rank, j.priority,
@@ -129,6 +132,37 @@ int BrokerQueue::claim(const std::string& worker, const std::vector<broker::Elig
     return std::stoi(out.jobs[0].id());
   }
   throw std::runtime_error("cluster_sim: claim stayed stale");
+}
+
+GangFetch BrokerQueue::claim_gang(const std::string& worker, const std::vector<broker::GangClass>& eligible) {
+  // The broker's own gang claim: decided by scheduling/gang_decision, committed by
+  // claim_gang.lua. No rival: the simulated queue holds gangs only.
+  broker::Claimer claimer(*impl_->claims);
+  const auto out = claimer.claim_gang({kQueue, {worker, worker, std::to_string(broker::kDefaultRendezvousPort)}, std::nullopt, 1LL << 40},
+                                      eligible);
+  GangFetch fetch;
+  switch (out.kind) {
+    case broker::GangClaim::Kind::held:
+    case broker::GangClaim::Kind::waiting:
+      fetch.kind = GangFetch::Kind::held;
+      fetch.job = std::stoi(out.job_id);
+      fetch.rank = out.rank;
+      break;
+    case broker::GangClaim::Kind::start: {
+      // What the member's FETCH reply tells it (gang_fetch.cpp's envelope).
+      const auto members = nlohmann::json::parse(out.job.get("gang_members"), nullptr, false);
+      const auto rendezvous = broker::gang_rendezvous(members, out.rank, out.job.get("gang_generation"));
+      if (!rendezvous) throw std::runtime_error("cluster_sim: a started gang without this member's rank");
+      fetch.kind = GangFetch::Kind::started;
+      fetch.job = std::stoi(out.job.id());
+      fetch.rank = out.rank;
+      fetch.world_size = (*rendezvous)["ext_ml_gang_world_size"].get<int>();
+      fetch.generation = (*rendezvous)["ext_ml_gang_generation"].dump();
+      break;
+    }
+    default: break;
+  }
+  return fetch;
 }
 
 std::vector<int> BrokerQueue::ready_heads(const std::vector<std::string>& class_ids) {

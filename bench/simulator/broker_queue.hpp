@@ -31,6 +31,16 @@ struct BrokerQueueOptions {
   std::string clock_library = OJS_SIM_CLOCK_LIB;  // sim_clock.c, built with cluster_sim
 };
 
+// A gang member's FETCH as the worker reads the reply: held by a forming gang, or
+// the gang started (or grown) with this worker at `rank` of `world_size`.
+struct GangFetch {
+  enum class Kind { none, held, started } kind = Kind::none;
+  int job = -1;
+  int rank = -1;
+  int world_size = 0;      // started: ext_ml_gang_world_size
+  std::string generation;  // started: ext_ml_gang_generation (changes with each resize)
+};
+
 class BrokerQueue {
  public:
   // The simulated clock's origin in Redis TIME: 2026-01-01T00:00:00Z.
@@ -51,7 +61,11 @@ class BrokerQueue {
   void push(int job, const SimJob& j);
   // The job claim.lua gives `worker` among `eligible` (the broker's class verdicts), or -1.
   int claim(const std::string& worker, const std::vector<broker::EligibleClass>& eligible);
-  void ack(int job, const std::string& worker);
+  // The gang `worker` joins among `eligible` (the broker's class verdicts), as FETCH's
+  // gang path claims it (broker::Claimer::claim_gang); none eligible still delivers a
+  // started gang to a held member.
+  GangFetch claim_gang(const std::string& worker, const std::vector<broker::GangClass>& eligible);
+  void ack(int job, const std::string& worker);  // a gang completes when each member has ACKed
   void requeue(int job, const std::string& worker);  // preempted: available again, as fail.lua requeues
   // The head of each class's ready set in the queue's policy order (the job the
   // preemption controller reads, as PreemptionStore::ready_head), or -1; one round trip.

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "broker/governance/queue_config.hpp"
+#include "simulator/elastic_report.hpp"
 #include "simulator/sim.hpp"
 #include "simulator/trace.hpp"
 
@@ -82,6 +83,24 @@ void print_table(const std::vector<SimResult>& results) {
     std::printf(" %7.1f%% %7lld %9.1f %7lld %8d\n", 100 * r.locality_hit_rate(), r.preemptions, r.lost_gpu_hours,
                 r.oversubscriptions, r.unfinished);
   }
+}
+
+// --elastic-trace and its own options (elastic_report.hpp); --jobs, --seed, --load,
+// --workers-dir, --redis-server and --json apply to it too.
+void add_elastic_options(CLI::App& app, ElasticComparison& c, bool& on) {
+  app.add_flag("--elastic-trace", on,
+                          "instead: a trace of elastic training jobs (min..max whole nodes, speed-up n^alpha per job) run "
+                          "as fixed gangs (size = max) and as elastic ones (min_size..max_size) through the broker's gang "
+                          "claim; prints utilisation, JCT and finish-time fairness (default --jobs 300, --load 0.8)");
+  app.add_option("--nodes", c.trace.nodes, "--elastic-trace: the cluster's nodes (workers)")->check(CLI::Range(8, 64));
+  app.add_option("--node-type", c.node_type, "--elastic-trace: the nodes' type (a file stem in --workers-dir)");
+  app.add_option("--restart-s", c.sim.restart_s, "--elastic-trace: seconds without progress after a resize (restart from the checkpoint)")
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--spell-s", c.trace.spell_s, "--elastic-trace: length of the alternating busy and quiet arrival spells")
+      ->check(CLI::Range(60.0, 1e7));
+  app.add_flag("--elastic-check", c.check,
+               "--elastic-trace: exit 1 (ELASTIC NOT BETTER) unless elastic leaves fewer GPUs idle while a job waits, "
+               "has a lower mean JCT and no higher max rho than fixed");
 }
 
 }  // namespace
@@ -156,7 +175,19 @@ int main(int argc, char** argv) {
   app.add_option("--pool-load", pool_load,
                  "saturated per pool: GPU jobs pinned to a worker type (ext_ml_gpu_type), arrivals at the rate that "
                  "gives the least loaded pool this offered load (overrides --load)")->check(CLI::Range(0.0, 5.0));
+  ElasticComparison elastic;
+  bool elastic_trace = false;
+  add_elastic_options(app, elastic, elastic_trace);
   CLI11_PARSE(app, argc, argv);
+  if (elastic_trace) {
+    elastic.trace.jobs = app.count("--jobs") ? jobs : 300;
+    elastic.trace.seed = seed;
+    elastic.trace.load = app.count("--load") ? load : 0.8;
+    elastic.workers_dir = dir;
+    elastic.sim.redis_binary = ours.redis_binary;
+    elastic.json = json_output;
+    return compare_gang_modes(elastic);
+  }
 
   std::vector<WorkerSpec> workers;
   try {

@@ -105,13 +105,18 @@ PreparedJob PushService::prepare(const json& body, bool cached_config) {
   std::optional<std::int64_t> timeout_ms = job.timeout_ms;
   if (cls.requirements.scheduling.timeout_seconds) timeout_ms = *cls.requirements.scheduling.timeout_seconds * 1000LL;
   if (timeout_ms && *timeout_ms > 0) fields.emplace_back("timeout_ms", std::to_string(*timeout_ms));
-  if (const auto& gang = cls.requirements.hard.gang; gang.size > 0) {  // read by claim_gang.lua
-    fields.emplace_back("gang_size", std::to_string(gang.size));  // the members it starts with (min_size)
-    if (gang.elastic()) fields.emplace_back("gang_max_size", std::to_string(gang.max_size));  // it may grow to
-    fields.emplace_back("gang_label", gang.same_label);
-    fields.emplace_back("gang_timeout_ms", std::to_string(cls.requirements.scheduling.gang_timeout_s * 1000LL));
-  }
+  for (auto& field : gang_fields(cls.requirements)) fields.push_back(std::move(field));
   return prepared;
+}
+
+std::vector<std::pair<std::string, std::string>> gang_fields(const ml::Requirements& requirements) {
+  const auto& gang = requirements.hard.gang;
+  if (gang.size == 0) return {};
+  std::vector<std::pair<std::string, std::string>> fields{{"gang_size", std::to_string(gang.size)}};  // the members it starts with (min_size)
+  if (gang.elastic()) fields.emplace_back("gang_max_size", std::to_string(gang.max_size));  // it may grow to
+  fields.emplace_back("gang_label", gang.same_label);
+  fields.emplace_back("gang_timeout_ms", std::to_string(requirements.scheduling.gang_timeout_s * 1000LL));
+  return fields;
 }
 
 BatchJob store_record(const PreparedJob& prepared) {

@@ -37,6 +37,9 @@ struct PreparedJob {
 OjsError queue_full_error(const std::string& queue, const std::string& detail);
 // The prepared job as the store writes it, with its escalation / reservation-wait indexes.
 BatchJob store_record(const PreparedJob& prepared);
+// The job hash fields claim_gang.lua reads of an ext_ml_gang job (none for another job):
+// PUSH writes them, and the cluster simulator's queue pushes its gangs with them.
+std::vector<std::pair<std::string, std::string>> gang_fields(const ml::Requirements& requirements);
 
 
 class PushService {

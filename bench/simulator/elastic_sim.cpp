@@ -1,0 +1,286 @@
+#include "simulator/elastic_sim.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <queue>
+#include <set>
+#include <tuple>
+
+#include "broker/scheduling/scheduler.hpp"
+#include "ojs/ml/capabilities.hpp"
+#include "ojs/ml/requirement_class.hpp"
+#include "simulator/broker_queue.hpp"
+
+namespace ojs::bench {
+
+namespace {
+
+enum class EventType { arrival, finish, wake };
+
+struct Event {
+  double t;
+  long long seq;  // ties broken by insertion order: deterministic
+  EventType type;
+  int job;
+  int epoch;
+  bool operator>(const Event& o) const { return std::tie(t, seq) > std::tie(o.t, o.seq); }
+};
+
+struct Node {
+  std::string id;
+  enum class State { idle, held, running } state = State::idle;
+  int job = -1;  // held: the forming gang; running: the gang it is a member of
+};
+
+struct Gang {
+  bool started = false, done = false;
+  int size = 0;  // the world size its members were told
+  std::vector<int> members;  // node indexes
+  double remaining = 0;      // work left, in seconds on one node
+  double progress_from = 0;  // progress resumes here (after a restart)
+  double updated_at = 0;     // `remaining` is as of here
+  int epoch = 0;             // its finish event's
+};
+
+class GangSimulation {
+ public:
+  GangSimulation(const std::vector<ElasticJob>& trace, const WorkerSpec& node, int nodes, const ElasticSimOptions& options)
+      : trace_(trace), spec_(node), options_(options), gangs_(trace.size()), finish_s_(trace.size(), -1),
+        scheduler_(scheduler_options(now_)) {
+    for (int n = 0; n < nodes; ++n) nodes_.push_back({node.id + "-" + std::to_string(n)});
+    fingerprint_ = ml::fingerprint(spec_.caps);
+    for (const auto& j : trace) {
+      jobs_.push_back(gang_job(j, options.mode, spec_.caps.gpu.count));
+      gangs_[static_cast<std::size_t>(j.id)].remaining = j.work_s;
+      push({j.arrival_s, 0, EventType::arrival, j.id, 0});
+      last_arrival_ = std::max(last_arrival_, j.arrival_s);
+    }
+    BrokerQueueOptions q;
+    q.redis_binary = options.redis_binary;
+    queue_ = std::make_unique<BrokerQueue>(q);
+  }
+
+  ElasticResult run() {
+    const auto wall_start = std::chrono::steady_clock::now();
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      account(e.t);
+      now_ = e.t;
+      queue_->advance(now_);  // Redis TIME is the simulated time
+      handle(e);
+      if (!events_.empty() && events_.top().t <= now_) continue;  // everything due now first, then one dispatch
+      dispatch();
+    }
+    result_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return finish();
+  }
+
+ private:
+  // The broker's Scheduler as FETCH runs it, on the simulated clock.
+  static broker::SchedulerOptions scheduler_options(const double& now) {
+    broker::SchedulerOptions o;
+    o.clock = [&now] { return BrokerQueue::redis_ms(now); };
+    return o;
+  }
+
+  const std::vector<ElasticJob>& trace_;
+  const WorkerSpec& spec_;
+  ElasticSimOptions options_;
+  std::vector<SimJob> jobs_;  // as pushed in options_.mode
+  std::vector<Gang> gangs_;
+  std::vector<double> finish_s_;
+  std::vector<Node> nodes_;
+  std::string fingerprint_;
+  broker::ClassSet classes_;  // the queue's gang classes, as FETCH judges them
+  std::set<int> running_;     // started gangs not done
+  int waiting_ = 0;           // arrived jobs whose gang has not started
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  long long event_seq_ = 0;
+  std::size_t rotation_ = 0;
+  double now_ = 0, last_arrival_ = 0;
+  double busy_gpu_s_ = 0, useful_gpu_s_ = 0, held_gpu_s_ = 0, waiting_idle_gpu_s_ = 0;  // while jobs arrive
+  JobsInSystem in_system_;
+  ElasticResult result_;
+  broker::Scheduler scheduler_;  // its clock reads now_
+  std::unique_ptr<BrokerQueue> queue_;
+
+  void push(Event e) {
+    e.seq = event_seq_++;
+    events_.push(e);
+  }
+
+  Gang& gang(int j) { return gangs_[static_cast<std::size_t>(j)]; }
+  const ElasticJob& job(int j) const { return trace_[static_cast<std::size_t>(j)]; }
+
+  void handle(const Event& e) {
+    switch (e.type) {
+      case EventType::arrival: {
+        const auto& sj = jobs_[static_cast<std::size_t>(e.job)];
+        queue_->push(e.job, sj);
+        classes_.classes.emplace(sj.class_id, ml::requirement_class(sj.req).canonical);
+        in_system_.arrive(now_);
+        ++waiting_;
+        break;
+      }
+      case EventType::finish:
+        if (gang(e.job).epoch == e.epoch && !gang(e.job).done) complete(e.job);
+        break;
+      case EventType::wake: break;  // the workers fetch again (a forming gang's hold or back-off lapsed)
+    }
+  }
+
+  // GPU-seconds from now_ to t, within the arrival window: in started gangs (busy),
+  // of those making progress (useful), held by a forming gang (held), not in a
+  // started gang while a job waits (waiting idle: held or free).
+  void account(double t) {
+    const double to = std::min(t, last_arrival_);
+    if (to <= now_) return;
+    const double gpus = spec_.caps.gpu.count;
+    for (const auto& n : nodes_) {
+      if (n.state == Node::State::held) held_gpu_s_ += gpus * (to - now_);
+      if (n.state != Node::State::running && waiting_ > 0) waiting_idle_gpu_s_ += gpus * (to - now_);
+      if (n.state != Node::State::running) continue;
+      busy_gpu_s_ += gpus * (to - now_);
+      useful_gpu_s_ += gpus * std::max(0.0, to - std::max(now_, gang(n.job).progress_from));
+    }
+  }
+
+  // ----- FETCH, through the broker -----
+
+  // Every worker fetches (in rotating order) until a whole pass changes nothing: a
+  // gang started by one member reaches the members it held on their next FETCH.
+  void dispatch() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (std::size_t k = 0; k < nodes_.size(); ++k) changed |= fetch(static_cast<int>((rotation_ + k) % nodes_.size()));
+    }
+    ++rotation_;
+  }
+
+  // Something an idle worker could get: a waiting gang, or a started elastic one below its max.
+  bool anything_to_take() {
+    if (waiting_ > 0) return true;
+    return std::any_of(running_.begin(), running_.end(), [&](int j) { return gang(j).size < job(j).max_nodes; });
+  }
+
+  bool fetch(int ni) {
+    auto& n = nodes_[static_cast<std::size_t>(ni)];
+    if (n.state == Node::State::running) return false;
+    if (n.state == Node::State::idle && !anything_to_take()) return false;
+    // A held worker's GPUs are held by its gang: the broker's verdicts refuse it every
+    // class, and its FETCH only collects the gang once started.
+    const auto reply = queue_->claim_gang(n.id, n.state == Node::State::idle ? eligible_classes(n) : std::vector<broker::GangClass>{});
+    switch (reply.kind) {
+      case GangFetch::Kind::held: {
+        const bool changed = n.state != Node::State::held || n.job != reply.job;
+        // The gang holds it at most its timeout: the workers fetch again when it lapses.
+        if (n.state == Node::State::idle) push({now_ + jobs_[static_cast<std::size_t>(reply.job)].req.scheduling.gang_timeout_s + 0.001, 0, EventType::wake, reply.job, 0});
+        n.state = Node::State::held;
+        n.job = reply.job;
+        return changed;
+      }
+      case GangFetch::Kind::started:
+        join(ni, reply);
+        return true;
+      case GangFetch::Kind::none:
+        if (n.state != Node::State::held) return false;
+        // Released (the gang's hold timed out): it backs off as long as it held.
+        push({now_ + jobs_[static_cast<std::size_t>(n.job)].req.scheduling.gang_timeout_s + 0.001, 0, EventType::wake, n.job, 0});
+        n.state = Node::State::idle;
+        n.job = -1;
+        return true;
+    }
+    return false;
+  }
+
+  // The gang classes an idle worker may join: the broker's class verdicts (FETCH's
+  // gang path builds its GangClass list from the same fields).
+  std::vector<broker::GangClass> eligible_classes(const Node& n) {
+    broker::WorkerView view{n.id, spec_.caps, fingerprint_, {}, {}};
+    std::vector<broker::GangClass> eligible;
+    for (const auto& v : scheduler_.judge(classes_, view))
+      if (v.judgement.eligible()) eligible.push_back({v.class_id, v.claim.gpus, v.claim.gpu_memory_mb, v.claim.devices_json, ""});
+    return eligible;
+  }
+
+  // ----- running gangs -----
+
+  // Worker ni is a member of a started gang at the world size its FETCH told it: the
+  // gang starts, or it grows (a new world size: every member restarts).
+  void join(int ni, const GangFetch& reply) {
+    auto& n = nodes_[static_cast<std::size_t>(ni)];
+    n.state = Node::State::running;
+    n.job = reply.job;
+    auto& g = gang(reply.job);
+    g.members.push_back(ni);
+    if (!g.started) {
+      g.started = true;
+      g.size = reply.world_size;
+      g.progress_from = g.updated_at = now_;
+      running_.insert(reply.job);
+      --waiting_;
+    } else if (reply.world_size > g.size) {
+      progress_to_now(reply.job);
+      g.size = reply.world_size;
+      g.progress_from = now_ + options_.restart_s;  // members resized at one instant restart once
+      ++result_.resizes;
+    } else {
+      return;  // a held member collecting its started gang
+    }
+    schedule_finish(reply.job);
+  }
+
+  void progress_to_now(int j) {
+    auto& g = gang(j);
+    const double from = std::max(g.progress_from, g.updated_at);
+    if (now_ > from) g.remaining = std::max(0.0, g.remaining - job(j).speedup(g.size) * (now_ - from));
+    g.updated_at = now_;
+  }
+
+  void schedule_finish(int j) {
+    auto& g = gang(j);
+    ++g.epoch;
+    push({std::max(now_, g.progress_from) + g.remaining / job(j).speedup(g.size), 0, EventType::finish, j, g.epoch});
+  }
+
+  // Its work is done: every member ACKs through the broker, and its workers are free.
+  void complete(int j) {
+    auto& g = gang(j);
+    for (const int ni : g.members) {
+      auto& n = nodes_[static_cast<std::size_t>(ni)];
+      queue_->ack(j, n.id);
+      n.state = Node::State::idle;
+      n.job = -1;
+    }
+    g.done = true;
+    running_.erase(j);
+    finish_s_[static_cast<std::size_t>(j)] = now_;
+    in_system_.leave(now_);
+  }
+
+  ElasticResult finish() {
+    auto& r = result_;
+    r.mode = gang_mode_name(options_.mode);
+    r.jobs = static_cast<int>(trace_.size());
+    r.arrival_span_s = last_arrival_;
+    const double capacity = static_cast<double>(spec_.caps.gpu.count) * static_cast<double>(nodes_.size()) * last_arrival_;
+    if (capacity > 0) {
+      r.utilization = busy_gpu_s_ / capacity;
+      r.useful_utilization = useful_gpu_s_ / capacity;
+      r.held_idle = held_gpu_s_ / capacity;
+      r.waiting_idle = waiting_idle_gpu_s_ / capacity;
+    }
+    completion_figures(trace_, finish_s_, static_cast<int>(nodes_.size()), in_system_, r);
+    return r;
+  }
+};
+
+}  // namespace
+
+ElasticResult simulate_gangs(const std::vector<ElasticJob>& trace, const WorkerSpec& node, int nodes, const ElasticSimOptions& options) {
+  return GangSimulation(trace, node, nodes, options).run();
+}
+
+}  // namespace ojs::bench
