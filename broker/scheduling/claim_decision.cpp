@@ -84,6 +84,34 @@ const ReadyJob* next_job(ClassCursor& k, const TenantQuotaUse& quotas, bool quot
   return nullptr;
 }
 
+// A class in a fair decision: its candidates, which of them are taken, and
+// on GPUs held for a reservation its first jobs (backfill).
+struct FairClass {
+  const EligibleClass* cls;
+  const std::vector<FairCandidate>* jobs;
+  std::vector<bool> taken;
+  std::optional<ClassCursor> backfill;
+  bool done = false;
+};
+
+std::vector<FairClass> fair_classes(const ClaimDecisionInput& in, const std::vector<Candidate>& order) {
+  std::vector<FairClass> classes;
+  static const std::vector<ReadyJob> kNone;
+  for (const auto& c : order) {
+    const auto it = in.fair->classes.find(c.cls->id);
+    if (it == in.fair->classes.end()) continue;
+    FairClass f{c.cls, &it->second, std::vector<bool>(it->second.size(), false), std::nullopt};
+    if (c.cls->backfill_before_ms > 0) {
+      const std::vector<ReadyJob>* jobs = &kNone;
+      if (in.detail)
+        if (const auto d = in.detail->jobs.find(c.cls->id); d != in.detail->jobs.end()) jobs = &d->second;
+      f.backfill = ClassCursor{c.cls, jobs};
+    }
+    classes.push_back(std::move(f));
+  }
+  return classes;
+}
+
 // The fair order: each class offers its fair_offer, the classes compare
 // by (its two keys, -bonus, seq); each pick is charged to the budget, the tenant's
 // quota and its held use before the next.
@@ -109,27 +137,7 @@ ClaimPlan decide_fair(const ClaimDecisionInput& in, const std::vector<Candidate>
       in.fair_shares ? *in.fair_shares : fair_shares_from(layout, in.fair->usage, in.now_ms, fair_half_life_ms(in.fair->half_life_ms));
   TenantQuotaUse quotas = in.fair->quotas;
   const TenantQuotaUse* quotas_on = in.snapshot.tenant_quotas ? &quotas : nullptr;
-  struct FairClass {
-    const EligibleClass* cls;
-    const std::vector<FairCandidate>* jobs;
-    std::vector<bool> taken;
-    std::optional<ClassCursor> backfill;  // the class's first jobs, on GPUs held for a reservation
-    bool done = false;
-  };
-  std::vector<FairClass> classes;
-  static const std::vector<ReadyJob> kNone;
-  for (const auto& c : order) {
-    const auto it = in.fair->classes.find(c.cls->id);
-    if (it == in.fair->classes.end()) continue;
-    FairClass f{c.cls, &it->second, std::vector<bool>(it->second.size(), false), std::nullopt};
-    if (c.cls->backfill_before_ms > 0) {
-      const std::vector<ReadyJob>* jobs = &kNone;
-      if (in.detail)
-        if (const auto d = in.detail->jobs.find(c.cls->id); d != in.detail->jobs.end()) jobs = &d->second;
-      f.backfill = ClassCursor{c.cls, jobs};
-    }
-    classes.push_back(std::move(f));
-  }
+  std::vector<FairClass> classes = fair_classes(in, order);
   std::set<std::string> taken_ids;
   const auto want = static_cast<std::size_t>(in.want);
   const std::size_t wanted = want + std::min<std::size_t>(want, kHeadSpares);
