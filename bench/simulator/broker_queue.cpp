@@ -134,12 +134,12 @@ int BrokerQueue::claim(const std::string& worker, const std::vector<broker::Elig
   throw std::runtime_error("cluster_sim: claim stayed stale");
 }
 
-GangFetch BrokerQueue::claim_gang(const std::string& worker, const std::vector<broker::GangClass>& eligible) {
+GangFetch BrokerQueue::claim_gang(const std::string& worker, const std::vector<broker::GangClass>& eligible, std::set<std::string> elastic) {
   // The broker's own gang claim: decided by scheduling/gang_decision, committed by
   // claim_gang.lua. No rival: the simulated queue holds gangs only.
   broker::Claimer claimer(*impl_->claims);
-  const auto out = claimer.claim_gang({kQueue, {worker, worker, std::to_string(broker::kDefaultRendezvousPort)}, std::nullopt, 1LL << 40},
-                                      eligible);
+  const auto out = claimer.claim_gang(
+      {kQueue, {worker, worker, std::to_string(broker::kDefaultRendezvousPort)}, std::nullopt, 1LL << 40, std::move(elastic)}, eligible);
   GangFetch fetch;
   switch (out.kind) {
     case broker::GangClaim::Kind::held:

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,7 +65,7 @@ class BrokerQueue {
   // The gang `worker` joins among `eligible` (the broker's class verdicts), as FETCH's
   // gang path claims it (broker::Claimer::claim_gang); none eligible still delivers a
   // started gang to a held member.
-  GangFetch claim_gang(const std::string& worker, const std::vector<broker::GangClass>& eligible);
+  GangFetch claim_gang(const std::string& worker, const std::vector<broker::GangClass>& eligible, std::set<std::string> elastic = {});
   void ack(int job, const std::string& worker);  // a gang completes when each member has ACKed
   void requeue(int job, const std::string& worker);  // preempted: available again, as fail.lua requeues
   // The head of each class's ready set in the queue's policy order (the job the

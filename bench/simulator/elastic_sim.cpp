@@ -171,7 +171,9 @@ class GangSimulation {
     if (n.state == Node::State::idle && !anything_to_take()) return false;
     // A held worker's GPUs are held by its gang: the broker's verdicts refuse it every
     // class, and its FETCH only collects the gang once started.
-    const auto reply = queue_->claim_gang(n.id, n.state == Node::State::idle ? eligible_classes(n) : std::vector<broker::GangClass>{});
+    std::set<std::string> elastic;
+    const auto eligible = n.state == Node::State::idle ? eligible_classes(n, elastic) : std::vector<broker::GangClass>{};
+    const auto reply = queue_->claim_gang(n.id, eligible, elastic);
     switch (reply.kind) {
       case GangFetch::Kind::held: {
         const bool changed = n.state != Node::State::held || n.job != reply.job;
@@ -196,12 +198,16 @@ class GangSimulation {
   }
 
   // The gang classes an idle worker may join: the broker's class verdicts (FETCH's
-  // gang path builds its GangClass list from the same fields).
-  std::vector<broker::GangClass> eligible_classes(const Node& n) {
+  // gang path builds its GangClass list from the same fields), and which of them are
+  // elastic (they share the nodes: scheduling/elastic_share.hpp).
+  std::vector<broker::GangClass> eligible_classes(const Node& n, std::set<std::string>& elastic) {
     broker::WorkerView view{n.id, spec_.caps, fingerprint_, {}, {}};
     std::vector<broker::GangClass> eligible;
-    for (const auto& v : scheduler_.judge(classes_, view))
-      if (v.judgement.eligible()) eligible.push_back({v.class_id, v.claim.gpus, v.claim.gpu_memory_mb, v.claim.devices_json, ""});
+    for (const auto& v : scheduler_.judge(classes_, view)) {
+      if (!v.judgement.eligible()) continue;
+      eligible.push_back({v.class_id, v.claim.gpus, v.claim.gpu_memory_mb, v.claim.devices_json, ""});
+      if (scheduler_.requirements(v.class_id, classes_.classes.at(v.class_id)).hard.gang.elastic()) elastic.insert(v.class_id);
+    }
     return eligible;
   }
 
