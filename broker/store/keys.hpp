@@ -67,7 +67,7 @@ inline std::string usage_totals(const std::string& queue) { return queue_prefix(
 inline std::string usage_hours(const std::string& queue) { return queue_prefix(queue) + "usage-hours"; }
 inline std::string rate_window(const std::string& queue) { return queue_prefix(queue) + "rate-window"; }  // starts (ms) in the rate period
 inline std::string diagnosis(const std::string& queue, const std::string& cls) { return queue_prefix(queue) + "diag:" + cls; }
-inline std::string preempting(const std::string& queue) { return queue_prefix(queue) + "preempting"; }    // zset id -> deadline
+inline std::string preempting(const std::string& queue) { return queue_prefix(queue) + "preempting"; }    // zset id (an elastic gang member leaving: id TAB worker) -> deadline
 // jobs pushed with an expires_at, for the maintenance pass's sweep (expire_sweep.lua).
 inline std::string expiring(const std::string& queue) { return queue_prefix(queue) + "expiring"; }  // zset id -> expires_at ms
 // The last 64 run times (ms, newest first) of each job type's completed jobs,
