@@ -44,6 +44,7 @@ class Run {
  public:
   explicit Run(const Snapshot& s) : s_(s), workers_(s.workers), limits_(s.limits), loads_(s.workers.size()) {
     if (s.fair) fair_layout_ = fair_layout_from(s.fair_layout_json);
+    fair_now_ = s.fair;
     for (const auto& w : workers_)
       for (const auto& r : w.running) initial_.insert(r.job.job_id);
     const auto& b = s.limits.budget;
@@ -303,15 +304,13 @@ class Run {
       ClaimDecisionInput in{snap, eligible, 1, t};
       in.by_bonus = false;
       FairDetail fair;
-      FairShares shares;
-      if (s_.fair) {
+      if (fair_now_) {
         snap.fair = true;
-        shares = fair_shares_now();
         fair.quotas = limits_.tenants;
         for (const auto& [key, c] : heads) fair.classes[jobs_[key.second].w.class_id] = fair_candidates(c, passed[c]);
         in.fair = &fair;
         in.fair_layout = &fair_layout_;
-        in.fair_shares = &shares;
+        in.fair_shares = &*fair_now_;
       }
       ClaimPlan plan = decide_claim(in);
       ReadyDetail detail;
@@ -425,25 +424,11 @@ class Run {
     }
   }
 
-  // GPUs a tenant's jobs of this queue hold beyond what the shares were read
-  // with (the run's placements and ends); only where the shares are of GPUs.
+  // The run's placements and ends move what a tenant's jobs of this queue hold in
+  // the shares it decides by; only where the shares are of GPUs.
   void fair_held(const std::string& tenant, long long gpus) {
-    if (!s_.fair || s_.fair->resource == 2 || gpus == 0) return;
-    fair_held_[tenant] += static_cast<double>(gpus);
-    fair_queue_held_ += static_cast<double>(gpus);
-  }
-
-  // The tenants' shares at this instant: as read, with what the run started and
-  // ended since counted in what each tenant holds.
-  FairShares fair_shares_now() const {
-    FairShares now = *s_.fair;
-    for (const auto& [tenant, held] : fair_held_) {
-      auto it = now.tenants.find(tenant);
-      if (it == now.tenants.end()) it = now.tenants.emplace(tenant, FairShares::Tenant{now.default_weight, 0, 0}).first;
-      it->second.held += held;
-    }
-    now.queue_held += fair_queue_held_;
-    return now;
+    if (!fair_now_ || fair_now_->resource == 2 || gpus == 0) return;
+    fair_hold_amount(*fair_now_, tenant, static_cast<double>(gpus));
   }
 
   // Class `c`'s candidates under the fair order, listed from its due jobs not
@@ -592,8 +577,7 @@ class Run {
   bool gangs_ = false;               // a gang waits
   bool limited_ = false;             // the queue has a budget or tenant quotas
   FairLayout fair_layout_;                   // under fair: the queue's tenant slots, weights and order
-  std::map<std::string, double> fair_held_;  // tenant -> GPUs held beyond the shares' reading
-  double fair_queue_held_ = 0;
+  std::optional<FairShares> fair_now_;        // under fair: the shares as read, moved by the run's starts and ends
 };
 
 }  // namespace

@@ -134,7 +134,10 @@ double fair_share_of(const FairShares& shares, const std::string& tenant) {
 void fair_hold(FairShares& shares, const std::string& tenant, int gpus, std::optional<double> cpus) {
   // Before any use the resource is the first one held: GPUs, else CPU cores.
   if (shares.resource == 0) shares.resource = gpus > 0 ? 1 : 2;
-  const double amount = shares.resource == 1 ? gpus : cpus.value_or(1);
+  fair_hold_amount(shares, tenant, shares.resource == 1 ? gpus : cpus.value_or(1));
+}
+
+void fair_hold_amount(FairShares& shares, const std::string& tenant, double amount) {
   shares.queue_held += amount;
   auto it = shares.tenants.find(tenant);
   if (it == shares.tenants.end()) it = shares.tenants.emplace(tenant, FairShares::Tenant{shares.default_weight, 0, 0}).first;

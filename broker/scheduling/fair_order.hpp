@@ -81,5 +81,8 @@ FairOffer fair_offer(const std::string& class_id, const std::vector<FairCandidat
 
 // A started job joins its tenant's held use (the share's resource: its GPUs, else its CPU cores).
 void fair_hold(FairShares& shares, const std::string& tenant, int gpus, std::optional<double> cpus);
+// `amount` of the share's resource added to what the tenant and the queue hold
+// (negative: given back), the resource already chosen.
+void fair_hold_amount(FairShares& shares, const std::string& tenant, double amount);
 
 }  // namespace ojs::broker
