@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "broker/scheduling/gang_classes.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/requirement_class.hpp"
@@ -171,9 +172,8 @@ class GangSimulation {
     if (n.state == Node::State::idle && !anything_to_take()) return false;
     // A held worker's GPUs are held by its gang: the broker's verdicts refuse it every
     // class, and its FETCH only collects the gang once started.
-    std::set<std::string> elastic;
-    const auto eligible = n.state == Node::State::idle ? eligible_classes(n, elastic) : std::vector<broker::GangClass>{};
-    const auto reply = queue_->claim_gang(n.id, eligible, elastic);
+    auto offered = n.state == Node::State::idle ? eligible_classes(n) : broker::GangClaimClasses{};
+    const auto reply = queue_->claim_gang(n.id, offered.eligible, std::move(offered.elastic));
     switch (reply.kind) {
       case GangFetch::Kind::held: {
         const bool changed = n.state != Node::State::held || n.job != reply.job;
@@ -197,18 +197,11 @@ class GangSimulation {
     return false;
   }
 
-  // The gang classes an idle worker may join: the broker's class verdicts (FETCH's
-  // gang path builds its GangClass list from the same fields), and which of them are
-  // elastic (they share the nodes: scheduling/elastic_share.hpp).
-  std::vector<broker::GangClass> eligible_classes(const Node& n, std::set<std::string>& elastic) {
+  // The gang classes an idle worker may join, and which are elastic: the broker's
+  // class verdicts, offered as FETCH's gang path offers them.
+  broker::GangClaimClasses eligible_classes(const Node& n) {
     broker::WorkerView view{n.id, spec_.caps, fingerprint_, {}, {}};
-    std::vector<broker::GangClass> eligible;
-    for (const auto& v : scheduler_.judge(classes_, view)) {
-      if (!v.judgement.eligible()) continue;
-      eligible.push_back({v.class_id, v.claim.gpus, v.claim.gpu_memory_mb, v.claim.devices_json, ""});
-      if (scheduler_.requirements(v.class_id, classes_.classes.at(v.class_id)).hard.gang.elastic()) elastic.insert(v.class_id);
-    }
-    return eligible;
+    return broker::gang_claim_classes(scheduler_.judge(classes_, view), scheduler_, classes_, spec_.caps);
   }
 
   // ----- running gangs -----

@@ -10,6 +10,7 @@
 
 #include "broker/jobs/fetch_service.hpp"
 #include "broker/jobs/gang_rendezvous.hpp"
+#include "broker/scheduling/gang_classes.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/pipeline/claim_refusals.hpp"
 #include "broker/pipeline/fetch_filters.hpp"
@@ -89,23 +90,15 @@ void FetchService::fetch_gang(const std::string& queue, const KeptClasses& kept,
   if (gang_classes.classes.empty()) return;  // queues without gangs pay nothing
 
   auto verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, gang_classes, worker, assignment_options(config_));
-  std::vector<GangClass> eligible;
-  std::set<std::string> elastic;
+  auto offered = gang_claim_classes(verdicts, scheduler_, gang_classes, *worker.capabilities);
   std::map<std::string, std::vector<int>> devices_of;
-  for (const auto& v : verdicts) {
-    if (!v.judgement.eligible()) continue;
-    const auto& gang = scheduler_.requirements(v.class_id, gang_classes.classes.at(v.class_id)).hard.gang;
-    std::string label;
-    if (!gang.same_label.empty())
-      if (auto it = worker.capabilities->labels.find(gang.same_label); it != worker.capabilities->labels.end()) label = it->second;
-    eligible.push_back({v.class_id, v.claim.gpus, v.claim.gpu_memory_mb, v.claim.devices_json, label});
-    if (gang.elastic()) elastic.insert(v.class_id);
-    devices_of[v.class_id] = v.judgement.devices;
-  }
+  for (const auto& v : verdicts)
+    if (v.judgement.eligible()) devices_of[v.class_id] = v.judgement.devices;
   // Judging the other classes costs a FETCH's filters again: only when a gang could grow.
   const RivalScore rival = [&] { return first_plain_job(queue, kept, worker); };
   const auto claim = claimer_.claim_gang({queue, member_info(worker), request.visibility_timeout_ms,
-                                          config_.default_visibility_timeout_ms, std::move(elastic)}, eligible, rival);
+                                          config_.default_visibility_timeout_ms, std::move(offered.elastic)},
+                                         offered.eligible, rival);
   // gang_forming (held): this worker holds its GPUs for a gang still missing members.
   const bool forming = (claim.kind == GangClaim::Kind::held || claim.kind == GangClaim::Kind::waiting) && !claim.class_id.empty();
   for (auto& v : verdicts) {
@@ -132,7 +125,7 @@ void FetchService::fetch_gang(const std::string& queue, const KeptClasses& kept,
     devices = member_devices(member);
   } else {
     active.job_id = claim.job_id;
-    for (const auto& c : eligible)
+    for (const auto& c : offered.eligible)
       if (c.id == claim.class_id) active.gpus = c.gpus;
     devices = devices_of[claim.class_id];
   }
