@@ -24,7 +24,7 @@ using namespace ojs::test;
 namespace {
 
 constexpr int kBodiesPerEndpoint = 2500;
-constexpr int kMinBodiesPerEndpoint = 50;  // below this the run proves too little: fail
+constexpr int kMinBodiesPerEndpoint = 50;  // a floor, whatever the time slot: fewer proves too little
 constexpr int kMinPathsPerEndpoint = 10;   // paths and queries: fewer shapes to try
 constexpr double kTotalSeconds = 60;
 
@@ -407,14 +407,13 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
   for (const auto& ep : endpoints) {
     const auto stop_at = std::chrono::steady_clock::now() + per_body;
     int sent = 0;
-    for (; sent < kBodiesPerEndpoint && std::chrono::steady_clock::now() < stop_at; ++sent) {
+    for (; sent < kBodiesPerEndpoint && (sent < kMinBodiesPerEndpoint || std::chrono::steady_clock::now() < stop_at); ++sent) {
       const std::string body = mutator.mutate(ep.seed);
       const auto r = raw.request(ep.method, ep.path, body);
       check(ep.method + " " + ep.path, r, body);
       ASSERT_TRUE(json::accept(r.body)) << r.body.substr(0, 500);
     }
     std::printf("fuzz %s %s: %d bodies\n", ep.method.c_str(), ep.path.c_str(), sent);
-    EXPECT_GE(sent, kMinBodiesPerEndpoint) << ep.path;
     ASSERT_EQ(raw.get("/ojs/v1/health").status, 200);
   }
   PathMutator paths_mutator(20261126);
@@ -429,7 +428,6 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       check(ep.method + " " + target, raw.request(ep.method, target, ep.method == "POST" ? "{}" : ""), target);
     }
     std::printf("fuzz %s %s: %d paths\n", ep.method.c_str(), ep.path.c_str(), sent);
-    EXPECT_GE(sent, kMinPathsPerEndpoint) << ep.path;
     // A mutated path can drain the broker for real: the client resolves dot segments
     // (workers/../drain is POST /ojs/v1/admin/drain), and a draining broker rightly
     // answers PUSH, FETCH and readiness with 503. Take it back before the next one.
@@ -438,7 +436,10 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
   for (const auto& ep : streams) {
     const auto stop_at = std::chrono::steady_clock::now() + per_path;
     int sent = 0;
-    for (; sent < kBodiesPerEndpoint && std::chrono::steady_clock::now() < stop_at; ++sent) {
+    // As for paths, the slot is a target and the minimum a floor: one stream that a
+    // loaded machine answers late (CI once saw a single query in the slot) must not
+    // turn the run into a wall-time assertion.
+    for (; sent < kBodiesPerEndpoint && (sent < kMinPathsPerEndpoint || std::chrono::steady_clock::now() < stop_at); ++sent) {
       const auto target = paths_mutator.mutate(ep.path, ep.params, ep.query);
       SseClient sse(broker.port(), target);
       const int status = sse.status(std::chrono::seconds(10));
@@ -446,7 +447,6 @@ TEST(Fuzz, MutatedBodiesNeverGetA5xxOrKillTheBroker) {
       ASSERT_LT(status, 500) << target << ": " << sse.error_body().substr(0, 300);
     }
     std::printf("fuzz %s %s: %d queries\n", ep.method.c_str(), ep.path.c_str(), sent);
-    EXPECT_GE(sent, kMinPathsPerEndpoint) << ep.path;
   }
   ASSERT_EQ(raw.get("/ojs/v1/health").status, 200);
 }
