@@ -139,7 +139,9 @@ GangFetch BrokerQueue::claim_gang(const std::string& worker, const std::vector<b
   // claim_gang.lua. No rival: the simulated queue holds gangs only.
   broker::Claimer claimer(*impl_->claims);
   const auto out = claimer.claim_gang(
-      {kQueue, {worker, worker, std::to_string(broker::kDefaultRendezvousPort)}, std::nullopt, 1LL << 40, std::move(elastic)}, eligible);
+      {kQueue, {worker, worker, std::to_string(broker::kDefaultRendezvousPort)}, std::nullopt, 1LL << 40, std::move(elastic),
+       [this] { return fair_shares(); }},
+      eligible);
   GangFetch fetch;
   switch (out.kind) {
     case broker::GangClaim::Kind::held:

@@ -10,6 +10,7 @@
 
 #include "broker/jobs/fetch_service.hpp"
 #include "broker/jobs/gang_rendezvous.hpp"
+#include "broker/scheduling/fair_order.hpp"
 #include "broker/scheduling/gang_classes.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/pipeline/claim_refusals.hpp"
@@ -96,8 +97,10 @@ void FetchService::fetch_gang(const std::string& queue, const KeptClasses& kept,
     if (v.judgement.eligible()) devices_of[v.class_id] = v.judgement.devices;
   // Judging the other classes costs a FETCH's filters again: only when a gang could grow.
   const RivalScore rival = [&] { return first_plain_job(queue, kept, worker); };
+  // Read only when elastic gangs of several tenants compete for the worker.
+  const TenantShares shares = [&] { return fair_shares_of(marks_.fair_usage(queue), false); };
   const auto claim = claimer_.claim_gang({queue, member_info(worker), request.visibility_timeout_ms,
-                                          config_.default_visibility_timeout_ms, std::move(offered.elastic)},
+                                          config_.default_visibility_timeout_ms, std::move(offered.elastic), shares},
                                          offered.eligible, rival);
   // gang_forming (held): this worker holds its GPUs for a gang still missing members.
   const bool forming = (claim.kind == GangClaim::Kind::held || claim.kind == GangClaim::Kind::waiting) && !claim.class_id.empty();

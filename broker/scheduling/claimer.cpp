@@ -90,9 +90,15 @@ GangClaim Claimer::claim_gang(const GangClaimRequest& r, const std::vector<GangC
     if (!rival_seen) rival_seen = rival ? rival() : std::nullopt;
     return *rival_seen;
   };
+  std::optional<std::optional<FairShares>> shares_seen;  // read once across the rounds, as the rival
+  const TenantShares shares_once = [&]() -> std::optional<FairShares> {
+    if (!shares_seen) shares_seen = r.tenant_shares ? r.tenant_shares() : std::nullopt;
+    return *shares_seen;
+  };
   for (int round = 0; round < kRounds; ++round) {
-    const GangPick pick = eligible.empty() ? GangPick{} : decide_gang(store_.gang_candidates(r.queue, eligible), eligible, r.member.worker_id, once,
-                                                                       r.elastic_classes);
+    const GangPick pick = eligible.empty() ? GangPick{}
+                                           : decide_gang(store_.gang_candidates(r.queue, eligible), eligible, r.member.worker_id, once,
+                                                         r.elastic_classes, shares_once);
     auto out = store_.claim_gang(r.queue, r.member, r.visibility_ms, r.default_visibility_ms, pick);
     if (out.kind != GangClaim::Kind::stale) return out;
   }

@@ -32,6 +32,7 @@ struct GangClaimRequest {
   std::optional<std::int64_t> visibility_ms;
   std::int64_t default_visibility_ms = 0;
   std::set<std::string> elastic_classes;  // the eligible classes of elastic gangs: they share the nodes
+  TenantShares tenant_shares;             // the queue's tenants' shares under `fair` (asked when tenants' gangs compete)
 };
 
 class Claimer {

@@ -159,6 +159,12 @@ BandSlot band_slot_of(const FairLayout& layout, double score) {
   return {static_cast<int>(cb), static_cast<int>(band - layout.base - cb * kMaxFairSlots)};
 }
 
+}  // namespace
+
+int fair_class_band(const FairLayout& layout, double score) { return band_slot_of(layout, score).class_band; }
+
+namespace {
+
 // The score a (class band, slot) range ends before: the slot's own band, the
 // last named slot's up to the next class band (it holds the slots of earlier
 // weights too), nothing above the last class band's.

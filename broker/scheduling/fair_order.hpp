@@ -28,6 +28,10 @@ struct FairLayout {
 };
 FairLayout fair_layout_from(const std::string& json);
 
+// The priority (class) band of a score under the fair layout, whatever its tenant
+// slot; -1 for a score under an earlier policy.
+int fair_class_band(const FairLayout& layout, double score);
+
 // A name's use as the fair order weighs it at `now_ms`, from its two usage-hash
 // values: resource-seconds of ended and running attempts, decayed (GPUs, CPU cores),
 // and the amounts its running jobs hold.

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "broker/scheduling/elastic_share.hpp"
+#include "broker/scheduling/fair_order.hpp"
 #include "broker/store/priority_score.hpp"
 
 namespace ojs::broker {
@@ -38,6 +39,7 @@ struct Placed {
   std::optional<double> score;  // the picked gang's place in the queue (none: unknown, taken as first)
   bool final = false;           // the worker is held by the forming gang: the commit answers it
   int held = 0;                 // members the picked gang holds (a forming gang's)
+  std::string tenant;           // the picked gang's tenant
 };
 
 Placed join_or_form(const GangCandidates& c, const std::vector<GangClass>& eligible, const std::string& worker_id,
@@ -49,9 +51,10 @@ Placed join_or_form(const GangCandidates& c, const std::vector<GangClass>& eligi
     const GangClass* cls = class_of(eligible, f.class_id);
     // Held by it already: the commit answers with the worker's rank, whatever it may take now.
     if (holds(f.workers_json, worker_id)) return {{GangPick::Kind::join, f.id, cls, expired_heads}, f.score, true};
-    if (!cls) return {none, {}, false};
-    if (!f.gang_label.empty() && (cls->label_value.empty() || cls->label_value != f.first_label)) return {none, {}, false};
-    return {{GangPick::Kind::join, f.id, cls, expired_heads}, f.score, false, static_cast<int>(members_of(f.workers_json).size())};
+    if (!cls) return {.pick = none};
+    if (!f.gang_label.empty() && (cls->label_value.empty() || cls->label_value != f.first_label)) return {.pick = none};
+    return {{GangPick::Kind::join, f.id, cls, expired_heads}, f.score, false, static_cast<int>(members_of(f.workers_json).size()),
+            f.tenant};
   }
   // No gang forms (or the one listed ended or expired: the commit releases it first).
   const GangCandidates::Head* best = nullptr;
@@ -63,8 +66,8 @@ Placed join_or_form(const GangCandidates& c, const std::vector<GangClass>& eligi
     if (!h.gang_label.empty() && cls->label_value.empty()) continue;
     if (!best || h.score < best->score) best = &h, best_class = cls;
   }
-  if (!best) return {none, {}, false};
-  return {{GangPick::Kind::form, best->job_id, best_class, expired_heads}, best->score, false};
+  if (!best) return {.pick = none};
+  return {{GangPick::Kind::form, best->job_id, best_class, expired_heads}, best->score, false, 0, best->tenant};
 }
 
 // A running elastic gang this worker may grow, with the class it joins as and its size.
@@ -91,7 +94,10 @@ std::vector<Growable> growables(const GangCandidates& c, const std::vector<GangC
   return out;
 }
 
-long long band_of(double score) {
+// A score's priority band: under `fair` (a layout) its class band, whatever its
+// tenant's slot, so gangs of different tenants are equals.
+long long band_of(double score, const std::optional<FairLayout>& fair) {
+  if (fair) return fair_class_band(*fair, score);
   try {
     return unpack_score(score).band;
   } catch (const std::out_of_range&) {
@@ -99,34 +105,39 @@ long long band_of(double score) {
   }
 }
 
-// Equal elastic gangs share the nodes (elastic_share.hpp): of the growing gangs in the
-// band of `first` (the queue's order's pick) and the elastic gang to join or form in
-// that band, the one furthest below its share takes the worker.
+// Elastic gangs of one band share the nodes (elastic_share.hpp): of the growing gangs
+// in the band of `first` (the queue's order's pick) and the elastic gang to join or
+// form in that band, the one furthest below its share takes the worker. The tenants'
+// shares are read only when gangs of several tenants compete.
 GangPick share_between_equals(const Placed& placed, const std::vector<Growable>& grow, const std::set<std::string>& elastic,
-                              const GangPick& first, double first_score, const std::vector<std::string>& expired) {
-  const long long band = band_of(first_score);
+                              const GangPick& first, double first_score, const std::vector<std::string>& expired,
+                              const std::optional<FairLayout>& fair, const TenantShares& tenant_shares) {
+  const long long band = band_of(first_score, fair);
   std::vector<ElasticContender> contenders;
   std::vector<GangPick> picks;
   const bool placed_elastic = placed.pick.kind != GangPick::Kind::none && placed.pick.cls && placed.score &&
-                              elastic.count(placed.pick.cls->id) && band_of(*placed.score) == band;
+                              elastic.count(placed.pick.cls->id) && band_of(*placed.score, fair) == band;
   if (placed_elastic) {
     const int held = placed.pick.kind == GangPick::Kind::join ? placed.held : 0;
-    contenders.push_back({placed.pick.job_id, held, *placed.score});
+    contenders.push_back({placed.pick.job_id, held, *placed.score, placed.tenant});
     picks.push_back(placed.pick);
   }
   for (const auto& g : grow) {
-    if (band_of(g.gang->score) != band) continue;
-    contenders.push_back({g.gang->id, g.members, g.gang->score});
+    if (band_of(g.gang->score, fair) != band) continue;
+    contenders.push_back({g.gang->id, g.members, g.gang->score, g.gang->tenant});
     picks.push_back({GangPick::Kind::grow, g.gang->id, g.cls, expired});
   }
   if (contenders.size() < 2) return first;
-  return picks[furthest_below_share(contenders)];
+  const bool several_tenants = std::any_of(contenders.begin(), contenders.end(),
+                                           [&](const ElasticContender& c) { return c.tenant != contenders.front().tenant; });
+  const auto shares = several_tenants && tenant_shares ? tenant_shares() : std::nullopt;
+  return picks[furthest_below_share(contenders, shares ? &*shares : nullptr)];
 }
 
 }  // namespace
 
 GangPick decide_gang(const GangCandidates& c, const std::vector<GangClass>& eligible, const std::string& worker_id,
-                     const RivalScore& rival, const std::set<std::string>& elastic) {
+                     const RivalScore& rival, const std::set<std::string>& elastic, const TenantShares& shares) {
   std::vector<std::string> expired_heads;  // discarded by the commit, as met (the expiry sweep would, later)
   for (const auto& h : c.heads)
     if (h.expires_at && *h.expires_at <= c.now_ms) expired_heads.push_back(h.job_id);
@@ -140,7 +151,9 @@ GangPick decide_gang(const GangCandidates& c, const std::vector<GangClass>& elig
   const bool placed_first = placed.pick.kind != GangPick::Kind::none && (!placed.score || *placed.score < best->score);
   if (placed_first && (!placed.score || !placed.pick.cls || !elastic.count(placed.pick.cls->id))) return placed.pick;
   const GangPick first = placed_first ? placed.pick : GangPick{GangPick::Kind::grow, best->id, grow.front().cls, expired_heads};
-  const GangPick pick = share_between_equals(placed, grow, elastic, first, placed_first ? *placed.score : best->score, expired_heads);
+  const GangPick pick =
+      share_between_equals(placed, grow, elastic, first, placed_first ? *placed.score : best->score, expired_heads,
+                           c.fair_layout_json.empty() ? std::nullopt : std::optional(fair_layout_from(c.fair_layout_json)), shares);
   if (pick.kind != GangPick::Kind::grow || !rival) return pick;
   const auto grown = std::find_if(grow.begin(), grow.end(), [&](const Growable& g) { return g.gang->id == pick.job_id; });
   if (const auto other = rival(); other && *other < grown->gang->score) return placed.pick;  // the plain claim takes the worker

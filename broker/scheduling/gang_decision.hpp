@@ -10,12 +10,17 @@
 #include <vector>
 
 #include "broker/store/claim_store.hpp"
+#include "broker/store/fair_shares.hpp"
 
 namespace ojs::broker {
 
 // The score of the first waiting job outside the gang classes that this worker could
 // take (none: no such job). Asked only when an elastic gang could grow with the worker.
 using RivalScore = std::function<std::optional<double>()>;
+
+// The tenants' shares of a `fair` queue under its tenant order (none: another policy
+// or order). Asked only when elastic gangs of several tenants compete for the worker.
+using TenantShares = std::function<std::optional<FairShares>()>;
 
 // The rules, in order:
 // - a forming gang (one whose job still waits, holding members, not expired) is the
@@ -32,8 +37,9 @@ using RivalScore = std::function<std::optional<double>()>;
 // - elastic gangs of one priority band share the nodes: when the queue's order would
 //   give the worker to an elastic gang (`elastic`: the elastic gang classes), every
 //   elastic gang of that band it could grow, join or start competes for it, and the
-//   one furthest below its share takes it (elastic_share.hpp).
+//   one furthest below its share takes it (elastic_share.hpp): under `fair`, the
+//   gang of the tenant with the lowest share (`shares`), else the smallest gang.
 GangPick decide_gang(const GangCandidates& candidates, const std::vector<GangClass>& eligible, const std::string& worker_id,
-                     const RivalScore& rival = {}, const std::set<std::string>& elastic = {});
+                     const RivalScore& rival = {}, const std::set<std::string>& elastic = {}, const TenantShares& shares = {});
 
 }  // namespace ojs::broker

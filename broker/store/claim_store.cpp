@@ -257,27 +257,30 @@ FairDetail ClaimStore::fair_detail(const std::string& queue, const std::vector<s
 // A gang FETCH's read: the forming gang, the growing gangs and the eligible classes' heads.
 GangCandidates ClaimStore::gang_candidates(const std::string& queue, const std::vector<GangClass>& eligible) {
   std::vector<std::string> read_keys{keys::gangs(queue), keys::job_prefix(queue), keys::ready_prefix(queue),
-                                     keys::gangs_growing(queue)};
+                                     keys::gangs_growing(queue), keys::config(queue)};
   for (const auto& c : eligible) read_keys.push_back(keys::ready(queue, c.id));
   const auto reply = redis_.eval("gang_candidates", read_keys, {});
   const auto& e = reply.elements;
-  if (e.size() != eligible.size() + 3) throw std::runtime_error("malformed gang_candidates reply");
+  if (e.size() != eligible.size() + 4) throw std::runtime_error("malformed gang_candidates reply");
   GangCandidates out;
   out.now_ms = integer_of(e[0]).value_or(0);
-  if (const auto& f = e[1].elements; f.size() >= 8) {
-    out.forming = GangCandidates::Forming{f[0].str, f[1].str, f[2].str, f[3].str, f[4].str, f[5].str, integer_of(f[6]), {}};
+  if (const auto& f = e[1].elements; f.size() >= 9) {
+    out.forming = GangCandidates::Forming{f[0].str, f[1].str, f[2].str, f[3].str, f[4].str, f[5].str, integer_of(f[6]), {}, f[8].str};
     if (!f[7].str.empty()) out.forming->score = std::strtod(f[7].str.c_str(), nullptr);
   }
   for (const auto& g : e[2].elements) {
     const auto& f = g.elements;
-    if (f.size() < 9) continue;
+    if (f.size() < 10) continue;
     out.growing.push_back({f[0].str, f[1].str, f[2].str, f[3].str, f[4].str, f[5].str,
-                           static_cast<int>(integer_of(f[6]).value_or(0)), !f[7].str.empty(), std::strtod(f[8].str.c_str(), nullptr)});
+                           static_cast<int>(integer_of(f[6]).value_or(0)), !f[7].str.empty(), std::strtod(f[8].str.c_str(), nullptr),
+                           f[9].str});
   }
+  out.fair_layout_json = e[3].str;
   for (std::size_t c = 0; c < eligible.size(); ++c) {
-    const auto& h = e[c + 3].elements;
-    if (h.size() < 5) continue;
-    out.heads.push_back({eligible[c].id, h[0].str, std::strtod(h[1].str.c_str(), nullptr), integer_of(h[2]), integer_of(h[3]), h[4].str});
+    const auto& h = e[c + 4].elements;
+    if (h.size() < 6) continue;
+    out.heads.push_back(
+        {eligible[c].id, h[0].str, std::strtod(h[1].str.c_str(), nullptr), integer_of(h[2]), integer_of(h[3]), h[4].str, h[5].str});
   }
   return out;
 }

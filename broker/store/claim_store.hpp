@@ -98,6 +98,7 @@ struct GangCandidates {
     std::string gang_label;    // the gang's same_label ("" = none)
     std::optional<std::int64_t> expires_at;
     std::optional<double> score;  // its place in the queue's order (none: it left its ready set)
+    std::string tenant;           // its job's tenant ("" = none)
   };
   std::optional<Forming> forming;
   struct Growing {  // a running elastic gang below its max_size (keys.hpp gangs_growing)
@@ -107,6 +108,7 @@ struct GangCandidates {
     int max_size = 0;
     bool acked = false;  // a rank ACKed: it is finishing, not growing
     double score = 0;    // the ready score it started with
+    std::string tenant;  // its job's tenant ("" = none)
   };
   std::vector<Growing> growing;  // best first
   struct Head {  // the head of an eligible gang class
@@ -114,8 +116,10 @@ struct GangCandidates {
     double score = 0;
     std::optional<std::int64_t> expires_at, retry_at;  // retry_at: backing off after a hold timed out
     std::string gang_label;
+    std::string tenant;  // its job's tenant ("" = none)
   };
   std::vector<Head> heads;  // the eligible classes with a waiting job, in their order
+  std::string fair_layout_json;  // the config's fair_tenants under policy `fair` ("" = another policy)
 };
 
 // The gang a worker joins, as decided: the forming one, a head that starts

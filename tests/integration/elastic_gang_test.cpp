@@ -50,6 +50,20 @@ class ElasticGang : public ::testing::Test {
       if (g.value("job_id", "") == id) return g;
     return nullptr;
   }
+  // Nodes 1..n free up one at a time, each FETCHing, and every node before it FETCHes
+  // again (a member held while its gang forms learns the start on its next FETCH).
+  // Job -> the workers running it.
+  std::map<std::string, std::set<int>> free_one_by_one(const std::string& queue, int nodes) {
+    std::map<std::string, std::set<int>> on;
+    const auto take = [&](int n) {
+      for (const auto& got : fetch(queue, n)) on[got["id"].get<std::string>()].insert(n);
+    };
+    for (int n = 1; n <= nodes; ++n) {
+      take(n);
+      for (int m = 1; m < n; ++m) take(m);
+    }
+    return on;
+  }
   json resize_events(const std::string& queue) {
     return api.get("/ojs/v1/events?queues=" + queue + "&types=job.gang_resized").body["events"];
   }
@@ -196,20 +210,26 @@ TEST_F(ElasticGang, TwoEqualElasticGangsSplitEightNodesFourAndFour) {
   const std::string q = "el-share";
   const auto a = api.push(gang_job(q, {{"min_size", 2}, {"max_size", 8}}));
   const auto b = api.push(gang_job(q, {{"min_size", 2}, {"max_size", 8}}));
-  std::map<std::string, std::set<int>> on;  // job -> the workers running it
-  const auto take = [&](int n) {
-    for (const auto& got : fetch(q, n)) on[got["id"].get<std::string>()].insert(n);
-  };
-  // The nodes free up one at a time; a member held while its gang forms learns the
-  // start on its next FETCH.
-  for (int n = 1; n <= 8; ++n) {
-    take(n);
-    for (int m = 1; m < n; ++m) take(m);
-  }
+  auto on = free_one_by_one(q, 8);
   EXPECT_EQ(on[a].size(), 4u) << "a on " << json(on[a]).dump() << ", b on " << json(on[b]).dump();
   EXPECT_EQ(on[b].size(), 4u);
   EXPECT_EQ(beat(*on[a].begin(), a)["ext_ml_gang_world_size"], 4);
   EXPECT_EQ(beat(*on[b].begin(), b)["ext_ml_gang_world_size"], 4);
+}
+
+// Under `fair` the split follows the tenants' weights: team-a (1) and team-b (3) each
+// run a 2..8 gang; of the 8 nodes team-b's gang gets 6 (4/4 with equal tenants).
+TEST_F(ElasticGang, ElasticGangsOfTenantsWeightedOneToThreeSplitEightNodesTwoAndSix) {
+  const std::string q = "el-weighted";
+  const auto put = api.call("PUT", "/ojs/v1/admin/queues/" + q + "/config",
+                            {{"policy", "fair"}, {"tenant_fairness", {{"weights", {{"team-a", 1}, {"team-b", 3}}}}}});
+  ASSERT_EQ(put.status, 200) << put.body.dump();
+  const auto a = api.push(gang_job(q, {{"min_size", 2}, {"max_size", 8}}, {{"meta", {{"tenant_id", "team-a"}}}}));
+  const auto b = api.push(gang_job(q, {{"min_size", 2}, {"max_size", 8}}, {{"meta", {{"tenant_id", "team-b"}}}}));
+  auto on = free_one_by_one(q, 8);
+  EXPECT_EQ(on[a].size(), 2u) << "a on " << json(on[a]).dump() << ", b on " << json(on[b]).dump();
+  EXPECT_EQ(on[b].size(), 6u);
+  EXPECT_EQ(beat(*on[b].begin(), b)["ext_ml_gang_world_size"], 6);
 }
 
 // The real worker agent: a 1..2 gang starts on the first agent alone; the second

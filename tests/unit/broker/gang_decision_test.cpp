@@ -4,6 +4,7 @@
 
 #include "broker/scheduling/elastic_share.hpp"
 #include "broker/scheduling/gang_decision.hpp"
+#include "broker/store/priority_score.hpp"
 
 using namespace ojs::broker;
 
@@ -211,4 +212,91 @@ TEST(ElasticShare, FurthestBelowItsShareThenFirstInTheQueue) {
   EXPECT_EQ(furthest_below_share({{"a", 3, 1}, {"b", 2, 2}}), 1u);
   EXPECT_EQ(furthest_below_share({{"a", 2, 1}, {"b", 2, 2}}), 0u);
   EXPECT_EQ(furthest_below_share({{"a", 4, 1}, {"b", 4, 2}, {"c", 0, 3}}), 2u);
+}
+
+namespace {
+
+// Two tenants weighted 1:3, holding `a` and `b` GPUs now, no use before.
+FairShares weighted_one_to_three(double a, double b) {
+  FairShares s;
+  s.resource = 1;
+  s.queue_held = a + b;
+  s.tenants["team-a"] = {1, 0, a};
+  s.tenants["team-b"] = {3, 0, b};
+  return s;
+}
+
+}  // namespace
+
+TEST(ElasticShare, UnderFairTheTenantWithTheLowestShareFirstThenTheSmallestGang) {
+  // team-a (weight 1) holds 2 nodes' GPUs, team-b (weight 3) 5: b's share 5/7/3 < a's 2/7.
+  auto shares = weighted_one_to_three(8, 20);
+  const std::vector<ElasticContender> two = {{"a", 2, 1, "team-a"}, {"b", 5, 2, "team-b"}};
+  EXPECT_EQ(furthest_below_share(two, &shares), 1u);
+  EXPECT_EQ(furthest_below_share(two), 0u) << "without shares the smallest gang";
+  // At 2 and 6 the shares are equal (1/4 each): the smaller gang, wherever it is in the queue.
+  shares = weighted_one_to_three(8, 24);
+  EXPECT_EQ(furthest_below_share({{"a", 2, 1, "team-a"}, {"b", 6, 2, "team-b"}}, &shares), 0u);
+  EXPECT_EQ(furthest_below_share({{"b", 6, 1, "team-b"}, {"a", 2, 2, "team-a"}}, &shares), 1u);
+  // Gangs of one tenant: its share is the same for both, the smaller gang takes it,
+  // and equal ones go by the queue's order.
+  EXPECT_EQ(furthest_below_share({{"b1", 4, 1, "team-b"}, {"b2", 2, 2, "team-b"}}, &shares), 1u);
+  EXPECT_EQ(furthest_below_share({{"b1", 2, 2, "team-b"}, {"b2", 2, 1, "team-b"}}, &shares), 1u);
+  // A tenant's decayed use counts too: team-a used the queue alone before.
+  shares = weighted_one_to_three(8, 8);
+  shares.tenants["team-a"].used = 1;
+  EXPECT_EQ(furthest_below_share({{"a", 2, 1, "team-a"}, {"b", 2, 2, "team-b"}}, &shares), 1u);
+}
+
+TEST(GangDecision, ElasticGangsOfWeightedTenantsTakeNodesByTheirShares) {
+  // A (team-a) and B (team-b) run with 2 members each; the tenants are weighted 1:3.
+  GangCandidates c;
+  c.now_ms = kNow;
+  c.growing = {growing("a", "A", R"(["w1","w2"])", 8, 10), growing("b", "B", R"(["w3","w4"])", 8, 20)};
+  c.growing[0].tenant = "team-a";
+  c.growing[1].tenant = "team-b";
+  const std::set<std::string> elastic{"A", "B"};
+  const std::vector<GangClass> eligible{cls("A"), cls("B")};
+  int asked = 0;
+  const TenantShares shares = [&] {
+    ++asked;
+    return std::optional<FairShares>(weighted_one_to_three(8, 8));
+  };
+  // Equal sizes: B, furthest below its weighted share, grows though A is first in the queue.
+  auto pick = decide_gang(c, eligible, "w5", {}, elastic, shares);
+  EXPECT_EQ(pick.kind, GangPick::Kind::grow);
+  EXPECT_EQ(pick.job_id, "b");
+  EXPECT_EQ(asked, 1);
+  // Not a fair queue (no shares): the smaller gang, then the queue's order, as before.
+  EXPECT_EQ(decide_gang(c, eligible, "w5", {}, elastic, [] { return std::optional<FairShares>(); }).job_id, "a");
+  // One tenant's gangs only: the shares are not read.
+  c.growing[0].tenant = "team-b";
+  asked = 0;
+  EXPECT_EQ(decide_gang(c, eligible, "w5", {}, elastic, shares).job_id, "a");
+  EXPECT_EQ(asked, 0);
+}
+
+TEST(GangDecision, UnderFairGangsInOneClassBandAreEqualsWhateverTheirTenantsSlots) {
+  // The fair layout scores team-a in slot 0 and team-b in slot 1 of class band 1: the
+  // bands of the scores differ, the priority does not.
+  const auto score = [](int class_band, int slot, int seq) {
+    return (4096.0 + class_band * kMaxFairSlots + slot) * kScoreBand + seq;
+  };
+  GangCandidates c;
+  c.now_ms = kNow;
+  c.fair_layout_json = R"({"base":4096,"slots":2,"tenants":{"team-a":[0,1],"team-b":[1,3]}})";
+  c.growing = {growing("a", "A", R"(["w1","w2"])", 8, score(1, 0, 1)), growing("b", "B", R"(["w3","w4"])", 8, score(1, 1, 2))};
+  c.growing[0].tenant = "team-a";
+  c.growing[1].tenant = "team-b";
+  const std::set<std::string> elastic{"A", "B"};
+  const std::vector<GangClass> eligible{cls("A"), cls("B")};
+  const TenantShares shares = [] { return std::optional<FairShares>(weighted_one_to_three(8, 8)); };
+  EXPECT_EQ(decide_gang(c, eligible, "w5", {}, elastic, shares).job_id, "b");
+  // Read as priority bands (no layout) they are not equals: the first in the queue grows.
+  c.fair_layout_json.clear();
+  EXPECT_EQ(decide_gang(c, eligible, "w5", {}, elastic, shares).job_id, "a");
+  // A higher class band is no equal under `fair` either.
+  c.fair_layout_json = R"({"base":4096,"slots":2})";
+  c.growing[1].score = score(2, 1, 2);
+  EXPECT_EQ(decide_gang(c, eligible, "w5", {}, elastic, shares).job_id, "a");
 }
