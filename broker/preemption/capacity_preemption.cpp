@@ -124,7 +124,7 @@ int PreemptionController::preempt() {
       }
       const VictimFilter allowed = fair_victims(shares(), queue, tenant, req.gpu_count());
       if (req.hard.gang.size > 0) {  // one worker per member it still needs
-        if (preempt_for_gang(queue, class_id, preemptor, rank, req, candidates, sites, allowed, held_workers)) {
+        if (preempt_for_gang(queue, class_id, preemptor, rank, req, candidates, sites, allowed, shares(), held_workers)) {
           pending_preemptors.insert(preemptor);
           ++started;
         }

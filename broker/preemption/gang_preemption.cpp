@@ -1,10 +1,13 @@
 // Preemption for capacity on behalf of a waiting gang: it needs one worker per member,
 // so the victims are chosen over as many workers at once (leader only). Members of
 // elastic gangs above their minimum leave first (the gang shrinks instead of
-// stopping); whole jobs go only when that is not enough.
+// stopping); whole jobs go only when that is not enough. A waiting elastic gang that
+// lower-class work cannot make room for takes members of equal elastic gangs above
+// their share (elastic_share_shrink.hpp).
 #include <algorithm>
 
 #include "broker/preemption/capacity_plan.hpp"
+#include "broker/preemption/elastic_share_shrink.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "ojs/core/time.hpp"
 
@@ -28,8 +31,9 @@ std::vector<std::string> members_held(const std::optional<JobRecord>& gang) {
 bool PreemptionController::preempt_for_gang(const std::string& queue, const std::string& class_id, const std::string& preemptor,
                                             int rank, const ml::Requirements& req, const std::vector<const LiveWorker*>& workers,
                                             const std::vector<PreemptionSite>& sites, const VictimFilter& allowed,
-                                            std::set<std::string>& held_workers) {
-  const auto held = members_held(jobs_.get(queue, preemptor));
+                                            const std::optional<FairShares>& shares, std::set<std::string>& held_workers) {
+  const auto waiting = jobs_.get(queue, preemptor);
+  const auto held = members_held(waiting);
   std::vector<PreemptionSite> open;
   std::vector<const LiveWorker*> open_workers;
   for (std::size_t i = 0; i < workers.size(); ++i) {
@@ -39,12 +43,18 @@ bool PreemptionController::preempt_for_gang(const std::string& queue, const std:
   }
   const int needed = req.hard.gang.size - static_cast<int>(held.size());
   if (needed <= 0) return false;
-  const auto plan = plan_gang_capacity_preemption(
-      req, rank, needed, open, [&](std::size_t i) { return running_on(open_workers[i]->info.id); }, assignment_options(config_),
-      allowed);
+  std::vector<std::optional<std::vector<RunningJob>>> seen(open.size());  // each worker's jobs, read once
+  const auto running_of = [&](std::size_t i) {
+    if (!seen[i]) seen[i] = running_on(open_workers[i]->info.id);
+    return *seen[i];
+  };
+  auto plan = plan_gang_capacity_preemption(req, rank, needed, open, running_of, assignment_options(config_), allowed);
   // Enough workers take a member as things stand: if the queue's budget is what keeps
   // the gang waiting, free budget held by lower-class work (a member's charge at a time).
   if (plan.fitting >= needed) return preempt_for_budget(queue, preemptor, rank, {req.gpu_count(), 1, 0, 0}, allowed);
+  if (plan.freed.empty() && req.hard.gang.elastic())
+    plan = plan_share_shrink(queue, rank, req, needed, waiting ? waiting->get("tenant") : std::string(), static_cast<int>(held.size()),
+                             open, running_of, allowed, shares);
   bool started = false;
   for (const auto& [site, choice] : plan.freed) {
     const std::string& worker = open_workers[site]->info.id;
@@ -54,6 +64,41 @@ bool PreemptionController::preempt_for_gang(const std::string& queue, const std:
     started = true;
   }
   return started;
+}
+
+GangCapacityPlan PreemptionController::plan_share_shrink(const std::string& queue, int rank, const ml::Requirements& req, int needed,
+                                                         const std::string& tenant, int held,
+                                                         const std::vector<PreemptionSite>& open,
+                                                         const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
+                                                         const VictimFilter& allowed, const std::optional<FairShares>& shares) {
+  std::vector<RunningJob> all;
+  for (std::size_t i = 0; i < open.size(); ++i)
+    for (auto& r : running_of(i)) all.push_back(std::move(r));
+  const auto weight = [&](const std::string& t) {
+    if (!shares) return 1.0;
+    const auto it = shares->tenants.find(t);
+    return it == shares->tenants.end() ? shares->default_weight : it->second.weight;
+  };
+  const auto spare = spare_above_share(all, {queue, rank, tenant, held}, weight);
+  if (spare.empty()) return {};
+  // Members of equal gangs count as victims only for what lies above their share, and
+  // only to leave: an elastic gang's size is the scheduler's to choose between its
+  // min and max, preemptible or not (it keeps running). Lower-class work as before.
+  const auto cut = [&](std::size_t i) {
+    auto running = running_of(i);
+    for (auto& r : running)
+      if (const auto it = spare.find(r.job_id); it != spare.end() && r.class_rank == rank) {
+        r.gang_spare = std::min(r.gang_spare, it->second);
+        r.leaves = r.leaves && r.gang_spare > 0;
+        r.preemptible = r.preemptible || r.leaves;
+      }
+    return running;
+  };
+  const VictimFilter equal_or_lower = [&](const RunningJob& r) {
+    if (r.class_rank < rank) return !allowed || allowed(r);
+    return r.leaves && spare.count(r.job_id) > 0;
+  };
+  return plan_gang_capacity_preemption(req, rank + 1, needed, open, cut, assignment_options(config_), equal_or_lower);
 }
 
 }  // namespace ojs::broker

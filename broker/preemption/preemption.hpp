@@ -192,10 +192,20 @@ class PreemptionController {
   // workers join `held_workers`); when enough workers take a member already, the
   // budget may be the obstacle (preempt_for_budget, one member's charge). `sites[i]`
   // is `workers[i]`. True when preemption started.
+  // An elastic gang that lower-class work cannot make room for takes members of
+  // running elastic gangs of its class rank above their share (plan_share_shrink;
+  // `shares`: the tenants' weights under fair's tenant order).
   bool preempt_for_gang(const std::string& queue, const std::string& class_id, const std::string& preemptor, int rank,
                         const ml::Requirements& req, const std::vector<const LiveWorker*>& workers,
                         const std::vector<PreemptionSite>& sites, const VictimFilter& allowed,
-                        std::set<std::string>& held_workers);
+                        const std::optional<FairShares>& shares, std::set<std::string>& held_workers);
+  // The workers an elastic gang waiting with `held` members gets freed by members of
+  // equal elastic gangs leaving, each gang keeping its share (spare_above_share), and
+  // by lower-class work (`allowed`); empty when they do not free `needed`.
+  GangCapacityPlan plan_share_shrink(const std::string& queue, int rank, const ml::Requirements& req, int needed,
+                                     const std::string& tenant, int held, const std::vector<PreemptionSite>& open,
+                                     const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
+                                     const VictimFilter& allowed, const std::optional<FairShares>& shares);
   // Budget-driven preemption: the job would fit a worker but its queue's budget
   // is held by lower-class preemptible jobs.
   // charge: what the preemptor would be charged on the worker it fits (its GPUs and

@@ -64,6 +64,10 @@ void describe_gang_member(RunningJob& r, const JobRecord& job, const std::string
   if (leaving.is_object() && leaving.contains(worker_id)) r.preempting = true;
   const auto min_size = job.get_int("gang_size").value_or(members);
   const bool rank0 = workers[0] == worker_id;  // the rendezvous stays
+  if (job.has("gang_max_size") && !job.has("gang_acked")) {
+    r.gang_now = members - gone;
+    r.gang_min = static_cast<int>(min_size);
+  }
   if (job.has("gang_max_size") && !job.has("gang_acked") && !rank0 && !r.preempting) {
     r.gang_spare = std::max(0, members - gone - static_cast<int>(min_size));
     r.leaves = r.gang_spare > 0;

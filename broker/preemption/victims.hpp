@@ -50,6 +50,11 @@ struct RunningJob {
   // min_size), shared by every member of the gang.
   bool leaves = false;
   int gang_spare = 0;
+  // Any member of a running elastic gang (rank 0 and a leaving one too): its members
+  // less those leaving, and its min_size; 0 when not an elastic gang. What an equal
+  // gang's share is weighed against (elastic_share_shrink.hpp).
+  int gang_now = 0;
+  int gang_min = 0;
 };
 
 struct VictimChoice {

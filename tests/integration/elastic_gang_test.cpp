@@ -384,3 +384,50 @@ TEST_F(ElasticShrink, TwoToEightShrinksToFourForAHigherClassGangAndGrowsBack) {
   for (const auto& e : resized) left += e["data"].value("reason", "") == "left" ? 1 : 0;
   EXPECT_EQ(left, 4) << resized.dump();
 }
+
+// An elastic gang that came first does not keep every node: an equal one that
+// arrives later takes members above the first one's share (they leave, the first
+// runs on smaller), enough to start at its minimum.
+TEST_F(ElasticShrink, AnEqualElasticGangThatWaitsTakesMembersAboveTheFirstOnesShare) {
+  const auto a = api.push(gang_job("sh-el", {{"min_size", 2}, {"max_size", 8}}));
+  ASSERT_EQ(fetch(1).size(), 0u);
+  ASSERT_EQ(fetch(2).size(), 1u);
+  ASSERT_EQ(fetch(1).size(), 1u);
+  for (int n = 3; n <= 8; ++n) ASSERT_EQ(fetch(n).size(), 1u) << "worker " << n;
+  ASSERT_EQ(members(a), 8);
+
+  // b, of the same class, waits: two of a's members (never rank 0) are told to leave.
+  const auto b = api.push(gang_job("sh-el", {{"min_size", 2}, {"max_size", 8}}));
+  std::map<int, json> told;
+  ASSERT_TRUE(wait_until([&] {
+    for (int n = 1; n <= 8; ++n) {
+      const auto reply = beat(n, {a});  // named: a range-for over a temporary's member reads freed memory
+      for (const auto& d : reply["job_directives"]) told[n] = d;
+    }
+    return told.size() >= 2;
+  }, 10));
+  ASSERT_EQ(told.size(), 2u) << "b needs two to start";
+  EXPECT_FALSE(told.count(1)) << "rank 0, the rendezvous, stays";
+  for (const auto& [n, d] : told) {
+    EXPECT_EQ(d["job_id"], a);
+    EXPECT_EQ(d["action"], "preempt");
+    EXPECT_EQ(d["preempted_for"], b);
+  }
+  for (const auto& [n, d] : told) {
+    const auto nack = api.post("/ojs/v1/workers/nack", {{"job_id", a}, {"worker_id", worker(n)}, {"requeue", true},
+                                                        {"error", {{"code", "preempted"}, {"message", "leaving"}}}});
+    ASSERT_EQ(nack.status, 200) << nack.body.dump();
+  }
+  EXPECT_EQ(members(a), 6);
+  EXPECT_EQ(info(a)["state"], "active");
+
+  // The freed nodes start b at its minimum; a runs on with six.
+  std::set<int> b_on;
+  ASSERT_TRUE(wait_until([&] {
+    for (const auto& [n, d] : told)
+      for (const auto& got : fetch(n))
+        if (got["id"] == b) b_on.insert(n);
+    return info(b)["state"] == "active" && b_on.size() == 2;
+  }, 10)) << info(b).dump();
+  EXPECT_EQ(members(a), 6);
+}

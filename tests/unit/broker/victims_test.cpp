@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/preemption/capacity_plan.hpp"
+#include "broker/preemption/elastic_share_shrink.hpp"
 #include "broker/preemption/victims.hpp"
 #include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/requirements.hpp"
@@ -438,4 +439,48 @@ TEST(ShrinkVictims, AGangPreemptorFreesOneWorkerPerMemberItNeedsWithinTheSpare) 
 
   // Never preempt for a gang that still could not start.
   EXPECT_TRUE(plan_gang_capacity_preemption(req, 2, 9, sites, of).freed.empty());
+}
+
+namespace {
+
+// A member of a running elastic gang as preemption reads it.
+RunningJob elastic_member(const std::string& gang, int now, int min, const std::string& tenant = "", int rank = 1,
+                          const std::string& queue = "q") {
+  RunningJob r;
+  r.job_id = gang;
+  r.queue = queue;
+  r.tenant = tenant;
+  r.class_rank = rank;
+  r.gang_now = now;
+  r.gang_min = min;
+  return r;
+}
+
+}  // namespace
+
+TEST(ElasticShareShrink, AGangGivesOnlyWhatLiesAboveItsShareAndItsMinimum) {
+  const auto equal = [](const std::string&) { return 1.0; };
+  // a holds 8, b waits: each a share of 4, a gives 4 (a gang appears once per member).
+  auto spare = spare_above_share({elastic_member("a", 8, 2), elastic_member("a", 8, 2)}, {"q", 1, "", 0}, equal);
+  EXPECT_EQ(spare, (std::map<std::string, int>{{"a", 4}}));
+  // a at 6 and b at 2 running, c waits: shares of 8/3 rounded up to 3; b has none to give.
+  spare = spare_above_share({elastic_member("a", 6, 2), elastic_member("b", 2, 2)}, {"q", 1, "", 0}, equal);
+  EXPECT_EQ(spare, (std::map<std::string, int>{{"a", 3}}));
+  // The minimum holds above the share: a 6..8 gang at 8 gives 2.
+  EXPECT_EQ(spare_above_share({elastic_member("a", 8, 6)}, {"q", 1, "", 0}, equal), (std::map<std::string, int>{{"a", 2}}));
+  // Gangs of another class rank or queue are not its equals.
+  EXPECT_TRUE(spare_above_share({elastic_member("a", 8, 2, "", 2), elastic_member("x", 8, 2, "", 1, "other")}, {"q", 1, "", 0}, equal)
+                  .empty());
+  // A waiting gang's held members count: 8 + 2 held, shares of 5.
+  EXPECT_EQ(spare_above_share({elastic_member("a", 8, 2)}, {"q", 1, "", 2}, equal), (std::map<std::string, int>{{"a", 3}}));
+}
+
+TEST(ElasticShareShrink, UnderFairTheSharesFollowTheTenantsWeights) {
+  const auto weights = [](const std::string& t) { return t == "team-b" ? 3.0 : 1.0; };
+  // team-a holds 8, team-b (3) waits: team-a keeps 2 of 8.
+  EXPECT_EQ(spare_above_share({elastic_member("a", 8, 2, "team-a")}, {"q", 1, "team-b", 0}, weights),
+            (std::map<std::string, int>{{"a", 6}}));
+  // team-b holds 8, team-a (1) waits: team-b keeps 6.
+  EXPECT_EQ(spare_above_share({elastic_member("b", 8, 2, "team-b")}, {"q", 1, "team-a", 0}, weights),
+            (std::map<std::string, int>{{"b", 2}}));
 }
