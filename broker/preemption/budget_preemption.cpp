@@ -1,5 +1,7 @@
 // Preemption for budget: capacity exists but the queue's GPU or TPU budget is held by
-// lower-class preemptible jobs (leader only).
+// lower-class preemptible jobs (leader only). Members of elastic gangs above their
+// minimum leave first, each giving back its own GPUs; whole jobs go only when that
+// is not enough.
 #include <spdlog/spdlog.h>
 
 #include "broker/preemption/preemption.hpp"
@@ -12,7 +14,7 @@ using nlohmann::json;
 
 QueueBudget PreemptionController::budget_of(const std::string& queue) { return queue_budget(queues_.budget(queue)); }
 
-std::vector<RunningJob> PreemptionController::charged_in(const std::string& queue) {
+std::vector<RunningJob> PreemptionController::charged_in(const std::string& queue, std::vector<RunningJob>* members) {
   const auto active = jobs_.active_jobs(queue);
   std::vector<RunningJob> out;
   if (active.empty()) return out;
@@ -27,6 +29,8 @@ std::vector<RunningJob> PreemptionController::charged_in(const std::string& queu
     r.gpu_mem_mb = job.get_int("charged_gpu_mem_mb").value_or(0);
     r.borrowed_gpus = static_cast<int>(job.get_int("borrowed_gpus").value_or(0));
     r.tpu_chips = static_cast<int>(job.get_int("charged_tpu_chips").value_or(0));
+    if (members)
+      for (auto& m : gang_members_charged(job, r)) members->push_back(std::move(m));
     out.push_back(std::move(r));
   }
   return out;
@@ -36,10 +40,15 @@ bool PreemptionController::preempt_for_budget(const std::string& queue, const st
                                               const BudgetCharge& charge, const VictimFilter& allowed) {
   const QueueBudget budget = budget_of(queue);
   if (budget.allows(charge)) return false;
-  const auto choice = choose_budget_victims(charge, rank, budget, charged_in(queue), allowed);
+  std::vector<RunningJob> members;
+  const auto charged = charged_in(queue, &members);
+  // Members leaving elastic gangs first (the gangs shrink and run on); whole jobs
+  // only when they are not enough.
+  auto choice = choose_budget_leavers(charge, rank, budget, charged, members, allowed);
+  if (!choice) choice = choose_budget_victims(charge, rank, budget, charged, allowed);
   if (!choice || !mark(preemptor, choice->victims)) return false;
   std::string ids;
-  for (const auto& v : choice->victims) ids += (ids.empty() ? "" : ", ") + v.job_id;
+  for (const auto& v : choice->victims) ids += (ids.empty() ? "" : ", ") + v.job_id + (v.leaves ? " (member on " + v.worker_id + " leaves)" : "");
   spdlog::info("queue {}: preempting {} to free budget for job {} (class rank {})", queue, ids, preemptor, rank);
   return true;
 }

@@ -172,7 +172,9 @@ class PreemptionController {
   // score's band under the `priority` policy, else the job's rank_base (-1: it is gone).
   int head_class_rank(const std::string& queue, const std::pair<std::string, double>& head);
   // The queue's active jobs charged to its GPU budget (on any worker).
-  std::vector<RunningJob> charged_in(const std::string& queue);
+  // members: when given, the members of elastic gangs that may leave (or are leaving)
+  // one at a time (gang_members_charged).
+  std::vector<RunningJob> charged_in(const std::string& queue, std::vector<RunningJob>* members = nullptr);
   QueueBudget budget_of(const std::string& queue);
   // Marks victims (one preempt.lua per queue and worker, all or none within it; a
   // member leaving an elastic gang through gang_leave.lua, which refuses to take the

@@ -77,6 +77,31 @@ void describe_gang_member(RunningJob& r, const JobRecord& job, const std::string
 
 }  // namespace
 
+std::vector<RunningJob> gang_members_charged(const JobRecord& job, const RunningJob& whole) {
+  std::vector<RunningJob> out;
+  if (!job.has("gang_workers") || !job.has("gang_max_size") || job.has("gang_acked")) return out;
+  const auto workers = nlohmann::json::parse(job.get("gang_workers"), nullptr, false);
+  const auto members = nlohmann::json::parse(job.has("gang_members") ? job.get("gang_members") : "[]", nullptr, false);
+  const auto leaving = nlohmann::json::parse(job.has("gang_leaving") ? job.get("gang_leaving") : "{}", nullptr, false);
+  if (!workers.is_array() || !members.is_array() || workers.size() != members.size()) return out;
+  const int gone = leaving.is_object() ? static_cast<int>(leaving.size()) : 0;
+  const int spare = static_cast<int>(workers.size()) - gone - static_cast<int>(job.get_int("gang_size").value_or(workers.size()));
+  for (std::size_t rank = 1; rank < workers.size(); ++rank) {  // rank 0, the rendezvous, stays
+    if (!workers[rank].is_string() || !members[rank].is_object()) continue;
+    RunningJob m = whole;
+    m.worker_id = workers[rank].get<std::string>();
+    m.gpus = members[rank].value("gpus", 0);
+    m.gpu_mem_mb = whole.gpus > 0 ? whole.gpu_mem_mb * m.gpus / whole.gpus : 0;
+    m.borrowed_gpus = 0;
+    m.tpu_chips = 0;
+    m.preempting = leaving.is_object() && leaving.contains(m.worker_id);
+    m.gang_spare = std::max(0, spare);
+    m.leaves = !m.preempting && m.gang_spare > 0;
+    if (m.preempting || m.leaves) out.push_back(std::move(m));
+  }
+  return out;
+}
+
 bool LiveWorker::serves(const std::string& queue) const {
   return info.queues.empty() || std::find(info.queues.begin(), info.queues.end(), queue) != info.queues.end();
 }

@@ -19,6 +19,13 @@ std::optional<ml::Requirements> requirements_of(const JobRecord& job);
 // by the caller from where it found the job).
 RunningJob running_job_from(const JobRecord& job, const std::string& queue, std::int64_t now);
 
+// The members of a running elastic gang one at a time, as a budget sees them
+// (`whole`: the gang as one charged job): each member but rank 0 with its worker and
+// its GPUs (and their share of the GPU memory charged), `leaves` with the gang's
+// spare when it may leave, `preempting` when it is leaving already. Empty for a job
+// that is not an elastic gang that may shrink.
+std::vector<RunningJob> gang_members_charged(const JobRecord& job, const RunningJob& whole);
+
 // The queue budget as the store read it (limits and ledger), for the pure rules.
 QueueBudget queue_budget(const BudgetUse& use);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 namespace ojs::broker {
 
@@ -149,6 +150,33 @@ std::optional<VictimChoice> choose_budget_victims(const BudgetCharge& preemptor,
   auto chosen = victims_sparing_young(candidates, removed, allows);
   if (!chosen) return std::nullopt;
   return to_choice(*chosen);
+}
+
+std::optional<VictimChoice> choose_budget_leavers(const BudgetCharge& preemptor, int preemptor_rank, const QueueBudget& budget,
+                                                  const std::vector<RunningJob>& charged, const std::vector<RunningJob>& members,
+                                                  const VictimFilter& allowed) {
+  if (preemptor.gpus <= 0 || members.empty()) return std::nullopt;
+  BudgetCharge freed;
+  const auto frees = [&](const RunningJob& r, bool whole) {
+    freed.gpus += r.gpus;
+    freed.gpu_mem_mb += r.gpu_mem_mb;
+    if (whole && r.gpus > 0) ++freed.jobs;
+  };
+  for (const auto& job : charged)
+    if (job.preempting) frees(job, true);
+  for (const auto& m : members)
+    if (m.preempting) frees(m, false);
+  if (budget.allows(preemptor, freed)) return std::nullopt;  // the budget is not (or soon not) the obstacle
+  std::vector<const RunningJob*> chosen;
+  std::map<std::string, int> taken;  // members leaving each gang in this choice
+  for (const auto* c : candidates_for(preemptor_rank, members, allowed)) {
+    if (!c->leaves || c->gpus <= 0) continue;
+    if (++taken[c->job_id] > c->gang_spare) continue;  // the gang is at its minimum
+    chosen.push_back(c);
+    frees(*c, false);
+    if (budget.allows(preemptor, freed)) return to_choice(chosen);
+  }
+  return std::nullopt;
 }
 
 std::optional<VictimChoice> choose_reclaim_victims(long long gpus, const std::vector<RunningJob>& running) {

@@ -101,6 +101,17 @@ std::optional<VictimChoice> choose_budget_victims(int preemptor_gpus, int preemp
 std::optional<VictimChoice> choose_budget_victims(const BudgetCharge& preemptor, int preemptor_rank, const QueueBudget& budget,
                                                   const std::vector<RunningJob>& running, const VictimFilter& allowed = {});
 
+// Members leaving elastic gangs (`members`: gang_members_charged of the queue's
+// gangs) whose GPUs, given back, let the preemptor fit the budget: lower class,
+// preemptible and `allowed` as choose_budget_victims, least progress lost first, no
+// gang below its minimum (within_gang_spare); whole jobs already preempting
+// (`charged`) and members already leaving count as freed. A leaving member frees
+// GPUs (and GPU memory), not a GPU job: the gang runs on. nullopt when they alone do
+// not free enough, or the budget allows the preemptor already.
+std::optional<VictimChoice> choose_budget_leavers(const BudgetCharge& preemptor, int preemptor_rank, const QueueBudget& budget,
+                                                  const std::vector<RunningJob>& charged, const std::vector<RunningJob>& members,
+                                                  const VictimFilter& allowed = {});
+
 // Victims among a cohort member's charged jobs (`running`) that give back `gpus` GPUs
 // of its budget to the cohort: jobs placed by borrowing first (whatever their
 // class or preemptible flag: borrowed GPUs are lent, not given), then preemptible

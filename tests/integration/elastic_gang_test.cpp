@@ -431,3 +431,40 @@ TEST_F(ElasticShrink, AnEqualElasticGangThatWaitsTakesMembersAboveTheFirstOnesSh
   }, 10)) << info(b).dump();
   EXPECT_EQ(members(a), 6);
 }
+
+// The queue's budget, not the nodes, keeps a higher-class job waiting: members of an
+// elastic gang leave to give back their GPUs, and the gang runs on smaller.
+TEST_F(ElasticShrink, BudgetPreemptionShrinksAnElasticGangInsteadOfStoppingIt) {
+  const auto put = api.call("PUT", "/ojs/v1/admin/queues/sh-el/config", {{"budgets", {{"max_total_gpus", 32}}}});
+  ASSERT_EQ(put.status, 200) << put.body.dump();
+  const auto el = api.push(gang_job("sh-el", {{"min_size", 2}, {"max_size", 8}}, {{"ext_ml_priority_class", "spot"}}));
+  ASSERT_EQ(fetch(1).size(), 0u);
+  ASSERT_EQ(fetch(2).size(), 1u);
+  ASSERT_EQ(fetch(1).size(), 1u);
+  for (int n = 3; n <= 8; ++n) ASSERT_EQ(fetch(n).size(), 1u) << "worker " << n;
+  ASSERT_EQ(members(el), 8);
+
+  // A reserved 4-GPU job fits worker 9, but the budget's 32 GPUs are the gang's.
+  const auto hi = api.push(ml_job("sh-el", {{"ext_ml_gpu_count", 4}, {"ext_ml_priority_class", "reserved"}}));
+  ASSERT_EQ(fetch(9).size(), 0u);
+  std::map<int, json> told;
+  ASSERT_TRUE(wait_until([&] {
+    for (int n = 1; n <= 8; ++n) {
+      const auto reply = beat(n, {el});
+      for (const auto& d : reply["job_directives"]) told[n] = d;
+    }
+    return !told.empty();
+  }, 10));
+  ASSERT_EQ(told.size(), 1u) << "one member's 4 GPUs are enough";
+  const int leaver = told.begin()->first;
+  EXPECT_NE(leaver, 1) << "rank 0, the rendezvous, stays";
+  EXPECT_EQ(told.begin()->second["preempted_for"], hi);
+  const auto nack = api.post("/ojs/v1/workers/nack", {{"job_id", el}, {"worker_id", worker(leaver)}, {"requeue", true},
+                                                      {"error", {{"code", "preempted"}, {"message", "leaving"}}}});
+  ASSERT_EQ(nack.status, 200) << nack.body.dump();
+  EXPECT_EQ(members(el), 7);
+  EXPECT_EQ(info(el)["state"], "active");
+  const auto got = fetch(9);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], hi);
+}

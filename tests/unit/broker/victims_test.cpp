@@ -484,3 +484,35 @@ TEST(ElasticShareShrink, UnderFairTheSharesFollowTheTenantsWeights) {
   EXPECT_EQ(spare_above_share({elastic_member("b", 8, 2, "team-b")}, {"q", 1, "team-a", 0}, weights),
             (std::map<std::string, int>{{"b", 2}}));
 }
+
+TEST(BudgetVictims, MembersLeaveElasticGangsBeforeWholeJobsGo) {
+  // A spot 2..8 gang holds 8 members of 4 GPUs (32 of the budget's 32).
+  QueueBudget budget;
+  budget.max_gpus = 32;
+  budget.gpus_in_use = 32;
+  budget.gpu_jobs = 1;
+  const std::vector<RunningJob> charged = {running("gang", 0, 32, 60000)};
+  std::vector<RunningJob> members;
+  for (int rank = 1; rank < 8; ++rank) {
+    auto m = running("gang", 0, 4, 60000);
+    m.worker_id = "w" + std::to_string(rank + 1);
+    m.leaves = true;
+    m.gang_spare = 6;
+    members.push_back(m);
+  }
+  // A reserved 8-GPU job: two members leave, the gang runs on with six.
+  auto choice = choose_budget_leavers({8, 1, 0, 0}, 2, budget, charged, members);
+  ASSERT_TRUE(choice);
+  ASSERT_EQ(choice->victims.size(), 2u);
+  for (const auto& v : choice->victims) EXPECT_TRUE(v.leaves);
+  // 28 GPUs would take it below its minimum of 2 (6 may leave: 24 GPUs): whole jobs then.
+  EXPECT_FALSE(choose_budget_leavers({28, 1, 0, 0}, 2, budget, charged, members));
+  // A member already leaving counts as freed: one more is enough for 8.
+  members[0].preempting = true;
+  members[0].leaves = false;
+  choice = choose_budget_leavers({8, 1, 0, 0}, 2, budget, charged, members);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->victims.size(), 1u);
+  // An equal or higher class is never a victim.
+  EXPECT_FALSE(choose_budget_leavers({8, 1, 0, 0}, 0, budget, charged, members));
+}
