@@ -22,10 +22,10 @@ void print_table(const ElasticComparison& c, int gpus_per_node, const std::vecto
               "(busy and quiet spells of %.0f h); cluster: %d x %s (%d GPUs each); a resize restarts after %.0f s\n\n",
               c.trace.jobs, static_cast<unsigned long long>(c.trace.seed), c.trace.load, results[0].arrival_span_s / 3600,
               c.trace.spell_s / 3600, c.trace.nodes, c.node_type.c_str(), gpus_per_node, c.sim.restart_s);
-  std::printf("%-8s %6s %7s %6s %8s %10s %10s %8s %9s %7s %8s %8s\n", "gangs", "util", "useful", "held", "idle+job", "JCT mean", "JCT p95",
+  std::printf("%-9s %6s %7s %6s %8s %10s %10s %8s %9s %7s %8s %8s\n", "gangs", "util", "useful", "held", "idle+job", "JCT mean", "JCT p95",
               "max rho", "rho > 1", "resizes", "finished", "wall");
   for (const auto& r : results)
-    std::printf("%-8s %5.1f%% %6.1f%% %5.1f%% %7.1f%% %9.2fh %9.2fh %8.2f %8.1f%% %7lld %8d %7.1fs\n", r.mode.c_str(),
+    std::printf("%-9s %5.1f%% %6.1f%% %5.1f%% %7.1f%% %9.2fh %9.2fh %8.2f %8.1f%% %7lld %8d %7.1fs\n", r.mode.c_str(),
                 100 * r.utilization, 100 * r.useful_utilization, 100 * r.held_idle, 100 * r.waiting_idle, r.jct_s.mean / 3600,
                 r.jct_s.p95 / 3600,
                 r.max_rho, 100 * r.share_rho_above_1, r.resizes, r.finished, r.wall_s);
@@ -56,7 +56,7 @@ int compare_gang_modes(const ElasticComparison& c) {
     const auto workers = load_workers(c.node_type + ":1", c.workers_dir);
     gpus_per_node = workers.at(0).caps.gpu.count;
     const auto trace = generate_elastic_trace(c.trace);
-    for (const auto mode : {GangMode::fixed, GangMode::elastic}) {
+    for (const auto mode : {GangMode::fixed, GangMode::fixed_min, GangMode::elastic}) {
       ElasticSimOptions sim = c.sim;
       sim.mode = mode;
       results.push_back(simulate_gangs(trace, workers.at(0), c.trace.nodes, sim));
@@ -73,7 +73,7 @@ int compare_gang_modes(const ElasticComparison& c) {
   } else {
     print_table(c, gpus_per_node, results);
   }
-  return c.check && !elastic_better(results[0], results[1]) ? 1 : 0;
+  return c.check && !elastic_better(results.front(), results.back()) ? 1 : 0;
 }
 
 }  // namespace ojs::bench

@@ -44,7 +44,9 @@ std::vector<ElasticJob> generate_elastic_trace(const ElasticTraceOptions& o) {
   return jobs;
 }
 
-const char* gang_mode_name(GangMode mode) { return mode == GangMode::fixed ? "fixed" : "elastic"; }
+const char* gang_mode_name(GangMode mode) {
+  return mode == GangMode::fixed ? "fixed" : mode == GangMode::fixed_min ? "fixed-min" : "elastic";
+}
 
 SimJob gang_job(const ElasticJob& job, GangMode mode, int gpus_per_node) {
   SimJob s;
@@ -55,6 +57,8 @@ SimJob gang_job(const ElasticJob& job, GangMode mode, int gpus_per_node) {
   nlohmann::json gang = {{"timeout_seconds", kGangTimeout_s}};
   if (mode == GangMode::fixed || job.min_nodes == job.max_nodes) {
     gang["size"] = job.max_nodes;
+  } else if (mode == GangMode::fixed_min) {
+    gang["size"] = std::max(job.min_nodes, 2);  // a fixed gang has 2 members or more: a 1..n job runs on 2
   } else {
     gang["min_size"] = job.min_nodes;
     gang["max_size"] = job.max_nodes;

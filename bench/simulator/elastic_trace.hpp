@@ -37,8 +37,9 @@ struct ElasticTraceOptions {
 std::vector<ElasticJob> generate_elastic_trace(const ElasticTraceOptions& options);
 
 // How the jobs are pushed: fixed gangs of their max nodes (what a user without
-// elastic gangs asks for to run fast: `size` = max), or elastic min..max.
-enum class GangMode { fixed, elastic };
+// elastic gangs asks for to run fast: `size` = max), fixed gangs of their min nodes
+// (to start soon: `size` = min, at least 2 as every fixed gang), or elastic min..max.
+enum class GangMode { fixed, fixed_min, elastic };
 const char* gang_mode_name(GangMode mode);
 
 // The OJS job for `job` as pushed in `mode`: a whole node per member (`gpus_per_node`),

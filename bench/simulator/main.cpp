@@ -90,7 +90,7 @@ void print_table(const std::vector<SimResult>& results) {
 void add_elastic_options(CLI::App& app, ElasticComparison& c, bool& on) {
   app.add_flag("--elastic-trace", on,
                           "instead: a trace of elastic training jobs (min..max whole nodes, speed-up n^alpha per job) run "
-                          "as fixed gangs (size = max) and as elastic ones (min_size..max_size) through the broker's gang "
+                          "as fixed gangs (size = max, then size = min) and as elastic ones (min_size..max_size) through the broker's gang "
                           "claim; prints utilisation, JCT and finish-time fairness (default --jobs 300, --load 0.8)");
   app.add_option("--nodes", c.trace.nodes, "--elastic-trace: the cluster's nodes (workers)")->check(CLI::Range(8, 64));
   app.add_option("--node-type", c.node_type, "--elastic-trace: the nodes' type (a file stem in --workers-dir)");
