@@ -95,14 +95,17 @@ std::vector<Growable> growables(const GangCandidates& c, const std::vector<GangC
 }
 
 // A score's priority band: under `fair` (a layout) its class band, whatever its
-// tenant's slot, so gangs of different tenants are equals.
+// tenant's slot, so gangs of different tenants are equals. A score from before the
+// queue turned fair keeps its own band, apart from the fair ones.
 long long band_of(double score, const std::optional<FairLayout>& fair) {
-  if (fair) return fair_class_band(*fair, score);
+  if (fair)
+    if (const int class_band = fair_class_band(*fair, score); class_band >= 0) return class_band;
+  long long band = -1;
   try {
-    return unpack_score(score).band;
+    band = unpack_score(score).band;
   } catch (const std::out_of_range&) {
-    return -1;
   }
+  return fair ? -2 - band : band;
 }
 
 // Elastic gangs of one band share the nodes (elastic_share.hpp): of the growing gangs

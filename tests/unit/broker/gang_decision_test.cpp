@@ -299,4 +299,9 @@ TEST(GangDecision, UnderFairGangsInOneClassBandAreEqualsWhateverTheirTenantsSlot
   c.fair_layout_json = R"({"base":4096,"slots":2})";
   c.growing[1].score = score(2, 1, 2);
   EXPECT_EQ(decide_gang(c, eligible, "w5", {}, elastic, shares).job_id, "a");
+  // Gangs scored before the queue turned fair (priority bands under the base) keep
+  // their bands: a of band 1 is ahead of b of band 2, not its equal.
+  c.growing[0].score = 1 * kScoreBand + 1;
+  c.growing[1].score = 2 * kScoreBand + 2;
+  EXPECT_EQ(decide_gang(c, eligible, "w5", {}, elastic, shares).job_id, "a");
 }
