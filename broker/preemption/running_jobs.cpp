@@ -90,7 +90,8 @@ std::vector<RunningJob> gang_members_charged(const JobRecord& job, const Running
     if (!workers[rank].is_string() || !members[rank].is_object()) continue;
     RunningJob m = whole;
     m.worker_id = workers[rank].get<std::string>();
-    m.gpus = members[rank].value("gpus", 0);
+    const auto& gpus = members[rank].contains("gpus") ? members[rank]["gpus"] : nlohmann::json();
+    m.gpus = gpus.is_number_integer() ? gpus.get<int>() : 0;
     m.gpu_mem_mb = whole.gpus > 0 ? whole.gpu_mem_mb * m.gpus / whole.gpus : 0;
     m.borrowed_gpus = 0;
     m.tpu_chips = 0;
