@@ -19,6 +19,11 @@ void append_ids(const nlohmann::json& list, const char* field, std::vector<std::
 
 }  // namespace
 
+bool lists_running_jobs(const nlohmann::json& body) {
+  return (body.contains("active_jobs") && body["active_jobs"].is_array()) ||
+         (body.contains("active_job_ids") && body["active_job_ids"].is_array());
+}
+
 std::vector<std::string> heartbeat_job_ids(const nlohmann::json& body) {
   std::vector<std::string> ids;
   if (body.contains("active_jobs")) {

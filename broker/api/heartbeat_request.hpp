@@ -12,6 +12,9 @@ namespace ojs::broker {
 
 // Throws 400 invalid_request naming the field and the rule on a malformed body.
 std::vector<std::string> heartbeat_job_ids(const nlohmann::json& body);
+// Whether the body lists the jobs the worker runs (`active_jobs` or `active_job_ids`
+// as an array, possibly empty): then a job it holds and omits is one it no longer runs.
+bool lists_running_jobs(const nlohmann::json& body);
 
 // Which run of the worker process sends a FETCH or heartbeat: the worker
 // protocol's `started_at` (RFC 3339), `hostname` and `pid` (section 4.2), those

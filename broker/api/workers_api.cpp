@@ -211,6 +211,19 @@ HttpResponse heartbeat(ApiContext& ctx, const HttpRequest& r, bool shutdown_beat
   nlohmann::json extended = nlohmann::json::array();
   const auto extended_ids = ctx.jobs.extend(worker_id, visibility.value_or(ctx.config.default_visibility_timeout_ms), ids);
   for (const auto& id : extended_ids) extended.push_back(id);
+  // A member told to leave whose worker no longer lists the job has left: released
+  // now, not at its deadline (its NACK may still come: the release is idempotent).
+  if (lists_running_jobs(body)) {
+    std::vector<std::string> leaving;
+    for (const auto& m : contact.held.preempting)
+      if (m.leave) leaving.push_back(m.job_id);
+    if (!leaving.empty()) {
+      const auto released = ctx.jobs.end_leaves_not_running(worker_id, leaving, ids);
+      std::erase_if(contact.held.preempting, [&](const auto& m) {
+        return m.leave && std::find(released.begin(), released.end(), m.job_id) != released.end();
+      });
+    }
+  }
   // The gangs among them, as this member sees them now: an elastic gang's resize
   // reaches it here. Only the jobs the contact's held read shows as gang jobs are
   // asked about: a heartbeat of a worker in no gang costs no round trip more.

@@ -1,5 +1,7 @@
 #include "broker/jobs/job_service.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "broker/jobs/failure_policy.hpp"
@@ -102,6 +104,20 @@ bool leaving_gang(const JobRecord& job, const std::string& worker_id) {
 }
 
 }  // namespace
+
+std::vector<std::string> JobService::end_leaves_not_running(const std::string& worker_id, const std::vector<std::string>& leaving,
+                                                            const std::vector<std::string>& running) {
+  std::vector<std::string> released;
+  for (const auto& id : leaving) {
+    if (std::find(running.begin(), running.end(), id) != running.end()) continue;
+    try {
+      fail(id, {{"code", "preempted"}, {"message", "left the elastic gang: its worker no longer runs it"}}, true, worker_id);
+      released.push_back(id);
+    } catch (const OjsError&) {  // gone or ended meanwhile: nothing left to release
+    }
+  }
+  return released;
+}
 
 json JobService::fail(const std::string& id, const json& error, bool requeue, const std::string& worker_id) {
   require_job_id(id, "job_id");

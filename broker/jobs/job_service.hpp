@@ -51,6 +51,11 @@ class JobService {
   // elastic gang learns a resize.
   nlohmann::json gang_rendezvous_of(const std::string& worker_id, const std::vector<std::string>& ids);
   nlohmann::json fail(const std::string& id, const nlohmann::json& error, bool requeue, const std::string& worker_id = {});
+  // BEAT: the members this worker was told to leave (`leaving`: job ids) that its
+  // heartbeat no longer lists among the jobs it runs have left: each is released as
+  // its NACK would release it (the gang runs on, resized). The ids released.
+  std::vector<std::string> end_leaves_not_running(const std::string& worker_id, const std::vector<std::string>& leaving,
+                                                  const std::vector<std::string>& running);
 
   // A transition's job, or the OjsError its status means (404, 409 naming the state).
   static JobRecord checked(const Transition& t, const std::string& id, const char* operation);

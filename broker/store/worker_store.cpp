@@ -313,7 +313,7 @@ HeldState WorkerStore::verify(const std::string& worker_id, HeldRead read) {
     else if (const auto deadline = job.get_int("preempt_deadline"))
       out.preempting.push_back({id, *deadline, job.get("preempt_checkpoint") == "1", job.get("preempted_for"), "preempt", queue});
     else if (auto leave = leave_mark_of(job, worker_id))
-      out.preempting.push_back({id, leave->deadline_ms, leave->checkpoint, leave->preempted_for, "preempt", queue});
+      out.preempting.push_back({id, leave->deadline_ms, leave->checkpoint, leave->preempted_for, "preempt", queue, true});
   }
   if (drained.size() > 2) fixes.push_back(std::move(drained));
   if (!fixes.empty()) redis_.pipeline(fixes);

@@ -38,7 +38,8 @@ struct PreemptionMarkView {
   bool checkpoint = false;       // preempt only
   std::string preempted_for;     // preempt only
   std::string action = "preempt";
-  std::string queue;  // where the job lives
+  std::string queue;   // where the job lives
+  bool leave = false;  // this worker's member is told to leave its elastic gang (the gang runs on)
 };
 
 // What a worker holds, verified against the jobs: its load for matching and the

@@ -468,3 +468,46 @@ TEST_F(ElasticShrink, BudgetPreemptionShrinksAnElasticGangInsteadOfStoppingIt) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0]["id"], hi);
 }
+
+// A member told to leave whose worker's heartbeat no longer lists the job has left:
+// the gang shrinks at once, not at the leave's deadline, and no NACK is needed.
+TEST_F(ElasticShrink, AHeartbeatThatNoLongerListsTheJobEndsTheLeave) {
+  const auto put = api.call("PUT", "/ojs/v1/admin/queues/sh-el/config", {{"budgets", {{"max_total_gpus", 32}}}});
+  ASSERT_EQ(put.status, 200) << put.body.dump();
+  const auto el = api.push(gang_job("sh-el", {{"min_size", 2}, {"max_size", 8}},
+                                     {{"ext_ml_priority_class", "spot"}, {"ext_ml_preemption_grace_period_s", 300}}));
+  ASSERT_EQ(fetch(1).size(), 0u);
+  ASSERT_EQ(fetch(2).size(), 1u);
+  ASSERT_EQ(fetch(1).size(), 1u);
+  for (int n = 3; n <= 8; ++n) ASSERT_EQ(fetch(n).size(), 1u) << "worker " << n;
+  const auto hi = api.push(ml_job("sh-el", {{"ext_ml_gpu_count", 4}, {"ext_ml_priority_class", "reserved"}}));
+  ASSERT_EQ(fetch(9).size(), 0u);
+  int leaver = 0;
+  ASSERT_TRUE(wait_until([&] {
+    for (int n = 1; n <= 8 && leaver == 0; ++n) {
+      const auto reply = beat(n, {el});
+      if (!reply["job_directives"].empty()) leaver = n;
+    }
+    return leaver != 0;
+  }, 10));
+  // A count without ids names no job: the leave goes on.
+  auto r = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", worker(leaver)}});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["job_directives"].size(), 1u);
+  EXPECT_EQ(members(el), 8);
+  // Its process stopped: the next heartbeat lists nothing, and the member has left.
+  r = api.post("/ojs/v1/workers/heartbeat", {{"worker_id", worker(leaver)}, {"active_jobs", json::array()}});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_TRUE(r.body["job_directives"].empty()) << r.body.dump();
+  EXPECT_EQ(members(el), 7);
+  EXPECT_EQ(info(el)["state"], "active");
+  const auto got = fetch(9);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["id"], hi);
+  // A late NACK of the member changes nothing.
+  const auto nack = api.post("/ojs/v1/workers/nack", {{"job_id", el}, {"worker_id", worker(leaver)}, {"requeue", true},
+                                                      {"error", {{"code", "preempted"}, {"message", "leaving"}}}});
+  EXPECT_LT(nack.status, 500) << nack.body.dump();
+  EXPECT_EQ(members(el), 7);
+  EXPECT_EQ(info(el)["state"], "active");
+}
