@@ -42,10 +42,7 @@ bool PreemptionController::preempt_for_budget(const std::string& queue, const st
   if (budget.allows(charge)) return false;
   std::vector<RunningJob> members;
   const auto charged = charged_in(queue, &members);
-  // Members leaving elastic gangs first (the gangs shrink and run on); whole jobs
-  // only when they are not enough.
-  auto choice = choose_budget_leavers(charge, rank, budget, charged, members, allowed);
-  if (!choice) choice = choose_budget_victims(charge, rank, budget, charged, allowed);
+  const auto choice = choose_budget_preemption(charge, rank, budget, charged, members, allowed);
   if (!choice || !mark(preemptor, choice->victims)) return false;
   std::string ids;
   for (const auto& v : choice->victims) ids += (ids.empty() ? "" : ", ") + v.job_id + (v.leaves ? " (member on " + v.worker_id + " leaves)" : "");

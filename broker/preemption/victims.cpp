@@ -152,20 +152,33 @@ std::optional<VictimChoice> choose_budget_victims(const BudgetCharge& preemptor,
   return to_choice(*chosen);
 }
 
+namespace {
+
+// What a job (whole: its GPU job too) or a leaving member gives back to the budget.
+void add_freed(BudgetCharge& freed, const RunningJob& r, bool whole) {
+  freed.gpus += r.gpus;
+  freed.gpu_mem_mb += r.gpu_mem_mb;
+  freed.tpu_chips += whole ? r.tpu_chips : 0;
+  if (whole && r.gpus > 0) ++freed.jobs;
+}
+
+}  // namespace
+
+BudgetCharge freed_on_the_way_out(const std::vector<RunningJob>& charged, const std::vector<RunningJob>& members) {
+  BudgetCharge freed;
+  for (const auto& job : charged)
+    if (job.preempting) add_freed(freed, job, true);
+  for (const auto& m : members)
+    if (m.preempting) add_freed(freed, m, false);
+  return freed;
+}
+
 std::optional<VictimChoice> choose_budget_leavers(const BudgetCharge& preemptor, int preemptor_rank, const QueueBudget& budget,
                                                   const std::vector<RunningJob>& charged, const std::vector<RunningJob>& members,
                                                   const VictimFilter& allowed) {
   if (preemptor.gpus <= 0 || members.empty()) return std::nullopt;
-  BudgetCharge freed;
-  const auto frees = [&](const RunningJob& r, bool whole) {
-    freed.gpus += r.gpus;
-    freed.gpu_mem_mb += r.gpu_mem_mb;
-    if (whole && r.gpus > 0) ++freed.jobs;
-  };
-  for (const auto& job : charged)
-    if (job.preempting) frees(job, true);
-  for (const auto& m : members)
-    if (m.preempting) frees(m, false);
+  BudgetCharge freed = freed_on_the_way_out(charged, members);
+  const auto frees = [&](const RunningJob& r, bool whole) { add_freed(freed, r, whole); };
   if (budget.allows(preemptor, freed)) return std::nullopt;  // the budget is not (or soon not) the obstacle
   std::vector<const RunningJob*> chosen;
   std::map<std::string, int> taken;  // members leaving each gang in this choice
@@ -177,6 +190,14 @@ std::optional<VictimChoice> choose_budget_leavers(const BudgetCharge& preemptor,
     if (budget.allows(preemptor, freed)) return to_choice(chosen);
   }
   return std::nullopt;
+}
+
+std::optional<VictimChoice> choose_budget_preemption(const BudgetCharge& preemptor, int preemptor_rank, const QueueBudget& budget,
+                                                     const std::vector<RunningJob>& charged, const std::vector<RunningJob>& members,
+                                                     const VictimFilter& allowed) {
+  if (budget.allows(preemptor, freed_on_the_way_out(charged, members))) return std::nullopt;
+  if (auto leavers = choose_budget_leavers(preemptor, preemptor_rank, budget, charged, members, allowed)) return leavers;
+  return choose_budget_victims(preemptor, preemptor_rank, budget, charged, allowed);
 }
 
 std::optional<VictimChoice> choose_reclaim_victims(long long gpus, const std::vector<RunningJob>& running) {

@@ -108,9 +108,20 @@ std::optional<VictimChoice> choose_budget_victims(const BudgetCharge& preemptor,
 // (`charged`) and members already leaving count as freed. A leaving member frees
 // GPUs (and GPU memory), not a GPU job: the gang runs on. nullopt when they alone do
 // not free enough, or the budget allows the preemptor already.
+// What the jobs already preempting (`charged`) and the members already leaving
+// (`members`) give back to a queue's budget once gone: a member its GPUs, not a job.
+BudgetCharge freed_on_the_way_out(const std::vector<RunningJob>& charged, const std::vector<RunningJob>& members);
 std::optional<VictimChoice> choose_budget_leavers(const BudgetCharge& preemptor, int preemptor_rank, const QueueBudget& budget,
                                                   const std::vector<RunningJob>& charged, const std::vector<RunningJob>& members,
                                                   const VictimFilter& allowed = {});
+
+// Budget preemption's choice: nothing when what is on its way out already (jobs
+// preempting, members leaving: a member told to leave in an earlier pass) frees
+// enough; else members leaving elastic gangs (choose_budget_leavers), and whole jobs
+// (choose_budget_victims) only when those are not enough.
+std::optional<VictimChoice> choose_budget_preemption(const BudgetCharge& preemptor, int preemptor_rank, const QueueBudget& budget,
+                                                     const std::vector<RunningJob>& charged, const std::vector<RunningJob>& members,
+                                                     const VictimFilter& allowed = {});
 
 // Victims among a cohort member's charged jobs (`running`) that give back `gpus` GPUs
 // of its budget to the cohort: jobs placed by borrowing first (whatever their

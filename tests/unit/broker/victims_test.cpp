@@ -516,3 +516,35 @@ TEST(BudgetVictims, MembersLeaveElasticGangsBeforeWholeJobsGo) {
   // An equal or higher class is never a victim.
   EXPECT_FALSE(choose_budget_leavers({8, 1, 0, 0}, 0, budget, charged, members));
 }
+
+TEST(BudgetVictims, AMemberLeavingFromAnEarlierPassIsEnoughAndNothingMoreGoes) {
+  QueueBudget budget;
+  budget.max_gpus = 32;
+  budget.gpus_in_use = 32;
+  budget.gpu_jobs = 1;
+  const std::vector<RunningJob> charged = {running("gang", 0, 32, 60000)};
+  std::vector<RunningJob> members;
+  for (int rank = 1; rank < 8; ++rank) {
+    auto m = running("gang", 0, 4, 60000);
+    m.worker_id = "w" + std::to_string(rank + 1);
+    m.leaves = true;
+    m.gang_spare = 6;
+    members.push_back(m);
+  }
+  // The first pass: one member leaves for a 4-GPU job.
+  auto choice = choose_budget_preemption({4, 1, 0, 0}, 2, budget, charged, members);
+  ASSERT_TRUE(choice);
+  ASSERT_EQ(choice->victims.size(), 1u);
+  EXPECT_TRUE(choice->victims[0].leaves);
+  // The next pass, before it has left: its GPUs count as freed, nothing more goes (the
+  // whole gang went here before).
+  members[0].preempting = true;
+  members[0].leaves = false;
+  EXPECT_FALSE(choose_budget_preemption({4, 1, 0, 0}, 2, budget, charged, members));
+  // Leaving members that cannot free enough: whole jobs.
+  members[0].preempting = false;
+  members[0].leaves = true;
+  choice = choose_budget_preemption({28, 1, 0, 0}, 2, budget, charged, members);
+  ASSERT_TRUE(choice);
+  EXPECT_FALSE(choice->victims[0].leaves);
+}
