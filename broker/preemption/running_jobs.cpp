@@ -2,6 +2,7 @@
 #include "broker/preemption/running_jobs.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
@@ -51,52 +52,71 @@ RunningJob running_job_from(const JobRecord& job, const std::string& queue, std:
 
 namespace {
 
+// A gang's membership as its job records it: its members' workers by rank, those told
+// to leave, its minimum, and whether it may shrink (a running elastic gang, no rank
+// ACKed). nullopt for a job with no members.
+struct GangMembership {
+  nlohmann::json workers;  // array of worker ids, rank order
+  nlohmann::json leaving;  // object keyed by worker id (gang_leave.lua)
+  int gone = 0;            // members told to leave
+  int min_size = 0;
+  bool shrinkable = false;
+  int members() const { return static_cast<int>(workers.size()); }
+  int spare() const { return std::max(0, members() - gone - min_size); }  // members that may still leave
+  bool told_to_leave(const std::string& worker_id) const { return leaving.is_object() && leaving.contains(worker_id); }
+};
+
+std::optional<GangMembership> membership_of(const JobRecord& job) {
+  if (!job.has("gang_workers")) return std::nullopt;
+  GangMembership g;
+  g.workers = nlohmann::json::parse(job.get("gang_workers"), nullptr, false);
+  if (!g.workers.is_array() || g.workers.empty()) return std::nullopt;
+  g.leaving = nlohmann::json::parse(job.has("gang_leaving") ? job.get("gang_leaving") : "{}", nullptr, false);
+  g.gone = g.leaving.is_object() ? static_cast<int>(g.leaving.size()) : 0;
+  g.min_size = static_cast<int>(job.get_int("gang_size").value_or(g.members()));
+  g.shrinkable = job.has("gang_max_size") && !job.has("gang_acked");
+  return g;
+}
+
 // A gang member as preemption sees it on `worker_id`. A member of a running elastic
 // gang above its minimum leaves alone (the gang shrinks); the one told to leave
 // already is on its way out. Taking the whole gang instead loses every member's
 // progress, so it weighs that much.
 void describe_gang_member(RunningJob& r, const JobRecord& job, const std::string& worker_id) {
-  const auto workers = nlohmann::json::parse(job.get("gang_workers"), nullptr, false);
-  if (!workers.is_array() || workers.empty()) return;
-  const int members = static_cast<int>(workers.size());
-  const auto leaving = nlohmann::json::parse(job.has("gang_leaving") ? job.get("gang_leaving") : "{}", nullptr, false);
-  const int gone = leaving.is_object() ? static_cast<int>(leaving.size()) : 0;
-  if (leaving.is_object() && leaving.contains(worker_id)) r.preempting = true;
-  const auto min_size = job.get_int("gang_size").value_or(members);
-  const bool rank0 = workers[0] == worker_id;  // the rendezvous stays
-  if (job.has("gang_max_size") && !job.has("gang_acked")) {
-    r.gang_now = members - gone;
-    r.gang_min = static_cast<int>(min_size);
+  const auto g = membership_of(job);
+  if (!g) return;
+  if (g->told_to_leave(worker_id)) r.preempting = true;
+  const bool rank0 = g->workers[0] == worker_id;  // the rendezvous stays
+  if (g->shrinkable) {
+    r.gang_now = g->members() - g->gone;
+    r.gang_min = g->min_size;
   }
-  if (job.has("gang_max_size") && !job.has("gang_acked") && !rank0 && !r.preempting) {
-    r.gang_spare = std::max(0, members - gone - static_cast<int>(min_size));
+  if (g->shrinkable && !rank0 && !r.preempting) {
+    r.gang_spare = g->spare();
     r.leaves = r.gang_spare > 0;
   }
-  if (!r.leaves) r.lost_ms *= members;
+  if (!r.leaves) r.lost_ms *= g->members();
 }
 
 }  // namespace
 
 std::vector<RunningJob> gang_members_charged(const JobRecord& job, const RunningJob& whole) {
   std::vector<RunningJob> out;
-  if (!job.has("gang_workers") || !job.has("gang_max_size") || job.has("gang_acked")) return out;
-  const auto workers = nlohmann::json::parse(job.get("gang_workers"), nullptr, false);
+  const auto g = membership_of(job);
+  if (!g || !g->shrinkable) return out;
   const auto members = nlohmann::json::parse(job.has("gang_members") ? job.get("gang_members") : "[]", nullptr, false);
-  const auto leaving = nlohmann::json::parse(job.has("gang_leaving") ? job.get("gang_leaving") : "{}", nullptr, false);
-  if (!workers.is_array() || !members.is_array() || workers.size() != members.size()) return out;
-  const int gone = leaving.is_object() ? static_cast<int>(leaving.size()) : 0;
-  const int spare = static_cast<int>(workers.size()) - gone - static_cast<int>(job.get_int("gang_size").value_or(workers.size()));
-  for (std::size_t rank = 1; rank < workers.size(); ++rank) {  // rank 0, the rendezvous, stays
-    if (!workers[rank].is_string() || !members[rank].is_object()) continue;
+  if (!members.is_array() || g->workers.size() != members.size()) return out;
+  for (std::size_t rank = 1; rank < g->workers.size(); ++rank) {  // rank 0, the rendezvous, stays
+    if (!g->workers[rank].is_string() || !members[rank].is_object()) continue;
     RunningJob m = whole;
-    m.worker_id = workers[rank].get<std::string>();
+    m.worker_id = g->workers[rank].get<std::string>();
     const auto& gpus = members[rank].contains("gpus") ? members[rank]["gpus"] : nlohmann::json();
     m.gpus = gpus.is_number_integer() ? gpus.get<int>() : 0;
     m.gpu_mem_mb = whole.gpus > 0 ? whole.gpu_mem_mb * m.gpus / whole.gpus : 0;
     m.borrowed_gpus = 0;
     m.tpu_chips = 0;
-    m.preempting = leaving.is_object() && leaving.contains(m.worker_id);
-    m.gang_spare = std::max(0, spare);
+    m.preempting = g->told_to_leave(m.worker_id);
+    m.gang_spare = g->spare();
     m.leaves = !m.preempting && m.gang_spare > 0;
     if (m.preempting || m.leaves) out.push_back(std::move(m));
   }
