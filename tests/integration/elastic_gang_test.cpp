@@ -284,6 +284,15 @@ class ElasticShrink : public ::testing::Test {
     return nullptr;
   }
   json info(const std::string& id) { return api.get("/ojs/v1/jobs/" + id).body["job"]; }
+  // A 2..8 gang `id`, alone in the queue, on workers 1..8: two free nodes start it
+  // (worker 1 held, worker 2 starts it, worker 1 learns the start), six grow it.
+  void grow_to_eight(const std::string& id) {
+    ASSERT_EQ(fetch(1).size(), 0u);
+    ASSERT_EQ(fetch(2).size(), 1u);
+    ASSERT_EQ(fetch(1).size(), 1u);
+    for (int n = 3; n <= 8; ++n) ASSERT_EQ(fetch(n).size(), 1u) << "worker " << n;
+    ASSERT_EQ(members(id), 8);
+  }
   int members(const std::string& id) {
     const auto g = gang_of(beat(1, {id}), id);  // rank 0 on w1 stays in the gang
     return g.is_object() ? g["ext_ml_gang_world_size"].get<int>() : 0;
@@ -298,11 +307,7 @@ TEST_F(ElasticShrink, TwoToEightShrinksToFourForAHigherClassGangAndGrowsBack) {
                                       {"ext_ml_checkpoint_enabled", true},
                                       {"ext_ml_checkpoint_storage_uri", "s3://ckpt/el/"}}));
   // Two nodes free: it starts at 2; six more free up: it grows to 8.
-  ASSERT_EQ(fetch(1).size(), 0u);
-  ASSERT_EQ(fetch(2).size(), 1u);
-  ASSERT_EQ(fetch(1).size(), 1u);
-  for (int n = 3; n <= 8; ++n) ASSERT_EQ(fetch(n).size(), 1u) << "worker " << n;
-  ASSERT_EQ(members(el), 8);
+  ASSERT_NO_FATAL_FAILURE(grow_to_eight(el));
 
   // A reserved 4-node gang arrives: four members are told to leave, each alone.
   const auto hi = api.push(gang_job("sh-hi", {{"size", 4}}, {{"ext_ml_priority_class", "reserved"}}));
@@ -390,11 +395,7 @@ TEST_F(ElasticShrink, TwoToEightShrinksToFourForAHigherClassGangAndGrowsBack) {
 // runs on smaller), enough to start at its minimum.
 TEST_F(ElasticShrink, AnEqualElasticGangThatWaitsTakesMembersAboveTheFirstOnesShare) {
   const auto a = api.push(gang_job("sh-el", {{"min_size", 2}, {"max_size", 8}}));
-  ASSERT_EQ(fetch(1).size(), 0u);
-  ASSERT_EQ(fetch(2).size(), 1u);
-  ASSERT_EQ(fetch(1).size(), 1u);
-  for (int n = 3; n <= 8; ++n) ASSERT_EQ(fetch(n).size(), 1u) << "worker " << n;
-  ASSERT_EQ(members(a), 8);
+  ASSERT_NO_FATAL_FAILURE(grow_to_eight(a));
 
   // b, of the same class, waits: two of a's members (never rank 0) are told to leave.
   const auto b = api.push(gang_job("sh-el", {{"min_size", 2}, {"max_size", 8}}));
@@ -438,11 +439,7 @@ TEST_F(ElasticShrink, BudgetPreemptionShrinksAnElasticGangInsteadOfStoppingIt) {
   const auto put = api.call("PUT", "/ojs/v1/admin/queues/sh-el/config", {{"budgets", {{"max_total_gpus", 32}}}});
   ASSERT_EQ(put.status, 200) << put.body.dump();
   const auto el = api.push(gang_job("sh-el", {{"min_size", 2}, {"max_size", 8}}, {{"ext_ml_priority_class", "spot"}}));
-  ASSERT_EQ(fetch(1).size(), 0u);
-  ASSERT_EQ(fetch(2).size(), 1u);
-  ASSERT_EQ(fetch(1).size(), 1u);
-  for (int n = 3; n <= 8; ++n) ASSERT_EQ(fetch(n).size(), 1u) << "worker " << n;
-  ASSERT_EQ(members(el), 8);
+  ASSERT_NO_FATAL_FAILURE(grow_to_eight(el));
 
   // A reserved 4-GPU job fits worker 9, but the budget's 32 GPUs are the gang's.
   const auto hi = api.push(ml_job("sh-el", {{"ext_ml_gpu_count", 4}, {"ext_ml_priority_class", "reserved"}}));
@@ -476,10 +473,7 @@ TEST_F(ElasticShrink, AHeartbeatThatNoLongerListsTheJobEndsTheLeave) {
   ASSERT_EQ(put.status, 200) << put.body.dump();
   const auto el = api.push(gang_job("sh-el", {{"min_size", 2}, {"max_size", 8}},
                                      {{"ext_ml_priority_class", "spot"}, {"ext_ml_preemption_grace_period_s", 300}}));
-  ASSERT_EQ(fetch(1).size(), 0u);
-  ASSERT_EQ(fetch(2).size(), 1u);
-  ASSERT_EQ(fetch(1).size(), 1u);
-  for (int n = 3; n <= 8; ++n) ASSERT_EQ(fetch(n).size(), 1u) << "worker " << n;
+  ASSERT_NO_FATAL_FAILURE(grow_to_eight(el));
   const auto hi = api.push(ml_job("sh-el", {{"ext_ml_gpu_count", 4}, {"ext_ml_priority_class", "reserved"}}));
   ASSERT_EQ(fetch(9).size(), 0u);
   int leaver = 0;

@@ -485,21 +485,33 @@ TEST(ElasticShareShrink, UnderFairTheSharesFollowTheTenantsWeights) {
             (std::map<std::string, int>{{"b", 2}}));
 }
 
-TEST(BudgetVictims, MembersLeaveElasticGangsBeforeWholeJobsGo) {
-  // A spot 2..8 gang holds 8 members of 4 GPUs (32 of the budget's 32).
+namespace {
+
+// A spot 2..8 gang holding 8 members of 4 GPUs, all 32 of its queue's budget: the
+// budget, the gang as one charged job, and its members but rank 0, each free to leave.
+struct GangFillingItsBudget {
   QueueBudget budget;
-  budget.max_gpus = 32;
-  budget.gpus_in_use = 32;
-  budget.gpu_jobs = 1;
-  const std::vector<RunningJob> charged = {running("gang", 0, 32, 60000)};
+  std::vector<RunningJob> charged = {running("gang", 0, 32, 60000)};
   std::vector<RunningJob> members;
-  for (int rank = 1; rank < 8; ++rank) {
-    auto m = running("gang", 0, 4, 60000);
-    m.worker_id = "w" + std::to_string(rank + 1);
-    m.leaves = true;
-    m.gang_spare = 6;
-    members.push_back(m);
+  GangFillingItsBudget() {
+    budget.max_gpus = 32;
+    budget.gpus_in_use = 32;
+    budget.gpu_jobs = 1;
+    for (int rank = 1; rank < 8; ++rank) {
+      auto m = running("gang", 0, 4, 60000);
+      m.worker_id = "w" + std::to_string(rank + 1);
+      m.leaves = true;
+      m.gang_spare = 6;
+      members.push_back(m);
+    }
   }
+};
+
+}  // namespace
+
+TEST(BudgetVictims, MembersLeaveElasticGangsBeforeWholeJobsGo) {
+  GangFillingItsBudget gang;
+  auto& [budget, charged, members] = gang;
   // A reserved 8-GPU job: two members leave, the gang runs on with six.
   auto choice = choose_budget_leavers({8, 1, 0, 0}, 2, budget, charged, members);
   ASSERT_TRUE(choice);
@@ -518,19 +530,8 @@ TEST(BudgetVictims, MembersLeaveElasticGangsBeforeWholeJobsGo) {
 }
 
 TEST(BudgetVictims, AMemberLeavingFromAnEarlierPassIsEnoughAndNothingMoreGoes) {
-  QueueBudget budget;
-  budget.max_gpus = 32;
-  budget.gpus_in_use = 32;
-  budget.gpu_jobs = 1;
-  const std::vector<RunningJob> charged = {running("gang", 0, 32, 60000)};
-  std::vector<RunningJob> members;
-  for (int rank = 1; rank < 8; ++rank) {
-    auto m = running("gang", 0, 4, 60000);
-    m.worker_id = "w" + std::to_string(rank + 1);
-    m.leaves = true;
-    m.gang_spare = 6;
-    members.push_back(m);
-  }
+  GangFillingItsBudget gang;
+  auto& [budget, charged, members] = gang;
   // The first pass: one member leaves for a 4-GPU job.
   auto choice = choose_budget_preemption({4, 1, 0, 0}, 2, budget, charged, members);
   ASSERT_TRUE(choice);
