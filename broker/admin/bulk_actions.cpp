@@ -10,11 +10,6 @@ using nlohmann::json;
 
 namespace {
 
-bool type_matches(const std::string& pattern, const std::string& type) {
-  if (pattern.empty()) return true;
-  if (pattern.back() == '*') return type.rfind(pattern.substr(0, pattern.size() - 1), 0) == 0;
-  return pattern == type;
-}
 
 std::string string_member(const json& filter, const char* name, const std::string& fallback) {
   if (!filter.contains(name)) return fallback;

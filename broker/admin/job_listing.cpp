@@ -56,11 +56,6 @@ long long index_total(JobListingSources& store, const std::string& queue, const 
   return std::min(index.finished_count(queue, state, since), retention.max_jobs);
 }
 
-bool type_matches(const std::string& wanted, const std::string& type) {
-  if (wanted.empty()) return true;
-  if (wanted.back() == '*') return type.rfind(wanted.substr(0, wanted.size() - 1), 0) == 0;
-  return type == wanted;
-}
 
 // The records of `ids` in one queue, read in slices (absent ones dropped).
 std::vector<JobRecord> records_of(JobListingSources& store, const std::string& queue, const std::vector<std::string>& ids) {
@@ -155,6 +150,12 @@ json list_jobs(JobListingSources& store, const std::string& queue, const std::st
     jobs.push_back(summary(record));
   }
   return {{"queue", queue}, {"state", state}, {"jobs", jobs}, {"count", jobs.size()}};
+}
+
+bool type_matches(const std::string& pattern, const std::string& type) {
+  if (pattern.empty()) return true;
+  if (pattern.back() == '*') return type.rfind(pattern.substr(0, pattern.size() - 1), 0) == 0;
+  return pattern == type;
 }
 
 }  // namespace ojs::broker::admin

@@ -24,6 +24,8 @@ inline constexpr const char* kListableStates[] = {"available", "active",    "sch
                                                   "pending"};  // held jobs, oldest hold first
 bool is_listable_state(const std::string& state);
 bool is_finished_state(const std::string& state);  // completed, discarded, cancelled
+// A job type against a filter: "" matches any, "train.*" any type it prefixes.
+bool type_matches(const std::string& pattern, const std::string& type);
 
 // How far back a queue's finished jobs stay listable, per terminal state, and how many.
 struct FinishedRetention {

@@ -7,16 +7,9 @@
 
 namespace ojs::broker {
 
-namespace {
-std::string caller_name() {
-  const auto* who = auth::current_identity();
-  return who ? who->name : std::string();
-}
-}  // namespace
-
 void register_cron_api(Router& router, CronService& crons) {
   router.add("POST", "/ojs/v1/cron", [&crons](const HttpRequest& r) {
-    auto cron = crons.put(parse_json_body(r), auth::tenant_scope(), caller_name());
+    auto cron = crons.put(parse_json_body(r), auth::tenant_scope(), auth::current_caller_name(""));
     auto reply = json_reply(201, {{"cron", cron}});
     reply.headers.emplace_back("Location", "/ojs/v1/cron/" + cron["name"].get<std::string>());
     return reply;

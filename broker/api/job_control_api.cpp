@@ -9,21 +9,14 @@
 
 namespace ojs::broker {
 
-namespace {
-std::string caller_name() {
-  const auto* who = auth::current_identity();
-  return who ? who->name : std::string("anonymous");
-}
-}  // namespace
-
 void register_job_control_api(Router& router, ApiContext& ctx, JobControl& control) {
   router.add("POST", "/ojs/v1/jobs/{id}/hold", [&ctx, &control](const HttpRequest& r) {
     require_in_tenant_scope(ctx, job_id_param(r));
-    return json_reply(200, {{"job", control.hold(job_id_param(r), caller_name())}});
+    return json_reply(200, {{"job", control.hold(job_id_param(r), auth::current_caller_name("anonymous"))}});
   });
   router.add("POST", "/ojs/v1/jobs/{id}/release", [&ctx, &control](const HttpRequest& r) {
     require_in_tenant_scope(ctx, job_id_param(r));
-    return json_reply(200, {{"job", control.release(job_id_param(r), caller_name())}});
+    return json_reply(200, {{"job", control.release(job_id_param(r), auth::current_caller_name("anonymous"))}});
   });
   router.add("PATCH", "/ojs/v1/jobs/{id}", [&ctx, &control](const HttpRequest& r) {
     require_in_tenant_scope(ctx, job_id_param(r));

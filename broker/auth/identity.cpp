@@ -15,6 +15,11 @@ fibers::Local<const Identity*> current_slot;
 const Identity* current_identity() { return current_slot.get(); }
 void set_current_identity(const Identity* identity) { current_slot.get() = identity; }
 
+std::string current_caller_name(const std::string& anonymous) {
+  const auto* who = current_identity();
+  return who ? who->name : anonymous;
+}
+
 void authorize_worker_id(const std::string& worker_id) {
   const Identity* who = current_slot.get();
   if (!who || !who->binds_workers()) return;

@@ -35,6 +35,9 @@ struct Identity {
 // threaded through every signature. nullptr outside a request.
 const Identity* current_identity();
 void set_current_identity(const Identity* identity);
+// The caller's name, as recorded with what it does (a hold, a cron); `anonymous`
+// when the request carries no identity.
+std::string current_caller_name(const std::string& anonymous);
 
 // Worker calls (FETCH, ACK, NACK, BEAT, checkpoint) name the worker in
 // `worker_id` ("" = not given): a bound token must give one of its own, else

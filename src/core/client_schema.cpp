@@ -9,18 +9,13 @@
 
 #include "ojs/core/bounded_pattern.hpp"
 #include "ojs/core/error.hpp"
+#include "ojs/core/json_schema.hpp"
 
 namespace ojs {
 
 using nlohmann::json;
 
 namespace {
-
-std::string pointer_token(const std::string& name) {
-  std::string out;
-  for (char c : name) out += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
-  return out;
-}
 
 // Keywords whose meaning valijson's draft 7 rules would drop: refused, so that a
 // registered schema never checks less than it says.
@@ -62,7 +57,7 @@ void for_each_subschema(Json& node, const std::string& at, F&& f) {
     if (node.contains(k) && node[k].is_object())
       for (auto it = node[k].begin(); it != node[k].end(); ++it)
         if (!it.value().is_array())  // dependencies: an array lists property names
-          f(it.value(), at + "/" + k + "/" + pointer_token(it.key()), std::string(k) == "dependencies");
+          f(it.value(), at + "/" + k + "/" + json_pointer_token(it.key()), std::string(k) == "dependencies");
 }
 
 class Preparation {
@@ -80,7 +75,7 @@ class Preparation {
     if (node.is_boolean()) return;
     if (!node.is_object()) throw refuse(at, "must be a schema (an object or a boolean)");
     for (const auto& [keyword, why] : unsupported())
-      if (node.contains(keyword)) throw refuse(at + "/" + pointer_token(keyword), why);
+      if (node.contains(keyword)) throw refuse(at + "/" + json_pointer_token(keyword), why);
     if (node.contains("$id")) {
       if (!at.empty()) throw refuse(at + "/$id", "is supported at the root only");
       node.erase("$id");
@@ -120,7 +115,7 @@ class Preparation {
       auto& merged = node["dependencies"];
       if (merged.is_null()) merged = json::object();
       for (auto it = node[dependent].begin(); it != node[dependent].end(); ++it) {
-        if (merged.contains(it.key())) throw refuse(at + "/" + dependent + "/" + pointer_token(it.key()), "is given twice");
+        if (merged.contains(it.key())) throw refuse(at + "/" + dependent + "/" + json_pointer_token(it.key()), "is given twice");
         merged[it.key()] = it.value();
       }
       node.erase(dependent);

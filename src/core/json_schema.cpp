@@ -20,6 +20,16 @@ namespace ojs {
 
 using nlohmann::json;
 
+std::string json_pointer_token(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
 struct JsonSchema::Compiled {
   valijson::Schema schema;
 };
@@ -65,16 +75,6 @@ const json* value_at(const json& document, const std::vector<std::string>& path)
     }
   }
   return d;
-}
-
-std::string pointer_token(std::string name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
 }
 
 // Where an error is: member names (array indices as numbers) from the document's root.
@@ -260,7 +260,7 @@ void JsonSchema::check(const json& document, const std::string& field_prefix, co
   std::string field = field_prefix, pointer = pointer_prefix;
   std::vector<std::string> walked;
   for (const auto& name : best->path) {
-    pointer += "/" + pointer_token(name);
+    pointer += "/" + json_pointer_token(name);
     const json* parent = value_at(document, walked);
     walked.push_back(name);
     if (parent && parent->is_array()) continue;  // the field names the array, the pointer its item

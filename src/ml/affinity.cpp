@@ -12,11 +12,8 @@ std::optional<double> to_number(const std::string& s) {
   return parse_double(s, v) ? std::optional<double>(v) : std::nullopt;
 }
 
-std::string join(const std::vector<std::string>& values) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + values[i];
-  return out + "]";
-}
+// A rule's values as its text shows them: "[a, b]".
+std::string bracketed(const std::vector<std::string>& values) { return "[" + join_texts(values) + "]"; }
 
 bool compare(AffinityOp op, double have, double want) {
   switch (op) {
@@ -32,7 +29,7 @@ bool compare(AffinityOp op, double have, double want) {
 
 std::string describe(const AffinityRule& rule) {
   std::string out = rule.key + " " + std::string(to_string(rule.op));
-  if (!rule.values.empty()) out += " " + (rule.values.size() == 1 && rule.op >= AffinityOp::Gt ? rule.values[0] : join(rule.values));
+  if (!rule.values.empty()) out += " " + (rule.values.size() == 1 && rule.op >= AffinityOp::Gt ? rule.values[0] : bracketed(rule.values));
   return out;
 }
 
@@ -49,12 +46,12 @@ std::optional<std::string> rule_mismatch(const AffinityRule& rule, const Labels&
       if (!present) return std::nullopt;
       return "has " + label() + ", must not exist";
     case AffinityOp::In:
-      if (!present) return "lacks label " + rule.key + " (needs one of " + join(rule.values) + ")";
+      if (!present) return "lacks label " + rule.key + " (needs one of " + bracketed(rule.values) + ")";
       if (listed()) return std::nullopt;
-      return label() + " not in " + join(rule.values);
+      return label() + " not in " + bracketed(rule.values);
     case AffinityOp::NotIn:  // Kubernetes: an absent label satisfies NotIn
       if (!present || !listed()) return std::nullopt;
-      return label() + " is in excluded " + join(rule.values);
+      return label() + " is in excluded " + bracketed(rule.values);
     case AffinityOp::Gt:
     case AffinityOp::Gte:
     case AffinityOp::Lt:

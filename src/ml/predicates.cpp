@@ -39,12 +39,6 @@ Result at_least(std::string_view name, std::optional<double> have, std::optional
                 "have < " + n + " " + std::string(what), {{"have", *have}, {"need", *need}});
 }
 
-std::string join(const std::vector<std::string>& parts, std::string_view sep = ", ") {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : std::string(sep)) + p;
-  return out;
-}
-
 bool needs_gpu(const MatchContext& c) { return c.req.hard.gpu.count > 0; }
 
 // ---- static predicates ----
@@ -136,7 +130,7 @@ Result tpu(const MatchContext& c) {
     if (summary.empty()) summary = "lack TPU slice " + need.topology;
   }
   if (why.empty()) return std::nullopt;
-  return refuse("tpu", join(why, "; "), summary,
+  return refuse("tpu", join_texts(why, "; "), summary,
                 {{"have_chips", double(have.chip_count)}, {"need_chips", double(need.chip_count)}});
 }
 
@@ -170,7 +164,7 @@ Result node_selector(const MatchContext& c) {
     }
   }
   if (why.empty()) return std::nullopt;
-  return refuse("node_selector", join(why, "; "), summary, std::move(facts));
+  return refuse("node_selector", join_texts(why, "; "), summary, std::move(facts));
 }
 
 // Shared by required_affinity: all rules must hold on the worker's labels.
@@ -184,7 +178,7 @@ Result required_affinity(const MatchContext& c) {
     if (summary.empty()) summary = "fail affinity " + describe(rule);
   }
   if (why.empty()) return std::nullopt;
-  return refuse("required_affinity", join(why, "; "), summary, {{"failed_rules", double(why.size())}});
+  return refuse("required_affinity", join_texts(why, "; "), summary, {{"failed_rules", double(why.size())}});
 }
 
 std::string model_ref(std::string_view id, std::string_view version) {
@@ -199,7 +193,7 @@ Result model_pin(const MatchContext& c) {
   std::vector<std::string> loaded;
   for (const auto& m : c.caps.models_loaded) loaded.push_back(model_ref(m.model_id, m.model_version));
   const std::string want = model_ref(h.pinned_model_id, h.pinned_model_version);
-  return refuse("model_pin", "lacks model " + want + " (loaded: " + (loaded.empty() ? "none" : join(loaded)) + ")",
+  return refuse("model_pin", "lacks model " + want + " (loaded: " + (loaded.empty() ? "none" : join_texts(loaded)) + ")",
                 "lack model " + want, {{"need", want}});
 }
 
@@ -207,7 +201,7 @@ Result runtime(const MatchContext& c) {
   const auto& need = c.req.hard.runtime;
   const auto& have = c.caps.runtimes;
   if (need.empty() || std::binary_search(have.begin(), have.end(), need)) return std::nullopt;
-  return refuse("runtime", "lacks runtime " + need + " (has " + (have.empty() ? "none" : join(have)) + ")",
+  return refuse("runtime", "lacks runtime " + need + " (has " + (have.empty() ? "none" : join_texts(have)) + ")",
                 "lack runtime " + need, {{"need", need}});
 }
 
@@ -218,7 +212,7 @@ Result model_format(const MatchContext& c) {
   if (std::binary_search(formats.begin(), formats.end(), need)) return std::nullopt;
   for (const auto& m : c.caps.models_loaded)
     if (m.model_format == need) return std::nullopt;
-  return refuse("model_format", "cannot load model format " + need + " (formats: " + (formats.empty() ? "none" : join(formats)) + ")",
+  return refuse("model_format", "cannot load model format " + need + " (formats: " + (formats.empty() ? "none" : join_texts(formats)) + ")",
                 "lack model format " + need, {{"need", need}});
 }
 

@@ -84,6 +84,12 @@ bool gpu_type_matches(std::string_view wanted, std::string_view have) {
   return false;
 }
 
+std::string join_texts(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : std::string(sep)) + p;
+  return out;
+}
+
 std::string format_number(double v) {
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
   // printf's "%g", as std::to_chars writes it (snprintf cost ~1.6k instructions;

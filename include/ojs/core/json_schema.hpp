@@ -11,6 +11,9 @@
 
 namespace ojs {
 
+// A member name as one JSON Pointer token (RFC 6901: '~' as ~0, '/' as ~1).
+std::string json_pointer_token(const std::string& name);
+
 class JsonSchema {
  public:
   // `schema`: the schema document; throws std::runtime_error when it is not one.

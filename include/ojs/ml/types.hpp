@@ -57,4 +57,7 @@ std::string lowercase(std::string_view s);
 // Integral values print without a fraction ("80", not "80.000000").
 std::string format_number(double v);
 
+// Texts joined with a separator, for refusal messages ("a, b").
+std::string join_texts(const std::vector<std::string>& parts, std::string_view sep = ", ");
+
 }  // namespace ojs::ml
