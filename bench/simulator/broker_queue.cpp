@@ -17,6 +17,7 @@
 #include "broker/scheduling/fair_order.hpp"
 #include "broker/store/claim_store.hpp"
 #include "broker/store/embedded_redis.hpp"
+#include "broker/store/gang_store.hpp"
 #include "broker/store/keys.hpp"
 #include "broker/store/preemption_store.hpp"
 #include "broker/store/job_reads.hpp"
@@ -32,6 +33,7 @@ struct BrokerQueue::Impl {
   std::unique_ptr<broker::JobStore> store;  // PUSH, ACK, FAIL
   std::unique_ptr<broker::ClaimStore> claims;
   std::unique_ptr<broker::JobReads> reads;
+  std::unique_ptr<broker::GangStore> gangs;  // members leaving elastic gangs
   broker::governance::QueueConfig config;
   std::string version = "0";
   std::int64_t* clock_us = nullptr;  // the clock file, mapped shared with redis-server
@@ -77,6 +79,7 @@ BrokerQueue::BrokerQueue(const BrokerQueueOptions& options) : impl_(std::make_un
   impl_->store = std::make_unique<broker::JobStore>(*impl_->pool);
   impl_->claims = std::make_unique<broker::ClaimStore>(*impl_->pool);
   impl_->reads = std::make_unique<broker::JobReads>(*impl_->pool);
+  impl_->gangs = std::make_unique<broker::GangStore>(*impl_->pool);
   // Fail loudly when redis-server did not take the clock (no preload: figures on wall time).
   const auto time = impl_->pool->command({"TIME"});
   if (time.elements.size() != 2 || std::stoll(time.elements[0].str) * 1000 != kEpochMs)
@@ -184,6 +187,18 @@ void BrokerQueue::requeue(int job, const std::string& worker) {
   auto snapshot = impl_->reads->get(kQueue, std::to_string(job));
   if (!snapshot) throw std::runtime_error("cluster_sim: preempted job vanished from the store");
   impl_->store->fail(*snapshot, "requeue", 0, "{\"code\":\"preempted\",\"message\":\"preempted\"}", "[]", false, worker);
+}
+
+bool BrokerQueue::mark_leaving(int job, const std::string& worker, int preemptor, int grace_period_s, bool checkpoint) {
+  return impl_->gangs->mark_leaving(kQueue, std::to_string(job), worker, std::to_string(preemptor), grace_period_s, checkpoint)
+      .deadline_ms.has_value();
+}
+
+int BrokerQueue::member_left(int job, const std::string& worker) {
+  const auto running = impl_->gangs->member_left(kQueue, std::to_string(job), worker);
+  if (!running) throw std::runtime_error("cluster_sim: a member told to leave gang " + std::to_string(job) + " was not leaving");
+  const auto members = nlohmann::json::parse(running->get("gang_workers"), nullptr, false);
+  return members.is_array() ? static_cast<int>(members.size()) : 0;
 }
 
 }  // namespace ojs::bench

@@ -68,6 +68,11 @@ class BrokerQueue {
   GangFetch claim_gang(const std::string& worker, const std::vector<broker::GangClass>& eligible, std::set<std::string> elastic = {});
   void ack(int job, const std::string& worker);  // a gang completes when each member has ACKed
   void requeue(int job, const std::string& worker);  // preempted: available again, as fail.lua requeues
+  // A member of a running elastic gang is told to leave it for `preemptor` (the
+  // controller's gang_leave.lua); false when the commit refused.
+  bool mark_leaving(int job, const std::string& worker, int preemptor, int grace_period_s, bool checkpoint);
+  // It is gone (its worker released it: gang_left.lua); the gang's world size after.
+  int member_left(int job, const std::string& worker);
   // The head of each class's ready set in the queue's policy order (the job the
   // preemption controller reads, as PreemptionStore::ready_head), or -1; one round trip.
   std::vector<int> ready_heads(const std::vector<std::string>& class_ids);

@@ -42,7 +42,8 @@ struct ElasticResult {
   double waiting_idle = 0;        // GPUs in no started gang while a job waits (held or free), same
   Percentiles jct_s;              // completion - arrival
   double max_rho = 0, mean_rho = 0, share_rho_above_1 = 0;
-  long long resizes = 0;          // gangs grown (each restarts its members)
+  long long resizes = 0;          // gangs grown or shrunk (each restarts its members)
+  long long leaves = 0;           // members that left an elastic gang for a waiting one (share shrink)
   double wall_s = 0;
 };
 

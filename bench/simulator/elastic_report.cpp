@@ -14,7 +14,7 @@ nlohmann::json to_json(const ElasticResult& r) {
           {"useful_utilization", r.useful_utilization}, {"held_idle", r.held_idle}, {"waiting_idle", r.waiting_idle},
           {"jct_s", {{"mean", r.jct_s.mean}, {"p50", r.jct_s.p50}, {"p95", r.jct_s.p95}, {"max", r.jct_s.max}}},
           {"max_rho", r.max_rho}, {"mean_rho", r.mean_rho}, {"share_rho_above_1", r.share_rho_above_1},
-          {"resizes", r.resizes}, {"wall_s", r.wall_s}};
+          {"resizes", r.resizes}, {"leaves", r.leaves}, {"wall_s", r.wall_s}};
 }
 
 void print_table(const ElasticComparison& c, int gpus_per_node, const std::vector<ElasticResult>& results) {
@@ -22,13 +22,13 @@ void print_table(const ElasticComparison& c, int gpus_per_node, const std::vecto
               "(busy and quiet spells of %.0f h); cluster: %d x %s (%d GPUs each); a resize restarts after %.0f s\n\n",
               c.trace.jobs, static_cast<unsigned long long>(c.trace.seed), c.trace.load, results[0].arrival_span_s / 3600,
               c.trace.spell_s / 3600, c.trace.nodes, c.node_type.c_str(), gpus_per_node, c.sim.restart_s);
-  std::printf("%-9s %6s %7s %6s %8s %10s %10s %8s %9s %7s %8s %8s\n", "gangs", "util", "useful", "held", "idle+job", "JCT mean", "JCT p95",
-              "max rho", "rho > 1", "resizes", "finished", "wall");
+  std::printf("%-9s %6s %7s %6s %8s %10s %10s %8s %9s %7s %6s %8s %8s\n", "gangs", "util", "useful", "held", "idle+job", "JCT mean", "JCT p95",
+              "max rho", "rho > 1", "resizes", "leaves", "finished", "wall");
   for (const auto& r : results)
-    std::printf("%-9s %5.1f%% %6.1f%% %5.1f%% %7.1f%% %9.2fh %9.2fh %8.2f %8.1f%% %7lld %8d %7.1fs\n", r.mode.c_str(),
+    std::printf("%-9s %5.1f%% %6.1f%% %5.1f%% %7.1f%% %9.2fh %9.2fh %8.2f %8.1f%% %7lld %6lld %8d %7.1fs\n", r.mode.c_str(),
                 100 * r.utilization, 100 * r.useful_utilization, 100 * r.held_idle, 100 * r.waiting_idle, r.jct_s.mean / 3600,
                 r.jct_s.p95 / 3600,
-                r.max_rho, 100 * r.share_rho_above_1, r.resizes, r.finished, r.wall_s);
+                r.max_rho, 100 * r.share_rho_above_1, r.resizes, r.leaves, r.finished, r.wall_s);
 }
 
 // Elastic beats fixed: fewer GPUs idle while a job waits, a lower mean JCT, a max rho

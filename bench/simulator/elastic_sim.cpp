@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "broker/preemption/elastic_share_shrink.hpp"
 #include "broker/scheduling/gang_classes.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "ojs/ml/capabilities.hpp"
@@ -17,14 +18,14 @@ namespace ojs::bench {
 
 namespace {
 
-enum class EventType { arrival, finish, wake };
+enum class EventType { arrival, finish, wake, leave };
 
 struct Event {
   double t;
   long long seq;  // ties broken by insertion order: deterministic
   EventType type;
   int job;
-  int epoch;
+  int epoch;  // finish: the gang's; leave: the leaving member's node
   bool operator>(const Event& o) const { return std::tie(t, seq) > std::tie(o.t, o.seq); }
 };
 
@@ -32,12 +33,16 @@ struct Node {
   std::string id;
   enum class State { idle, held, running } state = State::idle;
   int job = -1;  // held: the forming gang; running: the gang it is a member of
+  bool leaving = false;  // running: told to leave its elastic gang
+  int held_for = -1;     // freed by a leave for this waiting gang: only its class is offered here
 };
 
 struct Gang {
   bool started = false, done = false;
   int size = 0;  // the world size its members were told
   std::vector<int> members;  // node indexes
+  int rendezvous = -1;       // the member at rank 0 (it never leaves)
+  bool freeing = false;      // waiting: members of other gangs leave for it
   double remaining = 0;      // work left, in seconds on one node
   double progress_from = 0;  // progress resumes here (after a restart)
   double updated_at = 0;     // `remaining` is as of here
@@ -96,7 +101,8 @@ class GangSimulation {
   std::string fingerprint_;
   broker::ClassSet classes_;  // the queue's gang classes, as FETCH judges them
   std::set<int> running_;     // started gangs not done
-  int waiting_ = 0;           // arrived jobs whose gang has not started
+  std::set<int> waiting_jobs_;  // arrived jobs whose gang has not started
+  int waiting_ = 0;           // their number
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   long long event_seq_ = 0;
   std::size_t rotation_ = 0;
@@ -123,12 +129,14 @@ class GangSimulation {
         classes_.classes.emplace(sj.class_id, ml::requirement_class(sj.req).canonical);
         in_system_.arrive(now_);
         ++waiting_;
+        waiting_jobs_.insert(e.job);
         break;
       }
       case EventType::finish:
         if (gang(e.job).epoch == e.epoch && !gang(e.job).done) complete(e.job);
         break;
       case EventType::wake: break;  // the workers fetch again (a forming gang's hold or back-off lapsed)
+      case EventType::leave: leave(e.job, e.epoch); break;
     }
   }
 
@@ -158,6 +166,7 @@ class GangSimulation {
       for (std::size_t k = 0; k < nodes_.size(); ++k) changed |= fetch(static_cast<int>((rotation_ + k) % nodes_.size()));
     }
     ++rotation_;
+    if (options_.mode == GangMode::elastic && options_.share_shrink) shrink_for_waiting();
   }
 
   // Something an idle worker could get: a waiting gang, or a started elastic one below its max.
@@ -199,9 +208,104 @@ class GangSimulation {
 
   // The gang classes an idle worker may join, and which are elastic: the broker's
   // class verdicts, offered as FETCH's gang path offers them.
-  broker::GangClaimClasses eligible_classes(const Node& n) {
+  broker::GangClaimClasses eligible_classes(Node& n) {
+    if (n.held_for >= 0 && gang(n.held_for).started) n.held_for = -1;  // its hold ends when the gang starts
     broker::WorkerView view{n.id, spec_.caps, fingerprint_, {}, {}};
-    return broker::gang_claim_classes(scheduler_.judge(classes_, view), scheduler_, classes_, spec_.caps);
+    auto verdicts = scheduler_.judge(classes_, view);
+    // The capacity guard's hold (capacity_guard_filter.cpp): the freed node takes only
+    // the waiting gang's class until it starts.
+    if (n.held_for >= 0)
+      std::erase_if(verdicts, [&](const broker::ClassVerdict& v) { return v.class_id != jobs_[static_cast<std::size_t>(n.held_for)].class_id; });
+    return broker::gang_claim_classes(verdicts, scheduler_, classes_, spec_.caps);
+  }
+
+  // ----- share shrink: the preemption controller's pass for waiting elastic gangs -----
+
+  // The member on node ni as the broker's preemption sees it (running_jobs.cpp): a
+  // member above its gang's minimum may leave (never the rendezvous); a gang's
+  // size counts the members not already leaving.
+  std::vector<broker::RunningJob> running_view(int ni) const {
+    const auto& n = nodes_[static_cast<std::size_t>(ni)];
+    if (n.state != Node::State::running) return {};
+    const auto& g = gangs_[static_cast<std::size_t>(n.job)];
+    const auto& req = jobs_[static_cast<std::size_t>(n.job)].req;
+    broker::RunningJob r;
+    r.job_id = std::to_string(n.job);
+    r.queue = BrokerQueue::kQueue;
+    r.worker_id = n.id;
+    r.class_rank = broker::priority_class_rank(req);
+    r.preemptible = req.scheduling.preemptible;
+    r.preempting = n.leaving;
+    r.gpus = spec_.caps.gpu.count;
+    for (int d = 0; d < r.gpus; ++d) r.devices.push_back(d);
+    r.grace_period_s = req.scheduling.grace_period_s;
+    r.checkpoint_on_preempt = req.scheduling.checkpoint.on_preempt;
+    r.lost_ms = static_cast<std::int64_t>(std::llround(std::max(0.0, now_ - g.progress_from) * 1000));
+    if (req.hard.gang.elastic()) {
+      const int leaving = static_cast<int>(std::count_if(g.members.begin(), g.members.end(),
+                                                          [&](int m) { return nodes_[static_cast<std::size_t>(m)].leaving; }));
+      r.gang_now = static_cast<int>(g.members.size()) - leaving;
+      r.gang_min = req.hard.gang.size;
+      r.gang_spare = r.gang_now - r.gang_min;
+      r.leaves = !n.leaving && ni != g.rendezvous && r.gang_spare > 0;
+    }
+    return {r};
+  }
+
+  // Each waiting elastic gang (oldest first) that the idle nodes cannot start gets
+  // members of equal gangs above their share told to leave (broker::plan_share_shrink,
+  // the controller's rule); the nodes they free are held for it.
+  void shrink_for_waiting() {
+    for (const int j : waiting_jobs_) {
+      auto& w = gang(j);
+      const auto& req = jobs_[static_cast<std::size_t>(j)].req;
+      if (w.freeing || !req.hard.gang.elastic()) continue;
+      std::vector<broker::PreemptionSite> open;
+      std::vector<int> index;
+      int held = 0;
+      for (std::size_t ni = 0; ni < nodes_.size(); ++ni) {
+        const auto& n = nodes_[ni];
+        if (n.state == Node::State::held && n.job == j) { ++held; continue; }
+        if (n.state == Node::State::held || n.held_for >= 0 || n.leaving) continue;  // kept for another gang
+        open.push_back({&spec_.caps, {}});
+        index.push_back(static_cast<int>(ni));
+      }
+      const int needed = req.hard.gang.size - held;
+      if (needed <= 0) continue;
+      const auto plan = broker::plan_share_shrink(
+          {BrokerQueue::kQueue, broker::priority_class_rank(req), "", held}, req, needed, open,
+          [&](std::size_t k) { return running_view(index[k]); }, {}, {}, [](const std::string&) { return 1.0; });
+      if (plan.freed.empty() || plan.fitting >= needed) continue;
+      for (const auto& [site, choice] : plan.freed) {
+        const int ni = index[site];
+        auto& n = nodes_[static_cast<std::size_t>(ni)];
+        for (const auto& v : choice.victims) {
+          if (!queue_->mark_leaving(std::stoi(v.job_id), n.id, j, v.grace_period_s, v.checkpoint_on_preempt)) break;
+          n.leaving = true;
+          n.held_for = j;
+          w.freeing = true;
+          ++result_.leaves;
+          push({now_ + v.grace_period_s, 0, EventType::leave, n.job, ni});
+        }
+      }
+    }
+  }
+
+  // The member on node ni is gone at its grace period's end: its worker releases the
+  // job (gang_left.lua) and the gang runs on smaller, its members restarted.
+  void leave(int j, int ni) {
+    auto& n = nodes_[static_cast<std::size_t>(ni)];
+    auto& g = gang(j);
+    if (!n.leaving || n.job != j || g.done) return;
+    progress_to_now(j);
+    g.size = queue_->member_left(j, n.id);
+    std::erase(g.members, ni);
+    g.progress_from = now_ + options_.restart_s;
+    ++result_.resizes;
+    schedule_finish(j);
+    n.state = Node::State::idle;
+    n.job = -1;
+    n.leaving = false;  // held_for stays: the node is kept for the gang it left for
   }
 
   // ----- running gangs -----
@@ -214,8 +318,11 @@ class GangSimulation {
     n.job = reply.job;
     auto& g = gang(reply.job);
     g.members.push_back(ni);
+    if (reply.rank == 0) g.rendezvous = ni;
     if (!g.started) {
       g.started = true;
+      g.freeing = false;
+      waiting_jobs_.erase(reply.job);
       g.size = reply.world_size;
       g.progress_from = g.updated_at = now_;
       running_.insert(reply.job);

@@ -6,6 +6,9 @@
 // starts and when an elastic one grows are the broker's decisions; the simulation
 // only runs the jobs: a job progresses at its speed-up curve for the members it has,
 // and a resize restarts every member from its checkpoint (restart_s without progress).
+// An elastic gang that waits takes members of equal gangs above their share as the
+// preemption controller decides it (broker::plan_share_shrink): they leave at their
+// grace period's end and their nodes are held for it.
 #pragma once
 #include <string>
 #include <vector>
@@ -19,6 +22,7 @@ namespace ojs::bench {
 struct ElasticSimOptions {
   GangMode mode = GangMode::elastic;
   double restart_s = 60;  // a resize: the members restart from their last checkpoint
+  bool share_shrink = true;  // elastic: the controller's share shrink runs after each dispatch
   std::string redis_binary = "redis-server";
 };
 

@@ -98,6 +98,9 @@ void add_elastic_options(CLI::App& app, ElasticComparison& c, bool& on) {
       ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--spell-s", c.trace.spell_s, "--elastic-trace: length of the alternating busy and quiet arrival spells")
       ->check(CLI::Range(60.0, 1e7));
+  app.add_flag("--no-share-shrink", [&c](std::int64_t) { c.sim.share_shrink = false; },
+               "--elastic-trace: members of elastic gangs above their share do not leave for a waiting equal gang (the "
+               "preemption controller's share shrink off: grown gangs keep their nodes until they end)");
   app.add_flag("--elastic-check", c.check,
                "--elastic-trace: exit 1 (ELASTIC NOT BETTER) unless elastic leaves fewer GPUs idle while a job waits, "
                "has a lower mean JCT and no higher max rho than fixed");

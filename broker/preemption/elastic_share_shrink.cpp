@@ -26,4 +26,32 @@ std::map<std::string, int> spare_above_share(const std::vector<RunningJob>& seen
   return out;
 }
 
+GangCapacityPlan plan_share_shrink(const WaitingElasticGang& waiting, const ml::Requirements& req, int needed,
+                                   const std::vector<PreemptionSite>& open,
+                                   const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
+                                   const ml::AssignmentOptions& assignment, const VictimFilter& allowed,
+                                   const std::function<double(const std::string& tenant)>& weight) {
+  std::vector<RunningJob> all;
+  for (std::size_t i = 0; i < open.size(); ++i)
+    for (auto& r : running_of(i)) all.push_back(std::move(r));
+  const auto spare = spare_above_share(all, waiting, weight);
+  if (spare.empty()) return {};
+  const int rank = waiting.class_rank;
+  const auto cut = [&](std::size_t i) {
+    auto running = running_of(i);
+    for (auto& r : running)
+      if (const auto it = spare.find(r.job_id); it != spare.end() && r.class_rank == rank) {
+        r.gang_spare = std::min(r.gang_spare, it->second);
+        r.leaves = r.leaves && r.gang_spare > 0;
+        r.preemptible = r.preemptible || r.leaves;
+      }
+    return running;
+  };
+  const VictimFilter equal_or_lower = [&](const RunningJob& r) {
+    if (r.class_rank < rank) return !allowed || allowed(r);
+    return r.leaves && spare.count(r.job_id) > 0;
+  };
+  return plan_gang_capacity_preemption(req, rank + 1, needed, open, cut, assignment, equal_or_lower);
+}
+
 }  // namespace ojs::broker

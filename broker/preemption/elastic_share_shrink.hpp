@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/preemption/capacity_plan.hpp"
 #include "broker/preemption/victims.hpp"
 
 namespace ojs::broker {
@@ -30,5 +31,18 @@ struct WaitingElasticGang {
 // with nothing to give are left out.
 std::map<std::string, int> spare_above_share(const std::vector<RunningJob>& seen, const WaitingElasticGang& waiting,
                                              const std::function<double(const std::string& tenant)>& weight);
+
+// The workers `waiting` (needing `needed` more members to start at its minimum) gets
+// freed by members of equal elastic gangs above their share leaving, and by
+// lower-class work `allowed` to go; empty when they do not free `needed`. Members of
+// equal gangs count as victims only for what lies above their share, and only to
+// leave: an elastic gang's size is the scheduler's to choose between its min and max,
+// preemptible or not (it keeps running). The preemption controller's rule
+// (gang_preemption.cpp) and bench/simulator's elastic trace call it.
+GangCapacityPlan plan_share_shrink(const WaitingElasticGang& waiting, const ml::Requirements& req, int needed,
+                                   const std::vector<PreemptionSite>& open,
+                                   const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
+                                   const ml::AssignmentOptions& assignment, const VictimFilter& allowed,
+                                   const std::function<double(const std::string& tenant)>& weight);
 
 }  // namespace ojs::broker

@@ -71,34 +71,13 @@ GangCapacityPlan PreemptionController::plan_share_shrink(const std::string& queu
                                                          const std::vector<PreemptionSite>& open,
                                                          const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
                                                          const VictimFilter& allowed, const std::optional<FairShares>& shares) {
-  std::vector<RunningJob> all;
-  for (std::size_t i = 0; i < open.size(); ++i)
-    for (auto& r : running_of(i)) all.push_back(std::move(r));
   const auto weight = [&](const std::string& t) {
     if (!shares) return 1.0;
     const auto it = shares->tenants.find(t);
     return it == shares->tenants.end() ? shares->default_weight : it->second.weight;
   };
-  const auto spare = spare_above_share(all, {queue, rank, tenant, held}, weight);
-  if (spare.empty()) return {};
-  // Members of equal gangs count as victims only for what lies above their share, and
-  // only to leave: an elastic gang's size is the scheduler's to choose between its
-  // min and max, preemptible or not (it keeps running). Lower-class work as before.
-  const auto cut = [&](std::size_t i) {
-    auto running = running_of(i);
-    for (auto& r : running)
-      if (const auto it = spare.find(r.job_id); it != spare.end() && r.class_rank == rank) {
-        r.gang_spare = std::min(r.gang_spare, it->second);
-        r.leaves = r.leaves && r.gang_spare > 0;
-        r.preemptible = r.preemptible || r.leaves;
-      }
-    return running;
-  };
-  const VictimFilter equal_or_lower = [&](const RunningJob& r) {
-    if (r.class_rank < rank) return !allowed || allowed(r);
-    return r.leaves && spare.count(r.job_id) > 0;
-  };
-  return plan_gang_capacity_preemption(req, rank + 1, needed, open, cut, assignment_options(config_), equal_or_lower);
+  return broker::plan_share_shrink({queue, rank, tenant, held}, req, needed, open, running_of, assignment_options(config_), allowed,
+                                   weight);
 }
 
 }  // namespace ojs::broker
