@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fixed measurement of issue 11 (docs/benchmarks.md "Redis work per job"): one
+# The fixed per-job measurement (docs/benchmarks.md "Redis work per job"): one
 # broker on its embedded Redis, one loadgen run of PUSH (ml) then FETCH+ACK (caps) over
 # 10 requirement classes, then the pipeline-1 ceiling on the same Redis. Prints
 # loadgen's tables: throughput, latency percentiles, round trips, Redis commandstats

@@ -3,7 +3,7 @@
 // nlohmann's SAX parser: the reply is checked as JSON but no document is built. A
 // worker thread reads one per job; parsing into a DOM and its allocations were about a
 // quarter of loadgen's CPU on the machine it shares with the broker (docs/benchmarks.md
-// "A lean load generator (issue 30)").
+// "A lean load generator").
 #pragma once
 #include <string>
 #include <string_view>

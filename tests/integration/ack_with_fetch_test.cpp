@@ -1,4 +1,4 @@
-// ACK and NACK with an optional `fetch` (docs/http-api.md "ACK with fetch", issue #30):
+// ACK and NACK with an optional `fetch` (docs/http-api.md "ACK with fetch"):
 // the report is applied, then the worker's next jobs are claimed in the same request.
 #include <gtest/gtest.h>
 

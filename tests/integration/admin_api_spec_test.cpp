@@ -1,4 +1,4 @@
-// The admin API and the response shapes that tools we did not write read (issue 28):
+// The admin API and the response shapes that tools we did not write read:
 // each test is one group of deviations from ojs-admin-api.md, ojs-http-binding.md
 // §11, ojs-cron.md §8 and the dashboard's aliases, found with the official dashboard
 // and Python SDK against de2fafa.

@@ -69,7 +69,7 @@ TEST_F(Cron, InvalidRegistrationsNameTheField) {
   EXPECT_TRUE(api.get("/ojs/v1/cron").body["crons"].empty());
 }
 
-// Issue 26 #17: a zoneinfo directory is no zone: 400 naming the field (it was a 500,
+// A zoneinfo directory is no zone: 400 naming the field (it was a 500,
 // the directory read as a zone file).
 TEST_F(Cron, ADirectoryOfZonesIsAnInvalidTimezone) {
   for (const char* zone : {"America", "Europe/"}) {

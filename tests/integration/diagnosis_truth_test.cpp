@@ -1,4 +1,4 @@
-// Issue 25: the diagnosis tells the truth about a waiting job, by verdict code
+// The diagnosis tells the truth about a waiting job, by verdict code
 // (ok, wait, unresolvable, preemptible, held) and plugin, with liveness: a locality
 // hold, a quiet worker, a dead worker, a pending preemption, a job no worker of the
 // fleet could ever take and a job only waiting for busy capacity. A real

@@ -309,7 +309,7 @@ TEST_F(EventStreamTenants, PollingAppliesTheTenantBeforeTheLimit) {
   for (const auto& e : events) EXPECT_TRUE(mine.count(e["subject"])) << e.dump();
 }
 
-// The event switch (issue 11): --events off records nothing and both event
+// The event switch: --events off records nothing and both event
 // endpoints say so; --events-max-len bounds each queue's stream, and a client
 // resuming from a trimmed position is told about the gap.
 TEST(EventSwitch, OffRecordsNothingAndTheEndpointsSaySo) {

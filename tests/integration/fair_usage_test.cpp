@@ -1,4 +1,4 @@
-// Fair share over time (issue #32): the `fair` policy weighs what a tenant
+// Fair share over time: the `fair` policy weighs what a tenant
 // has used (decayed resource-seconds) plus what it holds now, so a queue drained one
 // job at a time, or one whose jobs need no GPU, is shared by weight too; and every
 // resource-second is counted. Real redis-server, real broker, HTTP.
@@ -152,7 +152,7 @@ TEST_F(FairUsage, IdleThenBusyTenantCatchesUpWithoutStarvingTheOther) {
 }
 
 // Weight changes nothing without use: `half_life_seconds: 0` keeps no history, the
-// order is by what is held now (the policy before issue #32): a serial worker is FIFO.
+// order is by what is held now (the policy before decayed use counted): a serial worker is FIFO.
 TEST_F(FairUsage, ZeroHalfLifeWeighsOnlyWhatIsHeldNow) {
   put_config("fu-zero", fair_config(0));
   EXPECT_EQ(api.get("/ojs/v1/admin/queues/fu-zero/config").body["config"]["tenant_fairness"]["half_life_seconds"], 0);

@@ -242,7 +242,7 @@ TEST_F(Governance, TenantQuotasMakeJobsWaitWithoutBlockingOtherTenants) {
 }
 
 // A GPU-memory budget charges what each job holds: a whole 80 GB GPU all of it, a
-// 1g.10gb MIG slice its 10.4 GB, not "one GPU" each (issue 27).
+// 1g.10gb MIG slice its 10.4 GB, not "one GPU" each.
 TEST_F(Governance, GpuMemoryBudgetChargesWholeGpusAndSlicesByTheirMemory) {
   const std::string queue = "gov-mem";
   put_config(api, queue, {{"budgets", {{"max_total_gpu_memory_gb", 100}}}});

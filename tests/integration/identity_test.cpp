@@ -1,4 +1,4 @@
-// Identity bound to tokens (issue 12, #5): a worker token bound to worker ids
+// Identity bound to tokens: a worker token bound to worker ids
 // (or a prefix) acts only as those workers, and with the holder checks that
 // follows it cannot finish or extend another worker's job; a tenant-pinned
 // token sees and cancels only its tenant's jobs and events.

@@ -1,4 +1,4 @@
-// Holding and updating a waiting job (issue #33): POST /jobs/{id}/hold and /release
+// Holding and updating a waiting job: POST /jobs/{id}/hold and /release
 // take a job out of scheduling and put it back where it was; PATCH /jobs/{id}
 // changes its priority and ext_ml_* attributes, validated as PUSH validates them and
 // re-classed in one step. Producers act on their tenant's jobs only, admins on all.

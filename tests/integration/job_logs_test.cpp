@@ -1,4 +1,4 @@
-// Job logs (issue #33): the real worker agent streams each job's stdout and stderr
+// Job logs: the real worker agent streams each job's stdout and stderr
 // to the broker in chunks, the broker keeps the most recent bytes within its bound,
 // and GET /ojs/v1/jobs/{id}/logs serves them (tail, since, and an SSE follow that
 // ends with the job), tenant-scoped like INFO.

@@ -1,4 +1,4 @@
-// OJS extension documents an independent runner measures (issue 28): CORS
+// OJS extension documents an independent runner measures: CORS
 // (ojs-http-binding.md §20), backpressure (ojs-backpressure.md), graceful shutdown
 // (ojs-graceful-shutdown.md), readiness and request ids, tenant statistics
 // (ojs-multi-tenancy.md §10), progress `message`, retry-policy validation, the

@@ -1,4 +1,4 @@
-// OJS spec fidelity (issue 17): details of the core, worker-protocol, retry,
+// OJS spec fidelity: details of the core, worker-protocol, retry,
 // rate-limiting and multi-tenancy documents that an independent conformance
 // runner checks. Real redis-server, real broker, real HTTP.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The keys a claim and an ACK send Redis (issue 25): a key costs the script call
+// The keys a claim and an ACK send Redis: a key costs the script call
 // ~1.1k instructions, so the 11 workflow keys go only where a workflow's job needs
 // them, and a job of a workflow still ends its step whichever path it takes: an ACK
 // on a broker that did not claim it (ack.lua asks for the keys), an ACK on the

@@ -86,7 +86,7 @@ TEST_F(Workflows, ChainRunsStepsInOrderPassingTheParentsResult) {
 
   auto s2 = fetch_one("wf-chain");
   EXPECT_EQ(s2["type"], "s.load");
-  EXPECT_EQ(s2["parent_results"], json::array({nullptr, {{"path", "/tmp/t"}}}));  // the immediate parent's (issue 26)
+  EXPECT_EQ(s2["parent_results"], json::array({nullptr, {{"path", "/tmp/t"}}}));  // the immediate parent's
   EXPECT_EQ(workflow(id)["steps_completed"], 2);
   ack(s2, "done");
 

@@ -59,7 +59,7 @@ TEST(Uuid, V7IsLowercaseVersionSevenAndUnique) {
   EXPECT_FALSE(is_uuidv7("019461a8-1a2b-7c3d-ce4f-5a6b7c8d9e0f"));  // wrong variant
 }
 
-// Issue 12 (#3): a 10^20-day duration was cast out of range into a negative value.
+// A 10^20-day duration was cast out of range into a negative value.
 TEST(Time, DurationsBeyondTheBoundAreRefusedNotWrapped) {
   EXPECT_FALSE(parse_iso8601_duration("P99999999999999999999D"));
   EXPECT_FALSE(parse_iso8601_duration("PT1e400S"));

@@ -1,4 +1,4 @@
-// Checkpoint storage URIs: normalised before any prefix comparison (issue 12, #6).
+// Checkpoint storage URIs: normalised before any prefix comparison.
 #include <gtest/gtest.h>
 
 #include "ojs/ml/storage_uri.hpp"

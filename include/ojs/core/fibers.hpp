@@ -1,4 +1,4 @@
-// Fibers on an I/O thread (issue 30). A request handler written as plain blocking
+// Fibers on an I/O thread. A request handler written as plain blocking
 // code runs on the asio thread that read its request; where it would block on
 // Redis it suspends instead, and the thread serves other connections until the
 // reply is in. No thread hand-off, and the commands of the requests a thread runs

@@ -38,7 +38,7 @@ class ObjectText {
   std::string str() const;
 
  private:
-  // [hotpath] A member is two slices of `bytes_`: its decoded key (the order) and its
+  // A member is two slices of `bytes_`: its decoded key (the order) and its
   // text, "\"key\":value". A stored document is copied once and split in place, and a
   // put appends: no allocation per member (a FETCH, an ACK and a PUSH each assemble
   // a job's envelope of ~25 members; a map of strings cost ~50k instructions a job).

@@ -33,7 +33,7 @@ struct TpuRequirement {
   bool operator==(const TpuRequirement&) const = default;
 };
 
-// [gangs] ext_ml_gang: the job runs as `size` members on as many workers at once,
+// ext_ml_gang: the job runs as `size` members on as many workers at once,
 // each member needing the job's other hard constraints (see docs/matching.md). An
 // elastic gang (min_size..max_size) starts with `size` = min_size members and may
 // grow to max_size while it runs; a fixed one (`size`) has max_size == size.
@@ -101,7 +101,7 @@ struct Scheduling {
   bool priority_escalation = false;
   std::optional<int> escalation_after_s;
   std::optional<PriorityClass> escalation_target_class;
-  int gang_timeout_s = 60;  // [gangs] how long members are held while the gang forms
+  int gang_timeout_s = 60;  // how long a gang's members are held while it forms
   bool operator==(const Scheduling&) const = default;
 };
 

@@ -1,4 +1,4 @@
-// Token file entries that bind a worker token to worker ids (issue 12, #5).
+// Token file entries that bind a worker token to worker ids.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
