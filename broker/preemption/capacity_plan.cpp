@@ -95,7 +95,7 @@ bool fair_share_allows(const FairShares& shares, const std::string& queue, const
     if (t.used > 0 || t.held > 0 || name == tenant || name == victim.tenant) weights += t.weight;
   for (const auto& name : {tenant, victim.tenant})
     if (!shares.tenants.count(name)) weights += shares.default_weight;
-  const double weight = shares.tenants.count(tenant) ? shares.tenants.at(tenant).weight : shares.default_weight;
+  const double weight = shares.weight(tenant);
   const double fraction = terms > 0 ? shares.share(tenant) * weight / terms : 0;
   if (!(fraction < weight / weights)) return false;
   // At or below the victim's tenant once the GPUs moved (GPU use only: another

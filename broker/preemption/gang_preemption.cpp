@@ -16,15 +16,7 @@ namespace ojs::broker {
 namespace {
 
 // The workers already holding a member of the waiting gang (it forms): they need no freeing.
-std::vector<std::string> members_held(const std::optional<JobRecord>& gang) {
-  std::vector<std::string> out;
-  if (!gang || !gang->has("gang_workers")) return out;
-  const auto workers = nlohmann::json::parse(gang->get("gang_workers"), nullptr, false);
-  if (!workers.is_array()) return out;
-  for (const auto& w : workers)
-    if (w.is_string()) out.push_back(w.get<std::string>());
-  return out;
-}
+std::vector<std::string> members_held(const std::optional<JobRecord>& gang) { return gang ? gang->gang_workers() : std::vector<std::string>{}; }
 
 }  // namespace
 
@@ -71,11 +63,7 @@ GangCapacityPlan PreemptionController::plan_share_shrink(const std::string& queu
                                                          const std::vector<PreemptionSite>& open,
                                                          const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
                                                          const VictimFilter& allowed, const std::optional<FairShares>& shares) {
-  const auto weight = [&](const std::string& t) {
-    if (!shares) return 1.0;
-    const auto it = shares->tenants.find(t);
-    return it == shares->tenants.end() ? shares->default_weight : it->second.weight;
-  };
+  const auto weight = [&](const std::string& t) { return shares ? shares->weight(t) : 1.0; };
   return broker::plan_share_shrink({queue, rank, tenant, held}, req, needed, open, running_of, assignment_options(config_), allowed,
                                    weight);
 }

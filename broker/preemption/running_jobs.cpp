@@ -56,7 +56,7 @@ namespace {
 // to leave, its minimum, and whether it may shrink (a running elastic gang, no rank
 // ACKed). nullopt for a job with no members.
 struct GangMembership {
-  nlohmann::json workers;  // array of worker ids, rank order
+  std::vector<std::string> workers;  // worker ids, rank order
   nlohmann::json leaving;  // object keyed by worker id (gang_leave.lua)
   int gone = 0;            // members told to leave
   int min_size = 0;
@@ -67,10 +67,9 @@ struct GangMembership {
 };
 
 std::optional<GangMembership> membership_of(const JobRecord& job) {
-  if (!job.has("gang_workers")) return std::nullopt;
   GangMembership g;
-  g.workers = nlohmann::json::parse(job.get("gang_workers"), nullptr, false);
-  if (!g.workers.is_array() || g.workers.empty()) return std::nullopt;
+  g.workers = job.gang_workers();
+  if (g.workers.empty()) return std::nullopt;
   g.leaving = nlohmann::json::parse(job.has("gang_leaving") ? job.get("gang_leaving") : "{}", nullptr, false);
   g.gone = g.leaving.is_object() ? static_cast<int>(g.leaving.size()) : 0;
   g.min_size = static_cast<int>(job.get_int("gang_size").value_or(g.members()));
@@ -107,9 +106,9 @@ std::vector<RunningJob> gang_members_charged(const JobRecord& job, const Running
   const auto members = nlohmann::json::parse(job.has("gang_members") ? job.get("gang_members") : "[]", nullptr, false);
   if (!members.is_array() || g->workers.size() != members.size()) return out;
   for (std::size_t rank = 1; rank < g->workers.size(); ++rank) {  // rank 0, the rendezvous, stays
-    if (!g->workers[rank].is_string() || !members[rank].is_object()) continue;
+    if (g->workers[rank].empty() || !members[rank].is_object()) continue;
     RunningJob m = whole;
-    m.worker_id = g->workers[rank].get<std::string>();
+    m.worker_id = g->workers[rank];
     const auto& gpus = members[rank].contains("gpus") ? members[rank]["gpus"] : nlohmann::json();
     m.gpus = gpus.is_number_integer() ? gpus.get<int>() : 0;
     m.gpu_mem_mb = whole.gpus > 0 ? whole.gpu_mem_mb * m.gpus / whole.gpus : 0;

@@ -24,6 +24,11 @@ struct FairShares {
   // The claim's share of `tenant` (its fraction of the decayed use, plus its fraction
   // of what is held now, over its weight; written once, here) once it
   // holds `delta` more of `resource` and the queue `queue_delta` more.
+  // A tenant's weight: its own, else the queue's default.
+  double weight(const std::string& tenant) const {
+    const auto it = tenants.find(tenant);
+    return it == tenants.end() ? default_weight : it->second.weight;
+  }
   double share(const std::string& tenant, double delta = 0, double queue_delta = 0) const {
     const auto it = tenants.find(tenant);
     const Tenant t = it == tenants.end() ? Tenant{default_weight, 0, 0} : it->second;

@@ -228,9 +228,18 @@ std::optional<JobRecord::Load> JobRecord::load_on(const std::string& worker_id) 
   return load;
 }
 
-bool JobRecord::has_gang_member(const std::string& worker_id) const {
+std::vector<std::string> JobRecord::gang_workers() const {
+  std::vector<std::string> out;
+  if (!has("gang_workers")) return out;
   const auto workers = nlohmann::json::parse(get("gang_workers"), nullptr, false);
-  return workers.is_array() && std::find(workers.begin(), workers.end(), worker_id) != workers.end();
+  if (!workers.is_array()) return out;
+  for (const auto& w : workers) out.push_back(w.is_string() ? w.get<std::string>() : std::string());
+  return out;
+}
+
+bool JobRecord::has_gang_member(const std::string& worker_id) const {
+  const auto workers = gang_workers();
+  return std::find(workers.begin(), workers.end(), worker_id) != workers.end();
 }
 
 }  // namespace ojs::broker

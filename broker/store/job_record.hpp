@@ -30,7 +30,10 @@ struct JobRecord {
   std::optional<std::int64_t> get_int(std::string_view name) const;
   const std::string& id() const { return get("id"); }
   const std::string& state() const { return get("state"); }
-  // Whether the worker is a member of the job's gang (its gang_workers field).
+  // Its gang's members' workers by rank (the gang_workers field; "" for an entry that
+  // is not a string), empty for a job with none.
+  std::vector<std::string> gang_workers() const;
+  // Whether the worker is a member of the job's gang.
   bool has_gang_member(const std::string& worker_id) const;
   const std::string& queue() const { return get("queue"); }
   int attempt() const;
