@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "ojs/core/time.hpp"
+
 namespace ojs::broker {
 
 using nlohmann::json;
@@ -14,9 +16,7 @@ std::optional<GangSizes> gang_sizes(const JobRecord& job) {
   GangSizes g;
   g.min_size = static_cast<int>(*min_size);
   g.max_size = static_cast<int>(std::max(*min_size, job.get_int("gang_max_size").value_or(*min_size)));
-  const json workers = json::parse(job.get("gang_workers"), nullptr, false);
-  if (workers.is_array())
-    for (const auto& w : workers) g.workers.push_back(w.is_string() ? w.get<std::string>() : std::string());
+  g.workers = job.gang_workers();
   g.size = static_cast<int>(g.workers.size());
   if (job.state() == "active") g.generation = static_cast<int>(std::max<std::int64_t>(1, job.get_int("gang_generation").value_or(1)));
   return g;
@@ -55,7 +55,7 @@ std::pair<std::string, std::string> grow_wait(const GangSizes& g, const json& su
 
 }  // namespace
 
-json gang_diagnosis(const GangSizes& g, bool running, const json& class_summary) {
+json gang_diagnosis(const GangSizes& g, bool running, const json& class_summary, const std::optional<GrowthNext>& next) {
   json out = gang_sizes_json(g);
   if (!running) {
     out["message"] = (g.elastic() ? "an elastic gang: it " : "a gang: it ") + gang_start_text(g);
@@ -66,6 +66,11 @@ json gang_diagnosis(const GangSizes& g, bool running, const json& class_summary)
     auto [code, why] = grow_wait(g, class_summary);
     out["grow_waits_on"] = code;
     message += "; " + why;
+    if (next && code == "no_eligible_worker") {
+      const auto at = format_rfc3339(next->at_ms);
+      out["grows_next"] = {{"worker_id", next->worker_id}, {"job_id", next->job_id}, {"at", at}};
+      message += "; the first expected to free: worker " + next->worker_id + " at " + at + " (job " + next->job_id + "'s declared end)";
+    }
   }
   out["message"] = std::move(message);
   return out;

@@ -7,6 +7,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,16 @@ std::string gang_start_text(const GangSizes& gang);
 // "runs at 3 of up to 8 members (generation 2)", or for a fixed gang "runs as 4 members".
 std::string gang_running_text(const GangSizes& gang);
 
+// The worker a running elastic gang may grow onto first: among the workers seen that
+// refuse a member only because they are busy (code wait), the one whose running job
+// declares the earliest end (started + ext_ml_estimated_duration_seconds, or its
+// deadline). Work ahead of the gang in the queue may still take it first.
+struct GrowthNext {
+  std::string worker_id;
+  std::string job_id;
+  std::int64_t at_ms = 0;
+};
+
 // The job diagnosis's `gang`: the sizes, and a `message` saying what its start waits
 // for (waiting) or, for a running elastic gang, what its growth waits on, read from its
 // class's diagnosis summary (`class_summary`: the FETCH verdicts of the workers seen,
@@ -44,6 +55,9 @@ std::string gang_running_text(const GangSizes& gang);
 // `grow_waits_on` is at_max_size, no_worker_seen, no_eligible_worker (every worker seen
 // is refused: the summary's message says why) or work_ahead (a worker fits a member,
 // but the scheduler gives it to work ahead of the gang in the queue's order).
-nlohmann::json gang_diagnosis(const GangSizes& gang, bool running, const nlohmann::json& class_summary);
+// `next`: when growth waits on busy workers, the one expected to free first (below).
+nlohmann::json gang_diagnosis(const GangSizes& gang, bool running, const nlohmann::json& class_summary,
+                              const std::optional<GrowthNext>& next = std::nullopt);
+
 
 }  // namespace ojs::broker

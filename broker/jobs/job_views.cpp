@@ -1,5 +1,7 @@
 #include "broker/jobs/job_views.hpp"
 
+#include <algorithm>
+
 #include "broker/jobs/checkpoint_lag.hpp"
 #include "broker/jobs/cohort_diagnosis.hpp"
 #include "broker/jobs/gang_view.hpp"
@@ -7,6 +9,7 @@
 #include "broker/jobs/job_service.hpp"
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/preemption.hpp"
+#include "broker/preemption/running_jobs.hpp"
 #include "ojs/core/job_states.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/requirement_class.hpp"
@@ -64,7 +67,9 @@ json JobViews::diagnosis(const std::string& id) {
     }
   }
   if (gang && (waits_for_worker(record->state()) || running)) {
-    out["gang"] = gang_diagnosis(*gang, running, class_summary);
+    const bool may_grow = running && gang->elastic() && gang->size < gang->max_size;
+    out["gang"] = gang_diagnosis(*gang, running, class_summary,
+                                 may_grow ? growth_next(record->queue(), record->get("class"), members) : std::nullopt);
     if (running) out["message"] = out["message"].get<std::string>() + "; " + out["gang"]["message"].get<std::string>();
   }
   out["requirements"] = json::parse(queues_.class_json(record->queue(), record->get("class")), nullptr, false);
@@ -75,6 +80,23 @@ json JobViews::diagnosis(const std::string& id) {
                                      {"until", format_rfc3339(hold->until_ms)}, {"gpus", hold->gpus}};
   }
   return out;
+}
+
+std::optional<GrowthNext> JobViews::growth_next(const std::string& queue, const std::string& class_id,
+                                                const std::vector<std::string>& members) {
+  constexpr std::size_t kMaxWorkers = 32;  // busy workers whose jobs are read (a diagnosis is an expensive read)
+  const auto now = now_ms();
+  std::optional<GrowthNext> next;
+  std::size_t read = 0;
+  for (const auto& seen : diagnosis_.recent(queue, class_id)) {
+    if (std::find(members.begin(), members.end(), seen.worker_id) != members.end()) continue;
+    if (seen.judgement.code() != ml::VerdictCode::wait) continue;  // busy, not unfit
+    if (++read > kMaxWorkers) break;
+    for (const auto& [running, record] : running_records_on(reads_, workers_, seen.worker_id, now))
+      if (running.declared_end_ms && (!next || *running.declared_end_ms < next->at_ms))
+        next = GrowthNext{seen.worker_id, running.job_id, *running.declared_end_ms};
+  }
+  return next;
 }
 
 JobViews::RunningView JobViews::running(const std::string& queue) {

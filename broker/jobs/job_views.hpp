@@ -7,6 +7,7 @@
 #include <string>
 
 #include "broker/config.hpp"
+#include "broker/jobs/gang_view.hpp"
 #include "broker/pipeline/diagnosis_review.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
 #include "broker/store/cohort_store.hpp"
@@ -35,7 +36,12 @@ class JobViews {
   RunningView running(const std::string& queue);
 
  private:
-  DiagnosisReview review();  // the diagnosis end of the scheduling pipeline, over this broker's stores
+  DiagnosisReview review();
+  // A running elastic gang's next worker (gang_view.hpp GrowthNext), from the class's
+  // recent verdicts and what runs on those workers; none when no busy worker's job
+  // declares its end.
+  std::optional<GrowthNext> growth_next(const std::string& queue, const std::string& class_id,
+                                               const std::vector<std::string>& members);  // the diagnosis end of the scheduling pipeline, over this broker's stores
 
   JobReads& reads_;
   QueueDirectory& queues_;

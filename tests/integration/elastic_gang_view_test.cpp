@@ -172,3 +172,34 @@ TEST_F(ElasticGangView, AMembersFetchReplyCarriesItsGangsAndANonMembersDoesNot) 
   reply = fetch_reply("elv-other", 9);
   EXPECT_FALSE(reply.contains("gangs")) << reply.dump();
 }
+
+TEST_F(ElasticGangView, ARunningGangsGrowthNamesTheBusyWorkerExpectedToFreeFirst) {
+  const std::string q = "elv-next";
+  const auto id = api.push(elastic_job(q, 2, 8));
+  EXPECT_EQ(fetch_reply(q, 1)["jobs"].size(), 0u);
+  EXPECT_EQ(fetch_reply(q, 2)["jobs"].size(), 1u);  // starts at 2
+  // Two jobs ahead of its growth take the other workers whole: one declares 600 s, the other an hour.
+  const auto soon = api.push(ml_job(q, {{"ext_ml_gpu_count", 4}, {"priority", 50}, {"ext_ml_estimated_duration_seconds", 600}}));
+  const auto late = api.push(ml_job(q, {{"ext_ml_gpu_count", 4}, {"priority", 50}, {"ext_ml_estimated_duration_seconds", 3600}}));
+  auto got = fetch_reply(q, 3)["jobs"];
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0]["id"], soon);
+  got = fetch_reply(q, 4)["jobs"];
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0]["id"], late);
+  // Both FETCH again, busy: neither fits a member now.
+  EXPECT_EQ(fetch_reply(q, 3)["jobs"].size(), 0u);
+  EXPECT_EQ(fetch_reply(q, 4)["jobs"].size(), 0u);
+
+  const auto d = diagnosis(id);
+  ASSERT_EQ(d["state"], "active") << d.dump();
+  EXPECT_EQ(d["gang"]["size"], 2) << d.dump();
+  EXPECT_EQ(d["gang"]["grow_waits_on"], "no_eligible_worker") << d.dump();
+  const auto& next = d["gang"]["grows_next"];
+  ASSERT_TRUE(next.is_object()) << d.dump();
+  EXPECT_EQ(next["worker_id"], worker(3)) << d.dump();
+  EXPECT_EQ(next["job_id"], soon) << d.dump();
+  EXPECT_TRUE(next["at"].is_string()) << d.dump();
+  EXPECT_TRUE(contains(d["gang"]["message"].get<std::string>(), "the first expected to free: worker w3 at ")) << d.dump();
+  EXPECT_TRUE(contains(d["message"].get<std::string>(), "(job " + soon + "'s declared end)")) << d.dump();
+}
