@@ -277,6 +277,8 @@ void Agent::take_fetched(const nlohmann::json& body, SteadyClock::time_point now
   }
   fetch_backoff_.reset();
   apply(read_directives(body), now);
+  // The member's gangs, as a heartbeat's reply has them: a resize is followed at once.
+  if (body.is_object()) follow_gangs(body.value("gangs", nlohmann::json::array()), now);
   const auto jobs = body.is_object() ? body.value("jobs", nlohmann::json::array()) : nlohmann::json::array();
   for (const auto& job : jobs) accept(job, now);
   if (jobs.empty()) {

@@ -86,7 +86,7 @@ class Agent {
   void poll_checkpoints(SteadyClock::time_point now);
   void commit_checkpoint_if_changed(Running& job);
   void heartbeat(SteadyClock::time_point now);
-  // A heartbeat reply's `gangs`: a running member whose elastic gang has a newer
+  // A heartbeat's or FETCH's reply `gangs`: a running member whose elastic gang has a newer
   // generation is stopped (grace, checkpoint), then started again at the new size.
   void follow_gangs(const nlohmann::json& gangs, SteadyClock::time_point now);
   // Starts a job stopped for a resize again at its gang's new size; false when it

@@ -724,6 +724,39 @@ TEST_F(AgentTest, ANewGangGenerationRestartsTheMemberFromItsCheckpointAtTheNewSi
   EXPECT_EQ(reports[1].body["result"]["done"], true);
 }
 
+// A FETCH reply carries the member's gangs as a heartbeat's does: a newer generation
+// there restarts the member without waiting for the next heartbeat.
+TEST_F(AgentTest, ANewGangGenerationInAFetchReplyRestartsTheMember) {
+  const auto starts = dir_.path() / "starts.log";
+  config_.commands["train"] = shell_command(
+      "echo \"$OJS_GANG_GENERATION $WORLD_SIZE\" >> " + starts.string() +
+      R"sh(; if [ "$OJS_GANG_GENERATION" = 2 ]; then echo '{"done":true}'; exit 0; fi; )sh"
+      R"sh(trap 'exit 0' TERM; while :; do sleep 0.05; done)sh");
+  options_.heartbeat_interval_s = 600;  // no heartbeat carries the new generation
+  const nlohmann::json gang = {{"ext_ml_gang_rank", 0}, {"ext_ml_gang_world_size", 2}, {"ext_ml_gang_generation", 1},
+                               {"ext_ml_gang_master_addr", "10.0.0.1"}, {"ext_ml_gang_master_port", 29500},
+                               {"ext_ml_preemption_grace_period_s", 5}};
+  broker_.fetch_replies.push_back(jobs_reply({job("j-el", "train", gang)}));
+  nlohmann::json next = gang;
+  next.erase("ext_ml_preemption_grace_period_s");
+  next["job_id"] = "j-el";
+  next["ext_ml_gang_world_size"] = 3;
+  next["ext_ml_gang_generation"] = 2;
+  broker_.fetch_replies.push_back(jobs_reply(nlohmann::json::array(), {{"gangs", {next}}}));
+  auto agent = make_agent();
+  ASSERT_TRUE(run(agent));
+
+  std::ifstream in(starts);
+  std::string first, second;
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_EQ(first, "1 2");
+  EXPECT_EQ(second, "2 3");
+  const auto reports = broker_.reports();
+  ASSERT_FALSE(reports.empty());
+  EXPECT_EQ(reports.back().what, "ack") << reports.back().body.dump();
+}
+
 // A heartbeat that repeats the generation the member runs changes nothing.
 TEST_F(AgentTest, TheSameGangGenerationLeavesTheMemberRunning) {
   config_.commands["train"] = shell_command("sleep 0.6; echo '{\"done\":true}'");
