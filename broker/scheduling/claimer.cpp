@@ -22,8 +22,10 @@ ClaimOutcome Claimer::claim(const ClaimRequest& r, const std::vector<EligibleCla
     std::vector<std::string> ids;
     ids.reserve(open.size());
     for (const auto& c : open) ids.push_back(c.id);
-    const ClaimSnapshot fresh = round == 0 && snapshot ? ClaimSnapshot{} : store_.heads_of(r.queue, ids);
-    const ClaimSnapshot& snap = round == 0 && snapshot ? *snapshot : fresh;
+    const bool given = round == 0 && snapshot;  // the caller's first snapshot, read with the worker's contact
+    ClaimSnapshot fresh;
+    if (!given) fresh = store_.heads_of(r.queue, ids);
+    const ClaimSnapshot& snap = given ? *snapshot : fresh;
     if (snap.classes_version != r.classes_version && out.jobs.empty()) {
       // A class appeared since the caller judged: it refreshes its classes and judges
       // again (a class it never saw may be the one this worker should take).

@@ -50,9 +50,9 @@ Placed join_or_form(const GangCandidates& c, const std::vector<GangClass>& eligi
     const auto& f = *c.forming;
     const GangClass* cls = class_of(eligible, f.class_id);
     // Held by it already: the commit answers with the worker's rank, whatever it may take now.
-    if (holds(f.workers_json, worker_id)) return {{GangPick::Kind::join, f.id, cls, expired_heads}, f.score, true};
-    if (!cls) return {.pick = none};
-    if (!f.gang_label.empty() && (cls->label_value.empty() || cls->label_value != f.first_label)) return {.pick = none};
+    if (holds(f.workers_json, worker_id)) return {{GangPick::Kind::join, f.id, cls, expired_heads}, f.score, true, 0, ""};
+    if (!cls) return {none, std::nullopt, false, 0, ""};
+    if (!f.gang_label.empty() && (cls->label_value.empty() || cls->label_value != f.first_label)) return {none, std::nullopt, false, 0, ""};
     return {{GangPick::Kind::join, f.id, cls, expired_heads}, f.score, false, static_cast<int>(members_of(f.workers_json).size()),
             f.tenant};
   }
@@ -66,7 +66,7 @@ Placed join_or_form(const GangCandidates& c, const std::vector<GangClass>& eligi
     if (!h.gang_label.empty() && cls->label_value.empty()) continue;
     if (!best || h.score < best->score) best = &h, best_class = cls;
   }
-  if (!best) return {.pick = none};
+  if (!best) return {none, std::nullopt, false, 0, ""};
   return {{GangPick::Kind::form, best->job_id, best_class, expired_heads}, best->score, false, 0, best->tenant};
 }
 
