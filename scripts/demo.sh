@@ -16,7 +16,7 @@ elapsed() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
 phase 1 "packages: installing what building and running need, if missing (scripts/install-deps.sh)"
 ./scripts/install-deps.sh
 
-phase 2 "build: broker, worker and ojsctl into build/ (Release: 201 steps, ~13 CPU-minutes, so about 7 min on 2 idle cores from cold; seconds when built before)"
+phase 2 "build: broker, worker and ojsctl into build/ (Release, unity batches: 32 steps, ~10 CPU-minutes, so about 5.5 min on 2 idle cores from cold; seconds when built before)"
 # ninja's own progress line, with the elapsed seconds: [done/total, Ns].
 NINJA_STATUS="   [%f/%t, %es] " OJS_TESTS=OFF ./scripts/build.sh --target broker worker ojsctl
 
