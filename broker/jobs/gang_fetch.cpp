@@ -14,6 +14,7 @@
 #include "broker/scheduling/gang_classes.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/pipeline/claim_refusals.hpp"
+#include "broker/pipeline/capacity_guard_filter.hpp"
 #include "broker/pipeline/fetch_filters.hpp"
 #include "ojs/core/object_text.hpp"
 
@@ -99,8 +100,14 @@ void FetchService::fetch_gang(const std::string& queue, const KeptClasses& kept,
   const RivalScore rival = [&] { return first_plain_job(queue, kept, worker); };
   // Read only when elastic gangs of several tenants compete for the worker.
   const TenantShares shares = [&] { return fair_shares_of(marks_.fair_usage(queue), false); };
+  // A worker kept for a preemptor (a preemption's capacity hold, still in force) grows
+  // no running gang: read only when the worker's contact saw a hold.
+  const bool kept_for_preemptor = worker.guards.hold && [&] {
+    const auto guards = read_capacity_guards(reads_, marks_, worker);
+    return guards.hold && guards.hold->backfill_start_ms == 0;
+  }();
   const auto claim = claimer_.claim_gang({queue, member_info(worker), request.visibility_timeout_ms,
-                                          config_.default_visibility_timeout_ms, std::move(offered.elastic), shares},
+                                          config_.default_visibility_timeout_ms, std::move(offered.elastic), shares, kept_for_preemptor},
                                          offered.eligible, rival);
   // gang_forming (held): this worker holds its GPUs for a gang still missing members.
   const bool forming = (claim.kind == GangClaim::Kind::held || claim.kind == GangClaim::Kind::waiting) && !claim.class_id.empty();

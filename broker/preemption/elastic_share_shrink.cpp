@@ -31,6 +31,7 @@ GangCapacityPlan plan_share_shrink(const WaitingElasticGang& waiting, const ml::
                                    const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
                                    const ml::AssignmentOptions& assignment, const VictimFilter& allowed,
                                    const std::function<double(const std::string& tenant)>& weight) {
+  if (waiting.another_forming) return {};
   std::vector<RunningJob> all;
   for (std::size_t i = 0; i < open.size(); ++i)
     for (auto& r : running_of(i)) all.push_back(std::move(r));

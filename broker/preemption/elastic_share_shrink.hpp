@@ -21,6 +21,9 @@ struct WaitingElasticGang {
   int class_rank = 1;
   std::string tenant;
   int held = 0;
+  // Another gang forms in the queue: it takes freed workers first (a queue forms one
+  // gang at a time), so nothing is freed for this one until it starts.
+  bool another_forming = false;
 };
 
 // For each running elastic gang of the waiting one's queue and class rank among
@@ -37,7 +40,9 @@ std::map<std::string, int> spare_above_share(const std::vector<RunningJob>& seen
 // lower-class work `allowed` to go; empty when they do not free `needed`. Members of
 // equal gangs count as victims only for what lies above their share, and only to
 // leave: an elastic gang's size is the scheduler's to choose between its min and max,
-// preemptible or not (it keeps running). The preemption controller's rule
+// preemptible or not (it keeps running). Nothing while another gang forms: the workers
+// would be held for a gang that cannot form on them, and when the holds lapsed the
+// shrunk gangs would grow back onto them. The preemption controller's rule
 // (gang_preemption.cpp) and bench/simulator's elastic trace call it.
 GangCapacityPlan plan_share_shrink(const WaitingElasticGang& waiting, const ml::Requirements& req, int needed,
                                    const std::vector<PreemptionSite>& open,

@@ -44,9 +44,12 @@ bool PreemptionController::preempt_for_gang(const std::string& queue, const std:
   // Enough workers take a member as things stand: if the queue's budget is what keeps
   // the gang waiting, free budget held by lower-class work (a member's charge at a time).
   if (plan.fitting >= needed) return preempt_for_budget(queue, preemptor, rank, {req.gpu_count(), 1, 0, 0}, allowed);
-  if (plan.freed.empty() && req.hard.gang.elastic())
-    plan = plan_share_shrink(queue, rank, req, needed, waiting ? waiting->get("tenant") : std::string(), static_cast<int>(held.size()),
-                             open, running_of, allowed, shares);
+  if (plan.freed.empty() && req.hard.gang.elastic()) {
+    const auto forming = marks_.forming_gang(queue);
+    plan = plan_share_shrink({queue, rank, waiting ? waiting->get("tenant") : std::string(), static_cast<int>(held.size()),
+                              forming && *forming != preemptor},
+                             req, needed, open, running_of, allowed, shares);
+  }
   bool started = false;
   for (const auto& [site, choice] : plan.freed) {
     const std::string& worker = open_workers[site]->info.id;
@@ -58,14 +61,12 @@ bool PreemptionController::preempt_for_gang(const std::string& queue, const std:
   return started;
 }
 
-GangCapacityPlan PreemptionController::plan_share_shrink(const std::string& queue, int rank, const ml::Requirements& req, int needed,
-                                                         const std::string& tenant, int held,
+GangCapacityPlan PreemptionController::plan_share_shrink(const WaitingElasticGang& waiting, const ml::Requirements& req, int needed,
                                                          const std::vector<PreemptionSite>& open,
                                                          const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
                                                          const VictimFilter& allowed, const std::optional<FairShares>& shares) {
   const auto weight = [&](const std::string& t) { return shares ? shares->weight(t) : 1.0; };
-  return broker::plan_share_shrink({queue, rank, tenant, held}, req, needed, open, running_of, assignment_options(config_), allowed,
-                                   weight);
+  return broker::plan_share_shrink(waiting, req, needed, open, running_of, assignment_options(config_), allowed, weight);
 }
 
 }  // namespace ojs::broker

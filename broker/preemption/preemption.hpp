@@ -25,6 +25,7 @@
 #include "broker/store/job_store.hpp"
 #include "broker/store/queue_directory.hpp"
 #include "broker/preemption/capacity_plan.hpp"
+#include "broker/preemption/elastic_share_shrink.hpp"
 #include "broker/preemption/running_jobs.hpp"
 #include "broker/preemption/victims.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
@@ -204,8 +205,8 @@ class PreemptionController {
   // The workers an elastic gang waiting with `held` members gets freed by members of
   // equal elastic gangs leaving, each gang keeping its share (spare_above_share), and
   // by lower-class work (`allowed`); empty when they do not free `needed`.
-  GangCapacityPlan plan_share_shrink(const std::string& queue, int rank, const ml::Requirements& req, int needed,
-                                     const std::string& tenant, int held, const std::vector<PreemptionSite>& open,
+  GangCapacityPlan plan_share_shrink(const WaitingElasticGang& waiting, const ml::Requirements& req, int needed,
+                                     const std::vector<PreemptionSite>& open,
                                      const std::function<std::vector<RunningJob>(std::size_t)>& running_of,
                                      const VictimFilter& allowed, const std::optional<FairShares>& shares);
   // Budget-driven preemption: the job would fit a worker but its queue's budget

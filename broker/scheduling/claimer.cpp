@@ -100,7 +100,7 @@ GangClaim Claimer::claim_gang(const GangClaimRequest& r, const std::vector<GangC
   for (int round = 0; round < kRounds; ++round) {
     const GangPick pick = eligible.empty() ? GangPick{}
                                            : decide_gang(store_.gang_candidates(r.queue, eligible), eligible, r.member.worker_id, once,
-                                                         r.elastic_classes, shares_once);
+                                                         r.elastic_classes, shares_once, !r.kept_for_preemptor);
     auto out = store_.claim_gang(r.queue, r.member, r.visibility_ms, r.default_visibility_ms, pick);
     if (out.kind != GangClaim::Kind::stale) return out;
   }

@@ -33,6 +33,7 @@ struct GangClaimRequest {
   std::int64_t default_visibility_ms = 0;
   std::set<std::string> elastic_classes;  // the eligible classes of elastic gangs: they share the nodes
   TenantShares tenant_shares;             // the queue's tenants' shares under `fair` (asked when tenants' gangs compete)
+  bool kept_for_preemptor = false;        // a capacity hold keeps the worker: no running gang grows onto it
 };
 
 class Claimer {

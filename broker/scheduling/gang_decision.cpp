@@ -140,12 +140,12 @@ GangPick share_between_equals(const Placed& placed, const std::vector<Growable>&
 }  // namespace
 
 GangPick decide_gang(const GangCandidates& c, const std::vector<GangClass>& eligible, const std::string& worker_id,
-                     const RivalScore& rival, const std::set<std::string>& elastic, const TenantShares& shares) {
+                     const RivalScore& rival, const std::set<std::string>& elastic, const TenantShares& shares, bool may_grow) {
   std::vector<std::string> expired_heads;  // discarded by the commit, as met (the expiry sweep would, later)
   for (const auto& h : c.heads)
     if (h.expires_at && *h.expires_at <= c.now_ms) expired_heads.push_back(h.job_id);
   Placed placed = join_or_form(c, eligible, worker_id, expired_heads);
-  if (placed.final) return placed.pick;
+  if (placed.final || !may_grow) return placed.pick;
   const auto grow = growables(c, eligible, worker_id);
   if (grow.empty()) return placed.pick;
   const GangCandidates::Growing* best = grow.front().gang;

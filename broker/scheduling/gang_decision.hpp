@@ -38,8 +38,12 @@ using TenantShares = std::function<std::optional<FairShares>()>;
 //   give the worker to an elastic gang (`elastic`: the elastic gang classes), every
 //   elastic gang of that band it could grow, join or start competes for it, and the
 //   one furthest below its share takes it (elastic_share.hpp): under `fair`, the
-//   gang of the tenant with the lowest share (`shares`), else the smallest gang.
+//   gang of the tenant with the lowest share (`shares`), else the smallest gang;
+// - a worker a capacity hold keeps for a preemptor (`may_grow` false) grows no running
+//   gang: the capacity waits for the gang it was freed for. Else the gang a member just
+//   left to make room would grow straight back onto the worker, and leave again.
 GangPick decide_gang(const GangCandidates& candidates, const std::vector<GangClass>& eligible, const std::string& worker_id,
-                     const RivalScore& rival = {}, const std::set<std::string>& elastic = {}, const TenantShares& shares = {});
+                     const RivalScore& rival = {}, const std::set<std::string>& elastic = {}, const TenantShares& shares = {},
+                     bool may_grow = true);
 
 }  // namespace ojs::broker

@@ -85,6 +85,12 @@ std::optional<std::vector<std::pair<std::string, std::int64_t>>> PreemptionStore
   return out;
 }
 
+std::optional<std::string> PreemptionStore::forming_gang(const std::string& queue) {
+  auto forming = redis_.command({"ZRANGE", keys::gangs(queue), "0", "0"});
+  if (forming.elements.empty()) return std::nullopt;
+  return forming.elements[0].str;
+}
+
 std::optional<std::pair<std::string, double>> PreemptionStore::ready_head(const std::string& queue, const std::string& class_id) {
   auto head = redis_.command({"ZRANGE", keys::ready(queue, class_id), "0", "0", "WITHSCORES"});
   if (head.elements.size() < 2) return std::nullopt;

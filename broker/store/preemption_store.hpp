@@ -57,6 +57,8 @@ class PreemptionStore {
                                                                         const std::string& worker_id,
                                                                         const std::vector<PreemptionMark>& victims);
 
+  // The gang forming in the queue (it holds members), if any.
+  std::optional<std::string> forming_gang(const std::string& queue);
   // The head (id, score) of a class's ready set.
   std::optional<std::pair<std::string, double>> ready_head(const std::string& queue, const std::string& class_id);
 

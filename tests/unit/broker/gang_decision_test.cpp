@@ -164,6 +164,21 @@ TEST(GangDecision, AGangGrowsOnlyWhenNothingAheadOfItInTheQueueCouldUseTheWorker
   EXPECT_EQ(asked, 0);
 }
 
+// A worker a capacity hold keeps for a preemptor (the gang a share shrink freed it
+// for) grows no running gang, even one ahead in the queue: the gang that just gave a
+// member up would otherwise take it straight back.
+TEST(GangDecision, AWorkerKeptForAPreemptorGrowsNoRunningGang) {
+  GangCandidates c;
+  c.now_ms = kNow;
+  c.growing = {growing("e1", "A", R"(["w1","w2"])", 8, 5)};
+  c.heads = {head("A", "g2", 10)};
+  const std::vector<GangClass> eligible{cls("A")};
+  EXPECT_EQ(decide_gang(c, eligible, "w3").kind, GangPick::Kind::grow) << "a worker not kept: the gang ahead grows";
+  const auto pick = decide_gang(c, eligible, "w3", {}, {}, {}, /*may_grow=*/false);
+  EXPECT_EQ(pick.kind, GangPick::Kind::form);
+  EXPECT_EQ(pick.job_id, "g2");
+}
+
 TEST(GangDecision, ASameLabelElasticGangGrowsOnlyByWorkersWithItsValue) {
   GangCandidates c;
   c.now_ms = kNow;

@@ -549,3 +549,29 @@ TEST(BudgetVictims, AMemberLeavingFromAnEarlierPassIsEnoughAndNothingMoreGoes) {
   ASSERT_TRUE(choice);
   EXPECT_FALSE(choice->victims[0].leaves);
 }
+
+// A waiting elastic gang takes members above an equal gang's share, but not while
+// another gang forms in the queue: one gang forms at a time, so the freed workers
+// would be held for a gang that cannot take them, and the shrunk gang would grow back.
+TEST(ElasticShareShrink, NothingIsFreedForAWaitingGangWhileAnotherForms) {
+  const auto caps = gpus(4);
+  std::vector<std::vector<RunningJob>> on;
+  for (int w = 0; w < 8; ++w) {
+    RunningJob r = w == 0 ? running("el", 1, 4, 5000) : member("el", "w" + std::to_string(w), 4, 5000, 6);
+    r.class_rank = 1;
+    r.queue = "q";
+    r.gang_now = 8;
+    r.gang_min = 2;
+    on.push_back({r});
+  }
+  const std::vector<PreemptionSite> sites(on.size(), PreemptionSite{&caps, {}});
+  const auto of = [&](std::size_t i) { return on[i]; };
+  const auto req = needs(4, {{"ext_ml_gang", {{"min_size", 2}, {"max_size", 8}}}});
+  const auto equal = [](const std::string&) { return 1.0; };
+  WaitingElasticGang waiting{"q", 1, "", 0};
+  auto plan = plan_share_shrink(waiting, req, 2, sites, of, {}, {}, equal);
+  ASSERT_EQ(plan.freed.size(), 2u) << "a gang at 8 of an equal share of 4 gives two members";
+  waiting.another_forming = true;
+  plan = plan_share_shrink(waiting, req, 2, sites, of, {}, {}, equal);
+  EXPECT_TRUE(plan.freed.empty());
+}
