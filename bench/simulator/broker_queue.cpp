@@ -137,13 +137,14 @@ int BrokerQueue::claim(const std::string& worker, const std::vector<broker::Elig
   throw std::runtime_error("cluster_sim: claim stayed stale");
 }
 
-GangFetch BrokerQueue::claim_gang(const std::string& worker, const std::vector<broker::GangClass>& eligible, std::set<std::string> elastic) {
+GangFetch BrokerQueue::claim_gang(const std::string& worker, const std::vector<broker::GangClass>& eligible, std::set<std::string> elastic,
+                                  bool kept) {
   // The broker's own gang claim: decided by scheduling/gang_decision, committed by
   // claim_gang.lua. No rival: the simulated queue holds gangs only.
   broker::Claimer claimer(*impl_->claims);
   const auto out = claimer.claim_gang(
       {kQueue, {worker, worker, std::to_string(broker::kDefaultRendezvousPort)}, std::nullopt, 1LL << 40, std::move(elastic),
-       [this] { return fair_shares(); }},
+       [this] { return fair_shares(); }, kept},
       eligible);
   GangFetch fetch;
   switch (out.kind) {
@@ -192,6 +193,11 @@ void BrokerQueue::requeue(int job, const std::string& worker) {
 bool BrokerQueue::mark_leaving(int job, const std::string& worker, int preemptor, int grace_period_s, bool checkpoint) {
   return impl_->gangs->mark_leaving(kQueue, std::to_string(job), worker, std::to_string(preemptor), grace_period_s, checkpoint)
       .deadline_ms.has_value();
+}
+
+int BrokerQueue::forming_gang() {
+  const auto forming = broker::PreemptionStore(*impl_->pool).forming_gang(kQueue);
+  return forming ? std::stoi(*forming) : -1;
 }
 
 int BrokerQueue::member_left(int job, const std::string& worker) {

@@ -65,7 +65,9 @@ class BrokerQueue {
   // The gang `worker` joins among `eligible` (the broker's class verdicts), as FETCH's
   // gang path claims it (broker::Claimer::claim_gang); none eligible still delivers a
   // started gang to a held member.
-  GangFetch claim_gang(const std::string& worker, const std::vector<broker::GangClass>& eligible, std::set<std::string> elastic = {});
+  // kept: a capacity hold keeps the worker for a preemptor (no running gang grows onto it).
+  GangFetch claim_gang(const std::string& worker, const std::vector<broker::GangClass>& eligible, std::set<std::string> elastic = {},
+                       bool kept = false);
   void ack(int job, const std::string& worker);  // a gang completes when each member has ACKed
   void requeue(int job, const std::string& worker);  // preempted: available again, as fail.lua requeues
   // A member of a running elastic gang is told to leave it for `preemptor` (the
@@ -73,6 +75,8 @@ class BrokerQueue {
   bool mark_leaving(int job, const std::string& worker, int preemptor, int grace_period_s, bool checkpoint);
   // It is gone (its worker released it: gang_left.lua); the gang's world size after.
   int member_left(int job, const std::string& worker);
+  // The gang forming in the queue (PreemptionStore::forming_gang), or -1.
+  int forming_gang();
   // The head of each class's ready set in the queue's policy order (the job the
   // preemption controller reads, as PreemptionStore::ready_head), or -1; one round trip.
   std::vector<int> ready_heads(const std::vector<std::string>& class_ids);

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "broker/config.hpp"
 #include "broker/preemption/elastic_share_shrink.hpp"
 #include "broker/scheduling/gang_classes.hpp"
 #include "broker/scheduling/scheduler.hpp"
@@ -19,6 +20,9 @@ namespace ojs::bench {
 namespace {
 
 enum class EventType { arrival, finish, wake, leave };
+
+// How long freed capacity stays held past the leave's deadline: the broker's default.
+const double kCapacityHold_s = static_cast<double>(broker::BrokerConfig{}.capacity_hold_ms) / 1000;
 
 struct Event {
   double t;
@@ -35,6 +39,7 @@ struct Node {
   int job = -1;  // held: the forming gang; running: the gang it is a member of
   bool leaving = false;  // running: told to leave its elastic gang
   int held_for = -1;     // freed by a leave for this waiting gang: only its class is offered here
+  double held_until = 0; // until then (the broker's capacity hold: the leave's deadline + capacity_hold_ms)
 };
 
 struct Gang {
@@ -42,7 +47,6 @@ struct Gang {
   int size = 0;  // the world size its members were told
   std::vector<int> members;  // node indexes
   int rendezvous = -1;       // the member at rank 0 (it never leaves)
-  bool freeing = false;      // waiting: members of other gangs leave for it
   double remaining = 0;      // work left, in seconds on one node
   double progress_from = 0;  // progress resumes here (after a restart)
   double updated_at = 0;     // `remaining` is as of here
@@ -182,7 +186,8 @@ class GangSimulation {
     // A held worker's GPUs are held by its gang: the broker's verdicts refuse it every
     // class, and its FETCH only collects the gang once started.
     auto offered = n.state == Node::State::idle ? eligible_classes(n) : broker::GangClaimClasses{};
-    const auto reply = queue_->claim_gang(n.id, offered.eligible, std::move(offered.elastic));
+    const auto reply = queue_->claim_gang(n.id, offered.eligible, std::move(offered.elastic), n.held_for >= 0);
+    if (reply.kind != GangFetch::Kind::none) n.held_for = -1;  // claimed: the capacity hold has served
     switch (reply.kind) {
       case GangFetch::Kind::held: {
         const bool changed = n.state != Node::State::held || n.job != reply.job;
@@ -209,7 +214,7 @@ class GangSimulation {
   // The gang classes an idle worker may join, and which are elastic: the broker's
   // class verdicts, offered as FETCH's gang path offers them.
   broker::GangClaimClasses eligible_classes(Node& n) {
-    if (n.held_for >= 0 && gang(n.held_for).started) n.held_for = -1;  // its hold ends when the gang starts
+    if (n.held_for >= 0 && (gang(n.held_for).started || now_ >= n.held_until)) n.held_for = -1;  // started, or lapsed
     broker::WorkerView view{n.id, spec_.caps, fingerprint_, {}, {}};
     auto verdicts = scheduler_.judge(classes_, view);
     // The capacity guard's hold (capacity_guard_filter.cpp): the freed node takes only
@@ -252,14 +257,22 @@ class GangSimulation {
     return {r};
   }
 
-  // Each waiting elastic gang (oldest first) that the idle nodes cannot start gets
+  // Whether members already leave for waiting gang j, or nodes they freed are still held for it:
+  // the controller plans for a preemptor with a hold in force no more (holds_in_force).
+  bool freeing(int j) const {
+    return std::any_of(nodes_.begin(), nodes_.end(), [&](const Node& n) { return n.held_for == j && (n.leaving || now_ < n.held_until); });
+  }
+
+  // Each class's first waiting elastic gang that the idle nodes cannot start gets
   // members of equal gangs above their share told to leave (broker::plan_share_shrink,
   // the controller's rule); the nodes they free are held for it.
   void shrink_for_waiting() {
-    for (const int j : waiting_jobs_) {
-      auto& w = gang(j);
+    std::set<std::string> classes_seen;  // the controller plans for each class's head only
+    const int forming = waiting_jobs_.empty() ? -1 : queue_->forming_gang();
+    for (const int j : waiting_jobs_) {  // in arrival order: each class's ready order
       const auto& req = jobs_[static_cast<std::size_t>(j)].req;
-      if (w.freeing || !req.hard.gang.elastic()) continue;
+      if (!classes_seen.insert(jobs_[static_cast<std::size_t>(j)].class_id).second) continue;
+      if (freeing(j) || !req.hard.gang.elastic()) continue;
       std::vector<broker::PreemptionSite> open;
       std::vector<int> index;
       int held = 0;
@@ -273,7 +286,7 @@ class GangSimulation {
       const int needed = req.hard.gang.size - held;
       if (needed <= 0) continue;
       const auto plan = broker::plan_share_shrink(
-          {BrokerQueue::kQueue, broker::priority_class_rank(req), "", held}, req, needed, open,
+          {BrokerQueue::kQueue, broker::priority_class_rank(req), "", held, forming >= 0 && forming != j}, req, needed, open,
           [&](std::size_t k) { return running_view(index[k]); }, {}, {}, [](const std::string&) { return 1.0; });
       if (plan.freed.empty() || plan.fitting >= needed) continue;
       for (const auto& [site, choice] : plan.freed) {
@@ -283,7 +296,8 @@ class GangSimulation {
           if (!queue_->mark_leaving(std::stoi(v.job_id), n.id, j, v.grace_period_s, v.checkpoint_on_preempt)) break;
           n.leaving = true;
           n.held_for = j;
-          w.freeing = true;
+          n.held_until = now_ + v.grace_period_s + kCapacityHold_s;
+          push({n.held_until, 0, EventType::wake, j, 0});  // a hold that lapses: the controller may plan again
           ++result_.leaves;
           push({now_ + v.grace_period_s, 0, EventType::leave, n.job, ni});
         }
@@ -321,7 +335,6 @@ class GangSimulation {
     if (reply.rank == 0) g.rendezvous = ni;
     if (!g.started) {
       g.started = true;
-      g.freeing = false;
       waiting_jobs_.erase(reply.job);
       g.size = reply.world_size;
       g.progress_from = g.updated_at = now_;
