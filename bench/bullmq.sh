@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# BullMQ's rate on this machine, the yardstick of issue #30 (docs/benchmarks.md
+# BullMQ's rate on this machine, our yardstick (docs/benchmarks.md
 # "Against BullMQ"): installs `bullmq` from npm into a temporary folder, starts
 # redis-server as the broker starts its embedded one (unix socket, AOF everysec),
 # adds JOBS jobs one `add` at a time, then processes them with WORKERS Workers of

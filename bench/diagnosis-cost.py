@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What one diagnosis and one what-if cost on a big worker (issue #47 item 10).
+"""What one diagnosis and one what-if cost on a big worker.
 
 One live worker with DEVICES GPUs, every one busy, and WAITING jobs queued behind
 them: times GET /jobs/{id}/diagnosis (with its start estimate) and a what-if adding a

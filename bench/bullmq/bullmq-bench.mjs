@@ -1,4 +1,4 @@
-// BullMQ on the same machine as our broker (issue #30's yardstick): `add` rate and
+// BullMQ on the same machine as our broker (our yardstick): `add` rate and
 // processed/s with empty handlers. Run by bench/bullmq.sh, which installs bullmq from
 // npm into a temporary folder and starts redis-server as the broker's embedded Redis.
 //   node bullmq-bench.mjs SOCKET JOBS WORKERS CONCURRENCY PRODUCERS

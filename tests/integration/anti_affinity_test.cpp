@@ -1,4 +1,4 @@
-// Issue #27: anti-affinity works both ways (a job refuses a worker whose running
+// Anti-affinity works both ways (a job refuses a worker whose running
 // jobs declare anti-affinity against it) and over every documented label
 // spelling: the spec example's job_type, meta.compute.runtime, meta.tenant_id,
 // meta.labels as an object or a worker-info style array.

@@ -1,4 +1,4 @@
-// Issue #27: expiry is swept by the maintenance pass (an expired job leaves
+// Expiry is swept by the maintenance pass (an expired job leaves
 // `available` with no FETCH reaching it), a past expires_at is refused at PUSH,
 // a scheduled job that expired before its start is discarded instead of promoted,
 // and an OJS `timeout` above the queue's limit is a 422 instead of a silent cap.

@@ -292,7 +292,7 @@ TEST(HostileInputQueues, QueueCountIsBoundedAndAnEmptyQueueCanBeDeleted) {
 }
 
 // #10: expires_at was accepted and ignored; an expired job is never delivered
-// (issue #27: one already past at PUSH is refused; expiry_test.cpp covers the rest).
+// (one already past at PUSH is refused; expiry_test.cpp covers the rest).
 TEST_F(HostileInput, AnExpiredJobIsDiscardedAndNeverDelivered) {
   const auto expired = api.post("/ojs/v1/jobs", job("hard-exp", {{"expires_at", "2020-01-01T00:00:00Z"}}));
   EXPECT_EQ(expired.status, 400) << expired.body.dump();

@@ -1,4 +1,4 @@
-// PUSH under an Idempotency-Key (issue #47 item 13, ojs-bulk-operations.md §10): a
+// PUSH under an Idempotency-Key (ojs-bulk-operations.md §10): a
 // client that retries after a timeout or a lost reply gets the job its first request
 // stored, never a second one.
 #include <gtest/gtest.h>

@@ -63,7 +63,7 @@ TEST(StatusPage, HeadlessChromiumRendersWorkersQueuesAndWaitingReasons) {
   EXPECT_NE(dom.output.find("inference"), std::string::npos);
 }
 
-// [issue #33] Lost workers no longer crowd the page: it shows all, live or lost
+// Lost workers no longer crowd the page: it shows all, live or lost
 // workers, a page at a time, with links (no scripts), in a real browser too.
 TEST(StatusPage, WorkersAreFilteredAndPaged) {
   RedisServer redis;

@@ -1,4 +1,4 @@
-// Issue #27, worker lifecycle with the real worker agent: a terminate directive
+// Worker lifecycle with the real worker agent: a terminate directive
 // ends with the worker's exit (a restart under the same id runs), directives on an
 // unknown worker are 404, and drain quiets a worker then terminates it once idle.
 #include <gtest/gtest.h>
