@@ -106,7 +106,6 @@ class GangSimulation {
   broker::ClassSet classes_;  // the queue's gang classes, as FETCH judges them
   std::set<int> running_;     // started gangs not done
   std::set<int> waiting_jobs_;  // arrived jobs whose gang has not started
-  int waiting_ = 0;           // their number
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   long long event_seq_ = 0;
   std::size_t rotation_ = 0;
@@ -132,7 +131,6 @@ class GangSimulation {
         queue_->push(e.job, sj);
         classes_.classes.emplace(sj.class_id, ml::requirement_class(sj.req).canonical);
         in_system_.arrive(now_);
-        ++waiting_;
         waiting_jobs_.insert(e.job);
         break;
       }
@@ -153,7 +151,7 @@ class GangSimulation {
     const double gpus = spec_.caps.gpu.count;
     for (const auto& n : nodes_) {
       if (n.state == Node::State::held) held_gpu_s_ += gpus * (to - now_);
-      if (n.state != Node::State::running && waiting_ > 0) waiting_idle_gpu_s_ += gpus * (to - now_);
+      if (n.state != Node::State::running && !waiting_jobs_.empty()) waiting_idle_gpu_s_ += gpus * (to - now_);
       if (n.state != Node::State::running) continue;
       busy_gpu_s_ += gpus * (to - now_);
       useful_gpu_s_ += gpus * std::max(0.0, to - std::max(now_, gang(n.job).progress_from));
@@ -175,7 +173,7 @@ class GangSimulation {
 
   // Something an idle worker could get: a waiting gang, or a started elastic one below its max.
   bool anything_to_take() {
-    if (waiting_ > 0) return true;
+    if (!waiting_jobs_.empty()) return true;
     return std::any_of(running_.begin(), running_.end(), [&](int j) { return gang(j).size < job(j).max_nodes; });
   }
 
@@ -339,7 +337,6 @@ class GangSimulation {
       g.size = reply.world_size;
       g.progress_from = g.updated_at = now_;
       running_.insert(reply.job);
-      --waiting_;
     } else if (reply.world_size > g.size) {
       progress_to_now(reply.job);
       g.size = reply.world_size;
