@@ -224,6 +224,23 @@ READ_BACK = 'JobStore::ack reads it back' in scripts['ack']
 def ack_cmd(a):
     c = call('ack', [K('job:' + a)] + ACK_KEYS, ['', 'w1'])
     return ('PIPE', [c, ['HGETALL', K('job:' + a)]]) if READ_BACK else c
+# NACK (fail.lua, outcome retry) of the first third of the claimed jobs, the rest ACKed.
+# The lean layout (its workflow keys only for a workflow's job, the job read back natively
+# behind the call) when fail.lua answers need_keys; else the 26 keys it always took.
+LEAN_FAIL = 'need_keys' in scripts['fail']
+def nack_cmd(a):
+    if LEAN_FAIL:
+        keys = [K('job:' + a), K('active'), K('delayed'), K('dead'), K('stats'), K('events'), K('ledger'), K('tenant-ledger'),
+                K('preempting'), K('ready:' + cls[0]), K('seq'), K('held:'), K('heads'), K('finished:'), K('usage-journal'), K('usage')]
+        c = call('fail', keys, ['1', 'retry', '9999999999999', '{"code":"boom","message":"boom"}', '', '0', 'w1'])
+        return ('PIPE', [c, ['HGETALL', K('job:' + a)]])
+    keys = [K('job:' + a), K('active'), K('delayed'), K('dead'), K('stats'), K('events'), K('ledger'), K('tenant-ledger'),
+            K('preempting'), K('ready:' + cls[0]), K('seq'), K('held:'), K('workflow:'), K('job:'), K('ready:'), K('seq'),
+            K('delayed'), K('classes'), K('classes:ver'), K('escalations'), K('reservation-waits'), K('workflow-dispatch'),
+            K('heads'), K('finished:'), K('usage-journal'), K('usage')]
+    return call('fail', keys, ['1', 'retry', '9999999999999', '{"code":"boom","message":"boom"}', '', '0', 'w1'])
+nacked, active = active[:len(active) // 3], active[len(active) // 3:]
+phase('nack', [nack_cmd(a) for a in nacked])
 phase('ack', [ack_cmd(a) for a in active])
 if SETTLE:  # the maintenance pass's settling of those ACKs' lines, per ACK (ACK's cost is ack + settle)
     SETTLE_KEYS = [K('usage-journal'), K('stats'), K('finished:'), K('run-times:'), K('usage'), K('usage-totals'),

@@ -131,16 +131,32 @@ Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome,
                           const std::string& error_json, const std::string& errors_json, bool require_expired,
                           const std::string& worker_id) {
   const auto& queue = snapshot.queue();
-  Transition t = transition_from(redis_.eval("fail",
-                                     with_workflow_keys({keys::job(queue, snapshot.id()), keys::active(queue),
-                                                         keys::delayed(queue), keys::dead(queue), keys::stats(queue),
-                                                         keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
-                                                         keys::preempting(queue), keys::ready(queue, snapshot.get("class")),
-                                                         keys::seq(queue), keys::held_prefix(queue)},
-                                                        queue, with_usage_keys({keys::finished_prefix(queue)}, queue)),
-                                     {std::to_string(snapshot.attempt()), outcome, std::to_string(due_ms), error_json,
-                                      errors_json, require_expired ? "1" : "0", worker_id}));
-  if (t.status == TransitionStatus::ok) hints().forget_claimed(redis_.endpoint().describe() + '|' + snapshot.id());
+  const auto& id = snapshot.id();
+  std::vector<std::string> fail_keys{keys::job(queue, id),          keys::active(queue),      keys::delayed(queue),
+                                     keys::dead(queue),             keys::stats(queue),       keys::events(queue),
+                                     keys::ledger(queue),           keys::tenant_ledger(queue), keys::preempting(queue),
+                                     keys::ready(queue, snapshot.get("class")), keys::seq(queue), keys::held_prefix(queue),
+                                     keys::class_heads(queue),      keys::finished_prefix(queue)};
+  for (auto& k : keys::usage_transition_keys(queue)) fail_keys.push_back(std::move(k));  // 15-16
+  // 17-27 only for a workflow's job (a key costs the call ~1.1k instructions);
+  // fail.lua asks for them should the snapshot not name the workflow.
+  if (snapshot.has("workflow_id")) fail_keys = with_workflow_keys(std::move(fail_keys), queue);
+  const std::vector<std::string> args{std::to_string(snapshot.attempt()), outcome, std::to_string(due_ms), error_json,
+                                      errors_json, require_expired ? "1" : "0", worker_id};
+  // The job comes back from an HGETALL behind the script, in the same round trip.
+  std::vector<RedisValue> after;
+  auto reply = redis_.eval("fail", fail_keys, args, {{"HGETALL", keys::job(queue, id)}}, &after);
+  if (!reply.elements.empty() && reply.elements.front().str == "need_keys") {
+    after.clear();
+    reply = redis_.eval("fail", with_workflow_keys(std::move(fail_keys), queue), args, {{"HGETALL", keys::job(queue, id)}},
+                        &after);
+  }
+  Transition t = transition_from(reply);
+  if (t.status == TransitionStatus::ok) {
+    if (!after.empty()) t.job = JobRecord::from_flat_array(after.front());
+    t.job.fields.emplace("id", id);  // gone already (purged in between): still names the job
+    hints().forget_claimed(redis_.endpoint().describe() + '|' + id);
+  }
   return t;
 }
 

@@ -171,3 +171,58 @@ TEST(TransitionKeys, AnAckReadsTheWholeJobOnceNatively) {
     if (line.rfind("cmdstat_hgetall:", 0) == 0) hgetall = line.substr(0, line.find(','));
   EXPECT_EQ(hgetall, "cmdstat_hgetall:calls=1") << "the read-back behind ack.lua only";
 }
+
+// A NACK is a lean transition too: fail.lua takes no workflow keys for a plain job,
+// reads into Lua only the fields it uses, and the whole job is read once, natively,
+// behind the script (JobStore::fail); the reply is that read, the retry's fields in it.
+TEST(TransitionKeys, APlainJobsNackSendsNoWorkflowKeysAndReadsTheJobOnceNatively) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
+  Api api{broker.url()};
+  api.push({{"type", "keys.nack"}, {"args", json::array()}, {"options", {{"queue", "keys-nack"},
+           {"retry", {{"max_attempts", 3}, {"initial_interval", "PT1H"}, {"jitter", false}}}}}});
+  const auto jobs = api.fetch({"keys-nack"}, "w1");
+  ASSERT_EQ(jobs.size(), 1u);
+  log_every_command(redis);
+  const auto nacked = api.post("/ojs/v1/workers/nack", {{"job_id", jobs[0]["id"]}, {"worker_id", "w1"},
+                                                         {"error", {{"type", "Boom"}, {"message", "try again"}}}});
+  ASSERT_EQ(nacked.status, 200) << nacked.body.dump();
+  EXPECT_EQ(fcall_key_counts(redis, "fail"), std::vector<int>{16}) << "fail.lua's KEYS 1-16, no workflow keys";
+  // The slow log holds the commands sent (not those a script runs), newest first: the
+  // job read for the decision, the script, then (listed before it) the read-back.
+  const auto key = "ojs:{keys-nack}:job:" + jobs[0]["id"].get<std::string>();
+  std::vector<std::string> sent;
+  const auto lines = redis_lines(redis, {"SLOWLOG", "GET", "1000"});
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i)
+    if (lines[i] == "FCALL" && lines[i + 1].rfind("fail_", 0) == 0) sent.push_back("fail");
+    else if (lines[i] == "HGETALL" && lines[i + 1] == key) sent.push_back("HGETALL");
+  EXPECT_EQ(sent, (std::vector<std::string>{"HGETALL", "fail", "HGETALL"})) << "read back natively behind the script";
+  const auto job = api.get("/ojs/v1/jobs/" + jobs[0]["id"].get<std::string>()).body["job"];
+  EXPECT_EQ(job["state"], "retryable") << job.dump();
+  EXPECT_EQ(job["attempt"], 1) << job.dump();
+  EXPECT_EQ(job["error"]["message"], "try again") << job.dump();
+}
+
+// A workflow's step NACKed to its end fails its step. The broker that claimed it
+// sends the workflow keys at once; one that did not learns from its read of the job.
+TEST(TransitionKeys, AWorkflowStepNackedToItsEndFailsItsStep) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
+  Api api{broker.url()};
+  json once = step("n.one", "keys-nack-wf");
+  once["options"]["retry"] = {{"max_attempts", 1}, {"on_exhaustion", "discard"}};
+  auto created = api.post("/ojs/v1/workflows", {{"type", "group"}, {"jobs", {once, step("n.two", "keys-nack-wf")}}});
+  ASSERT_EQ(created.status, 201) << created.body.dump();
+  const std::string wf = created.body["workflow"]["id"];
+  std::string failed;
+  for (const auto& job : api.fetch({"keys-nack-wf"}, "w1", 2))
+    if (job["type"] == "n.one") failed = job["id"];
+  ASSERT_FALSE(failed.empty());
+  log_every_command(redis);
+  const auto nacked = api.post("/ojs/v1/workers/nack", {{"job_id", failed}, {"worker_id", "w1"}, {"error", {{"message", "no"}}}});
+  ASSERT_EQ(nacked.status, 200) << nacked.body.dump();
+  EXPECT_EQ(fcall_key_counts(redis, "fail"), std::vector<int>{27}) << "fail.lua's KEYS 1-16 and the 11 workflow keys";
+  EXPECT_EQ(api.get("/ojs/v1/jobs/" + failed).body["job"]["state"], "discarded");
+  const auto group = api.get("/ojs/v1/workflows/" + wf).body["workflow"];
+  EXPECT_EQ(group["jobs_failed"], 1) << group.dump();
+}

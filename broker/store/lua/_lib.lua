@@ -190,6 +190,7 @@ end
 -- of all eligible classes in one ZMSCORE instead of one read per class, so every
 -- write to a ready set goes through these helpers.
 local function ready_add(heads, ready_key, class, score, id)
+  score = int_s(score)  -- an integer below 2^53 (score_pack): '%d' once, not '%.17g' per ZADD
   redis.call('ZADD', ready_key, score, id)
   redis.call('ZADD', heads, 'LT', score, class)  -- a new head only when it sorts first
 end
@@ -280,7 +281,7 @@ end
 local function make_available(r, jk, job, now)
   local seq = redis.call('INCR', r.seq)
   job.state, job.enqueued_at = 'available', now
-  redis.call('HSET', jk, 'state', 'available', 'enqueued_at', now)
+  redis.call('HSET', jk, 'state', 'available', 'enqueued_at', int_s(now))
   if job.next_attempt_at then
     job.next_attempt_at = nil
     redis.call('HDEL', jk, 'next_attempt_at')
