@@ -231,7 +231,7 @@ LEAN_FAIL = 'need_keys' in scripts['fail']
 def nack_cmd(a):
     if LEAN_FAIL:
         keys = [K('job:' + a), K('active'), K('delayed'), K('dead'), K('stats'), K('events'), K('ledger'), K('tenant-ledger'),
-                K('preempting'), K('ready:' + cls[0]), K('seq'), K('held:'), K('heads'), K('finished:'), K('usage-journal'), K('usage')]
+                K('preempting'), K('ready:' + cls[0]), K('seq'), K('held:'), K('heads'), K('usage-journal'), K('usage')]
         c = call('fail', keys, ['1', 'retry', '9999999999999', '{"code":"boom","message":"boom"}', '', '0', 'w1'])
         return ('PIPE', [c, ['HGETALL', K('job:' + a)]])
     keys = [K('job:' + a), K('active'), K('delayed'), K('dead'), K('stats'), K('events'), K('ledger'), K('tenant-ledger'),

@@ -70,16 +70,21 @@ std::pair<long long, long long> JobIndexStore::delayed_split(const std::string& 
   return {total - retryable, retryable};
 }
 
-// The completed index is written by settle.lua, from the ACKs' completion lines:
-// settled before it is read, it holds every job whose ACK answered.
-void JobIndexStore::settle_completed(const std::string& queue, const std::string& state) {
-  if (state == "completed") settle(redis_, {queue});
+// The completed and discarded indexes are written by settle.lua, from the end lines
+// of ACKs and NACKs: settled before it is read, each holds every job whose ending
+// call answered.
+namespace {
+bool settled_index(const std::string& state) { return state == "completed" || state == "discarded"; }
+}  // namespace
+
+void JobIndexStore::settle_finished(const std::string& queue, const std::string& state) {
+  if (settled_index(state)) settle(redis_, {queue});
 }
 
-// A read of a finished index; of the completed one, behind the queue's settling in
-// the same round trip.
+// A read of a finished index; of one settle.lua writes, behind the queue's settling
+// in the same round trip.
 RedisValue JobIndexStore::finished_read(const std::string& queue, const std::string& state, std::vector<std::string> command) {
-  if (state != "completed") return redis_.command(command);
+  if (!settled_index(state)) return redis_.command(command);
   return settled_reads(redis_, queue, {std::move(command)}).front();
 }
 
@@ -95,7 +100,7 @@ long long JobIndexStore::finished_count(const std::string& queue, const std::str
 
 long long JobIndexStore::trim_finished(const std::string& queue, const std::string& state, std::int64_t cutoff_ms,
                                        long long max_jobs) {
-  settle_completed(queue, state);
+  settle_finished(queue, state);
   const auto key = keys::finished(queue, state);
   const auto replies = redis_.pipeline({{"ZREMRANGEBYSCORE", key, "-inf", "(" + std::to_string(cutoff_ms)},
                                         {"ZREMRANGEBYRANK", key, "0", std::to_string(-max_jobs - 1)}});
@@ -105,7 +110,7 @@ long long JobIndexStore::trim_finished(const std::string& queue, const std::stri
 std::vector<std::string> JobIndexStore::purge_finished(const std::string& queue, const std::string& state, std::int64_t before_ms,
                                                        int limit) {
   std::vector<std::string> out;
-  settle_completed(queue, state);
+  settle_finished(queue, state);
   const auto reply = redis_.eval("purge_finished", {keys::finished_prefix(queue), keys::job_prefix(queue), keys::dead(queue),
                                                    keys::log_prefix(queue), keys::classes(queue), keys::classes_version(queue)},
                                  {state, std::to_string(before_ms), std::to_string(limit)});

@@ -47,7 +47,7 @@ class JobIndexStore {
   std::vector<std::string> purge_finished(const std::string& queue, const std::string& state, std::int64_t before_ms, int limit);
 
  private:
-  void settle_completed(const std::string& queue, const std::string& state);
+  void settle_finished(const std::string& queue, const std::string& state);
   RedisValue finished_read(const std::string& queue, const std::string& state, std::vector<std::string> command);
   std::vector<std::string> ids(const std::vector<std::string>& command);
   RedisPool& redis_;

@@ -136,9 +136,9 @@ Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome,
                                      keys::dead(queue),             keys::stats(queue),       keys::events(queue),
                                      keys::ledger(queue),           keys::tenant_ledger(queue), keys::preempting(queue),
                                      keys::ready(queue, snapshot.get("class")), keys::seq(queue), keys::held_prefix(queue),
-                                     keys::class_heads(queue),      keys::finished_prefix(queue)};
-  for (auto& k : keys::usage_transition_keys(queue)) fail_keys.push_back(std::move(k));  // 15-16
-  // 17-27 only for a workflow's job (a key costs the call ~1.1k instructions);
+                                     keys::class_heads(queue)};
+  for (auto& k : keys::usage_transition_keys(queue)) fail_keys.push_back(std::move(k));  // 14-15
+  // 16-26 only for a workflow's job (a key costs the call ~1.1k instructions);
   // fail.lua asks for them should the snapshot not name the workflow.
   if (snapshot.has("workflow_id")) fail_keys = with_workflow_keys(std::move(fail_keys), queue);
   const std::vector<std::string> args{std::to_string(snapshot.attempt()), outcome, std::to_string(due_ms), error_json,

@@ -100,7 +100,7 @@ std::map<std::string, long long> QueueDirectory::queue_counts(const std::string&
   std::vector<std::string> hmget{"HMGET", keys::stats(queue)};
   hmget.insert(hmget.end(), std::begin(kCounters), std::end(kCounters));
   cmds.push_back(std::move(hmget));
-  auto replies = settled_reads(redis_, queue, cmds);  // the completed count is settle.lua's
+  auto replies = settled_reads(redis_, queue, cmds);  // the completed and discarded counts are settle.lua's
   std::map<std::string, long long> counts;
   long long available = 0;
   std::size_t i = 0;

@@ -15,7 +15,7 @@ std::vector<MinuteCounts> StatsHistoryStore::range(const std::vector<std::string
   std::vector<MinuteCounts> out;
   for (auto m = from_minute; m <= to_minute; ++m) out.push_back({m, 0, 0});
   if (out.empty() || queues.empty()) return out;
-  settle(redis_, queues);  // the processed counts are settle.lua's
+  settle(redis_, queues);  // the processed and failed counts are settle.lua's
   std::vector<std::string> hmget{"HMGET", ""};
   for (const auto& c : out) {
     hmget.push_back(field(c.minute, "processed"));

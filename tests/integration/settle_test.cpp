@@ -88,6 +88,41 @@ TEST(Settle, AReadSeesEveryEndThatAnsweredAndCountsItOnce) {
   EXPECT_EQ(number(redis, {"LLEN", "ojs:{" + q + "}:usage-journal"}), 0);
 }
 
+// A NACK's counts leave the transition too: a retried attempt's failed minute, a
+// discarded job's count, its minute and its finished index are settled from its end
+// line, and a read right after the NACK sees them.
+TEST(Settle, ANacksFailedMinuteAndDiscardAreSettledBeforeAnyRead) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
+  Api api{broker.url()};
+  const std::string q = "settle-nack";
+  json retried = plain_job(q);
+  retried["retry"] = {{"max_attempts", 3}, {"initial_interval", "PT1H"}, {"jitter", false}};
+  api.push(retried);
+  const auto first = api.fetch({q}, "w", 1);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(api.post("/ojs/v1/workers/nack", {{"job_id", first[0]["id"]}, {"worker_id", "w"}, {"error", {{"message", "again"}}}}).status,
+            200);
+  api.push(plain_job(q));
+  const std::string discarded = run_one(api, q, "w", true);
+  EXPECT_EQ(redis_value(redis, {"HGET", "ojs:{" + q + "}:stats", "discarded"}), "") << "the NACK itself writes no count";
+  EXPECT_EQ(number(redis, {"ZCARD", "ojs:{" + q + "}:finished:discarded"}), 0) << "nor the finished index";
+
+  const auto listing = api.get("/ojs/v1/admin/jobs?state=discarded&queue=" + q);
+  ASSERT_EQ(listing.status, 200) << listing.body.dump();
+  ASSERT_EQ(listing.body["items"].size(), 1u) << listing.body.dump();
+  EXPECT_EQ(listing.body["items"][0]["id"], discarded);
+  const auto stats = api.get("/ojs/v1/queues/" + q + "/stats");
+  ASSERT_EQ(stats.status, 200) << stats.body.dump();
+  EXPECT_EQ(number(redis, {"HGET", "ojs:{" + q + "}:stats", "discarded"}), 1);
+  const auto history = api.get("/ojs/v1/admin/stats/history?period=1m&queue=" + q);
+  ASSERT_EQ(history.status, 200) << history.body.dump();
+  long long failed = 0;
+  for (const auto& point : history.body["data"]) failed += point["failed"].get<long long>();
+  EXPECT_EQ(failed, 2) << "the retried attempt and the discarded one: " << history.body.dump();
+  EXPECT_EQ(number(redis, {"LLEN", "ojs:{" + q + "}:usage-journal"}), 0);
+}
+
 // Brokers die with SIGKILL while others keep finishing jobs and settling: every
 // end is counted once, the finished index holds each completed job once, and the
 // usage totals equal the sum of the jobs' own records, exactly.
@@ -111,6 +146,9 @@ TEST(Settle, BrokersKilledAtAnyInstantNeitherLoseNorDoubleAnEnd) {
   }
   EXPECT_EQ(completed_count(api, q), acked);
   EXPECT_EQ(number(redis, {"ZCARD", "ojs:{" + q + "}:finished:completed"}), acked);
+  const auto failed = static_cast<long long>(ids.size()) - acked;
+  EXPECT_EQ(number(redis, {"HGET", "ojs:{" + q + "}:stats", "discarded"}), failed);
+  EXPECT_EQ(number(redis, {"ZCARD", "ojs:{" + q + "}:finished:discarded"}), failed);
   const auto [totals, records] = cpu_totals_and_records(redis, q, ids);
   EXPECT_GT(records, 0);
   EXPECT_EQ(totals, records) << "a usage line lost or folded twice";

@@ -187,7 +187,7 @@ TEST(TransitionKeys, APlainJobsNackSendsNoWorkflowKeysAndReadsTheJobOnceNatively
   const auto nacked = api.post("/ojs/v1/workers/nack", {{"job_id", jobs[0]["id"]}, {"worker_id", "w1"},
                                                          {"error", {{"type", "Boom"}, {"message", "try again"}}}});
   ASSERT_EQ(nacked.status, 200) << nacked.body.dump();
-  EXPECT_EQ(fcall_key_counts(redis, "fail"), std::vector<int>{16}) << "fail.lua's KEYS 1-16, no workflow keys";
+  EXPECT_EQ(fcall_key_counts(redis, "fail"), std::vector<int>{15}) << "fail.lua's KEYS 1-15, no workflow keys";
   // The slow log holds the commands sent (not those a script runs), newest first: the
   // job read for the decision, the script, then (listed before it) the read-back.
   const auto key = "ojs:{keys-nack}:job:" + jobs[0]["id"].get<std::string>();
@@ -221,7 +221,7 @@ TEST(TransitionKeys, AWorkflowStepNackedToItsEndFailsItsStep) {
   log_every_command(redis);
   const auto nacked = api.post("/ojs/v1/workers/nack", {{"job_id", failed}, {"worker_id", "w1"}, {"error", {{"message", "no"}}}});
   ASSERT_EQ(nacked.status, 200) << nacked.body.dump();
-  EXPECT_EQ(fcall_key_counts(redis, "fail"), std::vector<int>{27}) << "fail.lua's KEYS 1-16 and the 11 workflow keys";
+  EXPECT_EQ(fcall_key_counts(redis, "fail"), std::vector<int>{26}) << "fail.lua's KEYS 1-15 and the 11 workflow keys";
   EXPECT_EQ(api.get("/ojs/v1/jobs/" + failed).body["job"]["state"], "discarded");
   const auto group = api.get("/ojs/v1/workflows/" + wf).body["workflow"];
   EXPECT_EQ(group["jobs_failed"], 1) << group.dump();

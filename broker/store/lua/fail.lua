@@ -1,11 +1,11 @@
 -- NACK / reclaim: the broker decided the outcome from a snapshot; apply it if the
 -- job is still the attempt that snapshot saw (compare-and-set on attempt).
--- KEYS (16 + 11n): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
+-- KEYS (15 + 11n): 1 job hash, 2 active, 3 delayed, 4 dead, 5 stats, 6 events, 7 ledger,
 --            8 tenant ledger, 9 preempting, 10 ready set of the job's class, 11 seq,
---            12 held prefix (keys.hpp held_prefix), 13 class heads, 14 finished prefix
---            (keys.hpp finished_prefix), 15-16 the usage journal and hash (_lib_accounting.lua
---            usage_keys), n = 0 or 1: 17-27 the workflow keys (_lib_workflows.lua), sent only
---            for a workflow's job: without them such a job answers {'need_keys'}, nothing written.
+--            12 held prefix (keys.hpp held_prefix), 13 class heads, 14-15 the usage journal
+--            and hash (_lib_accounting.lua usage_keys), n = 0 or 1: 16-26 the workflow keys
+--            (_lib_workflows.lua), sent only for a workflow's job: without them such a job
+--            answers {'need_keys'}, nothing written.
 -- ARGV: expected_attempt, outcome (retry|discard|dead_letter|requeue|reclaim), due_ms (retry),
 --       error_json, errors_json, require_expired ('1' = only if the visibility deadline
 --       has passed: used by the reaper), worker_id ('' = any)
@@ -35,18 +35,27 @@ local job = {id = f[1], state = f[2], worker_id = f[3] or nil, gang_workers = f[
 if job.state ~= 'active' then return {'conflict', job.state} end
 if worker ~= '' and not held_by(job, worker) then return {'conflict', 'active (held by another worker)'} end
 if job.attempt ~= expected then return {'stale', job.attempt} end
-if job.workflow_id and #KEYS < 27 then return {'need_keys'} end  -- before any write
+if job.workflow_id and #KEYS < 26 then return {'need_keys'} end  -- before any write
 local now = now_ms()
 local now_s = int_s(now)  -- formatted once ('%d'), not by each redis.call ('%.17g')
 if require_expired == '1' and tonumber(job.visibility_deadline or '0') > now then return {'extended'} end
 redis.call('ZREM', KEYS[2], job.id)
 release_holder(KEYS[12], job)
-usage_ended(usage_keys(KEYS, 15), jk, job, now)  -- before the charge is released
-local charged = release_budget({ledger = KEYS[7], tenant_ledger = KEYS[8]}, jk, job, true)
+-- What a failed attempt counts (its minute's failed count; a discarded job's count and
+-- finished index) is settled later (settle.lua) from an end line journaled here with
+-- the attempt's usage line, in one RPUSH: written in the same step, settled once.
+local retried = outcome == 'retry'
+local discarding = not (retried or outcome == 'reclaim' or outcome == 'requeue')  -- the last branch below
+local end_line = (retried and 'f\t' .. now_s) or (discarding and 'd\t' .. now_s .. '\t' .. job.id) or nil
+-- The job's own writes are gathered into one HSET and one HDEL, sent last (the
+-- helpers that write on paths that are rare, a gang's reset and a preemption's end,
+-- send their own).
+local set, del = {}, {'visibility_deadline', 'execution_deadline'}
+usage_ended(usage_keys(KEYS, 14), jk, job, now, set, now_s, nil, end_line)  -- before the charge is released
+if release_budget({ledger = KEYS[7], tenant_ledger = KEYS[8]}, jk, job, true) then
+  for _, f in ipairs(BUDGET_FIELDS) do del[#del + 1] = f end
+end
 gang_reset(jk, job)  -- one member's failure or release brings the whole gang down
-local gone = {'visibility_deadline', 'execution_deadline'}
-if charged then for _, f in ipairs(BUDGET_FIELDS) do gone[#gone + 1] = f end end  -- one HDEL for all
-redis.call('HDEL', jk, unpack(gone))
 -- A job marked preempting (preempt.lua) leaves that state; released by requeue it
 -- counts one preemption (the attempt is given back below, so never against max_attempts).
 if job.preempt_deadline then
@@ -58,23 +67,24 @@ if job.preempt_deadline then
     redis.call('HINCRBY', KEYS[5], 'preempted', 1)  -- per-queue counter (/metrics, status page)
   end
 end
-if job.retry_delay_ms and outcome ~= 'retry' then
+if job.retry_delay_ms and not retried then
   job.retry_delay_ms = nil
-  redis.call('HDEL', jk, 'retry_delay_ms')
+  del[#del + 1] = 'retry_delay_ms'
 end
-if err ~= '' then job.error = err; redis.call('HSET', jk, 'error', err) end
-if errors ~= '' then job.errors = errors; redis.call('HSET', jk, 'errors', errors) end
-if outcome == 'retry' or outcome == 'requeue' or outcome == 'reclaim' then  -- ecosystem: per-attempt progress
-  progress_on_retry(jk, job)
+if err ~= '' then job.error = err; set[#set + 1] = 'error'; set[#set + 1] = err end
+if errors ~= '' then job.errors = errors; set[#set + 1] = 'errors'; set[#set + 1] = errors end
+if not discarding then  -- ecosystem: per-attempt progress (progress_on_retry, in this call's HDEL)
+  for _, f in ipairs(PROGRESS_FIELDS) do del[#del + 1] = f end
 end
 -- retry_delay_ms: the backoff before the next attempt, kept on the job so that the
 -- FETCHed retry carries it (ojs-retry.md); any other outcome leaves no retry pending.
-if outcome == 'retry' then
+if retried then
   local delay = math.max(0, tonumber(due) - now)
   job.state, job.next_attempt_at, job.retry_delay_ms = 'retryable', due, delay
-  redis.call('HSET', jk, 'state', 'retryable', 'next_attempt_at', due, 'retry_delay_ms', int_s(delay))
+  set[#set + 1] = 'state'; set[#set + 1] = 'retryable'
+  set[#set + 1] = 'next_attempt_at'; set[#set + 1] = due
+  set[#set + 1] = 'retry_delay_ms'; set[#set + 1] = int_s(delay)
   redis.call('ZADD', KEYS[3], due, job.id)
-  count_minute(KEYS[5], 'failed', now)
   emit(KEYS[6], 'job.retrying', job, {'next_attempt_at', due})
 elseif outcome == 'reclaim' then
   -- Lost reservation (visibility timeout, dead worker): available again at
@@ -84,17 +94,18 @@ elseif outcome == 'reclaim' then
 elseif outcome == 'requeue' then
   -- Released without consuming an attempt (preemption, graceful shutdown).
   job.attempt = tonumber(job.attempt) - 1
-  redis.call('HSET', jk, 'attempt', int_s(job.attempt))
+  set[#set + 1] = 'attempt'; set[#set + 1] = int_s(job.attempt)
   make_available({seq = KEYS[11], heads = KEYS[13], ready = KEYS[10]}, jk, job, now)
   emit(KEYS[6], 'job.requeued', job, nil)
 else
   job.state, job.completed_at, job.discarded_at = 'discarded', now, now
-  redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now_s, 'discarded_at', now_s)
-  redis.call('HINCRBY', KEYS[5], 'discarded', 1)
-  count_minute(KEYS[5], 'failed', now)
-  job_finished(KEYS[14], job, 'discarded', now, now_s)
+  set[#set + 1] = 'state'; set[#set + 1] = 'discarded'
+  set[#set + 1] = 'completed_at'; set[#set + 1] = now_s
+  set[#set + 1] = 'discarded_at'; set[#set + 1] = now_s
   if outcome == 'dead_letter' then redis.call('ZADD', KEYS[4], now_s, job.id) end
   emit(KEYS[6], 'job.discarded', job, {'dead_letter', outcome == 'dead_letter' and '1' or '0'})
-  if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 17, KEYS[6]), job, 'failed', now) end
+  if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 16, KEYS[6]), job, 'failed', now) end
 end
+if #set > 0 then redis.call('HSET', jk, unpack(set)) end
+redis.call('HDEL', jk, unpack(del))
 return {'ok'}

@@ -1,34 +1,42 @@
 -- Settles a queue's ended attempts: folds the usage journal (_lib_accounting.lua
--- usage_fold) and writes what each completion line (ack.lua) stands for, which the
--- ACK no longer writes itself: the queue's completed count and its minute's
--- processed count (stats), the finished index (id -> end ms), the type's run times.
+-- usage_fold) and writes what each end line (ack.lua, fail.lua) stands for, which the
+-- transition no longer writes itself: the queue's completed and discarded counts and
+-- its minutes' processed and failed counts (stats), the finished indexes (id -> end
+-- ms), the type's run times.
 -- Run before every read of these (broker/store/settle.cpp) and by the maintenance
 -- pass, about once a second. The lines leave the journal in the same call as the
 -- writes they stand for, so a broker killed at any instant neither loses an end nor
 -- counts one twice.
--- A completion line: 'c' TAB end ms TAB job id TAB run time ms ('' without a start) TAB job type.
+-- The end lines, besides the usage lines:
+--   a completion: 'c' TAB end ms TAB job id TAB run time ms ('' without a start) TAB job type;
+--   a failed attempt retried: 'f' TAB end ms;
+--   a failed attempt discarded (or dead-lettered): 'd' TAB end ms TAB job id.
 -- KEYS (8): 1 usage journal, 2 stats, 3 finished prefix (keys.hpp finished_prefix),
 --           4 run-times prefix (keys.hpp run_times_prefix), 5 usage hash, 6 usage totals,
 --           7 hourly rollup, 8 config (keys.hpp settle_keys)
 -- ARGV: 1 the most journal lines to settle in this call
 -- Reply: 1 when more may wait (call again), 0 when the journal is empty
 local limit = tonumber(ARGV[1])
-local finished, minutes, minute_order, times, type_order = {}, {}, {}, {}, {}
+local finished, discarded, minutes, minute_order, times, type_order = {}, {}, {}, {}, {}, {}
 local completed = 0
--- The minute of the line before, as its field and its bounds in ms as text: the
--- lines come in time order, so most fall in it, told by comparing texts of equal
--- length (no number parsed, no field built).
+-- The minute of the line before, as its first field's prefix and its bounds in ms as
+-- text: the lines come in time order, so most fall in it, told by comparing texts of
+-- equal length (no number parsed, no field built).
 local minute, minute_from, minute_to = nil, '', ''
+local function count_in_minute(at, what)
+  if not (#at == #minute_to and #at == #minute_from and at >= minute_from and at < minute_to) then
+    local m = math.floor(tonumber(at) / 60000)
+    minute, minute_from, minute_to = 'm' .. int_s(m) .. ':', int_s(m * 60000), int_s((m + 1) * 60000)
+  end
+  local field = minute .. what
+  if not minutes[field] then minutes[field] = 0; minute_order[#minute_order + 1] = field end
+  minutes[field] = minutes[field] + 1
+end
 local function completion(line)
   local at, id, run_ms, job_type = string.match(line, '^c\t(%d+)\t([^\t]+)\t([^\t]*)\t(.*)$')
   if not at then return end  -- (never written so: dropped)
   completed = completed + 1
-  if not (#at == #minute_to and #at == #minute_from and at >= minute_from and at < minute_to) then
-    local m = math.floor(tonumber(at) / 60000)
-    minute, minute_from, minute_to = 'm' .. int_s(m) .. ':processed', int_s(m * 60000), int_s((m + 1) * 60000)
-    if not minutes[minute] then minutes[minute] = 0; minute_order[#minute_order + 1] = minute end
-  end
-  minutes[minute] = minutes[minute] + 1
+  count_in_minute(at, 'processed')
   finished[#finished + 1] = at; finished[#finished + 1] = id
   if run_ms ~= '' and job_type ~= '' then
     if not times[job_type] then times[job_type] = {}; type_order[#type_order + 1] = job_type end
@@ -36,13 +44,31 @@ local function completion(line)
     t[#t + 1] = run_ms
   end
 end
+local function end_line(line)
+  local kind = string.byte(line, 1)
+  if kind == 99 then return completion(line) end  -- 'c'
+  if kind == 102 then  -- 'f'
+    local at = string.match(line, '^f\t(%d+)$')
+    if at then count_in_minute(at, 'failed') end
+  elseif kind == 100 then  -- 'd'
+    local at, id = string.match(line, '^d\t(%d+)\t([^\t]+)$')
+    if at then
+      count_in_minute(at, 'failed')
+      discarded[#discarded + 1] = at; discarded[#discarded + 1] = id
+    end
+  end
+end
 local taken = usage_fold({journal = KEYS[1], usage = KEYS[5], totals = KEYS[6], hours = KEYS[7], config = KEYS[8]}, limit,
-                         completion)
+                         end_line)
 if completed > 0 then
   redis.call('HINCRBY', KEYS[2], 'completed', int_s(completed))
-  for _, m in ipairs(minute_order) do redis.call('HINCRBY', KEYS[2], m, int_s(minutes[m])) end
   redis.call('ZADD', KEYS[3] .. 'completed', unpack(finished))
 end
+if #discarded > 0 then
+  redis.call('HINCRBY', KEYS[2], 'discarded', int_s(#discarded / 2))
+  redis.call('ZADD', KEYS[3] .. 'discarded', unpack(discarded))
+end
+for _, m in ipairs(minute_order) do redis.call('HINCRBY', KEYS[2], m, int_s(minutes[m])) end
 -- The last 64 run times (ms, newest first) of each job type, as the start estimate
 -- reads them (keys.hpp run_times_kept): trimmed when the list reaches twice that.
 -- Each list expires a week after the settling that last wrote it, so a deleted
