@@ -245,7 +245,7 @@ phase('ack', [ack_cmd(a) for a in active])
 if SETTLE:  # the maintenance pass's settling of those ACKs' lines, per ACK (ACK's cost is ack + settle)
     SETTLE_KEYS = [K('usage-journal'), K('stats'), K('finished:'), K('run-times:'), K('usage'), K('usage-totals'),
                    K('usage-hours'), K('config')]
-    phase('settle', [call('settle', SETTLE_KEYS, ['1000'])], per=max(len(active), 1))
+    phase('settle', [call('settle', SETTLE_KEYS, ['1000'])], per=max(len(active) + len(nacked), 1))  # per ended attempt
 elif JOURNAL:  # the maintenance pass's fold of those ACKs' lines, per line (ACK's cost is ack + fold)
     FOLD_KEYS = [K('usage-journal'), K('usage'), K('usage-totals'), K('usage-hours'), K('config')]
     if FAIR:  # fold1: one line a call, as a fair claim that folded first paid it (a job a claim)
