@@ -184,8 +184,12 @@ def claim_cmd():
     reply = r(*commit_cmd())
     if not isinstance(reply, list) or reply[0] != 'ok' or not reply[1]: raise RuntimeError('claim reply ' + str(reply)[:200])
     return ['HGETALL', K('job:' + reply[1][0])]
+PROMOTE_FLAG = 'ARGV[10]' in scripts['claim']  # the broker says whether its snapshot saw a job due
 def commit_cmd():
-    heads = r.pipe(SNAP)[0]
+    snap = r.pipe(SNAP)
+    heads = snap[0]
+    t = snap[5]
+    due = bool(snap[4]) and float(snap[4][1]) <= int(t[0]) * 1000 + int(t[1]) // 1000
     if FAIR:
         ids = [heads[i] for i in range(0, len(heads), 2)]
         cands = r(*call('fair_candidates', [K('config'), K('ready:'), K('job:'), K('usage')], ['1'] + ids))
@@ -193,7 +197,9 @@ def commit_cmd():
         picks = '\n%s\t%s\t0\t1\t[0]\t0\t0' % (first[0], first[1][2])
     else:
         picks = ''.join('\n%s\t\t0\t1\t[0]\t0\t0' % heads[i] for i in range(0, min(len(heads), 8), 2))
-    return call('claim', COMMIT_KEYS, ['w1', '', '30000', '1', VER, str(BAND), '1', picks, '1' if FAIR else ''])
+    args = ['w1', '', '30000', '1', VER, str(BAND), '1', picks, '1' if FAIR else '']
+    if PROMOTE_FLAG: args.append('1' if due else '0')
+    return call('claim', COMMIT_KEYS, args)
 phase('claim', [claim_cmd if CLAIM_READ_BACK else commit_cmd] * (N // 2))
 phase('snap', [('PIPE', SNAP)] * (N // 2))
 if FAIR:  # the candidates read alone (over the heads left)

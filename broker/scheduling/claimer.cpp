@@ -59,7 +59,7 @@ ClaimOutcome Claimer::claim(const ClaimRequest& r, const std::vector<EligibleCla
     const bool due = snap.earliest_delayed_ms && *snap.earliest_delayed_ms <= in.now_ms;
     if (plan.picks.empty() && !due) break;
     auto committed = store_.commit(r.queue, r.worker_id, r.visibility_ms, r.default_visibility_ms, want, r.classes_version,
-                                   plan.picks, r.record_held, snap.fair);
+                                   plan.picks, r.record_held, snap.fair, due);
     if (committed.status != TransitionStatus::ok) {
       if (out.jobs.empty()) return committed;  // paused, or stale: the caller refreshes its classes
       break;

@@ -69,7 +69,7 @@ void read_snapshot(const std::vector<RedisValue>& replies, std::size_t first, Cl
 ClaimOutcome ClaimStore::commit(const std::string& queue, const std::string& worker_id,
                                 std::optional<std::int64_t> request_visibility_ms, std::int64_t default_visibility_ms,
                                 int count, const std::string& classes_version, const std::vector<CommitPick>& picks,
-                                bool record_held, bool fair) {
+                                bool record_held, bool fair, bool promote_due) {
   std::string lines;
   for (const auto& p : picks) {
     lines += '\n';
@@ -89,7 +89,7 @@ ClaimOutcome ClaimStore::commit(const std::string& queue, const std::string& wor
   }
   std::vector<std::string> args{worker_id,      optional_text(request_visibility_ms), std::to_string(default_visibility_ms),
                                 std::to_string(count), classes_version,           score_band_arg(),
-                                record_held ? "1" : "", std::move(lines), fair ? "1" : ""};
+                                record_held ? "1" : "", std::move(lines), fair ? "1" : "", promote_due ? "1" : "0"};
   auto claim_keys = claim_keys_of(queue, worker_id);
   // 19-29, the workflow keys, only for a second call: claim.lua stops
   // before an expired workflow step without them and says so (a key costs the call

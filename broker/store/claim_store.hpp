@@ -140,10 +140,12 @@ class ClaimStore {
   // worker is skipped and named (budget and quota in budget_blocked, the others in
   // passed_over). record_held: each claimed job joins the worker's held set in the
   // queue (keys.hpp held), in the same script: a worker with capabilities has a load
-  // to keep. fair: each started job joins its tenant's held use.
+  // to keep. fair: each started job joins its tenant's held use. promote_due: due
+  // scheduled jobs and retries are made available first (false when the snapshot the
+  // picks were decided on saw none due: the maintenance pass promotes what falls due since).
   ClaimOutcome commit(const std::string& queue, const std::string& worker_id, std::optional<std::int64_t> request_visibility_ms,
                       std::int64_t default_visibility_ms, int count, const std::string& classes_version,
-                      const std::vector<CommitPick>& picks, bool record_held, bool fair = false);
+                      const std::vector<CommitPick>& picks, bool record_held, bool fair = false, bool promote_due = true);
 
   // The snapshot with the heads from `offset` (0-based), at most `count`: one round trip.
   ClaimSnapshot class_heads(const std::string& queue, long long offset, long long count);

@@ -26,7 +26,10 @@
 --       memory (MB) charged to a GPU-memory budget TAB TPU chips (charged to a TPU-chip
 --       budget), 9 '1' = the queue's policy
 --       is `fair`: each started job joins its tenant's held use (_lib_accounting.lua
---       usage_started; the usage journal is folded by the maintenance pass, not here)
+--       usage_started; the usage journal is folded by the maintenance pass, not here),
+--       10 '0' = the broker's snapshot saw no scheduled job or retry due: none is promoted
+--       here (the maintenance pass promotes what falls due since; a promotion that finds
+--       nothing cost the call ~12k instructions); else due ones are made available first
 -- Reply: {'ok', {claimed job ids} (ClaimStore::commit reads the jobs natively), {skipped pick: class, in_use, limit, why, ...} (why: a
 --         budget limit | tenant_quota:<tenant> | gone | held), rate limit that cut this
 --         claim short ('' = none | concurrency | rate), '1' = stopped before an expired
@@ -57,14 +60,17 @@ local function discard_expired_job(jk, job)
   discard_expired(jk, job, KEYS[13], KEYS[6], KEYS[17], now)
   if job.workflow_id then workflow_job_ended(workflow_keys(KEYS, 19, KEYS[6]), job, 'failed', now) end
 end
-local promoted = promote_due(q, now, 1000, function(jk, job)
-  if lacks_workflow_keys(job) then
-    redis.call('ZADD', KEYS[3], now_s, job.id)  -- due still
-    more = '1'
-    return
-  end
-  discard_expired_job(jk, job)
-end, now_s)
+local promoted = 0
+if ARGV[10] ~= '0' then
+  promoted = promote_due(q, now, 1000, function(jk, job)
+    if lacks_workflow_keys(job) then
+      redis.call('ZADD', KEYS[3], now_s, job.id)  -- due still
+      more = '1'
+      return
+    end
+    discard_expired_job(jk, job)
+  end, now_s)
+end
 
 -- Queue rate limit (_lib.lua rate_room): jobs over the limit stay available.
 local rate_limited = ''
