@@ -13,7 +13,7 @@
 #include "ojs/core/time.hpp"
 #include "ojs/ml/affinity.hpp"
 #include "ojs/ml/worker_load.hpp"
-#include "broker/preemption/backfill.hpp"
+#include "broker/scheduling/backfill_guard.hpp"
 #include "broker/preemption/preemption.hpp"
 #include "broker/pipeline/claim_refusals.hpp"
 #include "broker/pipeline/fetch_filters.hpp"

@@ -6,10 +6,9 @@
 
 #include <algorithm>
 
-#include "broker/preemption/backfill.hpp"
-#include "broker/preemption/capacity_plan.hpp"
-#include "broker/preemption/preemption.hpp"
 #include "broker/pipeline/preemption_pending_filter.hpp"
+#include "broker/scheduling/backfill_guard.hpp"
+#include "broker/scheduling/held_gpus.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/device_assignment.hpp"

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "broker/preemption/preemption.hpp"
+#include "broker/scheduling/capacity_hold.hpp"
+#include "broker/scheduling/reservation.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/job_reads.hpp"
 #include "broker/store/job_store.hpp"

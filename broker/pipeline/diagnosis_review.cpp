@@ -6,8 +6,8 @@
 #include <map>
 #include <optional>
 
-#include "broker/preemption/preemption.hpp"
 #include "broker/pipeline/liveness_filter.hpp"
+#include "broker/scheduling/capacity_hold.hpp"
 #include "broker/scheduling/locality_hold_filter.hpp"
 #include "broker/pipeline/preemption_pending_filter.hpp"
 #include "ojs/core/time.hpp"

@@ -3,7 +3,7 @@
 // fits no worker now gets a reservation on the worker where the declared ends of
 // the running jobs free enough GPUs soonest (EASY backfilling). The reservation is
 // a capacity hold with backfill_start_ms; FETCH lets other jobs use its GPUs only
-// when they are declared to end before that start (pipeline/capacity_guard_filter.cpp, claim.lua).
+// when they are declared to end before that start (capacity_guard_filter.cpp, claim.lua).
 // Heads are served in backfill_order (larger jobs first, then band, then FIFO).
 // It ends when the job is claimed or cancelled (the guard voids it, this pass
 // drops it), or --capacity-hold-ms after its start (the running jobs overran their
@@ -98,6 +98,14 @@ int PreemptionController::reserve_for_backfill() {
     }
   }
   return made;
+}
+
+std::optional<CapacityHold> backfill_hold_of(PreemptionStore& store, const std::string& job_id) {
+  for (const auto& [worker, text] : store.holds()) {
+    auto h = CapacityHold::parse(worker, text);
+    if (h && h->for_job == job_id && h->backfill_start_ms > 0) return h;
+  }
+  return std::nullopt;
 }
 
 }  // namespace ojs::broker

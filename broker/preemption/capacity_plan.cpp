@@ -6,7 +6,6 @@
 #include <set>
 #include <string>
 
-#include "broker/preemption/backfill.hpp"
 #include "ojs/ml/predicates.hpp"
 
 namespace ojs::broker {
@@ -107,17 +106,6 @@ bool fair_share_allows(const FairShares& shares, const std::string& queue, const
 VictimFilter fair_victims(const std::optional<FairShares>& shares, const std::string& queue, const std::string& tenant, int gpus) {
   if (!shares) return {};
   return [shares = *shares, queue, tenant, gpus](const RunningJob& v) { return fair_share_allows(shares, queue, tenant, gpus, v); };
-}
-
-void hold_freed_gpus(ml::WorkerLoad& load, const ml::Capabilities& caps, const std::string& for_job,
-                     const std::vector<RunningJob>& victims, int needed_gpus) {
-  int held = 0;  // the victims' GPUs: still running (busy in the load) or freed (held here)
-  for (const auto& victim : victims) {
-    const bool running = std::any_of(load.active.begin(), load.active.end(), [&](const ml::ActiveJob& a) { return a.job_id == victim.job_id; });
-    if (!running) add_phantom(load, caps, "hold:" + for_job, victim.gpus, victim.devices);
-    held += victim.gpus;
-  }
-  add_phantom(load, caps, "hold:" + for_job, needed_gpus - held, {});  // the free GPUs it counted on
 }
 
 std::int64_t victims_gone_by(const std::vector<RunningJob>& victims, std::int64_t now_ms) {

@@ -10,8 +10,7 @@
 // (static, then dynamic; ConsumerVerdicts checks both agree), without the claim's
 // fields (devices, bonus, locality cutoff) a plan does not use. FETCH's capacity
 // guards are not applied here: the callers pass only workers no hold keeps, and
-// the holds are what this plan creates; broker/pipeline (the guards) includes this
-// folder, so calling them from here would make the two depend on each other.
+// the holds are what this plan creates.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -85,14 +84,6 @@ bool fair_share_allows(const FairShares& shares, const std::string& queue, const
 
 // The VictimFilter of fair_share_allows; empty (any) without shares (another order or policy).
 VictimFilter fair_victims(const std::optional<FairShares>& shares, const std::string& queue, const std::string& tenant, int gpus);
-
-// A worker held for a preemptor, as a class other than the preemptor's sees it (the
-// FETCH guard `capacity_hold`, pipeline/capacity_guard_filter.cpp, and bench/simulator):
-// the GPUs of victims no longer running in `load` stay taken (add_phantom), and so do
-// free GPUs up to `needed_gpus`, the preemptor's need (the victims' GPUs and the free ones
-// the plan counted on; 0 for a hold written before it was kept: the victims' alone).
-void hold_freed_gpus(ml::WorkerLoad& load, const ml::Capabilities& caps, const std::string& for_job,
-                     const std::vector<RunningJob>& victims, int needed_gpus);
 
 // When victims marked at `now_ms` are gone at the latest: the end of the longest
 // grace period among them (the deadline PreemptionStore::mark sets).

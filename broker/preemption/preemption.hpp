@@ -1,7 +1,7 @@
 // Preemption, checkpoints, capacity holds, priority escalation and reservations
 // (docs/operations.md "Preemption"). The pieces other modules call:
 //   PUSH : bind_reservation, check_checkpoint_prefix (push.lua writes the escalation and reservation-wait indexes)
-//   FETCH: the scheduling pipeline's capacity_guard_filter (broker/pipeline) reads the holds and reservations
+//   FETCH: the capacity guards (capacity_guard_filter) read the holds and reservations
 //   BEAT/FETCH replies: preemption_directives
 //   background: PreemptionController (leader-only decisions, every-broker reclaim)
 //   HTTP: api/preemption_api.cpp (checkpoint commit, reservations) calls Checkpoints and Reservations
@@ -28,7 +28,9 @@
 #include "broker/preemption/elastic_share_shrink.hpp"
 #include "broker/preemption/running_jobs.hpp"
 #include "broker/preemption/victims.hpp"
+#include "broker/scheduling/capacity_hold.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
+#include "broker/scheduling/reservation.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "broker/store/preemption_store.hpp"
 #include "broker/store/cohort_store.hpp"
@@ -45,21 +47,7 @@ inline ml::AssignmentOptions assignment_options(const BrokerConfig& config) {
   return o;
 }
 
-// ---- reservations ----
-struct Reservation {
-  std::string id;
-  std::vector<std::string> worker_ids;
-  ml::Labels labels;       // a worker whose labels include all of these is inside
-  int gpus = 0;            // GPUs held per member worker; 0 = all of its GPUs
-  std::int64_t expires_at_ms = 0;
-  std::int64_t created_at_ms = 0;
-
-  bool active(std::int64_t now) const { return expires_at_ms > now; }
-  bool contains(const std::string& worker_id, const ml::Capabilities* caps) const;
-  nlohmann::json to_json() const;
-  static Reservation parse(const nlohmann::json& body, std::int64_t now);  // 400 naming the field
-};
-std::map<std::string, Reservation> load_reservations(PreemptionStore& store);
+// ---- reservations (the type: scheduling/reservation.hpp) ----
 // The admin's reservations (api/preemption_api.cpp): create from a body (400 naming
 // the field), list with `active`, delete (404 when unknown).
 class Reservations {
@@ -73,20 +61,6 @@ class Reservations {
   PreemptionStore& store_;
 };
 
-// ---- capacity hold: freed GPUs kept for the preemptor ----
-// or for a waiting job's backfill reservation (backfill_start_ms > 0:
-// the declared time its GPUs are all free; backfill.hpp).
-struct CapacityHold {
-  std::string worker_id, for_job, queue, class_id;
-  int class_rank = 0;
-  std::vector<RunningJob> victims;  // id, gpus, devices
-  std::int64_t until_ms = 0;
-  std::int64_t backfill_start_ms = 0;  // 0: a preemption hold
-  int gpus = 0;  // GPUs the job needs: a preemption hold keeps the free GPUs it counted on too; the job's
-  nlohmann::json to_json() const;
-  static std::optional<CapacityHold> parse(const std::string& worker_id, const std::string& text);
-};
-
 // ---- PUSH ----
 // A job naming a reservation gets its own requirement class (the reservation id
 // joins the canonical JSON), so FETCH can apply the reservation predicate per class.
@@ -98,9 +72,6 @@ void check_checkpoint_prefix(const ml::Requirements& req, const std::vector<std:
 // reservation on the worker where they could start soonest (backfill_reservations.cpp).
 // The backfill reservation held for a job, if any (why-waiting shows it).
 std::optional<CapacityHold> backfill_hold_of(PreemptionStore& store, const std::string& job_id);
-// Whether the job a hold keeps capacity for still waits (available): once it is claimed,
-// cancelled or gone the FETCH guard ignores the hold and the controller's passes drop it.
-bool hold_still_wanted(JobReads& jobs, const CapacityHold& hold);
 
 // ---- directives ----
 // [{job_id, action: "preempt", grace_period_s (remaining), checkpoint, deadline, preempted_for}

@@ -29,14 +29,14 @@ class DiagnosisLog {
   void note(const std::string& queue, const std::string& class_id, const std::string& worker_id,
             const ml::Judgement& judgement);
   // One refusal as the worker's whole judgement of the class: what the claim answered
-  // (budget, rate limit, backfill window: broker/pipeline/claim_refusals.hpp).
+  // (budget, rate limit, backfill window: claim_refusals.hpp).
   void note_refusal(const std::string& queue, const std::string& class_id, const std::string& worker_id, ml::Refusal refusal);
   void flush();  // one pipelined write of what changed (called at the end of a FETCH)
 
   // Recent judgements of a class (younger than the window).
   std::vector<ml::WorkerJudgement> recent(const std::string& queue, const std::string& class_id);
   // How far back recent() looks. The summary of a class is the pipeline's
-  // (scheduling/pipeline/diagnosis_review.hpp): it applies liveness and holds first.
+  // (diagnosis_review.hpp): it applies liveness and holds first.
   std::int64_t window_ms() const { return window_ms_; }
 
  private:

@@ -1,8 +1,9 @@
-// Backfill rules (broker/preemption/backfill.*): pure, no Redis.
+// Backfill rules (broker/preemption/backfill.*, broker/scheduling/backfill_guard.*): pure, no Redis.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "broker/preemption/backfill.hpp"
+#include "broker/scheduling/backfill_guard.hpp"
 #include "broker/store/priority_score.hpp"
 #include "ojs/ml/capabilities.hpp"
 #include "ojs/ml/requirements.hpp"

@@ -1,5 +1,6 @@
-// Capacity holds: GPUs freed by preemption, kept for the preemptor (stored form).
-#include "broker/preemption/preemption.hpp"
+// Capacity holds: the stored form, and whether the job held for still waits.
+#include "broker/scheduling/capacity_hold.hpp"
+
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 
@@ -41,14 +42,6 @@ std::optional<CapacityHold> CapacityHold::parse(const std::string& worker_id, co
 bool hold_still_wanted(JobReads& jobs, const CapacityHold& hold) {
   const auto job = jobs.get(hold.queue, hold.for_job);
   return job && job->state() == "available";
-}
-
-std::optional<CapacityHold> backfill_hold_of(PreemptionStore& store, const std::string& job_id) {
-  for (const auto& [worker, text] : store.holds()) {
-    auto h = CapacityHold::parse(worker, text);
-    if (h && h->for_job == job_id && h->backfill_start_ms > 0) return h;
-  }
-  return std::nullopt;
 }
 
 }  // namespace ojs::broker
