@@ -17,9 +17,9 @@
 
 #include "broker/estimate/forecast.hpp"
 #include "broker/governance/queue_config.hpp"
-#include "broker/pipeline/capacity_guard_filter.hpp"
 #include "broker/preemption/backfill.hpp"
 #include "broker/preemption/capacity_plan.hpp"
+#include "broker/scheduling/capacity_guard_filter.hpp"
 #include "broker/scheduling/locality_hold_filter.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "simulator/broker_queue.hpp"
@@ -566,7 +566,7 @@ class Simulation {
   }
 
   // The capacity guards' marks for worker w, as FETCH has them after
-  // read_capacity_guards (pipeline/capacity_guard_filter.cpp), built from the
+  // read_capacity_guards (scheduling/capacity_guard_filter.cpp), built from the
   // simulator's memory rather than read from Redis: the controller's passes here
   // (preempt_waiting, plan_backfill) keep their holds in WorkerState, not as the hold
   // marks in Redis that the broker's passes write, so the hold is built field by field

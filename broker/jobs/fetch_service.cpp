@@ -13,10 +13,10 @@
 #include "ojs/core/time.hpp"
 #include "ojs/ml/affinity.hpp"
 #include "ojs/ml/worker_load.hpp"
-#include "broker/scheduling/backfill_guard.hpp"
 #include "broker/preemption/preemption.hpp"
-#include "broker/pipeline/claim_refusals.hpp"
-#include "broker/pipeline/fetch_filters.hpp"
+#include "broker/scheduling/backfill_guard.hpp"
+#include "broker/scheduling/claim_refusals.hpp"
+#include "broker/scheduling/fetch_filters.hpp"
 #include "broker/store/priority_score.hpp"
 
 namespace ojs::broker {

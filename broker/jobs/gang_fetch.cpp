@@ -10,12 +10,12 @@
 
 #include "broker/jobs/fetch_service.hpp"
 #include "broker/jobs/gang_rendezvous.hpp"
-#include "broker/scheduling/fair_order.hpp"
-#include "broker/scheduling/gang_classes.hpp"
 #include "broker/preemption/preemption.hpp"
-#include "broker/pipeline/claim_refusals.hpp"
-#include "broker/pipeline/capacity_guard_filter.hpp"
-#include "broker/pipeline/fetch_filters.hpp"
+#include "broker/scheduling/capacity_guard_filter.hpp"
+#include "broker/scheduling/claim_refusals.hpp"
+#include "broker/scheduling/fair_order.hpp"
+#include "broker/scheduling/fetch_filters.hpp"
+#include "broker/scheduling/gang_classes.hpp"
 #include "ojs/core/object_text.hpp"
 
 namespace ojs::broker {

@@ -8,8 +8,8 @@
 
 #include "broker/config.hpp"
 #include "broker/jobs/gang_view.hpp"
-#include "broker/pipeline/diagnosis_review.hpp"
 #include "broker/scheduling/diagnosis_log.hpp"
+#include "broker/scheduling/diagnosis_review.hpp"
 #include "broker/store/cohort_store.hpp"
 #include "broker/store/job_reads.hpp"
 #include "broker/store/preemption_store.hpp"

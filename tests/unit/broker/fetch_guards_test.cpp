@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "broker/pipeline/capacity_guard_filter.hpp"
+#include "broker/scheduling/capacity_guard_filter.hpp"
 #include "broker/scheduling/locality_hold_filter.hpp"
 #include "broker/scheduling/scheduler.hpp"
 #include "ojs/ml/capabilities.hpp"

@@ -1,4 +1,4 @@
-#include "broker/pipeline/preemption_pending_filter.hpp"
+#include "broker/scheduling/preemption_pending_filter.hpp"
 
 #include "ojs/core/time.hpp"
 

@@ -1,4 +1,4 @@
-#include "broker/pipeline/claim_refusals.hpp"
+#include "broker/scheduling/claim_refusals.hpp"
 
 #include "ojs/ml/device_assignment.hpp"
 #include "ojs/ml/types.hpp"

@@ -10,9 +10,9 @@
 //   filters  ML predicates, static (memoised) then dynamic   src/ml/predicates.cpp (via Scheduler)
 //            locality_hold (held, per job)                     broker/scheduling/locality_hold_filter.cpp
 //            reservation, capacity_hold, backfill,
-//            preemption_pending                                broker/pipeline/capacity_guard_filter.cpp
-//            budget, rate_limit (the claim's CAS answers)      broker/pipeline/claim_refusals.cpp
-//            worker_quiet, worker_lost (liveness)              broker/pipeline/liveness_filter.cpp
+//            preemption_pending                                broker/scheduling/capacity_guard_filter.cpp
+//            budget, rate_limit (the claim's CAS answers)      broker/scheduling/claim_refusals.cpp
+//            worker_quiet, worker_lost (liveness)              broker/scheduling/liveness_filter.cpp
 //   scores   affinity, locality, packing                       src/ml/scoring.cpp (via Scheduler)
 #pragma once
 #include <string>

@@ -1,6 +1,6 @@
-#include "broker/pipeline/fetch_filters.hpp"
+#include "broker/scheduling/fetch_filters.hpp"
 
-#include "broker/pipeline/capacity_guard_filter.hpp"
+#include "broker/scheduling/capacity_guard_filter.hpp"
 
 namespace ojs::broker {
 

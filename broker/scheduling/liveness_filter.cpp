@@ -1,4 +1,4 @@
-#include "broker/pipeline/liveness_filter.hpp"
+#include "broker/scheduling/liveness_filter.hpp"
 
 #include <string>
 

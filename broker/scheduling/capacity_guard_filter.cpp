@@ -2,13 +2,13 @@
 // outside the reservation a job needs: unresolvable there) and `preemption_pending`
 // for the preemptor's own class, judged against a hypothetical load: what runs plus
 // what is held for others.
-#include "broker/pipeline/capacity_guard_filter.hpp"
+#include "broker/scheduling/capacity_guard_filter.hpp"
 
 #include <algorithm>
 
-#include "broker/pipeline/preemption_pending_filter.hpp"
 #include "broker/scheduling/backfill_guard.hpp"
 #include "broker/scheduling/held_gpus.hpp"
+#include "broker/scheduling/preemption_pending_filter.hpp"
 #include "ojs/core/error.hpp"
 #include "ojs/core/time.hpp"
 #include "ojs/ml/device_assignment.hpp"

@@ -1,4 +1,4 @@
-#include "broker/pipeline/diagnosis_review.hpp"
+#include "broker/scheduling/diagnosis_review.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -6,10 +6,10 @@
 #include <map>
 #include <optional>
 
-#include "broker/pipeline/liveness_filter.hpp"
 #include "broker/scheduling/capacity_hold.hpp"
+#include "broker/scheduling/liveness_filter.hpp"
 #include "broker/scheduling/locality_hold_filter.hpp"
-#include "broker/pipeline/preemption_pending_filter.hpp"
+#include "broker/scheduling/preemption_pending_filter.hpp"
 #include "ojs/core/time.hpp"
 
 namespace ojs::broker {
