@@ -59,7 +59,8 @@ void PushService::forget_queue(const std::string& queue) {
 // Everything PUSH decides before the store: envelope rules, governance, the
 // requirement class, and the job hash fields. Shared by PUSH and batch PUSH.
 PreparedJob PushService::prepare(const json& body, bool cached_config) {
-  PreparedJob prepared{.job = parse_enqueue_request(body, now_ms())};
+  PreparedJob prepared;
+  prepared.job = parse_enqueue_request(body, now_ms());
   NewJob& job = prepared.job;
   JobOrder order;
   std::string tenant;
