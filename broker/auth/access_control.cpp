@@ -55,7 +55,10 @@ void AccessControl::admit(const HttpRequest& request, const std::string& route) 
   const Identity& who = authenticate(authorization);
   if (!roles_allow(who.roles, route)) {
     std::string roles;
-    for (auto r : who.roles) roles += (roles.empty() ? "" : ",") + std::string(to_string(r));
+    for (auto r : who.roles) {
+      if (!roles.empty()) roles += ',';
+      roles += to_string(r);
+    }
     throw OjsError(ErrorCode::forbidden, "'" + who.name + "' (" + roles + ") may not call " + route,
                    {{"identity", who.name}, {"roles", roles}, {"route", route}});
   }

@@ -63,9 +63,10 @@ std::vector<ReadyEntry> EstimateStore::ready_jobs(const std::string& queue, cons
 }
 
 long long EstimateStore::ready_below(const std::string& queue, const ClassSet& classes, double score) {
+  std::string below = "(";  // exclusive; appended, not "(" + text (GCC 12's false -Wrestrict)
+  below += score_text(score);
   std::vector<std::vector<std::string>> cmds;
-  for (const auto& [class_id, canonical] : classes.classes)
-    cmds.push_back({"ZCOUNT", keys::ready(queue, class_id), "-inf", "(" + score_text(score)});
+  for (const auto& [class_id, canonical] : classes.classes) cmds.push_back({"ZCOUNT", keys::ready(queue, class_id), "-inf", below});
   long long n = 0;
   if (cmds.empty()) return n;
   for (const auto& r : redis_.pipeline(cmds)) n += r.integer;

@@ -70,8 +70,11 @@ std::vector<std::vector<StreamEntry>> EventStore::range(const std::vector<std::p
                                                          std::int64_t end_ms, int count) {
   std::vector<std::vector<std::string>> cmds;
   const std::string end = std::to_string(end_ms) + "-" + std::to_string(std::numeric_limits<std::uint64_t>::max());
-  for (const auto& [q, from] : after)
-    cmds.push_back({"XRANGE", keys::events(q), "(" + from.text(), end, "COUNT", std::to_string(count)});
+  for (const auto& [q, from] : after) {
+    std::string exclusive = "(";  // appended, not "(" + text (GCC 12's false -Wrestrict)
+    exclusive += from.text();
+    cmds.push_back({"XRANGE", keys::events(q), std::move(exclusive), end, "COUNT", std::to_string(count)});
+  }
   std::vector<std::vector<StreamEntry>> out;
   if (cmds.empty()) return out;
   const auto replies = redis_.pipeline(cmds);
