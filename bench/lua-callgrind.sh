@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Instructions per script call (push, PUSH's whole round trip, claim, ack, the minimal
-# claim): a redis-server under callgrind, fed the real scripts by bench/lua-profile.py.
+# Instructions per script call (push, PUSH's whole round trip, claim, NACK, ack, the
+# settling, the minimal claim): a redis-server under callgrind, fed the real scripts by bench/lua-profile.py.
 # Exact and load-independent, unlike commandstats µs (docs/benchmarks.md).
 #
 #   bench/lua-callgrind.sh [LUA_DIR] [JOBS]     (defaults: broker/store/lua, 300)

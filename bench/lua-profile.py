@@ -12,7 +12,8 @@
 #   CGPID=<its pid> CGDIR=/tmp/cg SHORT=1 python3 bench/lua-profile.py broker/store/lua 6392 300
 #
 # Phases: push (the script alone), pushrt (the whole PUSH's commands, as the broker sends
-# them, per job), claim, ack, min.
+# them, per job), claim (with its snapshot reads), snap (those alone), nack (a third of the
+# claimed jobs, retried), ack (the rest), settle (per ended attempt), min.
 # Env: CLASSES (10), ONLY0=1 (every job in class 0: the others stay empty), HINT=1 (claim
 # passes the empty-class hint), SHORT=1 (instruction counts only; without it, commandstats too),
 # FAIR=1 (the queue's policy is `fair`, weights team-a 1 and team-b 3, jobs alternate tenants:
