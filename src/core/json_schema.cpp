@@ -260,7 +260,8 @@ void JsonSchema::check(const json& document, const std::string& field_prefix, co
   std::string field = field_prefix, pointer = pointer_prefix;
   std::vector<std::string> walked;
   for (const auto& name : best->path) {
-    pointer += "/" + json_pointer_token(name);
+    pointer += '/';
+    pointer += json_pointer_token(name);
     const json* parent = value_at(document, walked);
     walked.push_back(name);
     if (parent && parent->is_array()) continue;  // the field names the array, the pointer its item
