@@ -252,6 +252,7 @@ phase('ack', [ack_cmd(a) for a in active])
 if SETTLE:  # the maintenance pass's settling of those ACKs' lines, per ACK (ACK's cost is ack + settle)
     SETTLE_KEYS = [K('usage-journal'), K('stats'), K('finished:'), K('run-times:'), K('usage'), K('usage-totals'),
                    K('usage-hours'), K('config')]
+    if 'KEYS[9]' in scripts['settle']: SETTLE_KEYS.append(K('job:'))  # the job prefix (a discard's index entry)
     phase('settle', [call('settle', SETTLE_KEYS, ['1000'])], per=max(len(active) + len(nacked), 1))  # per ended attempt
 elif JOURNAL:  # the maintenance pass's fold of those ACKs' lines, per line (ACK's cost is ack + fold)
     FOLD_KEYS = [K('usage-journal'), K('usage'), K('usage-totals'), K('usage-hours'), K('config')]

@@ -115,10 +115,12 @@ inline std::vector<std::string> usage_transition_keys(const std::string& queue) 
 }
 
 // The keys settle.lua declares, in its order: the journal it settles and what it
-// writes (the completions' counts, finished index and run times; the usage fold's).
+// writes (the completions' counts, finished index and run times; the usage fold's),
+// and the job prefix (a discard joins its finished index only if the job is still it).
 inline std::vector<std::string> settle_keys(const std::string& queue) {
   return {usage_journal(queue), stats(queue),        finished_prefix(queue), run_times_prefix(queue),
-          usage(queue),         usage_totals(queue), usage_hours(queue),     config(queue)};
+          usage(queue),         usage_totals(queue), usage_hours(queue),     config(queue),
+          job_prefix(queue)};
 }
 
 // ---- global: one slot of their own, the hash tag {_global} ----

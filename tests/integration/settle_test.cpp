@@ -123,6 +123,31 @@ TEST(Settle, ANacksFailedMinuteAndDiscardAreSettledBeforeAnyRead) {
   EXPECT_EQ(number(redis, {"LLEN", "ojs:{" + q + "}:usage-journal"}), 0);
 }
 
+// A discard's index entry is settled only while the job is still that discard:
+// retried by an admin before any read, it leaves none; retried and discarded again,
+// it is listed once, at its second discard. Its count keeps both discards.
+TEST(Settle, ADiscardRetriedBeforeItIsSettledIsIndexedOnlyAsItStands) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
+  Api api{broker.url()};
+  const std::string q = "settle-redo";
+  api.push(plain_job(q));
+  const std::string id = run_one(api, q, "w", true);
+  ASSERT_EQ(api.post("/ojs/v1/admin/jobs/" + id + "/retry", json::object()).status, 200);
+  EXPECT_EQ(api.get("/ojs/v1/admin/jobs?queue=" + q + "&state=discarded").body["items"].size(), 0u) << "retried: not discarded";
+  EXPECT_EQ(number(redis, {"ZCARD", "ojs:{" + q + "}:finished:discarded"}), 0);
+
+  ASSERT_EQ(api.post("/ojs/v1/admin/jobs/" + id + "/retry", json::object()).status, 409) << "available now";
+  EXPECT_EQ(run_one(api, q, "w", true), id);
+  ASSERT_EQ(api.post("/ojs/v1/admin/jobs/" + id + "/retry", json::object()).status, 200);
+  EXPECT_EQ(run_one(api, q, "w", true), id);  // discarded again, twice unsettled
+  const auto listed = api.get("/ojs/v1/admin/jobs?queue=" + q + "&state=discarded").body["items"];
+  ASSERT_EQ(listed.size(), 1u) << listed.dump();
+  const auto at = redis_value(redis, {"HGET", "ojs:{" + q + "}:job:" + id, "discarded_at"});
+  EXPECT_EQ(redis_value(redis, {"ZSCORE", "ojs:{" + q + "}:finished:discarded", id}), at) << "indexed at its last discard";
+  EXPECT_EQ(number(redis, {"HGET", "ojs:{" + q + "}:stats", "discarded"}), 3);
+}
+
 // Brokers die with SIGKILL while others keep finishing jobs and settling: every
 // end is counted once, the finished index holds each completed job once, and the
 // usage totals equal the sum of the jobs' own records, exactly.

@@ -10,10 +10,13 @@
 -- The end lines, besides the usage lines:
 --   a completion: 'c' TAB end ms TAB job id TAB run time ms ('' without a start) TAB job type;
 --   a failed attempt retried: 'f' TAB end ms;
---   a failed attempt discarded (or dead-lettered): 'd' TAB end ms TAB job id.
--- KEYS (8): 1 usage journal, 2 stats, 3 finished prefix (keys.hpp finished_prefix),
+--   a failed attempt discarded (or dead-lettered): 'd' TAB end ms TAB job id. It joins the
+--   discarded index only if the job is still that discard (its state discarded, its
+--   discarded_at the line's end): retried by an admin, deleted or discarded again since,
+--   it does not (its count and minute stand: the discard happened).
+-- KEYS (9): 1 usage journal, 2 stats, 3 finished prefix (keys.hpp finished_prefix),
 --           4 run-times prefix (keys.hpp run_times_prefix), 5 usage hash, 6 usage totals,
---           7 hourly rollup, 8 config (keys.hpp settle_keys)
+--           7 hourly rollup, 8 config, 9 job prefix (keys.hpp settle_keys)
 -- ARGV: 1 the most journal lines to settle in this call
 -- Reply: 1 when more may wait (call again), 0 when the journal is empty
 local limit = tonumber(ARGV[1])
@@ -66,7 +69,13 @@ if completed > 0 then
 end
 if #discarded > 0 then
   redis.call('HINCRBY', KEYS[2], 'discarded', int_s(#discarded / 2))
-  redis.call('ZADD', KEYS[3] .. 'discarded', unpack(discarded))
+  local still = {}
+  for i = 1, #discarded, 2 do
+    local at, id = discarded[i], discarded[i + 1]
+    local f = redis.call('HMGET', KEYS[9] .. id, 'state', 'discarded_at')
+    if f[1] == 'discarded' and f[2] == at then still[#still + 1] = at; still[#still + 1] = id end
+  end
+  if #still > 0 then redis.call('ZADD', KEYS[3] .. 'discarded', unpack(still)) end
 end
 for _, m in ipairs(minute_order) do redis.call('HINCRBY', KEYS[2], m, int_s(minutes[m])) end
 -- The last 64 run times (ms, newest first) of each job type, as the start estimate
