@@ -124,8 +124,9 @@ TEST(Settle, ANacksFailedMinuteAndDiscardAreSettledBeforeAnyRead) {
 }
 
 // A discard's index entry is settled only while the job is still that discard:
-// retried by an admin before any read, it leaves none; retried and discarded again,
-// it is listed once, at its second discard. Its count keeps both discards.
+// retried by an admin before any read, it leaves none; discarded, retried and
+// discarded again before a read, it is listed once, at its last discard. Its count
+// keeps every discard.
 TEST(Settle, ADiscardRetriedBeforeItIsSettledIsIndexedOnlyAsItStands) {
   RedisServer redis;
   BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
