@@ -74,9 +74,14 @@ local function progress_on_complete(jk)
   if redis.call('HEXISTS', jk, 'progress') == 1 then redis.call('HSET', jk, 'progress', '1') end
 end
 -- Clears the attempt's progress from the hash and from `job`, the caller's copy.
-local function progress_on_retry(jk, job)
-  redis.call('HDEL', jk, unpack(PROGRESS_FIELDS))
-  for _, f in ipairs(PROGRESS_FIELDS) do job[f] = nil end
+-- del: the caller's list of fields to delete, sent in its own HDEL (fail.lua); without
+-- it the fields are deleted here.
+local function progress_on_retry(jk, job, del)
+  for _, f in ipairs(PROGRESS_FIELDS) do
+    job[f] = nil
+    if del then del[#del + 1] = f end
+  end
+  if not del then redis.call('HDEL', jk, unpack(PROGRESS_FIELDS)) end
 end
 
 -- CANCEL of one job (cancel.lua, and a workflow's cancel for each of its jobs):

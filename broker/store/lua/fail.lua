@@ -73,9 +73,7 @@ if job.retry_delay_ms and not retried then
 end
 if err ~= '' then job.error = err; set[#set + 1] = 'error'; set[#set + 1] = err end
 if errors ~= '' then job.errors = errors; set[#set + 1] = 'errors'; set[#set + 1] = errors end
-if not discarding then  -- ecosystem: per-attempt progress (progress_on_retry, in this call's HDEL)
-  for _, f in ipairs(PROGRESS_FIELDS) do del[#del + 1] = f end
-end
+if not discarding then progress_on_retry(jk, job, del) end  -- ecosystem: per-attempt progress, in this call's HDEL
 -- retry_delay_ms: the backoff before the next attempt, kept on the job so that the
 -- FETCHed retry carries it (ojs-retry.md); any other outcome leaves no retry pending.
 if retried then
