@@ -260,6 +260,22 @@ elif JOURNAL:  # the maintenance pass's fold of those ACKs' lines, per line (ACK
         phase('fold1', [call('usage_fold', FOLD_KEYS, ['1'])] * 20)
     lines = r('LLEN', K('usage-journal'))
     phase('fold', [call('usage_fold', FOLD_KEYS, ['1000'])], per=max(lines, 1))
+# CANCEL (cancel.lua) of PUSH's round-trip jobs, waiting in queue p1: what a bulk cancel
+# sends per job. The lean layout (the workflow keys only for a workflow's job, the job
+# read back natively behind the call) when cancel.lua answers need_keys; else the 23
+# keys it always took and the job in its reply.
+K1 = lambda n: 'ojs:{%s}:' % q1 + n
+WF1 = [K1('workflow:'), K1('job:'), K1('ready:'), K1('seq'), K1('delayed'), K1('classes'), K1('classes:ver'), K1('escalations'),
+       K1('reservation-waits'), K1('workflow-dispatch'), K1('heads')]
+LEAN_CANCEL = 'need_keys' in scripts['cancel']
+def cancel_cmd(i):
+    head = [K1('job:' + ids1[i]), K1('ready:'), K1('delayed'), K1('active'), K1('stats'), K1('events'), K1('ledger'),
+            K1('tenant-ledger')]
+    tail = [K1('finished:'), K1('on-hold'), K1('usage-journal'), K1('usage')]
+    if LEAN_CANCEL:
+        return ('PIPE', [call('cancel', head + tail + [K1('heads')], ['cancel']), ['HGETALL', K1('job:' + ids1[i])]])
+    return call('cancel', head + WF1 + tail, ['cancel'])
+phase('cancel', [cancel_cmd(i) for i in range(N)])
 # minimal claim for reference, in the same form
 r('DEL', 'min:z'); r.pipe([['ZADD', 'min:z', i, 'm%d' % i] for i in range(N)])
 MIN = "local m = redis.call('ZPOPMIN', KEYS[1]) if m[1] then redis.call('HSET', KEYS[2] .. m[1], 'state', 'active', 'worker_id', ARGV[1], 'started_at', ARGV[2]) end return m[1]"

@@ -105,25 +105,10 @@ Transition JobStore::ack(const std::string& queue, const std::string& id, const 
   std::vector<std::string> ack_keys{keys::job(queue, id), keys::active(queue), keys::events(queue), keys::ledger(queue),
                                     keys::tenant_ledger(queue), keys::held_prefix(queue)};
   for (auto& k : keys::usage_transition_keys(queue)) ack_keys.push_back(std::move(k));  // 7-8
-  // 9-19 only for a workflow's job (a key costs the call ~1.1k
-  // instructions): known from this process's claim, else ack.lua asks for them.
-  if (hints().workflow_job(hint)) ack_keys = with_workflow_keys(std::move(ack_keys), queue);
-  // The job comes back from an HGETALL behind the script, in the same round trip
-  // (ack.lua replies without it: returned through Lua it cost Redis ~48k instructions,
-  // read natively ~27k).
-  std::vector<RedisValue> after_ack;
-  auto reply = redis_.eval("ack", ack_keys, {result_json, worker_id}, {{"HGETALL", keys::job(queue, id)}}, &after_ack);
-  if (!reply.elements.empty() && reply.elements.front().str == "need_keys") {
-    after_ack.clear();
-    reply = redis_.eval("ack", with_workflow_keys(std::move(ack_keys), queue), {result_json, worker_id},
-                        {{"HGETALL", keys::job(queue, id)}}, &after_ack);
-  }
-  Transition t = transition_from(reply);
-  if (t.status == TransitionStatus::ok) {
-    if (!after_ack.empty()) t.job = JobRecord::from_flat_array(after_ack.front());
-    t.job.fields.emplace("id", id);  // gone already (purged in between): still names the job
-    hints().forget_claimed(hint);
-  }
+  // 9-19 only for a workflow's job (a key costs the call ~1.1k instructions): known
+  // from this process's claim, else ack.lua asks for them.
+  Transition t = lean_transition("ack", std::move(ack_keys), hints().workflow_job(hint), {result_json, worker_id}, queue, id);
+  if (t.status == TransitionStatus::ok) hints().forget_claimed(hint);
   return t;
 }
 
@@ -138,35 +123,41 @@ Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome,
                                      keys::ready(queue, snapshot.get("class")), keys::seq(queue), keys::held_prefix(queue),
                                      keys::class_heads(queue)};
   for (auto& k : keys::usage_transition_keys(queue)) fail_keys.push_back(std::move(k));  // 14-15
-  // 16-26 only for a workflow's job (a key costs the call ~1.1k instructions);
-  // fail.lua asks for them should the snapshot not name the workflow.
-  if (snapshot.has("workflow_id")) fail_keys = with_workflow_keys(std::move(fail_keys), queue);
   const std::vector<std::string> args{std::to_string(snapshot.attempt()), outcome, std::to_string(due_ms), error_json,
                                       errors_json, require_expired ? "1" : "0", worker_id};
-  // The job comes back from an HGETALL behind the script, in the same round trip.
+  // 16-26 only for a workflow's job; fail.lua asks for them should the snapshot not
+  // name the workflow.
+  Transition t = lean_transition("fail", std::move(fail_keys), snapshot.has("workflow_id"), args, queue, id);
+  if (t.status == TransitionStatus::ok) hints().forget_claimed(redis_.endpoint().describe() + '|' + id);
+  return t;
+}
+
+Transition JobStore::cancel(const std::string& queue, const std::string& id, bool kill) {
+  auto cancel_keys = with_usage_keys({keys::job(queue, id), keys::ready_prefix(queue), keys::delayed(queue), keys::active(queue),
+                                      keys::stats(queue), keys::events(queue), keys::ledger(queue), keys::tenant_ledger(queue),
+                                      keys::finished_prefix(queue), keys::on_hold(queue)},
+                                     queue);  // 11-12
+  cancel_keys.push_back(keys::class_heads(queue));
+  // 14-24, the workflow keys, only for a workflow's job: cancel.lua asks for them.
+  return lean_transition("cancel", std::move(cancel_keys), false, {kill ? "kill" : "cancel"}, queue, id);
+}
+
+Transition JobStore::lean_transition(const std::string& script, std::vector<std::string> script_keys, bool workflow_job,
+                                     const std::vector<std::string>& args, const std::string& queue, const std::string& id) {
+  const std::vector<std::vector<std::string>> read_back{{"HGETALL", keys::job(queue, id)}};
+  if (workflow_job) script_keys = with_workflow_keys(std::move(script_keys), queue);
   std::vector<RedisValue> after;
-  auto reply = redis_.eval("fail", fail_keys, args, {{"HGETALL", keys::job(queue, id)}}, &after);
-  if (!reply.elements.empty() && reply.elements.front().str == "need_keys") {
+  auto reply = redis_.eval(script, script_keys, args, read_back, &after);
+  if (!workflow_job && !reply.elements.empty() && reply.elements.front().str == "need_keys") {
     after.clear();
-    reply = redis_.eval("fail", with_workflow_keys(std::move(fail_keys), queue), args, {{"HGETALL", keys::job(queue, id)}},
-                        &after);
+    reply = redis_.eval(script, with_workflow_keys(std::move(script_keys), queue), args, read_back, &after);
   }
   Transition t = transition_from(reply);
   if (t.status == TransitionStatus::ok) {
     if (!after.empty()) t.job = JobRecord::from_flat_array(after.front());
     t.job.fields.emplace("id", id);  // gone already (purged in between): still names the job
-    hints().forget_claimed(redis_.endpoint().describe() + '|' + id);
   }
   return t;
-}
-
-Transition JobStore::cancel(const std::string& queue, const std::string& id, bool kill) {
-  return transition_from(redis_.eval("cancel",
-                                     with_workflow_keys({keys::job(queue, id), keys::ready_prefix(queue), keys::delayed(queue),
-                                                         keys::active(queue), keys::stats(queue), keys::events(queue),
-                                                         keys::ledger(queue), keys::tenant_ledger(queue)},
-                                                        queue, with_usage_keys({keys::finished_prefix(queue), keys::on_hold(queue)}, queue)),
-                                     {kill ? "kill" : "cancel"}));
 }
 
 bool JobStore::process_gone(const std::string& queue, const std::string& id, const std::string& worker_id) {

@@ -257,3 +257,49 @@ TEST(TransitionKeys, AClaimPromotesOnlyWhenItsSnapshotSawAJobDue) {
   ASSERT_EQ(third.size(), 1u) << "the claim made the due retry available and took it";
   EXPECT_EQ(third[0]["id"], retried);
 }
+
+// A CANCEL is lean too (one a job in a bulk cancel): cancel.lua takes no workflow keys
+// for a plain job, reads into Lua only the fields it tests, and the job is read back
+// once, natively, behind the script (JobStore::cancel); the reply is that read.
+TEST(TransitionKeys, APlainJobsCancelSendsNoWorkflowKeysAndReadsTheJobOnceNatively) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
+  Api api{broker.url()};
+  const std::string id = api.push({{"type", "keys.cancel"}, {"args", json::array()}, {"options", {{"queue", "keys-cancel"}}}});
+  log_every_command(redis);
+  const auto cancelled = api.call("DELETE", "/ojs/v1/jobs/" + id);
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body.dump();
+  EXPECT_EQ(cancelled.body["job"]["state"], "cancelled") << cancelled.body.dump();
+  EXPECT_TRUE(cancelled.body["job"].contains("cancelled_at")) << cancelled.body.dump();
+  EXPECT_EQ(fcall_key_counts(redis, "cancel"), std::vector<int>{13}) << "cancel.lua's KEYS 1-13, no workflow keys";
+  std::vector<std::string> sent;  // the slow log is newest first
+  const auto lines = redis_lines(redis, {"SLOWLOG", "GET", "1000"});
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i)
+    if (lines[i] == "FCALL" && lines[i + 1].rfind("cancel_", 0) == 0) sent.push_back("cancel");
+    else if (lines[i] == "HGETALL" && lines[i + 1] == "ojs:{keys-cancel}:job:" + id) sent.push_back("HGETALL");
+  EXPECT_EQ(sent, (std::vector<std::string>{"HGETALL", "cancel"})) << "read back natively behind the script";
+  EXPECT_TRUE(api.fetch({"keys-cancel"}, "w1").empty());
+  EXPECT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + id).status, 409) << "cancelled already";
+}
+
+// The cancel of a workflow's step, sent without the workflow keys (the broker does not
+// know the job is one), is answered need_keys with nothing written, and sent again
+// with them: the step ends and the chain with it.
+TEST(TransitionKeys, AWorkflowStepCancelledEndsItsChain) {
+  RedisServer redis;
+  BrokerProcess broker{redis.url(), {"--maintenance-interval-ms", "0"}};
+  Api api{broker.url()};
+  auto created = api.post("/ojs/v1/workflows", {{"type", "chain"}, {"steps", {step("c.one", "keys-cancel-wf"), step("c.two", "keys-cancel-wf")}}});
+  ASSERT_EQ(created.status, 201) << created.body.dump();
+  const std::string wf = created.body["workflow"]["id"];
+  const std::string first = created.body["workflow"]["steps"][0]["job_id"];
+  log_every_command(redis);
+  const auto cancelled = api.call("DELETE", "/ojs/v1/jobs/" + first);
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body.dump();
+  EXPECT_EQ(cancelled.body["job"]["state"], "cancelled");
+  EXPECT_EQ(fcall_key_counts(redis, "cancel"), (std::vector<int>{13, 24})) << "asked for the 11 workflow keys, then sent them";
+  const auto chain = api.get("/ojs/v1/workflows/" + wf).body["workflow"];
+  EXPECT_EQ(chain["state"], "cancelled") << chain.dump();
+  EXPECT_EQ(chain["steps"][0]["state"], "cancelled") << chain.dump();
+  EXPECT_TRUE(api.fetch({"keys-cancel-wf"}, "w1").empty()) << "the second step never runs";
+}

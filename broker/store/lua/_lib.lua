@@ -62,6 +62,24 @@ local function read_job(jk)
   return job, flat
 end
 
+-- Only the named fields of a job hash (one HMGET), as a table without the absent
+-- ones; nil when the job does not exist (names[1] and names[2] are 'id' and 'state').
+-- A lean transition reads what it and its helpers test, never the document: each
+-- value read into Lua costs ~0.8k instructions, and the broker reads the job back
+-- natively behind the call. The table grows field by field (rehashing as it does):
+-- fail.lua, on every NACK, builds its table in one constructor instead (~23k fewer
+-- instructions for its 31 fields).
+local function read_fields(jk, names)
+  local f = redis.call('HMGET', jk, unpack(names))
+  if not f[1] and not f[2] then return nil end
+  local job = {}
+  for i = 1, #names do
+    local v = f[i]
+    if v then job[names[i]] = v end
+  end
+  return job
+end
+
 -- A job in a reply is field/value pairs where a later pair overrides an earlier one
 -- and a false value (a nil reply) deletes the field (JobRecord::from_flat_array).
 -- A job table as such pairs:
