@@ -20,11 +20,11 @@ long long DeadLetterStore::size(const std::string& queue) {
 }
 
 Transition DeadLetterStore::act(const std::string& queue, const std::string& id, const std::string& action) {
-  return JobStore::transition_from(redis_.eval("dead_letter",
-                                     {keys::job(queue, id), keys::dead(queue), keys::ready_prefix(queue), keys::seq(queue),
-                                      keys::events(queue), keys::class_heads(queue), keys::finished_prefix(queue), keys::log(queue, id),
-                                      keys::classes(queue), keys::classes_version(queue)},
-                                     {id, action}));
+  return JobStore::lean_transition(redis_, "dead_letter",
+                                   {keys::job(queue, id), keys::dead(queue), keys::ready_prefix(queue), keys::seq(queue),
+                                    keys::events(queue), keys::class_heads(queue), keys::finished_prefix(queue), keys::log(queue, id),
+                                    keys::classes(queue), keys::classes_version(queue)},
+                                   false, {id, action}, queue, id);
 }
 
 }  // namespace ojs::broker

@@ -12,11 +12,11 @@ std::vector<std::string> hold_keys(const std::string& queue, const std::string& 
 }  // namespace
 
 Transition JobControlStore::hold(const std::string& queue, const std::string& id, const std::string& who) {
-  return JobStore::transition_from(redis_.eval("hold", hold_keys(queue, id), {who}));
+  return JobStore::lean_transition(redis_, "hold", hold_keys(queue, id), false, {who}, queue, id);
 }
 
 Transition JobControlStore::release(const std::string& queue, const std::string& id, const std::string& who) {
-  return JobStore::transition_from(redis_.eval("release", hold_keys(queue, id), {who}));
+  return JobStore::lean_transition(redis_, "release", hold_keys(queue, id), false, {who}, queue, id);
 }
 
 Transition JobControlStore::update(const std::string& queue, const std::string& id, const JobUpdate& u) {
@@ -24,10 +24,10 @@ Transition JobControlStore::update(const std::string& queue, const std::string& 
                                 std::to_string(u.gone.size())};
   args.insert(args.end(), u.gone.begin(), u.gone.end());
   append_fields(args, u.fields);
-  return JobStore::transition_from(redis_.eval("update_job",
-                                               {keys::job(queue, id), keys::ready_prefix(queue), keys::class_heads(queue),
-                                                keys::classes(queue), keys::classes_version(queue), keys::events(queue)},
-                                               args));
+  return JobStore::lean_transition(redis_, "update_job",
+                                   {keys::job(queue, id), keys::ready_prefix(queue), keys::class_heads(queue),
+                                    keys::classes(queue), keys::classes_version(queue), keys::events(queue)},
+                                   false, args, queue, id);
 }
 
 }  // namespace ojs::broker

@@ -107,7 +107,7 @@ Transition JobStore::ack(const std::string& queue, const std::string& id, const 
   for (auto& k : keys::usage_transition_keys(queue)) ack_keys.push_back(std::move(k));  // 7-8
   // 9-19 only for a workflow's job (a key costs the call ~1.1k instructions): known
   // from this process's claim, else ack.lua asks for them.
-  Transition t = lean_transition("ack", std::move(ack_keys), hints().workflow_job(hint), {result_json, worker_id}, queue, id);
+  Transition t = lean_transition(redis_, "ack", std::move(ack_keys), hints().workflow_job(hint), {result_json, worker_id}, queue, id);
   if (t.status == TransitionStatus::ok) hints().forget_claimed(hint);
   return t;
 }
@@ -127,7 +127,7 @@ Transition JobStore::fail(const JobRecord& snapshot, const std::string& outcome,
                                       errors_json, require_expired ? "1" : "0", worker_id};
   // 16-26 only for a workflow's job; fail.lua asks for them should the snapshot not
   // name the workflow.
-  Transition t = lean_transition("fail", std::move(fail_keys), snapshot.has("workflow_id"), args, queue, id);
+  Transition t = lean_transition(redis_, "fail", std::move(fail_keys), snapshot.has("workflow_id"), args, queue, id);
   if (t.status == TransitionStatus::ok) hints().forget_claimed(redis_.endpoint().describe() + '|' + id);
   return t;
 }
@@ -139,18 +139,19 @@ Transition JobStore::cancel(const std::string& queue, const std::string& id, boo
                                      queue);  // 11-12
   cancel_keys.push_back(keys::class_heads(queue));
   // 14-24, the workflow keys, only for a workflow's job: cancel.lua asks for them.
-  return lean_transition("cancel", std::move(cancel_keys), false, {kill ? "kill" : "cancel"}, queue, id);
+  return lean_transition(redis_, "cancel", std::move(cancel_keys), false, {kill ? "kill" : "cancel"}, queue, id);
 }
 
-Transition JobStore::lean_transition(const std::string& script, std::vector<std::string> script_keys, bool workflow_job,
-                                     const std::vector<std::string>& args, const std::string& queue, const std::string& id) {
+Transition JobStore::lean_transition(RedisPool& redis, const std::string& script, std::vector<std::string> script_keys,
+                                     bool workflow_job, const std::vector<std::string>& args, const std::string& queue,
+                                     const std::string& id) {
   const std::vector<std::vector<std::string>> read_back{{"HGETALL", keys::job(queue, id)}};
   if (workflow_job) script_keys = with_workflow_keys(std::move(script_keys), queue);
   std::vector<RedisValue> after;
-  auto reply = redis_.eval(script, script_keys, args, read_back, &after);
+  auto reply = redis.eval(script, script_keys, args, read_back, &after);
   if (!workflow_job && !reply.elements.empty() && reply.elements.front().str == "need_keys") {
     after.clear();
-    reply = redis_.eval(script, with_workflow_keys(std::move(script_keys), queue), args, read_back, &after);
+    reply = redis.eval(script, with_workflow_keys(std::move(script_keys), queue), args, read_back, &after);
   }
   Transition t = transition_from(reply);
   if (t.status == TransitionStatus::ok) {
@@ -188,8 +189,8 @@ std::optional<std::vector<std::string>> JobStore::expiring_entry(const BatchJob&
 
 Transition JobStore::checkpoint(const std::string& queue, const std::string& id, const std::string& worker_id,
                                const std::string& checkpoint_json, int max_count) {
-  return transition_from(redis_.eval("checkpoint", {keys::job(queue, id), keys::events(queue)},
-                                     {worker_id, checkpoint_json, std::to_string(max_count)}));
+  return lean_transition(redis_, "checkpoint", {keys::job(queue, id), keys::events(queue)}, false,
+                         {worker_id, checkpoint_json, std::to_string(max_count)}, queue, id);
 }
 
 Transition JobStore::durable_checkpoint(const std::string& queue, const std::string& id, bool save, const std::string& worker_id,

@@ -202,19 +202,21 @@ class JobStore {
 
   // A transition script's reply: {status, job fields | detail}.
   static Transition transition_from(const RedisValue& reply);
+  // A lean transition (ack, fail, cancel, hold, release, update, checkpoint, the dead
+  // letter actions, a waiting job's discard): the script replies without the job,
+  // which is read back natively behind it in the same round trip (through Lua, in and
+  // out, it cost ~20-50k instructions more). `script_keys` leave out the workflow
+  // keys unless `workflow_job`; a workflow's job sent without them answers
+  // need_keys, nothing written, and is sent again with them.
+  static Transition lean_transition(RedisPool& redis, const std::string& script, std::vector<std::string> script_keys,
+                                    bool workflow_job, const std::vector<std::string>& args, const std::string& queue,
+                                    const std::string& id);
 
  private:
   BatchOutcome push_batch_of_queue(const std::vector<BatchJob>& jobs);  // push_batch.lua, one queue's slot
   // The expiring-index entry of a job pushed with an expires_at (nullopt: none), sent
   // ahead of its push script: an entry whose job was never stored is dropped by the sweep.
   static std::optional<std::vector<std::string>> expiring_entry(const BatchJob& job);
-  // A lean transition (ack, fail, cancel): the script replies without the job, which
-  // is read back natively behind it in the same round trip (through Lua, in and out,
-  // it cost ~20-50k instructions more). `script_keys` leave out the workflow keys
-  // unless `workflow_job`; a workflow's job sent without them answers need_keys,
-  // nothing written, and is sent again with them.
-  Transition lean_transition(const std::string& script, std::vector<std::string> script_keys, bool workflow_job,
-                             const std::vector<std::string>& args, const std::string& queue, const std::string& id);
   RedisPool& redis_;
 };
 

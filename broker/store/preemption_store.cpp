@@ -60,12 +60,12 @@ bool PreemptionStore::escalate(const JobRecord& job, double new_rank_base, std::
 
 Transition PreemptionStore::discard_waiting(const JobRecord& job, const std::string& error_json) {
   const auto& q = job.queue();
-  std::vector<std::string> script_keys{keys::job(q, job.id()), keys::ready(q, job.get("class")), keys::delayed(q),
-                                       keys::stats(q), keys::events(q), keys::reservation_waits(q)};
-  for (auto& k : keys::workflow_transition_keys(q)) script_keys.push_back(std::move(k));
-  script_keys.push_back(keys::finished_prefix(q));
-  auto reply = redis_.eval("discard_waiting", script_keys, {error_json});
-  return JobStore::transition_from(reply);
+  // 9-19, the workflow keys, only for a workflow's job (discard_waiting.lua asks for
+  // them should the snapshot not name the workflow).
+  return JobStore::lean_transition(redis_, "discard_waiting",
+                                   {keys::job(q, job.id()), keys::ready(q, job.get("class")), keys::delayed(q), keys::stats(q),
+                                    keys::events(q), keys::reservation_waits(q), keys::finished_prefix(q), keys::class_heads(q)},
+                                   job.has("workflow_id"), {error_json}, q, job.id());
 }
 
 std::optional<std::vector<std::pair<std::string, std::int64_t>>> PreemptionStore::mark(

@@ -462,6 +462,29 @@ TEST_F(Preemption, ReservationsHoldCapacityAndConfineTheirJobs) {
   EXPECT_EQ(api.call("DELETE", "/ojs/v1/admin/reservations/r1").status, 404);
 }
 
+// A workflow's step that waited its reservation timeout in vain is discarded and
+// ends its step (discard_waiting.lua takes the workflow keys only for such a job):
+// the chain fails and its next step never runs.
+TEST_F(Preemption, AWorkflowStepThatWaitedForAMissingReservationFailsItsChain) {
+  json orphan = ml_job("resv-wf", {{"ext_ml_reservation_id", "nope"}, {"ext_ml_reservation_timeout_s", 1}});
+  json after = ml_job("resv-wf", json::object());
+  auto created = api.post("/ojs/v1/workflows", {{"type", "chain"}, {"steps", {orphan, after}}});
+  ASSERT_EQ(created.status, 201) << created.body.dump();
+  const std::string wf = created.body["workflow"]["id"];
+  const std::string first = created.body["workflow"]["steps"][0]["job_id"];
+  json state;
+  for (int i = 0; i < 50; ++i) {
+    state = info(first);
+    if (state["state"] != "available") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(state["state"], "discarded") << state.dump();
+  const auto chain = api.get("/ojs/v1/workflows/" + wf).body["workflow"];
+  EXPECT_EQ(chain["state"], "failed") << chain.dump();
+  EXPECT_EQ(chain["steps"][0]["state"], "failed") << chain.dump();
+  EXPECT_EQ(chain["steps"][1]["state"], "cancelled") << chain.dump();
+}
+
 // The same for a GPU-memory budget: an H100 holds 80 GB of a 100 GB budget, so a
 // second 1-GPU job waits on memory, not on GPUs, and the spot holder gives it back.
 TEST_F(Preemption, ReservedJobPreemptsSpotWorkHoldingTheGpuMemoryBudget) {

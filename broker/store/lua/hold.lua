@@ -14,11 +14,12 @@
 --           5 on-hold set (keys.hpp on_hold), 6 events, 7 expiring index (release's),
 --           8 reservation waits
 -- ARGV: who (the caller's identity name)
--- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state} | {'conflict', 'gang_forming'}
+-- Reply: {'ok'} | {'not_found'} | {'conflict', state} | {'conflict', 'gang_forming'}
+-- The job is not in the reply: JobControlStore reads it back natively behind the call.
 local jk, who = KEYS[1], ARGV[1]
-local job = read_job(jk)
+local job = read_fields(jk, {'id', 'state', 'held_by', 'gang_workers', 'class', 'type', 'queue', 'attempt', 'tenant'})  -- and emit's
 if not job then return {'not_found'} end
-if job.state == 'pending' and job.held_by then return {'ok', flat_job(job)} end
+if job.state == 'pending' and job.held_by then return {'ok'} end
 if job.gang_workers then return {'conflict', 'gang_forming'} end
 local set = {'state', 'pending', 'held_by', who, 'held_from', job.state}
 if job.state == 'available' then
@@ -41,6 +42,5 @@ local now = int_s(now_ms())
 set[#set + 1], set[#set + 2] = 'held_at', now
 redis.call('HSET', jk, unpack(set))
 redis.call('ZADD', KEYS[5], now, job.id)
-for i = 1, #set, 2 do job[set[i]] = set[i + 1] end
 emit(KEYS[6], 'job.held', job, {'held_by', who})
-return {'ok', flat_job(job)}
+return {'ok'}

@@ -9,9 +9,11 @@
 --           5 on-hold set (keys.hpp on_hold), 6 events, 7 expiring index (keys.hpp
 --           expiring), 8 reservation waits
 -- ARGV: who (the caller's identity name)
--- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state}
+-- Reply: {'ok'} | {'not_found'} | {'conflict', state}
+-- The job is not in the reply: JobControlStore reads it back natively behind the call.
 local jk, who = KEYS[1], ARGV[1]
-local job = read_job(jk)
+local job = read_fields(jk, {'id', 'state', 'held_from', 'held_score', 'held_due', 'held_reservation_due', 'class',
+                             'rank_base', 'order_base', 'expires_at', 'type', 'queue', 'attempt', 'tenant'})  -- and emit's
 if not job then return {'not_found'} end
 if job.state ~= 'pending' or not job.held_from then return {'conflict', job.state} end
 local from = job.held_from
@@ -27,7 +29,5 @@ if job.held_reservation_due then redis.call('ZADD', KEYS[8], job.held_reservatio
 redis.call('HSET', jk, 'state', from)
 redis.call('HDEL', jk, 'held_by', 'held_from', 'held_score', 'held_due', 'held_at', 'held_reservation_due')
 redis.call('ZREM', KEYS[5], job.id)
-job.state = from
-job.held_by, job.held_from, job.held_score, job.held_due, job.held_at, job.held_reservation_due = nil, nil, nil, nil, nil, nil
 emit(KEYS[6], 'job.released', job, {'released_by', who})
-return {'ok', flat_job(job)}
+return {'ok'}

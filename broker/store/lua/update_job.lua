@@ -11,10 +11,11 @@
 -- ARGV: 1 the document the update started from, 2 new class id, 3 its canonical JSON,
 --       4 new rank_base, 5 new order_base ('' = none), 6 number n of fields to delete,
 --       7 .. 6+n the fields to delete, then field/value pairs to write
--- Reply: {'ok', job fields} | {'not_found'} | {'conflict', state} | {'stale'}
+-- Reply: {'ok'} | {'not_found'} | {'conflict', state} | {'stale'}
+-- The job is not in the reply: JobControlStore reads it back natively behind the call.
 local jk = KEYS[1]
 local expected_doc, class, class_json, rank_base, order_base = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local job = read_job(jk)
+local job = read_fields(jk, {'id', 'state', 'doc', 'class', 'held_score', 'type', 'queue', 'attempt', 'tenant'})  -- and emit's
 if not job then return {'not_found'} end
 local s = job.state
 if s ~= 'available' and s ~= 'scheduled' and s ~= 'retryable' and s ~= 'pending' and s ~= 'active' then return {'conflict', s} end
@@ -49,4 +50,4 @@ for i = 7 + n, #ARGV do set[#set + 1] = ARGV[i] end
 hset_slices(jk, set, 1, #set)
 job.class = class
 emit(KEYS[6], 'job.updated', job, {'class', class})
-return {'ok', redis.call('HGETALL', jk)}
+return {'ok'}
