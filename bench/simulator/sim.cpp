@@ -123,7 +123,7 @@ class Simulation {
     for (std::size_t i = 0; i < trace.size(); ++i) {
       const auto& j = trace[i];
       auto [it, added] = class_of_.emplace(j.class_id, static_cast<int>(classes_.size()));
-      if (added) classes_.push_back({&j.req, j.class_id, ml::requirement_class(j.req).canonical, {}});
+      if (added) classes_.push_back({&j.req, j.class_id, ml::requirement_class(j.req).canonical, {}, {}});
       jobs_[i].cls = it->second;
       jobs_[i].remaining = j.work_s;
       jobs_[i].seq = static_cast<long long>(i);

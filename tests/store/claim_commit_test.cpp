@@ -206,7 +206,7 @@ TEST_F(ClaimCommit, AGangPickOvertakenByAnotherFormingIsDecidedAgain) {
   EXPECT_EQ(w2_pick.job_id, "g1");
   // Meanwhile w1, which may only take G2, starts forming g2.
   Claimer claimer(claims);
-  const auto held = claimer.claim_gang({kQueue, {"w1", "w1", "29500"}, std::nullopt, 30000}, {g2});
+  const auto held = claimer.claim_gang({kQueue, {"w1", "w1", "29500"}, std::nullopt, 30000, {}, {}}, {g2});
   ASSERT_EQ(held.kind, GangClaim::Kind::held);
   EXPECT_EQ(held.job_id, "g2");
   // w2's pick no longer holds: nothing is written.
@@ -214,7 +214,7 @@ TEST_F(ClaimCommit, AGangPickOvertakenByAnotherFormingIsDecidedAgain) {
   EXPECT_EQ(stale.kind, GangClaim::Kind::stale);
   EXPECT_EQ(cmd({"HGET", keys::job_prefix(kQueue) + "g1", "gang_workers"}), "") << "g1 holds no member";
   // Decided again, w2 joins g2 and completes it.
-  const auto started = claimer.claim_gang({kQueue, {"w2", "w2", "29500"}, std::nullopt, 30000}, w2_classes);
+  const auto started = claimer.claim_gang({kQueue, {"w2", "w2", "29500"}, std::nullopt, 30000, {}, {}}, w2_classes);
   ASSERT_EQ(started.kind, GangClaim::Kind::start);
   EXPECT_EQ(started.job_id, "g2");
   EXPECT_EQ(started.rank, 1);

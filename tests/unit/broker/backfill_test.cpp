@@ -65,7 +65,7 @@ TEST(Backfill, PlanPicksTheSoonestWorkerOrNoneWhenItFitsNow) {
 TEST(Backfill, HeldGpusKeepClassesThatNeedThemToJobsEndingBeforeTheStart) {
   const auto caps = gpus(8);
   ojs::ml::WorkerLoad load;
-  load.active.push_back({"a", 4, {}});  // 4 free
+  load.active.push_back({"a", 4, {}, {}, std::nullopt});  // 4 free
   EXPECT_EQ(backfill_held_gpus(caps, load, 8), 4);
   EXPECT_EQ(backfill_held_gpus(caps, load, 2), 2);
   std::vector<int> devices;

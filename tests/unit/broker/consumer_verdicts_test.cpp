@@ -156,7 +156,7 @@ Verdicts judge_everywhere(const Case& c) {
   s.preemption = false;
   s.scoring.locality_delay_ms = 0;
   estimate::Worker ew{"w", c.caps, {}, {}};
-  for (const auto& r : c.running) ew.running.push_back({r, estimate::EndSource::unknown, false, ""});
+  for (const auto& r : c.running) ew.running.push_back({r, estimate::EndSource::unknown, false, "", std::nullopt});
   s.workers.push_back(std::move(ew));
   estimate::Waiting waiting;
   waiting.id = "target";
@@ -319,7 +319,7 @@ std::string fetch_pick(const QueueCase& q, const std::vector<ClassVerdict>& verd
       const ReadyRange range = [&jobs](double low, double high, int n) {
         std::vector<FairCandidate> out;
         for (const auto* j : jobs)
-          if (j->score >= low && j->score < high && static_cast<int>(out.size()) < n) out.push_back({0, 0, j->id, j->score, j->tenant});
+          if (j->score >= low && j->score < high && static_cast<int>(out.size()) < n) out.push_back({0, 0, j->id, j->score, j->tenant, std::nullopt});
         return out;
       };
       fair.classes[id] = fair_candidates_of(range, layout, 1);

@@ -32,7 +32,7 @@ GangCandidates forming(const std::string& job, const std::string& cls, const std
                        const std::string& first_label = "") {
   GangCandidates c;
   c.now_ms = kNow;
-  c.forming = GangCandidates::Forming{job, "available", cls, workers, first_label, label, std::nullopt};
+  c.forming = GangCandidates::Forming{job, "available", cls, workers, first_label, label, std::nullopt, std::nullopt, ""};
   return c;
 }
 
@@ -205,7 +205,7 @@ TEST(GangDecision, EqualElasticGangsShareTheNodesTheNextGoingToTheSmallest) {
   EXPECT_EQ(decide_gang(c, eligible, "w3").kind, GangPick::Kind::grow) << "fixed gangs keep the queue's order";
   // B forms with one member: it still has fewer than A, so it takes the next worker.
   c.heads.clear();
-  c.forming = GangCandidates::Forming{"b", "available", "B", R"(["w3"])", "", "", std::nullopt, 20};
+  c.forming = GangCandidates::Forming{"b", "available", "B", R"(["w3"])", "", "", std::nullopt, 20, ""};
   pick = decide_gang(c, eligible, "w4", {}, elastic);
   EXPECT_EQ(pick.kind, GangPick::Kind::join);
   // Both run with 2: equally far below their share, the first in the queue's order grows.
@@ -224,9 +224,9 @@ TEST(GangDecision, EqualElasticGangsShareTheNodesTheNextGoingToTheSmallest) {
 }
 
 TEST(ElasticShare, FurthestBelowItsShareThenFirstInTheQueue) {
-  EXPECT_EQ(furthest_below_share({{"a", 3, 1}, {"b", 2, 2}}), 1u);
-  EXPECT_EQ(furthest_below_share({{"a", 2, 1}, {"b", 2, 2}}), 0u);
-  EXPECT_EQ(furthest_below_share({{"a", 4, 1}, {"b", 4, 2}, {"c", 0, 3}}), 2u);
+  EXPECT_EQ(furthest_below_share({{"a", 3, 1, ""}, {"b", 2, 2, ""}}), 1u);
+  EXPECT_EQ(furthest_below_share({{"a", 2, 1, ""}, {"b", 2, 2, ""}}), 0u);
+  EXPECT_EQ(furthest_below_share({{"a", 4, 1, ""}, {"b", 4, 2, ""}, {"c", 0, 3, ""}}), 2u);
 }
 
 namespace {
