@@ -91,7 +91,8 @@ void FetchService::fetch_gang(const std::string& queue, const KeptClasses& kept,
   if (!worker.capabilities) return;  // a gang has hard constraints: plain workers never join
   if (gang_classes.classes.empty()) return;  // queues without gangs pay nothing
 
-  auto verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, gang_classes, worker, assignment_options(config_));
+  CapacityGuards guards;
+  auto verdicts = run_fetch_filters(reads_, marks_, scheduler_, queue, gang_classes, worker, assignment_options(config_), &guards);
   auto offered = gang_claim_classes(verdicts, scheduler_, gang_classes, *worker.capabilities);
   std::map<std::string, std::vector<int>> devices_of;
   for (const auto& v : verdicts)
@@ -100,12 +101,9 @@ void FetchService::fetch_gang(const std::string& queue, const KeptClasses& kept,
   const RivalScore rival = [&] { return first_plain_job(queue, kept, worker); };
   // Read only when elastic gangs of several tenants compete for the worker.
   const TenantShares shares = [&] { return fair_shares_of(marks_.fair_usage(queue), false); };
-  // A worker kept for a preemptor (a preemption's capacity hold, still in force) grows
-  // no running gang: read only when the worker's contact saw a hold.
-  const bool kept_for_preemptor = worker.guards.hold && [&] {
-    const auto guards = read_capacity_guards(reads_, marks_, worker);
-    return guards.hold && guards.hold->backfill_start_ms == 0;
-  }();
+  // A worker kept for a preemptor (a preemption's capacity hold, still in force, as
+  // the filters read it) grows no running gang.
+  const bool kept_for_preemptor = guards.hold && guards.hold->backfill_start_ms == 0;
   const auto claim = claimer_.claim_gang({queue, member_info(worker), request.visibility_timeout_ms,
                                           config_.default_visibility_timeout_ms, std::move(offered.elastic), shares, kept_for_preemptor},
                                          offered.eligible, rival);

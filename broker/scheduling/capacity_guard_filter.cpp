@@ -42,12 +42,6 @@ CapacityGuards read_capacity_guards(JobReads& reads, PreemptionStore& marks, con
   return out;
 }
 
-void apply_capacity_guards(JobReads& reads, PreemptionStore& marks, const Scheduler& scheduler, const std::string& queue,
-                           const ClassSet& classes, const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
-                           const ml::AssignmentOptions& assignment) {
-  apply_capacity_guards(read_capacity_guards(reads, marks, worker), scheduler, queue, classes, worker, verdicts, assignment);
-}
-
 void apply_capacity_guards(const CapacityGuards& guards, const Scheduler& scheduler, const std::string& queue,
                            const ClassSet& classes, const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
                            const ml::AssignmentOptions& assignment) {

@@ -42,9 +42,4 @@ void apply_capacity_guards(const CapacityGuards& guards, const Scheduler& schedu
                            const ClassSet& classes, const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
                            const ml::AssignmentOptions& assignment);
 
-// FETCH's: read_capacity_guards, then the guards.
-void apply_capacity_guards(JobReads& reads, PreemptionStore& marks, const Scheduler& scheduler, const std::string& queue,
-                           const ClassSet& classes, const WorkerView& worker, std::vector<ClassVerdict>& verdicts,
-                           const ml::AssignmentOptions& assignment);
-
 }  // namespace ojs::broker

@@ -26,9 +26,13 @@
 
 namespace ojs::broker {
 
+struct CapacityGuards;
+
 // One verdict per class of `classes` for this worker, filters and scores applied.
+// `guards_read`, when given, gets the capacity guards the filters read (a caller
+// that also asks whether a hold keeps the worker does not read them again).
 std::vector<ClassVerdict> run_fetch_filters(JobReads& reads, PreemptionStore& marks, const Scheduler& scheduler,
                                             const std::string& queue, const ClassSet& classes, const WorkerView& worker,
-                                            const ml::AssignmentOptions& assignment);
+                                            const ml::AssignmentOptions& assignment, CapacityGuards* guards_read = nullptr);
 
 }  // namespace ojs::broker
