@@ -17,7 +17,6 @@ if job.state ~= 'available' and job.state ~= 'scheduled' and job.state ~= 'retry
 local now = now_ms()
 ready_remove(KEYS[8], KEYS[2], job.class, job.id)
 redis.call('ZREM', KEYS[3], job.id)
-job.state, job.completed_at, job.discarded_at, job.error, job.next_attempt_at = 'discarded', now, now, err, nil
 redis.call('HSET', jk, 'state', 'discarded', 'completed_at', now, 'discarded_at', now, 'error', err)
 redis.call('HDEL', jk, 'next_attempt_at')
 redis.call('HINCRBY', KEYS[4], 'discarded', 1)

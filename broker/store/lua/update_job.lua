@@ -48,6 +48,5 @@ if order_base == '' then del[#del + 1] = 'order_base' end
 if #del > 0 then redis.call('HDEL', jk, unpack(del)) end
 for i = 7 + n, #ARGV do set[#set + 1] = ARGV[i] end
 hset_slices(jk, set, 1, #set)
-job.class = class
 emit(KEYS[6], 'job.updated', job, {'class', class})
 return {'ok'}
