@@ -29,6 +29,18 @@ std::vector<int> fcall_key_counts(const RedisServer& redis, const std::string& s
   return {newest_first.rbegin(), newest_first.rend()};
 }
 
+// The calls of `script` and the HGETALLs of job hash `key` sent since the log was
+// reset, newest first (the slow log holds what clients sent, not what a script runs):
+// "<script>" or "HGETALL" each.
+std::vector<std::string> script_calls_and_reads(const RedisServer& redis, const std::string& script, const std::string& key) {
+  std::vector<std::string> sent;
+  const auto lines = redis_lines(redis, {"SLOWLOG", "GET", "1000"});
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i)
+    if (lines[i] == "FCALL" && lines[i + 1].rfind(script + "_", 0) == 0) sent.push_back(script);
+    else if (lines[i] == "HGETALL" && lines[i + 1] == key) sent.push_back("HGETALL");
+  return sent;
+}
+
 void log_every_command(const RedisServer& redis) {
   redis_lines(redis, {"CONFIG", "SET", "slowlog-log-slower-than", "0"});
   redis_lines(redis, {"CONFIG", "SET", "slowlog-max-len", "1000"});
@@ -188,15 +200,10 @@ TEST(TransitionKeys, APlainJobsNackSendsNoWorkflowKeysAndReadsTheJobOnceNatively
                                                          {"error", {{"type", "Boom"}, {"message", "try again"}}}});
   ASSERT_EQ(nacked.status, 200) << nacked.body.dump();
   EXPECT_EQ(fcall_key_counts(redis, "fail"), std::vector<int>{15}) << "fail.lua's KEYS 1-15, no workflow keys";
-  // The slow log holds the commands sent (not those a script runs), newest first: the
-  // job read for the decision, the script, then (listed before it) the read-back.
+  // Newest first: the job read for the decision, the script, then (listed before it)
+  // the read-back.
   const auto key = "ojs:{keys-nack}:job:" + jobs[0]["id"].get<std::string>();
-  std::vector<std::string> sent;
-  const auto lines = redis_lines(redis, {"SLOWLOG", "GET", "1000"});
-  for (std::size_t i = 0; i + 1 < lines.size(); ++i)
-    if (lines[i] == "FCALL" && lines[i + 1].rfind("fail_", 0) == 0) sent.push_back("fail");
-    else if (lines[i] == "HGETALL" && lines[i + 1] == key) sent.push_back("HGETALL");
-  EXPECT_EQ(sent, (std::vector<std::string>{"HGETALL", "fail", "HGETALL"})) << "read back natively behind the script";
+  EXPECT_EQ(script_calls_and_reads(redis, "fail", key), (std::vector<std::string>{"HGETALL", "fail", "HGETALL"})) << "read back natively behind the script";
   const auto job = api.get("/ojs/v1/jobs/" + jobs[0]["id"].get<std::string>()).body["job"];
   EXPECT_EQ(job["state"], "retryable") << job.dump();
   EXPECT_EQ(job["attempt"], 1) << job.dump();
@@ -272,12 +279,7 @@ TEST(TransitionKeys, APlainJobsCancelSendsNoWorkflowKeysAndReadsTheJobOnceNative
   EXPECT_EQ(cancelled.body["job"]["state"], "cancelled") << cancelled.body.dump();
   EXPECT_TRUE(cancelled.body["job"].contains("cancelled_at")) << cancelled.body.dump();
   EXPECT_EQ(fcall_key_counts(redis, "cancel"), std::vector<int>{13}) << "cancel.lua's KEYS 1-13, no workflow keys";
-  std::vector<std::string> sent;  // the slow log is newest first
-  const auto lines = redis_lines(redis, {"SLOWLOG", "GET", "1000"});
-  for (std::size_t i = 0; i + 1 < lines.size(); ++i)
-    if (lines[i] == "FCALL" && lines[i + 1].rfind("cancel_", 0) == 0) sent.push_back("cancel");
-    else if (lines[i] == "HGETALL" && lines[i + 1] == "ojs:{keys-cancel}:job:" + id) sent.push_back("HGETALL");
-  EXPECT_EQ(sent, (std::vector<std::string>{"HGETALL", "cancel"})) << "read back natively behind the script";
+  EXPECT_EQ(script_calls_and_reads(redis, "cancel", "ojs:{keys-cancel}:job:" + id), (std::vector<std::string>{"HGETALL", "cancel"})) << "read back natively behind the script";
   EXPECT_TRUE(api.fetch({"keys-cancel"}, "w1").empty());
   EXPECT_EQ(api.call("DELETE", "/ojs/v1/jobs/" + id).status, 409) << "cancelled already";
 }
